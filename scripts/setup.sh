@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything ipclab needs on Debian bookworm. Idempotent: a second run installs nothing.
+# Runs as root, or through sudo. Prints each thing it installs.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 2; }
+  SUDO="sudo"
+fi
+
+# Debian packages: build tools, the C++ libraries we build on, and the reference tools
+# (perf bench, fio, sockperf) that benchmarks are checked against.
+DEB_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
+  linux-perf fio sockperf procps iproute2
+  golang-go
+  chromium
+)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Go may come from the machine's own toolchain instead of Debian's; do not install a second one.
+if command -v go >/dev/null 2>&1; then
+  missing=("${missing[@]/golang-go}")
+fi
+# Rust comes from rustup or Debian's cargo; install Debian's only when neither is present.
+if ! command -v cargo >/dev/null 2>&1; then missing+=(cargo); fi
+read -r -a missing <<<"${missing[*]}"
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: Debian packages present"
+fi
+
+# Python side (report/compare): installed as a package from report/, with its dependencies from PyPI.
+PY=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ -f "$here/report/pyproject.toml" ]; then
+  if ! "$PY" -c "import ipclab_report, matplotlib, jinja2, pytest, scipy" 2>/dev/null \
+     || [ "$here/report/pyproject.toml" -nt "$here/build/.pyinstalled" ]; then
+    echo "setup: installing Python package ipclab-report (matplotlib, jinja2, scipy, pytest)"
+    "$PY" -m pip install -q --disable-pip-version-check -e "$here/report[test]"
+    mkdir -p "$here/build" && touch "$here/build/.pyinstalled"
+  else
+    echo "setup: Python packages present"
+  fi
+fi
+echo "setup: done"
