@@ -1,0 +1,28 @@
+"""The self-contained HTML report: one file, plots embedded as SVG data URIs, no network."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import jinja2
+
+from .model import build, machine_line, warnings
+from .tables import suite_rows
+
+
+def render(files) -> str:
+    report = build(files)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ipclab_report", "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["basename"] = os.path.basename
+    totals = {k: sum(s.count(k) for s in report.suites) for k in ("ok", "failed", "skipped")}
+
+    def plot_rows(suite, plot):
+        return suite_rows([r for r in suite.records if id(r) in plot.used], report.multi)
+
+    return env.get_template("report.html.j2").render(
+        files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,
+        warnings=warnings, machine=machine_line, plot_rows=plot_rows,
+        warning_count=sum(len(warnings(f)) for f in files),
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -1,0 +1,287 @@
+"""Reading result files (schema version 1) into records, and one summary per benchmark.
+
+Readers ignore fields they do not know (docs/json-schema.md); every accessor here tolerates a
+missing field and answers None rather than 0, so that a missing figure never looks like a fast one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from .stats import histogram_percentile, median, median_index, stddev
+from .util import UsageError, is_number
+
+SCHEMA_VERSION = 1
+FIX = "pass a result file written by `ipclab run --json F`"
+
+
+@dataclass
+class Record:
+    """One benchmark record, iteration or aggregate, of one result file."""
+
+    raw: dict
+    source: "ResultFile"
+
+    def get(self, *path):
+        cur = self.raw
+        for key in path:
+            if not isinstance(cur, dict):
+                return None
+            cur = cur.get(key)
+        return cur
+
+    def num(self, *path):
+        v = self.get(*path)
+        return v if is_number(v) else None
+
+    @property
+    def name(self) -> str:
+        return self.raw["name"]
+
+    @property
+    def suite(self) -> str:
+        s = self.raw.get("suite")
+        return s if isinstance(s, str) and s else self.name.split("/")[0]
+
+    @property
+    def mechanism(self) -> str:
+        m = self.raw.get("mechanism")
+        if isinstance(m, str) and m:
+            return m
+        parts = self.name.split("/")
+        return parts[1] if len(parts) > 1 else parts[0]
+
+    @property
+    def params(self) -> dict:
+        p = self.raw.get("params")
+        return p if isinstance(p, dict) else {}
+
+    @property
+    def run_type(self) -> str:
+        return self.raw.get("run_type") or "iteration"
+
+    @property
+    def status(self) -> str:
+        s = self.raw.get("status")
+        return s if s in ("ok", "failed", "skipped") else "ok"
+
+    @property
+    def error(self) -> str | None:
+        e = self.raw.get("error")
+        return e if isinstance(e, str) and e else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def time_per_op_ns(self):
+        v = self.num("time_per_op_ns")
+        if v is None:
+            wall, ops = self.num("wall_s"), self.num("ops")
+            if wall is not None and ops:
+                v = wall * 1e9 / ops
+        return v
+
+    def rate(self, key):
+        v = self.num("rates", key)
+        if v is None and key == "MiB_per_s":
+            b = self.num("rates", "bytes_per_s")
+            v = b / (1 << 20) if b is not None else None
+        return v
+
+    def latency(self, pct: str):
+        """p50, p99, ... from the record, or from its histogram when the figure is missing."""
+        v = self.num("latency_ns", pct)
+        if v is None and pct.startswith("p"):
+            q = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}.get(pct)
+            if q is not None:
+                v = histogram_percentile(self.get("latency_ns", "histogram"), q)
+        return v
+
+    def dim(self, key):
+        """A parameter value; 'mechanism' and 'placement' have fallbacks outside params."""
+        if key == "mechanism":
+            return self.mechanism
+        v = self.params.get(key)
+        if v is None and key == "placement":
+            v = self.get("placement", "layout")
+        return v
+
+    @property
+    def short_name(self) -> str:
+        """The name without its suite prefix."""
+        parts = self.name.split("/", 1)
+        return parts[1] if len(parts) == 2 and parts[0] == self.suite else self.name
+
+
+@dataclass
+class ResultFile:
+    path: str
+    context: dict
+    records: list = field(default_factory=list)
+    label: str = ""
+
+    @property
+    def iterations(self):
+        return [r for r in self.records if r.run_type == "iteration"]
+
+    @property
+    def aggregates(self):
+        return [r for r in self.records if r.run_type == "aggregate"]
+
+
+def load(path: str) -> ResultFile:
+    """Read and check one result file; any problem is a UsageError with a one-line message."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file; {FIX}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; pass the result JSON inside it") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror}); check the path and its permissions") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise UsageError(f"{path} is not JSON{where}; {FIX}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} is JSON but not a result object; {FIX}")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        got = "no schema_version" if version is None else f"schema_version {version!r}"
+        raise UsageError(f"{path} has {got}, this reader understands {SCHEMA_VERSION}; "
+                         f"regenerate it with this ipclab or install the matching ipclab-report")
+    benchmarks = doc.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        raise UsageError(f"{path} has no \"benchmarks\" list; {FIX}")
+    context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
+    rf = ResultFile(path=path, context=context)
+    for i, b in enumerate(benchmarks):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
+            raise UsageError(f"{path}: benchmark record {i} has no name; {FIX}")
+        rf.records.append(Record(raw=b, source=rf))
+    return rf
+
+
+def file_label(rf: ResultFile) -> str:
+    """hostname · kernel · date, from the context; the file name when the context says nothing."""
+    ctx = rf.context
+    parts = []
+    if isinstance(ctx.get("hostname"), str) and ctx["hostname"]:
+        parts.append(ctx["hostname"])
+    if isinstance(ctx.get("kernel"), str) and ctx["kernel"]:
+        parts.append(ctx["kernel"])
+    if isinstance(ctx.get("date"), str) and ctx["date"]:
+        parts.append(ctx["date"][:16].replace("T", " "))
+    return " · ".join(parts) if parts else os.path.basename(rf.path)
+
+
+def load_all(paths) -> list:
+    """Load every file and give each a label that is unique within the report."""
+    files = [load(p) for p in paths]
+    labels = [file_label(f) for f in files]
+    for i, f in enumerate(files):
+        label = labels[i]
+        if labels.count(label) > 1:
+            label = os.path.basename(f.path)
+            if [os.path.basename(g.path) for g in files].count(label) > 1:
+                label = f"{label} #{i + 1}"
+        f.label = label
+    return files
+
+
+# --- summaries: one record per benchmark name and file -------------------------------------------
+
+def _median_dict(dicts):
+    keys = []
+    for d in dicts:
+        for k, v in (d or {}).items():
+            if is_number(v) and k not in keys:
+                keys.append(k)
+    return {k: median([(d or {}).get(k) for d in dicts]) for k in keys}
+
+
+def aggregate(iterations) -> dict:
+    """The median aggregate of one benchmark's iteration records, shaped like the harness's own.
+
+    Used when a file carries no aggregate record for the benchmark. Failed beats skipped beats ok:
+    one failed repetition makes the benchmark failed, it is never averaged away.
+    """
+    first = iterations[0].raw
+    statuses = [r.status for r in iterations]
+    status = "failed" if "failed" in statuses else ("skipped" if "ok" not in statuses else "ok")
+    error = next((r.error for r in iterations if r.status == status and r.error), None)
+    oks = [r for r in iterations if r.ok]
+    out = {k: first.get(k) for k in ("name", "suite", "mechanism", "params")}
+    out.update(run_type="aggregate", aggregate_name="median", repetition=len(iterations),
+               status=status, error=error, computed=True)
+    if not oks:
+        return out
+    times = [r.time_per_op_ns for r in oks]
+    mid = oks[median_index(times) if median_index(times) is not None else 0].raw
+    for k in ("ops", "bytes", "wall_s", "time_per_op_ns"):
+        out[k] = median([r.num(k) if k != "time_per_op_ns" else r.time_per_op_ns for r in oks])
+    out["rates"] = _median_dict([r.get("rates") for r in oks])
+    out["cpu"] = _median_dict([r.get("cpu") for r in oks])
+    out["latency_ns"] = mid.get("latency_ns")
+    out["extra"] = mid.get("extra")
+    out["placement"] = mid.get("placement")
+    integ = {}
+    for r in iterations:
+        for k, v in (r.get("integrity") or {}).items():
+            if is_number(v):
+                integ[k] = integ.get(k, 0) + v
+    out["integrity"] = integ
+    vals = [t for t in times if t is not None]
+    if vals:
+        m = median(vals)
+        sd = stddev(vals)
+        out["spread"] = {"metric": "time_per_op_ns", "min": min(vals), "max": max(vals),
+                         "stddev": sd, "cv": sd / m if m else None, "values": vals}
+    return out
+
+
+def summaries(rf: ResultFile) -> list:
+    """One Record per benchmark name, in first-seen order: the file's median aggregate when it has
+    one, otherwise a median computed here from the iterations."""
+    order, iters, aggs = [], {}, {}
+    for r in rf.records:
+        if r.name not in iters and r.name not in aggs:
+            order.append(r.name)
+        if r.run_type == "aggregate":
+            if (r.get("aggregate_name") or "median") == "median":
+                aggs.setdefault(r.name, r)
+        else:
+            iters.setdefault(r.name, []).append(r)
+    out = []
+    for name in order:
+        if name in aggs:
+            out.append(aggs[name])
+        elif name in iters:
+            out.append(Record(raw=aggregate(iters[name]), source=rf))
+    return out
+
+
+def samples(rf: ResultFile) -> dict:
+    """name -> (status, error, [time_per_op_ns of each ok repetition]) for compare.
+
+    Iteration records give the samples; a file holding only aggregates falls back to the
+    aggregate's spread.values (the per-repetition times the harness kept).
+    """
+    out = {}
+    for s in summaries(rf):
+        reps = [r for r in rf.iterations if r.name == s.name]
+        if reps:
+            vals = [r.time_per_op_ns for r in reps if r.ok and r.time_per_op_ns is not None]
+        else:
+            spread = s.get("spread", "values")
+            vals = [v for v in spread if is_number(v)] if isinstance(spread, list) else []
+            if not vals and s.time_per_op_ns is not None:
+                vals = [s.time_per_op_ns]
+        out[s.name] = (s.status, s.error, vals)
+    return out

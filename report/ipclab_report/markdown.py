@@ -1,0 +1,40 @@
+"""Markdown summary: the same per-suite tables as the HTML report, for issues and READMEs."""
+
+from __future__ import annotations
+
+from .model import build, machine_line, warnings
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render(files) -> str:
+    report = build(files, with_plots=False)
+    out = ["# ipclab results", ""]
+    for f in files:
+        prefix = f"**{_cell(f.label)}**: " if report.multi else "Machine: "
+        out.append(f"{prefix}{_cell(machine_line(f))}" + ("  " if report.multi else ""))
+    out.append("")
+    for f in files:
+        for msg, remedy in warnings(f):
+            who = f" ({_cell(f.label)})" if report.multi else ""
+            out.append(f"> ⚠ {_cell(msg)}{who}" + (f" — remedy: {_cell(remedy)}" if remedy else ""))
+    if out[-1] != "":
+        out.append("")
+    for s in report.suites:
+        out += [f"## {s.name}", ""]
+        out.append("| " + " | ".join(s.columns) + " |")
+        out.append("|" + "|".join(":--" if c in ("name", "run", "status") else "--:" for c in s.columns) + "|")
+        for r in s.rows:
+            cells = []
+            for c in s.columns:
+                v = r[c]
+                if c == "name":
+                    v = f"`{v}`"
+                elif c == "status" and r["status"] != "ok":
+                    v = f"**{v.upper()}**" + (f": {r['error']}" if r["error"] else "")
+                cells.append(_cell(v))
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)

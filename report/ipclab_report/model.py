@@ -1,0 +1,139 @@
+"""From loaded files to what every output format renders: environment, suites, rows, plots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .load import summaries
+from .suites import ordered_suites, suite_plots
+from .tables import columns, suite_rows
+from .util import fmt_bytes_param
+
+
+@dataclass
+class Suite:
+    name: str
+    anchor: str
+    records: list
+    rows: list
+    columns: list
+    plots: list = field(default_factory=list)
+
+    @property
+    def problems(self):
+        return [r for r in self.rows if r["status"] != "ok"]
+
+    def count(self, status):
+        return sum(1 for r in self.rows if r["status"] == status)
+
+
+def anchor(suite: str) -> str:
+    return "suite-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in suite.lower())
+
+
+def machine_line(rf) -> str:
+    """cpu model, cores, kernel, load average: the caption under every plot."""
+    ctx = rf.context
+    cpu = ctx.get("cpu") if isinstance(ctx.get("cpu"), dict) else {}
+    parts = [cpu.get("model") or "unknown CPU"]
+    cores = []
+    if cpu.get("physical_cores") is not None:
+        cores.append(f"{cpu['physical_cores']} cores")
+    if cpu.get("logical_cpus") is not None:
+        cores.append(f"{cpu['logical_cpus']} logical CPUs")
+    if cores:
+        parts.append(" / ".join(cores))
+    if ctx.get("kernel"):
+        parts.append(f"kernel {ctx['kernel']}")
+    la = ctx.get("load_avg")
+    if isinstance(la, list) and la:
+        parts.append("load avg " + " ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in la))
+    return ", ".join(str(p) for p in parts)
+
+
+def _fmt_value(v):
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(_fmt_value(x) for x in v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_fmt_value(x)}" for k, x in v.items())
+    return "" if v is None else str(v)
+
+
+ENV_ROWS = [
+    ("host", lambda c: c.get("hostname")),
+    ("date", lambda c: c.get("date")),
+    ("CPU", lambda c: (c.get("cpu") or {}).get("model")),
+    ("cores", lambda c: " / ".join(x for x in (
+        f"{(c.get('cpu') or {}).get('physical_cores')} physical" if (c.get("cpu") or {}).get("physical_cores") is not None else "",
+        f"{(c.get('cpu') or {}).get('logical_cpus')} logical" if (c.get("cpu") or {}).get("logical_cpus") is not None else "",
+        f"SMT {_fmt_value((c.get('cpu') or {}).get('smt'))}" if (c.get("cpu") or {}).get("smt") is not None else "") if x)),
+    ("online CPUs", lambda c: (c.get("cpu") or {}).get("online")),
+    ("caches", lambda c: (c.get("cpu") or {}).get("caches")),
+    ("memory", lambda c: f"{fmt_bytes_param(c['memory_bytes'])}B" if isinstance(c.get("memory_bytes"), int) else None),
+    ("kernel", lambda c: c.get("kernel")),
+    ("virtualization", lambda c: c.get("virtualization")),
+    ("governor", lambda c: c.get("governor")),
+    ("load average", lambda c: c.get("load_avg")),
+    ("io_uring", lambda c: c.get("io_uring")),
+    ("limits", lambda c: c.get("limits")),
+    ("mitigations", lambda c: c.get("mitigations")),
+    ("compiler", lambda c: " ".join(str(x) for x in (c.get("compiler"), c.get("build_type"), c.get("build_flags")) if x)),
+    ("libraries", lambda c: c.get("libraries")),
+    ("ipclab", lambda c: " ".join(str(x) for x in (c.get("ipclab_version"), c.get("git_sha")) if x)),
+    ("run", lambda c: ", ".join(f"{k} {c[k]}" for k in ("preset", "repetitions", "duration_s", "warmup_s") if c.get(k) is not None)),
+    ("command line", lambda c: c.get("command_line")),
+]
+
+
+def env_table(files):
+    """Rows of (key, [value per file]); rows empty in every file are dropped."""
+    out = []
+    for key, getter in ENV_ROWS:
+        vals = []
+        for f in files:
+            try:
+                vals.append(_fmt_value(getter(f.context)))
+            except Exception:
+                vals.append("")
+        if any(vals):
+            out.append((key, vals))
+    return out
+
+
+def warnings(rf):
+    ws = rf.context.get("warnings")
+    out = []
+    for w in ws if isinstance(ws, list) else []:
+        if isinstance(w, dict):
+            out.append((str(w.get("message") or ""), str(w.get("remedy") or "")))
+        elif isinstance(w, str):
+            out.append((w, ""))
+    return out
+
+
+@dataclass
+class Report:
+    files: list
+    suites: list
+    multi: bool
+
+    @property
+    def env(self):
+        return env_table(self.files)
+
+
+def build(files, with_plots=True) -> Report:
+    multi = len(files) > 1
+    recs = [s for f in files for s in summaries(f)]
+    names = list(dict.fromkeys(r.suite for r in recs))
+    suites = []
+    for name in ordered_suites(names):
+        srecs = [r for r in recs if r.suite == name]
+        s = Suite(name=name, anchor=anchor(name), records=srecs, rows=suite_rows(srecs, multi),
+                  columns=columns(multi))
+        if with_plots:
+            s.plots = suite_plots(name, srecs, multi)
+        suites.append(s)
+    return Report(files=files, suites=suites, multi=multi)

@@ -1,0 +1,286 @@
+"""Plot primitives over summary records: sweeps (metric vs parameter), latency CDFs, bar charts.
+
+Each returns a Plot (an SVG data URI plus a note saying which slice of the grid it shows) or None
+when the records do not fit, so that the caller can fall back to the generic chart.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+
+from .stats import histogram_cdf, median  # noqa: E402
+from .util import fmt_bytes_param, fmt_si, fmt_time_ns, is_number  # noqa: E402
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8"]
+MAX_SERIES = 10
+
+plt.rcParams.update({
+    "font.family": "DejaVu Sans", "font.size": 9.5, "axes.titlesize": 11.5,
+    "axes.titleweight": "bold", "axes.labelsize": 9.5, "axes.spines.top": False,
+    "axes.spines.right": False, "axes.grid": True, "grid.color": "#e3e6ea", "grid.linewidth": 0.8,
+    "axes.edgecolor": "#8a939e", "axes.axisbelow": True, "legend.fontsize": 8.5,
+    "legend.frameon": False, "svg.hashsalt": "ipclab", "svg.fonttype": "path",
+})
+
+
+@dataclass
+class Plot:
+    title: str
+    uri: str
+    note: str = ""
+    used: set = field(default_factory=set)   # id() of the records the plot applies to
+
+
+def _svg_uri(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+# --- choosing what to draw -----------------------------------------------------------------------
+
+def dims_of(records):
+    keys = ["mechanism"]
+    for r in records:
+        for k in r.params:
+            if k not in keys:
+                keys.append(k)
+    return keys
+
+
+def _hashable(v):
+    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+
+
+def varying(records, exclude=()):
+    """Dimensions (params and mechanism) that take more than one value across `records`."""
+    return [d for d in dims_of(records)
+            if d not in exclude and len({_hashable(r.dim(d)) for r in records}) > 1]
+
+
+def slice_records(records, keep):
+    """Fix every varying dimension not in `keep` at its most common value (ties: first seen).
+
+    Returns (records, {dim: value}) so that the plot can say which slice of the grid it shows.
+    """
+    fixed = {}
+    for d in varying(records, exclude=keep):
+        counts = Counter(_hashable(r.dim(d)) for r in records)
+        best = max(counts.values())
+        value = next(_hashable(r.dim(d)) for r in records if counts[_hashable(r.dim(d))] == best)
+        fixed[d] = value
+        records = [r for r in records if _hashable(r.dim(d)) == value]
+    return records, fixed
+
+
+def fixed_note(fixed) -> str:
+    if not fixed:
+        return ""
+    return "Other parameters fixed at their most common value: " + ", ".join(
+        f"{k}={v}" for k, v in fixed.items()) + " (all points are in the table)."
+
+
+def series_label(r, dims, multi):
+    parts = [str(r.dim(dims[0]))] + [f"{d}={r.dim(d)}" for d in dims[1:]]
+    label = ", ".join(parts)
+    return f"{label} [{r.source.label}]" if multi else label
+
+
+def _tick_label(v):
+    if is_number(v) and v == int(v) and int(v) >= 1024:
+        return fmt_bytes_param(v)
+    return f"{v:g}" if is_number(v) else str(v)
+
+
+def _time_axis(axis):
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt_time_ns(v).replace(" ", "\u2009")))
+
+
+def _si_axis(axis):
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt_si(v).replace(" ", "\u2009")))
+
+
+def _spans(values, ratio):
+    pos = [v for v in values if is_number(v) and v > 0]
+    return len(pos) == len(values) and pos and max(pos) / min(pos) >= ratio
+
+
+def _legend(fig, axes, n):
+    handles, labels = axes[0].get_legend_handles_labels()
+    if not handles:
+        return
+    if n <= 4:
+        axes[-1].legend(handles, labels, loc="best")
+    else:
+        fig.legend(handles, labels, loc="outside right upper")
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+
+def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", multi=False,
+          y_time=False, y_min_zero=False, y_fixed=None):
+    """Metric vs numeric parameter `x`, one line per `series` value (plus whatever else varies).
+
+    A string dimension with 2-4 values (e.g. placement) becomes side-by-side panels; when there
+    would still be more than MAX_SERIES lines, the remaining dimensions are fixed at their mode.
+    """
+    recs = [r for r in records if r.ok and is_number(r.dim(x)) and is_number(metric(r))]
+    if len({r.dim(x) for r in recs}) < 2:
+        return None
+    used = {id(r) for r in recs}
+    if series != "mechanism" and all(r.dim(series) is None for r in recs):
+        series = "mechanism"
+    others = varying(recs, exclude=(x, series))
+    facet = next((d for d in sorted(others, key=lambda d: d != "placement")
+                  if all(isinstance(r.dim(d), str) for r in recs)
+                  and 2 <= len({r.dim(d) for r in recs}) <= 4), None)
+    others = [d for d in others if d != facet]
+    fixed = {}
+
+    def keyf(r):
+        return (r.source.label if multi else "", _hashable(r.dim(series))) + tuple(
+            _hashable(r.dim(d)) for d in others)
+
+    per_facet = Counter((_hashable(r.dim(facet)) if facet else None, keyf(r)) for r in recs)
+    if len(per_facet) / max(1, len({k[0] for k in per_facet})) > MAX_SERIES:
+        recs, fixed = slice_records(recs, keep=(x, series, facet))
+        others = []
+    facets = list(dict.fromkeys(r.dim(facet) for r in recs)) if facet else [None]
+    keys = list(dict.fromkeys(keyf(r) for r in recs))
+    style = {k: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
+    fig, axes = plt.subplots(1, len(facets), figsize=(9.2 if len(keys) > 4 else 8.2, 3.9),
+                             sharey=True, squeeze=False, layout="constrained")
+    axes = list(axes[0])
+    xs_all = sorted({r.dim(x) for r in recs})
+    ys_all = []
+    for ax, fv in zip(axes, facets):
+        for k in keys:
+            pts = {}
+            for r in recs:
+                if keyf(r) == k and (facet is None or r.dim(facet) == fv):
+                    pts.setdefault(r.dim(x), []).append(metric(r))
+            if not pts:
+                continue
+            xs = sorted(pts)
+            ys = [median(pts[v]) for v in xs]
+            ys_all += ys
+            label = series_label(next(r for r in recs if keyf(r) == k), [series] + others, multi)
+            color, marker = style[k]
+            ax.plot(xs, ys, marker=marker, color=color, label=label, linewidth=1.6, markersize=4.5)
+        if facet:
+            ax.set_title(f"{facet} = {fv}", fontsize=9.5, fontweight="normal")
+        if _spans(xs_all, 8):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs_all, [_tick_label(v) for v in xs_all])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(xlabel)
+    log_y = _spans(ys_all, 50) and not y_min_zero
+    for ax in axes:
+        if log_y:
+            ax.set_yscale("log")
+        elif y_fixed:
+            ax.set_ylim(*y_fixed)
+        elif y_min_zero or not log_y:
+            ax.set_ylim(bottom=0)
+        (_time_axis if y_time else _si_axis)(ax.yaxis)
+    axes[0].set_ylabel(ylabel)
+    fig.suptitle(title, fontweight="bold", fontsize=11.5)
+    _legend(fig, axes, len(keys))
+    return Plot(title=title, uri=_svg_uri(fig), note=fixed_note(fixed), used=used)
+
+
+# --- latency CDF ---------------------------------------------------------------------------------
+
+KIND_TITLE = {"rtt": "Round-trip latency", "one_way": "One-way latency", "session": "Session latency",
+              "op": "Operation latency", "batch_mean": "Batch-mean operation time"}
+
+
+def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=MAX_SERIES):
+    recs = [r for r in records if r.ok and histogram_cdf(r.get("latency_ns", "histogram"))]
+    if not recs:
+        return None
+    used = {id(r) for r in recs}
+    recs, fixed = slice_records(recs, keep=(series, "mechanism"))
+    recs = recs[:limit]
+    kinds = {r.get("latency_ns", "kind") for r in recs}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    title = title or f"{KIND_TITLE.get(kind, 'Latency')} CDF"
+    fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
+    for i, r in enumerate(recs):
+        xs, ys = histogram_cdf(r.get("latency_ns", "histogram"))
+        label = r.short_name + (f" [{r.source.label}]" if multi else "")
+        ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], label=label, linewidth=1.5)
+    ax.set_xscale("log")
+    _time_axis(ax.xaxis)
+    ax.set_ylim(0, 1.02)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 0.9, 0.99], ["0", "0.25", "0.5", "0.75", "0.9", "0.99"])
+    ax.set_xlabel("latency (log scale)")
+    ax.set_ylabel("fraction of samples ≤ latency")
+    ax.set_title(title)
+    _legend(fig, [ax], len(recs))
+    return Plot(title=title, uri=_svg_uri(fig), note=fixed_note(fixed), used=used)
+
+
+# --- bars ----------------------------------------------------------------------------------------
+
+def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(), note=""):
+    """Horizontal grouped bars: one group per category, one bar per series (dict label -> values)."""
+    series = {k: v for k, v in series.items() if any(is_number(x) for x in v)}
+    if not categories or not series:
+        return None
+    values = [x for v in series.values() for x in v if is_number(x)]
+    if log is None:
+        log = _spans(values, 100)
+    n, m = len(categories), len(series)
+    height = min(1.2 + n * max(0.32, 0.2 * m), 16)
+    fig, ax = plt.subplots(figsize=(8.2, height), layout="constrained")
+    bar_h = 0.8 / m
+    for j, (label, vals) in enumerate(series.items()):
+        ys = [i - 0.4 + bar_h * (j + 0.5) for i in range(n)]
+        xs = [v if is_number(v) else 0 for v in vals]
+        ax.barh(ys, xs, height=bar_h * 0.92, color=PALETTE[j % len(PALETTE)], label=label)
+    ax.set_yticks(range(n), categories, fontsize=8.5 if n < 25 else 7)
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+    if log:
+        ax.set_xscale("log")
+    (_time_axis if time_axis else _si_axis)(ax.xaxis)
+    ax.set_xlabel(xlabel + (" (log scale)" if log else ""))
+    ax.set_title(title)
+    if m > 1:
+        ax.legend(loc="best" if m <= 4 else "upper right")
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
+
+
+def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False, log=None,
+                category=lambda r: r.short_name):
+    """Bars per benchmark; `metrics` maps a series name to a getter. With several files each
+    metric gets one series per file, so the same benchmark on two machines sits side by side."""
+    recs = [r for r in records if r.ok and any(is_number(f(r)) for f in metrics.values())]
+    if not recs:
+        return None
+    cats = list(dict.fromkeys(category(r) for r in recs))
+    labels = list(dict.fromkeys(r.source.label for r in recs)) if multi else [None]
+    series = {}
+    for mname, getter in metrics.items():
+        for lab in labels:
+            key = mname if lab is None else (f"{mname} [{lab}]" if len(metrics) > 1 else lab)
+            vals = []
+            for c in cats:
+                hits = [getter(r) for r in recs if category(r) == c and (lab is None or r.source.label == lab)]
+                vals.append(median(hits))
+            series[key] = vals
+    return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
+                used={id(r) for r in recs})

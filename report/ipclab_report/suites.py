@@ -1,0 +1,158 @@
+"""Which plots each suite's readers expect. Unknown suites, and records that fit none of a
+suite's plots (a parameter renamed, a new mechanism), get the generic time-per-op chart."""
+
+from __future__ import annotations
+
+from . import plots
+from .plots import record_bars, slice_records, sweep, latency_cdf
+from .util import is_number
+
+SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
+
+
+def _ops(r):
+    return r.rate("ops_per_s")
+
+
+def _mib(r):
+    return r.rate("MiB_per_s")
+
+
+def _mb(r):
+    b = r.rate("bytes_per_s")
+    return b / 1e6 if b is not None else None
+
+
+def _cpu(r):
+    return r.num("cpu", "per_op_ns")
+
+
+def _fairness(r):
+    f = r.get("extra", "fairness")
+    if isinstance(f, dict):
+        f = next((f[k] for k in ("ratio", "min_over_max", "value") if is_number(f.get(k))), None)
+    return f if is_number(f) else None
+
+
+def messaging(recs, multi):
+    out = [
+        sweep(recs, "size", _ops, title="Messages per second vs message size", multi=multi,
+              xlabel="message size (bytes)", ylabel="messages/s"),
+        sweep(recs, "size", _mib, title="Bandwidth vs message size", multi=multi,
+              xlabel="message size (bytes)", ylabel="MiB/s"),
+        latency_cdf(recs, multi=multi),
+    ]
+    ok = [r for r in recs if r.ok and is_number(_cpu(r))]
+    sizes = {r.dim("size") for r in ok if r.dim("size") is not None}
+    if ok:
+        sl, fixed = slice_records(ok, keep=("mechanism", "size"))
+        metrics = ({f"size {s}": (lambda r, s=s: _cpu(r) if r.dim("size") == s else None)
+                    for s in sorted(sizes, key=lambda v: (not is_number(v), v))}
+                   if 1 < len(sizes) <= 6 and not multi else {"CPU/msg": _cpu})
+        p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
+                        multi=multi, time_axis=True,
+                        category=lambda r: r.mechanism if len(metrics) > 1 else r.short_name)
+        if p:
+            p.note = plots.fixed_note(fixed)
+        out.append(p)
+    placed = [r for r in recs if r.ok and r.dim("placement") is not None and is_number(_ops(r))]
+    layouts = list(dict.fromkeys(r.dim("placement") for r in placed))
+    if len(layouts) >= 2:
+        sl, fixed = slice_records(placed, keep=("mechanism", "placement"))
+        p = record_bars(sl, {f"placement {l}": (lambda r, l=l: _ops(r) if r.dim("placement") == l else None)
+                             for l in layouts},
+                        title="Same vs cross CPU placement", xlabel="messages/s", multi=multi,
+                        category=lambda r: r.mechanism)
+        if p:
+            p.note = plots.fixed_note(fixed)
+            p.used = {id(r) for r in placed}
+        out.append(p)
+    return out
+
+
+def pingpong(recs, multi):
+    return [
+        sweep(recs, "pairs", lambda r: r.rate("system_effective_ops"), series="wait", multi=multi,
+              title="System effective OPS vs worker pairs", xlabel="worker pairs",
+              ylabel="round trips/s (all pairs)"),
+        sweep(recs, "pairs", _fairness, series="wait", multi=multi, y_fixed=(0, 1.05),
+              title="Fairness vs worker pairs", xlabel="worker pairs",
+              ylabel="slowest / fastest pair"),
+        latency_cdf(recs, series="wait", multi=multi),
+    ]
+
+
+def servers(recs, multi):
+    counters = {k: (lambda r, k=k: r.num("extra", k)) for k in ("processed", "rejected", "lost")}
+    pct = {p: (lambda r, p=p: r.latency(p)) for p in ("p50", "p90", "p99", "p999")}
+    return [
+        record_bars(recs, counters, title="Sessions processed / rejected / lost per server model",
+                    xlabel="sessions", multi=multi),
+        record_bars(recs, pct, title="Session latency percentiles per server model",
+                    xlabel="session latency", multi=multi, time_axis=True, log=True),
+    ]
+
+
+def echo(recs, multi):
+    return [
+        sweep(recs, "connections", _ops, title="Echo throughput vs connections", multi=multi,
+              xlabel="concurrent connections", ylabel="echoes/s"),
+        sweep(recs, "connections", _cpu, title="CPU per echo vs connections", multi=multi,
+              xlabel="concurrent connections", ylabel="CPU (user+sys) per echo", y_time=True),
+    ]
+
+
+def runtime(recs, multi):
+    return [sweep(recs, "n", lambda r: r.time_per_op_ns, title="Time per operation vs N per runtime",
+                  multi=multi, xlabel="N (operations)", ylabel="time per op", y_time=True)]
+
+
+def fileio(recs, multi):
+    return [
+        sweep(recs, "qd", _ops, title="IOPS vs queue depth per engine", multi=multi,
+              xlabel="queue depth", ylabel="IOs/s"),
+        sweep(recs, "qd", _mb, title="Throughput vs queue depth per engine", multi=multi,
+              xlabel="queue depth", ylabel="MB/s (10⁶ B/s)"),
+    ]
+
+
+def cachecalc(recs, multi):
+    return [record_bars(recs, {"wall": lambda r: r.time_per_op_ns, "CPU (user+sys)": _cpu},
+                        title="Wall and CPU time per iteration per variant", multi=multi,
+                        xlabel="time per iteration (1000 tasks)", time_axis=True)]
+
+
+def generic(recs, multi, title="Time per operation"):
+    return record_bars(recs, {"time/op": lambda r: r.time_per_op_ns}, title=title, multi=multi,
+                       xlabel="time per operation", time_axis=True)
+
+
+BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
+            "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc}
+
+
+def suite_plots(suite, recs, multi):
+    """Plots for one suite's summary records (all files); never raises on odd data."""
+    builder = BUILDERS.get(suite)
+    out = []
+    if builder:
+        try:
+            out = [p for p in builder(recs, multi) if p is not None]
+        except Exception as e:  # a plot must never take the whole report down
+            import sys
+            print(f"ipclab report: warning: {suite} plots failed ({e!r}); using the generic chart",
+                  file=sys.stderr)
+            out = []
+    used = set().union(*(p.used for p in out)) if out else set()
+    rest = [r for r in recs if r.ok and id(r) not in used]
+    if rest:
+        title = "Time per operation" if not out else "Time per operation (benchmarks not in the plots above)"
+        p = generic(rest, multi, title=title)
+        if p:
+            out.append(p)
+    return out
+
+
+def ordered_suites(names):
+    known = [s for s in SUITE_ORDER if s in names]
+    return known + sorted(n for n in names if n not in SUITE_ORDER)

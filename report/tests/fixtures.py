@@ -1,0 +1,245 @@
+"""Synthetic result files for every suite, following docs/json-schema.md (schema version 1).
+
+Deterministic (seeded), small enough to keep the tests light, and written independently of
+ipclab_report so that the tests check the reader against the contract, not against itself.
+Run as a script to write a set of files: `python3 tests/fixtures.py OUT_DIR`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import sys
+
+SUB_BUCKETS = 128
+
+SUITES = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors",
+          "experimental"]
+
+
+def bucket_low(v: int, sb: int = SUB_BUCKETS) -> int:
+    """Lowest value of v's bucket in the log-linear histogram of the contract."""
+    if v < 2 * sb:
+        return v
+    k = v.bit_length() - 1
+    width = (1 << k) // sb
+    return (v // width) * width
+
+
+def latency_block(samples, kind, sb=SUB_BUCKETS):
+    counts = {}
+    for s in samples:
+        b = bucket_low(max(1, int(s)), sb)
+        counts[b] = counts.get(b, 0) + 1
+    values = sorted(counts)
+    cs = [counts[v] for v in values]
+    total = sum(cs)
+
+    def pct(q):
+        acc = 0
+        for v, c in zip(values, cs):
+            acc += c
+            if acc >= total * q / 100:
+                return v
+        return values[-1]
+
+    return {"kind": kind, "count": total, "mean": sum(samples) / total, "min": min(samples),
+            "max": max(samples), "p50": pct(50), "p90": pct(90), "p95": pct(95), "p99": pct(99),
+            "p999": pct(99.9), "histogram": {"sub_buckets": sb, "values": values, "counts": cs}}
+
+
+def name_of(suite, mechanism, params):
+    return "/".join([suite, mechanism] + [f"{k}:{v}" for k, v in params.items()])
+
+
+# Each spec: (suite, mechanism, params, base ns/op, bytes per op, latency kind | None, cpu factor,
+#             extra(rng, pairs) -> dict, status, error)
+
+def _specs():
+    out = []
+    base = {"pipe": 1900, "unix_stream": 2300, "mq": 2600, "shm_spsc_futex": 600, "udp": 3100}
+    for mech, t in base.items():
+        for placement in ("same", "cross"):
+            for size in (64, 256, 1024, 4096, 8192):
+                params = {"mode": "throughput", "size": size, "producers": 1, "consumers": 1,
+                          "placement": placement}
+                ns = t * (1 + size / 6000) * (0.7 if placement == "cross" else 1.0)
+                status, err = "ok", None
+                if mech == "udp" and size == 8192:
+                    status, err = "failed", "integrity: 37 messages lost"
+                out.append(("messaging", mech, params, ns, size, "one_way", 1.6 if placement == "cross" else 1.0,
+                            None, status, err))
+    for wait, t in {"spin": 180, "futex": 4200, "adaptive_futex": 350, "adaptive_sem": 420}.items():
+        for guest in ("thread", "process"):
+            for pairs in (1, 2, 3, 4, 8):
+                ns = t * (1 + 0.35 * max(0, pairs - 2)) * (1.1 if guest == "process" else 1.0)
+                out.append(("pingpong", guest, {"wait": wait, "pairs": pairs, "slot_bytes": 64},
+                            ns, 0, "rtt", 2.0 if wait == "spin" else 1.1, "pingpong", "ok", None))
+    for model, t in {"blocking": 900_000, "threads": 310_000, "select": 150_000, "poll": 120_000,
+                     "epoll_lt": 60_000, "epoll_et": 58_000, "epoll_reuseport": 41_000,
+                     "io_uring": 39_000}.items():
+        out.append(("servers", model, {"clients": 2000, "threads": 5} if model == "threads" else {"clients": 2000},
+                    t, 0, "session", 0.8, "servers", "ok", None))
+    out.append(("servers", "asio", {"clients": 2000}, 0, 0, None, 0, None, "skipped",
+                "Asio not found at build time (install libasio-dev)"))
+    for mech, t in {"epoll": 21000, "io_uring": 17000, "io_uring_fixed": 15500}.items():
+        for conns in (1, 4, 16, 64):
+            out.append(("echo", mech, {"size": 1024, "connections": conns}, t / min(conns, 8) ** 0.8,
+                        2048, "rtt", 0.9, None, "ok", None))
+    for rt, t in {"ipclab": 38, "asio": 95, "tokio_current_thread": 52, "go": 240}.items():
+        for bench, k in (("spawn", 1.0), ("switch", 0.45)):
+            for n in (131072, 524288, 2097152):
+                out.append(("runtime", rt, {"bench": bench, "n": n}, t * k * (1 + 0.03 * math.log2(n / 131072)),
+                            0, None, 1.0, None, "ok", None))
+    for eng, t in {"psync": 95_000, "libaio": 60_000, "liburing": 52_000, "ipclab_rt": 50_000}.items():
+        for pattern, bs in (("rand", 4096), ("seq", 65536)):
+            for qd in (1, 4, 16, 64):
+                ns = t * (bs / 4096) ** 0.35 / min(qd, 16) ** 0.75
+                out.append(("fileio", eng, {"pattern": pattern, "bs": bs, "qd": qd}, ns, bs, "op",
+                            0.3, None, "ok", None))
+    out.append(("fileio", "ipclab_rt_iopoll", {"pattern": "rand", "bs": 4096, "qd": 16}, 0, 0, None, 0,
+                None, "skipped", "IOPOLL not supported by this device (virtio-blk); use an NVMe device"))
+    for var, t, cpu in (("serial", 9.1e6, 0.05), ("sleep", 9.3e6, 0.1), ("std_threads", 1.7e6, 1.2),
+                        ("thread_pool", 1.2e6, 1.5), ("asio_strand", 1.1e6, 1.7), ("ipclab_rt", 0.9e6, 0.9),
+                        ("sharded", 0.6e6, 1.9)):
+        for delay in (8, 64):
+            out.append(("cachecalc", var, {"tasks": 1000, "delay_us": delay}, t * (delay / 8) ** 0.5, 0,
+                        None, cpu, None, "ok", None))
+    for anchor, t in (("null", 2.1), ("getpid", 48), ("clock_gettime", 19), ("futex_wake", 160)):
+        out.append(("anchors", anchor, {}, t, 0, None, 1.0, None, "ok", None))
+    out.append(("experimental", "quantum", {"qubits": 3}, 1234, 0, "op", 1.0, None, "ok", None))
+    out.append(("experimental", "wormhole", {"radius": 7}, 4321, 0, None, 1.0, None, "ok", None))
+    return out
+
+
+def _extra(kind, rng, params, ops):
+    if kind == "pingpong":
+        pairs = params["pairs"]
+        per = [ops / pairs * rng.uniform(0.85, 1.0) for _ in range(pairs)]
+        return {"per_pair_ops": per, "total_ops": sum(per), "fairness": min(per) / max(per)}
+    if kind == "servers":
+        return {"processed": ops, "rejected": int(ops * rng.uniform(0, 0.02)), "lost": 0,
+                "connect_p99_ns": 90_000}
+    return {}
+
+
+def context(hostname="lab1", kernel="6.1.0-18-amd64", date="2024-05-01T10:00:00Z", load=(0.4, 0.3, 0.2)):
+    return {
+        "ipclab_version": "0.1.0", "git_sha": "f0414cd", "command_line": "ipclab run --preset quick --json r.json",
+        "date": date, "hostname": hostname,
+        "cpu": {"model": "AMD EPYC 7B13", "logical_cpus": 2, "physical_cores": 1, "smt": True,
+                "caches": {"L1d": 32768, "L2": 524288, "L3": 33554432}, "online": "0-1"},
+        "memory_bytes": 8 << 30, "kernel": kernel, "virtualization": "kvm", "governor": None,
+        "load_avg": list(load), "mitigations": {"spectre_v2": "Mitigation: Retpolines", "meltdown": "Not affected"},
+        "limits": {"mq_msg_max": 10, "mq_msgsize_max": 8192, "rlimit_msgqueue": 819200,
+                   "rlimit_nofile": 1048576, "rlimit_memlock": 8388608, "somaxconn": 4096},
+        "io_uring": {"available": True, "features": ["SINGLE_ISSUER", "DEFER_TASKRUN"]},
+        "compiler": "g++ 12.2.0", "build_type": "Release", "build_flags": "-O2 -g",
+        "libraries": {"liburing": "2.3", "asio": "1.24"}, "preset": "quick", "repetitions": 3,
+        "duration_s": 0.5, "warmup_s": 0.1,
+        "warnings": [
+            {"message": "running in a virtual machine (kvm): timings include hypervisor noise",
+             "remedy": "run on bare metal for publishable numbers"},
+            {"message": "mq msg_max is 10: queue depth capped from 64 to 10",
+             "remedy": "sysctl -w fs.mqueue.msg_max=64"},
+        ],
+        "future_context_key": {"ignored": True},
+    }
+
+
+def make_result(suites=None, repetitions=3, aggregates=True, seed=1, speed=None, noise=0.02,
+                hostname="lab1", kernel="6.1.0-18-amd64", date="2024-05-01T10:00:00Z", samples=600):
+    """A schema-1 result document. `speed` maps a benchmark name (or prefix) to a time factor."""
+    rng = random.Random(seed)
+    speed = speed or {}
+    suites = set(suites or SUITES)
+    benchmarks = []
+    for suite, mech, params, ns, bpo, kind, cpuf, extra_kind, status, err in _specs():
+        if suite not in suites:
+            continue
+        name = name_of(suite, mech, params)
+        factor = next((f for k, f in speed.items() if name.startswith(k)), 1.0)
+        iters = []
+        for rep in range(repetitions):
+            rec = {"name": name, "suite": suite, "mechanism": mech, "params": dict(params),
+                   "run_type": "iteration", "repetition": rep, "status": status, "error": err,
+                   "unknown_future_field": [1, 2, 3]}
+            if status == "skipped":
+                iters.append(rec)
+                continue
+            t = ns * factor * (1 + rng.gauss(0, noise))
+            ops = max(1, int(0.5e9 / t)) if t < 0.5e9 else 1
+            wall = ops * t / 1e9
+            user = wall * cpuf * 0.6
+            sys_ = wall * cpuf * 0.4
+            ctx_vol = int(ops * rng.uniform(0.05, 0.4))
+            rates = {"ops_per_s": ops / wall}
+            if bpo:
+                rates["bytes_per_s"] = ops * bpo / wall
+                rates["MiB_per_s"] = rates["bytes_per_s"] / (1 << 20)
+            if suite == "pingpong":
+                rates["system_effective_ops"] = ops / wall
+                rates["total_ops"] = ops / wall * 1.04
+            lost = 37 if status == "failed" else 0
+            rec.update({
+                "ops": ops, "bytes": ops * bpo, "wall_s": wall, "time_per_op_ns": t, "rates": rates,
+                "latency_ns": (latency_block([rng.lognormvariate(math.log(t * 1.3), 0.35) for _ in range(samples)], kind)
+                               if kind else None),
+                "cpu": {"user_s": user, "sys_s": sys_, "per_op_ns": (user + sys_) * 1e9 / ops,
+                        "ctx_vol": ctx_vol, "ctx_invol": 3, "ctx_per_op": (ctx_vol + 3) / ops},
+                "placement": {"layout": params.get("placement", "unpinned"), "cpus": "0,1",
+                              "sides": [{"role": "producer", "index": 0, "pinned": [0], "observed": [0]},
+                                        {"role": "consumer", "index": 0,
+                                         "pinned": [1 if params.get("placement") == "cross" else 0],
+                                         "observed": [1 if params.get("placement") == "cross" else 0]}]},
+                "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
+                "extra": _extra(extra_kind, rng, params, ops),
+            })
+            iters.append(rec)
+        benchmarks += iters
+        if aggregates:
+            benchmarks.append(_aggregate(iters))
+    return {"schema_version": 1, "context": context(hostname, kernel, date), "benchmarks": benchmarks}
+
+
+def _aggregate(iters):
+    first = iters[0]
+    agg = {k: first[k] for k in ("name", "suite", "mechanism", "params", "status", "error")}
+    agg.update(run_type="aggregate", aggregate_name="median", repetition=len(iters))
+    if first["status"] == "skipped":
+        return agg
+    times = [r["time_per_op_ns"] for r in iters]
+    mid = sorted(range(len(iters)), key=lambda i: times[i])[(len(iters) - 1) // 2]
+    for k in ("ops", "bytes", "wall_s", "time_per_op_ns"):
+        agg[k] = statistics.median(r[k] for r in iters)
+    for group in ("rates", "cpu"):
+        agg[group] = {k: statistics.median(r[group][k] for r in iters) for k in first[group]}
+    agg["latency_ns"] = iters[mid]["latency_ns"]
+    agg["extra"] = iters[mid]["extra"]
+    agg["placement"] = iters[mid]["placement"]
+    agg["integrity"] = {k: sum(r["integrity"][k] for r in iters) for k in first["integrity"]}
+    m = statistics.median(times)
+    sd = statistics.stdev(times) if len(times) > 1 else 0.0
+    agg["spread"] = {"metric": "time_per_op_ns", "min": min(times), "max": max(times), "stddev": sd,
+                     "cv": sd / m, "values": times}
+    return agg
+
+
+def write(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return str(path)
+
+
+if __name__ == "__main__":
+    import os
+
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    os.makedirs(out, exist_ok=True)
+    write(os.path.join(out, "lab1.json"), make_result())
+    write(os.path.join(out, "lab2.json"), make_result(seed=2, hostname="lab2", kernel="6.8.0-31-generic",
+                                                      date="2024-05-02T09:30:00Z", aggregates=False,
+                                                      speed={"messaging/pipe": 0.8, "fileio/psync": 1.3}))
+    print(out)
