@@ -60,10 +60,11 @@ def parser():
 
 
 def cmd_report(args):
-    from . import html, markdown
     from .load import load_all
 
-    files = load_all(args.results)
+    files = load_all(args.results)  # before importing matplotlib: bad input fails fast
+    from . import html, markdown
+
     write_atomic(args.output, html.render(files))
     print(f"wrote {args.output}", file=sys.stderr)
     if args.markdown:

@@ -6,8 +6,9 @@ import datetime
 import os
 
 import jinja2
+import markupsafe
 
-from .model import build, machine_line, warnings
+from .model import all_warnings, build, machine_line, warnings
 from .tables import suite_rows
 
 
@@ -16,6 +17,8 @@ def render(files) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("ipclab_report", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["basename"] = os.path.basename
+    # let long benchmark names break after a '/', not in the middle of a parameter
+    env.filters["wbr"] = lambda name: markupsafe.Markup("/<wbr>").join(markupsafe.escape(p) for p in str(name).split("/"))
     totals = {k: sum(s.count(k) for s in report.suites) for k in ("ok", "failed", "skipped")}
 
     def plot_rows(suite, plot):
@@ -23,6 +26,6 @@ def render(files) -> str:
 
     return env.get_template("report.html.j2").render(
         files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,
-        warnings=warnings, machine=machine_line, plot_rows=plot_rows,
-        warning_count=sum(len(warnings(f)) for f in files),
+        warnings=warnings, all_warnings=all_warnings(files), machine=machine_line, plot_rows=plot_rows,
+        warning_count=len(all_warnings(files)),
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -123,6 +123,7 @@ class ResultFile:
     context: dict
     records: list = field(default_factory=list)
     label: str = ""
+    tag: str = ""          # short, still unique: what legends show
 
     @property
     def iterations(self):
@@ -192,6 +193,18 @@ def load_all(paths) -> list:
             if [os.path.basename(g.path) for g in files].count(label) > 1:
                 label = f"{label} #{i + 1}"
         f.label = label
+    # The short tag used in legends: the first context field that tells the files apart.
+    for getter in (lambda f: f.context.get("hostname"), lambda f: f.context.get("kernel"),
+                   lambda f: (f.context.get("date") or "")[:16].replace("T", " ") or None,
+                   lambda f: os.path.basename(f.path)):
+        tags = [getter(f) for f in files]
+        if all(isinstance(t, str) and t for t in tags) and len(set(tags)) == len(tags):
+            for f, t in zip(files, tags):
+                f.tag = t
+            break
+    else:
+        for f in files:
+            f.tag = f.label
     return files
 
 

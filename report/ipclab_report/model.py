@@ -70,7 +70,9 @@ ENV_ROWS = [
         f"{(c.get('cpu') or {}).get('logical_cpus')} logical" if (c.get("cpu") or {}).get("logical_cpus") is not None else "",
         f"SMT {_fmt_value((c.get('cpu') or {}).get('smt'))}" if (c.get("cpu") or {}).get("smt") is not None else "") if x)),
     ("online CPUs", lambda c: (c.get("cpu") or {}).get("online")),
-    ("caches", lambda c: (c.get("cpu") or {}).get("caches")),
+    ("caches", lambda c: {k: (f"{fmt_bytes_param(v)}B" if isinstance(v, int) else v)
+                          for k, v in ((c.get("cpu") or {}).get("caches") or {}).items()}
+                          if isinstance((c.get("cpu") or {}).get("caches"), dict) else (c.get("cpu") or {}).get("caches")),
     ("memory", lambda c: f"{fmt_bytes_param(c['memory_bytes'])}B" if isinstance(c.get("memory_bytes"), int) else None),
     ("kernel", lambda c: c.get("kernel")),
     ("virtualization", lambda c: c.get("virtualization")),
@@ -111,6 +113,15 @@ def warnings(rf):
         elif isinstance(w, str):
             out.append((w, ""))
     return out
+
+
+def all_warnings(files):
+    """(message, remedy, [tags of the files that raised it]): a warning every file raised is shown once."""
+    out = {}
+    for f in files:
+        for w in warnings(f):
+            out.setdefault(w, []).append(f.tag or f.label)
+    return [(m, r, tags) for (m, r), tags in out.items()]
 
 
 @dataclass

@@ -15,7 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from .stats import histogram_cdf, median  # noqa: E402
 from .util import fmt_bytes_param, fmt_si, fmt_time_ns, is_number  # noqa: E402
@@ -23,6 +23,7 @@ from .util import fmt_bytes_param, fmt_si, fmt_time_ns, is_number  # noqa: E402
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8"]
+DASHES = ["-", "--", ":", "-."]
 MAX_SERIES = 10
 
 plt.rcParams.update({
@@ -95,7 +96,7 @@ def fixed_note(fixed) -> str:
 def series_label(r, dims, multi):
     parts = [str(r.dim(dims[0]))] + [f"{d}={r.dim(d)}" for d in dims[1:]]
     label = ", ".join(parts)
-    return f"{label} [{r.source.label}]" if multi else label
+    return f"{label} · {r.source.tag}" if multi else label
 
 
 def _tick_label(v):
@@ -118,9 +119,13 @@ def _spans(values, ratio):
 
 
 def _legend(fig, axes, n):
-    handles, labels = axes[0].get_legend_handles_labels()
-    if not handles:
+    seen = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if not seen:
         return
+    handles, labels = list(seen.values()), list(seen.keys())
     if n <= 4:
         axes[-1].legend(handles, labels, loc="best")
     else:
@@ -146,7 +151,10 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     facet = next((d for d in sorted(others, key=lambda d: d != "placement")
                   if all(isinstance(r.dim(d), str) for r in recs)
                   and 2 <= len({r.dim(d) for r in recs}) <= 4), None)
-    others = [d for d in others if d != facet]
+    # A dimension that only changes together with the panel (bs with pattern) splits no line.
+    others = [d for d in others if d != facet and any(
+        len({_hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
+        for fv in ({r.dim(facet) for r in recs} if facet else {None}))]
     fixed = {}
 
     def keyf(r):
@@ -159,7 +167,11 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
         others = []
     facets = list(dict.fromkeys(r.dim(facet) for r in recs)) if facet else [None]
     keys = list(dict.fromkeys(keyf(r) for r in recs))
-    style = {k: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
+    # One colour per line of the grid; with several files the file is the dash pattern.
+    bases = list(dict.fromkeys(k[1:] for k in keys))
+    tags = list(dict.fromkeys(k[0] for k in keys))
+    style = {k: (PALETTE[bases.index(k[1:]) % len(PALETTE)], MARKERS[bases.index(k[1:]) % len(MARKERS)],
+                 DASHES[tags.index(k[0]) % len(DASHES)]) for k in keys}
     fig, axes = plt.subplots(1, len(facets), figsize=(9.2 if len(keys) > 4 else 8.2, 3.9),
                              sharey=True, squeeze=False, layout="constrained")
     axes = list(axes[0])
@@ -177,8 +189,9 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
             ys = [median(pts[v]) for v in xs]
             ys_all += ys
             label = series_label(next(r for r in recs if keyf(r) == k), [series] + others, multi)
-            color, marker = style[k]
-            ax.plot(xs, ys, marker=marker, color=color, label=label, linewidth=1.6, markersize=4.5)
+            color, marker, dash = style[k]
+            ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
+                    markersize=4.5)
         if facet:
             ax.set_title(f"{facet} = {fv}", fontsize=9.5, fontweight="normal")
         if _spans(xs_all, 8):
@@ -190,6 +203,8 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     for ax in axes:
         if log_y:
             ax.set_yscale("log")
+            if max(ys_all) / min(ys_all) < 1000:
+                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
         elif y_fixed:
             ax.set_ylim(*y_fixed)
         elif y_min_zero or not log_y:
@@ -220,7 +235,7 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
     fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
     for i, r in enumerate(recs):
         xs, ys = histogram_cdf(r.get("latency_ns", "histogram"))
-        label = r.short_name + (f" [{r.source.label}]" if multi else "")
+        label = r.short_name + (f" · {r.source.tag}" if multi else "")
         ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], label=label, linewidth=1.5)
     ax.set_xscale("log")
     _time_axis(ax.xaxis)
@@ -244,7 +259,7 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
     if log is None:
         log = _spans(values, 100)
     n, m = len(categories), len(series)
-    height = min(1.2 + n * max(0.32, 0.2 * m), 16)
+    height = min(1.3 + n * (0.12 + 0.16 * m), 16)
     fig, ax = plt.subplots(figsize=(8.2, height), layout="constrained")
     bar_h = 0.8 / m
     for j, (label, vals) in enumerate(series.items()):
@@ -276,7 +291,8 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
     series = {}
     for mname, getter in metrics.items():
         for lab in labels:
-            key = mname if lab is None else (f"{mname} [{lab}]" if len(metrics) > 1 else lab)
+            tag = next((r.source.tag for r in recs if r.source.label == lab), lab)
+            key = mname if lab is None else (f"{mname} · {tag}" if len(metrics) > 1 else tag)
             vals = []
             for c in cats:
                 hits = [getter(r) for r in recs if category(r) == c and (lab is None or r.source.label == lab)]

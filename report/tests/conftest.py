@@ -1,0 +1,29 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import fixtures  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def results(tmp_path_factory):
+    """Two realistic result files: lab1 with the harness's aggregates, lab2 with iterations only."""
+    d = tmp_path_factory.mktemp("results")
+    lab1 = fixtures.write(d / "lab1.json", fixtures.make_result(samples=300))
+    lab2 = fixtures.write(d / "lab2.json", fixtures.make_result(
+        seed=2, hostname="lab2", kernel="6.8.0-31-generic", date="2024-05-02T09:30:00Z",
+        aggregates=False, samples=300, speed={"messaging/pipe": 0.8}))
+    return lab1, lab2
+
+
+@pytest.fixture(scope="session")
+def report_html(results, tmp_path_factory):
+    from ipclab_report.cli import main
+
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    md = out.with_suffix(".md")
+    assert main(["report", *results, "-o", str(out), "--markdown", str(md)]) == 0
+    return out

@@ -1,0 +1,114 @@
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+import fixtures
+from ipclab_report.cli import main
+from ipclab_report.load import Record, ResultFile, load, summaries
+
+
+def test_unknown_fields_are_ignored(tmp_path):
+    doc = fixtures.make_result(suites=["anchors"], samples=50)
+    doc["future_top_level"] = {"x": 1}
+    for b in doc["benchmarks"]:
+        b["latency_ns"] = {"kind": "op", "new_stat": 3}
+        b["cpu"]["new_counter"] = 7
+    rf = load(fixtures.write(tmp_path / "r.json", doc))
+    assert len(rf.records) == len(doc["benchmarks"])
+    s = summaries(rf)
+    assert [r.name for r in s] == ["anchors/null", "anchors/getpid", "anchors/clock_gettime", "anchors/futex_wake"]
+    assert all(r.status == "ok" and r.time_per_op_ns > 0 for r in s)
+
+
+def test_aggregates_computed_when_missing_match_the_harness(tmp_path):
+    with_agg = load(fixtures.write(tmp_path / "a.json", fixtures.make_result(seed=5, samples=100)))
+    without = load(fixtures.write(tmp_path / "b.json", fixtures.make_result(seed=5, samples=100, aggregates=False)))
+    assert not without.aggregates and with_agg.aggregates
+    a, b = summaries(with_agg), summaries(without)
+    assert [r.name for r in a] == [r.name for r in b]
+    for x, y in zip(a, b):
+        assert x.status == y.status
+        assert y.get("computed") is True
+        if x.status != "ok":
+            continue
+        assert y.time_per_op_ns == pytest.approx(x.time_per_op_ns)
+        assert y.rate("ops_per_s") == pytest.approx(x.rate("ops_per_s"))
+        assert y.num("cpu", "per_op_ns") == pytest.approx(x.num("cpu", "per_op_ns"))
+        assert y.latency("p99") == x.latency("p99")
+        assert y.get("integrity") == x.get("integrity")
+        assert y.get("spread", "values") == x.get("spread", "values")
+
+
+def test_median_of_iterations():
+    rf = ResultFile(path="x", context={})
+    for rep, t in enumerate([30.0, 10.0, 20.0, 1000.0]):
+        rf.records.append(Record(raw={"name": "s/m", "run_type": "iteration", "repetition": rep, "status": "ok",
+                                      "time_per_op_ns": t, "ops": 10, "rates": {"ops_per_s": 1e9 / t},
+                                      "latency_ns": {"p50": t}}, source=rf))
+    (s,) = summaries(rf)
+    assert s.time_per_op_ns == statistics.median([30, 10, 20, 1000]) == 25
+    assert s.latency("p50") == 20  # latency of the (lower) median repetition, not a mixture
+    assert s.get("repetition") == 4
+
+
+def test_failed_and_skipped_are_never_zero(tmp_path):
+    rf = load(fixtures.write(tmp_path / "r.json", fixtures.make_result(suites=["servers", "messaging"], samples=50)))
+    by = {r.name: r for r in summaries(rf)}
+    skipped = by["servers/asio/clients:2000"]
+    failed = by["messaging/udp/mode:throughput/size:8192/producers:1/consumers:1/placement:same"]
+    assert skipped.status == "skipped" and "Asio" in skipped.error
+    assert skipped.time_per_op_ns is None and skipped.rate("ops_per_s") is None
+    assert failed.status == "failed" and "lost" in failed.error
+
+
+def test_one_failed_repetition_fails_the_benchmark(tmp_path):
+    doc = fixtures.make_result(suites=["anchors"], aggregates=False, samples=20)
+    doc["benchmarks"][1].update(status="failed", error="checksum mismatch")
+    (s, *_) = summaries(load(fixtures.write(tmp_path / "r.json", doc)))
+    assert s.status == "failed" and s.error == "checksum mismatch"
+
+
+def _bad_inputs(tmp_path):
+    (tmp_path / "notjson.json").write_text("{ nope")
+    (tmp_path / "v2.json").write_text(json.dumps({"schema_version": 2, "benchmarks": []}))
+    (tmp_path / "noversion.json").write_text(json.dumps({"benchmarks": []}))
+    (tmp_path / "array.json").write_text("[1, 2]")
+    (tmp_path / "nobench.json").write_text(json.dumps({"schema_version": 1, "context": {}}))
+    (tmp_path / "noname.json").write_text(json.dumps({"schema_version": 1, "benchmarks": [{"ops": 1}]}))
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
+    return ["missing.json", "notjson.json", "v2.json", "noversion.json", "array.json", "nobench.json",
+            "noname.json", "binary.json", "."]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    for name in _bad_inputs(tmp_path):
+        out = tmp_path / "out.html"
+        rc = main(["report", str(tmp_path / name), "-o", str(out)])
+        cap = capsys.readouterr()
+        assert rc == 2, name
+        assert cap.out == ""
+        lines = cap.err.strip().splitlines()
+        assert len(lines) == 1, (name, cap.err)
+        assert lines[0].startswith("ipclab report: ")
+        assert not out.exists()
+    for argv in (["report"], ["compare", "a.json"], ["compare", "a", "b", "--threshold", "x"], ["frobnicate"], []):
+        rc = main(argv)
+        cap = capsys.readouterr()
+        assert rc == 2 and len(cap.err.strip().splitlines()) == 1, (argv, cap.err)
+
+
+def test_wrong_schema_message_names_the_fix(tmp_path, capsys):
+    (tmp_path / "v2.json").write_text(json.dumps({"schema_version": 2, "benchmarks": []}))
+    assert main(["compare", str(tmp_path / "v2.json"), str(tmp_path / "v2.json")]) == 2
+    err = capsys.readouterr().err
+    assert "schema_version 2" in err and "understands 1" in err
+
+
+def test_module_entry_point_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "ipclab_report", "report", str(tmp_path / "nope.json"),
+                        "-o", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "no such file" in p.stderr
