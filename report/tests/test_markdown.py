@@ -1,0 +1,59 @@
+import fixtures
+from ipclab_report.cli import main
+from ipclab_report.tables import COLUMNS
+
+
+def _tables(md):
+    """suite -> list of table lines."""
+    out, cur = {}, None
+    for line in md.splitlines():
+        if line.startswith("## "):
+            cur = line[3:]
+            out[cur] = []
+        elif cur and line.startswith("|"):
+            out[cur].append(line)
+    return out
+
+
+def test_markdown_single_file_shape(tmp_path):
+    doc = fixtures.make_result(samples=30)
+    res = fixtures.write(tmp_path / "r.json", doc)
+    md_path = tmp_path / "s.md"
+    assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(md_path)]) == 0
+    md = md_path.read_text()
+    assert md.startswith("# ipclab results\n")
+    assert "Machine: AMD EPYC 7B13" in md and "remedy: sysctl -w fs.mqueue.msg_max=64" in md
+    tables = _tables(md)
+    assert list(tables) == ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc",
+                            "anchors", "experimental"]
+    names = {b["name"] for b in doc["benchmarks"]}
+    rows = 0
+    for suite, lines in tables.items():
+        assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
+        assert set(lines[1].strip("|").split("|")) <= {":--", "--:"}
+        for ln in lines[2:]:
+            cells = [c.strip() for c in ln.strip().strip("|").split(" | ")]
+            assert len(cells) == len(COLUMNS), ln
+            assert cells[0].strip("`").startswith(suite + "/") and cells[0].strip("`") in names
+            rows += 1
+    assert rows == len(names)
+    skipped = next(ln for ln in tables["servers"] if "servers/asio/" in ln)
+    assert "**SKIPPED**: Asio not found" in skipped and "| — |" in skipped
+
+
+def test_markdown_side_by_side(results, report_html):
+    md = report_html.with_suffix(".md").read_text()
+    tables = _tables(md)
+    assert tables["anchors"][0] == "| name | run | " + " | ".join(COLUMNS[1:]) + " |"
+    lab1 = [ln for ln in tables["anchors"] if "| `anchors/null` |" in ln]
+    assert len(lab1) == 2 and "lab1" in lab1[0] and "lab2" in lab1[1]
+
+
+def test_pipes_are_escaped(tmp_path):
+    doc = fixtures.make_result(suites=["anchors"], samples=10)
+    for b in doc["benchmarks"]:
+        if b["name"] == "anchors/getpid":
+            b.update(status="failed", error="bad | pipe")
+    res = fixtures.write(tmp_path / "r.json", doc)
+    assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "s.md")]) == 0
+    assert "**FAILED**: bad \\| pipe" in (tmp_path / "s.md").read_text()
