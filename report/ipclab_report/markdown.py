@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import build, machine_line, warnings
+from .model import all_warnings, build, machine_line
 
 
 def _cell(text) -> str:
@@ -13,13 +13,12 @@ def render(files) -> str:
     report = build(files, with_plots=False)
     out = ["# ipclab results", ""]
     for f in files:
-        prefix = f"**{_cell(f.label)}**: " if report.multi else "Machine: "
+        prefix = f"**{_cell(f.tag)}** ({_cell(f.label)}): " if report.multi else "Machine: "
         out.append(f"{prefix}{_cell(machine_line(f))}" + ("  " if report.multi else ""))
     out.append("")
-    for f in files:
-        for msg, remedy in warnings(f):
-            who = f" ({_cell(f.label)})" if report.multi else ""
-            out.append(f"> ⚠ {_cell(msg)}{who}" + (f" — remedy: {_cell(remedy)}" if remedy else ""))
+    for msg, remedy, tags in all_warnings(files):
+        who = f" ({', '.join(tags) if len(tags) < len(files) else 'every run'})" if report.multi else ""
+        out.append(f"- ⚠ {_cell(msg)}{who}" + (f" — remedy: `{_cell(remedy)}`" if remedy else ""))
     if out[-1] != "":
         out.append("")
     for s in report.suites:

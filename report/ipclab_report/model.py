@@ -38,7 +38,7 @@ def machine_line(rf) -> str:
     parts = [cpu.get("model") or "unknown CPU"]
     cores = []
     if cpu.get("physical_cores") is not None:
-        cores.append(f"{cpu['physical_cores']} cores")
+        cores.append(f"{cpu['physical_cores']} core{'s' if cpu['physical_cores'] != 1 else ''}")
     if cpu.get("logical_cpus") is not None:
         cores.append(f"{cpu['logical_cpus']} logical CPUs")
     if cores:

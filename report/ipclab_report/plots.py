@@ -279,13 +279,24 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
     return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
 
 
+def compact_labels(records):
+    """Bar labels: the mechanism plus only the parameters that vary among the bars."""
+    dims = [d for d in varying(records, exclude=("mechanism",))]
+
+    def label(r):
+        parts = [f"{d}={r.dim(d)}" for d in dims if r.dim(d) is not None]
+        return ", ".join([r.mechanism] + parts)
+    return label
+
+
 def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False, log=None,
-                category=lambda r: r.short_name):
+                category=None):
     """Bars per benchmark; `metrics` maps a series name to a getter. With several files each
     metric gets one series per file, so the same benchmark on two machines sits side by side."""
     recs = [r for r in records if r.ok and any(is_number(f(r)) for f in metrics.values())]
     if not recs:
         return None
+    category = category or compact_labels(recs)
     cats = list(dict.fromkeys(category(r) for r in recs))
     labels = list(dict.fromkeys(r.source.label for r in recs)) if multi else [None]
     series = {}

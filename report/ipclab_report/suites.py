@@ -51,7 +51,7 @@ def messaging(recs, multi):
                    if 1 < len(sizes) <= 6 and not multi else {"CPU/msg": _cpu})
         p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
                         multi=multi, time_axis=True,
-                        category=lambda r: r.mechanism if len(metrics) > 1 else r.short_name)
+                        category=(lambda r: r.mechanism) if len(metrics) > 1 else None)
         if p:
             p.note = plots.fixed_note(fixed)
         out.append(p)

@@ -13,7 +13,7 @@ def row(r, multi=False) -> dict:
     reps = r.get("repetition")
     cells = {
         "name": r.name,
-        "run": r.source.label,
+        "run": r.source.tag or r.source.label,
         "time/op": fmt_time_ns(r.time_per_op_ns) if ok else "—",
         "rate": (fmt_si(r.rate("ops_per_s"), "/s") if ok else "—"),
         "p50": fmt_time_ns(r.latency("p50")) if ok else "—",

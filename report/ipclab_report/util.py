@@ -59,7 +59,7 @@ def fmt_si(v, unit: str = "") -> str:
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if a >= scale:
             return f"{v / scale:.3g} {prefix}{unit}"
-    return f"{v:.3g} {unit}".rstrip()
+    return f"{v:.3g}{unit if unit.startswith('/') else ' ' + unit}".rstrip()
 
 
 def fmt_float(v, digits: int = 3) -> str:

@@ -22,7 +22,7 @@ def test_markdown_single_file_shape(tmp_path):
     assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(md_path)]) == 0
     md = md_path.read_text()
     assert md.startswith("# ipclab results\n")
-    assert "Machine: AMD EPYC 7B13" in md and "remedy: sysctl -w fs.mqueue.msg_max=64" in md
+    assert "Machine: AMD EPYC 7B13" in md and "remedy: `sysctl -w fs.mqueue.msg_max=64`" in md
     tables = _tables(md)
     assert list(tables) == ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc",
                             "anchors", "experimental"]
