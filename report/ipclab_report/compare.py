@@ -130,7 +130,7 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float) -> s
         out.append(f"only in NEW: {name}")
     counts = {}
     for c in result.rows:
-        key = c.verdict.split(" ")[0]
+        key = c.verdict.split(" (")[0]
         counts[key] = counts.get(key, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     out.append(f"{len(result.rows)} compared ({summary or 'none'}); time per op, "
