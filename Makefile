@@ -1,0 +1,54 @@
+# ipclab: `make bench` runs the lab, `make test` runs every test. Both install what is missing first.
+SHELL := /bin/bash
+PRESET_BUILD := build/release
+ASAN_BUILD := build/asan
+TSAN_BUILD := build/tsan
+STAMP := build/.setup-done
+RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
+
+.PHONY: all setup build asan tsan bench test test-release test-asan test-tsan clean
+
+all: build
+
+$(STAMP): scripts/setup.sh
+	bash scripts/setup.sh
+	@mkdir -p build && touch $@
+
+setup: $(STAMP)
+
+build: $(STAMP)
+	cmake --preset release >/dev/null
+	cmake --build --preset release
+
+asan: $(STAMP)
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan
+
+tsan: $(STAMP)
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan
+
+bench: build
+	@mkdir -p $(RESULTS)
+	$(PRESET_BUILD)/ipclab run --preset quick --out $(RESULTS); rc=$$?; \
+	if [ -f report/pyproject.toml ]; then \
+	  $(PRESET_BUILD)/ipclab report $(RESULTS)/results.json -o $(RESULTS)/report.html --markdown $(RESULTS)/summary.md || rc=1; \
+	fi; \
+	echo "results in $(RESULTS)"; exit $$rc
+
+# Release tests (functional + smoke + CLI), then the unit tests under ASan+UBSan, then the
+# concurrent structures under TSan.
+test: test-release test-asan test-tsan
+	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
+
+test-release: build
+	ctest --preset release -j2
+
+test-asan: asan
+	ctest --preset asan -j2 -L unit
+
+test-tsan: tsan
+	ctest --preset tsan -j2 -L concurrent
+
+clean:
+	rm -rf build

@@ -1,0 +1,286 @@
+// ipclab: one entry point. parse → plan → run → export.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "core/clock.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/ipc_names.hpp"
+#include "core/output/output.hpp"
+#include "core/placement.hpp"
+#include "core/runner.hpp"
+
+using namespace ipclab;
+
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> filters;
+  std::string preset;
+  std::vector<std::string> params;
+  int repetitions = 0;
+  double duration = 0, warmup = -1;
+  std::string cpus, out_dir, json, csv, markdown;
+};
+
+std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+void print_list(const std::string& suite_filter) {
+  auto& reg = Registry::get();
+  bool any = false;
+  for (auto& m : reg.mechanisms()) {
+    if (!suite_filter.empty() && m.suite != suite_filter) continue;
+    any = true;
+    const char* kind = m.transport ? "transport" : m.loop ? "loop" : "workload";
+    fmt::print("{}  [{}]\n    {}\n", m.full_name(), kind, m.help);
+    for (auto& p : m.params) {
+      std::string vals;
+      for (auto& c : p.choices) vals += (vals.empty() ? "" : "|") + c;
+      std::string quick;
+      for (auto& q : p.quick) quick += (quick.empty() ? "" : ",") + q;
+      std::string full;
+      for (auto& q : p.full) full += (full.empty() ? "" : ",") + q;
+      fmt::print("    -p {}={:<12} {} ({}{}{}{})\n", p.name, p.def, p.help, type_name(p.type),
+                 vals.empty() ? "" : ": " + vals, quick.empty() ? "" : "; quick " + quick,
+                 full.empty() ? "" : "; full " + full);
+    }
+  }
+  if (!any)
+    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", suite_filter));
+}
+
+int cmd_env(bool as_json, const std::string& cmdline) {
+  auto ctx = collect_environment(cmdline);
+  if (as_json) {
+    fmt::print("{}\n", ctx.dump(2));
+    return 0;
+  }
+  auto& cpu = ctx["cpu"];
+  fmt::print("CPU          {} — {} logical CPUs, {} cores, SMT {}\n", cpu["model"].get<std::string>(),
+             cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(), cpu["smt"].get<bool>() ? "on" : "off");
+  fmt::print("Caches       {}\n", cpu["caches"].dump());
+  fmt::print("Kernel       {} ({})\n", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>());
+  fmt::print("Governor     {}\n", ctx["governor"].is_null() ? "n/a" : ctx["governor"].get<std::string>());
+  fmt::print("Load average {}\n", ctx["load_avg"].dump());
+  fmt::print("Limits       {}\n", ctx["limits"].dump());
+  fmt::print("io_uring     {}\n", ctx["io_uring"].dump());
+  fmt::print("Mitigations  {}\n", ctx["mitigations"].dump());
+  fmt::print("Build        {} {} [{}]\n", ctx["compiler"].get<std::string>(), ctx["build_type"].get<std::string>(),
+             ctx["build_flags"].get<std::string>());
+  fmt::print("Libraries    {}\n", ctx["libraries"].dump());
+  fmt::print("Git          {}\n", ctx["git_sha"].is_null() ? "n/a" : ctx["git_sha"].get<std::string>());
+  for (auto& w : ctx["warnings"])
+    fmt::print("warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  return 0;
+}
+
+std::string eta_text(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+}
+
+int cmd_run(const RunArgs& a, const std::string& cmdline) {
+  // parse
+  Preset preset = Preset::Default;
+  RunOptions opts;
+  if (a.preset == "quick") {
+    preset = Preset::Quick;
+    opts.duration_s = 0.25;
+    opts.warmup_s = 0.05;
+  } else if (a.preset == "full") {
+    preset = Preset::Full;
+    opts.duration_s = 2.0;
+    opts.warmup_s = 0.5;
+    opts.repetitions = 5;
+  } else if (!a.preset.empty()) {
+    throw UsageError(fmt::format("--preset '{}': use quick or full", a.preset));
+  }
+  if (a.duration != 0) opts.duration_s = a.duration;
+  if (a.warmup >= 0) opts.warmup_s = a.warmup;
+  if (a.repetitions != 0) opts.repetitions = a.repetitions;
+  if (!(opts.duration_s > 0 && opts.duration_s <= 3600))
+    throw UsageError("--duration must be in (0, 3600] seconds, e.g. --duration 0.5");
+  if (!(opts.warmup_s >= 0 && opts.warmup_s <= 600))
+    throw UsageError("--warmup must be in [0, 600] seconds, e.g. --warmup 0.1");
+  if (opts.repetitions < 1 || opts.repetitions > 1000)
+    throw UsageError("--repetitions must be 1..1000, e.g. --repetitions 5");
+  opts.cpus = a.cpus.empty() ? allowed_cpus() : parse_cpu_list(a.cpus);
+  Overrides overrides;
+  for (auto& p : a.params) parse_override(p, overrides);
+
+  // plan
+  auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides);
+  if (benchmarks.empty()) throw UsageError("nothing to run: every combination was impossible; see `ipclab list`");
+  for (auto* path : {&a.json, &a.csv, &a.markdown}) {
+    if (path->empty()) continue;
+    auto dir = std::filesystem::path(*path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw UsageError(fmt::format("cannot write '{}': directory {} does not exist", *path, dir.string()));
+  }
+  if (!a.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out_dir, ec);
+    if (ec) throw UsageError(fmt::format("--out {}: {}; choose a writable directory", a.out_dir, ec.message()));
+  }
+
+  // run
+  nlohmann::json context = collect_environment(cmdline);
+  context["preset"] = a.preset.empty() ? "default" : a.preset;
+  context["repetitions"] = opts.repetitions;
+  context["duration_s"] = opts.duration_s;
+  context["warmup_s"] = opts.warmup_s;
+  for (auto& w : context["warnings"])
+    fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  size_t width = 0;
+  for (auto& b : benchmarks) width = std::max(width, b.name.size() + 7);
+  output::Console console(stdout);
+  console.header(width);
+  const bool progress = isatty(2);
+  const double per_run = opts.duration_s + opts.warmup_s + 0.05;
+  std::vector<Record> records;
+  bool failed = false;
+  const uint64_t started = now_ns();
+  size_t done = 0, total = benchmarks.size() * size_t(opts.repetitions);
+  for (auto& b : benchmarks) {
+    std::vector<Record> reps;
+    for (int r = 0; r < opts.repetitions; ++r) {
+      if (progress) {
+        double elapsed = double(now_ns() - started) * 1e-9;
+        double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
+        fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, b.name, eta_text(eta));
+      }
+      reps.push_back(run_one(b, opts, r));
+      ++done;
+      if (progress) fmt::print(stderr, "\r\033[K");
+      console.row(reps.back());
+      failed = failed || reps.back().status == Status::Failed;
+      if (reps.back().status == Status::Failed)
+        fmt::print(stderr, "FAILED {} (repetition {}): {}\n", b.name, r, reps.back().error);
+    }
+    records.insert(records.end(), reps.begin(), reps.end());
+    if (reps.size() > 1) {
+      records.push_back(aggregate_median(reps));
+      console.row(records.back());
+    }
+  }
+
+  // export
+  std::string json_path = a.json, csv_path = a.csv, md_path = a.markdown;
+  if (!a.out_dir.empty()) {
+    if (json_path.empty()) json_path = a.out_dir + "/results.json";
+    if (csv_path.empty()) csv_path = a.out_dir + "/results.csv";
+    if (md_path.empty()) md_path = a.out_dir + "/results.md";
+  }
+  if (!json_path.empty()) output::write_file_atomic(json_path, output::json_document(context, records));
+  if (!csv_path.empty()) output::append_csv(csv_path, records);
+  if (!md_path.empty()) output::write_file_atomic(md_path, output::markdown(context, records));
+  for (auto* p : {&json_path, &csv_path, &md_path})
+    if (!p->empty()) fmt::print(stderr, "wrote {}\n", *p);
+  return failed ? 1 : 0;
+}
+
+// report and compare live in the Python package report/ (matplotlib, scipy); the user need not
+// know: exec it with the same arguments.
+[[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args) {
+  const char* py = std::getenv("IPCLAB_PYTHON");
+  std::string python = py && *py ? py : "python3";
+  std::string pkg = std::string(IPCLAB_SOURCE_DIR) + "/report";
+  const char* old = std::getenv("PYTHONPATH");
+  std::string path = pkg + (old && *old ? ":" + std::string(old) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
+  std::vector<std::string> argv{python, "-m", "ipclab_report", verb};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  execvp(cargv[0], cargv.data());
+  fmt::print(stderr, "ipclab: cannot start {}: {}; run `make setup` (or set IPCLAB_PYTHON)\n", python, strerror(errno));
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmdline = command_line(argc, argv);
+  CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every command");
+
+  auto* list = app.add_subcommand("list", "Suites, mechanisms and their parameters");
+  std::string list_suite;
+  list->add_option("suite", list_suite, "Only this suite");
+
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "Run the benchmarks matching FILTER (suite, suite/mechanism or glob)");
+  run->add_option("filter", ra.filters, "suite, suite/mechanism, a mechanism name or a glob; none = all");
+  run->add_option("--preset", ra.preset, "quick (a few points, short runs) or full (the complete grids)");
+  run->add_option("-p,--param", ra.params, "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
+  run->add_option("--repetitions", ra.repetitions, "repetitions of each benchmark (default 3; full 5)");
+  run->add_option("--duration", ra.duration, "measured seconds per repetition (default 1; quick 0.25; full 2)");
+  run->add_option("--warmup", ra.warmup, "discarded warm-up seconds before each measurement (default 0.2)");
+  run->add_option("--cpus", ra.cpus, "CPUs to place sides on, e.g. 0,1 (default: all allowed)");
+  run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
+  run->add_option("--json", ra.json, "write the result JSON here (atomically)");
+  run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
+  run->add_option("--markdown", ra.markdown, "write a Markdown table here");
+  run->footer("Parameters and their values: `ipclab list [SUITE]`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
+
+  auto* env = app.add_subcommand("env", "The environment block and its warnings");
+  bool env_json = false;
+  env->add_flag("--json", env_json, "print as JSON");
+
+  std::vector<std::string> passthrough;
+  auto* report = app.add_subcommand("report", "HTML report from result files: report RESULT.json... -o report.html");
+  auto* compare = app.add_subcommand("compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT]");
+  for (auto* sub : {report, compare}) {
+    sub->allow_extras();
+    sub->prefix_command();
+    sub->set_help_flag();
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    fmt::print(stderr, "ipclab: {}; see `ipclab --help`\n", what.substr(0, what.find('\n')));
+    return 2;
+  }
+
+  try {
+    if (*list) {
+      print_list(list_suite);
+      return 0;
+    }
+    if (*env) return cmd_env(env_json, cmdline);
+    if (*report) exec_python("report", report->remaining());
+    if (*compare) exec_python("compare", compare->remaining());
+    ipc::install_signal_cleanup();
+    int swept = ipc::sweep_leftovers();
+    if (swept) fmt::print(stderr, "removed {} IPC objects left by earlier runs that died\n", swept);
+    int rc = cmd_run(ra, cmdline);
+    ipc::remove_all();
+    return rc;
+  } catch (const UsageError& e) {
+    ipc::remove_all();
+    fmt::print(stderr, "ipclab: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    ipc::remove_all();
+    fmt::print(stderr, "ipclab: internal error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,15 @@
+#pragma once
+// Whole-message reads and writes on file descriptors, shared by every fd-based mechanism.
+// EINTR is retried unless the session is aborting (then Aborted is thrown); EOF and errors throw.
+#include <cstddef>
+
+namespace ipclab {
+
+/// Writes all `len` bytes (stream semantics: loops over short writes).
+void write_all(int fd, const std::byte* buf, size_t len);
+/// Reads exactly `len` bytes (stream semantics); a peer that closed throws.
+void read_exact(int fd, std::byte* buf, size_t len);
+/// Throws std::system_error for errno unless it is EINTR outside an abort (then returns).
+void check_errno(const char* what);
+
+}  // namespace ipclab

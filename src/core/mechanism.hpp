@@ -1,0 +1,98 @@
+#pragma once
+// What a mechanism is: one file fills in a `Mechanism` and registers it with IPCLAB_REGISTER.
+// It provides exactly one of three things, and the harness does the rest (loop, clock, warm-up,
+// placement, CPU accounting, integrity, output):
+//   transport  moves messages; the harness drives it with the throughput and ping-pong patterns;
+//   loop       one operation, repeated by the harness for the duration (null, syscall);
+//   workload   a run with its own shape (servers, file IO, runtimes), built on `Session`.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+
+namespace ipclab {
+
+class Session;
+struct Record;
+
+/// Producer/consumer in the throughput pattern; client (producer) and server (consumer) in ping-pong.
+enum class Role { Producer, Consumer };
+
+/// One side's handle on a transport, opened inside the worker (thread or child process).
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  /// Sends one message of `len` bytes; blocks until the transport has taken it.
+  virtual void send(const std::byte* data, size_t len) = 0;
+  /// Receives one message into `buf` (room for `len` bytes: every message of a run has that size);
+  /// returns its length.
+  virtual size_t recv(std::byte* buf, size_t len) = 0;
+};
+
+/// Kernel or shared-memory objects of one run: created in the coordinating process before any
+/// worker starts (so forked workers inherit them), destroyed (and unlinked) after all have ended.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// Opens the endpoint of worker `index` of `role`; called in that worker.
+  virtual std::unique_ptr<Endpoint> open(Role role, int index) = 0;
+  /// The kernel object's name, for the record (e.g. an mq name); "-" when it has none.
+  virtual std::string object_name() const { return "-"; }
+};
+
+/// One operation of a loop benchmark.
+class Loop {
+ public:
+  virtual ~Loop() = default;
+  virtual void op() = 0;
+};
+
+struct Mechanism {
+  std::string suite, name, help;
+  std::vector<ParamSpec> params;
+  std::function<std::unique_ptr<Transport>(const Params&)> transport;
+  std::function<std::unique_ptr<Loop>(const Params&)> loop;
+  std::function<void(Session&)> workload;
+  /// Why this combination of values cannot run ("" when it can): impossible combinations are
+  /// left out of preset grids and rejected when asked for explicitly.
+  std::function<std::string(const Params&)> check;
+
+  std::string full_name() const { return suite + "/" + name; }
+};
+
+/// Suite-level declarations: help, and the leading CSV columns a suite's reference used.
+struct Suite {
+  std::string name, help;
+  std::vector<std::string> csv_columns;
+  std::function<std::vector<std::string>(const Record&)> csv_row;
+};
+
+class Registry {
+ public:
+  static Registry& get();
+  void add(Mechanism m);
+  void add(Suite s);
+  const std::vector<Mechanism>& mechanisms() const { return mechanisms_; }
+  const std::vector<Suite>& suites() const { return suites_; }
+  const Suite* suite(const std::string& name) const;
+
+ private:
+  std::vector<Mechanism> mechanisms_;
+  std::vector<Suite> suites_;
+};
+
+struct Registrar {
+  template <class T>
+  explicit Registrar(T item) { Registry::get().add(std::move(item)); }
+};
+
+#define IPCLAB_CONCAT2(a, b) a##b
+#define IPCLAB_CONCAT(a, b) IPCLAB_CONCAT2(a, b)
+/// Registers a Mechanism or a Suite at start-up: `IPCLAB_REGISTER(Mechanism{...});`
+#define IPCLAB_REGISTER(...) \
+  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __LINE__){__VA_ARGS__}
+
+}  // namespace ipclab

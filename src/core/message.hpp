@@ -1,0 +1,40 @@
+#pragma once
+// The message every transport carries. The sender writes every byte, the receiver checks every
+// byte, so both sides touch the whole payload, and loss, duplication and corruption are caught.
+//
+// Messages of at least kHeaderSize bytes start with a header:
+//   word 0: sequence number (48 bits) | producer index (16 bits)
+//   word 1: send timestamp, ns on CLOCK_MONOTONIC (0 = not sampled)
+//   word 2: flags (low 32 bits) | size (high 32 bits)
+// and continue with payload words derived from (sequence, producer, word index).
+// Smaller messages (ping-pong only) hold byte i = (seq + i) mod 255; a stop message is all 0xFF.
+#include <cstddef>
+#include <cstdint>
+
+namespace ipclab::msg {
+
+constexpr size_t kHeaderSize = 24;
+enum Flags : uint32_t { kStop = 1, kMeasured = 2 };
+
+struct Header {
+  uint64_t seq = 0;
+  uint32_t producer = 0;
+  uint64_t send_ns = 0;
+  uint32_t flags = 0;
+};
+
+/// Fills `buf` (len bytes). `random` derives payload words from a hash rather than a constant.
+void encode(std::byte* buf, size_t len, const Header& h, bool random);
+
+struct Decoded {
+  bool ok = false;  // every byte as expected
+  Header h;
+};
+/// Checks every byte of `buf`. For small messages `expect_seq` is the sequence number expected
+/// (small messages carry it only modulo 255).
+Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq = 0);
+
+/// True when the message is a stop marker.
+bool is_stop(const std::byte* buf, size_t len);
+
+}  // namespace ipclab::msg

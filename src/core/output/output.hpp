@@ -1,0 +1,47 @@
+#pragma once
+// One function per output format, all reading the same records.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/record.hpp"
+
+namespace ipclab::output {
+
+constexpr int kSchemaVersion = 1;
+
+/// Writes `content` to `path` through a temporary file and rename: never a half-written file.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// The result file of SPEC §2: {schema_version, context, benchmarks}.
+std::string json_document(const nlohmann::json& context, const std::vector<Record>& records);
+
+/// CSV header: the leading columns of every suite present that declares them (e.g. the messaging
+/// suite's reference columns), then ours.
+std::vector<std::string> csv_header(const std::vector<Record>& records);
+std::string csv_rows(const std::vector<std::string>& header, const std::vector<Record>& records);
+/// Appends to `path` (creating it with a header); UsageError when its header differs.
+void append_csv(const std::string& path, const std::vector<Record>& records);
+
+std::string markdown(const nlohmann::json& context, const std::vector<Record>& records);
+
+/// "1.23 us", "456 ns", "2.00 s": three significant digits.
+std::string human_ns(double ns);
+/// "1.23M/s" style rates.
+std::string human_rate(double per_s);
+
+/// Console table in the manner of Google Benchmark's, one row per record as it completes.
+class Console {
+ public:
+  explicit Console(FILE* out) : out_(out) {}
+  void header(size_t name_width);
+  void row(const Record& r);
+
+ private:
+  FILE* out_;
+  size_t width_ = 40;
+};
+
+}  // namespace ipclab::output

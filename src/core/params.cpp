@@ -1,0 +1,186 @@
+#include "core/params.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace ipclab {
+
+const char* type_name(ParamType t) {
+  switch (t) {
+    case ParamType::Int: return "int";
+    case ParamType::Size: return "size";
+    case ParamType::Double: return "double";
+    case ParamType::String: return "string";
+    case ParamType::Bool: return "bool";
+  }
+  return "?";
+}
+
+namespace {
+
+std::optional<int64_t> parse_int(const std::string& s, bool size_suffix) {
+  if (s.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || end == s.c_str()) return std::nullopt;
+  std::string suffix(end);
+  int64_t mult = 1;
+  if (size_suffix && !suffix.empty()) {
+    std::string u;
+    for (char c : suffix) u += char(std::tolower(static_cast<unsigned char>(c)));
+    if (u == "k" || u == "kib" || u == "kb") mult = 1024;
+    else if (u == "m" || u == "mib" || u == "mb") mult = 1024 * 1024;
+    else if (u == "g" || u == "gib" || u == "gb") mult = int64_t(1024) * 1024 * 1024;
+    else return std::nullopt;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  return int64_t(v) * mult;
+}
+
+}  // namespace
+
+std::string canonical_value(const ParamSpec& spec, const std::string& value) {
+  auto bad = [&](const std::string& want) {
+    return UsageError(fmt::format("parameter '{}': '{}' is not {}; see `ipclab list` for its values",
+                                  spec.name, value, want));
+  };
+  std::string out = value;
+  switch (spec.type) {
+    case ParamType::Int:
+    case ParamType::Size: {
+      auto v = parse_int(value, spec.type == ParamType::Size);
+      if (!v) throw bad(spec.type == ParamType::Size ? "a size (e.g. 64, 4K, 1M)" : "an integer");
+      if (*v < spec.min || *v > spec.max)
+        throw UsageError(fmt::format("parameter '{}': {} is out of range; use {}..{}", spec.name,
+                                     value, spec.min, spec.max));
+      out = std::to_string(*v);
+      break;
+    }
+    case ParamType::Double: {
+      char* end = nullptr;
+      errno = 0;
+      double d = std::strtod(value.c_str(), &end);
+      if (errno || end == value.c_str() || *end) throw bad("a number");
+      (void)d;
+      break;
+    }
+    case ParamType::Bool:
+      if (value == "1" || value == "true" || value == "yes" || value == "on") out = "1";
+      else if (value == "0" || value == "false" || value == "no" || value == "off") out = "0";
+      else throw bad("a boolean (0 or 1)");
+      break;
+    case ParamType::String:
+      if (value.empty() || value.find_first_of("/:,= ") != std::string::npos)
+        throw bad("a word without '/', ':', ',', '=' or spaces");
+      break;
+  }
+  if (!spec.choices.empty() &&
+      std::find(spec.choices.begin(), spec.choices.end(), out) == spec.choices.end()) {
+    std::string all;
+    for (auto& c : spec.choices) all += (all.empty() ? "" : "|") + c;
+    throw UsageError(fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name,
+                                 value, all));
+  }
+  return out;
+}
+
+bool Params::has(const std::string& name) const {
+  return std::any_of(kv_.begin(), kv_.end(), [&](auto& p) { return p.first == name; });
+}
+
+const std::string& Params::str(const std::string& name) const {
+  for (auto& [k, v] : kv_)
+    if (k == name) return v;
+  throw std::logic_error("mechanism reads undeclared parameter '" + name + "'");
+}
+
+int64_t Params::i64(const std::string& name) const { return std::stoll(str(name)); }
+double Params::f64(const std::string& name) const { return std::stod(str(name)); }
+bool Params::flag(const std::string& name) const { return str(name) == "1"; }
+
+void Params::set(const std::string& name, const std::string& value) {
+  for (auto& [k, v] : kv_)
+    if (k == name) { v = value; return; }
+  kv_.emplace_back(name, value);
+}
+
+std::string Params::path() const {
+  std::string s;
+  for (auto& [k, v] : kv_) s += (s.empty() ? "" : "/") + k + ":" + v;
+  return s;
+}
+
+nlohmann::json Params::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& [k, v] : kv_) {
+    char* end = nullptr;
+    long long i = std::strtoll(v.c_str(), &end, 10);
+    if (!v.empty() && *end == '\0') { j[k] = i; continue; }
+    double d = std::strtod(v.c_str(), &end);
+    if (!v.empty() && *end == '\0') { j[k] = d; continue; }
+    j[k] = v;
+  }
+  return j;
+}
+
+void parse_override(const std::string& arg, Overrides& into) {
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw UsageError(fmt::format("-p '{}': write -p name=value[,value...]", arg));
+  std::string name = arg.substr(0, eq);
+  std::vector<std::string> values;
+  size_t pos = eq + 1;
+  while (pos <= arg.size()) {
+    auto comma = arg.find(',', pos);
+    if (comma == std::string::npos) comma = arg.size();
+    std::string v = arg.substr(pos, comma - pos);
+    if (v.empty()) throw UsageError(fmt::format("-p '{}': empty value; write -p name=v1,v2", arg));
+    values.push_back(v);
+    pos = comma + 1;
+  }
+  auto& slot = into[name];
+  slot.insert(slot.end(), values.begin(), values.end());
+}
+
+std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
+                                const Overrides& overrides) {
+  std::vector<std::vector<std::string>> axes;
+  for (auto& s : specs) {
+    std::vector<std::string> raw;
+    if (auto it = overrides.find(s.name); it != overrides.end()) raw = it->second;
+    else if (preset == Preset::Full && !s.full.empty()) raw = s.full;
+    else if (preset != Preset::Default && !s.quick.empty()) raw = s.quick;
+    else raw = {s.def};
+    std::vector<std::string> vals;
+    for (auto& r : raw) {
+      auto c = canonical_value(s, r);
+      if (std::find(vals.begin(), vals.end(), c) == vals.end()) vals.push_back(c);
+    }
+    axes.push_back(std::move(vals));
+  }
+  std::vector<Params> out;
+  std::vector<size_t> idx(specs.size(), 0);
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (size_t i = 0; i < specs.size(); ++i) kv.emplace_back(specs[i].name, axes[i][idx[i]]);
+    out.emplace_back(std::move(kv));
+    // Odometer over the axes: the last parameter varies fastest, like nested loops.
+    size_t k = specs.size();
+    while (k > 0) {
+      --k;
+      if (++idx[k] < axes[k].size()) break;
+      idx[k] = 0;
+      if (k == 0) return out;
+    }
+    if (specs.empty()) return out;
+  }
+}
+
+}  // namespace ipclab

@@ -1,0 +1,68 @@
+#pragma once
+// Parameter declarations: declared once per mechanism, they drive `list`, `--help`, the `-p` grid,
+// result names and the JSON `params` object.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ipclab {
+
+enum class ParamType { Int, Size, Double, String, Bool };
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::Int;
+  std::string def;                   // default value (one)
+  std::vector<std::string> choices;  // allowed values; empty = any value of the type
+  std::string help;
+  std::vector<std::string> quick;    // values of the quick preset (empty = default)
+  std::vector<std::string> full;     // values of the full preset (empty = quick, then default)
+  int64_t min = INT64_MIN, max = INT64_MAX;  // bounds for Int and Size
+};
+
+/// Canonical text of `value` for `spec` (sizes as plain byte counts), or UsageError.
+std::string canonical_value(const ParamSpec& spec, const std::string& value);
+const char* type_name(ParamType t);
+
+/// One point of a grid: every parameter of a mechanism with one value, in declaration order.
+class Params {
+ public:
+  Params() = default;
+  explicit Params(std::vector<std::pair<std::string, std::string>> kv) : kv_(std::move(kv)) {}
+
+  bool has(const std::string& name) const;
+  const std::string& str(const std::string& name) const;
+  int64_t i64(const std::string& name) const;
+  double f64(const std::string& name) const;
+  bool flag(const std::string& name) const;
+  void set(const std::string& name, const std::string& value);
+
+  /// `name:value/name:value` in declaration order.
+  std::string path() const;
+  /// JSON object; numbers as numbers when the text is numeric.
+  nlohmann::json to_json() const;
+  const std::vector<std::pair<std::string, std::string>>& items() const { return kv_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> kv_;
+};
+
+enum class Preset { Default, Quick, Full };
+
+/// Values asked for on the command line with `-p name=v1,v2`.
+using Overrides = std::map<std::string, std::vector<std::string>>;
+
+/// Parses `name=v1,v2` into overrides (UsageError on bad shape).
+void parse_override(const std::string& arg, Overrides& into);
+
+/// The cartesian product of every parameter's values, in declaration order: overrides first,
+/// then the preset's list, then the default.
+std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
+                                const Overrides& overrides);
+
+}  // namespace ipclab

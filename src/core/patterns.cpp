@@ -1,0 +1,224 @@
+#include "core/patterns.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/message.hpp"
+
+namespace ipclab {
+
+namespace {
+
+int param_or(const Params& p, const char* name, int def) {
+  return p.has(name) ? int(p.i64(name)) : def;
+}
+
+struct TransportShape {
+  bool pingpong;
+  size_t size;
+  bool random;
+  uint64_t sample;
+  int producers, consumers;
+  bool processes;
+};
+
+TransportShape shape_of(const Params& p) {
+  TransportShape t;
+  t.pingpong = !p.has("pattern") || p.str("pattern") == "pingpong";
+  t.size = size_t(p.i64("size"));
+  t.random = p.has("random") && p.flag("random");
+  t.sample = p.has("latency_sample") ? uint64_t(p.i64("latency_sample")) : 1;
+  t.producers = param_or(p, "producers", 1);
+  t.consumers = param_or(p, "consumers", 1);
+  t.processes = p.has("mode") && p.str("mode") == "processes";
+  return t;
+}
+
+// Ping-pong client: sends request `seq`, waits for the echo, checks it is that very request.
+void pingpong_client(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
+  std::vector<std::byte> req(t.size), resp(t.size);
+  auto& out = w.out();
+  uint64_t seq = 0;
+  w.ready();
+  while (w.running()) {
+    msg::encode(req.data(), t.size, {.seq = seq, .producer = uint32_t(index)}, t.random);
+    const bool measuring = w.measuring();
+    const bool timed = measuring && seq % t.sample == 0;
+    uint64_t t0 = timed ? now_ns() : 0;
+    ep.send(req.data(), t.size);
+    ep.recv(resp.data(), t.size);
+    if (timed) out.hist.record(now_ns() - t0);
+    auto d = msg::decode(resp.data(), t.size, t.random, seq);
+    out.integrity.sent++;
+    out.integrity.received++;
+    // Small messages carry the sequence only implicitly: decode() checked it byte by byte.
+    if (!d.ok || (t.size >= msg::kHeaderSize && (d.h.seq != seq || d.h.producer != uint32_t(index))))
+      out.integrity.corrupt++;
+    if (measuring) {
+      out.ops++;
+      out.bytes += 2 * t.size;
+    }
+    ++seq;
+  }
+  msg::encode(req.data(), t.size, {.flags = msg::kStop}, t.random);
+  ep.send(req.data(), t.size);
+}
+
+// Ping-pong server: checks every request arrives in order and intact, echoes it back.
+void pingpong_server(Worker& w, Endpoint& ep, const TransportShape& t) {
+  std::vector<std::byte> buf(t.size);
+  auto& out = w.out();
+  uint64_t expect = 0;
+  w.ready();
+  for (;;) {
+    ep.recv(buf.data(), t.size);
+    w.running();  // follows the phase for its CPU window
+    if (msg::is_stop(buf.data(), t.size)) break;
+    auto d = msg::decode(buf.data(), t.size, t.random, expect);
+    if (!d.ok) out.integrity.corrupt++;
+    else if (d.h.seq < expect) out.integrity.duplicated++;
+    else if (d.h.seq > expect) out.integrity.lost += d.h.seq - expect;
+    expect = d.h.seq + 1;
+    ep.send(buf.data(), t.size);
+  }
+}
+
+void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
+  std::vector<std::byte> buf(t.size);
+  auto& out = w.out();
+  uint64_t seq = 0;
+  w.ready();
+  while (w.running()) {
+    const bool measuring = w.measuring();
+    msg::Header h{.seq = seq, .producer = uint32_t(index),
+                  .send_ns = seq % t.sample == 0 ? now_ns() : 0,
+                  .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
+    msg::encode(buf.data(), t.size, h, t.random);
+    ep.send(buf.data(), t.size);
+    ++seq;
+  }
+  out.integrity.sent = seq;
+  // The last producer to finish tells every consumer to stop; FIFO order puts the markers
+  // behind all data of every producer (the others have finished sending already).
+  if (w.control().producers_left.fetch_sub(1) == 1) {
+    msg::encode(buf.data(), t.size, {.flags = msg::kStop}, t.random);
+    for (int c = 0; c < t.consumers; ++c) ep.send(buf.data(), t.size);
+  }
+}
+
+void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t) {
+  std::vector<std::byte> buf(t.size);
+  auto& out = w.out();
+  std::vector<uint64_t> next(size_t(t.producers), 0);
+  w.ready();
+  for (;;) {
+    ep.recv(buf.data(), t.size);
+    uint64_t arrived = now_ns();
+    w.running();
+    auto d = msg::decode(buf.data(), t.size, t.random);
+    if (d.ok && (d.h.flags & msg::kStop)) break;
+    if (!d.ok || d.h.producer >= uint32_t(t.producers)) {
+      out.integrity.corrupt++;
+      continue;
+    }
+    auto p = d.h.producer;
+    // Per producer, a FIFO transport delivers increasing sequence numbers to each consumer.
+    if (d.h.seq < next[p]) out.integrity.duplicated++;
+    next[p] = d.h.seq + 1;
+    out.integrity.received++;
+    if (p < uint32_t(kMaxPeersTracked)) {
+      out.seen_count[p]++;
+      out.seen_seqsum[p] += d.h.seq;
+    }
+    if (d.h.flags & msg::kMeasured) {
+      out.ops++;
+      out.bytes += t.size;
+      if (d.h.send_ns) out.hist.record(arrived - d.h.send_ns);
+    }
+  }
+}
+
+}  // namespace
+
+void run_transport(Session& s) {
+  const auto t = shape_of(s.params());
+  if (!t.pingpong && t.size < msg::kHeaderSize)
+    throw UsageError(fmt::format(
+        "throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
+        "-p size={} or pattern=pingpong", msg::kHeaderSize, msg::kHeaderSize));
+  if (t.pingpong && t.producers != t.consumers)
+    throw UsageError("pingpong pairs one producer with one consumer; set producers = consumers");
+  if (t.producers > kMaxPeersTracked)
+    throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
+
+  std::unique_ptr<Transport> transport = s.mechanism().transport(s.params());
+  Transport* tp = transport.get();
+  s.record().extra["object"] = tp->object_name();
+  s.record().extra["duration_s"] = s.options().duration_s;
+
+  std::vector<WorkerSpec> workers;
+  for (int i = 0; i < t.producers; ++i)
+    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i](Worker& w) {
+                         auto ep = tp->open(Role::Producer, i);
+                         if (t.pingpong) pingpong_client(w, *ep, t, i);
+                         else throughput_producer(w, *ep, t, i);
+                       }});
+  for (int i = 0; i < t.consumers; ++i)
+    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i](Worker& w) {
+                         auto ep = tp->open(Role::Consumer, i);
+                         if (t.pingpong) pingpong_server(w, *ep, t);
+                         else throughput_consumer(w, *ep, t);
+                       }});
+
+  Control& ctl = s.run_workers(std::move(workers), t.processes, t.pingpong ? "rtt" : "one_way");
+  Record& rec = s.record();
+
+  if (!t.pingpong && rec.status != Status::Failed) {
+    // Every message each producer sent must have reached exactly one consumer.
+    for (int p = 0; p < t.producers; ++p) {
+      uint64_t sent = ctl.slots[p].integrity.sent, count = 0, seqsum = 0;
+      for (int c = 0; c < t.consumers; ++c) {
+        count += ctl.slots[t.producers + c].seen_count[p];
+        seqsum += ctl.slots[t.producers + c].seen_seqsum[p];
+      }
+      if (count < sent) rec.integrity.lost += sent - count;
+      if (count > sent) rec.integrity.duplicated += count - sent;
+      // Sequences 0..sent-1 sum to sent*(sent-1)/2; anything else was altered in flight.
+      if (count == sent && seqsum != sent * (sent - 1) / 2) rec.integrity.corrupt++;
+    }
+  }
+  if (!rec.integrity.clean())
+    rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent",
+                         rec.integrity.lost, rec.integrity.duplicated, rec.integrity.corrupt,
+                         rec.integrity.sent));
+  if (s.stuck()) transport.release();  // a stuck thread may still use it
+}
+
+void run_loop(Session& s) {
+  std::unique_ptr<Loop> loop = s.mechanism().loop(s.params());
+  Loop* lp = loop.get();
+  // Ops are timed in batches: one clock read costs ~30 ns here, far more than a null op.
+  constexpr uint64_t kBatch = 1000;
+  s.run_workers({{"worker", 0, s.cpu_for(0), [lp](Worker& w) {
+                    auto& out = w.out();
+                    w.ready();
+                    while (w.running()) {
+                      const bool measuring = w.measuring();
+                      uint64_t t0 = now_ns();
+                      for (uint64_t i = 0; i < kBatch; ++i) lp->op();
+                      uint64_t dt = now_ns() - t0;
+                      if (measuring) {
+                        out.ops += kBatch;
+                        out.hist.record(dt / kBatch);
+                      }
+                    }
+                  }}},
+                false, "batch_mean");
+  if (s.stuck()) loop.release();
+}
+
+}  // namespace ipclab

@@ -1,0 +1,160 @@
+#include "core/peer.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/placement.hpp"
+#include "core/session.hpp"
+
+namespace ipclab {
+
+PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s) {
+  PeerRun run;
+  if (argv.empty()) throw std::logic_error("run_peer: empty argv");
+  if (access(argv[0].c_str(), X_OK) != 0)
+    throw Skip(fmt::format("peer {} is not built; run `make peers`", argv[0]));
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    try {
+      pin_current_thread(cpu);
+    } catch (...) {
+      _exit(126);
+    }
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  std::string out_buf, err_buf;
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  bool timed_out = false;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    uint64_t now = now_ns();
+    if (now >= deadline) {
+      timed_out = true;
+      break;
+    }
+    int ms = int(std::min<uint64_t>((deadline - now) / 1'000'000 + 1, 1000));
+    int r = poll(fds, 2, ms);
+    if (r < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      (i == 0 ? out_buf : err_buf).append(buf, size_t(n));
+    }
+  }
+  if (timed_out) kill(pid, SIGKILL);
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  run.cpu.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
+  run.cpu.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
+  run.cpu.ctx_vol = ru.ru_nvcsw;
+  run.cpu.ctx_invol = ru.ru_nivcsw;
+
+  // Keep the last few lines of stderr for the error message.
+  size_t cut = err_buf.size();
+  for (int lines = 0; cut > 0 && lines < 4; ++lines) {
+    cut = err_buf.rfind('\n', cut - 1);
+    if (cut == std::string::npos) { cut = 0; break; }
+  }
+  run.stderr_tail = err_buf.substr(cut);
+  while (!run.stderr_tail.empty() && (run.stderr_tail.front() == '\n')) run.stderr_tail.erase(0, 1);
+  for (auto& ch : run.stderr_tail)
+    if (ch == '\n') ch = ' ';
+
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < out_buf.size()) {
+    size_t nl = out_buf.find('\n', pos);
+    std::string line = out_buf.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? out_buf.size() : nl + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      run.records.push_back(record_from_json(nlohmann::json::parse(line)));
+    } catch (const std::exception& e) {
+      if (run.error.empty()) run.error = fmt::format("peer output line {} is not a valid record: {}", line_no, e.what());
+    }
+  }
+  if (timed_out)
+    run.error = fmt::format("peer {} did not finish within {:.0f} s and was killed", argv[0], timeout_s);
+  else if (WIFSIGNALED(status))
+    run.error = fmt::format("peer {} died of signal {} ({})", argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    run.error = fmt::format("peer {} exited with {}{}", argv[0], WEXITSTATUS(status),
+                            run.stderr_tail.empty() ? "" : ": " + run.stderr_tail);
+  return run;
+}
+
+void fold_peer(Session& s, const std::string& executable, int cpu) {
+  auto& opts = s.options();
+  std::vector<std::string> argv{executable};
+  for (auto& [k, v] : s.params().items()) argv.push_back(fmt::format("--{}={}", k, v));
+  argv.push_back(fmt::format("--duration={}", opts.duration_s));
+  argv.push_back(fmt::format("--warmup={}", opts.warmup_s));
+  std::string cpus;
+  for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  argv.push_back("--cpus=" + cpus);
+  PeerRun run = run_peer(argv, cpu, opts.timeout_s());
+  Record& rec = s.record();
+  if (!run.error.empty()) throw std::runtime_error(run.error);
+  if (run.records.size() != 1)
+    throw std::runtime_error(fmt::format("peer {} printed {} records; one was expected", executable, run.records.size()));
+  const Record& p = run.records.front();
+  if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
+  if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);
+  rec.ops = p.ops;
+  rec.bytes = p.bytes;
+  rec.wall_s = p.wall_s;
+  rec.latency = p.latency;
+  rec.integrity = p.integrity;
+  rec.extra = p.extra;
+  for (auto& [k, v] : p.rates.items())
+    if (k != "ops_per_s" && k != "bytes_per_s" && k != "MiB_per_s") rec.rates[k] = v;
+  // The peer's own measured-window CPU when it reports one, else its whole run from wait4.
+  bool has_cpu = p.cpu.user_s + p.cpu.sys_s > 0;
+  rec.cpu = has_cpu ? p.cpu : run.cpu;
+  rec.extra["cpu_source"] = has_cpu ? "peer" : "wait4 (whole peer run)";
+  rec.placement.layout = s.layout();
+  rec.placement.cpus = opts.cpus;
+  Side side{"peer", 0, {}, {}};
+  if (cpu >= 0) side.pinned = {cpu};
+  rec.placement.sides.push_back(side);
+}
+
+}  // namespace ipclab

@@ -1,0 +1,148 @@
+#include "core/record.hpp"
+
+#include <cmath>
+
+namespace ipclab {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::Ok: return "ok";
+    case Status::Failed: return "failed";
+    case Status::Skipped: return "skipped";
+  }
+  return "?";
+}
+
+Latency Latency::from(const std::string& kind, const Histogram& h) {
+  Latency l;
+  l.kind = kind;
+  l.count = h.count();
+  l.min = h.min();
+  l.max = h.max();
+  l.mean = h.mean();
+  l.p50 = h.quantile(0.50);
+  l.p90 = h.quantile(0.90);
+  l.p95 = h.quantile(0.95);
+  l.p99 = h.quantile(0.99);
+  l.p999 = h.quantile(0.999);
+  h.sparse(l.values, l.counts);
+  return l;
+}
+
+void Record::fail(const std::string& why) {
+  if (status == Status::Failed) return;
+  status = Status::Failed;
+  error = why;
+}
+
+static nlohmann::json num_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json to_json(const Record& r) {
+  using nlohmann::json;
+  json j;
+  j["name"] = r.name;
+  j["suite"] = r.suite;
+  j["mechanism"] = r.mechanism;
+  j["params"] = r.params.to_json();
+  j["run_type"] = r.run_type;
+  if (!r.aggregate_name.empty()) j["aggregate_name"] = r.aggregate_name;
+  j["repetition"] = r.repetition;
+  j["status"] = status_name(r.status);
+  j["error"] = r.error.empty() ? json(nullptr) : json(r.error);
+  j["ops"] = r.ops;
+  j["bytes"] = r.bytes;
+  j["wall_s"] = num_or_null(r.wall_s);
+  j["time_per_op_ns"] = num_or_null(r.time_per_op_ns());
+  json rates = r.rates;
+  if (r.wall_s > 0) {
+    rates["ops_per_s"] = double(r.ops) / r.wall_s;
+    if (r.bytes) {
+      rates["bytes_per_s"] = double(r.bytes) / r.wall_s;
+      rates["MiB_per_s"] = double(r.bytes) / r.wall_s / (1024.0 * 1024.0);
+    }
+  }
+  j["rates"] = rates;
+  if (r.latency) {
+    auto& l = *r.latency;
+    j["latency_ns"] = {{"kind", l.kind}, {"count", l.count}, {"mean", l.mean}, {"min", l.min},
+                       {"p50", l.p50},   {"p90", l.p90},     {"p95", l.p95},   {"p99", l.p99},
+                       {"p999", l.p999}, {"max", l.max},
+                       {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values},
+                                      {"counts", l.counts}}}};
+  } else {
+    j["latency_ns"] = nullptr;
+  }
+  j["cpu"] = {{"user_s", r.cpu.user_s},       {"sys_s", r.cpu.sys_s},
+              {"per_op_ns", r.cpu_per_op_ns()}, {"ctx_vol", r.cpu.ctx_vol},
+              {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()}};
+  json sides = json::array();
+  for (auto& s : r.placement.sides)
+    sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned},
+                     {"observed", s.observed}});
+  j["placement"] = {{"layout", r.placement.layout}, {"cpus", r.placement.cpus}, {"sides", sides}};
+  j["integrity"] = {{"sent", r.integrity.sent},         {"received", r.integrity.received},
+                    {"lost", r.integrity.lost},         {"duplicated", r.integrity.duplicated},
+                    {"corrupt", r.integrity.corrupt}};
+  j["extra"] = r.extra;
+  if (!r.spread.is_null()) j["spread"] = r.spread;
+  return j;
+}
+
+Record record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("record is not a JSON object");
+  for (const char* k : {"name", "ops", "wall_s", "integrity"})
+    if (!j.contains(k)) throw std::runtime_error(std::string("record lacks '") + k + "'");
+  Record r;
+  r.name = j.at("name").get<std::string>();
+  auto first = r.name.find('/');
+  r.suite = j.value("suite", r.name.substr(0, first));
+  r.mechanism = j.value("mechanism", first == std::string::npos ? std::string()
+                                                                : r.name.substr(first + 1, r.name.find('/', first + 1) - first - 1));
+  if (j.contains("params") && j["params"].is_object())
+    for (auto& [k, v] : j["params"].items())
+      r.params.set(k, v.is_string() ? v.get<std::string>() : v.dump());
+  r.run_type = j.value("run_type", "iteration");
+  r.repetition = j.value("repetition", 0);
+  std::string st = j.value("status", "ok");
+  r.status = st == "failed" ? Status::Failed : st == "skipped" ? Status::Skipped : Status::Ok;
+  if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+  r.ops = j.at("ops").get<uint64_t>();
+  r.bytes = j.value("bytes", uint64_t(0));
+  r.wall_s = j.at("wall_s").get<double>();
+  if (j.contains("rates") && j["rates"].is_object()) r.rates = j["rates"];
+  if (j.contains("latency_ns") && j["latency_ns"].is_object()) {
+    auto& l = j["latency_ns"];
+    Histogram h;
+    if (l.contains("histogram"))
+      h.add_sparse(l["histogram"].value("values", std::vector<uint64_t>{}),
+                   l["histogram"].value("counts", std::vector<uint64_t>{}));
+    Latency lat = h.count() ? Latency::from(l.value("kind", "op"), h) : Latency{};
+    lat.kind = l.value("kind", "op");
+    // Exact figures from the writer win over the histogram's bucket estimates.
+    for (auto [key, field] : {std::pair{"count", &lat.count}, {"min", &lat.min}, {"max", &lat.max},
+                              {"p50", &lat.p50}, {"p90", &lat.p90}, {"p95", &lat.p95},
+                              {"p99", &lat.p99}, {"p999", &lat.p999}})
+      if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
+    if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
+    r.latency = lat;
+  }
+  if (j.contains("cpu") && j["cpu"].is_object()) {
+    auto& c = j["cpu"];
+    r.cpu.user_s = c.value("user_s", 0.0);
+    r.cpu.sys_s = c.value("sys_s", 0.0);
+    r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
+    r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
+  }
+  auto& in = j.at("integrity");
+  r.integrity.sent = in.value("sent", uint64_t(0));
+  r.integrity.received = in.value("received", uint64_t(0));
+  r.integrity.lost = in.value("lost", uint64_t(0));
+  r.integrity.duplicated = in.value("duplicated", uint64_t(0));
+  r.integrity.corrupt = in.value("corrupt", uint64_t(0));
+  if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
+  return r;
+}
+
+}  // namespace ipclab

@@ -1,0 +1,81 @@
+#pragma once
+// One result record: what a benchmark repetition produced. Every output format is derived from it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cpu.hpp"
+#include "core/histogram.hpp"
+#include "core/params.hpp"
+
+namespace ipclab {
+
+enum class Status { Ok, Failed, Skipped };
+const char* status_name(Status s);
+
+struct Integrity {
+  uint64_t sent = 0, received = 0, lost = 0, duplicated = 0, corrupt = 0;
+  bool clean() const { return lost == 0 && duplicated == 0 && corrupt == 0; }
+  Integrity& operator+=(const Integrity& o) {
+    sent += o.sent; received += o.received; lost += o.lost; duplicated += o.duplicated;
+    corrupt += o.corrupt;
+    return *this;
+  }
+};
+
+/// Summary of a latency histogram as exported (the histogram itself is sparse).
+struct Latency {
+  std::string kind;  // rtt | one_way | session | op | batch_mean
+  uint64_t count = 0, min = 0, max = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0;
+  double mean = 0;
+  std::vector<uint64_t> values, counts;
+
+  static Latency from(const std::string& kind, const Histogram& h);
+};
+
+struct Side {
+  std::string role;  // producer, consumer, client, server, host, guest, worker, ...
+  int index = 0;
+  std::vector<int> pinned;    // CPUs it was pinned to; empty = unpinned
+  std::vector<int> observed;  // CPUs it was seen running on
+};
+
+struct Placement {
+  std::string layout = "unpinned";
+  std::vector<int> cpus;
+  std::vector<Side> sides;
+};
+
+struct Record {
+  std::string name, suite, mechanism;
+  Params params;
+  std::string run_type = "iteration";
+  std::string aggregate_name;
+  int repetition = 0;
+  Status status = Status::Ok;
+  std::string error;
+  uint64_t ops = 0, bytes = 0;
+  double wall_s = 0;
+  nlohmann::json rates = nlohmann::json::object();  // beyond ops/bytes per second
+  std::optional<Latency> latency;
+  CpuUsage cpu;
+  Placement placement;
+  Integrity integrity;
+  nlohmann::json extra = nlohmann::json::object();
+  nlohmann::json spread;  // aggregates only
+
+  double time_per_op_ns() const { return ops ? wall_s * 1e9 / double(ops) : 0.0; }
+  double cpu_per_op_ns() const { return ops ? (cpu.user_s + cpu.sys_s) * 1e9 / double(ops) : 0.0; }
+  double ctx_per_op() const { return ops ? double(cpu.ctx_vol + cpu.ctx_invol) / double(ops) : 0.0; }
+  /// Marks the record failed with `why` unless it already failed (the first reason is kept).
+  void fail(const std::string& why);
+};
+
+nlohmann::json to_json(const Record& r);
+/// Reads a record (a peer's line, or a result file's entry); throws std::runtime_error on bad shape.
+Record record_from_json(const nlohmann::json& j);
+
+}  // namespace ipclab

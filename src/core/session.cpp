@@ -1,0 +1,312 @@
+#include "core/session.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/placement.hpp"
+
+namespace ipclab {
+
+namespace {
+
+std::atomic<Control*> g_current{nullptr};
+
+extern "C" void on_wakeup(int) {}  // only there to make blocking calls return EINTR
+
+void install_wakeup_signal() {
+  static bool done = false;
+  if (done) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_wakeup;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read must return EINTR
+  sigaction(SIGUSR1, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a dead peer shows up as EPIPE, not as our death
+  done = true;
+}
+
+void copy_error(WorkerResult& slot, const char* what) {
+  std::strncpy(slot.error, what, sizeof slot.error - 1);
+}
+
+std::vector<int> cpus_of_mask(uint64_t mask) {
+  std::vector<int> v;
+  for (int c = 0; c < 64; ++c)
+    if (mask & (uint64_t(1) << c)) v.push_back(c);
+  return v;
+}
+
+}  // namespace
+
+bool abort_requested() {
+  Control* c = g_current.load(std::memory_order_relaxed);
+  return c && c->abort.load(std::memory_order_relaxed);
+}
+
+void Worker::transition(int ph) {
+  if (ph == kMeasure && !open_) {
+    begin_ = cpu_usage(who_);
+    open_ = true;
+  } else if (ph == kStop && open_) {
+    out_.cpu += cpu_usage(who_) - begin_;
+    open_ = false;
+  }
+  seen_ = ph;
+}
+
+void Worker::finish() {
+  if (open_) {
+    out_.cpu += cpu_usage(who_) - begin_;
+    open_ = false;
+  }
+  sample_cpu();
+}
+
+void Worker::sample_cpu() {
+  int c = current_cpu();
+  if (c >= 0 && c < 64) out_.cpu_mask |= uint64_t(1) << c;
+}
+
+void Worker::ready() {
+  sample_cpu();
+  ctl_.ready.fetch_add(1, std::memory_order_acq_rel);
+  while (ctl_.phase.load(std::memory_order_acquire) == kInit) {
+    if (ctl_.abort.load(std::memory_order_relaxed)) throw Aborted();
+    sleep_ns(50'000);
+  }
+}
+
+void sleep_ns(uint64_t ns) {
+  timespec ts{time_t(ns / 1'000'000'000u), long(ns % 1'000'000'000u)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+Session::~Session() {
+  if (ctl_ && !stuck_) {
+    ctl_->~Control();
+    munmap(ctl_, sizeof(Control));
+  }
+}
+
+std::string Session::layout() const {
+  return params_.has("placement") ? params_.str("placement") : "unpinned";
+}
+
+int Session::cpu_for(int side) const { return cpu_for_side(layout(), side, opts_.cpus); }
+
+Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
+                              const std::string& latency_kind) {
+  if (workers.size() > size_t(kMaxWorkers))
+    throw UsageError(fmt::format("{} workers asked for; at most {} are supported", workers.size(),
+                                 kMaxWorkers));
+  install_wakeup_signal();
+  if (ctl_) {
+    ctl_->~Control();
+    munmap(ctl_, sizeof(Control));
+    ctl_ = nullptr;
+  }
+  // Shared anonymous memory: the same block serves threads and forked processes alike.
+  void* mem = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap control");
+  ctl_ = new (mem) Control();
+  Control& ctl = *ctl_;
+  g_current.store(ctl_);
+  for (auto& w : workers)
+    if (w.role == "producer" || w.role == "client") ctl.producers_left.fetch_add(1);
+
+  const int n = int(workers.size());
+  std::vector<std::thread> threads;
+  std::vector<pid_t> pids(n, -1);
+  std::vector<bool> reaped(n, false);
+  const pid_t parent = getpid();
+
+  auto run_body = [&ctl](WorkerSpec& spec, WorkerResult& slot, bool proc) {
+    Worker w(ctl, slot, proc);
+    try {
+      slot.pinned = spec.cpu;
+      pin_current_thread(spec.cpu);
+      spec.body(w);
+      w.finish();
+      return true;
+    } catch (const Aborted&) {
+      copy_error(slot, "aborted");
+    } catch (const std::exception& e) {
+      copy_error(slot, e.what());
+    }
+    ctl.abort.store(1);
+    return false;
+  };
+
+  for (int i = 0; i < n; ++i) {
+    if (!processes) {
+      threads.emplace_back([&, i] {
+        run_body(workers[i], ctl.slots[i], false);
+        ctl.slots[i].finished.store(1, std::memory_order_release);
+      });
+      continue;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      ctl.abort.store(1);
+      copy_error(ctl.slots[i], "fork failed");
+      break;
+    }
+    if (pid == 0) {
+      // The child dies with the harness, so a killed harness never leaves an orphan behind.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(3);
+      bool ok = run_body(workers[i], ctl.slots[i], true);
+      ctl.slots[i].finished.store(1, std::memory_order_release);
+      _exit(ok ? 0 : 1);  // no destructors: the parent owns every shared object
+    }
+    pids[i] = pid;
+  }
+
+  // Watches children: one that exits before finishing its work is a dead peer.
+  auto check_children = [&] {
+    if (!processes) return;
+    for (int i = 0; i < n; ++i) {
+      if (pids[i] <= 0 || reaped[i]) continue;
+      int st = 0;
+      pid_t r = waitpid(pids[i], &st, WNOHANG);
+      if (r != pids[i]) continue;
+      reaped[i] = true;
+      bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+      if (!clean) {
+        if (!ctl.slots[i].error[0])
+          copy_error(ctl.slots[i],
+                     WIFSIGNALED(st) ? fmt::format("process died: signal {} ({})", WTERMSIG(st),
+                                                   strsignal(WTERMSIG(st))).c_str()
+                                     : fmt::format("process exited with {}", WEXITSTATUS(st)).c_str());
+        ctl.abort.store(1);
+      }
+    }
+  };
+  // Sleeps until `until` (ns), waking early when the session aborts.
+  auto watch_until = [&](uint64_t until) {
+    while (now_ns() < until && !ctl.abort.load()) {
+      check_children();
+      sleep_ns(std::min<uint64_t>(5'000'000, until - std::min(until, now_ns())));
+    }
+  };
+
+  const uint64_t ready_deadline = now_ns() + 10'000'000'000ull;
+  while (ctl.ready.load() < n && !ctl.abort.load() && now_ns() < ready_deadline) {
+    check_children();
+    sleep_ns(200'000);
+  }
+  if (ctl.ready.load() < n && !ctl.abort.load()) {
+    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s", n - ctl.ready.load(), n));
+    ctl.abort.store(1);
+  }
+
+  uint64_t t_begin = 0, t_end = 0;
+  if (!ctl.abort.load()) {
+    ctl.phase.store(kWarmup, std::memory_order_release);
+    watch_until(now_ns() + uint64_t(opts_.warmup_s * 1e9));
+    t_begin = now_ns();
+    ctl.phase.store(kMeasure, std::memory_order_release);
+    watch_until(t_begin + uint64_t(opts_.duration_s * 1e9));
+  }
+  t_end = now_ns();
+  ctl.phase.store(kStop, std::memory_order_release);
+
+  // Join: workers drain and stop by themselves; after the timeout they are woken with a signal
+  // (their blocking calls return EINTR and see the abort flag), and processes are killed.
+  const uint64_t join_deadline = now_ns() + uint64_t(opts_.timeout_s() * 1e9);
+  bool timed_out = false;
+  auto all_finished = [&] {
+    for (int i = 0; i < n; ++i) {
+      if (processes ? (pids[i] > 0 && !reaped[i]) : !ctl.slots[i].finished.load()) return false;
+    }
+    return true;
+  };
+  while (!all_finished()) {
+    check_children();
+    uint64_t now = now_ns();
+    if (ctl.abort.load() || now > join_deadline) {
+      if (now > join_deadline && !timed_out) {
+        timed_out = true;
+        rec_.fail(fmt::format("workers still running {:.1f} s after the stop: a peer stalled",
+                              opts_.timeout_s()));
+      }
+      ctl.abort.store(1);
+      for (int i = 0; i < n; ++i) {
+        if (processes && pids[i] > 0 && !reaped[i]) kill(pids[i], SIGUSR1);
+        if (!processes && !ctl.slots[i].finished.load()) pthread_kill(threads[i].native_handle(), SIGUSR1);
+      }
+      if (now > join_deadline + 2'000'000'000ull) break;
+    }
+    sleep_ns(1'000'000);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (processes && pids[i] > 0 && !reaped[i]) {
+      kill(pids[i], SIGKILL);
+      waitpid(pids[i], nullptr, 0);
+      reaped[i] = true;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (processes) continue;
+    if (ctl.slots[i].finished.load()) threads[i].join();
+    else {
+      threads[i].detach();  // cannot be stopped: leak its objects rather than free them under it
+      stuck_ = true;
+    }
+  }
+  if (stuck_) rec_.fail("a worker thread is stuck in a blocking call and was abandoned");
+  g_current.store(nullptr);
+
+  // Fold the slots into the record.
+  Histogram* hist = new Histogram();
+  rec_.wall_s = t_begin ? double(t_end - t_begin) * 1e-9 : 0.0;
+  rec_.placement.layout = layout();
+  rec_.placement.cpus = opts_.cpus;
+  for (int i = 0; i < n; ++i) {
+    auto& s = ctl.slots[i];
+    hist->merge(s.hist);
+    rec_.ops += s.ops;
+    rec_.bytes += s.bytes;
+    rec_.integrity += s.integrity;
+    rec_.cpu += s.cpu;
+    Side side;
+    side.role = workers[i].role;
+    side.index = workers[i].index;
+    if (s.pinned >= 0) side.pinned = {s.pinned};
+    side.observed = cpus_of_mask(s.cpu_mask);
+    rec_.placement.sides.push_back(side);
+    if (s.error[0] && std::strcmp(s.error, "aborted") != 0)
+      rec_.fail(fmt::format("{} {}: {}", workers[i].role, workers[i].index, s.error));
+  }
+  if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
+  if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
+  delete hist;
+  return ctl;
+}
+
+void Session::measure(const std::function<void()>& body) {
+  if (opts_.warmup_s > 0) body();
+  CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
+  uint64_t t0 = now_ns();
+  body();
+  uint64_t t1 = now_ns();
+  rec_.wall_s = double(t1 - t0) * 1e-9;
+  rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
+  rec_.placement.layout = layout();
+  rec_.placement.cpus = opts_.cpus;
+}
+
+}  // namespace ipclab

@@ -1,0 +1,150 @@
+#pragma once
+// A session is one repetition of one benchmark. It owns the measurement: workers (threads or
+// processes) coordinated through phases (warm-up, measure, stop), their CPU windows, histograms
+// and integrity counters, folded into the record at the end.
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/cpu.hpp"
+#include "core/histogram.hpp"
+#include "core/mechanism.hpp"
+#include "core/record.hpp"
+
+namespace ipclab {
+
+struct RunOptions {
+  double duration_s = 1.0;
+  double warmup_s = 0.2;
+  int repetitions = 3;
+  std::vector<int> cpus;  // --cpus, or every allowed CPU
+  double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
+};
+
+enum Phase : int { kInit = 0, kWarmup = 1, kMeasure = 2, kStop = 3 };
+
+constexpr int kMaxWorkers = 32;
+constexpr int kMaxPeersTracked = 16;  // producers whose sequences a consumer tracks
+
+/// What one worker reports. Lives in memory shared with forked workers, so it is a plain struct.
+struct WorkerResult {
+  Histogram hist;
+  uint64_t ops = 0, bytes = 0;
+  Integrity integrity;
+  CpuUsage cpu;              // measured window only
+  uint64_t cpu_mask = 0;     // CPUs seen (bit per CPU < 64)
+  int pinned = -1;
+  // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
+  uint64_t seen_count[kMaxPeersTracked] = {};
+  uint64_t seen_seqsum[kMaxPeersTracked] = {};
+  std::atomic<int> finished{0};
+  char error[512] = {};
+};
+
+/// The block every worker of a session shares with the coordinator.
+struct Control {
+  std::atomic<int> phase{kInit};
+  std::atomic<int> ready{0};
+  std::atomic<int> abort{0};
+  std::atomic<int> producers_left{0};
+  WorkerResult slots[kMaxWorkers];
+};
+
+/// The in-worker view: phase transitions, CPU window, and the slot to report into.
+class Worker {
+ public:
+  Worker(Control& ctl, WorkerResult& out, bool is_process)
+      : ctl_(ctl), out_(out), who_(is_process ? RUSAGE_SELF : RUSAGE_THREAD) {}
+
+  /// Call once per iteration: false once the run is over. Takes the CPU snapshots at the
+  /// transitions into and out of the measured phase, and samples the CPU in use.
+  bool running() {
+    int ph = ctl_.phase.load(std::memory_order_acquire);
+    if (ph != seen_) [[unlikely]] transition(ph);
+    if ((++iter_ & 1023) == 0) [[unlikely]] sample_cpu();
+    return ph != kStop;
+  }
+  /// Announces that this worker's setup is done and waits for the coordinator's start.
+  void ready();
+  bool measuring() const { return seen_ == kMeasure; }
+  int phase() const { return seen_; }
+  /// Closes the CPU window if the worker ends before it saw the stop phase.
+  void finish();
+  WorkerResult& out() { return out_; }
+  Control& control() { return ctl_; }
+  void sample_cpu();
+
+ private:
+  void transition(int ph);
+  Control& ctl_;
+  WorkerResult& out_;
+  int who_;
+  int seen_ = kInit;
+  uint64_t iter_ = 0;
+  CpuUsage begin_;
+  bool open_ = false;
+};
+
+/// A worker to start: where it runs and what it does.
+struct WorkerSpec {
+  std::string role;
+  int index = 0;
+  int cpu = -1;  // -1 = unpinned
+  std::function<void(Worker&)> body;
+};
+
+class Session {
+ public:
+  Session(const Mechanism& mech, const Params& params, const RunOptions& opts, Record& rec)
+      : mech_(mech), params_(params), opts_(opts), rec_(rec) {}
+
+  const Mechanism& mechanism() const { return mech_; }
+  const Params& params() const { return params_; }
+  const RunOptions& options() const { return opts_; }
+  Record& record() { return rec_; }
+
+  /// Runs workers as threads (processes=false) or forked processes through warm-up and the
+  /// measured window; folds their slots into the record (ops, bytes, histogram of `latency_kind`,
+  /// integrity, CPU, placement). A worker that throws, dies or stalls fails the record.
+  /// Returns the slots for mechanism-specific checks (valid until the next call).
+  Control& run_workers(std::vector<WorkerSpec> workers, bool processes,
+                       const std::string& latency_kind);
+
+  /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
+  /// the whole process plus children reaped meanwhile. For workloads that own their threads.
+  void measure(const std::function<void()>& body);
+
+  /// The layout named by the `placement` parameter (unpinned when the mechanism has none).
+  std::string layout() const;
+  int cpu_for(int side) const;
+  /// True when a worker thread could not be stopped: its objects must then be leaked, not freed.
+  bool stuck() const { return stuck_; }
+
+ private:
+  const Mechanism& mech_;
+  const Params& params_;
+  const RunOptions& opts_;
+  Record& rec_;
+  Control* ctl_ = nullptr;
+  bool stuck_ = false;
+
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+};
+
+/// Set by the harness: true once the current session must abort (blocking calls that return
+/// EINTR check it, so a stuck worker can be woken with a signal).
+bool abort_requested();
+
+/// Thrown inside a worker when the session aborts while it waits.
+struct Aborted : std::runtime_error {
+  Aborted() : std::runtime_error("aborted") {}
+};
+
+}  // namespace ipclab

@@ -1,0 +1,45 @@
+#include "core/std_params.hpp"
+
+namespace ipclab::std_params {
+
+ParamSpec pattern() {
+  return {.name = "pattern", .type = ParamType::String, .def = "pingpong",
+          .choices = {"throughput", "pingpong"},
+          .help = "throughput: producers send for the duration, one-way latency from the send "
+                  "timestamp; pingpong: round trips, RTT",
+          .quick = {"throughput", "pingpong"}};
+}
+
+ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, int64_t max) {
+  return {.name = "size", .type = ParamType::Size, .def = "64",
+          .help = "message size in bytes (both sides touch every byte)",
+          .quick = std::move(quick), .full = std::move(full), .min = 1, .max = max};
+}
+
+ParamSpec mode() {
+  return {.name = "mode", .type = ParamType::String, .def = "threads",
+          .choices = {"threads", "processes"},
+          .help = "sides as threads of one process, or as separate processes",
+          .quick = {"threads", "processes"}};
+}
+
+ParamSpec placement(std::vector<std::string> choices, std::vector<std::string> quick) {
+  return {.name = "placement", .type = ParamType::String, .def = choices.front(),
+          .choices = choices,
+          .help = "same: all sides on the first --cpus CPU; cross: the two sides on the first two; "
+                  "unpinned: the scheduler decides",
+          .quick = std::move(quick), .full = choices};
+}
+
+ParamSpec latency_sample() {
+  return {.name = "latency_sample", .type = ParamType::Int, .def = "1",
+          .help = "timestamp every Nth message for the latency histogram (1 = every message)",
+          .min = 1, .max = 1'000'000};
+}
+
+ParamSpec random_payload() {
+  return {.name = "random", .type = ParamType::Bool, .def = "0",
+          .help = "payload derived from a hash (incompressible) instead of a counter"};
+}
+
+}  // namespace ipclab::std_params

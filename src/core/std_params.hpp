@@ -1,0 +1,25 @@
+#pragma once
+// Parameters shared by many mechanisms, declared once so that their names, help and presets
+// agree everywhere. The harness patterns read them by these names.
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+
+namespace ipclab::std_params {
+
+/// throughput (one-way, for a duration) or pingpong (round trips).
+ParamSpec pattern();
+/// Message size in bytes.
+ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, int64_t max = 65536);
+/// Workers as threads of one process or as separate processes.
+ParamSpec mode();
+/// same / cross / unpinned (see placement.hpp); `choices` narrows it for single-sided benchmarks.
+ParamSpec placement(std::vector<std::string> choices = {"same", "cross", "unpinned"},
+                    std::vector<std::string> quick = {"same", "cross"});
+/// Timestamp every Nth message (the reference's latencySample).
+ParamSpec latency_sample();
+/// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
+ParamSpec random_payload();
+
+}  // namespace ipclab::std_params

@@ -1,0 +1,70 @@
+// anchors/c2c: one cache line bounced between two CPUs. The client writes an odd value, the
+// server answers with the next even one; a round trip is two cache-line transfers, the floor
+// under any shared-memory transport's round trip.
+#include <atomic>
+#include <immintrin.h>
+
+#include "core/clock.hpp"
+#include "core/mechanism.hpp"
+#include "core/session.hpp"
+#include "core/std_params.hpp"
+
+namespace ipclab {
+namespace {
+
+struct alignas(64) Line {
+  std::atomic<uint64_t> value{0};
+};
+
+void run(Session& s) {
+  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
+  auto line = std::make_unique<Line>();
+  Line* l = line.get();
+  std::vector<WorkerSpec> workers;
+  workers.push_back({"client", 0, s.cpu_for(0), [l, sample](Worker& w) {
+                       auto& out = w.out();
+                       uint64_t k = 0;
+                       w.ready();
+                       while (w.running()) {
+                         const bool measuring = w.measuring();
+                         const bool timed = measuring && k % sample == 0;
+                         uint64_t t0 = timed ? now_ns() : 0;
+                         // release/acquire: the value itself is the message, nothing else to publish.
+                         l->value.store(2 * k + 1, std::memory_order_release);
+                         while (l->value.load(std::memory_order_acquire) != 2 * k + 2) _mm_pause();
+                         if (timed) out.hist.record(now_ns() - t0);
+                         if (measuring) out.ops++;
+                         ++k;
+                       }
+                       out.integrity.sent = out.integrity.received = k;
+                     }});
+  workers.push_back({"server", 0, s.cpu_for(1), [l](Worker& w) {
+                       uint64_t k = 0, spins = 0;
+                       w.ready();
+                       for (;;) {
+                         uint64_t v = l->value.load(std::memory_order_acquire);
+                         if (v == 2 * k + 1) {
+                           l->value.store(2 * k + 2, std::memory_order_release);
+                           ++k;
+                           continue;
+                         }
+                         _mm_pause();
+                         // The client stops between round trips; look at the phase now and then.
+                         if ((++spins & 255) == 0 && !w.running()) break;
+                       }
+                     }});
+  s.run_workers(std::move(workers), false, "rtt");
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "anchors",
+    .name = "c2c",
+    .help = "cache-line round trip between two CPUs (two spinning threads)",
+    .params = {std_params::placement({"cross", "unpinned"}, {"cross"}),
+               {.name = "latency_sample", .type = ParamType::Int, .def = "8",
+                .help = "time every Nth round trip (a clock read costs ~30 ns here)", .min = 1, .max = 1'000'000}},
+    .workload = run,
+});
+
+}  // namespace
+}  // namespace ipclab
