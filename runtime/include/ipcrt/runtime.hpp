@@ -175,8 +175,12 @@ private:
                 n->queued = false;
                 n->handle.resume();
             }
-            if (done())
+            if (done()) {
+                // Work queued for others (MSG_RING wakes, sends) must not wait for our next turn.
+                if (ring_.pending())
+                    ring_.submit();
                 return;
+            }
             turn(head_ == nullptr);
         }
     }
