@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CLI behaviour on bad input: exit 2, exactly one line on stderr that says what to do, no result
+# file written, no IPC object left behind. And the good paths: list, env, exit codes.
+set -u
+IPCLAB=${1:?usage: cli_test.sh path/to/ipclab}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0; passed=0
+
+expect_usage_error() {  # description, then the arguments
+  local what=$1; shift
+  "$IPCLAB" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines; lines=$(grep -v '^warning: ' "$tmp/err" | wc -l)
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ]; then
+    echo "FAIL: $what: exit $rc, $lines stderr lines:"; cat "$tmp/err"; fails=$((fails+1))
+  else
+    passed=$((passed+1)); echo "ok: $what -> $(grep -v '^warning: ' "$tmp/err")"
+  fi
+}
+
+expect_usage_error "unknown suite"            run nosuchsuite
+expect_usage_error "unknown list suite"       list nosuchsuite
+expect_usage_error "unknown parameter"        run messaging/pipe -p nosuch=1
+expect_usage_error "bad number"               run messaging/pipe -p size=abc
+expect_usage_error "size over the limit"      run messaging/pipe -p size=1G
+expect_usage_error "value not allowed"        run messaging/pipe -p mode=fibers
+expect_usage_error "malformed -p"             run messaging/pipe -p size
+expect_usage_error "impossible combination"   run messaging/pipe -p pattern=throughput -p size=4
+expect_usage_error "bad duration"             run harness/null --duration -1
+expect_usage_error "bad duration text"        run harness/null --duration abc
+expect_usage_error "bad repetitions"          run harness/null --repetitions 0
+expect_usage_error "bad preset"               run harness/null --preset huge
+expect_usage_error "bad cpu list"             run harness/null --cpus 0-x
+expect_usage_error "cpu not here"             run harness/null --cpus 999
+expect_usage_error "unknown option"           run harness/null --frobnicate
+expect_usage_error "unknown command"          frobnicate
+expect_usage_error "unwritable json"          run harness/null --duration 0.01 --json /nonexistent/dir/x.json
+
+# No result file may be written by a failed invocation.
+"$IPCLAB" run messaging/pipe -p size=abc --json "$tmp/never.json" 2>/dev/null
+if [ -e "$tmp/never.json" ]; then echo "FAIL: result written on usage error"; fails=$((fails+1)); else passed=$((passed+1)); fi
+
+# Good paths.
+if "$IPCLAB" list >/dev/null && "$IPCLAB" list messaging | grep -q "messaging/pipe"; then passed=$((passed+1)); else echo "FAIL: list"; fails=$((fails+1)); fi
+if "$IPCLAB" env --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "warnings" in d and "limits" in d'; then passed=$((passed+1)); else echo "FAIL: env --json"; fails=$((fails+1)); fi
+"$IPCLAB" run harness/null --duration 0.02 --warmup 0 --repetitions 2 --json "$tmp/r.json" --csv "$tmp/r.csv" --markdown "$tmp/r.md" >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 0 ] && python3 -c "import json; d=json.load(open('$tmp/r.json')); assert d['schema_version']==1 and len(d['benchmarks'])==3" \
+   && [ "$(wc -l <"$tmp/r.csv")" -eq 4 ] && grep -q '| `harness/null' "$tmp/r.md"; then passed=$((passed+1)); else echo "FAIL: run writes json/csv/md (rc $rc)"; fails=$((fails+1)); fi
+# --csv appends under the same header.
+"$IPCLAB" run harness/null --duration 0.02 --warmup 0 --repetitions 1 --csv "$tmp/r.csv" >/dev/null 2>&1
+if [ "$(wc -l <"$tmp/r.csv")" -eq 5 ] && [ "$(grep -c '^name,' "$tmp/r.csv")" -eq 1 ]; then passed=$((passed+1)); else echo "FAIL: csv append"; fails=$((fails+1)); fi
+# A different column set cannot be appended.
+expect_usage_error "csv with other columns" run messaging/pipe --duration 0.02 --warmup 0 --repetitions 1 --csv "$tmp/r.csv"
+
+# Nothing of ours left in /dev/shm, /dev/mqueue or /tmp by this shell's runs.
+left=$(ls /dev/shm /dev/mqueue 2>/dev/null | grep -c "^ipclab\.$$\." || true)
+if [ "$left" -ne 0 ]; then echo "FAIL: leftovers"; fails=$((fails+1)); else passed=$((passed+1)); fi
+
+echo "cli: $passed passed, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Smoke test: every registered benchmark runs once, briefly, with its default parameters, and
+its record has the shape of docs/json-schema.md. Skipped is fine (a feature the machine lacks),
+failed is not."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ipclab = sys.argv[1]
+RECORD_KEYS = {"name", "suite", "mechanism", "params", "run_type", "repetition", "status", "error",
+               "ops", "bytes", "wall_s", "time_per_op_ns", "rates", "latency_ns", "cpu",
+               "placement", "integrity", "extra"}
+CPU_KEYS = {"user_s", "sys_s", "per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op"}
+INTEGRITY_KEYS = {"sent", "received", "lost", "duplicated", "corrupt"}
+LAT_KEYS = {"kind", "count", "mean", "min", "p50", "p90", "p99", "p999", "max", "histogram"}
+
+problems = []
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "smoke.json")
+    proc = subprocess.run([ipclab, "run", "--duration", "0.05", "--warmup", "0.01",
+                           "--repetitions", "1", "--json", out],
+                          capture_output=True, text=True, timeout=840)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"ipclab run exited {proc.returncode}")
+    doc = json.load(open(out))
+    listed = subprocess.run([ipclab, "list"], capture_output=True, text=True, check=True).stdout
+    mechanisms = {line.split()[0] for line in listed.splitlines() if line and not line[0].isspace()}
+
+assert doc["schema_version"] == 1
+for key in ("cpu", "kernel", "load_avg", "limits", "git_sha", "command_line", "warnings"):
+    if key not in doc["context"]:
+        problems.append(f"context lacks {key}")
+seen = set()
+for b in doc["benchmarks"]:
+    seen.add(f'{b["suite"]}/{b["mechanism"]}')
+    missing = RECORD_KEYS - b.keys()
+    if missing:
+        problems.append(f'{b["name"]}: missing {sorted(missing)}')
+        continue
+    if b["status"] == "skipped":
+        print(f'skipped {b["name"]}: {b["error"]}')
+        continue
+    if b["status"] != "ok":
+        problems.append(f'{b["name"]}: {b["status"]}: {b["error"]}')
+        continue
+    if not b["name"].startswith(f'{b["suite"]}/{b["mechanism"]}'):
+        problems.append(f'{b["name"]}: name does not start with suite/mechanism')
+    if b["ops"] <= 0 or b["wall_s"] <= 0:
+        problems.append(f'{b["name"]}: no operations measured')
+    if CPU_KEYS - b["cpu"].keys() or INTEGRITY_KEYS - b["integrity"].keys():
+        problems.append(f'{b["name"]}: cpu or integrity incomplete')
+    if "layout" not in b["placement"] or "sides" not in b["placement"]:
+        problems.append(f'{b["name"]}: placement incomplete')
+    lat = b["latency_ns"]
+    if lat is not None:
+        if LAT_KEYS - lat.keys():
+            problems.append(f'{b["name"]}: latency incomplete')
+        elif not (lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"]):
+            problems.append(f'{b["name"]}: latency percentiles out of order')
+        elif sum(lat["histogram"]["counts"]) != lat["count"]:
+            problems.append(f'{b["name"]}: histogram counts do not add up to count')
+for m in sorted(mechanisms - seen):
+    problems.append(f"{m}: listed but produced no record")
+
+for p in problems:
+    print("SMOKE FAILURE:", p)
+print(f"smoke: {len(doc['benchmarks'])} records from {len(seen)} mechanisms, {len(problems)} problems")
+sys.exit(1 if problems else 0)
