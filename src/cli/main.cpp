@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "core/clock.hpp"
 #include "core/env.hpp"
@@ -24,8 +25,8 @@ struct RunArgs {
   std::vector<std::string> filters;
   std::string preset;
   std::vector<std::string> params;
-  int repetitions = -1;  // -1: not given
-  double duration = -1, warmup = -1;
+  std::optional<int> repetitions;
+  std::optional<double> duration, warmup;
   std::string cpus, out_dir, json, csv, markdown;
 };
 
@@ -105,9 +106,9 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   } else if (!a.preset.empty()) {
     throw UsageError(fmt::format("--preset '{}': use quick or full", a.preset));
   }
-  if (a.duration != -1) opts.duration_s = a.duration;
-  if (a.warmup >= 0) opts.warmup_s = a.warmup;
-  if (a.repetitions != -1) opts.repetitions = a.repetitions;
+  if (a.duration) opts.duration_s = *a.duration;
+  if (a.warmup) opts.warmup_s = *a.warmup;
+  if (a.repetitions) opts.repetitions = *a.repetitions;
   if (!(opts.duration_s > 0 && opts.duration_s <= 3600))
     throw UsageError("--duration must be in (0, 3600] seconds, e.g. --duration 0.5");
   if (!(opts.warmup_s >= 0 && opts.warmup_s <= 600))
