@@ -41,6 +41,9 @@ class Transport {
   virtual std::unique_ptr<Endpoint> open(Role role, int index) = 0;
   /// The kernel object's name, for the record (e.g. an mq name); "-" when it has none.
   virtual std::string object_name() const { return "-"; }
+  /// Adds what the transport actually used to the record's `extra` (e.g. a queue depth capped
+  /// to a kernel limit), so that results state the real configuration.
+  virtual void describe(nlohmann::json& extra) const { (void)extra; }
 };
 
 /// One operation of a loop benchmark.

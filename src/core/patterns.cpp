@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -142,6 +144,36 @@ void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t) {
   }
 }
 
+// Test hook: IPCLAB_FAULT=corrupt:N flips one byte of every Nth received message, so the tests
+// can prove end to end that corruption fails the run. A decorator, so normal runs pay nothing.
+class FaultyEndpoint final : public Endpoint {
+ public:
+  FaultyEndpoint(std::unique_ptr<Endpoint> inner, uint64_t every) : inner_(std::move(inner)), every_(every) {}
+  void send(const std::byte* data, size_t len) override { inner_->send(data, len); }
+  size_t recv(std::byte* buf, size_t len) override {
+    size_t n = inner_->recv(buf, len);
+    if (++count_ % every_ == 0 && n > msg::kHeaderSize && !msg::is_stop(buf, n)) buf[n - 1] ^= std::byte(0x5a);
+    return n;
+  }
+
+ private:
+  std::unique_ptr<Endpoint> inner_;
+  uint64_t every_, count_ = 0;
+};
+
+uint64_t fault_every() {
+  const char* f = std::getenv("IPCLAB_FAULT");
+  if (!f || std::strncmp(f, "corrupt:", 8) != 0) return 0;
+  return std::strtoull(f + 8, nullptr, 10);
+}
+
+std::unique_ptr<Endpoint> open_endpoint(Transport& tp, Role role, int index) {
+  auto ep = tp.open(role, index);
+  if (uint64_t every = fault_every(); every && role == Role::Consumer)
+    return std::make_unique<FaultyEndpoint>(std::move(ep), every);
+  return ep;
+}
+
 }  // namespace
 
 void run_transport(Session& s) {
@@ -158,18 +190,19 @@ void run_transport(Session& s) {
   std::unique_ptr<Transport> transport = s.mechanism().transport(s.params());
   Transport* tp = transport.get();
   s.record().extra["object"] = tp->object_name();
+  tp->describe(s.record().extra);
   s.record().extra["duration_s"] = s.options().duration_s;
 
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
     workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i](Worker& w) {
-                         auto ep = tp->open(Role::Producer, i);
+                         auto ep = open_endpoint(*tp, Role::Producer, i);
                          if (t.pingpong) pingpong_client(w, *ep, t, i);
                          else throughput_producer(w, *ep, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
     workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i](Worker& w) {
-                         auto ep = tp->open(Role::Consumer, i);
+                         auto ep = open_endpoint(*tp, Role::Consumer, i);
                          if (t.pingpong) pingpong_server(w, *ep, t);
                          else throughput_consumer(w, *ep, t);
                        }});
