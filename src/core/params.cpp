@@ -77,6 +77,11 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       else throw bad("a boolean (0 or 1)");
       break;
     case ParamType::String:
+      if (spec.path) {
+        if (value.empty() || value[0] != '/' || value.find_first_of(":,= %") != std::string::npos)
+          throw bad("an absolute path without ':', ',', '=', '%' or spaces");
+        break;
+      }
       if (value.empty() || value.find_first_of("/:,= ") != std::string::npos)
         throw bad("a word without '/', ':', ',', '=' or spaces");
       break;
@@ -113,7 +118,11 @@ void Params::set(const std::string& name, const std::string& value) {
 
 std::string Params::path() const {
   std::string s;
-  for (auto& [k, v] : kv_) s += (s.empty() ? "" : "/") + k + ":" + v;
+  // '/' separates the parts of a name, so path values carry it escaped.
+  for (auto& [k, v] : kv_) {
+    s += (s.empty() ? "" : "/") + k + ":";
+    for (char c : v) s += c == '/' ? std::string("%2F") : std::string(1, c);
+  }
   return s;
 }
 

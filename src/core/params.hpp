@@ -23,6 +23,8 @@ struct ParamSpec {
   std::vector<std::string> quick;    // values of the quick preset (empty = default)
   std::vector<std::string> full;     // values of the full preset (empty = quick, then default)
   int64_t min = INT64_MIN, max = INT64_MAX;  // bounds for Int and Size
+  /// String holding an absolute filesystem path: '/' allowed (written as %2F in result names).
+  bool path = false;
 };
 
 /// Canonical text of `value` for `spec` (sizes as plain byte counts), or UsageError.
