@@ -14,7 +14,7 @@ namespace ipcrt {
 namespace detail {
 
 void promise_base::on_destroy() noexcept {
-    if (node.queued)
+    if (!done)
         if (runtime* rt = runtime::current())
             rt->unschedule(&node);
     if (owner)
@@ -308,7 +308,6 @@ void runtime::unschedule(detail::sched_node* n) noexcept {
         (prev ? prev->next : head_) = n->next;
         if (tail_ == n)
             tail_ = prev;
-        n->queued = false;
         return;
     }
 }

@@ -123,7 +123,6 @@ public:
     /// Queues a suspended coroutine to run in this loop turn (FIFO, no allocation).
     void schedule(detail::sched_node* n) noexcept {
         n->next = nullptr;
-        n->queued = true;
         if (tail_)
             tail_->next = n;
         else
@@ -172,7 +171,6 @@ private:
                 head_ = n->next;
                 if (!head_)
                     tail_ = nullptr;
-                n->queued = false;
                 n->handle.resume();
             }
             if (done()) {

@@ -22,7 +22,6 @@ struct op_state;
 struct sched_node {
     sched_node* next = nullptr;
     std::coroutine_handle<> handle;
-    bool queued = false;
 };
 
 struct promise_base {
@@ -45,10 +44,12 @@ struct promise_base {
     promise_base() = default;
     promise_base(const promise_base&) = delete;
     ~promise_base() {
-        if (node.queued || owner) [[unlikely]]
+        // Only an unfinished frame can still be in a ready queue; checking that instead of keeping a
+        // "queued" flag saves two stores per switch.
+        if (!done || owner) [[unlikely]]
             on_destroy();
     }
-    void on_destroy() noexcept;  // defined in runtime.cpp: unlink from ready queue / alive list
+    void on_destroy() noexcept;  // defined in runtime.cpp: leave the ready queue / alive list
 
     std::suspend_always initial_suspend() noexcept { return {}; }
     void unhandled_exception() noexcept { exception = std::current_exception(); }
