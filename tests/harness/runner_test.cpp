@@ -1,0 +1,133 @@
+// The runner end to end on real mechanisms: naming, filters, grids, integrity failures, peers.
+#include "core/runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/error.hpp"
+#include "core/peer.hpp"
+
+using namespace ipclab;
+
+namespace {
+RunOptions tiny() {
+  RunOptions o;
+  o.duration_s = 0.05;
+  o.warmup_s = 0.01;
+  o.repetitions = 1;
+  o.cpus = {0};
+  return o;
+}
+const std::string kPeer = std::string(IPCLAB_TEST_DIR) + "/peer/tiny_peer.sh";
+}  // namespace
+
+TEST(Runner, FiltersSelectBySuiteMechanismOrGlob) {
+  EXPECT_FALSE(select_mechanisms({"messaging"}).empty());
+  auto pipe = select_mechanisms({"messaging/pipe"});
+  ASSERT_EQ(pipe.size(), 1u);
+  EXPECT_EQ(pipe[0]->name, "pipe");
+  EXPECT_EQ(select_mechanisms({"anchors/*"}).size(), select_mechanisms({"anchors"}).size());
+  EXPECT_THROW(select_mechanisms({"nosuch"}), UsageError);
+  EXPECT_THROW(select_mechanisms({"messag"}), UsageError) << "prefixes stop at '/' boundaries";
+}
+
+TEST(Runner, PlanNamesEveryPointAndRejectsImpossibleRequests) {
+  Overrides o;
+  parse_override("size=64,128", o);
+  parse_override("pattern=pingpong", o);
+  auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, "messaging/pipe/pattern:pingpong/size:64/mode:threads/placement:same/latency_sample:1/random:0");
+  Overrides bad;
+  parse_override("pattern=throughput", bad);
+  parse_override("size=4", bad);
+  EXPECT_THROW(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, bad), UsageError);
+  Overrides unknown;
+  parse_override("nosuch=1", unknown);
+  EXPECT_THROW(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, unknown), UsageError);
+  // Presets silently leave impossible points out: throughput at 1 and 4 bytes.
+  for (auto& b : plan(select_mechanisms({"messaging/pipe"}), Preset::Full, {}))
+    EXPECT_FALSE(b.params.str("pattern") == "throughput" && b.params.i64("size") < 24) << b.name;
+}
+
+TEST(Runner, PipeBothPatternsThreadsAndProcessesAreClean) {
+  for (const char* pattern : {"pingpong", "throughput"})
+    for (const char* mode : {"threads", "processes"}) {
+      Overrides o;
+      parse_override(std::string("pattern=") + pattern, o);
+      parse_override(std::string("mode=") + mode, o);
+      parse_override("size=100", o);
+      auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
+      Record r = run_one(p.at(0), tiny(), 0);
+      EXPECT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+      EXPECT_GT(r.ops, 0u);
+      EXPECT_TRUE(r.integrity.clean());
+      EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+      EXPECT_TRUE(r.latency.has_value());
+      EXPECT_EQ(r.latency->kind, std::string(pattern) == "pingpong" ? "rtt" : "one_way");
+      EXPECT_GT(r.cpu.user_s + r.cpu.sys_s, 0.0);
+      ASSERT_EQ(r.placement.sides.size(), 2u);
+      EXPECT_EQ(r.placement.sides[0].pinned, std::vector<int>{0});
+      EXPECT_EQ(r.placement.sides[0].observed, std::vector<int>{0});
+    }
+}
+
+TEST(Runner, CorruptionFailsTheRecordAndSaysWhy) {
+  setenv("IPCLAB_FAULT", "corrupt:50", 1);
+  for (const char* pattern : {"pingpong", "throughput"}) {
+    Overrides o;
+    parse_override(std::string("pattern=") + pattern, o);
+    auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
+    Record r = run_one(p.at(0), tiny(), 0);
+    EXPECT_EQ(r.status, Status::Failed) << pattern;
+    EXPECT_GT(r.integrity.corrupt, 0u) << pattern;
+    EXPECT_NE(r.error.find("corrupt"), std::string::npos) << r.error;
+  }
+  unsetenv("IPCLAB_FAULT");
+}
+
+TEST(Runner, MedianAggregateTakesTheMiddleRepetition) {
+  std::vector<Record> reps(3);
+  double walls[] = {1.0, 3.0, 2.0};
+  for (int i = 0; i < 3; ++i) {
+    reps[i].name = "x/y";
+    reps[i].ops = 1000;
+    reps[i].wall_s = walls[i];
+    reps[i].cpu.user_s = walls[i] / 2;
+  }
+  Record a = aggregate_median(reps);
+  EXPECT_EQ(a.run_type, "aggregate");
+  EXPECT_EQ(a.aggregate_name, "median");
+  EXPECT_DOUBLE_EQ(a.time_per_op_ns(), 2e6);
+  EXPECT_DOUBLE_EQ(a.cpu_per_op_ns(), 1e6);
+  EXPECT_DOUBLE_EQ(a.spread["min"].get<double>(), 1e6);
+  EXPECT_DOUBLE_EQ(a.spread["max"].get<double>(), 3e6);
+  reps[1].status = Status::Failed;
+  reps[1].error = "boom";
+  EXPECT_EQ(aggregate_median(reps).status, Status::Failed) << "a failed repetition fails the aggregate";
+}
+
+TEST(Peer, ValidRecordIsFoldedAndUnknownFieldsIgnored) {
+  PeerRun run = run_peer({kPeer, "--behave=ok", "--name=peer/tiny/x:1"}, 0, 10);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  ASSERT_EQ(run.records.size(), 1u);
+  EXPECT_EQ(run.records[0].name, "peer/tiny/x:1");
+  EXPECT_EQ(run.records[0].suite, "peer");
+  EXPECT_EQ(run.records[0].ops, 1000u);
+  EXPECT_EQ(run.records[0].latency->count, 3u);
+  EXPECT_EQ(run.records[0].latency->p50, 2000u);
+}
+
+TEST(Peer, MisbehaviourIsReportedNotHung) {
+  PeerRun garbage = run_peer({kPeer, "--behave=garbage"}, -1, 10);
+  EXPECT_NE(garbage.error.find("not a valid record"), std::string::npos) << garbage.error;
+  PeerRun fail = run_peer({kPeer, "--behave=fail"}, -1, 10);
+  EXPECT_NE(fail.error.find("exited with 3"), std::string::npos) << fail.error;
+  EXPECT_NE(fail.error.find("cannot do that"), std::string::npos) << "stderr is quoted";
+  PeerRun crash = run_peer({kPeer, "--behave=crash"}, -1, 10);
+  EXPECT_NE(crash.error.find("signal"), std::string::npos) << crash.error;
+  PeerRun hang = run_peer({kPeer, "--behave=hang"}, -1, 0.5);
+  EXPECT_NE(hang.error.find("killed"), std::string::npos) << hang.error;
+  EXPECT_THROW(run_peer({"/nonexistent/peer"}, -1, 1), Skip);
+}
