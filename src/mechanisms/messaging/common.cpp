@@ -1,0 +1,113 @@
+#include "mechanisms/messaging/common.hpp"
+
+#include <immintrin.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <system_error>
+
+#include "core/session.hpp"
+#include "core/std_params.hpp"
+
+namespace ipclab::messaging {
+
+std::vector<ParamSpec> params(std::vector<ParamSpec> extra) {
+  auto mode = std_params::mode();
+  // Quick: threads only (the quick preset is a few points); the full preset adds processes.
+  mode.quick = {"threads"};
+  mode.full = {"threads", "processes"};
+  // Quick and full: cross-CPU. Same-CPU and unpinned on request (-p placement=same,unpinned).
+  auto placement = std_params::placement({"same", "cross", "unpinned"}, {"cross"});
+  placement.full = {"cross"};
+  std::vector<ParamSpec> v = {
+      std_params::pattern(),
+      std_params::size({"64", "8192"}, {"64", "256", "1024", "4096", "8192"}),
+      {.name = "producers", .type = ParamType::Int, .def = "1",
+       .help = "producers (throughput: all share one queue; pingpong: pairs, = consumers)",
+       .full = {"1", "2", "4"}, .min = 1, .max = 16},
+      {.name = "consumers", .type = ParamType::Int, .def = "1",
+       .help = "consumers (throughput: all share one queue; pingpong: pairs, = producers)",
+       .full = {"1", "2", "4"}, .min = 1, .max = 16},
+      mode,
+      placement,
+      std_params::latency_sample(),
+      std_params::random_payload(),
+  };
+  for (auto& e : extra) v.push_back(std::move(e));
+  return v;
+}
+
+std::string check(const Caps& caps, const Params& p) {
+  const bool pingpong = p.str("pattern") == "pingpong";
+  const int64_t size = p.i64("size"), prod = p.i64("producers"), cons = p.i64("consumers");
+  if (!pingpong && size < 24)
+    return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
+  if (size > caps.max_size)
+    return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size",
+                       size, caps.max_size, caps.size_limit_why);
+  if (!caps.processes && p.str("mode") == "processes")
+    return "an in-process queue cannot cross processes; use mode=threads";
+  if (pingpong) {
+    if (prod != cons) return "pingpong pairs one producer with one consumer; set producers = consumers";
+    if (prod > 1 && !caps.pairs) return "this mechanism runs one ping-pong pair; use producers=1 consumers=1";
+    return "";
+  }
+  if ((prod > 1 || cons > 1) && !caps.shared_queue)
+    return fmt::format("{}; use producers=1 consumers=1", caps.topology_why);
+  if (prod > caps.max_producers)
+    return fmt::format("at most {} producer(s) here; use producers={}", caps.max_producers, caps.max_producers);
+  if (cons > caps.max_consumers)
+    return fmt::format("at most {} consumer(s) here; use consumers={}", caps.max_consumers, caps.max_consumers);
+  return "";
+}
+
+ParamSpec queue_depth(std::string def, std::string help, int64_t max) {
+  return {.name = "queue_depth", .type = ParamType::Int, .def = std::move(def),
+          .help = std::move(help), .min = 1, .max = max};
+}
+
+ParamSpec nonblocking() {
+  return {.name = "nonblocking", .type = ParamType::Bool, .def = "0",
+          .help = "non-blocking calls, busy-polling on EAGAIN (burns a CPU per waiting side)"};
+}
+
+ParamSpec wait_strategy(std::vector<std::string> quick) {
+  return {.name = "wait", .type = ParamType::String, .def = "adaptive",
+          .choices = {"spin", "spin_yield", "futex", "adaptive"},
+          .help = "how a side waits for its peer: spin (pause), spin_yield (sched_yield), futex "
+                  "(sleep at once), adaptive (spin, then futex)",
+          .quick = std::move(quick), .full = {"spin", "spin_yield", "futex", "adaptive"}};
+}
+
+void warn_once(const std::string& key, const std::string& text) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard lock(mu);
+  if (said.insert(key).second) fmt::print(stderr, "warning: {}\n", text);
+}
+
+int64_t read_proc_int(const char* path, int64_t fallback) {
+  std::ifstream in(path);
+  int64_t v;
+  return in >> v ? v : fallback;
+}
+
+void poll_abort() {
+  if (abort_requested()) throw Aborted();
+}
+
+bool retry_errno(const char* what, bool nonblocking) {
+  const int e = errno;
+  if (e == EINTR || (nonblocking && (e == EAGAIN || e == EWOULDBLOCK))) {
+    poll_abort();
+    if (e != EINTR) _mm_pause();
+    return true;
+  }
+  throw std::system_error(e, std::generic_category(), what);
+}
+
+}  // namespace ipclab::messaging

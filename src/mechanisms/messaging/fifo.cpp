@@ -1,0 +1,69 @@
+// messaging/fifo: named pipes (mkfifo) in the run's directory, one per direction. Like a pipe,
+// but the kernel object has a name in the file system, so unrelated processes could open it.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <tuple>
+
+#include "core/ipc_names.hpp"
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::messaging {
+namespace {
+
+// Creates a FIFO and opens both ends: the read end first with O_NONBLOCK (an open for reading
+// would otherwise wait for a writer), then the write end; then the read end's mode is set.
+std::pair<int, int> make_fifo(const std::string& path, bool nonblocking) {
+  check_rc(::mkfifo(path.c_str(), 0600), "mkfifo");
+  ipc::track(ipc::Kind::Path, path);
+  int r = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (r < 0) {
+    ipc::remove(ipc::Kind::Path, path);
+    check_rc(r, "open fifo for reading");
+  }
+  int w = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
+  if (w < 0) {
+    ::close(r);
+    ipc::remove(ipc::Kind::Path, path);
+    check_rc(w, "open fifo for writing");
+  }
+  if (!nonblocking) ::fcntl(r, F_SETFL, ::fcntl(r, F_GETFL) & ~O_NONBLOCK);
+  return {r, w};
+}
+
+const Caps kCaps{.topology_why = "a FIFO is a byte stream: several writers or readers would split messages"};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "messaging",
+    .name = "fifo",
+    .help = "named pipe (mkfifo, 0600, in the run directory), one per direction",
+    .params = params({nonblocking()}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      const bool nb = p.flag("nonblocking");
+      const bool pingpong = p.str("pattern") == "pingpong";
+      return std::make_unique<FdTransport>(
+          p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
+          [nb, pingpong] {
+            const std::string dir = ipc::run_dir();
+            FdChannel c;
+            c.paths.push_back(dir + ipc::unique_name("fifo"));
+            std::tie(c.cons_r, c.prod_w) = make_fifo(c.paths.back(), nb);
+            if (pingpong) {
+              try {
+                c.paths.push_back(dir + ipc::unique_name("fifo"));
+                std::tie(c.prod_r, c.cons_w) = make_fifo(c.paths.back(), nb);
+              } catch (...) {
+                ::close(c.cons_r);
+                ::close(c.prod_w);
+                ipc::remove(ipc::Kind::Path, c.paths.front());
+                throw;
+              }
+            }
+            return c;
+          });
+    },
+    .check = [](const Params& p) { return check(kCaps, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::messaging

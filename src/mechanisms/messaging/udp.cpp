@@ -1,0 +1,86 @@
+// messaging/udp: UDP datagrams over loopback (127.0.0.1), two sockets connected to each other.
+// UDP has no back-pressure — a full receive buffer drops — so throughput bounds the messages in
+// flight with credits in shared memory (queue_depth, further capped so that the window fits in
+// the receive buffer); ping-pong has one message in flight and needs none.
+#include <netinet/in.h>
+
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::messaging {
+namespace {
+
+constexpr int kRcvBuf = 4 << 20;  // asked for; the kernel caps it to net.core.rmem_max
+
+int bound_socket(sockaddr_in& a) {
+  int fd = check_rc(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), "socket");
+  a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t alen = sizeof a;
+  int buf = kRcvBuf;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) < 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::system_error(e, std::generic_category(), "bind 127.0.0.1");
+  }
+  return fd;
+}
+
+FdChannel connect_pair() {
+  sockaddr_in ac, as;
+  int c = bound_socket(ac);
+  int s = -1;
+  try {
+    s = bound_socket(as);
+    check_rc(::connect(c, reinterpret_cast<sockaddr*>(&as), sizeof as), "connect");
+    check_rc(::connect(s, reinterpret_cast<sockaddr*>(&ac), sizeof ac), "connect");
+  } catch (...) {
+    ::close(c);
+    if (s >= 0) ::close(s);
+    throw;
+  }
+  return FdChannel{.prod_r = c, .prod_w = c, .cons_r = s, .cons_w = s};
+}
+
+// Messages that fit in the receive buffer: each datagram costs its payload plus the kernel's
+// buffer overhead (skb truesize; ~1 KiB is generous), and the buffer reported is already doubled.
+uint64_t credit_window(const Params& p, int rcvbuf) {
+  const uint64_t per = uint64_t(p.i64("size")) + 1024;
+  const uint64_t fits = std::max<uint64_t>(1, uint64_t(rcvbuf) / 2 / per);
+  const uint64_t asked = uint64_t(p.i64("queue_depth"));
+  if (asked > fits)
+    warn_once("udp_window", fmt::format("udp: queue_depth {} capped to {} messages so that the window "
+                                        "fits in the receive buffer ({} bytes; raise net.core.rmem_max)",
+                                        asked, fits, rcvbuf));
+  return std::min(asked, fits);
+}
+
+const Caps kCaps{.max_size = 65507, .size_limit_why = "largest UDP payload over IPv4", .shared_queue = true};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "messaging",
+    .name = "udp",
+    .help = "UDP over loopback; throughput: producers share one socket, consumers the other, "
+            "with credits so that nothing is dropped",
+    .params = params({nonblocking(),
+                      queue_depth("256", "throughput: messages in flight (credit window; UDP has "
+                                         "no back-pressure and would drop)")}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      FdChannel probe = connect_pair();
+      int rcvbuf = 0;
+      socklen_t len = sizeof rcvbuf;
+      ::getsockopt(probe.cons_r, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
+      ::close(probe.prod_r);
+      ::close(probe.cons_r);
+      return std::make_unique<FdTransport>(
+          p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking"),
+                                  .credit_window = credit_window(p, rcvbuf)},
+          connect_pair);
+    },
+    .check = [](const Params& p) { return check(kCaps, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::messaging

@@ -1,0 +1,28 @@
+// messaging/unix_dgram: a connected AF_UNIX SOCK_DGRAM socketpair per channel. Every call moves
+// one whole message, so in throughput all producers share one end and all consumers the other:
+// the socket's queue is the shared queue.
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::messaging {
+namespace {
+
+const Caps kCaps{.max_size = 65536, .shared_queue = true};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "messaging",
+    .name = "unix_dgram",
+    .help = "Unix-domain datagram socketpair; throughput: every producer sends on one end, every consumer receives on the other",
+    .params = params({nonblocking()}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<FdTransport>(
+          p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking")}, [] {
+            int sv[2];
+            check_rc(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), "socketpair");
+            return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
+          });
+    },
+    .check = [](const Params& p) { return check(kCaps, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::messaging

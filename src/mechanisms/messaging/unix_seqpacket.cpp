@@ -1,0 +1,28 @@
+// messaging/unix_seqpacket: a connected AF_UNIX SOCK_SEQPACKET socketpair per channel. Every call moves
+// one whole message, so in throughput all producers share one end and all consumers the other:
+// the socket's queue is the shared queue.
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::messaging {
+namespace {
+
+const Caps kCaps{.max_size = 65536, .shared_queue = true};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "messaging",
+    .name = "unix_seqpacket",
+    .help = "Unix-domain seqpacket socketpair (connected, ordered, message boundaries kept); throughput shares one connection among every producer and consumer",
+    .params = params({nonblocking()}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<FdTransport>(
+          p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking")}, [] {
+            int sv[2];
+            check_rc(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
+            return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
+          });
+    },
+    .check = [](const Params& p) { return check(kCaps, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::messaging

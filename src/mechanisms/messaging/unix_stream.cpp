@@ -1,0 +1,26 @@
+// messaging/unix_stream: a connected AF_UNIX SOCK_STREAM socketpair per channel.
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::messaging {
+namespace {
+
+const Caps kCaps{.topology_why = "a stream socket is a byte stream: several writers or readers would split messages"};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "messaging",
+    .name = "unix_stream",
+    .help = "Unix-domain stream socketpair",
+    .params = params({nonblocking()}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<FdTransport>(
+          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")}, [] {
+            int sv[2];
+            check_rc(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), "socketpair");
+            return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
+          });
+    },
+    .check = [](const Params& p) { return check(kCaps, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::messaging
