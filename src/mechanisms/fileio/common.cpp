@@ -1,0 +1,361 @@
+#include "mechanisms/fileio/common.hpp"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <system_error>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/session.hpp"
+
+namespace ipclab::fileio {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x3176'4f49'4c50'4349ull;  // "ICPLIOv1"
+constexpr uint64_t kStep = 0x9e37'79b9'7f4a'7c15ull;
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer: neighbouring offsets get unrelated patterns
+  x += kStep;
+  x = (x ^ (x >> 30)) * 0xbf58'476d'1ce4'e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d0'49bb'1331'11ebull;
+  return x ^ (x >> 31);
+}
+
+[[noreturn]] void sys_fail(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+std::string file_name(uint64_t size) { return fmt::format("ipclab-fileio-v1-{}.dat", size); }
+
+bool is_tmpfs(const std::string& dir) {
+  struct statfs sf {};
+  if (statfs(dir.c_str(), &sf) != 0) return false;
+  return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
+// The file is reused when it has the right size and its first and last blocks verify; a damaged
+// block elsewhere is then reported as corrupt by the run that reads it, not silently rewritten.
+bool valid_file(const std::string& path, uint64_t size) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0 && uint64_t(st.st_size) == size;
+  alignas(64) std::byte buf[kBlock];
+  for (uint64_t off : {uint64_t(0), size - kBlock}) {
+    if (!ok) break;
+    ok = pread(fd, buf, kBlock, off_t(off)) == ssize_t(kBlock) && block_ok(buf, off);
+  }
+  close(fd);
+  return ok;
+}
+
+uint64_t sysfs_logical_block_size(dev_t dev) {
+  for (const char* rel : {"queue/logical_block_size", "../queue/logical_block_size"}) {
+    std::ifstream in(fmt::format("/sys/dev/block/{}:{}/{}", major(dev), minor(dev), rel));
+    uint64_t v = 0;
+    if (in >> v && v) return v;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ParamSpec> common_params(std::vector<ParamSpec> own, std::vector<std::string> qd_quick) {
+  std::vector<ParamSpec> p{
+      {.name = "pattern", .type = ParamType::String, .def = "rand", .choices = {"seq", "rand"},
+       .help = "seq: sequential 64 KiB reads; rand: 4 KiB reads of every block once, shuffled (seed 42)",
+       .quick = {"seq", "rand"}},
+      {.name = "qd", .type = ParamType::Int, .def = "32",
+       .help = "queue depth: reads in flight (psync: threads)", .quick = std::move(qd_quick),
+       .full = {"1", "4", "8", "16", "32", "64", "128"}, .min = 1, .max = 128},
+  };
+  for (auto& o : own) p.push_back(std::move(o));
+  p.push_back({.name = "file_size", .type = ParamType::Size, .def = "1073741824",
+               .help = "size of the test file (a multiple of 64 KiB); created once and reused",
+               .min = int64_t(kSeqSize), .max = int64_t(1) << 40});
+  p.push_back({.name = "dir", .type = ParamType::String, .def = kDefaultDir,
+               .help = "directory of the test file, on a real disk (not tmpfs)", .path = true});
+  return p;
+}
+
+ParamSpec cache_param() {
+  return {.name = "cache", .type = ParamType::String, .def = "drop", .choices = {"drop", "warm"},
+          .help = "buffered reads: drop = evict the file before the run (and at each new pass), "
+                  "warm = read it all once before"};
+}
+
+std::string check_cache(const Params& p, bool direct) {
+  if (direct && p.has("cache") && p.str("cache") == "warm")
+    return "cache=warm has no effect with O_DIRECT; use cache=drop or a buffered variant";
+  return "";
+}
+
+void fill_block(void* buf, uint64_t off) {
+  auto* w = static_cast<uint64_t*>(buf);
+  const uint64_t s = mix(off);
+  w[0] = off;
+  w[1] = kMagic;
+  for (uint64_t i = 2; i < kBlock / 8; ++i) w[i] = s + i * kStep;
+}
+
+bool block_ok(const void* buf, uint64_t off) {
+  const auto* w = static_cast<const uint64_t*>(buf);
+  const uint64_t s = mix(off);
+  uint64_t diff = (w[0] ^ off) | (w[1] ^ kMagic);
+  for (uint64_t i = 2; i < kBlock / 8; ++i) diff |= w[i] ^ (s + i * kStep);  // vectorises
+  return diff == 0;
+}
+
+std::string ensure_file(const std::string& dir, uint64_t size) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UsageError(fmt::format("cannot create -p dir={}: {}; pick a writable directory", dir, ec.message()));
+  const std::string path = dir + "/" + file_name(size);
+  if (valid_file(path, size)) return path;
+
+  struct statvfs vs {};
+  if (statvfs(dir.c_str(), &vs) == 0 && uint64_t(vs.f_bavail) * vs.f_frsize < size + (64u << 20))
+    throw UsageError(fmt::format("{} has not room for a {} byte test file; use a smaller "
+                                 "-p file_size or another -p dir", dir, size));
+  // Written under a private name, made durable, then renamed: a crash never leaves a short file
+  // under the final name, and concurrent runs never read a half-written one.
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) sys_fail("create " + tmp);
+  constexpr uint64_t kChunk = 1 << 20;
+  auto buf = aligned_buffer(kChunk);
+  for (uint64_t off = 0; off < size; off += kChunk) {
+    const uint64_t n = std::min(kChunk, size - off);
+    for (uint64_t b = 0; b < n; b += kBlock) fill_block(buf.get() + b, off + b);
+    for (uint64_t done = 0; done < n;) {
+      ssize_t w = pwrite(fd, buf.get() + done, n - done, off_t(off + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp.c_str());
+        errno = e;
+        sys_fail("write " + tmp);
+      }
+      done += uint64_t(w);
+    }
+  }
+  if (fdatasync(fd) != 0) sys_fail("fdatasync " + tmp);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    sys_fail("rename " + tmp);
+  }
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return path;
+}
+
+Plan::Plan(uint64_t file_size, bool random)
+    : len_(random ? kRandSize : kSeqSize), count_(file_size / len_), random_(random) {
+  if (!random_) return;
+  perm_.resize(count_);
+  for (uint64_t i = 0; i < count_; ++i) perm_[i] = uint32_t(i);
+  // Fisher-Yates over mt19937_64 with a plain modulo: std::uniform_int_distribution differs
+  // between standard libraries, and the order must be the same everywhere.
+  std::mt19937_64 rng(kSeed);
+  for (uint64_t i = count_ - 1; i > 0; --i) std::swap(perm_[i], perm_[rng() % (i + 1)]);
+}
+
+int open_file(const std::string& path, bool direct, bool random) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  if (fd >= 0) {
+    posix_fadvise(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
+    return fd;
+  }
+  if (direct && errno == EINVAL)
+    throw std::runtime_error(fmt::format("the filesystem of {} refuses O_DIRECT (EINVAL); use -p "
+                                         "dir= on ext4 or xfs, or a buffered engine", path));
+  sys_fail("open " + path);
+}
+
+uint64_t direct_alignment(const std::string& path) {
+  uint64_t align = 0;
+  struct statx sx {};
+  if (statx(AT_FDCWD, path.c_str(), 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+    if (sx.stx_dio_offset_align == 0)
+      throw std::runtime_error(fmt::format("the filesystem of {} does not support O_DIRECT "
+                                           "(statx DIOALIGN is 0); use -p dir= on ext4 or xfs", path));
+    align = std::max<uint64_t>(sx.stx_dio_offset_align, sx.stx_dio_mem_align);
+  }
+  if (!align) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) align = sysfs_logical_block_size(st.st_dev);
+  }
+  if (!align) align = 512;
+  if (kBlock % align != 0)
+    throw std::runtime_error(fmt::format("O_DIRECT on {} needs {}-byte alignment; this suite reads "
+                                         "4 KiB blocks", path, align));
+  return align;
+}
+
+std::unique_ptr<std::byte, void (*)(void*)> aligned_buffer(size_t n) {
+  void* p = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, n);  // fault the pages in now, not inside the measured window
+  return {static_cast<std::byte*>(p), &std::free};
+}
+
+std::string evict(const std::string& path, bool allow_drop_caches) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) sys_fail("open " + path);
+  int r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  if (r != 0) throw std::system_error(r, std::generic_category(), "posix_fadvise DONTNEED");
+  std::string how = "posix_fadvise(DONTNEED) of the file";
+  if (!allow_drop_caches || resident_fraction(path) < 0.001) return how;
+  // Pages fadvise could not evict (mapped elsewhere): the system-wide drop, which needs
+  // CAP_SYS_ADMIN and also empties every other process's cache, is the last resort.
+  sync();
+  std::ofstream dc("/proc/sys/vm/drop_caches");
+  if (dc && (dc << "1").flush()) return how + ", then /proc/sys/vm/drop_caches=1";
+  return how + fmt::format(" (pages left resident; /proc/sys/vm/drop_caches: {})", std::strerror(errno));
+}
+
+double resident_fraction(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  double frac = -1;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* m = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      const long page = sysconf(_SC_PAGESIZE);
+      std::vector<unsigned char> v((size_t(st.st_size) + page - 1) / page);
+      if (mincore(m, size_t(st.st_size), v.data()) == 0) {
+        size_t in = 0;
+        for (unsigned char c : v) in += c & 1;
+        frac = double(in) / double(v.size());
+      }
+      munmap(m, size_t(st.st_size));
+    }
+  }
+  close(fd);
+  return frac;
+}
+
+Setup prepare(Session& s, bool direct) {
+  const Params& p = s.params();
+  const uint64_t size = uint64_t(p.i64("file_size"));
+  if (size % kSeqSize)
+    throw UsageError(fmt::format("-p file_size={} is not a multiple of 64 KiB; use e.g. 1G or 64M", size));
+  const std::string dir = p.str("dir");
+  if (direct && is_tmpfs(dir))
+    throw UsageError(fmt::format("-p dir={} is tmpfs, which has no disk and refuses O_DIRECT; use a "
+                                 "directory on a disk, e.g. {}", dir, kDefaultDir));
+  Record& rec = s.record();
+  const uint64_t t0 = now_ns();
+  Setup su{.path = ensure_file(dir, size),
+           .file_size = size,
+           .direct = direct,
+           .qd = int(p.i64("qd")),
+           .cache = p.has("cache") ? p.str("cache") : "drop",
+           .plan = Plan(size, p.str("pattern") == "rand")};
+  rec.extra["file"] = su.path;
+  rec.extra["file_ready_s"] = double(now_ns() - t0) * 1e-9;
+  rec.extra["fs_tmpfs"] = is_tmpfs(dir);
+  rec.extra["block_size"] = su.plan.len();
+  rec.extra["ios_per_pass"] = su.plan.ios_per_pass();
+  rec.extra["fadvise_hint"] = su.plan.random() ? "random" : "sequential";
+  if (direct) {
+    rec.extra["alignment"] = direct_alignment(su.path);
+    close(open_file(su.path, true, false));  // a refusal shows here, before any worker starts
+    rec.extra["cache"] = "bypassed (O_DIRECT)";
+  } else if (su.cache == "warm") {
+    struct sysinfo si {};
+    if (sysinfo(&si) == 0 && double(si.freeram + si.bufferram) * si.mem_unit < 1.2 * double(size))
+      throw Skip(fmt::format("cache=warm: the {} byte file does not fit in free memory", size));
+    int fd = open_file(su.path, false, false);
+    auto buf = aligned_buffer(1 << 20);
+    for (uint64_t off = 0; off < size; off += 1 << 20)
+      if (pread(fd, buf.get(), 1 << 20, off_t(off)) < 0) sys_fail("warm read");
+    close(fd);
+    rec.extra["cache"] = "warm: the whole file read once before the run";
+  } else {
+    su.drop_method = evict(su.path, true);
+    rec.extra["cache"] = "drop: " + su.drop_method + " before the run and at each new pass";
+  }
+  rec.extra["cache_resident_before"] = resident_fraction(su.path);
+  return su;
+}
+
+uint64_t Cursor::next() {
+  uint64_t n = next_.fetch_add(1, std::memory_order_relaxed);
+  if (n && !su_.direct && su_.cache == "drop" && n % su_.plan.ios_per_pass() == 0)
+    evict(su_.path, false);
+  return n;
+}
+
+void Tally::complete(long res, const void* buf, uint64_t off, uint64_t len, uint64_t t0,
+                     uint64_t t1, bool measuring) {
+  if (res < 0)
+    throw std::system_error(int(-res), std::generic_category(), fmt::format("read at offset {}", off));
+  const uint64_t blocks = len / kBlock;
+  uint64_t bad = 0;
+  if (uint64_t(res) != len) {
+    bad = blocks;  // a short read of a file this size is data lost
+  } else {
+    const auto* b = static_cast<const std::byte*>(buf);
+    for (uint64_t i = 0; i < blocks; ++i) bad += !block_ok(b + i * kBlock, off + i * kBlock);
+  }
+  integrity.received += blocks;
+  integrity.corrupt += bad;
+  if (!measuring) return;
+  ++ops;
+  bytes += len;
+  hist.record(t1 - t0);
+}
+
+void Tally::fold_into(Worker& w) const {
+  auto& o = w.out();
+  o.hist.merge(hist);
+  o.ops += ops;
+  o.bytes += bytes;
+  o.integrity += integrity;
+}
+
+void run_engine(Session& s, const Setup& su, const std::string& engine,
+                const std::function<void(Worker&)>& body) {
+  // One worker process: its rusage (RUSAGE_SELF) covers every thread it runs, including the
+  // kernel's io_uring helper threads, which belong to the process.
+  std::vector<WorkerSpec> ws;
+  ws.push_back({"worker", 0, -1, body});
+  s.run_workers(std::move(ws), true, "op");
+  Record& rec = s.record();
+  rec.extra["engine"] = engine;
+  rec.extra["direct"] = su.direct;
+  rec.extra["verified_blocks"] = rec.integrity.received;
+  if (rec.wall_s > 0) {
+    rec.rates["iops"] = double(rec.ops) / rec.wall_s;
+    rec.rates["MB_per_s"] = double(rec.bytes) / rec.wall_s / 1e6;
+  }
+  rec.extra["file_coverage"] = double(rec.ops) / double(su.plan.ios_per_pass());
+}
+
+}  // namespace ipclab::fileio
