@@ -21,7 +21,9 @@ std::vector<std::string> row(const Record& r) {
           r.extra.value("object", "-"),
           r.extra.contains("duration_s") ? fmt::format("{}", r.extra["duration_s"].get<double>()) : "",
           param_or(r, "size", ""),
-          param_or(r, "queue_depth", ""),
+          // The depth actually used (capped to kernel limits) when the transport reported it.
+          r.extra.contains("queue_depth_used") ? fmt::format("{}", r.extra["queue_depth_used"].get<int64_t>())
+                                               : param_or(r, "queue_depth", ""),
           param_or(r, "producers", "1"),
           param_or(r, "consumers", "1"),
           param_or(r, "nonblocking", "0"),
