@@ -54,6 +54,11 @@ if [ "$(wc -l <"$tmp/r.csv")" -eq 5 ] && [ "$(grep -c '^name,' "$tmp/r.csv")" -e
 # A different column set cannot be appended.
 expect_usage_error "csv with other columns" run messaging/pipe --duration 0.02 --warmup 0 --repetitions 1 --csv "$tmp/r.csv"
 
+# A run whose integrity check fails exits 1 and names the benchmark and the reason.
+IPCLAB_FAULT=corrupt:20 "$IPCLAB" run messaging/pipe --duration 0.05 --warmup 0 --repetitions 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "FAILED messaging/pipe/.*corrupt" "$tmp/err"; then passed=$((passed+1)); else echo "FAIL: corrupt run: exit $rc"; cat "$tmp/err"; fails=$((fails+1)); fi
+
 # Nothing of ours left in /dev/shm, /dev/mqueue or /tmp by this shell's runs.
 left=$(ls /dev/shm /dev/mqueue 2>/dev/null | grep -c "^ipclab\.$$\." || true)
 if [ "$left" -ne 0 ]; then echo "FAIL: leftovers"; fails=$((fails+1)); else passed=$((passed+1)); fi
