@@ -3,7 +3,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <stdexcept>
 #include <system_error>
 
@@ -164,16 +166,70 @@ std::span<std::byte> runtime::fixed_buffer(unsigned i) noexcept {
     return {fixed_mem_.get() + i * sz, opt_.fixed_buffer_size()};
 }
 
+namespace {
+struct timer_later {
+    template <class E>
+    bool operator()(const E& a, const E& b) const noexcept { return a.deadline > b.deadline; }
+};
+}  // namespace
+
+uint64_t runtime::now_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void runtime::add_timer(op_state* s, uint64_t deadline_ns) {
+    s->timer = true;
+    s->in_flight = true;
+    ++active_timers_;
+    timers_.push_back({deadline_ns, s, s->gen});
+    std::push_heap(timers_.begin(), timers_.end(), timer_later{});
+}
+
+void runtime::fire_timers(uint64_t now) noexcept {
+    while (!timers_.empty() && timers_.front().deadline <= now) {
+        std::pop_heap(timers_.begin(), timers_.end(), timer_later{});
+        const timer_entry e = timers_.back();
+        timers_.pop_back();
+        // A cancelled or abandoned timer already left; its state may be serving someone else now.
+        if (e.st->gen != e.gen || !e.st->in_flight)
+            continue;
+        e.st->in_flight = false;
+        e.st->res = 0;
+        --active_timers_;
+        schedule(e.st->waiter);
+    }
+}
+
 void runtime::turn(bool idle) {
+    if (!timers_.empty()) {
+        fire_timers(now_ns());
+        idle = idle && !head_;
+    }
     if (idle) {
-        if (ring_.cq_ready() == 0)
-            ring_.submit_and_wait(1);
-        else if (ring_.pending())
+        if (ring_.cq_ready() == 0) {
+            if (timers_.empty()) {
+                ring_.submit_and_wait(1);
+            } else {
+                const uint64_t now = now_ns();
+                const uint64_t wait = timers_.front().deadline > now ? timers_.front().deadline - now : 0;
+                __kernel_timespec ts{static_cast<long long>(wait / 1000000000u), static_cast<long long>(wait % 1000000000u)};
+                io_uring_cqe* cqe = nullptr;
+                if (wait)
+                    io_uring_submit_and_wait_timeout(ring_.native(), &cqe, 1, &ts, nullptr);
+                else if (ring_.pending())
+                    ring_.submit();
+            }
+        } else if (ring_.pending()) {
             ring_.submit();
+        }
     } else if (ring_.pending() || (inflight_ && ring_.needs_enter())) {
         ring_.submit_and_get_events();
     }
     reap();
+    if (!timers_.empty() && !head_)
+        fire_timers(now_ns());
 }
 
 void runtime::reap() {
@@ -276,6 +332,14 @@ void runtime::orphan_result(op_state* s, int32_t res, uint32_t flags) noexcept {
 }
 
 void runtime::abandon(op_state* s, bool drain) {
+    if (s->timer) {
+        // Userspace timers touch no kernel state: dropping the heap entry (by generation) is enough.
+        if (s->in_flight)
+            --active_timers_;
+        s->in_flight = false;
+        release_op(s);
+        return;
+    }
     for (std::size_t i = s->backlog_head; i < s->backlog.size(); ++i)
         orphan_result(s, s->backlog[i].first, s->backlog[i].second);
     s->backlog.clear();
@@ -295,6 +359,15 @@ void runtime::abandon(op_state* s, bool drain) {
 }
 
 void runtime::cancel_op(op_state* s) {
+    if (s->timer) {
+        if (s->in_flight) {
+            s->in_flight = false;
+            s->res = -ECANCELED;
+            --active_timers_;
+            schedule(s->waiter);
+        }
+        return;
+    }
     io_uring_sqe* sqe = ring_.get_sqe();
     io_uring_prep_cancel64(sqe, reinterpret_cast<uint64_t>(s), 0);
     io_uring_sqe_set_data64(sqe, 0);
@@ -361,12 +434,12 @@ void runtime::send_remote(remote_node* n) {
 }
 
 void runtime::push_locked(remote_node* n) {
-    {
-        std::lock_guard g(inbox_mu_);
-        n->next = nullptr;
-        (inbox_tail_ ? inbox_tail_->next : inbox_head_) = n;
-        inbox_tail_ = n;
-    }
+    // Everything happens under the lock: once n is visible the target may run it (say, a stop
+    // request) and destroy itself, so this runtime must not be touched after unlocking.
+    std::lock_guard g(inbox_mu_);
+    n->next = nullptr;
+    (inbox_tail_ ? inbox_tail_->next : inbox_head_) = n;
+    inbox_tail_ = n;
     if (!efd_signalled_.exchange(true, std::memory_order_acq_rel)) {
         const uint64_t one = 1;
         [[maybe_unused]] ssize_t w = ::write(efd_, &one, sizeof one);

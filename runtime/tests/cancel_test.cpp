@@ -47,10 +47,14 @@ TEST(cancel, cancel_long_sleep_returns_promptly) {
     sync_wait(main_task());
 }
 
+namespace {
+task<int> sleep_long() { co_return co_await sleep_for(1h); }
+task<int> outer_sleep() { co_return co_await sleep_long(); }
+}  // namespace
+
 TEST(cancel, cancel_nested_task_op) {
-    auto inner = []() -> task<int> { co_return co_await sleep_for(1h); };
-    auto main_task = [&]() -> task<void> {
-        auto h = spawn([&]() -> task<int> { co_return co_await inner(); }());
+    auto main_task = []() -> task<void> {
+        auto h = spawn(outer_sleep());
         co_await yield();
         h.cancel();
         EXPECT_EQ(co_await h, -ECANCELED);
@@ -99,7 +103,7 @@ TEST(cancel, linked_timeout_then_reuse_buffer) {
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     runtime rt;
-    rt.block_on([&]() -> task<void> {
+    auto body = [&]() -> task<void> {
         for (int i = 0; i < 50; ++i) {
             char buf[32];
             EXPECT_EQ(co_await async_recv(sv[0], buf, sizeof buf).timeout(100us), -ECANCELED);
@@ -107,7 +111,8 @@ TEST(cancel, linked_timeout_then_reuse_buffer) {
         EXPECT_EQ(write(sv[1], "x", 1), 1);
         char buf[4];
         EXPECT_EQ(co_await async_recv(sv[0], buf, sizeof buf), 1);
-    }());
+    };
+    rt.block_on(body());
     EXPECT_EQ(rt.in_flight(), 0u);
     close(sv[0]);
     close(sv[1]);
@@ -119,7 +124,7 @@ TEST(cancel, runtime_teardown_with_many_pending_ops) {
     const int fds_before = ipcrt_test::open_fd_count();
     {
         runtime rt;
-        rt.block_on([&]() -> task<void> {
+        auto body = [&]() -> task<void> {
             for (int i = 0; i < 100; ++i) {
                 spawn([](int fd, int k) -> task<void> {
                     char buf[128];
@@ -130,7 +135,8 @@ TEST(cancel, runtime_teardown_with_many_pending_ops) {
                 }(sv[0], i)).detach();
             }
             co_await async_nop();
-        }());
+        };
+        rt.block_on(body());
     }
     EXPECT_EQ(ipcrt_test::open_fd_count(), fds_before);
     close(sv[0]);

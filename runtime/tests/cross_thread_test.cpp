@@ -51,12 +51,13 @@ TEST(cross_thread, post_from_runtime_uses_msg_ring) {
     runtime_thread b;
     std::atomic<int> hits{0};
     runtime a;
-    a.block_on([&]() -> task<void> {
+    auto body = [&]() -> task<void> {
         for (int i = 0; i < 1000; ++i)
             b.get().post([&] { hits.fetch_add(1, std::memory_order_relaxed); });
         while (hits.load(std::memory_order_relaxed) < 1000)
             co_await sleep_for(std::chrono::microseconds(100));
-    }());
+    };
+    a.block_on(body());
     EXPECT_EQ(hits.load(), 1000);
 }
 

@@ -51,13 +51,14 @@ TEST(multishot, abandoned_accept_stream_closes_queued_fds) {
     std::vector<int> clients;
     {
         runtime rt;
-        rt.block_on([&]() -> task<void> {
+        auto body = [&]() -> task<void> {
             auto acc = async_accept_multishot(lfd);
             for (int i = 0; i < 3; ++i)
                 clients.push_back(ipcrt_test::connect_blocking(addr));
             co_await sleep_for(std::chrono::milliseconds(20));  // let CQEs queue up unread
             co_await yield();
-        }());
+        };
+        rt.block_on(body());
     }
     for (int c : clients)
         close(c);
@@ -112,7 +113,7 @@ TEST(multishot, recv_reports_enobufs_when_ring_empty) {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     runtime rt;
     buf_ring br(rt, 3, 2, 16);
-    rt.block_on([&]() -> task<void> {
+    auto body = [&]() -> task<void> {
         auto rs = async_recv_multishot(sv[0], br);
         std::vector<provided_buffer> held;
         for (int i = 0; i < 3; ++i) {
@@ -124,7 +125,8 @@ TEST(multishot, recv_reports_enobufs_when_ring_empty) {
             held.push_back(std::move(r.buf));
         }
         ADD_FAILURE() << "expected -ENOBUFS with every buffer held";
-    }());
+    };
+    rt.block_on(body());
     close(sv[0]);
     close(sv[1]);
 }

@@ -70,26 +70,30 @@ TEST(spawn, detached_task_runs_to_completion) {
     EXPECT_EQ(count, 11);
 }
 
+struct tracker {
+    int* live;
+    explicit tracker(int* l) : live(l) { ++*live; }
+    ~tracker() { --*live; }
+};
+
+task<void> sleep_forever(int* live) {
+    tracker t(live);
+    for (;;)
+        co_await sleep_for(std::chrono::hours(1));
+}
+
+task<void> spawn_sleepers(int* live) {
+    for (int i = 0; i < 4; ++i)
+        spawn(sleep_forever(live)).detach();
+    co_await yield();
+    co_await yield();
+}
+
 TEST(spawn, runtime_destroys_unfinished_detached_tasks) {
-    struct tracker {
-        int* live;
-        explicit tracker(int* l) : live(l) { ++*live; }
-        ~tracker() { --*live; }
-    };
     int live = 0;
     {
         runtime rt;
-        auto forever = [](int* l) -> task<void> {
-            tracker t(l);
-            for (;;)
-                co_await sleep_for(std::chrono::hours(1));
-        };
-        rt.block_on([&]() -> task<void> {
-            for (int i = 0; i < 4; ++i)
-                spawn(forever(&live)).detach();
-            co_await yield();
-            co_await yield();
-        }());
+        rt.block_on(spawn_sleepers(&live));
         EXPECT_EQ(live, 4);
     }
     EXPECT_EQ(live, 0);

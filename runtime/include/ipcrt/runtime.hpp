@@ -39,6 +39,8 @@ struct op_state {
     bool multishot = false;
     bool result_is_fd = false;     // orphaned success results are closed, not leaked
     bool internal = false;         // runtime-owned (eventfd read): not counted as user work
+    bool timer = false;            // lives in the runtime's timer heap, not in the kernel
+    uint32_t gen = 0;              // bumped on release so stale timer-heap entries are recognised
     // Multishot CQEs that arrived while nobody was waiting.
     std::vector<std::pair<int32_t, uint32_t>> backlog;
     std::size_t backlog_head = 0;
@@ -117,7 +119,7 @@ public:
     /// Options this runtime was created with.
     const options& config() const noexcept { return opt_; }
     /// Operations submitted and not yet completed (excluding the runtime's own wake-up read).
-    std::size_t in_flight() const noexcept { return inflight_; }
+    std::size_t in_flight() const noexcept { return inflight_ + active_timers_; }
 
     // ---- used by awaiters; not needed by applications ----
     /// Queues a suspended coroutine to run in this loop turn (FIFO, no allocation).
@@ -137,6 +139,8 @@ public:
         return s;
     }
     void release_op(detail::op_state* s) noexcept {
+        ++s->gen;
+        s->timer = false;
         s->waiter = nullptr;
         s->orphaned = s->multishot = s->result_is_fd = false;
         s->provided = nullptr;
@@ -145,6 +149,10 @@ public:
         s->next_free = free_ops_;
         free_ops_ = s;
     }
+    /// Arms a userspace timer: s's waiter is scheduled once the steady clock passes deadline_ns.
+    void add_timer(detail::op_state* s, uint64_t deadline_ns);
+    /// Steady-clock nanoseconds, the timer heap's time base.
+    static uint64_t now_ns() noexcept;
     void mark_submitted(detail::op_state* s) noexcept {
         s->in_flight = true;
         ++inflight_;
@@ -183,6 +191,7 @@ private:
         }
     }
     void turn(bool idle);
+    void fire_timers(uint64_t now) noexcept;
     void reap();
     void dispatch(const io_uring_cqe* cqe);
     void complete(detail::op_state* s, int32_t res, uint32_t flags);
@@ -200,6 +209,14 @@ private:
     detail::sched_node* tail_ = nullptr;
     unsigned budget_;
     std::size_t inflight_ = 0;
+    // Min-heap of (deadline, state, generation): one kernel wait timeout serves every sleeping task.
+    struct timer_entry {
+        uint64_t deadline;
+        detail::op_state* st;
+        uint32_t gen;
+    };
+    std::vector<timer_entry> timers_;
+    std::size_t active_timers_ = 0;
     detail::op_state* free_ops_ = nullptr;
     std::vector<std::unique_ptr<detail::op_state[]>> op_chunks_;
     detail::promise_base* alive_ = nullptr;
