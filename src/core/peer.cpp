@@ -19,6 +19,27 @@
 
 namespace ipclab {
 
+pid_t spawn_child(int cpu, const std::function<int()>& in_child) {
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid != 0) return pid;
+  // The child dies with the harness, so a killed harness never leaves an orphan behind.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  try {
+    pin_current_thread(cpu);
+  } catch (...) {
+    _exit(126);
+  }
+  int rc = 127;
+  try {
+    rc = in_child();
+  } catch (...) {
+  }
+  _exit(rc);  // no destructors or atexit handlers: the parent owns every shared object
+}
+
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s) {
   PeerRun run;
   if (argv.empty()) throw std::logic_error("run_peer: empty argv");
@@ -27,25 +48,16 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     throw std::system_error(errno, std::generic_category(), "pipe");
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    try {
-      pin_current_thread(cpu);
-    } catch (...) {
-      _exit(126);
-    }
+  const int out_w = out[1], err_w = err[1];
+  pid_t pid = spawn_child(cpu, [&]() -> int {
+    dup2(out_w, 1);
+    dup2(err_w, 2);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execv(args[0], args.data());
-    _exit(127);
-  }
+    return 127;
+  });
   close(out[1]);
   close(err[1]);
   std::string out_buf, err_buf;
