@@ -1,0 +1,252 @@
+#pragma once
+// Rings of fixed-size message slots for shared memory (MAP_SHARED, so forked processes share
+// them): SpscRing for one producer and one consumer, MpmcRing (D. Vyukov's bounded queue with a
+// sequence number per slot) for several of each. A side that must wait uses a WaitStrategy over
+// an EventCount: spin with pause, spin with sched_yield, sleep on a futex at once, or spin for a
+// while and then sleep (adaptive). Each structure lives at the start of its mapping, followed by
+// its slots; nothing in it is a pointer, so every process sees the same bytes.
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "mechanisms/messaging/common.hpp"
+
+namespace ipclab::messaging {
+
+constexpr size_t kCacheLine = 64;
+
+enum class WaitStrategy { Spin, SpinYield, Futex, Adaptive };
+/// Pause iterations before an adaptive waiter sleeps (reference 004's spin limit).
+constexpr uint32_t kAdaptiveSpins = 2000;
+
+/// Sleep/wake-up between processes without lost wake-ups. A waiter announces itself in
+/// `sleepers`, re-checks its condition, and sleeps on `epoch` only if it still does not hold; a
+/// notifier publishes its change, then looks at `sleepers` and bumps `epoch` before waking. Both
+/// sides put a seq_cst fence between their write and their read (the store-load pattern), so at
+/// least one of them sees the other: the waiter sees the change, or the notifier sees the waiter.
+/// A sleeper whose epoch was bumped between its read and its sleep returns at once (EAGAIN).
+struct alignas(kCacheLine) EventCount {
+  std::atomic<uint32_t> epoch{0};
+  std::atomic<uint32_t> sleepers{0};
+
+  /// Returns once `ready()` is true; `ready` may perform the operation itself (try_push).
+  template <class Ready>
+  void wait(WaitStrategy w, Ready&& ready) {
+    for (uint32_t spins = 0;; ++spins) {
+      if (ready()) return;
+      switch (w) {
+        case WaitStrategy::Spin:
+          _mm_pause();
+          if ((spins & 4095) == 4095) poll_abort();
+          continue;
+        case WaitStrategy::SpinYield:
+          sched_yield();
+          if ((spins & 255) == 255) poll_abort();
+          continue;
+        case WaitStrategy::Adaptive:
+          if (spins < kAdaptiveSpins) {
+            _mm_pause();
+            continue;
+          }
+          break;
+        case WaitStrategy::Futex:
+          break;
+      }
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      const uint32_t e = epoch.load(std::memory_order_acquire);
+      if (ready()) {
+        sleepers.fetch_sub(1, std::memory_order_relaxed);
+        return;
+      }
+      // Shared (not PRIVATE) futex: the word is in a MAP_SHARED mapping used by several
+      // processes. The timeout only bounds how long an aborting run waits.
+      timespec ts{0, 100'000'000};
+      syscall(SYS_futex, &epoch, FUTEX_WAIT, e, &ts, nullptr, 0);
+      sleepers.fetch_sub(1, std::memory_order_relaxed);
+      poll_abort();
+    }
+  }
+
+  /// Call after publishing a change a waiter may wait for. Free when nobody sleeps.
+  void notify(bool all) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_relaxed) == 0) return;
+    epoch.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, &epoch, FUTEX_WAKE, all ? INT_MAX : 1, nullptr, nullptr, 0);
+  }
+};
+
+inline bool sleeps(WaitStrategy w) { return w == WaitStrategy::Futex || w == WaitStrategy::Adaptive; }
+
+inline size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+inline uint64_t pow2_at_least(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+/// One producer, one consumer. Each index is written by one side only and sits on its own
+/// cache line (no false sharing); each side keeps a private copy of the other's index and
+/// reloads it only when the ring looks full (producer) or empty (consumer).
+struct SpscRing {
+  alignas(kCacheLine) std::atomic<uint64_t> tail{0};  // next slot to write; producer-owned
+  alignas(kCacheLine) std::atomic<uint64_t> head{0};  // next slot to read; consumer-owned
+  EventCount not_empty, not_full;
+  alignas(kCacheLine) uint64_t capacity = 0;  // a power of two
+  uint64_t slot_size = 0;
+
+  static size_t bytes(uint64_t capacity, size_t msg) {
+    return sizeof(SpscRing) + capacity * round_up(msg, kCacheLine);
+  }
+  /// Constructs the ring at `mem` (bytes(capacity, msg) long).
+  static SpscRing* create(void* mem, uint64_t capacity, size_t msg) {
+    auto* r = new (mem) SpscRing();
+    r->capacity = capacity;
+    r->slot_size = round_up(msg, kCacheLine);
+    return r;
+  }
+  std::byte* slot(uint64_t i) {
+    return reinterpret_cast<std::byte*>(this + 1) + (i & (capacity - 1)) * slot_size;
+  }
+
+  class Producer {
+   public:
+    Producer(SpscRing& r, WaitStrategy w) : r_(r), w_(w), tail_(r.tail.load(std::memory_order_relaxed)) {}
+    void push(const std::byte* data, size_t len) {
+      if (tail_ - head_cache_ == r_.capacity)
+        r_.not_full.wait(w_, [&] {
+          // acquire: the consumer has finished reading the slots it released.
+          head_cache_ = r_.head.load(std::memory_order_acquire);
+          return tail_ - head_cache_ < r_.capacity;
+        });
+      std::memcpy(r_.slot(tail_), data, len);
+      // release: the payload is visible before the consumer can see the new tail.
+      r_.tail.store(++tail_, std::memory_order_release);
+      if (sleeps(w_)) r_.not_empty.notify(false);
+    }
+
+   private:
+    SpscRing& r_;
+    WaitStrategy w_;
+    uint64_t tail_, head_cache_ = 0;
+  };
+
+  class Consumer {
+   public:
+    Consumer(SpscRing& r, WaitStrategy w) : r_(r), w_(w), head_(r.head.load(std::memory_order_relaxed)) {}
+    void pop(std::byte* buf, size_t len) {
+      if (head_ == tail_cache_)
+        r_.not_empty.wait(w_, [&] {
+          // acquire: pairs with the producer's release of tail, so the payload is visible.
+          tail_cache_ = r_.tail.load(std::memory_order_acquire);
+          return head_ != tail_cache_;
+        });
+      std::memcpy(buf, r_.slot(head_), len);
+      // release: our reads of the slot are done before the producer may overwrite it.
+      r_.head.store(++head_, std::memory_order_release);
+      if (sleeps(w_)) r_.not_full.notify(false);
+    }
+
+   private:
+    SpscRing& r_;
+    WaitStrategy w_;
+    uint64_t head_, tail_cache_ = 0;
+  };
+};
+
+/// Several producers and consumers (Vyukov). Slot i carries a sequence number: pos when free
+/// for the producer of ticket pos, pos+1 when full for the consumer of ticket pos. A side claims
+/// a ticket with a CAS on its counter only after the slot's sequence said it is its turn, then
+/// copies, then publishes by storing the next sequence with release. Each side's successive
+/// tickets increase, so every consumer sees each producer's messages in the order sent.
+struct MpmcRing {
+  alignas(kCacheLine) std::atomic<uint64_t> enqueue_pos{0};
+  alignas(kCacheLine) std::atomic<uint64_t> dequeue_pos{0};
+  EventCount not_empty, not_full;
+  alignas(kCacheLine) uint64_t capacity = 0;  // a power of two
+  uint64_t stride = 0;                         // slot: sequence word, then the message
+
+  static size_t bytes(uint64_t capacity, size_t msg) {
+    return sizeof(MpmcRing) + capacity * round_up(msg + 8, kCacheLine);
+  }
+  static MpmcRing* create(void* mem, uint64_t capacity, size_t msg) {
+    auto* r = new (mem) MpmcRing();
+    r->capacity = capacity;
+    r->stride = round_up(msg + 8, kCacheLine);
+    for (uint64_t i = 0; i < capacity; ++i) new (r->seq(i)) std::atomic<uint64_t>(i);
+    return r;
+  }
+  std::atomic<uint64_t>* seq(uint64_t i) {
+    return reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(this + 1) +
+                                                    (i & (capacity - 1)) * stride);
+  }
+  std::byte* data(uint64_t i) { return reinterpret_cast<std::byte*>(seq(i)) + 8; }
+
+  bool try_push(const std::byte* d, size_t len) {
+    uint64_t pos = enqueue_pos.load(std::memory_order_relaxed);
+    for (;;) {
+      // acquire: the consumer that freed this slot has finished reading it.
+      const uint64_t s = seq(pos)->load(std::memory_order_acquire);
+      const int64_t diff = int64_t(s - pos);
+      if (diff == 0) {
+        // relaxed: the ticket only arbitrates between producers; the slot's sequence publishes.
+        if (enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        return false;  // full: the slot still holds the message of the previous lap
+      } else {
+        pos = enqueue_pos.load(std::memory_order_relaxed);
+      }
+    }
+    std::memcpy(data(pos), d, len);
+    seq(pos)->store(pos + 1, std::memory_order_release);  // payload before "full"
+    return true;
+  }
+
+  bool try_pop(std::byte* buf, size_t len) {
+    uint64_t pos = dequeue_pos.load(std::memory_order_relaxed);
+    for (;;) {
+      // acquire: pairs with the producer's release, so the payload is visible.
+      const uint64_t s = seq(pos)->load(std::memory_order_acquire);
+      const int64_t diff = int64_t(s - (pos + 1));
+      if (diff == 0) {
+        if (dequeue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        return false;  // empty
+      } else {
+        pos = dequeue_pos.load(std::memory_order_relaxed);
+      }
+    }
+    std::memcpy(buf, data(pos), len);
+    seq(pos)->store(pos + capacity, std::memory_order_release);  // reads done before "free"
+    return true;
+  }
+
+  void push(const std::byte* d, size_t len, WaitStrategy w) {
+    if (!try_push(d, len)) not_full.wait(w, [&] { return try_push(d, len); });
+    // Several consumers may sleep: wake them all, the losers go back to sleep.
+    if (sleeps(w)) not_empty.notify(true);
+  }
+  void pop(std::byte* buf, size_t len, WaitStrategy w) {
+    if (!try_pop(buf, len)) not_empty.wait(w, [&] { return try_pop(buf, len); });
+    if (sleeps(w)) not_full.notify(true);
+  }
+};
+
+inline WaitStrategy parse_wait(const std::string& s) {
+  if (s == "spin") return WaitStrategy::Spin;
+  if (s == "spin_yield") return WaitStrategy::SpinYield;
+  if (s == "futex") return WaitStrategy::Futex;
+  return WaitStrategy::Adaptive;
+}
+
+}  // namespace ipclab::messaging

@@ -1,0 +1,73 @@
+#pragma once
+// The transport of the shared-memory rings: each ring in its own MAP_SHARED anonymous mapping,
+// made by the coordinator before any worker starts, so forked workers share it and nothing
+// named is left behind. Throughput: one ring; ping-pong: a request and a reply ring per pair.
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include "core/mechanism.hpp"
+#include "mechanisms/messaging/shm_ring.hpp"
+
+namespace ipclab::messaging {
+
+/// A MAP_SHARED anonymous mapping holding one object built in place.
+class SharedMapping {
+ public:
+  explicit SharedMapping(size_t bytes) : bytes_(bytes) {
+    mem_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem_ == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap shared ring");
+  }
+  ~SharedMapping() { munmap(mem_, bytes_); }
+  SharedMapping(const SharedMapping&) = delete;
+  SharedMapping& operator=(const SharedMapping&) = delete;
+  void* get() const { return mem_; }
+
+ private:
+  void* mem_;
+  size_t bytes_;
+};
+
+/// Rings of type `Ring` (SpscRing or MpmcRing), opened as `Ep` endpoints.
+template <class Ring, class Ep>
+class RingTransport final : public Transport {
+ public:
+  explicit RingTransport(const Params& p) {
+    const bool pingpong = p.str("pattern") == "pingpong";
+    const int n = pingpong ? 2 * int(p.i64("producers")) : 1;
+    size_ = size_t(p.i64("size"));
+    capacity_ = pow2_at_least(uint64_t(p.i64("queue_depth")));
+    wait_ = parse_wait(p.str("wait"));
+    pingpong_ = pingpong;
+    for (int i = 0; i < n; ++i) {
+      maps_.push_back(std::make_unique<SharedMapping>(Ring::bytes(capacity_, size_)));
+      rings_.push_back(Ring::create(maps_.back()->get(), capacity_, size_));
+    }
+  }
+  std::unique_ptr<Endpoint> open(Role role, int index) override {
+    if (!pingpong_) return std::make_unique<Ep>(*rings_[0], *rings_[0], role, wait_, size_);
+    Ring& req = *rings_[size_t(2 * index)];
+    Ring& rep = *rings_[size_t(2 * index + 1)];
+    // Producer (client) sends on req and receives on rep; the consumer (server) the reverse.
+    if (role == Role::Producer) return std::make_unique<Ep>(req, rep, Role::Producer, wait_, size_);
+    return std::make_unique<Ep>(rep, req, Role::Consumer, wait_, size_);
+  }
+  void describe(nlohmann::json& extra) const override {
+    extra["queue_depth_used"] = capacity_;
+    extra["rings"] = rings_.size();
+  }
+
+ private:
+  std::vector<std::unique_ptr<SharedMapping>> maps_;
+  std::vector<Ring*> rings_;
+  size_t size_ = 0;
+  uint64_t capacity_ = 0;
+  WaitStrategy wait_ = WaitStrategy::Adaptive;
+  bool pingpong_ = false;
+};
+
+}  // namespace ipclab::messaging
