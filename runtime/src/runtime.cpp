@@ -16,11 +16,8 @@ namespace ipcrt {
 namespace detail {
 
 void promise_base::on_destroy() noexcept {
-    if (!done)
-        if (runtime* rt = runtime::current())
-            rt->unschedule(&node);
-    if (owner)
-        owner->disown(*this);
+    if (runtime* rt = runtime::current())
+        rt->unschedule(&node);
 }
 
 void request_cancel(promise_base& root) noexcept {
@@ -386,19 +383,12 @@ void runtime::unschedule(detail::sched_node* n) noexcept {
 }
 
 void runtime::adopt(detail::promise_base& p) noexcept {
-    p.owner = this;
+    p.alive_head = &alive_;
     p.alive_prev = nullptr;
     p.alive_next = alive_;
     if (alive_)
         alive_->alive_prev = &p;
     alive_ = &p;
-}
-
-void runtime::disown(detail::promise_base& p) noexcept {
-    (p.alive_prev ? p.alive_prev->alive_next : alive_) = p.alive_next;
-    if (p.alive_next)
-        p.alive_next->alive_prev = p.alive_prev;
-    p.owner = nullptr;
 }
 
 op_state* runtime::grow_pool() {

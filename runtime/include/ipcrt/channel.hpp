@@ -33,15 +33,16 @@ struct wake_node final : remote_node {
 /// Bounded FIFO channel; capacity 0 is a rendezvous (send waits for a receiver).
 template <class T, bool Shared>
 class basic_channel {
+    // Fields are filled only when a task actually parks, so the no-wait path stores nothing here.
     struct waiter {
-        waiter* prev = nullptr;
-        waiter* next = nullptr;
-        detail::sched_node* node = nullptr;
-        runtime* rt = nullptr;
-        T* value = nullptr;                 // sender: the value on offer
-        std::optional<T>* slot = nullptr;   // receiver: where to put it
-        bool ok = false;
-        bool queued = false;
+        waiter* prev;
+        waiter* next;
+        detail::sched_node* node;
+        runtime* rt;
+        T* value;                 // sender: the value on offer
+        std::optional<T>* slot;   // receiver: where to put it
+        bool ok;
+        bool queued;
         [[no_unique_address]] std::conditional_t<Shared, detail::wake_node, std::monostate> remote;
     };
     struct wait_list {
@@ -102,6 +103,7 @@ public:
             w_.node = &detail::checked_promise(h).node;
             w_.rt = runtime::current();
             w_.value = &value_;
+            w_.slot = nullptr;
             suspended_ = true;
             ch_->sendq_.push_back(&w_);
             ch_->lock_.unlock();
@@ -145,6 +147,7 @@ public:
             w_.node = &detail::checked_promise(h).node;
             w_.rt = runtime::current();
             w_.slot = &result_;
+            w_.value = nullptr;
             suspended_ = true;
             ch_->recvq_.push_back(&w_);
             ch_->lock_.unlock();

@@ -165,7 +165,6 @@ public:
     /// Removes n from the ready queue (frame destroyed while queued).
     void unschedule(detail::sched_node* n) noexcept;
     void adopt(detail::promise_base& p) noexcept;
-    void disown(detail::promise_base& p) noexcept;
     void send_remote(detail::remote_node* n);
 
 private:

@@ -30,7 +30,7 @@ struct promise_base {
     // Cancellation is tracked per spawned root; nested tasks point at it.
     promise_base* root = this;
     op_state* current_op = nullptr;
-    runtime* owner = nullptr;  // set for spawned roots only
+    promise_base** alive_head = nullptr;  // spawned roots: the runtime's list of unfinished tasks
     promise_base* alive_prev = nullptr;
     promise_base* alive_next = nullptr;
     std::exception_ptr exception;
@@ -46,10 +46,15 @@ struct promise_base {
     ~promise_base() {
         // Only an unfinished frame can still be in a ready queue; checking that instead of keeping a
         // "queued" flag saves two stores per switch.
-        if (!done || owner) [[unlikely]]
+        if (!done) [[unlikely]]
             on_destroy();
+        if (alive_head) {
+            (alive_prev ? alive_prev->alive_next : *alive_head) = alive_next;
+            if (alive_next)
+                alive_next->alive_prev = alive_prev;
+        }
     }
-    void on_destroy() noexcept;  // defined in runtime.cpp: leave the ready queue / alive list
+    void on_destroy() noexcept;  // defined in runtime.cpp: leave the ready queue
 
     std::suspend_always initial_suspend() noexcept { return {}; }
     void unhandled_exception() noexcept { exception = std::current_exception(); }
