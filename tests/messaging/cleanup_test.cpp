@@ -1,0 +1,110 @@
+// Clean-up: after a normal run, and after SIGINT to a running `ipclab run`, nothing of that
+// process is left: no POSIX mq, SysV queue, shm segment, FIFO or run directory.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/ipc_names.hpp"
+
+namespace {
+
+std::string ipclab_binary() {
+  // The unit binary is built next to ipclab.
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = 0;
+  std::string dir(self);
+  dir = dir.substr(0, dir.rfind('/'));
+  for (std::string c : {dir + "/ipclab", dir + "/../ipclab"})
+    if (access(c.c_str(), X_OK) == 0) return c;
+  return "";
+}
+
+std::vector<std::string> leftovers(pid_t pid) {
+  std::vector<std::string> found;
+  const std::string tag = "ipclab." + std::to_string(pid) + ".";
+  for (const char* dir : {"/dev/mqueue", "/dev/shm"}) {
+    if (DIR* d = opendir(dir)) {
+      while (dirent* e = readdir(d))
+        if (std::string(e->d_name).find(tag) != std::string::npos) found.push_back(std::string(dir) + "/" + e->d_name);
+      closedir(d);
+    }
+  }
+  if (access(("/tmp/ipclab." + std::to_string(pid)).c_str(), F_OK) == 0)
+    found.push_back("/tmp/ipclab." + std::to_string(pid));
+  // SysV queues whose creator is that pid.
+  std::ifstream in("/proc/sysvipc/msg");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream hs(line);
+  std::vector<std::string> cols;
+  for (std::string c; hs >> c;) cols.push_back(c);
+  int cpid = -1;
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (cols[i] == "lspid" || cols[i] == "cpid") cpid = cols[i] == "cpid" ? int(i) : cpid;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<std::string> v;
+    for (std::string c; ls >> c;) v.push_back(c);
+    if (cpid >= 0 && int(v.size()) > cpid && v[size_t(cpid)] == std::to_string(pid)) found.push_back("sysv msg " + line);
+  }
+  return found;
+}
+
+pid_t spawn(const std::string& bin, const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+const std::vector<std::string> kRun = {"run", "messaging/fifo", "messaging/posix_mq", "messaging/sysv_mq",
+                                       "messaging/shm_spsc", "-p", "pattern=pingpong", "-p", "mode=processes",
+                                       "-p", "placement=unpinned", "--repetitions", "1"};
+
+TEST(MessagingCleanup, NothingLeftAfterANormalRun) {
+  auto bin = ipclab_binary();
+  if (bin.empty()) GTEST_SKIP() << "ipclab binary not found next to the test binary";
+  auto args = kRun;
+  args.insert(args.end(), {"--duration", "0.05", "--warmup", "0.01"});
+  pid_t pid = spawn(bin, args);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << st;
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_EQ(leftovers(pid), std::vector<std::string>{});
+}
+
+TEST(MessagingCleanup, NothingLeftAfterSigint) {
+  auto bin = ipclab_binary();
+  if (bin.empty()) GTEST_SKIP() << "ipclab binary not found next to the test binary";
+  auto args = kRun;
+  args.insert(args.end(), {"--duration", "5", "--warmup", "0"});
+  pid_t pid = spawn(bin, args);
+  // Wait until the run has created its objects, then interrupt it mid-run.
+  for (int i = 0; i < 100 && leftovers(pid).empty(); ++i) usleep(20'000);
+  EXPECT_FALSE(leftovers(pid).empty()) << "the run never created an object to clean up";
+  usleep(100'000);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFSIGNALED(st) || WIFEXITED(st));
+  EXPECT_EQ(leftovers(pid), std::vector<std::string>{});
+}
+
+}  // namespace

@@ -1,0 +1,114 @@
+// Functional tests of every messaging mechanism through the harness (run_one): both patterns,
+// threads and (where possible) processes, several producers/consumers where offered. A run
+// passes only if every message arrived once, in order per producer, with every byte intact.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/runner.hpp"
+
+namespace ipclab {
+namespace {
+
+Record run(const std::string& mech, Overrides o) {
+  auto mechs = select_mechanisms({"messaging/" + mech});
+  auto plan_ = plan(mechs, Preset::Default, o);
+  EXPECT_EQ(plan_.size(), 1u);
+  RunOptions opts;
+  opts.duration_s = 0.05;
+  opts.warmup_s = 0.01;
+  opts.repetitions = 1;
+  opts.cpus = {};
+  return run_one(plan_.at(0), opts, 0);
+}
+
+void expect_clean(const Record& r) {
+  EXPECT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+  EXPECT_GT(r.ops, 0u) << r.name;
+  EXPECT_EQ(r.integrity.lost, 0u) << r.name;
+  EXPECT_EQ(r.integrity.duplicated, 0u) << r.name;
+  EXPECT_EQ(r.integrity.corrupt, 0u) << r.name;
+  EXPECT_GT(r.integrity.received, 0u) << r.name;
+}
+
+struct Case {
+  std::string mech;
+  bool processes, shared;
+};
+
+class Messaging : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Messaging, PingPongDeliversEveryMessageIntact) {
+  const auto& c = GetParam();
+  for (std::string size : {"8", "64", "8192"})
+    expect_clean(run(c.mech, {{"pattern", {"pingpong"}}, {"size", {size}}, {"placement", {"unpinned"}}}));
+}
+
+TEST_P(Messaging, ThroughputDeliversEveryMessageInOrder) {
+  const auto& c = GetParam();
+  for (std::string size : {"24", "1000", "8192"})
+    expect_clean(run(c.mech, {{"pattern", {"throughput"}}, {"size", {size}}, {"placement", {"unpinned"}},
+                              {"random", {"1"}}}));
+}
+
+TEST_P(Messaging, ProcessesAndSeveralPairs) {
+  const auto& c = GetParam();
+  if (c.processes)
+    expect_clean(run(c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
+  expect_clean(run(c.mech, {{"pattern", {"pingpong"}}, {"producers", {"2"}}, {"consumers", {"2"}},
+                            {"placement", {"unpinned"}}}));
+}
+
+TEST_P(Messaging, SharedQueueWithSeveralProducersAndConsumers) {
+  const auto& c = GetParam();
+  Overrides o{{"pattern", {"throughput"}}, {"producers", {"3"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}};
+  if (!c.shared) {
+    EXPECT_THROW(run(c.mech, o), UsageError);
+    return;
+  }
+  expect_clean(run(c.mech, o));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Messaging,
+                         ::testing::Values(Case{"pipe", true, false}, Case{"fifo", true, false},
+                                           Case{"unix_stream", true, false}, Case{"unix_dgram", true, true},
+                                           Case{"unix_seqpacket", true, true}, Case{"tcp", true, false},
+                                           Case{"udp", true, true}, Case{"posix_mq", true, true},
+                                           Case{"sysv_mq", true, true}, Case{"eventfd", true, false},
+                                           Case{"shm_spsc", true, false}, Case{"shm_mpmc", true, true},
+                                           Case{"mutex_cv", false, true}, Case{"lockfree_queue", false, true}),
+                         [](const auto& info) { return info.param.mech; });
+
+TEST(Messaging, EveryWaitStrategyOfTheRings) {
+  for (std::string m : {"shm_spsc", "shm_mpmc"})
+    for (std::string w : {"spin", "spin_yield", "futex", "adaptive"})
+      for (std::string pattern : {"throughput", "pingpong"})
+        expect_clean(run(m, {{"pattern", {pattern}}, {"wait", {w}}, {"placement", {"unpinned"}},
+                             {"queue_depth", {"4"}}}));
+}
+
+TEST(Messaging, NonBlockingBusyPolls) {
+  for (std::string m : {"fifo", "unix_stream", "unix_dgram", "tcp", "udp", "posix_mq", "sysv_mq", "eventfd"})
+    expect_clean(run(m, {{"pattern", {"throughput"}}, {"nonblocking", {"1"}}, {"placement", {"unpinned"}}}));
+}
+
+TEST(Messaging, ImpossibleCombinationsAreRefused) {
+  EXPECT_THROW(run("mutex_cv", {{"mode", {"processes"}}}), UsageError);
+  EXPECT_THROW(run("udp", {{"size", {"65536"}}}), UsageError);
+  EXPECT_THROW(run("posix_mq", {{"size", {"65536"}}}), UsageError);
+  EXPECT_THROW(run("shm_spsc", {{"pattern", {"throughput"}}, {"producers", {"2"}}}), UsageError);
+  EXPECT_THROW(run("tcp", {{"pattern", {"pingpong"}}, {"producers", {"2"}}}), UsageError);
+}
+
+TEST(Messaging, PosixMqDepthIsCappedAndRecorded) {
+  Record r = run("posix_mq", {{"pattern", {"throughput"}}, {"queue_depth", {"1000"}}, {"placement", {"unpinned"}}});
+  expect_clean(r);
+  ASSERT_TRUE(r.extra.contains("mq_maxmsg"));
+  EXPECT_LE(r.extra["mq_maxmsg"].get<int64_t>(), 10);  // /proc/sys/fs/mqueue/msg_max here
+  EXPECT_EQ(r.extra["queue_depth_used"], r.extra["mq_maxmsg"]);
+}
+
+}  // namespace
+}  // namespace ipclab
