@@ -1,0 +1,3 @@
+module ipclab/peers/go
+
+go 1.21

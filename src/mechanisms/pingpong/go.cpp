@@ -1,0 +1,26 @@
+// pingpong/go: the reference's guest — a Go process (peers/go/cmd/pingpong-guest), one goroutine
+// per slot, cgo for the named semaphores and the futex. Built by peers/go/CMakeLists.txt, which
+// passes its path here; skipped with the reason when Go was not found at build time.
+#include "core/mechanism.hpp"
+#include "mechanisms/pingpong/pingpong.hpp"
+
+#ifndef IPCLAB_PINGPONG_GO_GUEST
+#define IPCLAB_PINGPONG_GO_GUEST ""
+#endif
+
+namespace ipclab {
+namespace {
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "pingpong",
+    .name = "go",
+    .help = "shared-memory slot ping-pong (reference 004) with a Go process as the guest "
+            "(goroutine per slot, cgo semaphores)",
+    .params = pingpong::params(),
+    .workload = [](Session& s) {
+      pingpong::run(s, pingpong::GuestKind::Go, IPCLAB_PINGPONG_GO_GUEST);
+    },
+});
+
+}  // namespace
+}  // namespace ipclab

@@ -1,0 +1,21 @@
+#pragma once
+// The pingpong suite (reference 004, SPEC §3.2): `pairs` host threads each own one slot of a
+// shared-memory region and make `round_trips` round trips with a guest — a C++ thread, a C++
+// process or a Go process. One file per guest kind registers the mechanism; this is the run
+// they share. docs/pingpong.md describes the protocol.
+#include <string>
+#include <vector>
+
+#include "core/mechanism.hpp"
+
+namespace ipclab::pingpong {
+
+enum class GuestKind { Thread, Process, Go };
+
+/// Parameters of every pingpong mechanism (wait, pairs, round_trips, spin_limit, placement, ...).
+std::vector<ParamSpec> params();
+
+/// Runs one repetition: region, guest, hosts, monitor, record.
+void run(Session& s, GuestKind kind, const std::string& go_guest = "");
+
+}  // namespace ipclab::pingpong

@@ -1,0 +1,42 @@
+// Protocol of the pingpong suite with the thread guest, every wait strategy: every answer is
+// verified by the host, the counts add up, the figures are consistent. Also built under TSan.
+#include <gtest/gtest.h>
+
+#include "mechanisms/pingpong/wait.hpp"
+#include "pingpong_support.hpp"
+
+namespace ipclab {
+namespace {
+
+class ThreadGuest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ThreadGuest, EveryRoundTripIsAnsweredAndVerified) {
+  // Spinning with more threads than cores is slow by design: one pair there.
+  const bool spins = GetParam() == "spin" || GetParam() == "spin_yield";
+  const std::string pairs = spins ? "1" : "3";
+  Record r = test::run_pingpong("pingpong/thread", {{"wait", {GetParam()}},
+                                                    {"pairs", {pairs}},
+                                                    {"round_trips", {"3000"}},
+                                                    {"spin_limit", {"50"}}});
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  const uint64_t n = std::stoull(pairs);
+  if (!r.extra["capped_by_duration"].get<bool>()) EXPECT_EQ(r.ops, n * 3000);
+  EXPECT_GT(r.ops, 0u);
+  EXPECT_EQ(r.integrity.corrupt, 0u);
+  EXPECT_EQ(r.integrity.sent, r.ops);
+  ASSERT_EQ(r.extra["per_pair_ops"].size(), n);
+  const double fairness = r.extra["fairness"].get<double>();
+  EXPECT_GT(fairness, 0.0);
+  EXPECT_LE(fairness, 1.0);
+  // Sum of per-pair rates >= all round trips over the whole window (pairs overlap in time).
+  EXPECT_GE(r.rates["total_ops"].get<double>() * 1.0001, r.rates["system_effective_ops"].get<double>());
+  ASSERT_TRUE(r.latency.has_value());
+  EXPECT_EQ(r.latency->kind, "rtt");
+  EXPECT_GT(r.cpu.user_s + r.cpu.sys_s, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pingpong, ThreadGuest, ::testing::ValuesIn(pingpong::wait_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ipclab
