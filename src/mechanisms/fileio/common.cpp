@@ -44,9 +44,14 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: neighbouring offsets get 
 
 std::string file_name(uint64_t size) { return fmt::format("ipclab-fileio-v1-{}.dat", size); }
 
+// The filesystem `dir` is, or will be, on: its nearest existing ancestor's.
 bool is_tmpfs(const std::string& dir) {
   struct statfs sf {};
-  if (statfs(dir.c_str(), &sf) != 0) return false;
+  std::filesystem::path p(dir);
+  while (statfs(p.c_str(), &sf) != 0) {
+    if (!p.has_relative_path()) return false;
+    p = p.parent_path();
+  }
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
 

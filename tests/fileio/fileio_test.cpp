@@ -1,0 +1,169 @@
+// fileio: every engine reads a small file on disk correctly, a damaged block is caught, features
+// the machine lacks are skipped with a reason, and bad parameters are usage errors.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/runner.hpp"
+#include "mechanisms/fileio/common.hpp"
+
+namespace ipclab {
+namespace {
+
+constexpr uint64_t kSize = 4 << 20;
+
+// A few MiB in a private directory on a real disk (never tmpfs: O_DIRECT needs a disk).
+class FileIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/var/tmp/ipclab-fileio-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Record run(const std::string& mech, Overrides o) {
+    o.try_emplace("file_size", std::vector<std::string>{std::to_string(kSize)});
+    o.try_emplace("dir", std::vector<std::string>{dir_});
+    auto planned = plan(select_mechanisms({"fileio/" + mech}), Preset::Default, o);
+    EXPECT_EQ(planned.size(), 1u);
+    RunOptions opts;
+    opts.duration_s = 0.15;
+    opts.warmup_s = 0.03;
+    return run_one(planned.at(0), opts, 0);
+  }
+
+  std::string dir_;
+};
+
+TEST(FileIoPattern, BlocksVerifyAtTheirOffsetOnly) {
+  alignas(64) std::byte buf[fileio::kBlock];
+  fileio::fill_block(buf, 8192);
+  EXPECT_TRUE(fileio::block_ok(buf, 8192));
+  EXPECT_FALSE(fileio::block_ok(buf, 4096));  // a misplaced block
+  buf[1000] ^= std::byte{1};
+  EXPECT_FALSE(fileio::block_ok(buf, 8192));  // a flipped bit
+}
+
+TEST(FileIoPattern, RandomPlanCoversEveryBlockOnceWithSeed42) {
+  fileio::Plan a(kSize, true), b(kSize, true);
+  std::vector<int> seen(kSize / 4096);
+  bool shuffled = false;
+  for (uint64_t n = 0; n < a.ios_per_pass(); ++n) {
+    EXPECT_EQ(a.offset(n), b.offset(n));
+    ++seen[a.offset(n) / 4096];
+    shuffled = shuffled || a.offset(n) != n * 4096;
+  }
+  for (int c : seen) ASSERT_EQ(c, 1);
+  EXPECT_TRUE(shuffled);
+  EXPECT_EQ(a.offset(a.ios_per_pass()), a.offset(0));  // wraps for long runs
+}
+
+TEST_F(FileIo, FileIsCreatedOnceAndReused) {
+  const std::string p = fileio::ensure_file(dir_, kSize);
+  struct stat st0 {};
+  ASSERT_EQ(stat(p.c_str(), &st0), 0);
+  EXPECT_EQ(uint64_t(st0.st_size), kSize);
+  EXPECT_EQ(fileio::ensure_file(dir_, kSize), p);
+  struct stat st1 {};
+  ASSERT_EQ(stat(p.c_str(), &st1), 0);
+  EXPECT_EQ(st0.st_ino, st1.st_ino);  // not rewritten
+}
+
+TEST_F(FileIo, EveryEngineReadsCorrectly) {
+  struct Case {
+    std::string mech;
+    Overrides extra;
+  };
+  std::vector<Case> cases = {{"psync", {}}, {"psync", {{"direct", {"1"}}}}, {"libaio", {}},
+                             {"liburing", {}}, {"liburing", {{"direct", {"0"}}}}};
+  if (!select_mechanisms({"fileio"}).empty())
+    for (auto* m : select_mechanisms({"fileio"}))
+      if (m->name == "runtime")
+        for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
+          cases.push_back({"runtime", {{"variant", {v}}}});
+  for (auto& c : cases)
+    for (const char* pattern : {"seq", "rand"})
+      for (const char* qd : {"1", "8"}) {
+        Overrides o = c.extra;
+        o["pattern"] = {pattern};
+        o["qd"] = {qd};
+        Record r = run(c.mech, o);
+        SCOPED_TRACE(r.name);
+        if (r.status == Status::Skipped) continue;  // e.g. SQPOLL refused: reason in r.error
+        EXPECT_EQ(r.status, Status::Ok) << r.error;
+        EXPECT_GT(r.ops, 0u);
+        EXPECT_EQ(r.bytes, r.ops * (pattern == std::string("seq") ? 65536u : 4096u));
+        EXPECT_GE(r.integrity.received, r.ops * (pattern == std::string("seq") ? 16u : 1u));
+        EXPECT_EQ(r.integrity.corrupt, 0u);
+        ASSERT_TRUE(r.latency.has_value());
+        EXPECT_EQ(r.latency->kind, "op");
+        EXPECT_EQ(r.latency->count, r.ops);
+        EXPECT_TRUE(r.extra.contains("cache"));
+      }
+}
+
+TEST_F(FileIo, DamagedBlockIsReportedCorrupt) {
+  const std::string p = fileio::ensure_file(dir_, kSize);
+  int fd = open(p.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  char junk[100] = "not the pattern";
+  ASSERT_EQ(pwrite(fd, junk, sizeof junk, 5 * 4096 + 300), ssize_t(sizeof junk));
+  fdatasync(fd);
+  close(fd);
+  for (const char* mech : {"psync", "libaio", "liburing"}) {
+    Record r = run(mech, {{"pattern", {"rand"}}, {"qd", {"4"}}});
+    SCOPED_TRACE(r.name);
+    EXPECT_GT(r.integrity.corrupt, 0u);
+    EXPECT_EQ(r.status, Status::Failed);
+    EXPECT_NE(r.error.find("corrupt"), std::string::npos) << r.error;
+  }
+}
+
+TEST_F(FileIo, IopollIsSkippedWithAReasonNeverMeasured) {
+  bool have_runtime = false;
+  for (auto* m : select_mechanisms({"fileio"})) have_runtime = have_runtime || m->name == "runtime";
+  if (!have_runtime) GTEST_SKIP() << "built without ipcrt";
+  Record r = run("runtime", {{"variant", {"iopoll"}}});
+  EXPECT_EQ(r.status, Status::Skipped);
+  EXPECT_NE(r.error.find("IOPOLL"), std::string::npos) << r.error;
+  EXPECT_EQ(r.ops, 0u);
+}
+
+TEST_F(FileIo, FioRunsOrSkipsWhenMissing) {
+  ::setenv("IPCLAB_FIO", "/nonexistent/fio", 1);
+  Record missing = run("fio_io_uring", {{"qd", {"4"}}});
+  ::unsetenv("IPCLAB_FIO");
+  EXPECT_EQ(missing.status, Status::Skipped);
+  EXPECT_NE(missing.error.find("fio"), std::string::npos);
+  Record r = run("fio_io_uring", {{"qd", {"4"}}, {"pattern", {"rand"}}});
+  if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
+  EXPECT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_GT(r.ops, 0u);
+  ASSERT_TRUE(r.latency.has_value());
+  EXPECT_GT(r.latency->p50, 0u);
+}
+
+TEST_F(FileIo, BadParametersAreUsageErrors) {
+  EXPECT_THROW(run("psync", {{"qd", {"0"}}}), UsageError);
+  EXPECT_THROW(run("psync", {{"pattern", {"diagonal"}}}), UsageError);
+  EXPECT_THROW(run("libaio", {{"file_size", {"100000"}}}), UsageError);  // not 64 KiB multiple
+  EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);       // warm + O_DIRECT
+  Overrides o{{"dir", {"relative/path"}}};
+  EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, o), UsageError);
+  if (std::filesystem::exists("/dev/shm")) {
+    Overrides shm{{"dir", {"/dev/shm/ipclab-fileio-test"}}, {"file_size", {"1M"}}};
+    auto planned = plan(select_mechanisms({"fileio/libaio"}), Preset::Default, shm);
+    RunOptions opts;
+    EXPECT_THROW(run_one(planned.at(0), opts, 0), UsageError);  // tmpfs refused for O_DIRECT
+  }
+}
+
+}  // namespace
+}  // namespace ipclab
