@@ -186,7 +186,8 @@ std::string markdown(const nlohmann::json& context, const std::vector<Record>& r
                     cpu.value("model", "?"), cpu.value("logical_cpus", 0), context.value("kernel", "?"),
                     context.value("virtualization", "?"), load.empty() ? "?" : fmt::format("{:.2f}", load[0].get<double>()),
                     context.value("date", "?"),
-                    context["git_sha"].is_string() ? context["git_sha"].get<std::string>() : "?");
+                    context.contains("git_sha") && context["git_sha"].is_string()
+                        ? context["git_sha"].get<std::string>() : "?");
   if (context.contains("warnings") && !context["warnings"].empty()) {
     md += "Warnings:\n";
     for (auto& w : context["warnings"])
