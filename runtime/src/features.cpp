@@ -14,6 +14,9 @@ bool try_flags(unsigned flags) {
     io_uring r;
     io_uring_params p{};
     p.flags = flags;
+    // A probing SQPOLL thread would otherwise spin for the default 1 s idle time, stealing a core
+    // from whatever the process measures next.
+    p.sq_thread_idle = 1;
     if (io_uring_queue_init_params(2, &r, &p) != 0)
         return false;
     io_uring_queue_exit(&r);

@@ -33,6 +33,10 @@ struct wake_node final : remote_node {
 /// Bounded FIFO channel; capacity 0 is a rendezvous (send waits for a receiver).
 template <class T, bool Shared>
 class basic_channel {
+public:
+    class recv_awaiter;
+
+private:
     // Fields are filled only when a task actually parks, so the no-wait path stores nothing here.
     struct waiter {
         waiter* prev;
@@ -40,7 +44,7 @@ class basic_channel {
         detail::sched_node* node;
         runtime* rt;
         T* value;                 // sender: the value on offer
-        std::optional<T>* slot;   // receiver: where to put it
+        recv_awaiter* slot;       // receiver: where to put it
         bool ok;
         bool queued;
         [[no_unique_address]] std::conditional_t<Shared, detail::wake_node, std::monostate> remote;
@@ -85,7 +89,7 @@ public:
             if (ch_->closed_) {
                 w_.ok = false;
             } else if (waiter* r = ch_->recvq_.pop_front()) {
-                r->slot->emplace(std::move(value_));
+                r->slot->set(std::move(value_));
                 r->ok = true;
                 ch_->wake(r);
                 w_.ok = true;
@@ -122,18 +126,22 @@ public:
     public:
         explicit recv_awaiter(basic_channel* ch) noexcept : ch_(ch) {}
         recv_awaiter(const recv_awaiter&) = delete;
-        ~recv_awaiter() { ch_->leave(w_, suspended_); }
+        ~recv_awaiter() {
+            ch_->leave(w_, suspended_);
+            if (has_)
+                value_.~T();
+        }
         bool await_ready() {
             ch_->lock_.lock();
             if (ch_->count_) {
-                result_.emplace(ch_->pop());
+                set(ch_->pop());
                 if (waiter* s = ch_->sendq_.pop_front()) {
                     ch_->push(std::move(*s->value));
                     s->ok = true;
                     ch_->wake(s);
                 }
             } else if (waiter* s = ch_->sendq_.pop_front()) {
-                result_.emplace(std::move(*s->value));
+                set(std::move(*s->value));
                 s->ok = true;
                 ch_->wake(s);
             } else if (!ch_->closed_) {
@@ -146,18 +154,31 @@ public:
         void await_suspend(std::coroutine_handle<P> h) {
             w_.node = &detail::checked_promise(h).node;
             w_.rt = runtime::current();
-            w_.slot = &result_;
+            w_.slot = this;
             w_.value = nullptr;
             suspended_ = true;
             ch_->recvq_.push_back(&w_);
             ch_->lock_.unlock();
         }
         /// The next value, or nullopt once the channel is closed and drained.
-        std::optional<T> await_resume() noexcept { return std::move(result_); }
+        std::optional<T> await_resume() noexcept {
+            if (has_)
+                return std::optional<T>(std::in_place, std::move(value_));
+            return std::nullopt;
+        }
+        void set(T&& v) {
+            ::new (static_cast<void*>(&value_)) T(std::move(v));
+            has_ = true;
+        }
 
     private:
         basic_channel* ch_;
-        std::optional<T> result_;
+        // Not a std::optional: copying one out as a 16-byte block right after its two narrower stores
+        // defeats store-to-load forwarding and cost ~15 ns per message.
+        union {
+            T value_;
+        };
+        bool has_ = false;
         waiter w_;
         bool suspended_ = false;
     };
@@ -173,7 +194,7 @@ public:
         if (closed_)
             return false;
         if (waiter* r = recvq_.pop_front()) {
-            r->slot->emplace(std::move(v));
+            r->slot->set(std::move(v));
             r->ok = true;
             wake(r);
             return true;
