@@ -38,7 +38,12 @@ TEST(Runner, PlanNamesEveryPointAndRejectsImpossibleRequests) {
   parse_override("pattern=pingpong", o);
   auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
   ASSERT_EQ(p.size(), 2u);
-  EXPECT_EQ(p[0].name, "messaging/pipe/pattern:pingpong/size:64/mode:threads/placement:same/latency_sample:1/random:0");
+  // Every declared parameter appears in the name, in declaration order.
+  std::string expect = "messaging/pipe";
+  for (auto& spec : p[0].mech->params) expect += "/" + spec.name + ":" + p[0].params.str(spec.name);
+  EXPECT_EQ(p[0].name, expect);
+  EXPECT_EQ(p[0].name.rfind("messaging/pipe/pattern:pingpong/size:64/", 0), 0u) << p[0].name;
+  EXPECT_NE(p[1].name.find("/size:128/"), std::string::npos) << p[1].name;
   Overrides bad;
   parse_override("pattern=throughput", bad);
   parse_override("size=4", bad);

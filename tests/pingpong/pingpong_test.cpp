@@ -114,7 +114,8 @@ TEST(PingpongFailure, KilledGuestFailsTheRunWithinSeconds) {
       if (r.status == Status::Skipped) continue;
       EXPECT_EQ(r.status, Status::Failed) << mech << " " << wait;
       EXPECT_NE(r.error.find("guest process died of signal 9"), std::string::npos) << r.error;
-      EXPECT_LT(secs, 3.0) << mech << " " << wait;
+      // Detection is immediate (waitpid every ms); the bound only proves "no hang" on a loaded CI.
+      EXPECT_LT(secs, 10.0) << mech << " " << wait;
       EXPECT_TRUE(shm_entries_of(getpid()).empty());
     }
 }
@@ -123,7 +124,7 @@ TEST(PingpongFailure, StoppedGuestIsReportedAsStalled) {
   auto [r, secs] = disturb_guest("pingpong/process", "adaptive_futex", SIGSTOP);
   EXPECT_EQ(r.status, Status::Failed);
   EXPECT_NE(r.error.find("stopped answering"), std::string::npos) << r.error;
-  EXPECT_LT(secs, 6.0);
+  EXPECT_LT(secs, 15.0) << "the stall timeout is 3 s; the margin is for loaded machines";
   EXPECT_TRUE(children().empty()) << "the stopped guest was not killed and reaped";
 }
 
