@@ -113,8 +113,24 @@ runtime::~runtime() {
     closing_ = true;
     // Unfinished spawned tasks: destroying a frame runs its awaiters' destructors, which cancel their
     // operations and, where the kernel may touch frame memory, wait for the CQE.
-    while (alive_)
-        alive_->node.handle.destroy();
+    // Only detached tasks are ours to destroy; one that is joined is destroyed by its join_handle,
+    // which may sit in another frame (so destroying that frame detaches it and the next pass gets it).
+    for (;;) {
+        std::vector<detail::promise_base*> detached;
+        for (detail::promise_base* p = alive_; p; p = p->alive_next)
+            if (p->detached)
+                detached.push_back(p);
+        if (detached.empty())
+            break;
+        for (detail::promise_base* p : detached)
+            p->node.handle.destroy();
+    }
+    // Handles held outside any task outlive us (documented misuse): cut them loose.
+    while (detail::promise_base* p = alive_) {
+        alive_ = p->alive_next;
+        p->alive_head = nullptr;
+        p->alive_prev = p->alive_next = nullptr;
+    }
     if (inflight_ || efd_op_->in_flight) {
         io_uring_sqe* s = ring_.get_sqe();
         io_uring_prep_cancel64(s, 0, IORING_ASYNC_CANCEL_ANY);

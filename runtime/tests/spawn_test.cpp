@@ -99,6 +99,31 @@ TEST(spawn, runtime_destroys_unfinished_detached_tasks) {
     EXPECT_EQ(live, 0);
 }
 
+task<void> join_forever(int* live) {
+    auto inner = spawn(sleep_forever(live));
+    co_await inner;
+}
+
+task<void> spawn_joiners(int* live) {
+    // Joiners and joinees are interleaved in the runtime's list, in both orders.
+    auto first = spawn(sleep_forever(live));
+    spawn(join_forever(live)).detach();
+    spawn(join_forever(live)).detach();
+    first.detach();
+    co_await yield();
+    co_await yield();
+}
+
+TEST(spawn, runtime_teardown_with_joined_unfinished_tasks) {
+    int live = 0;
+    {
+        runtime rt;
+        rt.block_on(spawn_joiners(&live));
+        EXPECT_EQ(live, 3);
+    }
+    EXPECT_EQ(live, 0);
+}
+
 TEST(spawn, join_rethrows) {
     auto main_task = []() -> task<bool> {
         auto h = spawn([]() -> task<int> {
