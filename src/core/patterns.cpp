@@ -112,20 +112,25 @@ void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int i
   }
 }
 
-void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t) {
+// Consumers stop on a stop marker. Several consumers on a queue that is FIFO only per producer
+// (e.g. a lock-free MPMC queue) may see the markers overtake data, so the last consumer to stop
+// drains until every message the producers sent is accounted for: the others have finished, so
+// whatever is still queued can only come to it.
+void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
+  Control& ctl = w.control();
   std::vector<uint64_t> next(size_t(t.producers), 0);
-  w.ready();
-  for (;;) {
+  // Returns false on a stop marker.
+  auto take = [&]() {
     ep.recv(buf.data(), t.size);
     uint64_t arrived = now_ns();
     w.running();
     auto d = msg::decode(buf.data(), t.size, t.random);
-    if (d.ok && (d.h.flags & msg::kStop)) break;
+    if (d.ok && (d.h.flags & msg::kStop)) return false;
     if (!d.ok || d.h.producer >= uint32_t(t.producers)) {
       out.integrity.corrupt++;
-      continue;
+      return true;
     }
     auto p = d.h.producer;
     // Per producer, a FIFO transport delivers increasing sequence numbers to each consumer.
@@ -141,6 +146,20 @@ void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t) {
       out.bytes += t.size;
       if (d.h.send_ns) out.hist.record(arrived - d.h.send_ns);
     }
+    return true;
+  };
+  w.ready();
+  while (take()) {
+  }
+  if (ctl.consumers_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Producers stored their counts before the last of them sent the markers; the other
+  // consumers stored theirs before decrementing consumers_left.
+  uint64_t sent = 0, others = 0;
+  for (int p = 0; p < t.producers; ++p) sent += ctl.slots[p].integrity.sent;
+  for (int c = 0; c < t.consumers; ++c)
+    if (c != index) others += ctl.slots[t.producers + c].integrity.received;
+  while (others + out.integrity.received + out.integrity.corrupt < sent) {
+    if (!take()) out.integrity.duplicated++;  // a marker beyond one per consumer
   }
 }
 
@@ -204,7 +223,7 @@ void run_transport(Session& s) {
     workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i](Worker& w) {
                          auto ep = open_endpoint(*tp, Role::Consumer, i);
                          if (t.pingpong) pingpong_server(w, *ep, t);
-                         else throughput_consumer(w, *ep, t);
+                         else throughput_consumer(w, *ep, t, i);
                        }});
 
   Control& ctl = s.run_workers(std::move(workers), t.processes, t.pingpong ? "rtt" : "one_way");

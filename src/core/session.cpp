@@ -126,6 +126,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   g_current.store(ctl_);
   for (auto& w : workers)
     if (w.role == "producer" || w.role == "client") ctl.producers_left.fetch_add(1);
+    else if (w.role == "consumer" || w.role == "server") ctl.consumers_left.fetch_add(1);
 
   const int n = int(workers.size());
   std::vector<std::thread> threads;

@@ -51,6 +51,7 @@ struct Control {
   std::atomic<int> ready{0};
   std::atomic<int> abort{0};
   std::atomic<int> producers_left{0};
+  std::atomic<int> consumers_left{0};
   WorkerResult slots[kMaxWorkers];
 };
 
