@@ -1,0 +1,42 @@
+// cachecalc/asio_io_context: coroutines on one single-threaded io_context, no pool, no strand
+// (BM_cachecalc_boost_coroutine_io_context).
+#if __has_include(<asio.hpp>)
+#include <asio.hpp>
+
+#include "core/mechanism.hpp"
+#include "core/session.hpp"
+#include "mechanisms/cachecalc/workload.hpp"
+
+namespace ipclab::cachecalc {
+namespace {
+
+asio::awaitable<void> task(Cache& c, std::chrono::microseconds delay) {
+  calc(c);
+  asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+  co_await timer.async_wait(asio::use_awaitable);
+  calc(c);
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "cachecalc",
+    .name = "asio_io_context",
+    .help = "BM_cachecalc_boost_coroutine_io_context: 1000 asio::awaitable tasks on one io_context "
+            "run by the calling thread (concurrency hint 1, so no locking); the delay an "
+            "asynchronous steady_timer, all waits overlapped",
+    .params = {delay_param()},
+    .workload = [](Session& s) {
+      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+      asio::io_context io(1);
+      run_iterations(s, [&] {
+        Cache c = fresh_cache();
+        for (int t = 0; t < kTasks; ++t) asio::co_spawn(io, task(c, delay), asio::detached);
+        io.run();
+        io.restart();
+        return verify(c);
+      });
+    },
+});
+
+}  // namespace
+}  // namespace ipclab::cachecalc
+#endif

@@ -1,0 +1,48 @@
+// cachecalc/runtime: the ipcrt io_uring runtime on one thread, every task a coroutine, the delay
+// a sleep_for timer — all 1000 waits overlap. Compiled only when the build links ipcrt.
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/ipcrt.hpp>
+
+#include <vector>
+
+#include "core/mechanism.hpp"
+#include "core/session.hpp"
+#include "mechanisms/cachecalc/workload.hpp"
+
+namespace ipclab::cachecalc {
+namespace {
+
+ipcrt::task<void> task(Cache& c, std::chrono::microseconds delay) {
+  calc(c);
+  co_await ipcrt::sleep_for(delay);
+  calc(c);
+}
+
+ipcrt::task<void> iteration(Cache& c, std::chrono::microseconds delay) {
+  std::vector<ipcrt::join_handle<void>> tasks;
+  tasks.reserve(kTasks);
+  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(task(c, delay)));
+  for (auto& h : tasks) co_await h;
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "cachecalc",
+    .name = "runtime",
+    .help = "ours: 1000 ipcrt coroutines spawned on one runtime (one thread, created once per run) "
+            "and joined; the delay an ipcrt sleep_for timer, so all waits overlap and the calcs "
+            "need no lock — the io_context pattern on io_uring",
+    .params = {delay_param()},
+    .workload = [](Session& s) {
+      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+      ipcrt::runtime rt;
+      run_iterations(s, [&] {
+        Cache c = fresh_cache();
+        rt.block_on(iteration(c, delay));
+        return verify(c);
+      });
+    },
+});
+
+}  // namespace
+}  // namespace ipclab::cachecalc
+#endif

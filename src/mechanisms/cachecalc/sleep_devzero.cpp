@@ -1,0 +1,26 @@
+// cachecalc/sleep_devzero: the cost of one busy delay (the reference's BM_sleep_devzero), no map.
+#include "core/mechanism.hpp"
+#include "core/session.hpp"
+#include "mechanisms/cachecalc/workload.hpp"
+
+namespace ipclab::cachecalc {
+namespace {
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "cachecalc",
+    .name = "sleep_devzero",
+    .help = "BM_sleep_devzero: one busy delay of delay_us (reads /dev/zero until it passed); an op "
+            "is one delay, CPU = wall by construction",
+    .params = {delay_param()},
+    .workload = [](Session& s) {
+      const int64_t us = s.params().i64("delay_us");
+      DevZero dz;
+      run_iterations(s, [&] {
+        dz.delay(us);
+        return std::string();
+      });
+    },
+});
+
+}  // namespace
+}  // namespace ipclab::cachecalc

@@ -1,0 +1,63 @@
+#pragma once
+// The cachecalc workload (reference 000, "cache calc"), shared by every variant: a calc walks the
+// 10 keys of a string map, parses each value (empty = 10000), adds one and stores it back as text;
+// a task is calc -> delay -> calc; an iteration is 1000 tasks on a fresh map, verified at the end.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/params.hpp"
+
+namespace ipclab {
+class Session;
+}
+
+namespace ipclab::cachecalc {
+
+using Cache = std::unordered_map<std::string, std::string>;
+
+constexpr int kKeys = 10;
+constexpr int kTasks = 1000;       // the reference's max_iter
+constexpr int kConcurrency = 8;    // the reference's num_tasks: threads, async window, workers
+constexpr int64_t kEmpty = 10000;  // what an empty value counts as
+constexpr int64_t kExpected = kEmpty + 2 * kTasks;
+
+/// The key names hello0 ... hello9.
+const std::vector<std::string>& keys();
+/// A map holding every key of `subset` with an empty value (all 10 keys by default).
+Cache fresh_cache(std::span<const std::string> subset = keys());
+/// The value as the calc reads it: empty counts as kEmpty.
+int64_t parse_value(const std::string& v);
+/// One calc over `subset` (all 10 keys by default).
+void calc(Cache& c, std::span<const std::string> subset = keys());
+/// "" when every key of `subset` holds kEmpty + 2 * tasks, else what is wrong.
+std::string verify(const Cache& c, int tasks = kTasks, std::span<const std::string> subset = keys());
+
+/// The delay as a blocking sleep (nanosleep): the reference's BM_sleep.
+void sleep_delay(int64_t us);
+/// The delay as busy work: reads /dev/zero until `us` passed (the reference's BM_sleep_devzero).
+class DevZero {
+ public:
+  DevZero();
+  ~DevZero();
+  DevZero(const DevZero&) = delete;
+  DevZero& operator=(const DevZero&) = delete;
+  void delay(int64_t us);
+
+ private:
+  int fd_;
+};
+
+/// The `delay_us` parameter: 8 and 64 as in the reference's /8 and /64.
+ParamSpec delay_param();
+
+/// Runs `iteration` in the session's measured window until --duration is used (at least once;
+/// warm-up runs it for --warmup): ops = iterations, so time/op and CPU/op are per iteration.
+/// `iteration` returns "" or what the verification found; the first failure stops the run,
+/// counts as corrupt and fails the record.
+void run_iterations(Session& s, const std::function<std::string()>& iteration);
+
+}  // namespace ipclab::cachecalc
