@@ -1,0 +1,27 @@
+// runtime/channel_asio: n messages through one Asio experimental::channel from a producer
+// coroutine to a consumer coroutine (reference 003's "channel, number of messages").
+#include "core/session.hpp"
+#include "mechanisms/runtime/channel_asio.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n"));
+  const size_t cap = size_t(s.params().i64("capacity"));
+  asio::io_context ctx(1);
+  measure_counted(s, n, n, index_sum(n), [&] { return asio_pairs(ctx, 1, n, cap); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_asio",
+    .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one producer and one consumer coroutine",
+    .params = {n_param("messages", 16384, {"1048576"},
+                       {"131072", "262144", "524288", "1048576", "2097152"}),
+               capacity_param()},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt

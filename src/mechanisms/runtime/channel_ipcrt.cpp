@@ -1,0 +1,33 @@
+// runtime/channel_ipcrt: n messages through one ipcrt channel<uint64_t> from a producer task to a
+// consumer task (reference 003's "channel, number of messages"). Message i carries i; the consumer
+// checks each arrives in order.
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/ipcrt.hpp>
+
+#include "core/session.hpp"
+#include "mechanisms/runtime/channel_ipcrt.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n"));
+  const size_t cap = size_t(s.params().i64("capacity"));
+  ipcrt::runtime rt;
+  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(ipcrt_pairs(1, n, cap)); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_ipcrt",
+    .help = "ipcrt: n messages through channel<uint64_t>(capacity), one producer and one consumer task",
+    .params = {n_param("messages", 16384, {"1048576"},
+                       {"131072", "262144", "524288", "1048576", "2097152"}),
+               capacity_param()},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt
+#endif

@@ -1,0 +1,27 @@
+// runtime/channel_pairs_asio: P producer/consumer pairs, n messages each, over Asio
+// experimental::channel on one io_context (reference 003's "channel, task pairs"). ops = P * n.
+#include "core/session.hpp"
+#include "mechanisms/runtime/channel_asio.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
+  const size_t cap = size_t(s.params().i64("capacity"));
+  asio::io_context ctx(1);
+  measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
+                  [&] { return asio_pairs(ctx, pairs, n, cap); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_pairs_asio",
+    .help = "Asio: P pairs of producer/consumer coroutines, n messages each through experimental::channel",
+    .params = {pairs_param(), n_param("messages per pair", 4096, {"131072"}, {"1048576"}),
+               capacity_param()},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt

@@ -1,0 +1,32 @@
+// runtime/channel_pairs_ipcrt: P producer/consumer pairs, n messages each, over ipcrt channels on
+// one runtime (reference 003's "channel, task pairs"). ops = P * n.
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/ipcrt.hpp>
+
+#include "core/session.hpp"
+#include "mechanisms/runtime/channel_ipcrt.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
+  const size_t cap = size_t(s.params().i64("capacity"));
+  ipcrt::runtime rt;
+  measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
+                  [&] { return rt.block_on(ipcrt_pairs(pairs, n, cap)); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_pairs_ipcrt",
+    .help = "ipcrt: P pairs of producer/consumer tasks, n messages each through channel<uint64_t>",
+    .params = {pairs_param(), n_param("messages per pair", 4096, {"131072"}, {"1048576"}),
+               capacity_param()},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt
+#endif

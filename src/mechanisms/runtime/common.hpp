@@ -1,0 +1,54 @@
+#pragma once
+// Shared by the runtime suite's mechanisms: one file per benchmark kind per runtime
+// (<bench>_ipcrt.cpp, <bench>_asio.cpp), each a count-based workload timed by Session::measure.
+// What every run checks is the same: how many results arrived and what they add up to.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+#include "core/record.hpp"
+
+namespace ipclab {
+class Session;
+}
+
+namespace ipclab::rt {
+
+/// What a run observed: results counted, their sum, and results that came out of order.
+struct Tally {
+  uint64_t count = 0, sum = 0, disorder = 0;
+  /// Counts `got` where `want` was due (a channel message, a task's result).
+  void take(uint64_t got, uint64_t want) {
+    ++count;
+    sum += got;
+    disorder += got != want;
+  }
+};
+
+/// Sum of 0..n-1: what n tasks returning their index, or n messages numbered from 0, add up to.
+constexpr uint64_t index_sum(uint64_t n) { return n * (n - 1) / 2; }
+
+/// The integrity verdict of `got` against the expected count and sum: a shortfall is `lost`, a
+/// surplus `duplicated`, a wrong sum or an out-of-order result `corrupt`.
+Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got);
+
+/// Runs `body` through Session::measure (warm-up, then timed); every run's tally is verified
+/// and folded into the record's integrity; ops = `ops` of the timed run.
+void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
+                     const std::function<Tally()>& body);
+
+/// `n`, the count of operations, with the bench's preset grid.
+ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
+                  std::vector<std::string> full);
+/// Channel capacity, the same for both runtimes.
+ParamSpec capacity_param();
+/// Producer/consumer pairs of channel_pairs.
+ParamSpec pairs_param();
+/// Timer delay in microseconds.
+ParamSpec delay_param();
+/// Spawned tasks in flight at once (spawn+join goes in batches of this many).
+ParamSpec batch_param();
+
+}  // namespace ipclab::rt

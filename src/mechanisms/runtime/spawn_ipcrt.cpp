@@ -1,0 +1,46 @@
+// runtime/spawn_ipcrt: spawn+join of n empty tasks on ipcrt (reference 003's "coroutine spawn").
+// Each task returns its index; the joined results must add up to 0+1+...+n-1.
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/ipcrt.hpp>
+
+#include "core/session.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+ipcrt::task<uint64_t> leaf(uint64_t i) { co_return i; }
+
+ipcrt::task<Tally> spawn_join(uint64_t n, uint64_t batch) {
+  std::vector<ipcrt::join_handle<uint64_t>> hs;
+  hs.reserve(std::min(n, batch));
+  Tally t;
+  for (uint64_t base = 0; base < n; base += batch) {
+    const uint64_t end = std::min(n, base + batch);
+    for (uint64_t i = base; i < end; ++i) hs.push_back(ipcrt::spawn(leaf(i)));
+    uint64_t i = base;
+    for (auto& h : hs) t.take(co_await h, i++);
+    hs.clear();
+  }
+  co_return t;
+}
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
+  ipcrt::runtime rt;
+  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(spawn_join(n, batch)); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "spawn_ipcrt",
+    .help = "ipcrt: spawn(task) n empty tasks, co_await every join_handle (in batches)",
+    .params = {n_param("tasks spawned and joined", 16384, {"1048576"},
+                       {"131072", "262144", "524288", "1048576", "2097152", "4194304"}),
+               batch_param()},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt
+#endif

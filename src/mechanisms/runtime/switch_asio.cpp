@@ -1,0 +1,42 @@
+// runtime/switch_asio: one coroutine switches n times with Asio (reference 003's "coroutine
+// switch"): co_await asio::post(executor, asio::use_awaitable) queues the coroutine's continuation
+// on the io_context and suspends until the scheduler runs it. (Asio 1.22's awaitable cannot co_await
+// experimental::deferred operations directly -- that came in 1.24 -- so use_awaitable is the token.)
+#include <asio/post.hpp>
+
+#include "core/session.hpp"
+#include "mechanisms/runtime/asio.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+asio::awaitable<void> poster(uint64_t n, Tally& t) {
+  auto ex = co_await asio::this_coro::executor;
+  for (uint64_t i = 0; i < n; ++i) {
+    co_await asio::post(ex, asio::use_awaitable);
+    t.take(i, i);
+  }
+}
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n"));
+  asio::io_context ctx(1);
+  measure_counted(s, n, n, index_sum(n), [&] {
+    Tally t;
+    asio::co_spawn(ctx, poster(n, t), asio::detached);
+    run_to_completion(ctx);
+    return t;
+  });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "switch_asio",
+    .help = "Asio: co_await asio::post(ex, asio::use_awaitable) n times in one coroutine",
+    .params = {n_param("switches", 65536, {"2097152"},
+                       {"524288", "1048576", "2097152", "4194304", "8388608"})},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt

@@ -1,0 +1,38 @@
+// runtime/switch_ipcrt: one task yields n times on ipcrt (reference 003's "coroutine switch"):
+// each co_await yield() requeues the task at the back of the ready queue and the loop resumes it.
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/ipcrt.hpp>
+
+#include "core/session.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+ipcrt::task<Tally> yielder(uint64_t n) {
+  Tally t;
+  for (uint64_t i = 0; i < n; ++i) {
+    co_await ipcrt::yield();
+    t.take(i, i);
+  }
+  co_return t;
+}
+
+void workload(Session& s) {
+  const uint64_t n = uint64_t(s.params().i64("n"));
+  ipcrt::runtime rt;
+  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(yielder(n)); });
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "switch_ipcrt",
+    .help = "ipcrt: co_await yield() n times in one task",
+    .params = {n_param("switches", 65536, {"2097152"},
+                       {"524288", "1048576", "2097152", "4194304", "8388608"})},
+    .workload = workload,
+});
+
+}  // namespace
+}  // namespace ipclab::rt
+#endif

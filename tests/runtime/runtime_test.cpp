@@ -1,0 +1,113 @@
+// runtime suite: every benchmark of both runtimes runs a tiny n and verifies it, and the
+// verification catches a lost, duplicated, reordered or wrong result.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/runner.hpp"
+#include "core/session.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+namespace ipclab {
+namespace {
+
+Record run(const std::string& mech, Overrides o) {
+  auto planned = plan(select_mechanisms({"runtime/" + mech}), Preset::Default, o);
+  EXPECT_EQ(planned.size(), 1u);
+  RunOptions opts;
+  opts.duration_s = 0.05;
+  opts.warmup_s = 0.01;  // > 0: the body runs twice, so reuse of a runtime is covered too
+  return run_one(planned.at(0), opts, 0);
+}
+
+bool registered(const std::string& mech) {
+  for (auto& m : Registry::get().mechanisms())
+    if (m.full_name() == "runtime/" + mech) return true;
+  return false;
+}
+
+struct Case {
+  std::string bench;
+  Overrides params;
+  uint64_t ops;
+};
+
+TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
+  const Case cases[] = {
+      {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},  // last batch partial
+      {"switch", {{"n", {"777"}}}, 777},
+      {"channel", {{"n", {"1000"}}, {"capacity", {"16"}}}, 1000},
+      {"channel", {{"n", {"300"}}, {"capacity", {"0"}}}, 300},  // rendezvous
+      {"channel_pairs", {{"n", {"200"}}, {"pairs", {"3"}}}, 600},
+      {"timer", {{"n", {"100"}}, {"delay_us", {"0"}}}, 100},
+      {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
+  };
+  for (const std::string rt : {"ipcrt", "asio"}) {
+    for (const auto& c : cases) {
+      const std::string mech = c.bench + "_" + rt;
+      if (rt == "ipcrt" && !registered(mech)) GTEST_SKIP() << "built without ipcrt";
+      SCOPED_TRACE(mech);
+      const Record r = run(mech, c.params);
+      EXPECT_EQ(r.status, Status::Ok) << r.error;
+      EXPECT_EQ(r.ops, c.ops);
+      EXPECT_EQ(r.integrity.sent, c.ops);
+      EXPECT_EQ(r.integrity.received, c.ops);
+      EXPECT_TRUE(r.integrity.clean());
+      EXPECT_GT(r.wall_s, 0.0);
+    }
+  }
+}
+
+TEST(RuntimeSuite, DefaultGridIsOnePointPerMechanism) {
+  int mechs = 0;
+  for (auto& m : Registry::get().mechanisms()) {
+    if (m.suite != "runtime") continue;
+    ++mechs;
+    EXPECT_EQ(expand_grid(m.params, Preset::Default, {}).size(), 1u) << m.name;
+  }
+  EXPECT_GE(mechs, 5);  // the Asio side is always built
+}
+
+TEST(RuntimeVerify, ExactCountAndSumAreClean) {
+  rt::Tally t;
+  for (uint64_t i = 0; i < 10; ++i) t.take(i, i);
+  const Integrity v = rt::verify(10, rt::index_sum(10), t);
+  EXPECT_TRUE(v.clean());
+  EXPECT_EQ(v.sent, 10u);
+  EXPECT_EQ(v.received, 10u);
+}
+
+TEST(RuntimeVerify, WrongExpectationsAreCaught) {
+  rt::Tally t;
+  for (uint64_t i = 0; i < 10; ++i) t.take(i, i);
+  EXPECT_EQ(rt::verify(11, rt::index_sum(11), t).lost, 1u);        // one result missing
+  EXPECT_EQ(rt::verify(9, rt::index_sum(9), t).duplicated, 1u);    // one too many
+  EXPECT_EQ(rt::verify(10, rt::index_sum(10) + 1, t).corrupt, 1u);  // wrong sum
+  rt::Tally swapped;
+  swapped.take(1, 0);
+  swapped.take(0, 1);
+  const Integrity v = rt::verify(2, 1, swapped);  // right count and sum, wrong order
+  EXPECT_EQ(v.corrupt, 2u);
+  EXPECT_FALSE(v.clean());
+}
+
+TEST(RuntimeVerify, AWrongCountFailsTheRecord) {
+  // A workload whose body delivers one result short, run through the runner (not registered).
+  Mechanism m{.suite = "runtime", .name = "short_by_one"};
+  m.workload = [](Session& s) {
+    rt::measure_counted(s, 10, 10, rt::index_sum(10), [] {
+      rt::Tally t;
+      for (uint64_t i = 0; i < 9; ++i) t.take(i, i);
+      return t;
+    });
+  };
+  RunOptions opts;
+  opts.warmup_s = 0;
+  const Record r = run_one({&m, Params{}, "runtime/short_by_one"}, opts, 0);
+  EXPECT_EQ(r.status, Status::Failed);
+  EXPECT_EQ(r.integrity.lost, 1u);
+  EXPECT_NE(r.error.find("lost"), std::string::npos) << r.error;
+}
+
+}  // namespace
+}  // namespace ipclab
