@@ -20,7 +20,14 @@ bool filter_matches(const std::string& filter, const Mechanism& m) {
   if (filter.find_first_of("*?[") != std::string::npos)
     return fnmatch(filter.c_str(), full.c_str(), 0) == 0 ||
            fnmatch(filter.c_str(), m.name.c_str(), 0) == 0;
-  if (filter == m.suite || filter == full || filter == m.name) return true;
+  if (filter == m.suite || filter == full) return true;
+  // A bare mechanism name selects mechanisms in every suite, unless it names a suite itself
+  // (`runtime` is the runtime suite, not fileio/runtime and cachecalc/runtime too).
+  if (filter == m.name) {
+    for (auto& other : Registry::get().mechanisms())
+      if (other.suite == filter) return false;
+    return true;
+  }
   return full.rfind(filter, 0) == 0 && (full.size() == filter.size() || full[filter.size()] == '/');
 }
 

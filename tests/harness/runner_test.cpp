@@ -29,6 +29,12 @@ TEST(Runner, FiltersSelectBySuiteMechanismOrGlob) {
   EXPECT_EQ(pipe[0]->name, "pipe");
   EXPECT_EQ(select_mechanisms({"anchors/*"}).size(), select_mechanisms({"anchors"}).size());
   EXPECT_THROW(select_mechanisms({"nosuch"}), UsageError);
+  // A word that names a suite selects that suite only, even where mechanisms share the name.
+  for (auto* m : select_mechanisms({"anchors"})) EXPECT_EQ(m->suite, "anchors");
+  for (auto* m : select_mechanisms({"runtime"})) EXPECT_EQ(m->suite, "runtime") << m->full_name();
+  auto by_name = select_mechanisms({"c2c"});
+  ASSERT_EQ(by_name.size(), 1u);
+  EXPECT_EQ(by_name[0]->full_name(), "anchors/c2c");
   EXPECT_THROW(select_mechanisms({"messag"}), UsageError) << "prefixes stop at '/' boundaries";
 }
 
