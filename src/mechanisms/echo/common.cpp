@@ -1,0 +1,233 @@
+// The echo client and the suite's workload (see common.hpp).
+#include "mechanisms/echo/common.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <random>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/session.hpp"
+#include "mechanisms/servers/common.hpp"
+
+namespace ipclab::echo {
+namespace {
+
+IPCLAB_REGISTER(Suite{
+    .name = "echo",
+    .help = "TCP echo over loopback: server pinned to one CPU, event-driven client on the other; "
+            "throughput, RTT and server CPU per echo (reference 003)",
+});
+
+// Messages are windows into one random pattern, at an offset that changes with every message and
+// connection, so a byte from a stale, duplicated or foreign message does not compare equal.
+constexpr size_t kSpread = 4096;
+
+struct Conn {
+  int fd = -1;
+  uint64_t seq = 0;
+  size_t sent = 0, got = 0;
+  uint64_t t_send = 0;
+  const unsigned char* msg = nullptr;
+  bool want_out = false;
+};
+
+}  // namespace
+
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
+  std::vector<ParamSpec> ps = {
+      {.name = "connections", .type = ParamType::Int, .def = "16",
+       .help = "client connections, one message in flight on each", .quick = {"16", "64"},
+       .full = {"1", "4", "8", "16", "32", "64"}, .min = 1, .max = 4096},
+      {.name = "size", .type = ParamType::Size, .def = "1024", .help = "message size in bytes",
+       .min = 1, .max = kMaxSize},
+  };
+  for (auto& p : extra) ps.push_back(p);
+  return ps;
+}
+
+void run_echo(Session& s, const ServerLaunch& launch) {
+  using servers::ServerProcess;
+  const Params& p = s.params();
+  const int nconn = int(p.i64("connections"));
+  const size_t size = size_t(p.i64("size"));
+  servers::ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
+  const auto& cpus = s.options().cpus;
+  const int client_cpu = cpus.empty() ? -1 : cpus[0];
+  const int server_cpu = cpus.size() > 1 ? cpus[1] : client_cpu;
+  auto& rec = s.record();
+
+  ServerProcess server = launch.argv.empty()
+      ? ServerProcess::fork_fn(server_cpu, [&](int ready) {
+          int lfd = servers::listen_tcp(0, 1024, true, false);
+          std::string line = fmt::format("{}\n", servers::local_port(lfd));
+          if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return;
+          ::close(ready);
+          launch.serve(lfd, p);
+        })
+      : ServerProcess::exec(server_cpu, launch.argv);
+
+  std::vector<unsigned char> pattern(size + kSpread);
+  std::mt19937_64 rng(42);
+  for (auto& b : pattern) b = static_cast<unsigned char>(rng());
+  std::vector<Conn> cs(static_cast<size_t>(nconn));
+  std::vector<unsigned char> rbuf(size);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  auto cleanup = [&] {
+    for (auto& c : cs)
+      if (c.fd >= 0) ::close(c.fd);
+    if (ep >= 0) ::close(ep);
+    ep = -1;
+  };
+
+  std::string error;
+  Histogram* hist = new Histogram();
+  uint64_t ops = 0;
+  CpuUsage client0, client1;
+  double srv0 = 0, srv1 = 0;
+  uint64_t t_begin = 0, t_end = 0;
+  {
+    servers::ScopedPin pin(client_cpu);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(server.port()));
+    auto start_msg = [&](Conn& c, size_t idx) {
+      c.msg = pattern.data() + (c.seq * 61 + idx * 997) % kSpread;
+      c.sent = c.got = 0;
+      c.t_send = now_ns();
+    };
+    // Sends what is left of the current message; arms EPOLLOUT while the socket buffer is full.
+    auto pump = [&](Conn& c, size_t idx) -> bool {
+      while (c.sent < size) {
+        ssize_t w = ::send(c.fd, c.msg + c.sent, size - c.sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EAGAIN) break;
+        if (w < 0) {
+          error = fmt::format("send: {}", strerror(errno));
+          return false;
+        }
+        c.sent += size_t(w);
+      }
+      bool want = c.sent < size;
+      if (want != c.want_out) {
+        c.want_out = want;
+        epoll_event ev{.events = EPOLLIN | (want ? EPOLLOUT : 0u), .data = {.u64 = idx}};
+        epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev);
+      }
+      return true;
+    };
+    for (size_t i = 0; i < cs.size() && error.empty(); ++i) {
+      Conn& c = cs[i];
+      c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      int one = 1;
+      if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        error = fmt::format("connect to the server: {}", strerror(errno));
+        break;
+      }
+      setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      int fl = 1;
+      if (::ioctl(c.fd, FIONBIO, &fl) != 0) error = "FIONBIO";
+      epoll_event ev{.events = EPOLLIN, .data = {.u64 = i}};
+      epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
+    }
+    const uint64_t t0 = now_ns();
+    const uint64_t measure_at = t0 + uint64_t(s.options().warmup_s * 1e9);
+    const uint64_t stop_at = measure_at + uint64_t(s.options().duration_s * 1e9);
+    for (size_t i = 0; i < cs.size() && error.empty(); ++i) {
+      start_msg(cs[i], i);
+      pump(cs[i], i);
+    }
+    bool measuring = false;
+    uint64_t last_progress = now_ns(), next_check = 0;
+    std::vector<epoll_event> evs(256);
+    while (error.empty()) {
+      uint64_t now = now_ns();
+      if (!measuring && now >= measure_at) {
+        measuring = true;
+        t_begin = now;
+        srv0 = server.cpu_seconds();
+        client0 = cpu_usage(RUSAGE_THREAD);
+      }
+      if (now >= stop_at) {
+        t_end = now;
+        srv1 = server.cpu_seconds();
+        client1 = cpu_usage(RUSAGE_THREAD);
+        break;
+      }
+      if (now >= next_check) {
+        next_check = now + 20'000'000;
+        if (!server.alive()) error = server.death();
+        else if (now - last_progress > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
+        if (!error.empty()) break;
+      }
+      int k = epoll_wait(ep, evs.data(), int(evs.size()), 20);
+      for (int e = 0; e < k && error.empty(); ++e) {
+        const size_t idx = evs[size_t(e)].data.u64;
+        Conn& c = cs[idx];
+        if ((evs[size_t(e)].events & EPOLLOUT) && !pump(c, idx)) break;
+        if (!(evs[size_t(e)].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
+        ssize_t r = ::recv(c.fd, rbuf.data(), size - c.got, 0);
+        if (r < 0 && errno == EAGAIN) continue;
+        if (r <= 0) {
+          error = r == 0 ? "the server closed a connection" : fmt::format("recv: {}", strerror(errno));
+          break;
+        }
+        if (std::memcmp(rbuf.data(), c.msg + c.got, size_t(r)) != 0) {
+          ++rec.integrity.corrupt;
+          error = fmt::format("connection {} message {}: echoed bytes differ from those sent", idx, c.seq);
+          break;
+        }
+        c.got += size_t(r);
+        if (c.got < size) continue;
+        const uint64_t t = now_ns();
+        last_progress = t;
+        if (measuring) {
+          hist->record(t - c.t_send);
+          ++ops;
+        }
+        ++c.seq;
+        start_msg(c, idx);
+        if (!pump(c, idx)) break;
+      }
+    }
+  }
+  cleanup();
+  const bool died = error.empty() ? !server.alive() : server.dies_within(0.2);
+  CpuUsage whole = server.stop();
+
+  rec.wall_s = t_end && t_begin ? double(t_end - t_begin) * 1e-9 : 0.0;
+  rec.ops = ops;
+  rec.bytes = ops * size;
+  rec.integrity.sent = rec.integrity.received = ops;
+  if (hist->count()) rec.latency = Latency::from("rtt", *hist);
+  delete hist;
+  const double srv = srv1 - srv0;
+  CpuUsage client = client1 - client0;
+  // Server CPU from schedstat is one figure (user and sys together): recorded as sys.
+  rec.cpu = client;
+  rec.cpu.sys_s += srv;
+  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(ops) / rec.wall_s : 0.0;
+  rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(ops * size) / rec.wall_s / (1 << 20) : 0.0;
+  auto& x = rec.extra;
+  x["server_cpu_s"] = srv;
+  x["server_cpu_per_echo_ns"] = ops ? srv * 1e9 / double(ops) : 0.0;
+  x["client_cpu_per_echo_ns"] = ops ? (client.user_s + client.sys_s) * 1e9 / double(ops) : 0.0;
+  x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
+  x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
+  rec.placement.layout = "cross";
+  rec.placement.cpus = cpus;
+  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = client_cpu >= 0 ? std::vector<int>{client_cpu} : std::vector<int>{}});
+  rec.placement.sides.push_back({.role = "server", .index = 0, .pinned = server_cpu >= 0 ? std::vector<int>{server_cpu} : std::vector<int>{}});
+  if (died) rec.fail(server.death() + (error.empty() ? "" : " (" + error + ")"));
+  else if (!error.empty()) rec.fail(error);
+}
+
+}  // namespace ipclab::echo

@@ -1,0 +1,14 @@
+// servers/epoll_lt: one thread, epoll level-triggered: one read per readiness report.
+#include "mechanisms/servers/common.hpp"
+
+namespace ipclab::servers {
+namespace {
+
+IPCLAB_REGISTER(make_mechanism({
+    .name = "epoll_lt",
+    .help = "one thread, epoll level-triggered",
+    .serve = [](int lfd, const Params&, const std::vector<int>&, int) { epoll_reactor(lfd, false); },
+}));
+
+}  // namespace
+}  // namespace ipclab::servers

@@ -1,0 +1,200 @@
+// servers suite: protocol conformance of every model, a 1,000-client wave per model, a server
+// killed mid-run, and no descriptor leaked by a run.
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/placement.hpp"
+#include "core/session.hpp"
+#include "mechanisms/servers/common.hpp"
+
+namespace ipclab::servers {
+namespace {
+
+const std::vector<std::string> kModels = {"blocking_1th", "threads_mutex_accept", "select", "poll",
+                                          "epoll_lt", "epoll_et", "epoll_reuseport", "uring", "asio"};
+
+const Mechanism* find_mech(const std::string& name) {
+  for (const auto& m : Registry::get().mechanisms())
+    if (m.suite == "servers" && m.name == name) return &m;
+  return nullptr;
+}
+
+Params defaults(const Mechanism& m, std::map<std::string, std::string> over = {}) {
+  Params p;
+  for (const auto& spec : m.params) p.set(spec.name, over.count(spec.name) ? over[spec.name] : spec.def);
+  return p;
+}
+
+Record run(const Mechanism& m, const Params& p) {
+  RunOptions o;
+  o.duration_s = 0;
+  o.warmup_s = 0;
+  o.cpus = allowed_cpus();
+  Record rec;
+  Session s(m, p, o, rec);
+  m.workload(s);
+  return rec;
+}
+
+int open_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string read_n(int fd, size_t n) {
+  std::string s;
+  char buf[64];
+  while (s.size() < n) {
+    ssize_t r = recv(fd, buf, std::min(sizeof buf, n - s.size()), 0);
+    if (r <= 0) break;
+    s.append(buf, size_t(r));
+  }
+  return s;
+}
+
+TEST(ServersProtocol, ParserAnswersEveryGreetingAndStopsAtExit) {
+  ProtocolConn pc;
+  std::string out;
+  EXPECT_EQ(pc.feed("hi\nhel", 6, out), ProtocolConn::State::Open);
+  EXPECT_EQ(out, "pong\n");
+  EXPECT_EQ(pc.feed("lo\n", 3, out), ProtocolConn::State::Open);
+  EXPECT_EQ(out, "pong\npong\n");
+  EXPECT_EQ(pc.feed("exit\n", 5, out), ProtocolConn::State::Exit);
+  ProtocolConn bad;
+  EXPECT_EQ(bad.feed("hola\n", 5, out), ProtocolConn::State::Bad);
+}
+
+class EveryModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryModel, SpeaksTheProtocol) {
+  const ServerModel* model = find_model(GetParam());
+  const Mechanism* mech = find_mech(GetParam());
+  if (!model || !mech) GTEST_SKIP() << GetParam() << " is not built here";
+  Params p = defaults(*mech);
+  ServerProcess srv = start_model(*model, p, -1, allowed_cpus(), 128);
+  // One message per write, then a line split across writes, then two lines in one write.
+  int fd = connect_to(srv.port());
+  for (size_t i = 0; i + 1 < kMessages.size(); ++i) {
+    std::string line = kMessages[i] + "\n";
+    ASSERT_EQ(send(fd, line.data(), line.size(), MSG_NOSIGNAL), ssize_t(line.size()));
+    EXPECT_EQ(read_n(fd, 5), "pong\n") << "after " << kMessages[i];
+  }
+  ASSERT_EQ(send(fd, "exit\n", 5, MSG_NOSIGNAL), 5);
+  char c;
+  EXPECT_EQ(recv(fd, &c, 1, 0), 0) << "the server must close after exit";
+  close(fd);
+  fd = connect_to(srv.port());
+  ASSERT_EQ(send(fd, "guten", 5, MSG_NOSIGNAL), 5);
+  usleep(20000);
+  ASSERT_EQ(send(fd, " tag\nping\n", 10, MSG_NOSIGNAL), 10);
+  EXPECT_EQ(read_n(fd, 10), "pong\npong\n");
+  ASSERT_EQ(send(fd, "exit\n", 5, MSG_NOSIGNAL), 5);
+  EXPECT_EQ(recv(fd, &c, 1, 0), 0);
+  close(fd);
+  EXPECT_TRUE(srv.alive()) << srv.death();
+}
+
+TEST_P(EveryModel, ServesAThousandClients) {
+  const Mechanism* mech = find_mech(GetParam());
+  const ServerModel* model = find_model(GetParam());
+  if (!mech) GTEST_SKIP() << GetParam() << " is not built here";
+  const uint64_t t0 = now_ns();
+  Record rec = run(*mech, defaults(*mech, {{"concurrency", "1000"}}));
+  EXPECT_LT(double(now_ns() - t0) * 1e-9, 8.0);
+  const auto& x = rec.extra;
+  EXPECT_EQ(x["processed"].get<uint64_t>() + x["rejected"].get<uint64_t>() + x["lost"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(rec.integrity.corrupt, 0u);
+  if (model->event_driven) {
+    EXPECT_EQ(rec.status, Status::Ok) << rec.error;
+    EXPECT_EQ(rec.ops, 1000u);
+    ASSERT_TRUE(rec.latency.has_value());
+    EXPECT_EQ(rec.latency->count, 1000u);
+  } else {
+    EXPECT_NE(rec.status, Status::Failed) << rec.error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, EveryModel, ::testing::ValuesIn(kModels),
+                         [](const auto& info) { return info.param; });
+
+TEST(Servers, SelectAboveFdSetSizeIsSkippedWithTheReason) {
+  const Mechanism* mech = find_mech("select");
+  ASSERT_NE(mech, nullptr);
+  try {
+    run(*mech, defaults(*mech, {{"concurrency", "2000"}}));
+    FAIL() << "expected a Skip";
+  } catch (const Skip& e) {
+    EXPECT_NE(std::string(e.what()).find("FD_SETSIZE"), std::string::npos);
+  }
+}
+
+TEST(Servers, ServerKilledMidRunFailsQuickly) {
+  // A model that serves 50 sessions and then dies as if killed.
+  Mechanism mech = make_mechanism({
+      .name = "dies",
+      .serve = [](int lfd, const Params&, const std::vector<int>&, int) {
+        for (int served = 0;; ++served) {
+          if (served == 50) raise(SIGKILL);
+          int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+          if (fd < 0) {
+            poll(nullptr, 0, 1);
+            continue;
+          }
+          int fl = 0;
+          ioctl(fd, FIONBIO, &fl);
+          serve_blocking(fd);
+        }
+      },
+  });
+  const int fds0 = open_fds();
+  const uint64_t t0 = now_ns();
+  Record rec = run(mech, defaults(mech, {{"concurrency", "1000"}}));
+  EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
+  EXPECT_EQ(rec.status, Status::Failed);
+  EXPECT_NE(rec.error.find("signal 9"), std::string::npos) << rec.error;
+  EXPECT_EQ(open_fds(), fds0);
+}
+
+TEST(Servers, NoDescriptorLeaks) {
+  const Mechanism* mech = find_mech("epoll_lt");
+  ASSERT_NE(mech, nullptr);
+  const int fds0 = open_fds();
+  Record rec = run(*mech, defaults(*mech, {{"concurrency", "300"}}));
+  EXPECT_EQ(rec.status, Status::Ok) << rec.error;
+  EXPECT_EQ(open_fds(), fds0);
+}
+
+TEST(Servers, TooManyClientsForTheFdLimitIsAUsageError) {
+  const Mechanism* mech = find_mech("epoll_lt");
+  ASSERT_NE(mech, nullptr);
+  EXPECT_THROW(run(*mech, defaults(*mech, {{"concurrency", "100000"}})), UsageError);
+}
+
+}  // namespace
+}  // namespace ipclab::servers
