@@ -137,8 +137,9 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
 
   struct statvfs vs {};
   if (statvfs(dir.c_str(), &vs) == 0 && uint64_t(vs.f_bavail) * vs.f_frsize < size + (64u << 20))
-    throw UsageError(fmt::format("{} has not room for a {} byte test file; use a smaller "
-                                 "-p file_size or another -p dir", dir, size));
+    // The machine's state, not bad input: skip (the rest of the run goes on) and name the fix.
+    throw Skip(fmt::format("{} has no room for a {} byte test file; use a smaller "
+                           "-p file_size or another -p dir", dir, size));
   // Written under a private name, made durable, then renamed: a crash never leaves a short file
   // under the final name, and concurrent runs never read a half-written one.
   const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
