@@ -1,6 +1,7 @@
 // echo/uring: the ipcrt runtime: a coroutine per connection doing recv then send through one
 // ring; every loop turn submits all connections' SQEs in one io_uring_enter. fixed_files=1
 // registers each accepted socket in the ring's file table (IOSQE_FIXED_FILE: no fd lookup per op).
+// multishot=1 (default) keeps one recv armed per connection over a provided-buffer ring.
 // Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <unistd.h>
@@ -31,18 +32,45 @@ ipcrt::task<void> echo_loop(Fd fd, std::unique_ptr<char[]> buf) {
   }
 }
 
-ipcrt::task<void> plain(int fd) {
-  co_await echo_loop(fd, std::unique_ptr<char[]>(new char[kMaxSize]));
+// One multishot recv SQE per connection: the kernel picks a buffer from the shared ring for each
+// chunk and keeps the recv armed, so an echo costs one send SQE instead of recv + send.
+template <class Fd>
+ipcrt::task<void> echo_multishot(Fd fd, ipcrt::buf_ring& br) {
+  for (;;) {
+    auto stream = ipcrt::async_recv_multishot(fd, br);
+    for (;;) {
+      auto r = co_await stream.next();
+      if (r.res == -ENOBUFS) break;  // the ring ran dry and the kernel ended the stream: re-arm
+      if (r.res <= 0) co_return;
+      auto d = r.buf.data();
+      for (size_t off = 0; off < d.size();) {
+        int w = co_await ipcrt::async_send(fd, d.data() + off, d.size() - off);
+        if (w <= 0) co_return;
+        off += size_t(w);
+      }
+      if (!stream.active()) break;  // ended without an error (e.g. CQ overflow): re-arm
+    }
+  }
+}
+
+template <class Fd>
+ipcrt::task<void> echo(Fd fd, ipcrt::buf_ring* br) {
+  if (br) co_await echo_multishot(fd, *br);
+  else co_await echo_loop(fd, std::unique_ptr<char[]>(new char[kMaxSize]));
+}
+
+ipcrt::task<void> plain(int fd, ipcrt::buf_ring* br) {
+  co_await echo(fd, br);
   ::close(fd);
 }
 
-ipcrt::task<void> fixed(int slot, std::vector<int>* free_slots) {
-  co_await echo_loop(ipcrt::fixed_file{slot}, std::unique_ptr<char[]>(new char[kMaxSize]));
+ipcrt::task<void> fixed(int slot, std::vector<int>* free_slots, ipcrt::buf_ring* br) {
+  co_await echo(ipcrt::fixed_file{slot}, br);
   co_await ipcrt::async_close(ipcrt::fixed_file{slot});
   free_slots->push_back(slot);
 }
 
-ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed) {
+ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed, ipcrt::buf_ring* br) {
   std::vector<int> free_slots;
   for (int i = int(kSlots) - 1; i >= 0; --i) free_slots.push_back(i);
   for (;;) {
@@ -51,7 +79,7 @@ ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed) {
       int fd = co_await stream.next();
       if (fd < 0) break;
       if (!use_fixed || free_slots.empty()) {
-        ipcrt::spawn(plain(fd)).detach();
+        ipcrt::spawn(plain(fd, br)).detach();
         continue;
       }
       int slot = free_slots.back();
@@ -59,11 +87,11 @@ ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed) {
       int one[1] = {fd};
       if (rt.update_files(unsigned(slot), one) != 1) {
         free_slots.push_back(slot);
-        ipcrt::spawn(plain(fd)).detach();
+        ipcrt::spawn(plain(fd, br)).detach();
         continue;
       }
       ::close(fd);  // the table holds its own reference
-      ipcrt::spawn(fixed(slot, &free_slots)).detach();
+      ipcrt::spawn(fixed(slot, &free_slots, br)).detach();
     }
     co_await ipcrt::sleep_for(std::chrono::milliseconds(1));
   }
@@ -72,7 +100,9 @@ ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed) {
 void serve(int lfd, const Params& p) {
   const bool use_fixed = p.flag("fixed_files");
   ipcrt::runtime rt(ipcrt::options().entries(1024).registered_files(use_fixed ? kSlots : 0));
-  auto body = [&]() { return acceptor(rt, lfd, use_fixed); };
+  std::unique_ptr<ipcrt::buf_ring> br;
+  if (p.flag("multishot")) br = std::make_unique<ipcrt::buf_ring>(rt, 1, 512, 16384);
+  auto body = [&]() { return acceptor(rt, lfd, use_fixed, br.get()); };
   rt.block_on(body());
 }
 
@@ -82,10 +112,16 @@ IPCLAB_REGISTER(Mechanism{
     .help = "ipcrt io_uring runtime: multishot accept, recv/send coroutine per connection",
     .params = suite_params({{.name = "fixed_files", .type = ParamType::Bool, .def = "0",
                              .help = "register each connection in the ring's file table",
-                             .quick = {"0", "1"}, .full = {"0", "1"}}}),
+                             .quick = {"0", "1"}, .full = {"0", "1"}},
+                            {.name = "multishot", .type = ParamType::Bool, .def = "1",
+                             .help = "multishot recv into a provided-buffer ring (0: one recv SQE per message)",
+                             .quick = {"1"}, .full = {"0", "1"}}}),
     .workload = [](Session& s) {
       if (s.params().flag("fixed_files") && !ipcrt::features::get().registered_files)
         throw Skip("the kernel refuses a sparse registered-file table (io_uring_register_files_sparse)");
+      if (s.params().flag("multishot") &&
+          !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
+        throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
       run_echo(s, {.serve = serve});
     },
 });
