@@ -47,10 +47,10 @@ test-release: build
 	ctest --preset release
 
 test-asan: asan
-	ctest --preset asan -j2 -L unit
+	ctest --preset asan -L unit
 
 test-tsan: tsan
-	ctest --preset tsan -j2 -L concurrent
+	ctest --preset tsan -L concurrent
 
 clean:
 	rm -rf build
