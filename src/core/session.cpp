@@ -301,13 +301,23 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
 void Session::measure(const std::function<void()>& body) {
   if (opts_.warmup_s > 0) body();
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
+  const int cpu_before = current_cpu();
   uint64_t t0 = now_ns();
   body();
   uint64_t t1 = now_ns();
+  const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
   rec_.placement.layout = layout();
   rec_.placement.cpus = opts_.cpus;
+  // A workload that did not describe its sides ran on the calling thread: say where.
+  if (rec_.placement.sides.empty()) {
+    Side side{"main", 0, {}, {cpu_before}};
+    if (cpu_after != cpu_before) side.observed.push_back(cpu_after);
+    auto allowed = allowed_cpus();
+    if (allowed.size() == 1) side.pinned = allowed;
+    rec_.placement.sides.push_back(side);
+  }
 }
 
 }  // namespace ipclab
