@@ -220,7 +220,8 @@ private:
     std::vector<std::unique_ptr<detail::op_state[]>> op_chunks_;
     detail::promise_base* alive_ = nullptr;
     bool stopping_ = false;
-    bool closing_ = false;
+    // Read by other threads posting to this runtime (send_remote), written by the destructor.
+    std::atomic<bool> closing_{false};
     bool use_msg_ring_ = false;
 
     // Cross-thread inbox (eventfd fallback and same-thread posts).
