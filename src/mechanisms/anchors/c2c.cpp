@@ -16,6 +16,10 @@ struct alignas(64) Line {
   std::atomic<uint64_t> value{0};
 };
 
+// The client ends the run by writing kDone: the server must not leave on the phase alone, or it
+// could leave just as the client published a round trip, and the client would wait forever.
+constexpr uint64_t kDone = UINT64_MAX;
+
 void run(Session& s) {
   const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
   auto line = std::make_unique<Line>();
@@ -23,7 +27,7 @@ void run(Session& s) {
   std::vector<WorkerSpec> workers;
   workers.push_back({"client", 0, s.cpu_for(0), [l, sample](Worker& w) {
                        auto& out = w.out();
-                       uint64_t k = 0;
+                       uint64_t k = 0, spins = 0;
                        w.ready();
                        while (w.running()) {
                          const bool measuring = w.measuring();
@@ -31,11 +35,16 @@ void run(Session& s) {
                          uint64_t t0 = timed ? now_ns() : 0;
                          // release/acquire: the value itself is the message, nothing else to publish.
                          l->value.store(2 * k + 1, std::memory_order_release);
-                         while (l->value.load(std::memory_order_acquire) != 2 * k + 2) _mm_pause();
+                         while (l->value.load(std::memory_order_acquire) != 2 * k + 2) {
+                           _mm_pause();
+                           if ((++spins & 4095) == 0 && w.control().abort.load(std::memory_order_relaxed))
+                             throw Aborted();
+                         }
                          if (timed) out.hist.record(now_ns() - t0);
                          if (measuring) out.ops++;
                          ++k;
                        }
+                       l->value.store(kDone, std::memory_order_release);
                        out.integrity.sent = out.integrity.received = k;
                      }});
   workers.push_back({"server", 0, s.cpu_for(1), [l](Worker& w) {
@@ -48,12 +57,17 @@ void run(Session& s) {
                            ++k;
                            continue;
                          }
+                         if (v == kDone) break;
                          _mm_pause();
-                         // The client stops between round trips; look at the phase now and then.
-                         if ((++spins & 255) == 0 && !w.running()) break;
+                         // Follow the phase for the CPU window; leave only on kDone or an abort.
+                         if ((++spins & 255) == 0) {
+                           w.running();
+                           if (w.control().abort.load(std::memory_order_relaxed)) throw Aborted();
+                         }
                        }
                      }});
   s.run_workers(std::move(workers), false, "rtt");
+  if (s.stuck()) line.release();  // an abandoned thread may still touch it
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -67,6 +67,7 @@ void run(Session& s) {
                        }
                      }});
   s.run_workers(std::move(workers), false, "rtt");
+  if (s.stuck()) word.release();  // an abandoned thread may still touch it
 }
 
 IPCLAB_REGISTER(Mechanism{
