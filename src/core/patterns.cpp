@@ -163,33 +163,54 @@ void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t, int i
   }
 }
 
-// Test hook: IPCLAB_FAULT=corrupt:N flips one byte of every Nth received message, so the tests
-// can prove end to end that corruption fails the run. A decorator, so normal runs pay nothing.
+// Test hooks, read from IPCLAB_FAULT, so tests can prove end to end that the harness notices:
+//   corrupt:N         flips one byte of every Nth received message (the run must fail);
+//   slow:MECH:NS      busy-waits NS ns after every receive of mechanism MECH (compare must flag it).
+// A decorator installed only when asked for, so normal runs pay nothing.
+struct Fault {
+  uint64_t corrupt_every = 0;
+  uint64_t slow_ns = 0;
+};
+
+Fault fault_for(const std::string& mechanism) {
+  Fault f;
+  const char* env = std::getenv("IPCLAB_FAULT");
+  if (!env) return f;
+  std::string spec = env;
+  if (spec.rfind("corrupt:", 0) == 0) f.corrupt_every = std::strtoull(spec.c_str() + 8, nullptr, 10);
+  if (spec.rfind("slow:", 0) == 0) {
+    auto colon = spec.find(':', 5);
+    if (colon != std::string::npos && spec.substr(5, colon - 5) == mechanism)
+      f.slow_ns = std::strtoull(spec.c_str() + colon + 1, nullptr, 10);
+  }
+  return f;
+}
+
 class FaultyEndpoint final : public Endpoint {
  public:
-  FaultyEndpoint(std::unique_ptr<Endpoint> inner, uint64_t every) : inner_(std::move(inner)), every_(every) {}
+  FaultyEndpoint(std::unique_ptr<Endpoint> inner, Fault f) : inner_(std::move(inner)), f_(f) {}
   void send(const std::byte* data, size_t len) override { inner_->send(data, len); }
   size_t recv(std::byte* buf, size_t len) override {
     size_t n = inner_->recv(buf, len);
-    if (++count_ % every_ == 0 && n > msg::kHeaderSize && !msg::is_stop(buf, n)) buf[n - 1] ^= std::byte(0x5a);
+    if (f_.corrupt_every && ++count_ % f_.corrupt_every == 0 && n > msg::kHeaderSize && !msg::is_stop(buf, n))
+      buf[n - 1] ^= std::byte(0x5a);
+    if (f_.slow_ns)
+      for (uint64_t until = now_ns() + f_.slow_ns; now_ns() < until;) {
+      }
     return n;
   }
 
  private:
   std::unique_ptr<Endpoint> inner_;
-  uint64_t every_, count_ = 0;
+  Fault f_;
+  uint64_t count_ = 0;
 };
 
-uint64_t fault_every() {
-  const char* f = std::getenv("IPCLAB_FAULT");
-  if (!f || std::strncmp(f, "corrupt:", 8) != 0) return 0;
-  return std::strtoull(f + 8, nullptr, 10);
-}
-
-std::unique_ptr<Endpoint> open_endpoint(Transport& tp, Role role, int index) {
+std::unique_ptr<Endpoint> open_endpoint(Transport& tp, const std::string& mechanism, Role role, int index) {
   auto ep = tp.open(role, index);
-  if (uint64_t every = fault_every(); every && role == Role::Consumer)
-    return std::make_unique<FaultyEndpoint>(std::move(ep), every);
+  Fault f = fault_for(mechanism);
+  if ((f.corrupt_every || f.slow_ns) && role == Role::Consumer)
+    return std::make_unique<FaultyEndpoint>(std::move(ep), f);
   return ep;
 }
 
@@ -212,16 +233,17 @@ void run_transport(Session& s) {
   tp->describe(s.record().extra);
   s.record().extra["duration_s"] = s.options().duration_s;
 
+  const std::string mech = s.mechanism().name;
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i](Worker& w) {
-                         auto ep = open_endpoint(*tp, Role::Producer, i);
+    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i, mech](Worker& w) {
+                         auto ep = open_endpoint(*tp, mech, Role::Producer, i);
                          if (t.pingpong) pingpong_client(w, *ep, t, i);
                          else throughput_producer(w, *ep, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
-    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i](Worker& w) {
-                         auto ep = open_endpoint(*tp, Role::Consumer, i);
+    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i, mech](Worker& w) {
+                         auto ep = open_endpoint(*tp, mech, Role::Consumer, i);
                          if (t.pingpong) pingpong_server(w, *ep, t);
                          else throughput_consumer(w, *ep, t, i);
                        }});
