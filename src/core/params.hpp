@@ -42,6 +42,11 @@ class Params {
   int64_t i64(const std::string& name) const;
   double f64(const std::string& name) const;
   bool flag(const std::string& name) const;
+  /// The value, or `def` when this mechanism has no such parameter.
+  std::string str_or(const std::string& name, const std::string& def) const {
+    return has(name) ? str(name) : def;
+  }
+  int64_t i64_or(const std::string& name, int64_t def) const { return has(name) ? i64(name) : def; }
   void set(const std::string& name, const std::string& value);
 
   /// `name:value/name:value` in declaration order.

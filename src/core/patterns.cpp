@@ -15,10 +15,6 @@ namespace ipclab {
 
 namespace {
 
-int param_or(const Params& p, const char* name, int def) {
-  return p.has(name) ? int(p.i64(name)) : def;
-}
-
 struct TransportShape {
   bool pingpong;
   size_t size;
@@ -30,13 +26,13 @@ struct TransportShape {
 
 TransportShape shape_of(const Params& p) {
   TransportShape t;
-  t.pingpong = !p.has("pattern") || p.str("pattern") == "pingpong";
+  t.pingpong = p.str_or("pattern", "pingpong") == "pingpong";
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
-  t.sample = p.has("latency_sample") ? uint64_t(p.i64("latency_sample")) : 1;
-  t.producers = param_or(p, "producers", 1);
-  t.consumers = param_or(p, "consumers", 1);
-  t.processes = p.has("mode") && p.str("mode") == "processes";
+  t.sample = uint64_t(p.i64_or("latency_sample", 1));
+  t.producers = int(p.i64_or("producers", 1));
+  t.consumers = int(p.i64_or("consumers", 1));
+  t.processes = p.str_or("mode", "threads") == "processes";
   return t;
 }
 

@@ -101,7 +101,7 @@ Session::~Session() {
 }
 
 std::string Session::layout() const {
-  return params_.has("placement") ? params_.str("placement") : "unpinned";
+  return params_.str_or("placement", "unpinned");
 }
 
 int Session::cpu_for(int side) const { return cpu_for_side(layout(), side, opts_.cpus); }

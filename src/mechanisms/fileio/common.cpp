@@ -281,7 +281,7 @@ Setup prepare(Session& s, bool direct) {
            .file_size = size,
            .direct = direct,
            .qd = int(p.i64("qd")),
-           .cache = p.has("cache") ? p.str("cache") : "drop",
+           .cache = p.str_or("cache", "drop"),
            .plan = Plan(size, p.str("pattern") == "rand")};
   rec.extra["file"] = su.path;
   rec.extra["file_ready_s"] = double(now_ns() - t0) * 1e-9;

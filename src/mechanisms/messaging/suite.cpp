@@ -8,10 +8,6 @@
 namespace ipclab {
 namespace {
 
-std::string param_or(const Record& r, const char* name, const char* def) {
-  return r.params.has(name) ? r.params.str(name) : def;
-}
-
 std::vector<std::string> row(const Record& r) {
   auto us = [&](uint64_t Latency::*field) {
     return r.latency ? fmt::format("{:.3f}", double((*r.latency).*field) / 1000.0) : std::string();
@@ -20,15 +16,15 @@ std::vector<std::string> row(const Record& r) {
   return {r.mechanism,
           r.extra.value("object", "-"),
           r.extra.contains("duration_s") ? fmt::format("{}", r.extra["duration_s"].get<double>()) : "",
-          param_or(r, "size", ""),
+          r.params.str_or("size", ""),
           // The depth actually used (capped to kernel limits) when the transport reported it.
           r.extra.contains("queue_depth_used") ? fmt::format("{}", r.extra["queue_depth_used"].get<int64_t>())
-                                               : param_or(r, "queue_depth", ""),
-          param_or(r, "producers", "1"),
-          param_or(r, "consumers", "1"),
-          param_or(r, "nonblocking", "0"),
-          param_or(r, "random", "0"),
-          param_or(r, "latency_sample", "1"),
+                                               : r.params.str_or("queue_depth", ""),
+          r.params.str_or("producers", "1"),
+          r.params.str_or("consumers", "1"),
+          r.params.str_or("nonblocking", "0"),
+          r.params.str_or("random", "0"),
+          r.params.str_or("latency_sample", "1"),
           fmt::format("{:.6f}", secs),
           std::to_string(r.ops),
           std::to_string(r.bytes),
