@@ -145,4 +145,15 @@ Record record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::string observed_text(const Placement& p) {
+  std::string out;
+  for (auto& side : p.sides) {
+    std::string cpus;
+    for (int c : side.observed) cpus += (cpus.empty() ? "" : "+") + std::to_string(c);
+    out += (out.empty() ? "" : " ") + side.role + std::to_string(side.index) + "@" +
+           (cpus.empty() ? "?" : cpus);
+  }
+  return out;
+}
+
 }  // namespace ipclab

@@ -75,6 +75,8 @@ struct Record {
 };
 
 nlohmann::json to_json(const Record& r);
+/// Where each side was seen running, for tables: `producer0@0 consumer0@1+0` (`?`: not seen).
+std::string observed_text(const Placement& p);
 /// Reads a record (a peer's line, or a result file's entry); throws std::runtime_error on bad shape.
 Record record_from_json(const nlohmann::json& j);
 

@@ -111,6 +111,19 @@ TEST(Output, MarkdownTableHasOneRowPerAggregate) {
   EXPECT_NE(md.find("EPYC"), std::string::npos);
 }
 
+TEST(Output, ObservedPlacementTextIsTheSameInCsvAndMarkdown) {
+  Record r = sample();
+  r.placement.sides[1].observed = {1, 0};
+  r.placement.sides.push_back({"server", 1, {}, {}});
+  EXPECT_EQ(observed_text(r.placement), "client0@0 server0@1+0 server1@?");
+  std::string path = ::testing::TempDir() + "/observed.csv";
+  std::remove(path.c_str());
+  output::append_csv(path, {r});
+  EXPECT_NE(slurp(path).find(",client0@0 server0@1+0 server1@?,"), std::string::npos);
+  std::string md = output::markdown(nlohmann::json::object(), {r});
+  EXPECT_NE(md.find("cross client0@0 server0@1+0 server1@?"), std::string::npos);
+}
+
 TEST(Output, HumanUnits) {
   EXPECT_EQ(output::human_ns(2.5), "2.50 ns");
   EXPECT_EQ(output::human_ns(1234), "1.23 us");

@@ -33,12 +33,6 @@ std::string num(double v) {
 }
 
 std::vector<std::string> common_cells(const Record& r) {
-  std::string observed;
-  for (auto& s : r.placement.sides) {
-    std::string cpus;
-    for (int c : s.observed) cpus += (cpus.empty() ? "" : "+") + std::to_string(c);
-    observed += (observed.empty() ? "" : " ") + s.role + std::to_string(s.index) + "@" + cpus;
-  }
   double ops_s = r.wall_s > 0 ? double(r.ops) / r.wall_s : 0;
   double mib_s = r.wall_s > 0 ? double(r.bytes) / r.wall_s / 1048576.0 : 0;
   auto& l = r.latency;
@@ -48,7 +42,8 @@ std::vector<std::string> common_cells(const Record& r) {
           l ? std::to_string(l->p50) : "", l ? std::to_string(l->p99) : "",
           l ? std::to_string(l->p999) : "", l ? std::to_string(l->max) : "", num(r.cpu.user_s),
           num(r.cpu.sys_s), num(r.cpu_per_op_ns()), std::to_string(r.cpu.ctx_vol),
-          std::to_string(r.cpu.ctx_invol), num(r.ctx_per_op()), r.placement.layout, observed,
+          std::to_string(r.cpu.ctx_invol), num(r.ctx_per_op()), r.placement.layout,
+          observed_text(r.placement),
           std::to_string(r.integrity.sent), std::to_string(r.integrity.received),
           std::to_string(r.integrity.lost), std::to_string(r.integrity.duplicated),
           std::to_string(r.integrity.corrupt), r.error};

@@ -27,12 +27,6 @@ std::string markdown(const nlohmann::json& context, const std::vector<Record>& r
   for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
   for (auto& r : records) {
     if (any_agg && r.run_type != "aggregate") continue;
-    std::string observed;
-    for (auto& s : r.placement.sides) {
-      std::string cpus;
-      for (int c : s.observed) cpus += (cpus.empty() ? "" : "+") + std::to_string(c);
-      observed += (observed.empty() ? "" : " ") + s.role + "@" + (cpus.empty() ? "?" : cpus);
-    }
     std::string status = status_name(r.status);
     if (!r.error.empty()) status += ": " + r.error;
     for (auto& ch : status)
@@ -41,7 +35,7 @@ std::string markdown(const nlohmann::json& context, const std::vector<Record>& r
                       human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
                       r.latency ? human_ns(double(r.latency->p50)) : "-",
                       r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()),
-                      r.ctx_per_op(), r.placement.layout, observed, status);
+                      r.ctx_per_op(), r.placement.layout, observed_text(r.placement), status);
   }
   return md;
 }
