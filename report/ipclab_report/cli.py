@@ -5,9 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .compare import DEFAULT_NOISE_PCT  # light: scipy is imported only when a test runs
 from .util import UsageError, write_atomic
 
 PROG = "ipclab"
+
+COMPARE_EPILOG = """\
+Verdicts (r = median NEW / median BASE of time per op, over each file's repetitions):
+  same     r is inside the benchmark's band, or the U test is not significant
+  slower   r beyond the band AND Mann-Whitney U p < alpha (exit status 1)
+  faster   r below 1/band AND p < alpha
+The band is the widest of: the threshold; the noise floor (--noise); the largest move of the
+other anchors/* of the same placement (same or cross CPU) between the two files (the machine's
+own calibration); and 2.5 x the 75th percentile of the |ln r| deviations of the other mechanisms
+of the same placement (how far this pair of runs scatters). Repetitions within one run share the
+machine's state, so the U test alone tells two runs apart, not two builds; the band is the
+between-run noise. Model and measurements: docs/methodology.md, "Comparing two runs".
+Exit: 0 no regression, 1 a regression, 2 usage error."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -15,14 +29,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}; see `{self.prog} --help`")
 
 
-def _threshold(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--threshold {text!r} is not a number; give a percentage like 5") from None
-    if not 0 <= v < 1000:
-        raise argparse.ArgumentTypeError(f"--threshold {v:g} is out of range; give a percentage from 0 to 1000")
-    return v
+def _percent(option, example):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} {text!r} is not a number; give a percentage like {example}") from None
+        if not 0 <= v < 1000:
+            raise argparse.ArgumentTypeError(f"{option} {v:g} is out of range; give a percentage from 0 to 1000")
+        return v
+    return parse
 
 
 def _alpha(text):
@@ -43,13 +59,18 @@ def parser():
     r.add_argument("results", nargs="+", metavar="RESULT.json")
     r.add_argument("-o", "--output", required=True, metavar="report.html", help="HTML file to write")
     r.add_argument("--markdown", metavar="F", help="also write a Markdown summary to F")
-    c = sub.add_parser("compare", help="per-benchmark ratios with a Mann-Whitney U test",
-                       description="Compare time per op of NEW against BASE; exit 1 on a significant "
-                                   "slowdown beyond the threshold.")
+    c = sub.add_parser("compare", help="per-benchmark ratios with a Mann-Whitney U test and a noise band",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Compare time per op of NEW against BASE; exit 1 on a significant\n"
+                                   "slowdown beyond the threshold and the noise band.",
+                       epilog=COMPARE_EPILOG)
     c.add_argument("base", metavar="BASE.json")
     c.add_argument("new", metavar="NEW.json")
-    c.add_argument("--threshold", type=_threshold, default=5.0, metavar="PCT",
+    c.add_argument("--threshold", type=_percent("--threshold", 5), default=5.0, metavar="PCT",
                    help="change in percent below which benchmarks count as the same (default 5)")
+    c.add_argument("--noise", type=_percent("--noise", 25), default=DEFAULT_NOISE_PCT, metavar="PCT",
+                   help=f"floor of the between-run noise band in percent (default {DEFAULT_NOISE_PCT:g}; "
+                        "lower it on a quiet, pinned bare-metal machine)")
     c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     s = sub.add_parser("screenshot", help="render an HTML report to PNG with headless Chromium")
     s.add_argument("html", metavar="report.html")
@@ -76,8 +97,8 @@ def cmd_report(args):
 def cmd_compare(args):
     from .compare import compare_files, format_table
 
-    result = compare_files(args.base, args.new, args.threshold, args.alpha)
-    print(format_table(result, args.threshold, args.alpha))
+    result = compare_files(args.base, args.new, args.threshold, args.alpha, args.noise)
+    print(format_table(result, args.threshold, args.alpha, args.noise))
     return 1 if result.regressions else 0
 
 

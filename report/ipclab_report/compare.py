@@ -1,13 +1,32 @@
-"""`compare BASE NEW`: per-benchmark ratio of medians and a Mann-Whitney U test over repetitions.
+"""`compare BASE NEW`: per-benchmark ratio of medians, a Mann-Whitney U test over repetitions,
+and a between-run noise band that decides what a ratio of medians can mean at all.
 
-Verdict rules (time per op, lower is better), with change = median(new)/median(base) - 1:
-  * |change| <= threshold                      -> "same"  (whatever the test says: within noise)
-  * beyond threshold and p < alpha             -> "slower" / "faster"
-  * beyond threshold, p >= alpha               -> "same (not significant, p=...)"
-  * beyond threshold but the sample sizes cannot reach p < alpha at all (the smallest two-sided
-    exact p-value of the U test is 2 / C(n1+n2, n1): 3 vs 3 repetitions give 0.1) ->
-    "slower?" / "faster?" with "(too few repetitions)": shown, never a regression.
-Only a significant "slower" makes the exit status 1.
+Why a noise band: the U test compares the repetitions of one run with those of the other, and the
+repetitions of one run are taken back to back, so they share the machine's state of that moment
+(on a shared 2-vCPU KVM guest: where the host put the vCPUs, who else runs). They agree closely
+with each other while two runs of the same build differ 2-5x on cross-CPU benchmarks. The test
+then correctly says "these two runs differ", which is not "these two builds differ". The band is
+the size of change the two runs themselves show without any change of code; see
+docs/methodology.md (Comparing two runs) for the model and the measurements behind its constants.
+
+With r = ln(median(new) / median(base)) and time per op (lower is better):
+  * |r| <= band                        -> "same" (the threshold or the noise band covers it)
+  * beyond band, sizes cannot reach p < alpha at all (the smallest two-sided exact p of the U
+    test is 2 / C(n1+n2, n1): 3 vs 3 repetitions give 0.1) -> "slower?" / "faster?" (too few
+    repetitions): shown, never a regression
+  * beyond band and p < alpha           -> "slower" / "faster"
+  * beyond band, p >= alpha             -> "same (not significant, p=...)"
+Only a significant "slower" beyond the band makes the exit status 1.
+
+The band of a benchmark is the widest of (all as |ln ratio|):
+  * the threshold (--threshold, a change too small to matter);
+  * the noise floor (--noise): between-run movement no estimate from two files can see;
+  * anchor drift: the largest |r| among the other anchors (suite "anchors") of the same placement
+    class, the machine's own calibration measured in the same two runs, plus the threshold;
+  * class spread: K x the 75th percentile of |r - median r| over the benchmarks of the same
+    placement class that belong to other mechanisms (needs MIN_SPREAD of them). It assumes that
+    most mechanisms did not change, and leaves the benchmark's own mechanism out so that a
+    mechanism that did change cannot widen its own band.
 """
 
 from __future__ import annotations
@@ -15,9 +34,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .load import load_all, samples
+from .load import load_all, samples, summaries
 from .stats import median
 from .util import fmt_time_ns
+
+DEFAULT_NOISE_PCT = 25.0
+SPREAD_QUANTILE = 0.75   # heavy-tailed between-run changes: the median deviation understates them
+SPREAD_K = 2.5           # 2.5 x q75 of |deviation| ~ 2.9 sigma for a normal; see methodology
+MIN_SPREAD = 5           # fewer other-mechanism points than this give no usable spread
+
+
+@dataclass
+class Band:
+    """Half-width of the "same" band as |ln ratio|, and what set it."""
+
+    log: float
+    source: str
+
+    @property
+    def factor(self) -> float:
+        return math.exp(self.log)
 
 
 @dataclass
@@ -31,6 +67,8 @@ class Comparison:
     p_value: float | None = None
     verdict: str = ""
     regression: bool = False
+    band: Band | None = None
+    placement: str = ""
 
 
 def min_p_value(n1: int, n2: int) -> float:
@@ -49,20 +87,32 @@ def mann_whitney_p(a, b) -> float:
     return 1.0 if math.isnan(p) else p
 
 
-def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05) -> Comparison:
-    """Verdict for one benchmark from its per-repetition times (ns/op)."""
+def threshold_band(threshold_pct: float) -> Band:
+    return Band(math.log1p(threshold_pct / 100.0), "threshold")
+
+
+def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05, band: Band | None = None) -> Comparison:
+    """Verdict for one benchmark from its per-repetition times (ns/op).
+
+    `band` is the noise band from `noise_bands`; without it only the threshold guards (one
+    benchmark alone carries no evidence of how much the machine moved between the runs).
+    """
     c = Comparison(name=name, base_n=len(base), new_n=len(new))
+    c.band = band if band is not None and band.log > math.log1p(threshold_pct / 100.0) else threshold_band(threshold_pct)
     c.base_median, c.new_median = median(base), median(new)
-    if not c.base_median or c.new_median is None:
+    if not c.base_median or not c.new_median:
         c.verdict = "no data"
         return c
     c.ratio = c.new_median / c.base_median
-    change = (c.ratio - 1.0) * 100.0
-    direction = "slower" if change > 0 else "faster"
-    if len(base) >= 1 and len(new) >= 1 and min_p_value(len(base), len(new)) < 1.0:
+    direction = "slower" if c.ratio > 1 else "faster"
+    if min_p_value(len(base), len(new)) < 1.0:
         c.p_value = mann_whitney_p(base, new)
-    if abs(change) <= threshold_pct:
+    # A hair of slack: a ratio exactly on the band's edge (e.g. 1.30 against --noise 30) is inside.
+    r = abs(math.log(c.ratio))
+    if r <= math.log1p(threshold_pct / 100.0) + 1e-12:
         c.verdict = "same"
+    elif r <= c.band.log + 1e-12:
+        c.verdict = f"same (within noise: {c.band.source})"
     elif min_p_value(len(base), len(new)) >= alpha:
         c.verdict = f"{direction}? (too few repetitions)"
     elif c.p_value is not None and c.p_value < alpha:
@@ -71,6 +121,50 @@ def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05) -> Compariso
     else:
         c.verdict = f"same (not significant, p={c.p_value:.2g})"
     return c
+
+
+def placement_class(record) -> str:
+    """same / cross / unpinned: the placement decides how a benchmark moves between runs."""
+    v = record.dim("placement")
+    return v if isinstance(v, str) and v else "unpinned"
+
+
+def _quantile(xs, q):
+    """Nearest-rank quantile of a non-empty list."""
+    xs = sorted(xs)
+    return xs[max(0, math.ceil(q * len(xs)) - 1)]
+
+
+@dataclass
+class Point:
+    """What the noise model knows of one benchmark: its class, its mechanism, its ln ratio."""
+
+    name: str
+    placement: str
+    mechanism: str     # suite/mechanism: the unit a code change slows
+    anchor: bool
+    log_ratio: float
+
+
+def noise_band(p: Point, points, threshold_pct: float, noise_pct: float) -> Band:
+    """The widest of threshold, noise floor, anchor drift and class spread for point `p`."""
+    cands = [threshold_band(threshold_pct), Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")]
+    klass = [q for q in points if q.placement == p.placement]
+    anchors = [q for q in klass if q.anchor and q.name != p.name]
+    if anchors:
+        a = max(anchors, key=lambda q: abs(q.log_ratio))
+        # The whole class moves with the machine, each benchmark's median scattering around the
+        # anchor's move: the threshold on top keeps a benchmark that moved 1.62x beside an anchor
+        # that moved 1.60x inside.
+        cands.append(Band(abs(a.log_ratio) + math.log1p(threshold_pct / 100.0),
+                          f"{a.name} moved x{math.exp(abs(a.log_ratio)):.2f}"))
+    others = [q.log_ratio for q in klass if q.mechanism != p.mechanism]
+    if len(others) >= MIN_SPREAD:
+        centre = median(others)
+        spread = _quantile([abs(x - centre) for x in others], SPREAD_QUANTILE)
+        cands.append(Band(SPREAD_K * spread, f"{p.placement}-CPU spread" if p.placement in ("same", "cross")
+                          else f"{p.placement} spread"))
+    return max(cands, key=lambda b: b.log)
 
 
 @dataclass
@@ -85,10 +179,11 @@ class CompareResult:
         return [r for r in self.rows if r.regression]
 
 
-def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05) -> CompareResult:
+def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=DEFAULT_NOISE_PCT) -> CompareResult:
     base_file, new_file = load_all([base_path, new_path])
     base, new = samples(base_file), samples(new_file)
-    rows, failed = [], []
+    info = {s.name: s for s in summaries(base_file)}
+    matched, failed = [], []
     for name in base:
         if name not in new:
             continue
@@ -98,22 +193,42 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05) -> Compare
                 if st != "ok":
                     failed.append((name, where, st, err))
             continue
-        rows.append(compare_samples(name, bv, nv, threshold_pct, alpha))
+        matched.append((name, bv, nv))
+    points = {}
+    for name, bv, nv in matched:
+        mb, mn = median(bv), median(nv)
+        if mb and mn and mb > 0 and mn > 0:
+            rec = info[name]
+            points[name] = Point(name=name, placement=placement_class(rec), mechanism=f"{rec.suite}/{rec.mechanism}",
+                                 anchor=rec.suite == "anchors", log_ratio=math.log(mn / mb))
+    plist = list(points.values())
+    rows = []
+    for name, bv, nv in matched:
+        p = points.get(name)
+        band = noise_band(p, plist, threshold_pct, noise_pct) if p else None
+        c = compare_samples(name, bv, nv, threshold_pct, alpha, band)
+        c.placement = p.placement if p else placement_class(info[name])
+        rows.append(c)
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
     return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new)
 
 
-def format_table(result: CompareResult, threshold_pct: float, alpha: float) -> str:
-    head = ("benchmark", "base", "new", "change", "p", "reps", "verdict")
+def _band_text(c: Comparison) -> str:
+    return f"x{c.band.factor:.2f}" if c.band else "—"
+
+
+def format_table(result: CompareResult, threshold_pct: float, alpha: float,
+                 noise_pct: float = DEFAULT_NOISE_PCT) -> str:
+    head = ("benchmark", "base", "new", "change", "band", "p", "reps", "verdict")
     body = []
     for c in result.rows:
         change = f"{(c.ratio - 1) * 100:+.1f}%" if c.ratio is not None else "—"
         p = f"{c.p_value:.3g}" if c.p_value is not None else "—"
-        body.append((c.name, fmt_time_ns(c.base_median), fmt_time_ns(c.new_median), change, p,
+        body.append((c.name, fmt_time_ns(c.base_median), fmt_time_ns(c.new_median), change, _band_text(c), p,
                      f"{c.base_n}/{c.new_n}", c.verdict))
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
-    right = {1, 2, 3, 4, 5}
+    right = {1, 2, 3, 4, 5, 6}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
@@ -128,14 +243,26 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float) -> s
         out.append(f"only in BASE: {name}")
     for name in result.only_new:
         out.append(f"only in NEW: {name}")
+    classes = {}
+    for c in result.rows:
+        if c.band is not None:
+            classes.setdefault(c.placement, []).append(c.band)
+    if classes:
+        out.append("noise bands (NEW/BASE ratios between 1/band and band count as the same), per placement:")
+        for klass, bands in sorted(classes.items()):
+            lo, hi = min(b.factor for b in bands), max(b.factor for b in bands)
+            widest = max(bands, key=lambda b: b.log)
+            span = f"x{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"x{lo:.2f}..x{hi:.2f}"
+            out.append(f"  {klass}: {len(bands)} benchmark(s), band {span}; widest set by {widest.source}")
     counts = {}
     for c in result.rows:
         key = c.verdict.split(" (")[0]
+        key = "same within noise" if key == "same" else key
         counts[key] = counts.get(key, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    out.append(f"{len(result.rows)} compared ({summary or 'none'}); time per op, "
-               f"threshold {threshold_pct:g}%, Mann-Whitney U two-sided, alpha {alpha:g}")
+    out.append(f"{len(result.rows)} compared ({summary or 'none'}); time per op, threshold {threshold_pct:g}%, "
+               f"noise floor {noise_pct:g}%, Mann-Whitney U two-sided, alpha {alpha:g}")
     if result.regressions:
         out.append(f"REGRESSION: {len(result.regressions)} benchmark(s) significantly slower "
-                   f"beyond {threshold_pct:g}%")
+                   f"beyond the threshold and the noise band")
     return "\n".join(out)
