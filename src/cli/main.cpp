@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> passthrough;
   auto* report = app.add_subcommand("report", "HTML report from result files: report RESULT.json... -o report.html");
-  auto* compare = app.add_subcommand("compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT]");
+  auto* compare = app.add_subcommand("compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
   for (auto* sub : {report, compare}) {
     sub->allow_extras();
     sub->prefix_command();
