@@ -94,14 +94,14 @@ def threshold_band(threshold_pct: float) -> Band:
 def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05, band: Band | None = None) -> Comparison:
     """Verdict for one benchmark from its per-repetition times (ns/op).
 
-    `band` is the noise band from `noise_bands`; without it only the threshold guards (one
+    `band` is the noise band from `noise_band`; without it only the threshold guards (one
     benchmark alone carries no evidence of how much the machine moved between the runs).
     """
     c = Comparison(name=name, base_n=len(base), new_n=len(new))
     c.band = band if band is not None and band.log > math.log1p(threshold_pct / 100.0) else threshold_band(threshold_pct)
     c.base_median, c.new_median = median(base), median(new)
-    if not c.base_median or not c.new_median:
-        c.verdict = "no data"
+    if not c.base_median or not c.new_median or c.base_median < 0 or c.new_median < 0:
+        c.verdict = "no data"  # a ratio of times needs two positive times
         return c
     c.ratio = c.new_median / c.base_median
     direction = "slower" if c.ratio > 1 else "faster"
