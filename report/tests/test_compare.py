@@ -6,6 +6,7 @@ import pytest
 import fixtures
 from ipclab_report.cli import main
 from ipclab_report.compare import Point, compare_files, compare_samples, min_p_value, noise_band
+from ipclab_report.load import load, samples
 
 SUITES = ["anchors", "runtime"]
 SLOWED = "runtime/asio/bench:spawn/n:131072"
@@ -205,15 +206,10 @@ def test_same_build_on_a_noisy_guest_is_same_within_noise(tmp_path):
         assert len(r.rows) == 37 and len(_same(r.rows)) >= 0.9 * len(r.rows), [c.verdict for c in r.rows]
         flagged += len(r.regressions)  # a 3-sigma draw of the guest itself is rare, not impossible
         # the data really is hard: the test over repetitions alone calls many cross-CPU points different
-        plain = [compare_samples(c.name, *_samples_of(base, new, c.name)) for c in r.rows]
+        sb, sn = samples(load(base)), samples(load(new))
+        plain = [compare_samples(c.name, sb[c.name][2], sn[c.name][2]) for c in r.rows]
         assert len([c for c in plain if not c.verdict.startswith("same")]) >= 8
     assert flagged <= 2
-
-
-def _samples_of(base, new, name):
-    from ipclab_report.load import load, samples
-
-    return samples(load(base))[name][2], samples(load(new))[name][2]
 
 
 def test_slowed_mechanism_is_flagged_on_a_noisy_guest(tmp_path, capsys):
