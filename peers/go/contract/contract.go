@@ -1,0 +1,151 @@
+// Package contract is the Go side of ipclab's peer contract (docs/json-schema.md#peers): the
+// harness starts a peer with its parameters as --name=value plus --duration, --warmup and --cpus,
+// and reads one JSON record per line from its stdout.
+package contract
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Args holds the harness's standard arguments; a peer adds its own flags to Flags before Parse.
+type Args struct {
+	Flags    *flag.FlagSet
+	Duration float64 // seconds of the measured window (duration-driven peers)
+	Warmup   float64 // seconds of warm-up; count-based peers run their body once untimed when > 0
+	CPUs     []int   // the harness's --cpus list
+}
+
+// NewArgs declares the standard arguments of a peer called name.
+func NewArgs(name string) *Args {
+	a := &Args{Flags: flag.NewFlagSet(name, flag.ContinueOnError)}
+	a.Flags.Float64Var(&a.Duration, "duration", 1, "seconds measured (duration-driven peers)")
+	a.Flags.Float64Var(&a.Warmup, "warmup", 0.2, "seconds of warm-up; > 0 runs a count-based body once untimed first")
+	return a
+}
+
+// Parse parses argv (without the program name). A bad argument is an error naming it; the
+// caller exits 2 (Fail).
+func (a *Args) Parse(argv []string) error {
+	var cpus string
+	a.Flags.StringVar(&cpus, "cpus", "", "CPU list of the run, e.g. 0,1")
+	a.Flags.SetOutput(io.Discard) // one line of our own instead of flag's usage dump
+	if err := a.Flags.Parse(argv); err != nil {
+		return err
+	}
+	if a.Flags.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; parameters are --name=value", a.Flags.Arg(0))
+	}
+	if a.Duration < 0 || a.Warmup < 0 {
+		return fmt.Errorf("--duration and --warmup must be >= 0")
+	}
+	a.CPUs = nil
+	for _, f := range strings.Split(cpus, ",") {
+		if f == "" {
+			continue
+		}
+		c, err := strconv.Atoi(f)
+		if err != nil || c < 0 {
+			return fmt.Errorf("--cpus=%s: want a comma-separated list of CPU numbers", cpus)
+		}
+		a.CPUs = append(a.CPUs, c)
+	}
+	return nil
+}
+
+// Fail prints a one-line error naming the fix and exits 2 (the harness's bad-input status).
+func Fail(peer string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", peer, err)
+	os.Exit(2)
+}
+
+// SetGOMAXPROCS applies a --gomaxprocs value: 1 and up is taken as is; anything else is an error.
+// One P is the Go analogue of the single-threaded runtimes it is compared with.
+func SetGOMAXPROCS(n int) error {
+	if n < 1 || n > 1024 {
+		return fmt.Errorf("--gomaxprocs=%d: want 1..1024 (1 = one scheduler thread, like the C++ runtimes)", n)
+	}
+	runtime.GOMAXPROCS(n)
+	return nil
+}
+
+// Integrity is the record's integrity object: what was due, what arrived, and what went wrong.
+type Integrity struct {
+	Sent       uint64 `json:"sent"`
+	Received   uint64 `json:"received"`
+	Lost       uint64 `json:"lost"`
+	Duplicated uint64 `json:"duplicated"`
+	Corrupt    uint64 `json:"corrupt"`
+}
+
+// Clean is true when nothing was lost, duplicated or corrupted.
+func (i Integrity) Clean() bool { return i.Lost == 0 && i.Duplicated == 0 && i.Corrupt == 0 }
+
+// CPU is the record's cpu object for the measured window (the whole process, every thread).
+type CPU struct {
+	UserS    float64 `json:"user_s"`
+	SysS     float64 `json:"sys_s"`
+	CtxVol   int64   `json:"ctx_vol"`
+	CtxInvol int64   `json:"ctx_invol"`
+}
+
+// Usage is the process's CPU so far (getrusage RUSAGE_SELF: all threads, the Go runtime's too).
+func Usage() CPU {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return CPU{}
+	}
+	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)*1e-6 }
+	return CPU{UserS: sec(ru.Utime), SysS: sec(ru.Stime), CtxVol: ru.Nvcsw, CtxInvol: ru.Nivcsw}
+}
+
+// Sub is the CPU spent between two Usage readings.
+func (c CPU) Sub(before CPU) CPU {
+	return CPU{c.UserS - before.UserS, c.SysS - before.SysS, c.CtxVol - before.CtxVol, c.CtxInvol - before.CtxInvol}
+}
+
+// Record is one result line (docs/json-schema.md): the harness fills in placement and context.
+type Record struct {
+	Name        string             `json:"name"`
+	Status      string             `json:"status,omitempty"`
+	Error       string             `json:"error,omitempty"`
+	Params      map[string]any     `json:"params,omitempty"`
+	Ops         uint64             `json:"ops"`
+	Bytes       uint64             `json:"bytes"`
+	WallS       float64            `json:"wall_s"`
+	TimePerOpNs float64            `json:"time_per_op_ns"`
+	Rates       map[string]float64 `json:"rates"`
+	CPU         CPU                `json:"cpu"`
+	Integrity   Integrity          `json:"integrity"`
+	Extra       map[string]any     `json:"extra,omitempty"`
+}
+
+// Measured fills the timing fields from ops done in wall.
+func (r *Record) Measured(ops uint64, wall time.Duration, cpu CPU) {
+	r.Ops = ops
+	r.WallS = wall.Seconds()
+	r.CPU = cpu
+	r.Rates = map[string]float64{}
+	if ops > 0 && r.WallS > 0 {
+		r.TimePerOpNs = r.WallS * 1e9 / float64(ops)
+		r.Rates["ops_per_s"] = float64(ops) / r.WallS
+	}
+}
+
+// Write prints the record as one line.
+func (r *Record) Write(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

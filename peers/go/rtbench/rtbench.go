@@ -1,0 +1,263 @@
+// Package rtbench holds the Go runtime's side of ipclab's runtime suite (docs/runtime.md):
+// goroutine spawn+join, runtime.Gosched switches, channel messages (1 pair and P pairs) and timer
+// arm+fire, each counting its results into a Tally that Verify checks the same way as the C++
+// benches (src/mechanisms/runtime/common.cpp).
+package rtbench
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"ipclab/peers/go/contract"
+)
+
+// Tally is what a run observed: results counted, their sum, and results out of order.
+type Tally struct {
+	Count, Sum, Disorder uint64
+}
+
+// Take counts got where want was due (a channel message, a goroutine's result).
+func (t *Tally) Take(got, want uint64) {
+	t.Count++
+	t.Sum += got
+	if got != want {
+		t.Disorder++
+	}
+}
+
+// Add folds another tally (a pair's) into t.
+func (t *Tally) Add(o Tally) {
+	t.Count += o.Count
+	t.Sum += o.Sum
+	t.Disorder += o.Disorder
+}
+
+// IndexSum is 0+1+...+n-1: what n results numbered from 0 add up to.
+func IndexSum(n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return n * (n - 1) / 2
+}
+
+// Verify judges got against the expected count and sum: a shortfall is lost, a surplus
+// duplicated, a wrong sum or an out-of-order result corrupt.
+func Verify(wantCount, wantSum uint64, got Tally) contract.Integrity {
+	i := contract.Integrity{Sent: wantCount, Received: got.Count, Corrupt: got.Disorder}
+	if got.Count < wantCount {
+		i.Lost = wantCount - got.Count
+	}
+	if got.Count > wantCount {
+		i.Duplicated = got.Count - wantCount
+	}
+	if got.Count == wantCount && got.Sum != wantSum {
+		i.Corrupt++
+	}
+	return i
+}
+
+// Params are the benches' parameters, named as in the C++ mechanisms.
+type Params struct {
+	N        uint64 // operations (per pair for channel_pairs)
+	Batch    uint64 // spawn: goroutines in flight before they are joined
+	Capacity int    // channel buffer in messages (0 = unbuffered, a rendezvous)
+	Pairs    uint64 // channel_pairs: producer/consumer pairs
+	Delay    time.Duration
+}
+
+// Bench is one benchmark: its ops and expected tally for p, and the body that produces a tally.
+type Bench struct {
+	Ops  func(p Params) uint64
+	Body func(p Params) Tally
+}
+
+func nOps(p Params) uint64 { return p.N }
+
+// Benches by the name of their C++ counterparts (runtime/<name>_ipcrt).
+var Benches = map[string]Bench{
+	"spawn":  {nOps, func(p Params) Tally { return Spawn(p.N, p.Batch) }},
+	"switch": {nOps, func(p Params) Tally { return Switch(p.N) }},
+	"channel": {nOps, func(p Params) Tally {
+		return Pairs(1, p.N, p.Capacity)
+	}},
+	"channel_pairs": {func(p Params) uint64 { return p.N * p.Pairs }, func(p Params) Tally {
+		return Pairs(p.Pairs, p.N, p.Capacity)
+	}},
+	"timer": {nOps, func(p Params) Tally { return Timer(p.N, p.Delay) }},
+}
+
+// Check names the first parameter out of range for bench.
+func Check(bench string, p Params) error {
+	if _, ok := Benches[bench]; !ok {
+		return fmt.Errorf("--bench=%s: want spawn, switch, channel, channel_pairs or timer", bench)
+	}
+	switch {
+	case p.N < 1 || p.N > 1<<30:
+		return fmt.Errorf("--n=%d: want 1..%d", p.N, 1<<30)
+	case p.Batch < 1 || p.Batch > 1<<24:
+		return fmt.Errorf("--batch=%d: want 1..%d", p.Batch, 1<<24)
+	case p.Capacity < 0 || p.Capacity > 1<<20:
+		return fmt.Errorf("--capacity=%d: want 0..%d", p.Capacity, 1<<20)
+	case p.Pairs < 1 || p.Pairs > 4096:
+		return fmt.Errorf("--pairs=%d: want 1..4096", p.Pairs)
+	case p.Delay < 0 || p.Delay > time.Second:
+		return fmt.Errorf("--delay_us=%d: want 0..1000000", p.Delay.Microseconds())
+	}
+	return nil
+}
+
+// unset marks a result slot no goroutine has written.
+const unset = ^uint64(0)
+
+// Spawn starts n goroutines, batch at a time, each storing its index in its own slot, and joins
+// each batch with a sync.WaitGroup (Go has no join handle; the WaitGroup is the idiomatic join).
+// A goroutine that never ran leaves its slot unset and is counted lost.
+func Spawn(n, batch uint64) Tally {
+	if batch > n {
+		batch = n
+	}
+	slots := make([]uint64, batch)
+	var wg sync.WaitGroup
+	var t Tally
+	for base := uint64(0); base < n; base += batch {
+		m := n - base
+		if m > batch {
+			m = batch
+		}
+		for j := range slots[:m] {
+			slots[j] = unset
+		}
+		wg.Add(int(m))
+		for j := uint64(0); j < m; j++ {
+			go leaf(&slots[j], base+j, &wg)
+		}
+		wg.Wait()
+		for j, v := range slots[:m] {
+			if v != unset {
+				t.Take(v, base+uint64(j))
+			}
+		}
+	}
+	return t
+}
+
+func leaf(slot *uint64, i uint64, wg *sync.WaitGroup) {
+	*slot = i
+	wg.Done()
+}
+
+// Switch yields n times with runtime.Gosched in one goroutine: each call puts the goroutine on
+// the run queue and enters the scheduler, which resumes it (the analogue of ipcrt's yield()).
+func Switch(n uint64) Tally {
+	var t Tally
+	for i := uint64(0); i < n; i++ {
+		runtime.Gosched()
+		t.Take(i, i)
+	}
+	return t
+}
+
+// Pairs runs pairs producer/consumer goroutine pairs, each over its own chan uint64 of capacity
+// capacity. Pair p's message i carries p*n+i, so a message crossing pairs is caught too; the
+// producer closes its channel after n messages and the consumer ranges over it.
+func Pairs(pairs, n uint64, capacity int) Tally {
+	var wg sync.WaitGroup
+	tallies := make([]Tally, pairs)
+	for p := uint64(0); p < pairs; p++ {
+		ch := make(chan uint64, capacity)
+		wg.Add(2)
+		go consume(ch, p*n, &tallies[p], &wg)
+		go produce(ch, p*n, n, &wg)
+	}
+	wg.Wait()
+	var all Tally
+	for _, t := range tallies {
+		all.Add(t)
+	}
+	return all
+}
+
+func produce(ch chan<- uint64, first, n uint64, wg *sync.WaitGroup) {
+	for i := uint64(0); i < n; i++ {
+		ch <- first + i
+	}
+	close(ch)
+	wg.Done()
+}
+
+func consume(ch <-chan uint64, first uint64, out *Tally, wg *sync.WaitGroup) {
+	var t Tally // local, so consumers on other Ps do not share a cache line while counting
+	for v := range ch {
+		t.Take(v, first+t.Count)
+	}
+	*out = t
+	wg.Done()
+}
+
+// Timer arms and fires n timers one after the other: one time.Timer, Reset(delay) then a
+// receive from its channel (the analogue of re-arming one steady_timer). time.Sleep is not used:
+// it returns at once for a zero delay without arming anything. Each receive is a fire; with a
+// delay, a fire sooner than the delay after arming counts as out of order.
+func Timer(n uint64, delay time.Duration) Tally {
+	tm := time.NewTimer(time.Hour)
+	if !tm.Stop() {
+		<-tm.C
+	}
+	var t Tally
+	for i := uint64(0); i < n; i++ {
+		var t0 time.Time
+		if delay > 0 {
+			t0 = time.Now()
+		}
+		tm.Reset(delay)
+		<-tm.C
+		if delay > 0 && time.Since(t0) < delay {
+			t.Take(^i, i)
+		} else {
+			t.Take(i, i)
+		}
+	}
+	return t
+}
+
+// Run measures bench the way Session::measure does for the C++ benches: the whole body once
+// untimed when warmup is set, then once timed. A GC between the two keeps the warm-up's garbage
+// out of the timed run; collections the timed run causes itself are counted (extra.gc_cycles).
+// Every run's tally is verified: lost, duplicated and corrupt add up over both runs, sent and
+// received are the timed run's. A dirty integrity is reported, not hidden: the harness fails it.
+func Run(bench string, p Params, warmup bool) contract.Record {
+	b := Benches[bench]
+	ops := b.Ops(p)
+	want := IndexSum(ops)
+	var seen contract.Integrity
+	if warmup {
+		w := Verify(ops, want, b.Body(p))
+		seen.Lost, seen.Duplicated, seen.Corrupt = w.Lost, w.Duplicated, w.Corrupt
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gc0 := ms.NumGC
+	c0 := contract.Usage()
+	t0 := time.Now()
+	got := b.Body(p)
+	wall := time.Since(t0)
+	cpu := contract.Usage().Sub(c0)
+	runtime.ReadMemStats(&ms)
+
+	run := Verify(ops, want, got)
+	seen.Sent, seen.Received = run.Sent, run.Received
+	seen.Lost += run.Lost
+	seen.Duplicated += run.Duplicated
+	seen.Corrupt += run.Corrupt
+	r := contract.Record{Name: "runtime/" + bench + "_go", Integrity: seen}
+	r.Measured(ops, wall, cpu)
+	r.Extra = map[string]any{
+		"runtime":    runtime.Version(),
+		"gomaxprocs": runtime.GOMAXPROCS(0),
+		"gc_cycles":  ms.NumGC - gc0,
+	}
+	return r
+}

@@ -1,0 +1,102 @@
+package rtbench
+
+import (
+	"testing"
+	"time"
+)
+
+// Every bench at a tiny size, including a partial spawn batch, a rendezvous channel and 3
+// pairs, produces exactly the results it should.
+func TestBenchesCountEveryResult(t *testing.T) {
+	cases := []struct {
+		bench string
+		p     Params
+	}{
+		{"spawn", Params{N: 1000, Batch: 64}}, // 1000 = 15 full batches + 40
+		{"spawn", Params{N: 3, Batch: 1024}},
+		{"switch", Params{N: 1000}},
+		{"channel", Params{N: 1000, Capacity: 16}},
+		{"channel", Params{N: 1000, Capacity: 0}},
+		{"channel_pairs", Params{N: 500, Pairs: 3, Capacity: 8}},
+		{"timer", Params{N: 50}},
+		{"timer", Params{N: 5, Delay: 200 * time.Microsecond}},
+	}
+	for _, c := range cases {
+		c.p.Batch, c.p.Pairs = max1(c.p.Batch), max1(c.p.Pairs)
+		b := Benches[c.bench]
+		ops := b.Ops(c.p)
+		got := b.Body(c.p)
+		if in := Verify(ops, IndexSum(ops), got); !in.Clean() || in.Received != ops {
+			t.Errorf("%s %+v: integrity %+v from tally %+v", c.bench, c.p, in, got)
+		}
+	}
+}
+
+func max1(v uint64) uint64 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+// The verifier catches a missing, an extra, a reordered and a wrong-sum result.
+func TestVerifyCatchesEveryFault(t *testing.T) {
+	const n = 10
+	tally := func(vals ...uint64) Tally {
+		var t Tally
+		for i, v := range vals {
+			t.Take(v, uint64(i))
+		}
+		return t
+	}
+	good := tally(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	if in := Verify(n, IndexSum(n), good); !in.Clean() || in.Sent != n || in.Received != n {
+		t.Fatalf("clean run judged %+v", in)
+	}
+	if in := Verify(n, IndexSum(n), tally(0, 1, 2, 3, 4, 5, 6, 7, 8)); in.Lost != 1 {
+		t.Errorf("missing result: %+v", in)
+	}
+	if in := Verify(n, IndexSum(n), tally(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)); in.Duplicated != 1 {
+		t.Errorf("extra result: %+v", in)
+	}
+	if in := Verify(n, IndexSum(n), tally(0, 1, 2, 3, 5, 4, 6, 7, 8, 9)); in.Corrupt == 0 {
+		t.Errorf("reordered results: %+v", in)
+	}
+	wrong := good
+	wrong.Sum++
+	if in := Verify(n, IndexSum(n), wrong); in.Corrupt != 1 {
+		t.Errorf("wrong sum: %+v", in)
+	}
+}
+
+// Run's record carries the timed run's counts and a time per op, and flags a short body.
+func TestRunRecord(t *testing.T) {
+	r := Run("channel_pairs", Params{N: 100, Pairs: 2, Capacity: 4, Batch: 1}, true)
+	if r.Name != "runtime/channel_pairs_go" || r.Ops != 200 || r.WallS <= 0 || r.TimePerOpNs <= 0 {
+		t.Fatalf("record %+v", r)
+	}
+	if !r.Integrity.Clean() || r.Integrity.Sent != 200 || r.Integrity.Received != 200 {
+		t.Fatalf("integrity %+v", r.Integrity)
+	}
+	saved := Benches["switch"]
+	defer func() { Benches["switch"] = saved }()
+	Benches["switch"] = Bench{nOps, func(p Params) Tally { return Switch(p.N - 1) }}
+	if r := Run("switch", Params{N: 100}, true); r.Integrity.Lost != 2 || r.Integrity.Received != 99 {
+		t.Fatalf("a body one result short over warm-up and timed run: integrity %+v", r.Integrity)
+	}
+}
+
+func TestCheckNamesTheBadParameter(t *testing.T) {
+	ok := Params{N: 1, Batch: 1, Pairs: 1}
+	if err := Check("switch", ok); err != nil {
+		t.Fatal(err)
+	}
+	bad := ok
+	bad.N = 0
+	if err := Check("switch", bad); err == nil {
+		t.Error("n=0 accepted")
+	}
+	if err := Check("yield", ok); err == nil {
+		t.Error("unknown bench accepted")
+	}
+}
