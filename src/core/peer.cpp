@@ -133,9 +133,11 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   return run;
 }
 
-void fold_peer(Session& s, const std::string& executable, int cpu) {
+void fold_peer(Session& s, const std::string& executable, int cpu,
+               const std::vector<std::string>& args) {
   auto& opts = s.options();
   std::vector<std::string> argv{executable};
+  argv.insert(argv.end(), args.begin(), args.end());
   for (auto& [k, v] : s.params().items()) argv.push_back(fmt::format("--{}={}", k, v));
   argv.push_back(fmt::format("--duration={}", opts.duration_s));
   argv.push_back(fmt::format("--warmup={}", opts.warmup_s));

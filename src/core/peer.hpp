@@ -30,8 +30,10 @@ pid_t spawn_child(int cpu, const std::function<int()>& in_child);
 /// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`.
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s);
 
-/// Runs a peer for the session's benchmark: passes every parameter as --name=value plus
-/// --duration, --warmup and --cpus, and folds its single record into the session's record.
-void fold_peer(Session& s, const std::string& executable, int cpu);
+/// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
+/// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and
+/// --cpus, and folds its single record into the session's record.
+void fold_peer(Session& s, const std::string& executable, int cpu,
+               const std::vector<std::string>& args = {});
 
 }  // namespace ipclab

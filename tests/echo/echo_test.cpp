@@ -80,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(Echo, EveryServer,
                          ::testing::Values(Case{"epoll", "", ""}, Case{"uring", "fixed_files", "0"},
                                            Case{"uring", "fixed_files", "1"},
                                            Case{"asio", "backend", "epoll"},
-                                           Case{"asio", "backend", "io_uring"}),
+                                           Case{"asio", "backend", "io_uring"},
+                                           Case{"go", "", ""}),
                          [](const auto& info) {
                            return info.param.mech + (info.param.value.empty() ? "" : "_" + info.param.value);
                          });

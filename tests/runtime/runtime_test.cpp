@@ -32,29 +32,47 @@ struct Case {
   uint64_t ops;
 };
 
+const Case kCases[] = {
+    {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},  // last batch partial
+    {"switch", {{"n", {"777"}}}, 777},
+    {"channel", {{"n", {"1000"}}, {"capacity", {"16"}}}, 1000},
+    {"channel", {{"n", {"300"}}, {"capacity", {"0"}}}, 300},  // rendezvous
+    {"channel_pairs", {{"n", {"200"}}, {"pairs", {"3"}}}, 600},
+    {"timer", {{"n", {"100"}}, {"delay_us", {"0"}}}, 100},
+    {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
+};
+
+void expect_verified(const Record& r, uint64_t ops) {
+  EXPECT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_EQ(r.ops, ops);
+  EXPECT_EQ(r.integrity.sent, ops);
+  EXPECT_EQ(r.integrity.received, ops);
+  EXPECT_TRUE(r.integrity.clean());
+  EXPECT_GT(r.wall_s, 0.0);
+}
+
 TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
-  const Case cases[] = {
-      {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},  // last batch partial
-      {"switch", {{"n", {"777"}}}, 777},
-      {"channel", {{"n", {"1000"}}, {"capacity", {"16"}}}, 1000},
-      {"channel", {{"n", {"300"}}, {"capacity", {"0"}}}, 300},  // rendezvous
-      {"channel_pairs", {{"n", {"200"}}, {"pairs", {"3"}}}, 600},
-      {"timer", {{"n", {"100"}}, {"delay_us", {"0"}}}, 100},
-      {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
-  };
   for (const std::string rt : {"ipcrt", "asio"}) {
-    for (const auto& c : cases) {
+    for (const auto& c : kCases) {
       const std::string mech = c.bench + "_" + rt;
       if (rt == "ipcrt" && !registered(mech)) GTEST_SKIP() << "built without ipcrt";
       SCOPED_TRACE(mech);
-      const Record r = run(mech, c.params);
-      EXPECT_EQ(r.status, Status::Ok) << r.error;
-      EXPECT_EQ(r.ops, c.ops);
-      EXPECT_EQ(r.integrity.sent, c.ops);
-      EXPECT_EQ(r.integrity.received, c.ops);
-      EXPECT_TRUE(r.integrity.clean());
-      EXPECT_GT(r.wall_s, 0.0);
+      expect_verified(run(mech, c.params), c.ops);
     }
+  }
+}
+
+// The Go peers (peers/go/cmd/runtime-peer) through the harness's peer contract: the record is
+// the peer's, its counts the timed run's, its CPU the peer's own window.
+TEST(RuntimeSuite, GoPeersRunAndVerify) {
+  for (const auto& c : kCases) {
+    const std::string mech = c.bench + "_go";
+    SCOPED_TRACE(mech);
+    const Record r = run(mech, c.params);
+    if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
+    expect_verified(r, c.ops);
+    EXPECT_EQ(r.extra.value("gomaxprocs", 0), 1);
+    EXPECT_EQ(r.extra.value("cpu_source", ""), "peer");
   }
 }
 

@@ -1,0 +1,29 @@
+// echo/go: the Go echo server (peers/go/cmd/echo-server): a goroutine per connection, blocking
+// Read then Write on net.Conn over Go's netpoller, GOMAXPROCS 1 by default. Started through the
+// peer server contract of docs/echo.md, pinned to the server CPU like every other server.
+#include "core/session.hpp"
+#include "mechanisms/echo/common.hpp"
+#include "mechanisms/go_peers.hpp"
+
+#ifndef IPCLAB_GO_ECHO_SERVER
+#define IPCLAB_GO_ECHO_SERVER ""
+#endif
+
+namespace ipclab::echo {
+namespace {
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "echo",
+    .name = "go",
+    .help = "Go standard library: goroutine per connection, net.Conn Read → Write (netpoller)",
+    .params = suite_params({go::gomaxprocs_param()}),
+    .workload = [](Session& s) {
+      const Params& p = s.params();
+      run_echo(s, {.argv = {go::peer_path(IPCLAB_GO_ECHO_SERVER, "go_peers"),
+                            "--size=" + p.str("size"), "--connections=" + p.str("connections"),
+                            "--gomaxprocs=" + p.str("gomaxprocs")}});
+    },
+});
+
+}  // namespace
+}  // namespace ipclab::echo

@@ -1,0 +1,78 @@
+// runtime/<bench>_go: the Go runtime's side of the runtime suite, measured by a peer process
+// (peers/go/cmd/runtime-peer, package rtbench) on the same workloads as ipcrt and Asio, with the
+// same parameters and grids: goroutine spawn+join, runtime.Gosched switch, channel messages (1
+// pair and P pairs) and time.Timer arm+fire. The peer verifies every result (sums, sequence
+// numbers, fire counts) and reports ns/op and its CPU over the timed run; see docs/runtime.md.
+#include <string>
+
+#include "core/peer.hpp"
+#include "core/session.hpp"
+#include "mechanisms/go_peers.hpp"
+#include "mechanisms/runtime/common.hpp"
+
+#ifndef IPCLAB_GO_RUNTIME_PEER
+#define IPCLAB_GO_RUNTIME_PEER ""
+#endif
+
+namespace ipclab::rt {
+namespace {
+
+std::function<void(Session&)> run_go(const std::string& bench) {
+  return [bench](Session& s) {
+    const std::string peer = go::peer_path(IPCLAB_GO_RUNTIME_PEER, "go_peers");
+    const auto& cpus = s.options().cpus;
+    const int cpu = s.params().i64("gomaxprocs") == 1 && !cpus.empty() ? cpus[0] : -1;
+    fold_peer(s, peer, cpu, {"--bench=" + bench});
+  };
+}
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "spawn_go",
+    .help = "Go: `go leaf(i)` n goroutines, joined with a sync.WaitGroup per batch",
+    .params = {n_param("goroutines spawned and joined", 16384, {"1048576"},
+                       {"131072", "262144", "524288", "1048576", "2097152", "4194304"}),
+               batch_param(), go::gomaxprocs_param()},
+    .workload = run_go("spawn"),
+});
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "switch_go",
+    .help = "Go: runtime.Gosched() n times in one goroutine",
+    .params = {n_param("switches", 65536, {"2097152"},
+                       {"524288", "1048576", "2097152", "4194304", "8388608"}),
+               go::gomaxprocs_param()},
+    .workload = run_go("switch"),
+});
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_go",
+    .help = "Go: n messages through a chan uint64 of capacity, one producer and one consumer goroutine",
+    .params = {n_param("messages", 16384, {"1048576"},
+                       {"131072", "262144", "524288", "1048576", "2097152"}),
+               capacity_param(), go::gomaxprocs_param()},
+    .workload = run_go("channel"),
+});
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "channel_pairs_go",
+    .help = "Go: P pairs of producer/consumer goroutines, n messages each through a chan uint64",
+    .params = {pairs_param(), n_param("messages per pair", 4096, {"131072"}, {"1048576"}),
+               capacity_param(), go::gomaxprocs_param()},
+    .workload = run_go("channel_pairs"),
+});
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "timer_go",
+    .help = "Go: one time.Timer, Reset(delay) + receive from its channel n times (arm + fire, sequential)",
+    .params = {delay_param(), n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"}),
+               go::gomaxprocs_param()},
+    .workload = run_go("timer"),
+});
+
+}  // namespace
+}  // namespace ipclab::rt
