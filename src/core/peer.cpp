@@ -134,7 +134,7 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
 }
 
 void fold_peer(Session& s, const std::string& executable, int cpu,
-               const std::vector<std::string>& args) {
+               const std::vector<std::string>& args, double timeout_s) {
   auto& opts = s.options();
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -144,7 +144,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu,
   std::string cpus;
   for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   argv.push_back("--cpus=" + cpus);
-  PeerRun run = run_peer(argv, cpu, opts.timeout_s());
+  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s());
   Record& rec = s.record();
   if (!run.error.empty()) throw std::runtime_error(run.error);
   if (run.records.size() != 1)

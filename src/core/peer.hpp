@@ -32,8 +32,9 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
 
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
 /// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and
-/// --cpus, and folds its single record into the session's record.
+/// --cpus, and folds its single record into the session's record. `timeout_s` 0 is the session's
+/// (set by --duration); a count-based peer, whose time is set by its n, passes its own.
 void fold_peer(Session& s, const std::string& executable, int cpu,
-               const std::vector<std::string>& args = {});
+               const std::vector<std::string>& args = {}, double timeout_s = 0);
 
 }  // namespace ipclab
