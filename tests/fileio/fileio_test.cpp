@@ -83,11 +83,12 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
   };
   std::vector<Case> cases = {{"psync", {}}, {"psync", {{"direct", {"1"}}}}, {"libaio", {}},
                              {"liburing", {}}, {"liburing", {{"direct", {"0"}}}}};
-  if (!select_mechanisms({"fileio"}).empty())
-    for (auto* m : select_mechanisms({"fileio"}))
-      if (m->name == "runtime")
-        for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
-          cases.push_back({"runtime", {{"variant", {v}}}});
+  for (auto* m : select_mechanisms({"fileio"}))
+    if (m->name == "runtime") {
+      for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
+        cases.push_back({"runtime", {{"variant", {v}}}});
+      cases.push_back({"runtime", {{"variant", {"fixed_direct"}}, {"batch", {"1"}}}});  // one read per enter
+    }
   for (auto& c : cases)
     for (const char* pattern : {"seq", "rand"})
       for (const char* qd : {"1", "8"}) {
@@ -148,6 +149,29 @@ TEST_F(FileIo, FioRunsOrSkipsWhenMissing) {
   EXPECT_GT(r.ops, 0u);
   ASSERT_TRUE(r.latency.has_value());
   EXPECT_GT(r.latency->p50, 0u);
+}
+
+// Direct reads cannot be served by the page cache: the device under the file must have counted
+// read requests, of at most the size the run asked for in total.
+TEST_F(FileIo, DirectReadsShowInTheDeviceCounters) {
+  Record r = run("libaio", {{"pattern", {"seq"}}, {"qd", {"4"}}});
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  if (!r.extra.contains("device")) GTEST_SKIP() << "no /sys/dev/block stat for " << dir_ << " (overlay?)";
+  const auto& d = r.extra["device"];
+  EXPECT_GT(d["reads"].get<uint64_t>(), 0u);
+  EXPECT_GT(d["read_kib_per_request"].get<double>(), 0.0);
+  EXPECT_FALSE(d["scheduler"].get<std::string>().empty());
+}
+
+TEST_F(FileIo, FioFixedRegistersFilesAndBuffers) {
+  Record r = run("fio_io_uring", {{"qd", {"4"}}, {"fixed", {"1"}}});
+  if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_GT(r.ops, 0u);
+  const std::string cmd = r.extra["command"];
+  EXPECT_NE(cmd.find("--registerfiles=1"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--fixedbufs=1"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--iodepth=4"), std::string::npos) << cmd;
 }
 
 TEST_F(FileIo, BadParametersAreUsageErrors) {

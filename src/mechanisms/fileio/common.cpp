@@ -80,6 +80,13 @@ uint64_t sysfs_logical_block_size(dev_t dev) {
   return 0;
 }
 
+std::string sysfs_word(const std::string& file) {
+  std::ifstream in(file);
+  std::string w;
+  in >> w;
+  return w;
+}
+
 }  // namespace
 
 std::vector<ParamSpec> common_params(std::vector<ParamSpec> own, std::vector<std::string> qd_quick) {
@@ -311,6 +318,44 @@ Setup prepare(Session& s, bool direct) {
   return su;
 }
 
+DeviceReads::DeviceReads(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return;
+  dir_ = fmt::format("/sys/dev/block/{}:{}", major(st.st_dev), minor(st.st_dev));
+  if (!read(dir_, before_)) dir_.clear();
+}
+
+bool DeviceReads::read(const std::string& dir, Stat& st) {
+  // Documented in Documentation/block/stat.rst: read I/Os, read merges, read sectors, ...
+  std::ifstream in(dir + "/stat");
+  return bool(in >> st.ios >> st.merges >> st.sectors);
+}
+
+void DeviceReads::record(Record& rec) const {
+  Stat now;
+  if (dir_.empty() || !read(dir_, now)) return;
+  const uint64_t ios = now.ios - before_.ios, sectors = now.sectors - before_.sectors;
+  // A partition has no queue/ of its own: its disk's is one level up.
+  std::string q = dir_ + "/queue/";
+  if (!std::filesystem::exists(q)) q = dir_ + "/../queue/";
+  std::string sched;
+  for (std::ifstream in(q + "scheduler"); in >> sched;)
+    if (sched.front() == '[') {  // the active one is bracketed: "none [mq-deadline] kyber"
+      sched = sched.substr(1, sched.size() - 2);
+      break;
+    }
+  std::error_code ec;
+  rec.extra["device"] = {
+      {"name", std::filesystem::canonical(dir_, ec).filename().string()},
+      {"reads", ios},
+      {"merged", now.merges - before_.merges},
+      {"read_kib_per_request", ios ? double(sectors) * 512.0 / 1024.0 / double(ios) : 0.0},
+      {"scheduler", sched},
+      {"max_sectors_kb", sysfs_word(q + "max_sectors_kb")},
+      {"nr_requests", sysfs_word(q + "nr_requests")},
+      {"scope", "whole device, whole run (warm-up included), every process"}};
+}
+
 uint64_t Cursor::next() {
   uint64_t n = next_.fetch_add(1, std::memory_order_relaxed);
   if (n && !su_.direct && su_.cache == "drop" && n % su_.plan.ios_per_pass() == 0)
@@ -352,8 +397,10 @@ void run_engine(Session& s, const Setup& su, const std::string& engine,
   // kernel's io_uring helper threads, which belong to the process.
   std::vector<WorkerSpec> ws;
   ws.push_back({"worker", 0, -1, body});
+  const DeviceReads device(su.path);
   s.run_workers(std::move(ws), true, "op");
   Record& rec = s.record();
+  device.record(rec);
   rec.extra["engine"] = engine;
   rec.extra["direct"] = su.direct;
   rec.extra["verified_blocks"] = rec.integrity.received;

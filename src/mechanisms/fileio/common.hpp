@@ -119,6 +119,27 @@ struct Tally {
 void run_engine(Session& s, const Setup& su, const std::string& engine,
                 const std::function<void(Worker&)>& body);
 
+/// The read counters of the block device under the test file (/sys/dev/block/M:m/stat), taken
+/// around a run so the record shows what the device was asked: how many read requests, of what
+/// mean size, and how many of our reads the block layer merged into others (plugging and the IO
+/// scheduler join adjacent reads). The counters are the device's, not the run's: other processes
+/// reading the same disk are counted too, and warm-up is included.
+class DeviceReads {
+ public:
+  explicit DeviceReads(const std::string& path);
+  /// extra.device: {name, reads, merged, read_kib_per_request, scheduler, max_sectors_kb,
+  /// nr_requests} — the deltas since construction; nothing when sysfs has no stat for the device.
+  void record(Record& rec) const;
+
+ private:
+  struct Stat {
+    uint64_t ios = 0, merges = 0, sectors = 0;
+  };
+  static bool read(const std::string& dir, Stat& st);
+  std::string dir_;  // /sys/dev/block/M:m, empty when unknown
+  Stat before_;
+};
+
 /// Evicts the file from the page cache (posix_fadvise DONTNEED); returns how.
 std::string evict(const std::string& path, bool allow_drop_caches);
 /// Fraction of the file's pages resident in the page cache (mincore).

@@ -85,10 +85,22 @@ void run_fio(Session& s, const std::string& ioengine) {
       fmt::format("--direct={}", direct ? 1 : 0),
       // we already evicted (drop) or read the file (warm): fio must not invalidate it again
       "--invalidate=0", "--time_based=1", "--runtime=" + ms(opts.duration_s),
-      "--randrepeat=1", fmt::format("--randseed={}", kSeed), "--lat_percentiles=1",
+      "--randrepeat=1", fmt::format("--randseed={}", kSeed),
+      // fio's defaults, spelled out so the recorded command says how fio submitted: one job
+      // (a forked process), each IO submitted as soon as it is ready (one io_uring_enter /
+      // io_submit per IO), completions reaped from at least one.
+      "--numjobs=1", "--iodepth_batch_submit=1", "--iodepth_batch_complete_min=1",
+      "--lat_percentiles=1",
       "--percentile_list=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.99",
       "--output-format=json", "--output=" + out};
   if (opts.warmup_s > 0) argv.push_back("--ramp_time=" + ms(opts.warmup_s));
+  // The counterpart of the runtime's fixed variants: the file and the buffers registered.
+  const bool fixed = s.params().has("fixed") && s.params().flag("fixed");
+  if (fixed) {
+    argv.push_back("--registerfiles=1");
+    argv.push_back("--fixedbufs=1");
+  }
+  const DeviceReads device(su.path);
   PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10);
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -104,6 +116,7 @@ void run_fio(Session& s, const std::string& ioengine) {
     throw std::runtime_error(fmt::format("fio job error {}: {}", job.value("error", 0), run.stderr_tail));
 
   Record& rec = s.record();
+  device.record(rec);
   rec.bytes = rd.value("io_bytes", uint64_t(0));
   rec.ops = rec.bytes / su.plan.len();
   rec.wall_s = rd.value("runtime", 0.0) / 1000.0;  // ms of the measured (post-ramp) window
@@ -138,18 +151,22 @@ void run_fio(Session& s, const std::string& ioengine) {
   if (!run.error.empty()) throw std::runtime_error(run.error);
 }
 
-std::vector<ParamSpec> fio_params(std::vector<std::string> qd_quick) {
-  return common_params({{.name = "direct", .type = ParamType::Bool, .def = "1",
-                         .help = "fio --direct", .full = {"0", "1"}},
-                        cache_param()},
-                       std::move(qd_quick));
+std::vector<ParamSpec> fio_params(std::vector<std::string> qd_quick, bool uring) {
+  std::vector<ParamSpec> own{{.name = "direct", .type = ParamType::Bool, .def = "1",
+                              .help = "fio --direct", .full = {"0", "1"}}};
+  if (uring)
+    own.push_back({.name = "fixed", .type = ParamType::Bool, .def = "0",
+                   .help = "fio --registerfiles=1 --fixedbufs=1 (as the runtime's fixed variants)",
+                   .full = {"0", "1"}});
+  own.push_back(cache_param());
+  return common_params(std::move(own), std::move(qd_quick));
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "fio_io_uring",
     .help = "fio --ioengine=io_uring on the same file and workload (reference line)",
-    .params = fio_params({"1", "32"}),
+    .params = fio_params({"1", "32"}, true),
     .workload = [](Session& s) { run_fio(s, "io_uring"); },
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });
@@ -158,7 +175,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "fio_libaio",
     .help = "fio --ioengine=libaio on the same file and workload (reference line)",
-    .params = fio_params({"32"}),
+    .params = fio_params({"32"}, false),
     .workload = [](Session& s) { run_fio(s, "libaio"); },
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });

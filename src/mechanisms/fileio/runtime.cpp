@@ -63,6 +63,7 @@ struct Run {
   const Setup& su;
   Worker& w;
   Variant v;
+  unsigned batch;  // at most this many reads per io_uring_enter; 0 = every read that is ready
   int fd;
   std::byte* mem;  // non-fixed buffers
   Cursor cursor;
@@ -75,6 +76,10 @@ ipcrt::task<void> reader(Run& r, int slot) {
   std::byte* buf = r.v.fixed ? rt.fixed_buffer(unsigned(slot)).data() : r.mem + uint64_t(slot) * len;
   while (r.w.running()) {
     const uint64_t off = r.su.plan.offset(r.cursor.next());
+    // The loop submits every read prepared in one turn with a single io_uring_enter; the kernel
+    // then plugs and the block layer merges adjacent reads into larger requests. `batch` caps
+    // that (1 or 2 = no plug, as fio's default iodepth_batch_submit=1).
+    if (r.batch && rt.io().pending() >= r.batch) rt.io().submit();
     const uint64_t t0 = now_ns();
     const int res = r.v.fixed ? co_await ipcrt::async_read_fixed(ipcrt::fixed_file{0}, buf, unsigned(len), off, slot)
                               : co_await ipcrt::async_read(r.fd, buf, unsigned(len), off);
@@ -95,7 +100,8 @@ void workload(Session& s) {
   if (v.sqpoll && !ipcrt::features::get().sqpoll)
     throw Skip("SQPOLL: io_uring_setup refused IORING_SETUP_SQPOLL on this kernel/privilege level");
   s.record().extra["variant"] = s.params().str("variant");
-  run_engine(s, su, "ipcrt", [&su, v](Worker& w) {
+  const unsigned batch = unsigned(s.params().i64("batch"));
+  run_engine(s, su, "ipcrt", [&su, v, batch](Worker& w) {
     const uint64_t len = su.plan.len();
     ipcrt::options opt;
     opt.entries(std::max(8u, std::bit_ceil(unsigned(su.qd))));
@@ -109,7 +115,7 @@ void workload(Session& s) {
         throw std::system_error(-r, std::generic_category(), "register file");
     }
     auto mem = aligned_buffer(v.fixed ? 1 : len * su.qd);
-    std::unique_ptr<Run> run(new Run{su, w, v, fd, mem.get(), Cursor(su), {}});
+    std::unique_ptr<Run> run(new Run{su, w, v, batch, fd, mem.get(), Cursor(su), {}});
     w.ready();
     rt.block_on(read_all(*run));
     close(fd);
@@ -128,6 +134,10 @@ IPCLAB_REGISTER(Mechanism{
                   "iopoll and sqpoll = fixed_direct with IORING_SETUP_IOPOLL / SQPOLL",
           .quick = {"buffered", "fixed_direct"},
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
+         {.name = "batch", .type = ParamType::Int, .def = "0",
+          .help = "at most this many reads per io_uring_enter (0 = all reads ready in a loop turn; "
+                  "1 = one per IO, like fio's default iodepth_batch_submit=1)",
+          .min = 0, .max = 128},
          cache_param()}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },
