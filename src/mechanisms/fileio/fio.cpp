@@ -60,11 +60,14 @@ Latency latency_from(const nlohmann::json& lat) {
   l.min = lat.value("min", l.min);
   l.max = lat.value("max", l.max);
   l.mean = lat.value("mean", l.mean);
-  l.p50 = pct(50, l.p50);
-  l.p90 = pct(90, l.p90);
-  l.p95 = pct(95, l.p95);
-  l.p99 = pct(99, l.p99);
-  l.p999 = pct(99.9, l.p999);
+  // fio reports a percentile as its histogram bin's value (up to a few % off), so a short run's
+  // p50 can sit below the exact min or its p99 above the exact max: clamp into [min, max].
+  auto clamped = [&](uint64_t v) { return std::clamp(v, l.min, std::max(l.min, l.max)); };
+  l.p50 = clamped(pct(50, l.p50));
+  l.p90 = clamped(pct(90, l.p90));
+  l.p95 = clamped(pct(95, l.p95));
+  l.p99 = clamped(pct(99, l.p99));
+  l.p999 = clamped(pct(99.9, l.p999));
   return l;
 }
 
