@@ -27,6 +27,14 @@ def _cpu(r):
     return r.num("cpu", "per_op_ns")
 
 
+def _server_cpu(key):
+    """The server's own CPU per operation (servers, echo): the record's cpu is client + server."""
+    def get(r):
+        v = r.num("extra", key)
+        return v if is_number(v) and v > 0 else None
+    return get
+
+
 def _fairness(r):
     f = r.get("extra", "fairness")
     if isinstance(f, dict):
@@ -90,6 +98,9 @@ def servers(recs, multi):
                     xlabel="sessions", multi=multi),
         record_bars(recs, pct, title="Session latency percentiles per server model",
                     xlabel="session latency", multi=multi, time_axis=True, log=True),
+        record_bars(recs, {"server": _server_cpu("server_cpu_per_session_ns")},
+                    title="Server CPU per session per server model",
+                    xlabel="server CPU per session (load generator excluded)", multi=multi, time_axis=True),
     ]
 
 
@@ -98,7 +109,10 @@ def echo(recs, multi):
         sweep(recs, "connections", _ops, title="Echo throughput vs connections", multi=multi,
               xlabel="concurrent connections", ylabel="echoes/s"),
         sweep(recs, "connections", _cpu, title="CPU per echo vs connections", multi=multi,
-              xlabel="concurrent connections", ylabel="CPU (user+sys) per echo", y_time=True),
+              xlabel="concurrent connections", ylabel="CPU (client + server) per echo", y_time=True),
+        sweep(recs, "connections", _server_cpu("server_cpu_per_echo_ns"),
+              title="Server CPU per echo vs connections", multi=multi,
+              xlabel="concurrent connections", ylabel="server CPU per echo", y_time=True),
     ]
 
 

@@ -87,7 +87,7 @@ def _specs():
     for mech, t in {"epoll": 21000, "io_uring": 17000, "io_uring_fixed": 15500}.items():
         for conns in (1, 4, 16, 64):
             out.append(("echo", mech, {"size": 1024, "connections": conns}, t / min(conns, 8) ** 0.8,
-                        2048, "rtt", 0.9, None, "ok", None))
+                        2048, "rtt", 0.9, "echo", "ok", None))
     for rt, t in {"ipclab": 38, "asio": 95, "tokio_current_thread": 52, "go": 240}.items():
         for bench, k in (("spawn", 1.0), ("switch", 0.45)):
             for n in (131072, 524288, 2097152):
@@ -121,7 +121,9 @@ def _extra(kind, rng, params, ops):
         return {"per_pair_ops": per, "total_ops": sum(per), "fairness": min(per) / max(per)}
     if kind == "servers":
         return {"processed": ops, "rejected": int(ops * rng.uniform(0, 0.02)), "lost": 0,
-                "connect_p99_ns": 90_000}
+                "connect_p99_ns": 90_000, "server_cpu_per_session_ns": rng.uniform(20_000, 40_000)}
+    if kind == "echo":
+        return {"server_cpu_per_echo_ns": rng.uniform(8_000, 10_000)}
     return {}
 
 

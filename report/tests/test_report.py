@@ -34,7 +34,8 @@ def test_expected_plots_per_suite(report_html):
                   "CPU time per message", "Same vs cross CPU placement", "System effective OPS vs worker pairs",
                   "Fairness vs worker pairs", "Sessions processed / rejected / lost per server model",
                   "Session latency percentiles per server model", "Echo throughput vs connections",
-                  "CPU per echo vs connections", "Time per operation vs N per runtime",
+                  "CPU per echo vs connections", "Server CPU per echo vs connections",
+                  "Server CPU per session per server model", "Time per operation vs N per runtime",
                   "IOPS vs queue depth per engine", "Throughput vs queue depth per engine",
                   "Wall and CPU time per iteration per variant"):
         assert f'alt="{title}"' in text, title
