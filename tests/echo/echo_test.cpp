@@ -2,8 +2,14 @@
 // executable joins through the peer contract, a server that dies fails the record quickly, and a
 // run leaves no descriptor behind.
 #include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +18,11 @@
 #include "core/placement.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/common.hpp"
+#include "mechanisms/servers/common.hpp"
+
+#if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/features.hpp>
+#endif
 
 namespace ipclab::echo {
 namespace {
@@ -49,7 +60,8 @@ int open_fds() {
 }
 
 struct Case {
-  std::string mech, key, value;
+  std::string mech, label;
+  std::map<std::string, std::string> over;
 };
 
 class EveryServer : public ::testing::TestWithParam<Case> {};
@@ -59,7 +71,7 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
   const Mechanism* m = find_mech(c.mech);
   if (!m) GTEST_SKIP() << "echo/" << c.mech << " is not built here";
   std::map<std::string, std::string> over{{"connections", "4"}, {"size", "1024"}};
-  if (!c.key.empty()) over[c.key] = c.value;
+  for (const auto& [k, v] : c.over) over[k] = v;
   const int fds0 = open_fds();
   Record rec;
   try {
@@ -76,15 +88,146 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
   EXPECT_EQ(open_fds(), fds0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Echo, EveryServer,
-                         ::testing::Values(Case{"epoll", "", ""}, Case{"uring", "fixed_files", "0"},
-                                           Case{"uring", "fixed_files", "1"},
-                                           Case{"asio", "backend", "epoll"},
-                                           Case{"asio", "backend", "io_uring"},
-                                           Case{"go", "", ""}),
-                         [](const auto& info) {
-                           return info.param.mech + (info.param.value.empty() ? "" : "_" + info.param.value);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Echo, EveryServer,
+    ::testing::Values(
+        Case{"epoll", "", {}},
+        Case{"uring", "raw", {{"loop", "raw"}}},
+        Case{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
+        Case{"uring", "raw_oneshot_pollfirst", {{"loop", "raw"}, {"multishot", "0"}, {"poll_first", "1"}}},
+        Case{"uring", "raw_batched", {{"loop", "raw"}, {"wait_nr", "3"}, {"min_wait_us", "50"}}},
+        // Messages larger than a provided buffer arrive in several chunks, sent back in order.
+        Case{"uring", "raw_64k", {{"loop", "raw"}, {"size", "65536"}, {"fixed_files", "1"}}},
+        Case{"uring", "ipcrt", {{"loop", "ipcrt"}}},
+        Case{"uring", "ipcrt_fixed", {{"loop", "ipcrt"}, {"fixed_files", "1"}}},
+        Case{"asio", "epoll", {{"backend", "epoll"}}},
+        Case{"asio", "io_uring", {{"backend", "io_uring"}}},
+        Case{"go", "", {}}),
+    [](const auto& info) { return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label); });
+
+#if __has_include(<ipcrt/ipcrt.hpp>)
+// The loop=raw server with `p`, forked as run_echo does, for clients of the test's own.
+servers::ServerProcess start_raw_server(const Params& p) {
+  return servers::ServerProcess::fork_fn(-1, [&](int ready) {
+    int lfd = servers::listen_tcp(0, 128, true, false);
+    std::string line = std::to_string(servers::local_port(lfd)) + "\n";
+    if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return;
+    ::close(ready);
+    serve_uring_raw(lfd, p);
+  });
+}
+
+int connect_to(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int server_fds(pid_t pid) {
+  int n = 0;
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!d) return -1;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+class RawUring : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    m_ = find_mech("uring");
+    if (!m_) GTEST_SKIP() << "echo/uring is not built here";
+    if (!(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
+      GTEST_SKIP() << "the kernel lacks multishot recv or provided-buffer rings";
+    if (GetParam() == "1" && !ipcrt::features::get().registered_files)
+      GTEST_SKIP() << "the kernel refuses a sparse registered-file table";
+  }
+  Params params(const std::string& conns) const {
+    return params_of(*m_, {{"loop", "raw"}, {"connections", conns}, {"fixed_files", GetParam()}});
+  }
+  const Mechanism* m_ = nullptr;
+};
+
+// Far more connections over the server's life than its connection table holds (2 x connections,
+// at least 64): each close must free the slot, the buffers and the descriptor or file slot.
+TEST_P(RawUring, ConnectionsCloseAndSlotsAreReused) {
+  servers::ServerProcess srv = start_raw_server(params("1"));
+  const int fds0 = server_fds(srv.pid());
+  char msg[100], back[100];
+  for (int i = 0; i < 300; ++i) {
+    int fd = connect_to(srv.port());
+    ASSERT_GE(fd, 0) << "connection " << i << ": " << strerror(errno);
+    for (size_t k = 0; k < sizeof msg; ++k) msg[k] = char(i * 7 + int(k));
+    ASSERT_EQ(::send(fd, msg, sizeof msg, MSG_NOSIGNAL), ssize_t(sizeof msg));
+    size_t got = 0;
+    while (got < sizeof back) {
+      ssize_t r = ::recv(fd, back + got, sizeof back - got, 0);
+      ASSERT_GT(r, 0) << "connection " << i << " ended early";
+      got += size_t(r);
+    }
+    ASSERT_EQ(std::memcmp(msg, back, sizeof msg), 0) << "connection " << i;
+    ::close(fd);
+  }
+  // The last closes are asynchronous: give the server a moment to finish them.
+  int fds = -1;
+  for (int t = 0; t < 100 && (fds = server_fds(srv.pid())) != fds0; ++t) usleep(10000);
+  EXPECT_EQ(fds, fds0);
+  EXPECT_TRUE(srv.alive()) << srv.death();
+  srv.stop();
+}
+
+// A client that writes 8 MiB and reads only when it cannot write: the server's sends back up,
+// its buffer ring (64 x 4 KiB here) runs dry, recv ends with ENOBUFS and must be re-armed once
+// sends complete; every byte must come back once, in order.
+TEST_P(RawUring, BackpressureRunsTheBufferRingDryAndRecovers) {
+  servers::ServerProcess srv = start_raw_server(params("1"));
+  int fd = connect_to(srv.port());
+  ASSERT_GE(fd, 0);
+  int fl = 1;
+  ASSERT_EQ(::ioctl(fd, FIONBIO, &fl), 0);
+  constexpr size_t kTotal = 8 << 20;
+  auto byte_at = [](size_t i) { return static_cast<unsigned char>((i * 131) ^ (i >> 12)); };
+  std::vector<unsigned char> out(65536), in(65536);
+  size_t sent = 0, got = 0;
+  const uint64_t deadline = now_ns() + 20'000'000'000ull;
+  while (got < kTotal && now_ns() < deadline) {
+    bool blocked = true;
+    if (sent < kTotal) {
+      const size_t n = std::min(out.size(), kTotal - sent);
+      for (size_t k = 0; k < n; ++k) out[k] = byte_at(sent + k);
+      ssize_t w = ::send(fd, out.data(), n, MSG_NOSIGNAL);
+      if (w > 0) sent += size_t(w), blocked = false;
+      else ASSERT_EQ(errno, EAGAIN) << strerror(errno);
+    }
+    if (!blocked) continue;
+    pollfd pf{.fd = fd, .events = POLLIN, .revents = 0};
+    ::poll(&pf, 1, 100);
+    ssize_t r = ::recv(fd, in.data(), in.size(), 0);
+    if (r < 0) {
+      ASSERT_EQ(errno, EAGAIN) << strerror(errno);
+      continue;
+    }
+    ASSERT_GT(r, 0) << "the server closed the connection after " << got << " bytes";
+    for (ssize_t k = 0; k < r; ++k)
+      ASSERT_EQ(in[size_t(k)], byte_at(got + size_t(k))) << "byte " << got + size_t(k);
+    got += size_t(r);
+  }
+  EXPECT_EQ(got, kTotal);
+  ::close(fd);
+  EXPECT_TRUE(srv.alive()) << srv.death();
+  srv.stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(Echo, RawUring, ::testing::Values("0", "1"),
+                         [](const auto& info) { return std::string("fixed_files_") + info.param; });
+#endif
 
 TEST(Echo, ExternalExecutableFollowsTheContract) {
   const Mechanism* m = find_mech("peer");

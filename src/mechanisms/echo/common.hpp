@@ -29,5 +29,7 @@ inline constexpr int64_t kMaxSize = 65536;
 /// Asio echo server over its io_uring backend (a separate translation unit: that backend is a
 /// compile-time choice of Asio's headers).
 void serve_asio_io_uring(int listen_fd, const Params& p);
+/// echo/uring loop=raw: the hand-written liburing event loop (uring_raw.cpp).
+void serve_uring_raw(int listen_fd, const Params& p);
 
 }  // namespace ipclab::echo

@@ -1,9 +1,11 @@
-// echo/uring: the ipcrt runtime: a coroutine per connection doing recv then send through one
-// ring; every loop turn submits all connections' SQEs in one io_uring_enter. fixed_files=1
-// registers each accepted socket in the ring's file table (IOSQE_FIXED_FILE: no fd lookup per op).
-// multishot=1 (default) keeps one recv armed per connection over a provided-buffer ring.
-// Compiled only when the build links ipcrt.
+// echo/uring: io_uring echo servers. loop=raw (default) is the hand-written liburing loop in
+// uring_raw.cpp; loop=ipcrt is the ipcrt runtime below: a coroutine per connection doing recv then
+// send through one ring, every loop turn submitting all connections' SQEs in one io_uring_enter.
+// fixed_files=1 registers each accepted socket in the ring's file table (IOSQE_FIXED_FILE: no fd
+// lookup per op). multishot=1 (default) keeps one recv armed per connection over a provided-buffer
+// ring. Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
+#include <liburing.h>
 #include <unistd.h>
 
 #include <memory>
@@ -106,23 +108,49 @@ void serve(int lfd, const Params& p) {
   rt.block_on(body());
 }
 
+bool kernel_has_min_wait() {
+  io_uring ring;
+  io_uring_params ip{};
+  if (io_uring_queue_init_params(2, &ring, &ip) != 0) return false;
+  io_uring_queue_exit(&ring);
+  return ip.features & (1u << 15);  // IORING_FEAT_MIN_TIMEOUT (Linux 6.13), newer than liburing 2.3
+}
+
 IPCLAB_REGISTER(Mechanism{
     .suite = "echo",
     .name = "uring",
-    .help = "ipcrt io_uring runtime: multishot accept, recv/send coroutine per connection",
-    .params = suite_params({{.name = "fixed_files", .type = ParamType::Bool, .def = "0",
-                             .help = "register each connection in the ring's file table",
-                             .quick = {"0", "1"}, .full = {"0", "1"}},
-                            {.name = "multishot", .type = ParamType::Bool, .def = "1",
-                             .help = "multishot recv into a provided-buffer ring (0: one recv SQE per message)",
-                             .quick = {"1"}, .full = {"0", "1"}}}),
+    .help = "io_uring: multishot accept, multishot recv into a provided-buffer ring, send back from it; "
+            "a hand-written liburing loop (loop=raw) or ipcrt coroutines (loop=ipcrt)",
+    .params = suite_params({
+        {.name = "loop", .type = ParamType::String, .def = "raw", .choices = {"raw", "ipcrt"},
+         .help = "raw: hand-written liburing event loop; ipcrt: the ipcrt runtime, a coroutine per connection",
+         .quick = {"raw", "ipcrt"}, .full = {"raw", "ipcrt"}},
+        {.name = "fixed_files", .type = ParamType::Bool, .def = "0",
+         .help = "register each connection in the ring's file table",
+         .quick = {"0", "1"}, .full = {"0", "1"}},
+        {.name = "multishot", .type = ParamType::Bool, .def = "1",
+         .help = "multishot recv into a provided-buffer ring (0: one recv SQE per message)",
+         .quick = {"1"}, .full = {"0", "1"}},
+        {.name = "poll_first", .type = ParamType::Bool, .def = "0",
+         .help = "loop=raw, multishot=0: IORING_RECVSEND_POLL_FIRST on each recv (wait for data before trying)"},
+        {.name = "wait_nr", .type = ParamType::Int, .def = "1",
+         .help = "loop=raw: completions each io_uring_enter waits for beyond its sends (needs min_wait_us > 0)",
+         .min = 1, .max = 4096},
+        {.name = "min_wait_us", .type = ParamType::Int, .def = "0",
+         .help = "loop=raw: after this long a wait returns with any completion (0: wait for one, no batching)",
+         .min = 0, .max = 1000000},
+    }),
     .workload = [](Session& s) {
-      if (s.params().flag("fixed_files") && !ipcrt::features::get().registered_files)
+      const Params& p = s.params();
+      const bool raw = p.str("loop") == "raw";
+      if (p.flag("fixed_files") && !ipcrt::features::get().registered_files)
         throw Skip("the kernel refuses a sparse registered-file table (io_uring_register_files_sparse)");
-      if (s.params().flag("multishot") &&
+      if ((raw || p.flag("multishot")) &&
           !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
         throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
-      run_echo(s, {.serve = serve});
+      if (raw && p.i64("min_wait_us") > 0 && !kernel_has_min_wait())
+        s.record().extra["min_wait_note"] = "the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.13): no batching";
+      run_echo(s, {.serve = raw ? serve_uring_raw : serve});
     },
 });
 
