@@ -134,10 +134,12 @@ IPCLAB_REGISTER(Mechanism{
         {.name = "poll_first", .type = ParamType::Bool, .def = "0",
          .help = "loop=raw, multishot=0: IORING_RECVSEND_POLL_FIRST on each recv (wait for data before trying)"},
         {.name = "wait_nr", .type = ParamType::Int, .def = "1",
-         .help = "loop=raw: completions each io_uring_enter waits for beyond its sends (needs min_wait_us > 0)",
+         .help = "loop=raw: completions each io_uring_enter waits for beyond the sends it submits "
+                 "(needs min_wait_us > 0); more than 1 batches wake-ups at some latency",
          .min = 1, .max = 4096},
-        {.name = "min_wait_us", .type = ParamType::Int, .def = "0",
-         .help = "loop=raw: after this long a wait returns with any completion (0: wait for one, no batching)",
+        {.name = "min_wait_us", .type = ParamType::Int, .def = "50",
+         .help = "loop=raw: cap on that wait: after it any completion ends it (IORING_ENTER_EXT_ARG "
+                 "min_wait_usec, Linux 6.13); 0: plain wait for one completion, sends included",
          .min = 0, .max = 1000000},
     }),
     .workload = [](Session& s) {
