@@ -3,27 +3,22 @@
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
-#include <latch>
-
 #include "core/mechanism.hpp"
 #include "core/session.hpp"
-#include "mechanisms/cachecalc/workload.hpp"
+#include "mechanisms/cachecalc/asio_pool.hpp"
 
 namespace ipclab::cachecalc {
 namespace {
 
-using Strand = asio::strand<asio::thread_pool::executor_type>;
-
-asio::awaitable<void> task(Cache& c, Strand& strand, asio::thread_pool& pool,
-                           std::chrono::microseconds delay, std::latch& done) {
-  co_await asio::post(strand, asio::use_awaitable);
-  calc(c);
-  co_await asio::post(pool.get_executor(), asio::use_awaitable);
-  asio::steady_timer timer(pool.get_executor(), delay);
+asio::awaitable<void> task(PoolIteration& it, std::chrono::microseconds delay) {
+  co_await asio::post(it.strand, asio::use_awaitable);
+  calc(it.cache);
+  co_await asio::post(it.pool.get_executor(), asio::use_awaitable);
+  asio::steady_timer timer(it.pool.get_executor(), delay);
   co_await timer.async_wait(asio::use_awaitable);
-  co_await asio::post(strand, asio::use_awaitable);
-  calc(c);
-  done.count_down();
+  co_await asio::post(it.strand, asio::use_awaitable);
+  calc(it.cache);
+  it.done.count_down();
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -35,15 +30,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param()},
     .workload = [](Session& s) {
       const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      asio::thread_pool pool(kConcurrency);
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        Strand strand = asio::make_strand(pool.get_executor());
-        std::latch done(kTasks);
-        for (int t = 0; t < kTasks; ++t)
-          asio::co_spawn(pool, task(c, strand, pool, delay, done), asio::detached);
-        done.wait();
-        return verify(c);
+      run_on_pool(s, [&](PoolIteration& it) {
+        asio::co_spawn(it.pool, task(it, delay), asio::detached);
       });
     },
 });

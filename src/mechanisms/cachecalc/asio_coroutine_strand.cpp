@@ -3,21 +3,19 @@
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
-#include <latch>
-
 #include "core/mechanism.hpp"
 #include "core/session.hpp"
-#include "mechanisms/cachecalc/workload.hpp"
+#include "mechanisms/cachecalc/asio_pool.hpp"
 
 namespace ipclab::cachecalc {
 namespace {
 
-asio::awaitable<void> task(Cache& c, std::chrono::microseconds delay, std::latch& done) {
-  calc(c);
+asio::awaitable<void> task(PoolIteration& it, std::chrono::microseconds delay) {
+  calc(it.cache);
   asio::steady_timer timer(co_await asio::this_coro::executor, delay);
   co_await timer.async_wait(asio::use_awaitable);
-  calc(c);
-  done.count_down();
+  calc(it.cache);
+  it.done.count_down();
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -29,14 +27,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param()},
     .workload = [](Session& s) {
       const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      asio::thread_pool pool(kConcurrency);
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        auto strand = asio::make_strand(pool.get_executor());
-        std::latch done(kTasks);
-        for (int t = 0; t < kTasks; ++t) asio::co_spawn(strand, task(c, delay, done), asio::detached);
-        done.wait();
-        return verify(c);
+      run_on_pool(s, [&](PoolIteration& it) {
+        asio::co_spawn(it.strand, task(it, delay), asio::detached);
       });
     },
 });

@@ -3,12 +3,11 @@
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
-#include <latch>
 #include <memory>
 
 #include "core/mechanism.hpp"
 #include "core/session.hpp"
-#include "mechanisms/cachecalc/workload.hpp"
+#include "mechanisms/cachecalc/asio_pool.hpp"
 
 namespace ipclab::cachecalc {
 namespace {
@@ -22,24 +21,17 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param()},
     .workload = [](Session& s) {
       const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      asio::thread_pool pool(kConcurrency);
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        auto strand = asio::make_strand(pool.get_executor());
-        std::latch done(kTasks);
-        for (int t = 0; t < kTasks; ++t)
-          asio::post(strand, [&] {
-            calc(c);
-            auto timer = std::make_shared<asio::steady_timer>(pool.get_executor(), delay);
-            timer->async_wait([&, timer](const asio::error_code&) {
-              asio::post(strand, [&] {
-                calc(c);
-                done.count_down();
-              });
+      run_on_pool(s, [&](PoolIteration& it) {
+        asio::post(it.strand, [&it, delay] {
+          calc(it.cache);
+          auto timer = std::make_shared<asio::steady_timer>(it.pool.get_executor(), delay);
+          timer->async_wait([&it, timer](const asio::error_code&) {
+            asio::post(it.strand, [&it] {
+              calc(it.cache);
+              it.done.count_down();
             });
           });
-        done.wait();
-        return verify(c);
+        });
       });
     },
 });
