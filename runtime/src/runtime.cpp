@@ -215,11 +215,27 @@ void runtime::fire_timers(uint64_t now) noexcept {
     }
 }
 
+void runtime::poll_idle() {
+    uint64_t now = now_ns();
+    uint64_t until = now + uint64_t(opt_.idle_poll_us()) * 1000u;
+    if (!timers_.empty())
+        until = std::min(until, timers_.front().deadline);
+    // GETEVENTS runs deferred task work (DEFER_TASKRUN), which is where MSG_RING deliveries land.
+    while (now < until) {
+        ring_.submit_and_get_events();
+        if (ring_.cq_ready())
+            return;
+        now = now_ns();
+    }
+}
+
 void runtime::turn(bool idle) {
     if (!timers_.empty()) {
         fire_timers(now_ns());
         idle = idle && !head_;
     }
+    if (idle && opt_.idle_poll_us() && ring_.cq_ready() == 0)
+        poll_idle();
     if (idle) {
         if (ring_.cq_ready() == 0) {
             if (timers_.empty()) {
@@ -434,6 +450,7 @@ void runtime::send_remote(remote_node* n) {
         io_uring_prep_msg_ring(s, ring_.fd(), 0, reinterpret_cast<uint64_t>(n) | detail::kTagRemote, 0);
         io_uring_sqe_set_data64(s, reinterpret_cast<uint64_t>(n) | detail::kTagMsgSent);
         ++src->inflight_;
+        src->remote_unsent_ = true;
         return;
     }
     push_locked(n);

@@ -179,6 +179,12 @@ private:
                 if (!head_)
                     tail_ = nullptr;
                 n->handle.resume();
+                // A hand-off to another runtime must not wait behind the rest of the budget (up to
+                // budget_ more tasks): that runtime may be idle, waiting for exactly this message.
+                if (remote_unsent_) [[unlikely]] {
+                    remote_unsent_ = false;
+                    ring_.submit();
+                }
             }
             if (done()) {
                 // Work queued for others (MSG_RING wakes, sends) must not wait for our next turn.
@@ -190,6 +196,7 @@ private:
         }
     }
     void turn(bool idle);
+    void poll_idle();
     void fire_timers(uint64_t now) noexcept;
     void reap();
     void dispatch(const io_uring_cqe* cqe);
@@ -223,6 +230,8 @@ private:
     // Read by other threads posting to this runtime (send_remote), written by the destructor.
     std::atomic<bool> closing_{false};
     bool use_msg_ring_ = false;
+    // A MSG_RING hand-off was prepared by the running task and is not submitted yet.
+    bool remote_unsent_ = false;
 
     // Cross-thread inbox (eventfd fallback and same-thread posts).
     int efd_ = -1;
