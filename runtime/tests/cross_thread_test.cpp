@@ -61,30 +61,6 @@ TEST(cross_thread, post_from_runtime_uses_msg_ring) {
     EXPECT_EQ(hits.load(), 1000);
 }
 
-// The hand-off leaves with the task step that made it, not at the end of the loop turn: here the
-// next ready task (same turn, same budget) waits for the other runtime to have run the post, which
-// could never happen if the MSG_RING stayed unsubmitted until the turn ended. The bound only turns a
-// regression into a failure instead of a hang.
-TEST(cross_thread, post_leaves_before_the_turn_ends) {
-    if (!features::get().msg_ring)
-        GTEST_SKIP() << "IORING_OP_MSG_RING not supported; eventfd path covered elsewhere";
-    runtime_thread b;
-    std::atomic<bool> ran{false};
-    runtime a;
-    bool seen = a.block_on([&]() -> task<bool> {
-        b.get().post([&] { ran.store(true, std::memory_order_release); });
-        auto waiter = spawn([&]() -> task<bool> {
-            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (!ran.load(std::memory_order_acquire))
-                if (std::chrono::steady_clock::now() > give_up)
-                    co_return false;
-            co_return true;
-        }());
-        co_return co_await waiter;
-    }());
-    EXPECT_TRUE(seen);
-}
-
 // A shard-style runtime that polls before it sleeps still takes posts, spawns and timers.
 TEST(cross_thread, idle_polling_runtime_takes_posts_spawns_and_timers) {
     runtime_thread b(options().idle_poll_us(200));
