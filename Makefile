@@ -6,7 +6,7 @@ TSAN_BUILD := build/tsan
 STAMP := build/.setup-done
 RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all setup build asan tsan bench test test-release test-asan test-tsan clean
+.PHONY: all setup build asan tsan bench test test-release test-asan test-tsan test-report clean
 
 all: build
 
@@ -40,8 +40,7 @@ bench: build
 
 # Release tests (functional + smoke + CLI), then the unit tests under ASan+UBSan, then the
 # concurrent structures under TSan.
-test: test-release test-asan test-tsan
-	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
+test: test-release test-asan test-tsan test-report
 
 test-release: build
 	ctest --preset release
@@ -51,6 +50,9 @@ test-asan: asan
 
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
+
+test-report: $(STAMP)
+	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
 
 clean:
 	rm -rf build
