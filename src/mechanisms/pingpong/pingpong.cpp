@@ -245,7 +245,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const uint64_t sample = uint64_t(p.i64("latency_sample"));
   const int host_cpu = s.cpu_for(0), guest_cpu = s.cpu_for(1);
   if (kind == GuestKind::Go && go_guest.empty())
-    throw Skip("the Go guest was not built: `go` was not found at configure time; install Go and rebuild");
+    throw Skip("the Go guest was not built (`go` not found at configure time, or "
+               "IPCLAB_WITH_GO_PEERS=OFF as in the sanitizer presets); use the release preset with Go installed");
   if (kind == GuestKind::Go && access(go_guest.c_str(), X_OK) != 0)
     throw Skip(fmt::format("the Go guest {} is missing; rebuild (target pingpong_go_guest)", go_guest));
 
