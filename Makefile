@@ -45,8 +45,9 @@ test: test-release test-asan test-tsan test-report
 test-release: build
 	ctest --preset release
 
+# The concurrent structures' tests are not in the unit binary: ASan+UBSan runs them too.
 test-asan: asan
-	ctest --preset asan -L unit
+	ctest --preset asan -L 'unit|concurrent'
 
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
