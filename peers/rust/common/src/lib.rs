@@ -1,0 +1,453 @@
+//! What the Rust peers share: the command line of the peer contract (docs/json-schema.md#peers),
+//! the record they print, the integrity tally of the runtime suite (the same rules as
+//! src/mechanisms/runtime/common.cpp), the measured window, and the fileio suite's test-file
+//! format and IO plan (the same as src/mechanisms/fileio/common.cpp, so every block read is
+//! verified against the content the harness wrote).
+//!
+//! The record is written by hand rather than with serde: it is a dozen flat fields, and serde's
+//! derive would be most of the workspace's build time.
+
+pub mod fileio;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// `--name=value` arguments. A bare `--name` counts as `true`.
+pub struct Args {
+    map: BTreeMap<String, String>,
+}
+
+impl Args {
+    pub fn from_env() -> Args {
+        Self::parse(std::env::args().skip(1))
+    }
+
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Args {
+        let mut map = BTreeMap::new();
+        for a in args {
+            let Some(rest) = a.strip_prefix("--") else { usage(&format!("unexpected argument '{a}'; use --name=value")) };
+            match rest.split_once('=') {
+                Some((k, v)) => map.insert(k.to_string(), v.to_string()),
+                None => map.insert(rest.to_string(), "true".to_string()),
+            };
+        }
+        Args { map }
+    }
+
+    pub fn str(&self, k: &str) -> Option<&str> {
+        self.map.get(k).map(String::as_str)
+    }
+
+    pub fn str_or<'a>(&'a self, k: &str, def: &'a str) -> &'a str {
+        self.str(k).unwrap_or(def)
+    }
+
+    pub fn u64_or(&self, k: &str, def: u64) -> u64 {
+        match self.str(k) {
+            None => def,
+            Some(v) => v.parse().unwrap_or_else(|_| usage(&format!("--{k}={v} is not a whole number"))),
+        }
+    }
+
+    pub fn f64_or(&self, k: &str, def: f64) -> f64 {
+        match self.str(k) {
+            None => def,
+            Some(v) => v.parse().unwrap_or_else(|_| usage(&format!("--{k}={v} is not a number"))),
+        }
+    }
+
+    /// CPUs of `--cpus` (a list like 0,1); empty when not given.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.str_or("cpus", "").split(',').filter(|s| !s.is_empty()).filter_map(|s| s.parse().ok()).collect()
+    }
+
+    /// Worker threads for a multi-threaded runtime: one per CPU of --cpus, else per allowed CPU.
+    pub fn worker_threads(&self) -> usize {
+        let c = self.cpus().len();
+        if c > 0 {
+            c
+        } else {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        }
+    }
+}
+
+/// Bad input: one line naming the fix, exit 2 (the project's rule for every executable).
+pub fn usage(msg: &str) -> ! {
+    eprintln!("ipclab-peer: {msg}");
+    std::process::exit(2)
+}
+
+/// The integrity counters of the harness's record.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Integrity {
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupt: u64,
+}
+
+/// What a count-based run observed: results counted, their sum, results that came out of order.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Tally {
+    pub count: u64,
+    pub sum: u64,
+    pub disorder: u64,
+}
+
+impl Tally {
+    /// Counts `got` where `want` was due (a channel message, a task's result).
+    #[inline]
+    pub fn take(&mut self, got: u64, want: u64) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(got);
+        self.disorder += (got != want) as u64;
+    }
+
+    pub fn merge(&mut self, o: Tally) {
+        self.count += o.count;
+        self.sum = self.sum.wrapping_add(o.sum);
+        self.disorder += o.disorder;
+    }
+}
+
+/// Sum of 0..n-1: what n tasks returning their index, or n messages numbered from 0, add up to.
+pub const fn index_sum(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        n * (n - 1) / 2
+    }
+}
+
+/// The verdict of `got` against the expected count and sum: a shortfall is lost, a surplus
+/// duplicated, a wrong sum or an out-of-order result corrupt.
+pub fn verify(want_count: u64, want_sum: u64, got: &Tally) -> Integrity {
+    Integrity {
+        sent: want_count,
+        received: got.count,
+        lost: want_count.saturating_sub(got.count),
+        duplicated: got.count.saturating_sub(want_count),
+        corrupt: got.disorder + (got.count == want_count && got.sum != want_sum) as u64,
+    }
+}
+
+/// CPU time of the whole process (every thread of it), as the harness's record counts it.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Cpu {
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub ctx_vol: i64,
+    pub ctx_invol: i64,
+}
+
+impl Cpu {
+    pub fn now() -> Cpu {
+        // SAFETY: getrusage fills the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        Cpu { user_s: tv(ru.ru_utime), sys_s: tv(ru.ru_stime), ctx_vol: ru.ru_nvcsw, ctx_invol: ru.ru_nivcsw }
+    }
+
+    pub fn since(self, start: Cpu) -> Cpu {
+        Cpu {
+            user_s: self.user_s - start.user_s,
+            sys_s: self.sys_s - start.sys_s,
+            ctx_vol: self.ctx_vol - start.ctx_vol,
+            ctx_invol: self.ctx_invol - start.ctx_invol,
+        }
+    }
+}
+
+/// One record of the harness's schema (docs/json-schema.md).
+#[derive(Default)]
+pub struct Record {
+    pub name: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub wall_s: f64,
+    pub cpu: Cpu,
+    pub integrity: Integrity,
+    pub rates: Vec<(String, f64)>,
+    pub extra: Vec<(String, String)>,
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => write!(o, "\\u{:04x}", c as u32).unwrap(),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn json_f64(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:e}")
+    } else {
+        "0".to_string()
+    }
+}
+
+impl Record {
+    pub fn extra(&mut self, k: &str, v: impl ToString) -> &mut Self {
+        self.extra.push((k.to_string(), v.to_string()));
+        self
+    }
+
+    pub fn to_json(&self) -> String {
+        let i = &self.integrity;
+        let c = &self.cpu;
+        let mut s = format!(
+            "{{\"name\":{},\"ops\":{},\"bytes\":{},\"wall_s\":{},\"cpu\":{{\"user_s\":{},\"sys_s\":{},\"ctx_vol\":{},\"ctx_invol\":{}}},\
+             \"integrity\":{{\"sent\":{},\"received\":{},\"lost\":{},\"duplicated\":{},\"corrupt\":{}}}",
+            json_str(&self.name),
+            self.ops,
+            self.bytes,
+            json_f64(self.wall_s),
+            json_f64(c.user_s),
+            json_f64(c.sys_s),
+            c.ctx_vol,
+            c.ctx_invol,
+            i.sent,
+            i.received,
+            i.lost,
+            i.duplicated,
+            i.corrupt
+        );
+        let rates: Vec<String> = self.rates.iter().map(|(k, v)| format!("{}:{}", json_str(k), json_f64(*v))).collect();
+        write!(s, ",\"rates\":{{{}}}", rates.join(",")).unwrap();
+        let extra: Vec<String> = self.extra.iter().map(|(k, v)| format!("{}:{}", json_str(k), json_str(v))).collect();
+        write!(s, ",\"extra\":{{{}}}}}", extra.join(",")).unwrap();
+        s
+    }
+
+    /// Prints the record as the peer's one line of output.
+    pub fn print(&self) {
+        println!("{}", self.to_json());
+    }
+}
+
+/// Runs a count-based body like the harness's Session::measure: once as warm-up when `warmup_s`
+/// is positive, then once timed. Every run's tally is verified; lost/duplicated/corrupt add up
+/// over both runs, sent/received are the timed run's.
+pub fn measure_counted(
+    rec: &mut Record,
+    warmup_s: f64,
+    ops: u64,
+    want_count: u64,
+    want_sum: u64,
+    mut body: impl FnMut() -> Tally,
+) {
+    let mut seen = Integrity::default();
+    let fold = |got: Tally, seen: &mut Integrity| {
+        let run = verify(want_count, want_sum, &got);
+        seen.lost += run.lost;
+        seen.duplicated += run.duplicated;
+        seen.corrupt += run.corrupt;
+        seen.sent = run.sent;
+        seen.received = run.received;
+    };
+    if warmup_s > 0.0 {
+        let t = body();
+        fold(t, &mut seen);
+    }
+    let c0 = Cpu::now();
+    let t0 = Instant::now();
+    let t = body();
+    rec.wall_s = t0.elapsed().as_secs_f64();
+    rec.cpu = Cpu::now().since(c0);
+    fold(t, &mut seen);
+    rec.integrity = seen;
+    rec.ops = ops;
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    Warmup,
+    Measure,
+    Stop,
+}
+
+/// A duration-driven run's clock (warm-up, then the measured window, then stop), checked by the
+/// workers between operations. Single-threaded (the peers' IO loops run on one thread); the
+/// first worker to see a boundary samples the process's CPU there.
+pub struct Window {
+    start: Instant,
+    warmup: Duration,
+    end: Duration,
+    phase: std::cell::Cell<Phase>,
+    t0: std::cell::Cell<Option<Instant>>,
+    t1: std::cell::Cell<Option<Instant>>,
+    c0: std::cell::Cell<Cpu>,
+    c1: std::cell::Cell<Cpu>,
+}
+
+impl Window {
+    pub fn new(warmup_s: f64, duration_s: f64) -> Window {
+        let warmup = Duration::from_secs_f64(warmup_s.max(0.0));
+        let w = Window {
+            start: Instant::now(),
+            warmup,
+            end: warmup + Duration::from_secs_f64(duration_s.max(0.0)),
+            phase: std::cell::Cell::new(Phase::Warmup),
+            t0: Default::default(),
+            t1: Default::default(),
+            c0: Default::default(),
+            c1: Default::default(),
+        };
+        w.tick();
+        w
+    }
+
+    /// The phase now; crossing a boundary is recorded by whoever sees it first.
+    #[inline]
+    pub fn tick(&self) -> Phase {
+        let ph = self.phase.get();
+        if ph == Phase::Stop {
+            return ph;
+        }
+        let now = Instant::now();
+        let el = now - self.start;
+        let want = if el < self.warmup {
+            Phase::Warmup
+        } else if el < self.end {
+            Phase::Measure
+        } else {
+            Phase::Stop
+        };
+        if want != ph {
+            if self.t0.get().is_none() {
+                self.t0.set(Some(now));
+                self.c0.set(Cpu::now());
+            }
+            if want == Phase::Stop {
+                self.t1.set(Some(now));
+                self.c1.set(Cpu::now());
+            }
+            self.phase.set(want);
+        }
+        want
+    }
+
+    /// Wall time and CPU of the measured window (after Stop was seen).
+    pub fn measured(&self) -> (f64, Cpu) {
+        match (self.t0.get(), self.t1.get()) {
+            (Some(a), Some(b)) => ((b - a).as_secs_f64(), self.c1.get().since(self.c0.get())),
+            _ => (0.0, Cpu::default()),
+        }
+    }
+}
+
+/// Yields to the scheduler once: wakes itself and returns Pending, so the task goes to the back
+/// of the run queue. Monoio and Compio export no yield_now; this is what Tokio's does minus its
+/// budget bookkeeping, and what their own examples write by hand.
+pub fn yield_now() -> YieldNow {
+    YieldNow(false)
+}
+
+pub struct YieldNow(bool);
+
+impl std::future::Future for YieldNow {
+    type Output = ();
+    #[inline]
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// Name of the channel a runtime bench used, from `--channel` (`native` = the runtime's own
+/// fastest, `futures` = futures::channel::mpsc, the reference's choice).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    Native,
+    Futures,
+}
+
+impl ChannelKind {
+    pub fn from_args(a: &Args) -> ChannelKind {
+        match a.str_or("channel", "native") {
+            "native" => ChannelKind::Native,
+            "futures" => ChannelKind::Futures,
+            other => usage(&format!("--channel={other}: use native or futures")),
+        }
+    }
+}
+
+/// The peer's exit path for a benchmark it does not know.
+pub fn unknown_bench(bench: &str) -> ! {
+    usage(&format!(
+        "--bench={bench}: use spawn, switch, channel, channel_pairs, timer, echo or fileio"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_counts_loss_duplication_and_corruption() {
+        let mut t = Tally::default();
+        for i in 0..10 {
+            t.take(i, i);
+        }
+        assert_eq!(verify(10, index_sum(10), &t), Integrity { sent: 10, received: 10, ..Default::default() });
+        assert_eq!(verify(11, index_sum(11), &t).lost, 1);
+        assert_eq!(verify(9, index_sum(9), &t).duplicated, 1);
+        let mut bad = Tally::default();
+        bad.take(1, 0);
+        assert_eq!(verify(1, 0, &bad).corrupt, 2); // out of order and the wrong sum
+    }
+
+    #[test]
+    fn record_is_one_json_line() {
+        let mut r = Record { name: "runtime/x\"y".into(), ops: 3, wall_s: 0.5, ..Default::default() };
+        r.extra("runtime", "tokio");
+        let j = r.to_json();
+        assert!(!j.contains('\n'));
+        assert!(j.starts_with("{\"name\":\"runtime/x\\\"y\",\"ops\":3,"));
+        assert!(j.ends_with(",\"extra\":{\"runtime\":\"tokio\"}}"));
+    }
+
+    #[test]
+    fn args_parse_and_reject() {
+        let a = Args::parse(["--n=5".to_string(), "--cpus=0,1".to_string(), "--flag".to_string()]);
+        assert_eq!(a.u64_or("n", 1), 5);
+        assert_eq!(a.u64_or("m", 7), 7);
+        assert_eq!(a.cpus(), vec![0, 1]);
+        assert_eq!(a.str("flag"), Some("true"));
+    }
+
+    #[test]
+    fn yield_now_is_pending_once() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Wake, Waker};
+        struct Count(std::sync::atomic::AtomicU32);
+        impl Wake for Count {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let c = std::sync::Arc::new(Count(Default::default()));
+        let w = Waker::from(c.clone());
+        let mut cx = Context::from_waker(&w);
+        let mut y = std::pin::pin!(yield_now());
+        assert!(y.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(c.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(y.as_mut().poll(&mut cx), Poll::Ready(()));
+    }
+}
