@@ -41,6 +41,12 @@ else
   echo "setup: Debian packages present"
 fi
 
+# Rust peers (peers/rust): fetch the locked crates now, so the build (cargo --locked) only compiles.
+if command -v cargo >/dev/null 2>&1 && [ -f "$(dirname "$0")/../peers/rust/Cargo.lock" ]; then
+  echo "setup: fetching the Rust peers' crates (cargo fetch --locked)"
+  (cd "$(dirname "$0")/../peers/rust" && cargo fetch --locked --quiet)
+fi
+
 # Python side (report/compare): installed as a package from report/, with its dependencies from PyPI.
 PY=${PYTHON:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)

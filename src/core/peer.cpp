@@ -157,7 +157,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu,
   rec.wall_s = p.wall_s;
   rec.latency = p.latency;
   rec.integrity = p.integrity;
-  rec.extra = p.extra;
+  for (auto& [k, v] : p.extra.items()) rec.extra[k] = v;
   for (auto& [k, v] : p.rates.items())
     if (k != "ops_per_s" && k != "bytes_per_s" && k != "MiB_per_s") rec.rates[k] = v;
   // The peer's own measured-window CPU when it reports one, else its whole run from wait4.

@@ -32,7 +32,8 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
 
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
 /// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and
-/// --cpus, and folds its single record into the session's record. `timeout_s` 0 is the session's
+/// --cpus, and folds its single record into the session's record (the peer's extra is merged
+/// into what the mechanism already put there). `timeout_s` 0 is the session's
 /// (set by --duration); a count-based peer, whose time is set by its n, passes its own.
 void fold_peer(Session& s, const std::string& executable, int cpu,
                const std::vector<std::string>& args = {}, double timeout_s = 0);

@@ -98,9 +98,10 @@ pub struct Job {
 impl Job {
     pub fn from_args(a: &Args) -> Job {
         let path = a.str("file").unwrap_or_else(|| usage("--file=PATH is required (the harness prepares it)")).to_string();
-        let file_size = a.u64_or("file_size", 0);
+        // In bytes, from the harness: its own --file_size may be written with a suffix (1G).
+        let file_size = a.u64_or("file_bytes", 0);
         if file_size == 0 || file_size % SEQ_SIZE != 0 {
-            usage("--file_size must be a positive multiple of 64 KiB");
+            usage("--file_bytes must be a positive multiple of 64 KiB");
         }
         let qd = a.u64_or("qd", 32).clamp(1, 4096) as usize;
         let direct = match a.str_or("variant", "direct") {

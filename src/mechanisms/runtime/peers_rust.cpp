@@ -1,0 +1,95 @@
+// runtime/<bench>_<rt>: the runtime suite's benches on the Rust runtimes (peers/rust): Tokio
+// current_thread and multi_thread, Monoio (IoUringDriver) and Compio (io_uring), with the same
+// parameters, defaults and checks as <bench>_ipcrt. Each run starts the runtime's peer, which times
+// the bench itself (warm-up run, then the timed run, like Session::measure) and reports the tally
+// it verified; fold_peer takes its record. Channels come twice: channel_<rt> on the runtime's own
+// fastest channel (tokio::sync::mpsc; local_sync::mpsc::bounded for Monoio and Compio) and
+// channel_futures_<rt> on futures::channel::mpsc, the reference's choice.
+#include <fmt/format.h>
+
+#include "core/peer.hpp"
+#include "core/session.hpp"
+#include "mechanisms/runtime/common.hpp"
+#include "mechanisms/rust_peers.hpp"
+
+namespace ipclab::rt {
+namespace {
+
+// The parameter lists of the ipcrt mechanisms, so both sides of a comparison run the same points.
+ParamSpec switch_n() {
+  return n_param("switches", 65536, {"2097152"}, {"524288", "1048576", "2097152", "4194304", "8388608"});
+}
+ParamSpec spawn_n() {
+  return n_param("tasks spawned and joined", 16384, {"1048576"},
+                 {"131072", "262144", "524288", "1048576", "2097152", "4194304"});
+}
+ParamSpec channel_n() {
+  return n_param("messages", 16384, {"1048576"}, {"131072", "262144", "524288", "1048576", "2097152"});
+}
+ParamSpec pairs_n() { return n_param("messages per pair", 4096, {"131072"}, {"1048576"}); }
+ParamSpec timer_n() {
+  return n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"});
+}
+// Tokio's and futures' bounded channels have no rendezvous mode.
+ParamSpec peer_capacity() {
+  ParamSpec p = capacity_param();
+  p.min = 1;
+  p.help = "channel capacity in messages (as for ipcrt and Asio; at least 1 here)";
+  return p;
+}
+
+struct Bench {
+  const char* name;     // mechanism prefix
+  const char* peer;     // --bench=
+  const char* channel;  // --channel= ("" for none)
+  std::vector<ParamSpec> (*params)();
+  const char* what;
+};
+
+const Bench kBenches[] = {
+    {"spawn", "spawn", "", [] { return std::vector<ParamSpec>{spawn_n(), batch_param()}; },
+     "spawn n tasks returning their index and join every handle (in batches)"},
+    {"switch", "switch", "", [] { return std::vector<ParamSpec>{switch_n()}; },
+     "yield n times in one task (tokio::task::yield_now; a self-wake for Monoio and Compio)"},
+    {"channel", "channel", "native", [] { return std::vector<ParamSpec>{channel_n(), peer_capacity()}; },
+     "n messages through the runtime's own channel (tokio::sync::mpsc / local_sync::mpsc::bounded), one producer and one consumer task"},
+    {"channel_futures", "channel", "futures",
+     [] { return std::vector<ParamSpec>{channel_n(), peer_capacity()}; },
+     "n messages through futures::channel::mpsc (the reference's choice), one producer and one consumer task"},
+    {"channel_pairs", "channel_pairs", "native",
+     [] { return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()}; },
+     "P producer/consumer pairs, n messages each, over the runtime's own channel"},
+    {"channel_pairs_futures", "channel_pairs", "futures",
+     [] { return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()}; },
+     "P producer/consumer pairs, n messages each, over futures::channel::mpsc"},
+    {"timer", "timer", "", [] { return std::vector<ParamSpec>{delay_param(), timer_n()}; },
+     "sleep(delay) n times in one task (arm + fire, sequential; Tokio's and Monoio's timers tick in ms)"},
+};
+
+void run(Session& s, const RustRuntime& rt, const Bench& b) {
+  const Params& p = s.params();
+  std::vector<std::string> args{fmt::format("--bench={}", b.peer)};
+  if (*rt.flavor) args.push_back(fmt::format("--flavor={}", rt.flavor));
+  if (*b.channel) args.push_back(fmt::format("--channel={}", b.channel));
+  // Count-based: the peer's time grows with n, not --duration. Allow 10 us per operation (1 ms
+  // timer ticks plus the delay for timers) for the warm-up and the timed run.
+  const double ops = double(p.i64("n")) * double(p.has("pairs") ? p.i64("pairs") : 1);
+  const double per_op = p.has("delay_us") ? 2e-3 + double(p.i64("delay_us")) * 1e-6 : 10e-6;
+  fold_peer(s, rust_peer(rt.binary), -1, args, s.options().timeout_s() + 2 * ops * per_op);
+}
+
+const bool registered = [] {
+  for (const RustRuntime& rt : kRustRuntimes)
+    for (const Bench& b : kBenches)
+      Registry::get().add(Mechanism{
+          .suite = "runtime",
+          .name = fmt::format("{}_{}", b.name, rt.suffix),
+          .help = fmt::format("{}: {} (Rust peer, peers/rust)", rt.what, b.what),
+          .params = b.params(),
+          .workload = [&rt, &b](Session& s) { run(s, rt, b); },
+      });
+  return true;
+}();
+
+}  // namespace
+}  // namespace ipclab::rt

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Each Rust peer answers a tiny run of each of its benches through ipclab with a valid, verified
+record: every runtime/, echo/ and fileio/ mechanism of Tokio, Monoio and Compio must come back ok
+(not skipped: this test exists only when the peers were built), with operations counted and clean
+integrity counters."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ipclab = sys.argv[1]
+RUNTIMES = ["tokio_ct", "tokio_mt", "monoio", "compio"]
+RUNS = [
+    ["run", *[f"runtime/*_{rt}" for rt in RUNTIMES], "-p", "n=256", "-p", "pairs=3"],
+    ["run", *[f"echo/{rt}" for rt in RUNTIMES], "-p", "connections=4"],
+    ["run", "fileio/tokio", "fileio/monoio", "fileio/compio", "-p", "file_size=4M",
+     "-p", "pattern=seq,rand", "-p", "variant=buffered,direct", "-p", "qd=4"],
+]
+WANT = {"runtime": 7 * len(RUNTIMES), "echo": len(RUNTIMES), "fileio": 3 * 4}
+
+problems, seen = [], {}
+with tempfile.TemporaryDirectory() as tmp:
+    for i, args in enumerate(RUNS):
+        out = os.path.join(tmp, f"{i}.json")
+        proc = subprocess.run([ipclab, *args, "--duration", "0.05", "--warmup", "0.01",
+                               "--repetitions", "1", "--json", out],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            problems.append(f"{' '.join(args)}: exit {proc.returncode}: {proc.stderr[-500:]}")
+            if not os.path.exists(out):
+                continue
+        for b in json.load(open(out))["benchmarks"]:
+            seen[b["suite"]] = seen.get(b["suite"], 0) + 1
+            i = b["integrity"]
+            if b["status"] != "ok":
+                problems.append(f'{b["name"]}: {b["status"]}: {b["error"]}')
+            elif b["ops"] <= 0 or b["wall_s"] <= 0 or i["received"] <= 0:
+                problems.append(f'{b["name"]}: nothing measured or verified')
+            elif i["lost"] or i["duplicated"] or i["corrupt"]:
+                problems.append(f'{b["name"]}: integrity {i}')
+if seen != WANT:
+    problems.append(f"records per suite {seen}, expected {WANT}")
+for p in problems:
+    print("RUST PEERS FAILURE:", p)
+print(f"rust peers: {sum(seen.values())} records, {len(problems)} problems")
+sys.exit(1 if problems else 0)
