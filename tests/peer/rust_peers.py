@@ -2,14 +2,15 @@
 """Each Rust peer answers a tiny run of each of its benches through ipclab with a valid, verified
 record: every runtime/, echo/ and fileio/ mechanism of Tokio, Monoio and Compio must come back ok
 (not skipped: this test exists only when the peers were built), with operations counted and clean
-integrity counters."""
+integrity counters. Then each fileio peer, given a file of zeros, must count every block corrupt.
+Usage: rust_peers.py IPCLAB PEER_DIR"""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-ipclab = sys.argv[1]
+ipclab, peer_dir = sys.argv[1], sys.argv[2]
 RUNTIMES = ["tokio_ct", "tokio_mt", "monoio", "compio"]
 RUNS = [
     ["run", *[f"runtime/*_{rt}" for rt in RUNTIMES], "-p", "n=256", "-p", "pairs=3"],
@@ -39,6 +40,23 @@ with tempfile.TemporaryDirectory() as tmp:
                 problems.append(f'{b["name"]}: nothing measured or verified')
             elif i["lost"] or i["duplicated"] or i["corrupt"]:
                 problems.append(f'{b["name"]}: integrity {i}')
+            elif b["mechanism"].startswith("channel") and ("futures" in b["mechanism"]) != (
+                    b["extra"].get("channel") == "futures::channel::mpsc"):
+                problems.append(f'{b["name"]}: ran on {b["extra"].get("channel")}')
+            elif b["suite"] == "fileio" and not ("file" in b["extra"] and "engine" in b["extra"]):
+                problems.append(f'{b["name"]}: extra lacks the harness\'s or the peer\'s fields')
+    # The peers' own verification must be able to fail: a file of zeros is all corrupt blocks.
+    zeros = os.path.join(tmp, "zeros.dat")
+    with open(zeros, "wb") as f:
+        f.write(bytes(1 << 20))
+    for rt in ["tokio", "monoio", "compio"]:
+        proc = subprocess.run([os.path.join(peer_dir, f"ipclab-peer-{rt}"), "--bench=fileio",
+                               f"--file={zeros}", "--file_size=1048576", "--variant=buffered",
+                               "--qd=2", "--duration=0.05", "--warmup=0"],
+                              capture_output=True, text=True, timeout=60)
+        i = json.loads(proc.stdout)["integrity"] if proc.returncode == 0 else {}
+        if not i.get("received") or i["corrupt"] != i["received"]:
+            problems.append(f"{rt}: zeros read as {i or proc.stderr[-300:]}, not all corrupt")
 if seen != WANT:
     problems.append(f"records per suite {seen}, expected {WANT}")
 for p in problems:
