@@ -51,7 +51,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write(bytes(1 << 20))
     for rt in ["tokio", "monoio", "compio"]:
         proc = subprocess.run([os.path.join(peer_dir, f"ipclab-peer-{rt}"), "--bench=fileio",
-                               f"--file={zeros}", "--file_size=1048576", "--variant=buffered",
+                               f"--file={zeros}", "--file_bytes=1048576", "--variant=buffered",
                                "--qd=2", "--duration=0.05", "--warmup=0"],
                               capture_output=True, text=True, timeout=60)
         i = json.loads(proc.stdout)["integrity"] if proc.returncode == 0 else {}
