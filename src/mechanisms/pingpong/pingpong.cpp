@@ -327,11 +327,13 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   }
 
   // Is the guest process still there? Returns why not ("" while it lives).
+  int guest_status = 0;
   auto guest_gone = [&]() -> std::string {
     if (guest_pid <= 0) return "";
     int status = 0;
     if (waitpid(guest_pid, &status, WNOHANG) != guest_pid) return "";
     guest_pid = -1;
+    guest_status = status;
     return "guest process " + describe_exit(status);
   };
 
@@ -402,8 +404,10 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
         h.error = e.what();
         ctl.abort.store(1);
       }
-      st.finish(slot, io);
+      // Finished before DONE: the guest may exit as soon as its last slot is DONE, and the
+      // monitor must then find every host finished (see below), not a guest gone early.
       h.finished.store(1, std::memory_order_release);
+      st.finish(slot, io);
     });
 
   // Monitor.
@@ -420,19 +424,24 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
       }
     }
   };
+  auto all_finished = [&] {
+    for (auto& h : res)
+      if (!h.finished.load(std::memory_order_acquire)) return false;
+    return true;
+  };
   for (;;) {
-    bool all = true;
     uint64_t prog = 0;
-    for (auto& h : res) {
-      all = all && h.finished.load(std::memory_order_acquire);
-      prog += h.progress.load(std::memory_order_relaxed);
-    }
-    if (all) break;
+    for (auto& h : res) prog += h.progress.load(std::memory_order_relaxed);
+    if (all_finished()) break;
     const uint64_t now = now_ns();
     const uint64_t go = ctl.t_go.load(std::memory_order_acquire);
     if (go && now > go + uint64_t(opts.duration_s * 1e9)) ctl.stop.store(1);
     if (prog != last_progress || !go) last_progress = prog, last_change = now;
     std::string why = guest_gone();
+    // A guest that exited cleanly after the last host handed it DONE ended on time: every
+    // host marks itself finished before its DONE, so by then all_finished() holds.
+    if (!why.empty() && WIFEXITED(guest_status) && WEXITSTATUS(guest_status) == 0 && all_finished())
+      break;
     if (why.empty() && now > last_change + uint64_t(kStallSeconds * 1e9))
       why = fmt::format("guest stopped answering: no round trip completed for {:.0f} s", kStallSeconds);
     if (why.empty() && now > hard_deadline)
