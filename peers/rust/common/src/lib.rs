@@ -7,6 +7,7 @@
 //! The record is written by hand rather than with serde: it is a dozen flat fields, and serde's
 //! derive would be most of the workspace's build time.
 
+pub mod bench;
 pub mod fileio;
 
 use std::collections::BTreeMap;

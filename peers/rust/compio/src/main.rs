@@ -5,13 +5,12 @@
 //! crates.io for a thread-per-core runtime; `--channel=futures` takes futures::channel::mpsc.
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{
-    index_sum, measure_counted, unknown_bench, usage, yield_now, Args, ChannelKind, Phase, Record, Tally, Window,
-};
+use ipclab_peer_common::{usage, yield_now, Args, Phase, Record, Tally, Window};
 use compio::io::{AsyncRead, AsyncReadAt, AsyncWriteExt};
 use std::os::fd::{FromRawFd, IntoRawFd};
 
@@ -28,130 +27,44 @@ fn runtime(entries: u32) -> Runtime {
         .unwrap_or_else(|e| usage(&format!("compio runtime: {e}")))
 }
 
-async fn spawn_join(n: u64, batch: u64) -> Tally {
-    let mut hs = Vec::with_capacity(n.min(batch) as usize);
-    let mut t = Tally::default();
-    let mut base = 0;
-    while base < n {
-        let end = n.min(base + batch);
-        for i in base..end {
-            hs.push(compio::runtime::spawn(async move { i }));
-        }
-        for (i, h) in (base..).zip(hs.drain(..)) {
-            t.take(h.await.ok().expect("task failed"), i);
-        }
-        base = end;
+/// The runtime the shared benches (ipclab_peer_common::bench) run on.
+struct Compio(Runtime);
+
+impl Sched for Compio {
+    #[inline]
+    fn yield_now() -> impl Future<Output = ()> {
+        yield_now()
     }
-    t
+    #[inline]
+    fn sleep(d: Duration) -> impl Future<Output = ()> {
+        compio::time::sleep(d)
+    }
 }
 
-async fn switch(n: u64) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        yield_now().await;
-        t.take(i, i);
-    }
-    t
-}
-
-async fn timer(n: u64, delay: Duration) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        let t0 = Instant::now();
-        compio::time::sleep(delay).await;
-        t.take(i, if t0.elapsed() < delay { !i } else { i });
-    }
-    t
-}
-
-/// `pairs` producer/consumer pairs, n messages each; pair p's message i carries p*n + i.
-async fn pairs(kind: ChannelKind, pairs: u64, n: u64, cap: usize) -> Tally {
-    let mut consumers = Vec::new();
-    let mut producers = Vec::new();
-    for p in 0..pairs {
-        let first = p * n;
-        match kind {
-            ChannelKind::Native => {
-                let (tx, mut rx) = local_sync::mpsc::bounded::channel::<u64>(cap);
-                consumers.push(compio::runtime::spawn(async move {
-                    let mut t = Tally::default();
-                    while let Some(v) = rx.recv().await {
-                        t.take(v, first + t.count);
-                    }
-                    t
-                }));
-                producers.push(compio::runtime::spawn(async move {
-                    for i in 0..n {
-                        tx.send(first + i).await.expect("receiver gone");
-                    }
-                }));
-            }
-            ChannelKind::Futures => {
-                // futures' bounded channel holds buffer + one slot per sender: cap in all.
-                let (mut tx, mut rx) = futures_channel::mpsc::channel::<u64>(cap - 1);
-                consumers.push(compio::runtime::spawn(async move {
-                    let mut t = Tally::default();
-                    while let Some(v) = rx.next().await {
-                        t.take(v, first + t.count);
-                    }
-                    t
-                }));
-                producers.push(compio::runtime::spawn(async move {
-                    for i in 0..n {
-                        tx.send(first + i).await.expect("receiver gone");
-                    }
-                }));
-            }
-        }
-    }
-    for h in producers {
-        h.await.ok().expect("producer failed");
-    }
-    let mut all = Tally::default();
-    for h in consumers {
-        all.merge(h.await.ok().expect("consumer failed"));
-    }
-    all
-}
-
-/// Runs `f` as a spawned task joined from block_on: the bench's task then goes through the
-/// scheduler's run queue like any task (the block_on future is polled by a loop of its own).
-fn run<F: std::future::Future<Output = Tally> + 'static>(rt: &mut Runtime, f: F) -> Tally {
-    rt.block_on(async move {
+impl Spawn for Compio {
+    #[inline]
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + 'static
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        // Spawned now (the handle is made here); a dropped JoinHandle cancels its task.
         let h = compio::runtime::spawn(f);
-        h.await.ok().expect("bench task failed")
-    })
+        async move { h.await.ok().expect("task failed") }
+    }
+
+    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally {
+        self.0.block_on(async move {
+            let h = compio::runtime::spawn(f);
+            h.await.ok().expect("bench task failed")
+        })
+    }
 }
 
 fn runtime_bench(a: &Args, bench: &str) {
-    let mut rt = runtime(256);
-    let n = a.u64_or("n", 16384);
-    let warmup = a.f64_or("warmup", 0.0);
-    let mut rec = Record { name: format!("runtime/{bench}_compio"), ..Default::default() };
-    match bench {
-        "spawn" => {
-            let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, spawn_join(n, batch)));
-        }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, switch(n))),
-        "timer" => {
-            let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, timer(n, d)));
-        }
-        "channel" | "channel_pairs" => {
-            let kind = ChannelKind::from_args(a);
-            let p = if bench == "channel" { 1 } else { a.u64_or("pairs", 4).max(1) };
-            let cap = a.u64_or("capacity", 1024) as usize;
-            if cap == 0 {
-                usage("--capacity=0: local-sync's and futures' bounded channels need at least 1");
-            }
-            let total = p * n;
-            measure_counted(&mut rec, warmup, total, total, index_sum(total), || run(&mut rt, pairs(kind, p, n, cap)));
-            rec.extra("channel", if kind == ChannelKind::Native { "local_sync::mpsc::bounded" } else { "futures::channel::mpsc" });
-        }
-        _ => unknown_bench(bench),
-    }
-    rec.extra("runtime", "compio").extra("driver", format!("{:?}", rt.driver_type()));
+    let mut rt = Compio(runtime(256));
+    let mut rec = bench::runtime_bench(&mut rt, a, bench, "compio");
+    rec.extra("driver", format!("{:?}", rt.0.driver_type()));
     rec.print();
 }
 

@@ -4,13 +4,12 @@
 //! !Send like Monoio's tasks); `--channel=futures` takes futures::channel::mpsc instead.
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{
-    index_sum, measure_counted, unknown_bench, usage, yield_now, Args, ChannelKind, Phase, Record, Tally, Window,
-};
+use ipclab_peer_common::{usage, yield_now, Args, Phase, Record, Tally, Window};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 
 type Runtime = monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>;
@@ -25,130 +24,42 @@ fn runtime(entries: u32) -> Runtime {
         .unwrap_or_else(|e| usage(&format!("monoio io_uring runtime: {e} (io_uring disabled or too old a kernel?)")))
 }
 
-async fn spawn_join(n: u64, batch: u64) -> Tally {
-    let mut hs = Vec::with_capacity(n.min(batch) as usize);
-    let mut t = Tally::default();
-    let mut base = 0;
-    while base < n {
-        let end = n.min(base + batch);
-        for i in base..end {
-            hs.push(monoio::spawn(async move { i }));
-        }
-        for (i, h) in (base..).zip(hs.drain(..)) {
-            t.take(h.await, i);
-        }
-        base = end;
+/// The runtime the shared benches (ipclab_peer_common::bench) run on.
+struct Monoio(Runtime);
+
+impl Sched for Monoio {
+    #[inline]
+    fn yield_now() -> impl Future<Output = ()> {
+        yield_now()
     }
-    t
+    #[inline]
+    fn sleep(d: Duration) -> impl Future<Output = ()> {
+        monoio::time::sleep(d)
+    }
 }
 
-async fn switch(n: u64) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        yield_now().await;
-        t.take(i, i);
+impl Spawn for Monoio {
+    #[inline]
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + 'static
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        monoio::spawn(f)
     }
-    t
-}
 
-async fn timer(n: u64, delay: Duration) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        let t0 = Instant::now();
-        monoio::time::sleep(delay).await;
-        t.take(i, if t0.elapsed() < delay { !i } else { i });
+    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally {
+        self.0.block_on(async move {
+            let h = monoio::spawn(f);
+            h.await
+        })
     }
-    t
-}
-
-/// `pairs` producer/consumer pairs, n messages each; pair p's message i carries p*n + i.
-async fn pairs(kind: ChannelKind, pairs: u64, n: u64, cap: usize) -> Tally {
-    let mut consumers = Vec::new();
-    let mut producers = Vec::new();
-    for p in 0..pairs {
-        let first = p * n;
-        match kind {
-            ChannelKind::Native => {
-                let (tx, mut rx) = local_sync::mpsc::bounded::channel::<u64>(cap);
-                consumers.push(monoio::spawn(async move {
-                    let mut t = Tally::default();
-                    while let Some(v) = rx.recv().await {
-                        t.take(v, first + t.count);
-                    }
-                    t
-                }));
-                producers.push(monoio::spawn(async move {
-                    for i in 0..n {
-                        tx.send(first + i).await.expect("receiver gone");
-                    }
-                }));
-            }
-            ChannelKind::Futures => {
-                // futures' bounded channel holds buffer + one slot per sender: cap in all.
-                let (mut tx, mut rx) = futures_channel::mpsc::channel::<u64>(cap - 1);
-                consumers.push(monoio::spawn(async move {
-                    let mut t = Tally::default();
-                    while let Some(v) = rx.next().await {
-                        t.take(v, first + t.count);
-                    }
-                    t
-                }));
-                producers.push(monoio::spawn(async move {
-                    for i in 0..n {
-                        tx.send(first + i).await.expect("receiver gone");
-                    }
-                }));
-            }
-        }
-    }
-    for h in producers {
-        h.await;
-    }
-    let mut all = Tally::default();
-    for h in consumers {
-        all.merge(h.await);
-    }
-    all
-}
-
-/// Runs `f` as a spawned task joined from block_on: the bench's task then goes through the
-/// scheduler's run queue like any task (the block_on future is polled by a loop of its own).
-fn run<F: std::future::Future<Output = Tally> + 'static>(rt: &mut Runtime, f: F) -> Tally {
-    rt.block_on(async move {
-        let h = monoio::spawn(f);
-        h.await
-    })
 }
 
 fn runtime_bench(a: &Args, bench: &str) {
-    let mut rt = runtime(256);
-    let n = a.u64_or("n", 16384);
-    let warmup = a.f64_or("warmup", 0.0);
-    let mut rec = Record { name: format!("runtime/{bench}_monoio"), ..Default::default() };
-    match bench {
-        "spawn" => {
-            let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, spawn_join(n, batch)));
-        }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, switch(n))),
-        "timer" => {
-            let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || run(&mut rt, timer(n, d)));
-        }
-        "channel" | "channel_pairs" => {
-            let kind = ChannelKind::from_args(a);
-            let p = if bench == "channel" { 1 } else { a.u64_or("pairs", 4).max(1) };
-            let cap = a.u64_or("capacity", 1024) as usize;
-            if cap == 0 {
-                usage("--capacity=0: local-sync's and futures' bounded channels need at least 1");
-            }
-            let total = p * n;
-            measure_counted(&mut rec, warmup, total, total, index_sum(total), || run(&mut rt, pairs(kind, p, n, cap)));
-            rec.extra("channel", if kind == ChannelKind::Native { "local_sync::mpsc::bounded" } else { "futures::channel::mpsc" });
-        }
-        _ => unknown_bench(bench),
-    }
-    rec.extra("runtime", "monoio").extra("driver", "IoUringDriver");
+    let mut rt = Monoio(runtime(256));
+    let mut rec = bench::runtime_bench(&mut rt, a, bench, "monoio");
+    rec.extra("driver", "IoUringDriver");
     rec.print();
 }
 

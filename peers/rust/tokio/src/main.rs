@@ -1,9 +1,11 @@
 //! ipclab-peer-tokio: the runtime, echo and fileio benches on Tokio, `--flavor=ct` (the
 //! current_thread runtime) or `--flavor=mt` (multi_thread, one worker per CPU of --cpus).
 //! Started by the harness (src/mechanisms/*/peers_rust.cpp) as `--bench=NAME --param=value ...`.
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use ipclab_peer_common::bench::{self, Sched};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
 use ipclab_peer_common::{index_sum, measure_counted, unknown_bench, usage, Args, ChannelKind, Phase, Record, Tally, Window};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,6 +40,19 @@ impl Rt {
     }
 }
 
+/// The shared switch and timer benches (ipclab_peer_common::bench) run on Tokio's yield and sleep;
+/// spawn and channel stay here, as Tokio's spawn needs Send (see bench::Spawn).
+impl Sched for Rt {
+    #[inline]
+    fn yield_now() -> impl Future<Output = ()> {
+        tokio::task::yield_now()
+    }
+    #[inline]
+    fn sleep(d: Duration) -> impl Future<Output = ()> {
+        tokio::time::sleep(d)
+    }
+}
+
 async fn spawn_join(n: u64, batch: u64) -> Tally {
     let mut hs = Vec::with_capacity(n.min(batch) as usize);
     let mut t = Tally::default();
@@ -51,26 +66,6 @@ async fn spawn_join(n: u64, batch: u64) -> Tally {
             t.take(h.await.expect("task panicked"), i);
         }
         base = end;
-    }
-    t
-}
-
-async fn switch(n: u64) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        tokio::task::yield_now().await;
-        t.take(i, i);
-    }
-    t
-}
-
-async fn timer(n: u64, delay: Duration) -> Tally {
-    let mut t = Tally::default();
-    for i in 0..n {
-        let t0 = Instant::now();
-        tokio::time::sleep(delay).await;
-        // A timer that fired early counts as out of order.
-        t.take(i, if t0.elapsed() < delay { !i } else { i });
     }
     t
 }
@@ -135,10 +130,10 @@ fn runtime_bench(a: &Args, bench: &str) {
             let batch = a.u64_or("batch", 1024).max(1);
             measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(spawn_join(n, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(switch(n))),
+        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(bench::switch::<Rt>(n))),
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(timer(n, d)));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(bench::timer::<Rt>(n, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);

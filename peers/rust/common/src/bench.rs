@@ -1,0 +1,201 @@
+//! The runtime benches' bodies (spawn, switch, timer, channel pairs), written once and generic
+//! over the runtime: each peer implements [`Sched`] (and [`Spawn`]) with its runtime's calls, and
+//! monomorphisation gives each the code it had written out by hand (no boxing, no dyn).
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+
+use crate::{index_sum, measure_counted, unknown_bench, usage, Args, ChannelKind, Record, Tally};
+
+/// What the switch and timer benches need of a runtime. Tokio implements it too: a future built
+/// from these is Send whenever the runtime's own yield and sleep futures are.
+pub trait Sched: 'static {
+    fn yield_now() -> impl Future<Output = ()>;
+    fn sleep(d: Duration) -> impl Future<Output = ()>;
+}
+
+/// Spawning on a thread-per-core runtime (Monoio, Compio), whose tasks need only be 'static.
+/// Tokio stays out: its spawn also needs Send, which a bound here would force on every task,
+/// local-sync's !Send channels included, and which generic code cannot ask of the futures a
+/// trait method returns (that needs return-type notation, unstable).
+pub trait Spawn: Sched {
+    /// Starts `f` now; the returned future is its join (an RPIT rather than the runtime's
+    /// JoinHandle, so a runtime whose handle yields a Result unwraps it there).
+    fn spawn<F>(f: F) -> impl Future<Output = F::Output> + 'static
+    where
+        F: Future + 'static,
+        F::Output: 'static;
+
+    /// Runs `f` as a spawned task joined from block_on: the bench's task then goes through the
+    /// scheduler's run queue like any task (the block_on future is polled by a loop of its own).
+    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally;
+}
+
+/// A bounded channel of u64 for the channel benches.
+pub trait Channel: 'static {
+    /// The record's `channel` extra.
+    const NAME: &'static str;
+    type Tx: 'static;
+    type Rx: 'static;
+    /// A channel holding `cap` (>= 1) messages in all.
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx);
+    /// Sends `v`; the receiver going away is a bench failure.
+    fn send(tx: &mut Self::Tx, v: u64) -> impl Future<Output = ()>;
+    fn recv(rx: &mut Self::Rx) -> impl Future<Output = Option<u64>>;
+}
+
+/// local-sync's bounded mpsc (from Monoio's authors): the native channel of Monoio and Compio.
+pub struct LocalSync;
+
+impl Channel for LocalSync {
+    const NAME: &'static str = "local_sync::mpsc::bounded";
+    type Tx = local_sync::mpsc::bounded::Tx<u64>;
+    type Rx = local_sync::mpsc::bounded::Rx<u64>;
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
+        local_sync::mpsc::bounded::channel(cap)
+    }
+    #[inline]
+    async fn send(tx: &mut Self::Tx, v: u64) {
+        tx.send(v).await.expect("receiver gone");
+    }
+    #[inline]
+    async fn recv(rx: &mut Self::Rx) -> Option<u64> {
+        rx.recv().await
+    }
+}
+
+/// futures::channel::mpsc, the reference's choice (`--channel=futures`).
+pub struct FuturesMpsc;
+
+impl Channel for FuturesMpsc {
+    const NAME: &'static str = "futures::channel::mpsc";
+    type Tx = futures_channel::mpsc::Sender<u64>;
+    type Rx = futures_channel::mpsc::Receiver<u64>;
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
+        // futures' bounded channel holds buffer + one slot per sender: cap in all.
+        futures_channel::mpsc::channel(cap - 1)
+    }
+    #[inline]
+    async fn send(tx: &mut Self::Tx, v: u64) {
+        tx.send(v).await.expect("receiver gone");
+    }
+    #[inline]
+    async fn recv(rx: &mut Self::Rx) -> Option<u64> {
+        rx.next().await
+    }
+}
+
+/// n tasks returning their index, spawned `batch` at a time and joined in order.
+pub async fn spawn_join<R: Spawn>(n: u64, batch: u64) -> Tally {
+    let mut hs = Vec::with_capacity(n.min(batch) as usize);
+    let mut t = Tally::default();
+    let mut base = 0;
+    while base < n {
+        let end = n.min(base + batch);
+        for i in base..end {
+            hs.push(R::spawn(async move { i }));
+        }
+        for (i, h) in (base..).zip(hs.drain(..)) {
+            t.take(h.await, i);
+        }
+        base = end;
+    }
+    t
+}
+
+pub async fn switch<R: Sched>(n: u64) -> Tally {
+    let mut t = Tally::default();
+    for i in 0..n {
+        R::yield_now().await;
+        t.take(i, i);
+    }
+    t
+}
+
+pub async fn timer<R: Sched>(n: u64, delay: Duration) -> Tally {
+    let mut t = Tally::default();
+    for i in 0..n {
+        let t0 = Instant::now();
+        R::sleep(delay).await;
+        // A timer that fired early counts as out of order.
+        t.take(i, if t0.elapsed() < delay { !i } else { i });
+    }
+    t
+}
+
+/// `pairs` producer/consumer pairs, n messages each; pair p's message i carries p*n + i.
+pub async fn pairs<R: Spawn, C: Channel>(pairs: u64, n: u64, cap: usize) -> Tally {
+    let mut consumers = Vec::new();
+    let mut producers = Vec::new();
+    for p in 0..pairs {
+        let first = p * n;
+        let (mut tx, mut rx) = C::bounded(cap);
+        consumers.push(R::spawn(async move {
+            let mut t = Tally::default();
+            while let Some(v) = C::recv(&mut rx).await {
+                t.take(v, first + t.count);
+            }
+            t
+        }));
+        producers.push(R::spawn(async move {
+            for i in 0..n {
+                C::send(&mut tx, first + i).await;
+            }
+        }));
+    }
+    for h in producers {
+        h.await;
+    }
+    let mut all = Tally::default();
+    for h in consumers {
+        all.merge(h.await);
+    }
+    all
+}
+
+/// The runtime benches of a thread-per-core runtime (native channel: local-sync's), measured on
+/// `rt`; the caller adds its driver's extras and prints the record.
+pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str) -> Record {
+    let n = a.u64_or("n", 16384);
+    let warmup = a.f64_or("warmup", 0.0);
+    let mut rec = Record { name: format!("runtime/{bench}_{runtime}"), ..Default::default() };
+    match bench {
+        "spawn" => {
+            let batch = a.u64_or("batch", 1024).max(1);
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(spawn_join::<R>(n, batch)));
+        }
+        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(switch::<R>(n))),
+        "timer" => {
+            let d = Duration::from_micros(a.u64_or("delay_us", 0));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(timer::<R>(n, d)));
+        }
+        "channel" | "channel_pairs" => {
+            let kind = ChannelKind::from_args(a);
+            let p = if bench == "channel" { 1 } else { a.u64_or("pairs", 4).max(1) };
+            let cap = a.u64_or("capacity", 1024) as usize;
+            if cap == 0 {
+                usage("--capacity=0: local-sync's and futures' bounded channels need at least 1");
+            }
+            let total = p * n;
+            let name = match kind {
+                ChannelKind::Native => {
+                    measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
+                        rt.run(pairs::<R, LocalSync>(p, n, cap))
+                    });
+                    LocalSync::NAME
+                }
+                ChannelKind::Futures => {
+                    measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
+                        rt.run(pairs::<R, FuturesMpsc>(p, n, cap))
+                    });
+                    FuturesMpsc::NAME
+                }
+            };
+            rec.extra("channel", name);
+        }
+        _ => unknown_bench(bench),
+    }
+    rec.extra("runtime", runtime);
+    rec
+}
