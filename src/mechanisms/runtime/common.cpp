@@ -29,6 +29,13 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
   s.record().ops = ops;
 }
 
+double peer_timeout_s(const Session& s, bool ms_timer) {
+  const Params& p = s.params();
+  const double ops = double(p.i64("n")) * double(p.has("pairs") ? p.i64("pairs") : 1);
+  const double per_op = ms_timer ? 2e-3 + double(p.i64("delay_us")) * 1e-6 : 20e-6;
+  return s.options().timeout_s() + 2 * ops * per_op;
+}
+
 ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
                   std::vector<std::string> full) {
   return {.name = "n", .type = ParamType::Int, .def = std::to_string(def), .help = what,

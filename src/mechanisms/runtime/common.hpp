@@ -39,6 +39,13 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got);
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body);
 
+/// The timeout of a peer's run (the Go and Rust peers), whose time is set by n (times pairs, if
+/// the bench has them), not by --duration: the session's timeout plus, for the warm-up and the
+/// timed run, 20 µs per operation (the benches take 0.01–3 µs, so this covers a loaded machine),
+/// or 2 ms plus the delay per operation where `ms_timer` (a timer that ticks in whole
+/// milliseconds: Go's netpoller, Tokio's and Monoio's wheels). Only a stuck peer reaches it.
+double peer_timeout_s(const Session& s, bool ms_timer);
+
 /// `n`, the count of operations, with the bench's preset grid.
 ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
                   std::vector<std::string> full);

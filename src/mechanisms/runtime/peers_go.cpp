@@ -17,24 +17,14 @@
 namespace ipclab::rt {
 namespace {
 
-// The peer's time is set by n, not by --duration: its timeout is the session's plus a budget per
-// operation for the warm-up and the timed run. 20 µs covers any bench on a loaded machine (they
-// take 0.05–3 µs); a timer with a delay waits for Go's netpoller, whose timeouts are whole
-// milliseconds, so it gets 2 ms plus the delay. Only a stuck peer reaches it.
-double timeout_for(const Session& s, const std::string& bench) {
-  const Params& p = s.params();
-  double ops = double(p.i64("n")) * (bench == "channel_pairs" ? double(p.i64("pairs")) : 1.0);
-  double per_op = 20e-6;
-  if (bench == "timer" && p.i64("delay_us") > 0) per_op = 2e-3 + double(p.i64("delay_us")) * 1e-6;
-  return s.options().timeout_s() + 2 * ops * per_op;
-}
-
 std::function<void(Session&)> run_go(const std::string& bench) {
   return [bench](Session& s) {
     const std::string peer = go::peer_path(IPCLAB_GO_RUNTIME_PEER, "go_peers");
     const auto& cpus = s.options().cpus;
     const int cpu = s.params().i64("gomaxprocs") == 1 && !cpus.empty() ? cpus[0] : -1;
-    fold_peer(s, peer, cpu, {"--bench=" + bench}, timeout_for(s, bench));
+    // A timer with a delay waits for Go's netpoller, whose timeouts are whole milliseconds.
+    const bool ms_timer = bench == "timer" && s.params().i64("delay_us") > 0;
+    fold_peer(s, peer, cpu, {"--bench=" + bench}, peer_timeout_s(s, ms_timer));
   };
 }
 

@@ -71,12 +71,8 @@ void run(Session& s, const RustRuntime& rt, const Bench& b) {
   std::vector<std::string> args{fmt::format("--bench={}", b.peer)};
   if (*rt.flavor) args.push_back(fmt::format("--flavor={}", rt.flavor));
   if (*b.channel) args.push_back(fmt::format("--channel={}", b.channel));
-  // Count-based: the peer's time grows with n, not --duration. Allow 20 us per operation (as for
-  // the Go peers; they take 0.01-2 us) and 2 ms plus the delay per timer (Tokio's and Monoio's
-  // timers tick in milliseconds) for the warm-up and the timed run; only a stuck peer reaches it.
-  const double ops = double(p.i64("n")) * double(p.has("pairs") ? p.i64("pairs") : 1);
-  const double per_op = p.has("delay_us") ? 2e-3 + double(p.i64("delay_us")) * 1e-6 : 20e-6;
-  fold_peer(s, rust_peer(rt.binary), -1, args, s.options().timeout_s() + 2 * ops * per_op);
+  // Every timer bench gets the millisecond budget: Tokio's and Monoio's timers tick in ms.
+  fold_peer(s, rust_peer(rt.binary), -1, args, peer_timeout_s(s, p.has("delay_us")));
 }
 
 const bool registered = [] {
