@@ -11,7 +11,11 @@ use crate::{index_sum, measure_counted, unknown_bench, usage, Args, ChannelKind,
 /// What the switch and timer benches need of a runtime. Tokio implements it too: a future built
 /// from these is Send whenever the runtime's own yield and sleep futures are.
 pub trait Sched: 'static {
-    fn yield_now() -> impl Future<Output = ()>;
+    /// By default the self-waking [`crate::yield_now`] (Monoio and Compio have none of their own).
+    #[inline]
+    fn yield_now() -> impl Future<Output = ()> {
+        crate::yield_now()
+    }
     fn sleep(d: Duration) -> impl Future<Output = ()>;
 }
 
@@ -198,4 +202,20 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
     }
     rec.extra("runtime", runtime);
     rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// futures' channel holds `cap` messages in all, as local-sync's does (futures' counts a slot
+    /// per sender on top of its buffer), so a capacity means the same on both.
+    #[test]
+    fn futures_channel_holds_capacity_messages() {
+        let (mut tx, _rx) = FuturesMpsc::bounded(3);
+        for i in 0..3 {
+            tx.try_send(i).expect("room for cap messages");
+        }
+        assert!(tx.try_send(3).is_err());
+    }
 }

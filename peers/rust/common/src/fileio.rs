@@ -4,7 +4,7 @@
 //! every block it gets back.
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::{usage, Args, Integrity};
+use crate::{usage, Args, Cpu, Integrity, Record};
 
 pub const BLOCK: u64 = 4096;
 pub const SEQ_SIZE: u64 = 64 * 1024;
@@ -160,6 +160,18 @@ pub struct IoTally {
 }
 
 impl IoTally {
+    /// The record of a run on `engine` measured over `wall` seconds and `cpu`: every completed
+    /// read counts as sent and received, corrupt blocks as counted; the caller adds its extras.
+    pub fn record(&self, engine: &str, wall: f64, cpu: Cpu) -> Record {
+        let mut rec = Record { name: format!("fileio/{engine}"), ops: self.ops, bytes: self.bytes, wall_s: wall, cpu, ..Default::default() };
+        rec.integrity = self.integrity;
+        rec.integrity.sent = self.integrity.received;
+        rec.rates.push(("iops".into(), self.ops as f64 / wall.max(1e-9)));
+        rec.rates.push(("MB_per_s".into(), self.bytes as f64 / wall.max(1e-9) / 1e6));
+        rec.extra("engine", engine);
+        rec
+    }
+
     /// Accounts one read of `len` bytes at `off` that returned `res` into `buf`. A failed read
     /// is fatal, as in the harness; a short read counts all its blocks corrupt.
     pub fn complete(&mut self, res: std::io::Result<usize>, buf: &[u8], off: u64, len: u64, measuring: bool) {

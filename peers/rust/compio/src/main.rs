@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{usage, yield_now, Args, Phase, Record, Tally, Window};
+use ipclab_peer_common::{usage, Args, Phase, Tally, Window};
 use compio::io::{AsyncRead, AsyncReadAt, AsyncWriteExt};
 use std::os::fd::{FromRawFd, IntoRawFd};
 
@@ -31,10 +31,6 @@ fn runtime(entries: u32) -> Runtime {
 struct Compio(Runtime);
 
 impl Sched for Compio {
-    #[inline]
-    fn yield_now() -> impl Future<Output = ()> {
-        yield_now()
-    }
     #[inline]
     fn sleep(d: Duration) -> impl Future<Output = ()> {
         compio::time::sleep(d)
@@ -161,12 +157,8 @@ fn fileio(a: &Args) {
         Rc::try_unwrap(all).ok().unwrap().into_inner()
     });
     let (wall, cpu) = win.measured();
-    let mut rec = Record { name: "fileio/compio".into(), ops: total.ops, bytes: total.bytes, wall_s: wall, cpu, ..Default::default() };
-    rec.integrity = total.integrity;
-    rec.integrity.sent = total.integrity.received;
-    rec.rates.push(("iops".into(), total.ops as f64 / wall.max(1e-9)));
-    rec.rates.push(("MB_per_s".into(), total.bytes as f64 / wall.max(1e-9) / 1e6));
-    rec.extra("engine", "compio").extra("io", format!("File::read_at ({:?})", rt.driver_type())).extra("direct", job.direct);
+    let mut rec = total.record("compio", wall, cpu);
+    rec.extra("io", format!("File::read_at ({:?})", rt.driver_type())).extra("direct", job.direct);
     rec.print();
 }
 

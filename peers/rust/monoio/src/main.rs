@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{usage, yield_now, Args, Phase, Record, Tally, Window};
+use ipclab_peer_common::{usage, Args, Phase, Tally, Window};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 
 type Runtime = monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>;
@@ -28,10 +28,6 @@ fn runtime(entries: u32) -> Runtime {
 struct Monoio(Runtime);
 
 impl Sched for Monoio {
-    #[inline]
-    fn yield_now() -> impl Future<Output = ()> {
-        yield_now()
-    }
     #[inline]
     fn sleep(d: Duration) -> impl Future<Output = ()> {
         monoio::time::sleep(d)
@@ -156,12 +152,8 @@ fn fileio(a: &Args) {
         Rc::try_unwrap(all).ok().unwrap().into_inner()
     });
     let (wall, cpu) = win.measured();
-    let mut rec = Record { name: "fileio/monoio".into(), ops: total.ops, bytes: total.bytes, wall_s: wall, cpu, ..Default::default() };
-    rec.integrity = total.integrity;
-    rec.integrity.sent = total.integrity.received;
-    rec.rates.push(("iops".into(), total.ops as f64 / wall.max(1e-9)));
-    rec.rates.push(("MB_per_s".into(), total.bytes as f64 / wall.max(1e-9) / 1e6));
-    rec.extra("engine", "monoio").extra("io", "File::read_at (IoUringDriver)").extra("direct", job.direct);
+    let mut rec = total.record("monoio", wall, cpu);
+    rec.extra("io", "File::read_at (IoUringDriver)").extra("direct", job.direct);
     rec.print();
 }
 

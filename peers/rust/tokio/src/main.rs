@@ -220,12 +220,8 @@ fn fileio(a: &Args) {
         all
     });
     let (wall, cpu) = win.lock().unwrap().measured();
-    let mut rec = Record { name: format!("fileio/{name}"), ops: total.ops, bytes: total.bytes, wall_s: wall, cpu, ..Default::default() };
-    rec.integrity = total.integrity;
-    rec.integrity.sent = total.integrity.received;
-    rec.rates.push(("iops".into(), total.ops as f64 / wall.max(1e-9)));
-    rec.rates.push(("MB_per_s".into(), total.bytes as f64 / wall.max(1e-9) / 1e6));
-    rec.extra("engine", name).extra("io", "spawn_blocking(pread)").extra("direct", job.direct);
+    let mut rec = total.record(name, wall, cpu);
+    rec.extra("io", "spawn_blocking(pread)").extra("direct", job.direct);
     rec.print();
 }
 
