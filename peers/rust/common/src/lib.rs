@@ -389,6 +389,17 @@ impl ChannelKind {
     }
 }
 
+/// A peer's main: parses the command line and runs `--bench`, echo and fileio by their own
+/// functions, every other name by `runtime` (which rejects what it does not know).
+pub fn peer_main(echo: fn(&Args), fileio: fn(&Args), runtime: fn(&Args, &str)) {
+    let a = Args::from_env();
+    match a.str_or("bench", "") {
+        "echo" => echo(&a),
+        "fileio" => fileio(&a),
+        b => runtime(&a, b),
+    }
+}
+
 /// The peer's exit path for a benchmark it does not know.
 pub fn unknown_bench(bench: &str) -> ! {
     usage(&format!(

@@ -226,10 +226,5 @@ fn fileio(a: &Args) {
 }
 
 fn main() {
-    let a = Args::from_env();
-    match a.str_or("bench", "") {
-        "echo" => echo(&a),
-        "fileio" => fileio(&a),
-        b => runtime_bench(&a, b),
-    }
+    ipclab_peer_common::peer_main(echo, fileio, runtime_bench);
 }
