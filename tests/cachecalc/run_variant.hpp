@@ -4,31 +4,17 @@
 
 #include <string>
 
-#include "core/mechanism.hpp"
-#include "core/placement.hpp"
-#include "core/record.hpp"
-#include "core/session.hpp"
+#include "../workload_support.hpp"
 
 namespace ipclab::cachecalc::testing {
 
 inline const Mechanism* find_variant(const std::string& name) {
-  for (const auto& m : Registry::get().mechanisms())
-    if (m.suite == "cachecalc" && m.name == name) return &m;
-  return nullptr;
+  return test::find_mechanism("cachecalc", name);
 }
 
 /// duration 0 and no warm-up: exactly one iteration.
 inline Record run_variant(const Mechanism& m, const std::string& delay_us = "8") {
-  Params p;
-  for (const auto& spec : m.params) p.set(spec.name, spec.name == "delay_us" ? delay_us : spec.def);
-  RunOptions o;
-  o.duration_s = 0;
-  o.warmup_s = 0;
-  o.cpus = allowed_cpus();
-  Record rec;
-  Session s(m, p, o, rec);
-  m.workload(s);
-  return rec;
+  return test::run_workload(m, test::params_of(m, {{"delay_us", delay_us}}));
 }
 
 inline void expect_verified(const std::string& name, const std::string& delay_us = "8") {

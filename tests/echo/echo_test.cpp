@@ -19,6 +19,7 @@
 #include "core/session.hpp"
 #include "mechanisms/echo/common.hpp"
 #include "mechanisms/servers/common.hpp"
+#include "../workload_support.hpp"
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/features.hpp>
@@ -27,36 +28,9 @@
 namespace ipclab::echo {
 namespace {
 
-const Mechanism* find_mech(const std::string& name) {
-  for (const auto& m : Registry::get().mechanisms())
-    if (m.suite == "echo" && m.name == name) return &m;
-  return nullptr;
-}
-
-Params params_of(const Mechanism& m, std::map<std::string, std::string> over) {
-  Params p;
-  for (const auto& spec : m.params) p.set(spec.name, over.count(spec.name) ? over[spec.name] : spec.def);
-  return p;
-}
-
 Record run(const Mechanism& m, const Params& p, const ServerLaunch* launch = nullptr) {
-  RunOptions o;
-  o.duration_s = 0.2;
-  o.warmup_s = 0.05;
-  o.cpus = allowed_cpus();
-  Record rec;
-  Session s(m, p, o, rec);
-  if (launch) run_echo(s, *launch);
-  else m.workload(s);
-  return rec;
-}
-
-int open_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
+  if (!launch) return test::run_workload(m, p, 0.2, 0.05);
+  return test::run_workload(m, p, 0.2, 0.05, [&](Session& s) { run_echo(s, *launch); });
 }
 
 struct Case {
@@ -68,14 +42,14 @@ class EveryServer : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EveryServer, EchoesVerifiedBytes) {
   const Case& c = GetParam();
-  const Mechanism* m = find_mech(c.mech);
+  const Mechanism* m = test::find_mechanism("echo", c.mech);
   if (!m) GTEST_SKIP() << "echo/" << c.mech << " is not built here";
   std::map<std::string, std::string> over{{"connections", "4"}, {"size", "1024"}};
   for (const auto& [k, v] : c.over) over[k] = v;
-  const int fds0 = open_fds();
+  const int fds0 = test::open_fds();
   Record rec;
   try {
-    rec = run(*m, params_of(*m, over));
+    rec = run(*m, test::params_of(*m, over));
   } catch (const Skip& e) {
     GTEST_SKIP() << e.what();
   }
@@ -85,7 +59,7 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
   ASSERT_TRUE(rec.latency.has_value());
   EXPECT_EQ(rec.latency->kind, "rtt");
   EXPECT_GT(rec.extra["server_cpu_per_echo_ns"].get<double>(), 0.0);
-  EXPECT_EQ(open_fds(), fds0);
+  EXPECT_EQ(test::open_fds(), fds0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -142,7 +116,7 @@ int server_fds(pid_t pid) {
 class RawUring : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    m_ = find_mech("uring");
+    m_ = test::find_mechanism("echo", "uring");
     if (!m_) GTEST_SKIP() << "echo/uring is not built here";
     if (!(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
       GTEST_SKIP() << "the kernel lacks multishot recv or provided-buffer rings";
@@ -150,7 +124,8 @@ class RawUring : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "the kernel refuses a sparse registered-file table";
   }
   Params params(const std::string& conns) const {
-    return params_of(*m_, {{"loop", "raw"}, {"connections", conns}, {"fixed_files", GetParam()}});
+    return test::params_of(*m_,
+                           {{"loop", "raw"}, {"connections", conns}, {"fixed_files", GetParam()}});
   }
   const Mechanism* m_ = nullptr;
 };
@@ -242,35 +217,35 @@ INSTANTIATE_TEST_SUITE_P(Echo, RawUring, ::testing::Values("0", "1"),
 #endif
 
 TEST(Echo, ExternalExecutableFollowsTheContract) {
-  const Mechanism* m = find_mech("peer");
+  const Mechanism* m = test::find_mechanism("echo", "peer");
   ASSERT_NE(m, nullptr);
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 missing";
-  Record rec = run(*m, params_of(*m, {{"connections", "2"}, {"size", "3000"},
+  Record rec = run(*m, test::params_of(*m, {{"connections", "2"}, {"size", "3000"},
                                       {"server", IPCLAB_TEST_DIR "/echo/echo_server.py"}}));
   EXPECT_EQ(rec.status, Status::Ok) << rec.error;
   EXPECT_GT(rec.ops, 10u);
 }
 
 TEST(Echo, MissingPeerExecutableIsSkipped) {
-  const Mechanism* m = find_mech("peer");
+  const Mechanism* m = test::find_mechanism("echo", "peer");
   ASSERT_NE(m, nullptr);
-  EXPECT_THROW(run(*m, params_of(*m, {{"server", "/nonexistent/echo-server"}})), Skip);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"server", "/nonexistent/echo-server"}})), Skip);
 }
 
 TEST(Echo, ServerDyingMidRunFailsQuickly) {
-  const Mechanism* m = find_mech("epoll");
+  const Mechanism* m = test::find_mechanism("echo", "epoll");
   ASSERT_NE(m, nullptr);
   ServerLaunch dies{.serve = [](int, const Params&) {
     usleep(100000);
     raise(SIGKILL);
   }};
-  const int fds0 = open_fds();
+  const int fds0 = test::open_fds();
   const uint64_t t0 = now_ns();
-  Record rec = run(*m, params_of(*m, {{"connections", "4"}}), &dies);
+  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}}), &dies);
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_NE(rec.error.find("signal 9"), std::string::npos) << rec.error;
-  EXPECT_EQ(open_fds(), fds0);
+  EXPECT_EQ(test::open_fds(), fds0);
 }
 
 }  // namespace

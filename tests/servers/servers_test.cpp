@@ -17,43 +17,13 @@
 #include "core/placement.hpp"
 #include "core/session.hpp"
 #include "mechanisms/servers/common.hpp"
+#include "../workload_support.hpp"
 
 namespace ipclab::servers {
 namespace {
 
 const std::vector<std::string> kModels = {"blocking_1th", "threads_mutex_accept", "select", "poll",
                                           "epoll_lt", "epoll_et", "epoll_reuseport", "uring", "asio"};
-
-const Mechanism* find_mech(const std::string& name) {
-  for (const auto& m : Registry::get().mechanisms())
-    if (m.suite == "servers" && m.name == name) return &m;
-  return nullptr;
-}
-
-Params defaults(const Mechanism& m, std::map<std::string, std::string> over = {}) {
-  Params p;
-  for (const auto& spec : m.params) p.set(spec.name, over.count(spec.name) ? over[spec.name] : spec.def);
-  return p;
-}
-
-Record run(const Mechanism& m, const Params& p) {
-  RunOptions o;
-  o.duration_s = 0;
-  o.warmup_s = 0;
-  o.cpus = allowed_cpus();
-  Record rec;
-  Session s(m, p, o, rec);
-  m.workload(s);
-  return rec;
-}
-
-int open_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
 
 int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -94,9 +64,9 @@ class EveryModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryModel, SpeaksTheProtocol) {
   const ServerModel* model = find_model(GetParam());
-  const Mechanism* mech = find_mech(GetParam());
+  const Mechanism* mech = test::find_mechanism("servers", GetParam());
   if (!model || !mech) GTEST_SKIP() << GetParam() << " is not built here";
-  Params p = defaults(*mech);
+  Params p = test::params_of(*mech);
   ServerProcess srv = start_model(*model, p, -1, allowed_cpus(), 128);
   // One message per write, then a line split across writes, then two lines in one write.
   int fd = connect_to(srv.port());
@@ -121,11 +91,11 @@ TEST_P(EveryModel, SpeaksTheProtocol) {
 }
 
 TEST_P(EveryModel, ServesAThousandClients) {
-  const Mechanism* mech = find_mech(GetParam());
+  const Mechanism* mech = test::find_mechanism("servers", GetParam());
   const ServerModel* model = find_model(GetParam());
   if (!mech) GTEST_SKIP() << GetParam() << " is not built here";
   const uint64_t t0 = now_ns();
-  Record rec = run(*mech, defaults(*mech, {{"concurrency", "1000"}}));
+  Record rec = test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "1000"}}));
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 8.0);
   const auto& x = rec.extra;
   EXPECT_EQ(x["processed"].get<uint64_t>() + x["rejected"].get<uint64_t>() + x["lost"].get<uint64_t>(), 1000u);
@@ -144,10 +114,10 @@ INSTANTIATE_TEST_SUITE_P(Servers, EveryModel, ::testing::ValuesIn(kModels),
                          [](const auto& info) { return info.param; });
 
 TEST(Servers, SelectAboveFdSetSizeIsSkippedWithTheReason) {
-  const Mechanism* mech = find_mech("select");
+  const Mechanism* mech = test::find_mechanism("servers", "select");
   ASSERT_NE(mech, nullptr);
   try {
-    run(*mech, defaults(*mech, {{"concurrency", "2000"}}));
+    test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "2000"}}));
     FAIL() << "expected a Skip";
   } catch (const Skip& e) {
     EXPECT_NE(std::string(e.what()).find("FD_SETSIZE"), std::string::npos);
@@ -172,28 +142,29 @@ TEST(Servers, ServerKilledMidRunFailsQuickly) {
         }
       },
   });
-  const int fds0 = open_fds();
+  const int fds0 = test::open_fds();
   const uint64_t t0 = now_ns();
-  Record rec = run(mech, defaults(mech, {{"concurrency", "1000"}}));
+  Record rec = test::run_workload(mech, test::params_of(mech, {{"concurrency", "1000"}}));
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_NE(rec.error.find("signal 9"), std::string::npos) << rec.error;
-  EXPECT_EQ(open_fds(), fds0);
+  EXPECT_EQ(test::open_fds(), fds0);
 }
 
 TEST(Servers, NoDescriptorLeaks) {
-  const Mechanism* mech = find_mech("epoll_lt");
+  const Mechanism* mech = test::find_mechanism("servers", "epoll_lt");
   ASSERT_NE(mech, nullptr);
-  const int fds0 = open_fds();
-  Record rec = run(*mech, defaults(*mech, {{"concurrency", "300"}}));
+  const int fds0 = test::open_fds();
+  Record rec = test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "300"}}));
   EXPECT_EQ(rec.status, Status::Ok) << rec.error;
-  EXPECT_EQ(open_fds(), fds0);
+  EXPECT_EQ(test::open_fds(), fds0);
 }
 
 TEST(Servers, TooManyClientsForTheFdLimitIsAUsageError) {
-  const Mechanism* mech = find_mech("epoll_lt");
+  const Mechanism* mech = test::find_mechanism("servers", "epoll_lt");
   ASSERT_NE(mech, nullptr);
-  EXPECT_THROW(run(*mech, defaults(*mech, {{"concurrency", "100000"}})), UsageError);
+  EXPECT_THROW(test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "100000"}})),
+               UsageError);
 }
 
 }  // namespace
