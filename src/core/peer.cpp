@@ -40,6 +40,14 @@ pid_t spawn_child(int cpu, const std::function<int()>& in_child) {
   _exit(rc);  // no destructors or atexit handlers: the parent owns every shared object
 }
 
+std::vector<char*> exec_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
+
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s) {
   PeerRun run;
   if (argv.empty()) throw std::logic_error("run_peer: empty argv");
@@ -49,12 +57,10 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     throw std::system_error(errno, std::generic_category(), "pipe");
   const int out_w = out[1], err_w = err[1];
+  const std::vector<char*> args = exec_argv(argv);
   pid_t pid = spawn_child(cpu, [&]() -> int {
     dup2(out_w, 1);
     dup2(err_w, 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     execv(args[0], args.data());
     return 127;
   });

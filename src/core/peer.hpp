@@ -27,6 +27,10 @@ struct PeerRun {
 /// The one way the harness starts processes that are not Session workers (peers, guests).
 pid_t spawn_child(int cpu, const std::function<int()>& in_child);
 
+/// `argv` as execv takes it (pointers into `argv`, null-terminated). Build it before forking:
+/// the child of a multi-threaded process must not allocate before it execs.
+std::vector<char*> exec_argv(const std::vector<std::string>& argv);
+
 /// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`.
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s);
 

@@ -312,13 +312,11 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
           fds += fmt::format("{}{},{}", i ? "," : "", o.to_guest_efd[size_t(i)], o.to_host_efd[size_t(i)]);
         argv.push_back("--efd=" + fds);
       }
+      const std::vector<char*> args = exec_argv(argv);
       guest_pid = spawn_child(guest_cpu, [&] {
         // The guest inherits the eventfds (created close-on-exec for everyone else).
         for (auto* v : {&o.to_host_efd, &o.to_guest_efd})
           for (int fd : *v) fcntl(fd, F_SETFD, 0);
-        std::vector<char*> args;
-        for (auto& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
         execv(args[0], args.data());
         return 127;
       });

@@ -199,11 +199,9 @@ ServerProcess ServerProcess::exec(int cpu, const std::vector<std::string>& argv)
   if (pipe2(p, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   ServerProcess s;
   const int w = p[1];
+  const std::vector<char*> args = exec_argv(argv);
   s.pid_ = spawn_child(cpu, [&]() -> int {
     dup2(w, 1);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     execv(args[0], args.data());
     return 127;
   });
