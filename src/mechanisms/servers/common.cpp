@@ -96,7 +96,7 @@ bool serve_ready(int fd, ProtocolConn& pc, bool drain) {
 
 void epoll_reactor(int lfd, bool edge) {
   int ep = epoll_create1(EPOLL_CLOEXEC);
-  const uint32_t et = edge ? EPOLLET : 0;
+  const uint32_t et = edge ? uint32_t(EPOLLET) : 0u;
   epoll_event lev{.events = EPOLLIN | et, .data = {.ptr = nullptr}};
   epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
   struct Conn {
