@@ -24,7 +24,8 @@ asan: $(STAMP)
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan
 
-# Only what runs under TSan: the concurrent structures' tests.
+# Only what runs under TSan: the concurrent structures' tests, over the suites they run (the
+# preset's IPCLAB_SUITES).
 TSAN_TARGETS := ipclab_concurrent_tests ipcrt_test_cross_thread ipcrt_test_channel
 tsan: $(STAMP)
 	cmake --preset tsan >/dev/null
