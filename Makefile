@@ -39,14 +39,14 @@ bench: build
 	fi; \
 	echo "results in $(RESULTS)"; exit $$rc
 
-# Release tests (functional + smoke + CLI), then the unit tests under ASan+UBSan, then the
-# concurrent structures under TSan.
+# Each test is built and run once per preset: the release build runs the end-to-end tests (every
+# benchmark, the CLI, the Go and Rust peers, the tools); the unit and concurrent tests run under
+# ASan+UBSan; the concurrent structures again under TSan.
 test: test-release test-asan test-tsan test-report
 
 test-release: build
 	ctest --preset release
 
-# The concurrent structures' tests are not in the unit binary: ASan+UBSan runs them too.
 test-asan: asan
 	ctest --preset asan -L 'unit|concurrent'
 
