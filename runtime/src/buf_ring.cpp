@@ -17,7 +17,10 @@ std::size_t page_round(std::size_t n) {
 }  // namespace
 
 buf_ring::buf_ring(runtime& rt, uint16_t group, unsigned entries, std::size_t buf_size)
-    : rt_(&rt), buf_size_(buf_size), entries_(entries), group_(group) {
+    : buf_ring(rt.io().native(), group, entries, buf_size) {}
+
+buf_ring::buf_ring(io_uring* ring, uint16_t group, unsigned entries, std::size_t buf_size)
+    : ring_(ring), buf_size_(buf_size), entries_(entries), group_(group) {
     if (entries == 0 || (entries & (entries - 1)) || entries > 32768)
         throw std::system_error(EINVAL, std::system_category(), "buf_ring entries must be a power of two <= 32768");
     // The kernel requires the ring itself page aligned; mmap gives us that without liburing 2.4.
@@ -31,14 +34,15 @@ buf_ring::buf_ring(runtime& rt, uint16_t group, unsigned entries, std::size_t bu
     reg.ring_addr = reinterpret_cast<uintptr_t>(mem);
     reg.ring_entries = entries;
     reg.bgid = group;
-    if (int r = io_uring_register_buf_ring(rt.io().native(), &reg, 0); r != 0) {
+    if (int r = io_uring_register_buf_ring(ring_, &reg, 0); r != 0) {
         munmap(mem, ring_bytes_);
         throw std::system_error(-r, std::system_category(), "io_uring_register_buf_ring");
     }
-    void* bufs = mmap(nullptr, page_round(entries * buf_size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+    // Populated now, so the first receive into each buffer does not fault in the measured window.
+    void* bufs = mmap(nullptr, page_round(entries * buf_size), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (bufs == MAP_FAILED) {
-        io_uring_unregister_buf_ring(rt.io().native(), group);
+        io_uring_unregister_buf_ring(ring_, group);
         munmap(mem, ring_bytes_);
         throw std::system_error(errno, std::system_category(), "mmap buffers");
     }
@@ -51,7 +55,7 @@ buf_ring::buf_ring(runtime& rt, uint16_t group, unsigned entries, std::size_t bu
 }
 
 buf_ring::~buf_ring() {
-    io_uring_unregister_buf_ring(rt_->io().native(), group_);
+    io_uring_unregister_buf_ring(ring_, group_);
     munmap(bufs_, page_round(entries_ * buf_size_));
     munmap(br_, ring_bytes_);
 }

@@ -19,6 +19,8 @@ public:
     /// Registers `entries` (power of two) buffers of buf_size bytes as group `group` on rt's ring;
     /// throws std::system_error if the kernel refuses.
     buf_ring(runtime& rt, uint16_t group, unsigned entries, std::size_t buf_size);
+    /// The same on a ring driven by hand (liburing directly, no runtime).
+    buf_ring(io_uring* ring, uint16_t group, unsigned entries, std::size_t buf_size);
     /// Unregisters the group; no operation may still be using it.
     ~buf_ring();
     buf_ring(const buf_ring&) = delete;
@@ -34,14 +36,27 @@ public:
     std::span<std::byte> buffer(uint16_t bid) noexcept { return {bufs_ + std::size_t(bid) * buf_size_, buf_size_}; }
     /// Hands buffer bid back to the kernel.
     void recycle(uint16_t bid) noexcept {
+        recycle_later(bid);
+        publish();
+    }
+    /// Queues buffer bid for the kernel without publishing it yet: a loop that frees several
+    /// buffers per turn publishes them with one publish() (one store to the ring's tail).
+    void recycle_later(uint16_t bid) noexcept {
         io_uring_buf_ring_add(br_, bufs_ + std::size_t(bid) * buf_size_, static_cast<unsigned>(buf_size_), bid,
-                              io_uring_buf_ring_mask(entries_), 0);
-        io_uring_buf_ring_advance(br_, 1);
+                              io_uring_buf_ring_mask(entries_), static_cast<int>(pending_++));
+    }
+    /// Publishes the buffers queued by recycle_later; returns how many.
+    unsigned publish() noexcept {
+        const unsigned n = pending_;
+        if (n) io_uring_buf_ring_advance(br_, static_cast<int>(n));
+        pending_ = 0;
+        return n;
     }
 
 private:
-    runtime* rt_;
+    io_uring* ring_;
     io_uring_buf_ring* br_ = nullptr;
+    unsigned pending_ = 0;
     std::size_t ring_bytes_ = 0;
     std::byte* bufs_ = nullptr;
     std::size_t buf_size_;

@@ -11,9 +11,9 @@
 //    (IORING_FILE_INDEX_ALLOC), no fd lookup per op and no update syscall per connection.
 // No allocation after set-up (fixed arrays sized from the parameters), no syscall per echo.
 #if __has_include(<ipcrt/ipcrt.hpp>)
+#include <ipcrt/buf_ring.hpp>
 #include <liburing.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,6 +24,8 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <system_error>
 #include <vector>
 
 #include "core/session.hpp"
@@ -111,11 +113,7 @@ class Server {
         }
         io_uring_cq_advance(&ring_, n);
       }
-      if (recycled_) {
-        io_uring_buf_ring_advance(br_, int(recycled_));
-        held_ -= recycled_;
-        recycled_ = 0;
-      }
+      held_ -= br_->publish();
       // Connections whose recv ran dry receive again once the ring has buffers.
       if (!starved_.empty() && held_ < entries_) {
         for (uint32_t ci : starved_)
@@ -132,22 +130,11 @@ class Server {
   }
 
   void setup_buffers() {
-    // liburing 2.3 has no io_uring_setup_buf_ring: map the ring (page aligned) and register it.
-    const size_t ring_bytes = (entries_ * sizeof(io_uring_buf) + 4095) & ~size_t(4095);
-    void* mem = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    bufs_ = static_cast<char*>(mmap(nullptr, entries_ * buf_size_, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0));
-    if (mem == MAP_FAILED || bufs_ == MAP_FAILED) die("mmap", -errno);
-    br_ = static_cast<io_uring_buf_ring*>(mem);
-    io_uring_buf_ring_init(br_);
-    io_uring_buf_reg reg{};
-    reg.ring_addr = reinterpret_cast<uintptr_t>(mem);
-    reg.ring_entries = entries_;
-    reg.bgid = kGroup;
-    if (int r = io_uring_register_buf_ring(&ring_, &reg, 0); r != 0) die("io_uring_register_buf_ring", r);
-    for (unsigned i = 0; i < entries_; ++i) recycle(i);
-    io_uring_buf_ring_advance(br_, int(recycled_));
-    recycled_ = held_ = 0;
+    try {
+      br_.emplace(&ring_, kGroup, entries_, buf_size_);
+    } catch (const std::system_error& e) {
+      die(e.what(), -e.code().value());
+    }
   }
 
   io_uring_sqe* sqe() {
@@ -197,11 +184,9 @@ class Server {
     flush_and_enter(sends + wait_nr_, &arg);
   }
 
-  void recycle(uint32_t bid) {
-    io_uring_buf_ring_add(br_, bufs_ + size_t(bid) * buf_size_, unsigned(buf_size_), uint16_t(bid),
-                          io_uring_buf_ring_mask(entries_), int(recycled_));
-    ++recycled_;
-  }
+  // Back to the kernel at the end of this loop turn (one publish for all of the turn's buffers).
+  void recycle(uint32_t bid) { br_->recycle_later(uint16_t(bid)); }
+
 
   void arm_accept() {
     io_uring_sqe* s = sqe();
@@ -232,7 +217,7 @@ class Server {
     Conn& c = conns_[ci];
     io_uring_sqe* s = sqe();
     // MSG_WAITALL: the kernel retries a short send itself; a short result is still handled.
-    io_uring_prep_send(s, c.fd, bufs_ + size_t(c.head) * buf_size_ + c.off, len_[c.head] - c.off,
+    io_uring_prep_send(s, c.fd, br_->buffer(uint16_t(c.head)).data() + c.off, len_[c.head] - c.off,
                        MSG_NOSIGNAL | MSG_WAITALL);
     conn_flags(s);
     io_uring_sqe_set_data64(s, ud(ci, kSend));
@@ -349,10 +334,9 @@ class Server {
   unsigned wait_nr_, min_wait_us_;
   unsigned enter_flags_ = 0;
   io_uring ring_{};
-  io_uring_buf_ring* br_ = nullptr;
-  char* bufs_ = nullptr;
+  std::optional<ipcrt::buf_ring> br_;
   size_t buf_size_ = 0;
-  unsigned entries_ = 0, recycled_ = 0, held_ = 0, sends_queued_ = 0;  // held_: buffers out of the ring
+  unsigned entries_ = 0, held_ = 0, sends_queued_ = 0;  // held_: buffers out of the ring
   std::vector<Conn> conns_;
   std::vector<uint32_t> free_, starved_, next_, len_;
 };
