@@ -96,10 +96,6 @@ int64_t read_proc_int(const char* path, int64_t fallback) {
   return in >> v ? v : fallback;
 }
 
-void poll_abort() {
-  if (abort_requested()) throw Aborted();
-}
-
 bool retry_errno(const char* what, bool nonblocking) {
   const int e = errno;
   if (e == EINTR || (nonblocking && (e == EAGAIN || e == EWOULDBLOCK))) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/params.hpp"
+#include "core/session.hpp"
 
 namespace ipclab::messaging {
 
@@ -38,8 +39,11 @@ void warn_once(const std::string& key, const std::string& text);
 /// An integer from a /proc file, or `fallback` when it cannot be read.
 int64_t read_proc_int(const char* path, int64_t fallback);
 
-/// Throws Aborted when the session is aborting; call in busy-poll loops now and then.
-void poll_abort();
+/// Throws Aborted when the session is aborting; call in busy-poll loops now and then. (Inline, so
+/// that the rings' header needs nothing from the messaging mechanisms' own files.)
+inline void poll_abort() {
+  if (abort_requested()) throw Aborted();
+}
 /// Blocking retry helper for EINTR and (non-blocking mode) EAGAIN: returns true to retry.
 /// Throws for other errors, and Aborted when the session aborts.
 bool retry_errno(const char* what, bool nonblocking);
