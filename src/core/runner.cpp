@@ -31,14 +31,14 @@ bool filter_matches(const std::string& filter, const Mechanism& m) {
   return full.rfind(filter, 0) == 0 && (full.size() == filter.size() || full[filter.size()] == '/');
 }
 
+}  // namespace
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters) {
   std::vector<const Mechanism*> out;

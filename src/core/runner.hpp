@@ -30,6 +30,9 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
 /// record), only for UsageError.
 Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
 
+/// Median of `v` (mean of the two middle values when even); 0 when empty.
+double median_of(std::vector<double> v);
+
 /// Median aggregate over the iteration records of one benchmark.
 Record aggregate_median(const std::vector<Record>& reps);
 

@@ -8,8 +8,9 @@
 // c2c slice just before it, on the same threads a few hundred microseconds apart; the ratio of
 // each pair is taken, and the pairs are grouped by the c2c time of their slice (the placement).
 //
-// Both sides touch every byte (the server echoes the message; the client checks the echo's
-// sequence and fill), so a ring that loses or corrupts a message fails loudly.
+// Both sides touch every byte (the client encodes each message with msg::encode, the server echoes
+// it, the client compares the echo with it byte for byte), so a ring that loses or corrupts a
+// message fails loudly.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,7 +22,9 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/message.hpp"
 #include "core/placement.hpp"
+#include "core/runner.hpp"
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace {
@@ -33,17 +36,10 @@ struct alignas(kCacheLine) Line {
   std::atomic<uint64_t> v{0};
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+// The p10/p90 of the slice ratios (the median is core's median_of).
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[size_t(q * double(v.size() - 1))];
-}
-
-void fill(std::byte* m, size_t len, uint64_t seq) {
-  for (size_t i = 0; i < len; ++i) m[i] = std::byte((seq * 131 + i) & 0xff);
 }
 
 }  // namespace
@@ -119,7 +115,7 @@ int main(int argc, char** argv) {
     }
     const uint64_t t1 = now_ns();
     for (int i = 0; i < per_slice; ++i, ++seq) {
-      fill(out.data(), size, seq);
+      msg::encode(out.data(), size, {.seq = seq}, false);
       tx.push(out.data(), size);
       rx.pop(in.data(), size);
       if (std::memcmp(in.data(), out.data(), size) != 0) bad = true;
@@ -139,7 +135,7 @@ int main(int argc, char** argv) {
   fmt::print("SpscRing (spin) vs c2c, {} B messages, CPUs {} and {}, {} slice pairs x {} round trips\n", size,
              cpus[0], cpus[1], slices, per_slice);
   fmt::print("all slices: c2c median {:.0f} ns, ring median {:.0f} ns; ratio median {:.2f} (p10 {:.2f}, p90 {:.2f})\n",
-             median(c2c), median(ring), median(ratio), quantile(ratio, 0.1), quantile(ratio, 0.9));
+             median_of(c2c), median_of(ring), median_of(ratio), quantile(ratio, 0.1), quantile(ratio, 0.9));
   // Group the pairs by the c2c time of their slice: each group is one placement of the vCPUs.
   std::map<int, std::vector<size_t>> groups;
   for (size_t i = 0; i < c2c.size(); ++i) {
@@ -155,7 +151,7 @@ int main(int argc, char** argv) {
       q.push_back(ratio[i]);
     }
     fmt::print("  {:<38} {:4} pairs: c2c {:.0f} ns, ring {:.0f} ns, ratio median {:.2f} (p10 {:.2f}, p90 {:.2f})\n",
-               names[g], idx.size(), median(c), median(r), median(q), quantile(q, 0.1), quantile(q, 0.9));
+               names[g], idx.size(), median_of(c), median_of(r), median_of(q), quantile(q, 0.1), quantile(q, 0.9));
   }
   return 0;
 }
