@@ -47,8 +47,10 @@ test: test-release test-asan test-tsan test-report
 test-release: build
 	ctest --preset release
 
+# Two at a time: most of these tests wait on their workers rather than compute, and they do not
+# collide (IPC objects named after the pid, private temporary directories, ephemeral ports).
 test-asan: asan
-	ctest --preset asan -L 'unit|concurrent'
+	ctest --preset asan -L 'unit|concurrent' -j2
 
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
