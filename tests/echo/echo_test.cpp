@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/placement.hpp"
 #include "core/session.hpp"
+#include "mechanisms/echo/client.hpp"
 #include "mechanisms/echo/common.hpp"
 #include "mechanisms/servers/common.hpp"
 #include "../workload_support.hpp"
@@ -76,7 +78,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"uring", "ipcrt_fixed", {{"loop", "ipcrt"}, {"fixed_files", "1"}}},
         Case{"asio", "epoll", {{"backend", "epoll"}}},
         Case{"asio", "io_uring", {{"backend", "io_uring"}}},
-        Case{"go", "", {}}),
+        Case{"go", "", {}},
+        // The cases above run the default client (uring where built); these the epoll one.
+        Case{"epoll", "client_epoll", {{"client", "epoll"}}},
+        Case{"uring", "raw_client_epoll", {{"loop", "raw"}, {"client", "epoll"}}},
+        Case{"uring", "raw_64k_client_epoll", {{"loop", "raw"}, {"size", "65536"}, {"client", "epoll"}}},
+        Case{"asio", "epoll_client_epoll", {{"backend", "epoll"}, {"client", "epoll"}}},
+        Case{"go", "client_epoll", {{"client", "epoll"}}}),
     [](const auto& info) { return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label); });
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
@@ -232,7 +240,15 @@ TEST(Echo, MissingPeerExecutableIsSkipped) {
   EXPECT_THROW(run(*m, test::params_of(*m, {{"server", "/nonexistent/echo-server"}})), Skip);
 }
 
-TEST(Echo, ServerDyingMidRunFailsQuickly) {
+// The checks every client loop must make, run against each loop.
+class EveryClient : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "uring" && !have_uring_client()) GTEST_SKIP() << "no io_uring client in this build";
+  }
+};
+
+TEST_P(EveryClient, ServerDyingMidRunFailsQuickly) {
   const Mechanism* m = test::find_mechanism("echo", "epoll");
   ASSERT_NE(m, nullptr);
   ServerLaunch dies{.serve = [](int, const Params&) {
@@ -241,12 +257,44 @@ TEST(Echo, ServerDyingMidRunFailsQuickly) {
   }};
   const int fds0 = test::open_fds();
   const uint64_t t0 = now_ns();
-  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}}), &dies);
+  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"client", GetParam()}}), &dies);
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_NE(rec.error.find("signal 9"), std::string::npos) << rec.error;
   EXPECT_EQ(test::open_fds(), fds0);
 }
+
+// A server that echoes faithfully 20 times and then flips one bit: the record fails, naming the
+// message, with one corrupt message counted.
+TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
+  const Mechanism* m = test::find_mechanism("echo", "epoll");
+  ASSERT_NE(m, nullptr);
+  ServerLaunch flips{.serve = [](int lfd, const Params& p) {
+    const auto size = size_t(p.i64("size"));
+    pollfd pfd{.fd = lfd, .events = POLLIN, .revents = 0};
+    ::poll(&pfd, 1, 5000);  // the listening socket is non-blocking; the accepted one is not
+    const int fd = ::accept(lfd, nullptr, nullptr);
+    std::vector<char> buf(size);
+    for (int n = 0;; ++n) {
+      for (size_t got = 0; got < size;) {
+        const ssize_t r = ::recv(fd, buf.data() + got, size - got, 0);
+        if (r <= 0) _exit(0);
+        got += size_t(r);
+      }
+      if (n == 20) buf[size / 2] ^= 1;
+      if (::send(fd, buf.data(), size, MSG_NOSIGNAL) != ssize_t(size)) _exit(0);
+    }
+  }};
+  const int fds0 = test::open_fds();
+  Record rec = run(*m, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}), &flips);
+  EXPECT_EQ(rec.status, Status::Failed);
+  EXPECT_EQ(rec.integrity.corrupt, 1u);
+  EXPECT_NE(rec.error.find("message 20: echoed bytes differ"), std::string::npos) << rec.error;
+  EXPECT_EQ(test::open_fds(), fds0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Echo, EveryClient, ::testing::Values("epoll", "uring"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace ipclab::echo

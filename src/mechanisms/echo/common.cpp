@@ -1,4 +1,4 @@
-// The echo client and the suite's workload (see common.hpp).
+// The echo client and the suite's workload (see common.hpp and client.hpp).
 #include "mechanisms/echo/common.hpp"
 
 #include <netinet/in.h>
@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/session.hpp"
+#include "mechanisms/echo/client.hpp"
 #include "mechanisms/servers/common.hpp"
 
 namespace ipclab::echo {
@@ -31,16 +32,116 @@ IPCLAB_REGISTER(Suite{
 // connection, so a byte from a stale, duplicated or foreign message does not compare equal.
 constexpr size_t kSpread = 4096;
 
-struct Conn {
-  int fd = -1;
-  uint64_t seq = 0;
-  size_t sent = 0, got = 0;
-  uint64_t t_send = 0;
-  const unsigned char* msg = nullptr;
-  bool want_out = false;
-};
+// Sends what is left of connection idx's message; arms EPOLLOUT while the socket buffer is full.
+bool pump(Client& cl, int ep, size_t idx) {
+  Conn& c = cl.cs[idx];
+  while (c.sent < cl.size) {
+    ssize_t w = ::send(c.fd, c.msg + c.sent, cl.size - c.sent, MSG_NOSIGNAL);
+    if (w < 0 && errno == EAGAIN) break;
+    if (w < 0) {
+      cl.error = fmt::format("send: {}", strerror(errno));
+      return false;
+    }
+    c.sent += size_t(w);
+  }
+  bool want = c.sent < cl.size;
+  if (want != c.want_out) {
+    c.want_out = want;
+    epoll_event ev{.events = EPOLLIN | (want ? EPOLLOUT : 0u), .data = {.u64 = idx}};
+    epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+  return true;
+}
 
 }  // namespace
+
+void Client::start_msg(size_t idx) {
+  Conn& c = cs[idx];
+  c.msg = pattern + (c.seq * 61 + idx * 997) % kSpread;
+  c.sent = c.got = 0;
+  c.t_send = now_ns();
+}
+
+bool Client::tick() {
+  if (!error.empty()) return false;
+  const uint64_t now = now_ns();
+  if (!last_progress_) last_progress_ = now;
+  if (!measuring_ && now >= measure_at) {
+    measuring_ = true;
+    t_begin = now;
+    srv0 = server->cpu_seconds();
+    client0 = cpu_usage(RUSAGE_THREAD);
+  }
+  if (now >= stop_at) {
+    t_end = now;
+    srv1 = server->cpu_seconds();
+    client1 = cpu_usage(RUSAGE_THREAD);
+    return false;
+  }
+  if (now >= next_check_) {
+    next_check_ = now + 20'000'000;
+    if (!server->alive()) error = server->death();
+    else if (now - last_progress_ > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
+  }
+  return error.empty();
+}
+
+bool Client::received(size_t idx, const unsigned char* data, size_t n) {
+  Conn& c = cs[idx];
+  if (n > size - c.got || std::memcmp(data, c.msg + c.got, n) != 0) {
+    ++rec->integrity.corrupt;
+    error = n > size - c.got
+                ? fmt::format("connection {} message {}: {} bytes echoed, {} sent", idx, c.seq, c.got + n, size)
+                : fmt::format("connection {} message {}: echoed bytes differ from those sent", idx, c.seq);
+    return false;
+  }
+  c.got += n;
+  if (c.got < size) return false;
+  const uint64_t t = now_ns();
+  last_progress_ = t;
+  if (measuring_) {
+    hist.record(t - c.t_send);
+    ++ops;
+  }
+  ++c.seq;
+  start_msg(idx);
+  return true;
+}
+
+void drive_epoll(Client& cl) {
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    cl.error = fmt::format("epoll_create1: {}", strerror(errno));
+    return;
+  }
+  for (size_t i = 0; i < cl.cs.size(); ++i) {
+    epoll_event ev{.events = EPOLLIN, .data = {.u64 = i}};
+    epoll_ctl(ep, EPOLL_CTL_ADD, cl.cs[i].fd, &ev);
+  }
+  std::vector<unsigned char> rbuf(cl.size);
+  for (size_t i = 0; i < cl.cs.size() && cl.error.empty(); ++i) {
+    cl.start_msg(i);
+    pump(cl, ep, i);
+  }
+  std::vector<epoll_event> evs(256);
+  while (cl.tick()) {
+    int k = epoll_wait(ep, evs.data(), int(evs.size()), 20);
+    for (int e = 0; e < k && cl.error.empty(); ++e) {
+      const size_t idx = evs[size_t(e)].data.u64;
+      Conn& c = cl.cs[idx];
+      if ((evs[size_t(e)].events & EPOLLOUT) && !pump(cl, ep, idx)) break;
+      if (!(evs[size_t(e)].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
+      ssize_t r = ::recv(c.fd, rbuf.data(), cl.size - c.got, 0);
+      if (r < 0 && errno == EAGAIN) continue;
+      if (r <= 0) {
+        cl.error = r == 0 ? "the server closed a connection" : fmt::format("recv: {}", strerror(errno));
+        break;
+      }
+      if (cl.received(idx, rbuf.data(), size_t(r)) && !pump(cl, ep, idx)) break;
+    }
+  }
+  ::close(ep);
+}
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   std::vector<ParamSpec> ps = {
@@ -49,6 +150,11 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
        .full = {"1", "4", "8", "16", "32", "64"}, .min = 1, .max = 4096},
       {.name = "size", .type = ParamType::Size, .def = "1024", .help = "message size in bytes",
        .min = 1, .max = kMaxSize},
+      // uring by default: the cheaper loop, so the servers, not the client, set the pace.
+      {.name = "client", .type = ParamType::String, .def = have_uring_client() ? "uring" : "epoll",
+       .choices = {"epoll", "uring"},
+       .help = "the load generator's loop: uring (multishot recv, one SQE per send, no syscall per "
+               "message) or epoll (recv and send per message); the server's sends pay for waking it"},
   };
   for (auto& p : extra) ps.push_back(p);
   return ps;
@@ -59,6 +165,9 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   const Params& p = s.params();
   const int nconn = int(p.i64("connections"));
   const size_t size = size_t(p.i64("size"));
+  const bool uring_client = p.str("client") == "uring";
+  if (uring_client && !have_uring_client())
+    throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
   servers::ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
   const auto& cpus = s.options().cpus;
   const int client_cpu = cpus.empty() ? -1 : cpus[0];
@@ -78,139 +187,51 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   std::vector<unsigned char> pattern(size + kSpread);
   std::mt19937_64 rng(42);
   for (auto& b : pattern) b = static_cast<unsigned char>(rng());
-  std::vector<Conn> cs(static_cast<size_t>(nconn));
-  std::vector<unsigned char> rbuf(size);
-  int ep = epoll_create1(EPOLL_CLOEXEC);
-  auto cleanup = [&] {
-    for (auto& c : cs)
-      if (c.fd >= 0) ::close(c.fd);
-    if (ep >= 0) ::close(ep);
-    ep = -1;
-  };
-
-  std::string error;
-  Histogram* hist = new Histogram();
-  uint64_t ops = 0;
-  CpuUsage client0, client1;
-  double srv0 = 0, srv1 = 0;
-  uint64_t t_begin = 0, t_end = 0;
+  auto cl = std::make_unique<Client>();  // holds a histogram (tens of KiB): not on the stack
+  cl->cs.resize(size_t(nconn));
+  cl->size = size;
+  cl->pattern = pattern.data();
+  cl->server = &server;
+  cl->rec = &rec;
   {
     servers::ScopedPin pin(client_cpu);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(uint16_t(server.port()));
-    auto start_msg = [&](Conn& c, size_t idx) {
-      c.msg = pattern.data() + (c.seq * 61 + idx * 997) % kSpread;
-      c.sent = c.got = 0;
-      c.t_send = now_ns();
-    };
-    // Sends what is left of the current message; arms EPOLLOUT while the socket buffer is full.
-    auto pump = [&](Conn& c, size_t idx) -> bool {
-      while (c.sent < size) {
-        ssize_t w = ::send(c.fd, c.msg + c.sent, size - c.sent, MSG_NOSIGNAL);
-        if (w < 0 && errno == EAGAIN) break;
-        if (w < 0) {
-          error = fmt::format("send: {}", strerror(errno));
-          return false;
-        }
-        c.sent += size_t(w);
-      }
-      bool want = c.sent < size;
-      if (want != c.want_out) {
-        c.want_out = want;
-        epoll_event ev{.events = EPOLLIN | (want ? EPOLLOUT : 0u), .data = {.u64 = idx}};
-        epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev);
-      }
-      return true;
-    };
-    for (size_t i = 0; i < cs.size() && error.empty(); ++i) {
-      Conn& c = cs[i];
+    for (auto& c : cl->cs) {
       c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       int one = 1;
       if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        error = fmt::format("connect to the server: {}", strerror(errno));
+        cl->error = fmt::format("connect to the server: {}", strerror(errno));
         break;
       }
       setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       int fl = 1;
-      if (::ioctl(c.fd, FIONBIO, &fl) != 0) error = "FIONBIO";
-      epoll_event ev{.events = EPOLLIN, .data = {.u64 = i}};
-      epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
-    }
-    const uint64_t t0 = now_ns();
-    const uint64_t measure_at = t0 + uint64_t(s.options().warmup_s * 1e9);
-    const uint64_t stop_at = measure_at + uint64_t(s.options().duration_s * 1e9);
-    for (size_t i = 0; i < cs.size() && error.empty(); ++i) {
-      start_msg(cs[i], i);
-      pump(cs[i], i);
-    }
-    bool measuring = false;
-    uint64_t last_progress = now_ns(), next_check = 0;
-    std::vector<epoll_event> evs(256);
-    while (error.empty()) {
-      uint64_t now = now_ns();
-      if (!measuring && now >= measure_at) {
-        measuring = true;
-        t_begin = now;
-        srv0 = server.cpu_seconds();
-        client0 = cpu_usage(RUSAGE_THREAD);
-      }
-      if (now >= stop_at) {
-        t_end = now;
-        srv1 = server.cpu_seconds();
-        client1 = cpu_usage(RUSAGE_THREAD);
+      if (::ioctl(c.fd, FIONBIO, &fl) != 0) {
+        cl->error = fmt::format("FIONBIO: {}", strerror(errno));
         break;
       }
-      if (now >= next_check) {
-        next_check = now + 20'000'000;
-        if (!server.alive()) error = server.death();
-        else if (now - last_progress > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
-        if (!error.empty()) break;
-      }
-      int k = epoll_wait(ep, evs.data(), int(evs.size()), 20);
-      for (int e = 0; e < k && error.empty(); ++e) {
-        const size_t idx = evs[size_t(e)].data.u64;
-        Conn& c = cs[idx];
-        if ((evs[size_t(e)].events & EPOLLOUT) && !pump(c, idx)) break;
-        if (!(evs[size_t(e)].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
-        ssize_t r = ::recv(c.fd, rbuf.data(), size - c.got, 0);
-        if (r < 0 && errno == EAGAIN) continue;
-        if (r <= 0) {
-          error = r == 0 ? "the server closed a connection" : fmt::format("recv: {}", strerror(errno));
-          break;
-        }
-        if (std::memcmp(rbuf.data(), c.msg + c.got, size_t(r)) != 0) {
-          ++rec.integrity.corrupt;
-          error = fmt::format("connection {} message {}: echoed bytes differ from those sent", idx, c.seq);
-          break;
-        }
-        c.got += size_t(r);
-        if (c.got < size) continue;
-        const uint64_t t = now_ns();
-        last_progress = t;
-        if (measuring) {
-          hist->record(t - c.t_send);
-          ++ops;
-        }
-        ++c.seq;
-        start_msg(c, idx);
-        if (!pump(c, idx)) break;
-      }
     }
+    const uint64_t t0 = now_ns();
+    cl->measure_at = t0 + uint64_t(s.options().warmup_s * 1e9);
+    cl->stop_at = cl->measure_at + uint64_t(s.options().duration_s * 1e9);
+    if (cl->error.empty()) uring_client ? drive_uring(*cl) : drive_epoll(*cl);
   }
-  cleanup();
+  for (auto& c : cl->cs)
+    if (c.fd >= 0) ::close(c.fd);
+  const std::string& error = cl->error;
   const bool died = error.empty() ? !server.alive() : server.dies_within(0.2);
   CpuUsage whole = server.stop();
 
+  const uint64_t t_begin = cl->t_begin, t_end = cl->t_end, ops = cl->ops;
   rec.wall_s = t_end && t_begin ? double(t_end - t_begin) * 1e-9 : 0.0;
   rec.ops = ops;
   rec.bytes = ops * size;
   rec.integrity.sent = rec.integrity.received = ops;
-  if (hist->count()) rec.latency = Latency::from("rtt", *hist);
-  delete hist;
-  const double srv = srv1 - srv0;
-  CpuUsage client = client1 - client0;
+  if (cl->hist.count()) rec.latency = Latency::from("rtt", cl->hist);
+  const double srv = cl->srv1 - cl->srv0;
+  CpuUsage client = cl->client1 - cl->client0;
   // Server CPU from schedstat is one figure (user and sys together): recorded as sys.
   rec.cpu = client;
   rec.cpu.sys_s += srv;
@@ -222,6 +243,7 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   x["client_cpu_per_echo_ns"] = ops ? (client.user_s + client.sys_s) * 1e9 / double(ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
+  x["client"] = uring_client ? "io_uring" : "epoll";
   rec.placement.layout = "cross";
   rec.placement.cpus = cpus;
   rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = client_cpu >= 0 ? std::vector<int>{client_cpu} : std::vector<int>{}});
