@@ -298,3 +298,40 @@ INSTANTIATE_TEST_SUITE_P(Echo, EveryClient, ::testing::Values("epoll", "uring"),
 
 }  // namespace
 }  // namespace ipclab::echo
+
+namespace ipclab::echo {
+namespace {
+
+// echo/ab: both servers take turns, every turn's echoes are verified, pairs of slices are formed,
+// and nothing is left open.
+TEST(EchoAb, PairsSlicesOfTwoServers) {
+  const Mechanism* m = test::find_mechanism("echo", "ab");
+  ASSERT_NE(m, nullptr);
+  if (!test::find_mechanism("echo", "uring")) GTEST_SKIP() << "echo/uring is not built here";
+  const int fds0 = test::open_fds();
+  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"slice_ms", "10"}}));
+  EXPECT_EQ(rec.status, Status::Ok) << rec.error;
+  EXPECT_EQ(rec.integrity.corrupt, 0u);
+  EXPECT_EQ(rec.extra["a"]["server"], "epoll");
+  EXPECT_EQ(rec.extra["b"]["server"], "uring");
+  EXPECT_GE(rec.extra["pairs"].get<int>(), 3);
+  for (const char* side : {"a", "b"}) {
+    EXPECT_GT(rec.extra[side]["echoes"].get<uint64_t>(), 50u) << side;
+    EXPECT_GT(rec.extra[side]["server_cpu_per_echo_ns"].get<double>(), 0.0) << side;
+  }
+  // Every measured echo belongs to one side's slice.
+  EXPECT_LE(rec.extra["a"]["echoes"].get<uint64_t>() + rec.extra["b"]["echoes"].get<uint64_t>(), rec.ops);
+  EXPECT_GT(rec.extra["cpu_per_echo_ratio_b_over_a"]["median"].get<double>(), 0.0);
+  EXPECT_EQ(test::open_fds(), fds0);
+}
+
+TEST(EchoAb, BadPairsAreUsageErrors) {
+  const Mechanism* m = test::find_mechanism("echo", "ab");
+  ASSERT_NE(m, nullptr);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "epoll"}, {"b", "epoll"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "nope"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"b", "ab"}})), UsageError);
+}
+
+}  // namespace
+}  // namespace ipclab::echo

@@ -86,13 +86,12 @@ class Loop {
 
   void run() {
     if (!cl_.error.empty()) return;
-    for (size_t i = 0; i < cl_.cs.size(); ++i) {
-      arm_recv(i);
-      cl_.start_msg(i);
-      send(i);
-    }
+    for (size_t i = 0; i < cl_.cs.size(); ++i) arm_recv(i);
+    for (size_t i : cl_.begin()) send(i);
     std::vector<size_t> rearm;
     while (cl_.tick()) {
+      for (size_t i : cl_.kick) send(i);
+      cl_.kick.clear();
       // Submit this turn's SQEs and wait for a completion, at most 20 ms (tick() must run).
       __kernel_timespec ts{.tv_sec = 0, .tv_nsec = 20'000'000};
       io_uring_cqe* cqe = nullptr;

@@ -55,11 +55,52 @@ bool pump(Client& cl, int ep, size_t idx) {
 
 }  // namespace
 
+std::vector<unsigned char> echo_pattern(size_t size) {
+  std::vector<unsigned char> pattern(size + kSpread);
+  std::mt19937_64 rng(42);
+  for (auto& b : pattern) b = static_cast<unsigned char>(rng());
+  return pattern;
+}
+
 void Client::start_msg(size_t idx) {
   Conn& c = cs[idx];
   c.msg = pattern + (c.seq * 61 + idx * 997) % kSpread;
   c.sent = c.got = 0;
   c.t_send = now_ns();
+}
+
+std::vector<size_t> Client::begin() {
+  std::vector<size_t> first;
+  const size_t n = slice_ns ? cs.size() / 2 : cs.size();
+  for (size_t i = 0; i < n; ++i) {
+    start_msg(i);
+    first.push_back(i);
+  }
+  if (slice_ns) {
+    inflight_[0] = unsigned(n);
+    turn_cpu0_ = servers[0]->cpu_seconds();
+    turn_start_ = now_ns();
+    turn_end_ = turn_start_ + slice_ns;
+  }
+  return first;
+}
+
+void Client::switch_turn(uint64_t now) {
+  const double cpu = servers[active_]->cpu_seconds() - turn_cpu0_;
+  if (turn_start_ >= measure_at && now <= stop_at)
+    slices.push_back({.side = active_, .ops = turn_ops_, .wall_ns = now - turn_start_, .server_cpu_s = cpu});
+  active_ ^= 1;
+  draining_ = false;
+  turn_ops_ = 0;
+  turn_cpu0_ = servers[active_]->cpu_seconds();
+  const size_t n = cs.size() / 2;
+  for (size_t i = size_t(active_) * n; i < size_t(active_ + 1) * n; ++i) {
+    start_msg(i);
+    kick.push_back(i);
+  }
+  inflight_[active_] = unsigned(n);
+  turn_start_ = now_ns();
+  turn_end_ = turn_start_ + slice_ns;
 }
 
 bool Client::tick() {
@@ -80,8 +121,14 @@ bool Client::tick() {
   }
   if (now >= next_check_) {
     next_check_ = now + 20'000'000;
-    if (!server->alive()) error = server->death();
-    else if (now - last_progress_ > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
+    for (servers::ServerProcess* sp : {server, servers[1]}) {
+      if (sp && error.empty() && !sp->alive()) error = sp->death();
+    }
+    if (error.empty() && now - last_progress_ > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
+  }
+  if (slice_ns && error.empty()) {
+    if (!draining_ && now >= turn_end_) draining_ = true;
+    if (draining_ && inflight_[active_] == 0) switch_turn(now);
   }
   return error.empty();
 }
@@ -104,6 +151,13 @@ bool Client::received(size_t idx, const unsigned char* data, size_t n) {
     ++ops;
   }
   ++c.seq;
+  if (slice_ns) {
+    ++turn_ops_;
+    if (draining_) {  // the turn is over: this connection rests until its side's next turn
+      --inflight_[side_of(idx)];
+      return false;
+    }
+  }
   start_msg(idx);
   return true;
 }
@@ -119,12 +173,13 @@ void drive_epoll(Client& cl) {
     epoll_ctl(ep, EPOLL_CTL_ADD, cl.cs[i].fd, &ev);
   }
   std::vector<unsigned char> rbuf(cl.size);
-  for (size_t i = 0; i < cl.cs.size() && cl.error.empty(); ++i) {
-    cl.start_msg(i);
-    pump(cl, ep, i);
-  }
+  for (size_t i : cl.begin())
+    if (!pump(cl, ep, i)) break;
   std::vector<epoll_event> evs(256);
   while (cl.tick()) {
+    for (size_t i : cl.kick)
+      if (!pump(cl, ep, i)) break;
+    cl.kick.clear();
     int k = epoll_wait(ep, evs.data(), int(evs.size()), 20);
     for (int e = 0; e < k && cl.error.empty(); ++e) {
       const size_t idx = evs[size_t(e)].data.u64;
@@ -160,7 +215,63 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   return ps;
 }
 
+namespace {
+// Set while launch_of() runs a mechanism's workload: run_echo hands over its launch and returns.
+thread_local ServerLaunch* t_capture = nullptr;
+}  // namespace
+
+servers::ServerProcess start_server(const ServerLaunch& launch, int cpu, const Params& p) {
+  using servers::ServerProcess;
+  if (!launch.argv.empty()) return ServerProcess::exec(cpu, launch.argv);
+  return ServerProcess::fork_fn(cpu, [&](int ready) {
+    int lfd = servers::listen_tcp(0, 1024, true, false);
+    std::string line = fmt::format("{}\n", servers::local_port(lfd));
+    if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return;
+    ::close(ready);
+    launch.serve(lfd, p);
+  });
+}
+
+void connect_to(Client& cl, int port, size_t n) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  for (size_t i = 0; i < n && cl.error.empty(); ++i) {
+    Conn& c = cl.cs.emplace_back();
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      cl.error = fmt::format("connect to the server: {}", strerror(errno));
+      break;
+    }
+    setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::ioctl(c.fd, FIONBIO, &one) != 0) cl.error = fmt::format("FIONBIO: {}", strerror(errno));
+  }
+}
+
+ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o) {
+  ServerLaunch launch;
+  Record scratch;
+  Session s(m, p, o, scratch);
+  t_capture = &launch;
+  try {
+    m.workload(s);
+  } catch (...) {
+    t_capture = nullptr;
+    throw;
+  }
+  t_capture = nullptr;
+  if (!launch.serve && launch.argv.empty())
+    throw UsageError(fmt::format("{} does not start an echo server that echo/ab can pair", m.full_name()));
+  return launch;
+}
+
 void run_echo(Session& s, const ServerLaunch& launch) {
+  if (t_capture) {
+    *t_capture = launch;
+    return;
+  }
   using servers::ServerProcess;
   const Params& p = s.params();
   const int nconn = int(p.i64("connections"));
@@ -173,46 +284,17 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   const int client_cpu = cpus.empty() ? -1 : cpus[0];
   const int server_cpu = cpus.size() > 1 ? cpus[1] : client_cpu;
   auto& rec = s.record();
+  ServerProcess server = start_server(launch, server_cpu, p);
 
-  ServerProcess server = launch.argv.empty()
-      ? ServerProcess::fork_fn(server_cpu, [&](int ready) {
-          int lfd = servers::listen_tcp(0, 1024, true, false);
-          std::string line = fmt::format("{}\n", servers::local_port(lfd));
-          if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return;
-          ::close(ready);
-          launch.serve(lfd, p);
-        })
-      : ServerProcess::exec(server_cpu, launch.argv);
-
-  std::vector<unsigned char> pattern(size + kSpread);
-  std::mt19937_64 rng(42);
-  for (auto& b : pattern) b = static_cast<unsigned char>(rng());
+  const std::vector<unsigned char> pattern = echo_pattern(size);
   auto cl = std::make_unique<Client>();  // holds a histogram (tens of KiB): not on the stack
-  cl->cs.resize(size_t(nconn));
   cl->size = size;
   cl->pattern = pattern.data();
   cl->server = &server;
   cl->rec = &rec;
   {
     servers::ScopedPin pin(client_cpu);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(uint16_t(server.port()));
-    for (auto& c : cl->cs) {
-      c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      int one = 1;
-      if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        cl->error = fmt::format("connect to the server: {}", strerror(errno));
-        break;
-      }
-      setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      int fl = 1;
-      if (::ioctl(c.fd, FIONBIO, &fl) != 0) {
-        cl->error = fmt::format("FIONBIO: {}", strerror(errno));
-        break;
-      }
-    }
+    connect_to(*cl, server.port(), size_t(nconn));
     const uint64_t t0 = now_ns();
     cl->measure_at = t0 + uint64_t(s.options().warmup_s * 1e9);
     cl->stop_at = cl->measure_at + uint64_t(s.options().duration_s * 1e9);
