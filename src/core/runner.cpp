@@ -40,6 +40,12 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double quantile_of(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[size_t(q * double(v.size() - 1))];
+}
+
 std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters) {
   std::vector<const Mechanism*> out;
   auto& all = Registry::get().mechanisms();

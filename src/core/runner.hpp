@@ -32,6 +32,8 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
 
 /// Median of `v` (mean of the two middle values when even); 0 when empty.
 double median_of(std::vector<double> v);
+/// The value at quantile q in [0, 1] (nearest rank below; 0 for an empty vector).
+double quantile_of(std::vector<double> v, double q);
 
 /// Median aggregate over the iteration records of one benchmark.
 Record aggregate_median(const std::vector<Record>& reps);

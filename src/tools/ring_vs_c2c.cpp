@@ -61,12 +61,6 @@ struct Walk {
   }
 };
 
-// The p10/p90 of the slice ratios (the median is core's median_of).
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[size_t(q * double(v.size() - 1))];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,8 +170,8 @@ int main(int argc, char** argv) {
   fmt::print("SpscRing (spin) vs c2c and a bare line walk, {} B messages, CPUs {} and {}, {} slice pairs x {} round trips\n", size,
              cpus[0], cpus[1], slices, per_slice);
   fmt::print("all slices: c2c median {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, p90 {:.2f})\n",
-             median_of(c2c), median_of(walk), median_of(ring), median_of(ratio), quantile(ratio, 0.1),
-             quantile(ratio, 0.9));
+             median_of(c2c), median_of(walk), median_of(ring), median_of(ratio), quantile_of(ratio, 0.1),
+             quantile_of(ratio, 0.9));
   // Group the pairs by the c2c time of their slice: each group is one placement of the vCPUs.
   std::map<int, std::vector<size_t>> groups;
   for (size_t i = 0; i < c2c.size(); ++i) {
@@ -195,8 +189,8 @@ int main(int argc, char** argv) {
     }
     fmt::print("  {:<38} {:4} pairs: c2c {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, "
                "p90 {:.2f})\n",
-               names[g], idx.size(), median_of(c), median_of(wk), median_of(r), median_of(q), quantile(q, 0.1),
-               quantile(q, 0.9));
+               names[g], idx.size(), median_of(c), median_of(wk), median_of(r), median_of(q), quantile_of(q, 0.1),
+               quantile_of(q, 0.9));
   }
   return 0;
 }

@@ -98,6 +98,18 @@ TEST(Runner, CorruptionFailsTheRecordAndSaysWhy) {
   unsetenv("IPCLAB_FAULT");
 }
 
+TEST(Runner, MedianAndQuantilesOfSamples) {
+  EXPECT_EQ(median_of({}), 0.0);
+  EXPECT_EQ(median_of({3, 1, 2}), 2.0);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
+  const std::vector<double> v{9, 0, 8, 1, 7, 2, 6, 3, 5, 4, 10};
+  EXPECT_EQ(quantile_of(v, 0.0), 0.0);
+  EXPECT_EQ(quantile_of(v, 0.1), 1.0);
+  EXPECT_EQ(quantile_of(v, 0.9), 9.0);
+  EXPECT_EQ(quantile_of(v, 1.0), 10.0);
+  EXPECT_EQ(quantile_of({}, 0.5), 0.0);
+}
+
 TEST(Runner, MedianAggregateTakesTheMiddleRepetition) {
   std::vector<Record> reps(3);
   double walls[] = {1.0, 3.0, 2.0};

@@ -40,11 +40,6 @@ Params side_params(const Mechanism& m, const Params& p) {
   return grid.at(0);
 }
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[size_t(q * double(v.size() - 1))];
-}
-
 void run_ab(Session& s) {
   const Params& p = s.params();
   const Mechanism* m[2] = {&echo_mechanism(p.str("a")), &echo_mechanism(p.str("b"))};
@@ -135,10 +130,10 @@ void run_ab(Session& s) {
   x["pairs"] = rate_ratio.size();
   x["slice_ms"] = double(cl->slice_ns) * 1e-6;
   x["client"] = uring_client ? "io_uring" : "epoll";
-  x["rate_ratio_b_over_a"] = {{"median", median_of(rate_ratio)}, {"p10", quantile(rate_ratio, 0.1)},
-                              {"p90", quantile(rate_ratio, 0.9)}};
-  x["cpu_per_echo_ratio_b_over_a"] = {{"median", median_of(cpu_ratio)}, {"p10", quantile(cpu_ratio, 0.1)},
-                                      {"p90", quantile(cpu_ratio, 0.9)}};
+  x["rate_ratio_b_over_a"] = {{"median", median_of(rate_ratio)}, {"p10", quantile_of(rate_ratio, 0.1)},
+                              {"p90", quantile_of(rate_ratio, 0.9)}};
+  x["cpu_per_echo_ratio_b_over_a"] = {{"median", median_of(cpu_ratio)}, {"p10", quantile_of(cpu_ratio, 0.1)},
+                                      {"p90", quantile_of(cpu_ratio, 0.9)}};
   rec.placement.layout = "cross";
   rec.placement.cpus = cpus;
   rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = client_cpu >= 0 ? std::vector<int>{client_cpu} : std::vector<int>{}});
