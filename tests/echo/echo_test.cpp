@@ -309,12 +309,12 @@ TEST(EchoAb, PairsSlicesOfTwoServers) {
   ASSERT_NE(m, nullptr);
   if (!test::find_mechanism("echo", "uring")) GTEST_SKIP() << "echo/uring is not built here";
   const int fds0 = test::open_fds();
-  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"slice_ms", "10"}}));
+  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"slice_ms", "5"}}));
   EXPECT_EQ(rec.status, Status::Ok) << rec.error;
   EXPECT_EQ(rec.integrity.corrupt, 0u);
   EXPECT_EQ(rec.extra["a"]["server"], "epoll");
   EXPECT_EQ(rec.extra["b"]["server"], "uring");
-  EXPECT_GE(rec.extra["pairs"].get<int>(), 3);
+  EXPECT_GE(rec.extra["pairs"].get<int>(), 2);  // ~20 in 0.2 s; fewer only on a loaded machine
   for (const char* side : {"a", "b"}) {
     EXPECT_GT(rec.extra[side]["echoes"].get<uint64_t>(), 50u) << side;
     EXPECT_GT(rec.extra[side]["server_cpu_per_echo_ns"].get<double>(), 0.0) << side;
