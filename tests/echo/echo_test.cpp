@@ -331,6 +331,28 @@ TEST(EchoAb, BadPairsAreUsageErrors) {
   EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "epoll"}, {"b", "epoll"}})), UsageError);
   EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "nope"}})), UsageError);
   EXPECT_THROW(run(*m, test::params_of(*m, {{"b", "ab"}})), UsageError);
+  // Side settings: name-value pairs of the side's own parameters only, with valid values.
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "nope-1"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "fixed_files"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "connections-8"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "fixed_files-7"}})), UsageError);
+  EXPECT_THROW(run(*m, test::params_of(*m, {{"a_set", "wait_nr-2"}})), UsageError);  // a=epoll has none
+}
+
+// The same server against itself with other settings is a valid pair; each side's settings are
+// in the record.
+TEST(EchoAb, SidesTakeTheirOwnSettings) {
+  const Mechanism* m = test::find_mechanism("echo", "ab");
+  ASSERT_NE(m, nullptr);
+  if (!test::find_mechanism("echo", "uring")) GTEST_SKIP() << "echo/uring is not built here";
+  Record rec = run(*m, test::params_of(*m, {{"connections", "2"}, {"slice_ms", "5"}, {"a", "uring"},
+                                            {"b_set", "multishot-0+wait_nr-2"}}));
+  EXPECT_EQ(rec.status, Status::Ok) << rec.error;
+  const std::string a = rec.extra["a"]["params"], b = rec.extra["b"]["params"];
+  EXPECT_NE(a.find("multishot:1"), std::string::npos) << a;
+  EXPECT_NE(b.find("multishot:0"), std::string::npos) << b;
+  EXPECT_NE(b.find("wait_nr:2"), std::string::npos) << b;
+  EXPECT_NE(b.find("connections:2"), std::string::npos) << b;
 }
 
 }  // namespace

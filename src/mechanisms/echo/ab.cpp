@@ -32,18 +32,37 @@ const Mechanism& echo_mechanism(const std::string& name) {
   throw UsageError(fmt::format("echo/ab: no echo server '{}'; pick one of {}", name, names));
 }
 
-// The side's parameters: its mechanism's defaults, with the pair's connections, size and client.
-Params side_params(const Mechanism& m, const Params& p) {
+// The side's parameters: its mechanism's defaults, then `set` ("defaults", or name-value pairs
+// joined by '+': fixed_files-1+wait_nr-2), with the pair's connections, size and client.
+Params side_params(const Mechanism& m, const Params& p, const char* set_param) {
   Overrides o;
+  const std::string set = p.str(set_param);
+  for (size_t at = 0; set != "defaults" && at < set.size();) {
+    const size_t end = std::min(set.find('+', at), set.size());
+    const std::string item = set.substr(at, end - at);
+    const size_t dash = item.find('-');
+    const std::string name = item.substr(0, dash);
+    const bool known = std::any_of(m.params.begin(), m.params.end(), [&](const ParamSpec& ps) { return ps.name == name; });
+    if (dash == std::string::npos || dash == 0 || !known || name == "connections" || name == "size" ||
+        name == "client")
+      throw UsageError(fmt::format("echo/ab: {}={}: '{}' is not name-value of a parameter of {} other than "
+                                   "connections, size and client (see `ipclab list echo`)",
+                                   set_param, set, item, m.full_name()));
+    o[name] = {item.substr(dash + 1)};
+    at = end + 1;
+  }
   for (const char* k : {"connections", "size", "client"}) o[k] = {p.str(k)};
-  auto grid = expand_grid(m.params, Preset::Default, o);
-  return grid.at(0);
+  Params side = expand_grid(m.params, Preset::Default, o).at(0);
+  if (m.check)
+    if (std::string why = m.check(side); !why.empty()) throw UsageError(fmt::format("echo/ab: {}: {}", m.full_name(), why));
+  return side;
 }
 
 void run_ab(Session& s) {
   const Params& p = s.params();
   const Mechanism* m[2] = {&echo_mechanism(p.str("a")), &echo_mechanism(p.str("b"))};
-  if (m[0] == m[1]) throw UsageError("echo/ab: a and b are the same server; pick two different ones");
+  if (m[0] == m[1] && p.str("a_set") == p.str("b_set"))
+    throw UsageError("echo/ab: a and b are the same server with the same settings; pick two different ones");
   const int nconn = int(p.i64("connections"));
   const size_t size = size_t(p.i64("size"));
   const bool uring_client = p.str("client") == "uring";
@@ -51,7 +70,7 @@ void run_ab(Session& s) {
     throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
   servers::ensure_nofile(2 * uint64_t(nconn) + 64, fmt::format("connections {} to each of two servers", nconn));
 
-  Params sp[2] = {side_params(*m[0], p), side_params(*m[1], p)};
+  Params sp[2] = {side_params(*m[0], p, "a_set"), side_params(*m[1], p, "b_set")};
   ServerLaunch launch[2] = {launch_of(*m[0], sp[0], s.options()), launch_of(*m[1], sp[1], s.options())};
   const auto& cpus = s.options().cpus;
   const int client_cpu = cpus.empty() ? -1 : cpus[0];
@@ -122,6 +141,7 @@ void run_ab(Session& s) {
   for (int i = 0; i < 2; ++i) {
     auto& side = x[i ? "b" : "a"];
     side["server"] = m[i]->name;
+    side["params"] = sp[i].path();
     side["slices"] = std::count_if(sl.begin(), sl.end(), [i](const Slice& z) { return z.side == i; });
     side["echoes"] = ops[i];
     side["echoes_per_s"] = wall[i] ? double(ops[i]) * 1e9 / double(wall[i]) : 0.0;
@@ -152,6 +172,10 @@ IPCLAB_REGISTER(Mechanism{
         {.name = "a", .type = ParamType::String, .def = "epoll",
          .help = "the baseline server (an echo mechanism, at its defaults)"},
         {.name = "b", .type = ParamType::String, .def = "uring", .help = "the server compared with it"},
+        {.name = "a_set", .type = ParamType::String, .def = "defaults",
+         .help = "a's own parameters instead of its defaults: name-value pairs joined by '+', e.g. backend-io_uring"},
+        {.name = "b_set", .type = ParamType::String, .def = "defaults",
+         .help = "b's own parameters, e.g. fixed_files-1+wait_nr-2"},
         {.name = "slice_ms", .type = ParamType::Int, .def = "0",
          .help = "milliseconds each server is loaded before the other's turn (0: 50, or an eighth "
                  "of a shorter --duration)", .min = 0, .max = 10000},
