@@ -55,5 +55,5 @@ echo "load at the end: $(cat /proc/loadavg)" | tee -a "$table"
 for d in build/release build/asan build/tsan; do
   [ -f "$d/.ninja_log" ] || continue
   echo "== slowest steps in $d (s, wall under the load above)"
-  awk -F'\t' 'NR>1 {printf "%7.1f %s\n", ($2-$1)/1000, $4}' "$d/.ninja_log" | sort -rn | head -12
+  awk -F'\t' 'NR>1 {printf "%7.1f %s\n", ($2-$1)/1000, $4}' "$d/.ninja_log" | sort -rn | sed -n 1,12p  # sed reads it all: head would end sort with SIGPIPE (exit 141 under pipefail)
 done | tee "$out/slowest.txt"
