@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/runner.hpp"
 #include "core/session.hpp"
@@ -63,44 +62,17 @@ void run_ab(Session& s) {
   const Mechanism* m[2] = {&echo_mechanism(p.str("a")), &echo_mechanism(p.str("b"))};
   if (m[0] == m[1] && p.str("a_set") == p.str("b_set"))
     throw UsageError("echo/ab: a and b are the same server with the same settings; pick two different ones");
-  const int nconn = int(p.i64("connections"));
-  const size_t size = size_t(p.i64("size"));
-  const bool uring_client = p.str("client") == "uring";
-  if (uring_client && !have_uring_client())
-    throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
-  servers::ensure_nofile(2 * uint64_t(nconn) + 64, fmt::format("connections {} to each of two servers", nconn));
+  prepare_client(p, 2);
 
   Params sp[2] = {side_params(*m[0], p, "a_set"), side_params(*m[1], p, "b_set")};
   ServerLaunch launch[2] = {launch_of(*m[0], sp[0], s.options()), launch_of(*m[1], sp[1], s.options())};
-  const auto& cpus = s.options().cpus;
-  const int client_cpu = cpus.empty() ? -1 : cpus[0];
-  const int server_cpu = cpus.size() > 1 ? cpus[1] : client_cpu;
-  auto& rec = s.record();
-
-  servers::ServerProcess srv0 = start_server(launch[0], server_cpu, sp[0]);
-  servers::ServerProcess srv1 = start_server(launch[1], server_cpu, sp[1]);
-  const std::vector<unsigned char> pattern = echo_pattern(size);
-  auto cl = std::make_unique<Client>();
-  cl->size = size;
-  cl->pattern = pattern.data();
-  cl->server = &srv0;
-  cl->servers[0] = &srv0;
-  cl->servers[1] = &srv1;
-  cl->rec = &rec;
+  servers::ServerProcess srv0 = start_server(launch[0], server_cpu(s.options()), sp[0]);
+  servers::ServerProcess srv1 = start_server(launch[1], server_cpu(s.options()), sp[1]);
   // slice_ms=0: 50 ms, or an eighth of a shorter measured window (at least four pairs).
   const uint64_t window_ns = uint64_t(s.options().duration_s * 1e9);
-  cl->slice_ns = p.i64("slice_ms") > 0 ? uint64_t(p.i64("slice_ms")) * 1'000'000
-                                         : std::clamp<uint64_t>(window_ns / 8, 1'000'000, 50'000'000);
-  {
-    servers::ScopedPin pin(client_cpu);
-    connect_to(*cl, srv0.port(), size_t(nconn));
-    connect_to(*cl, srv1.port(), size_t(nconn));
-    cl->measure_at = now_ns() + uint64_t(s.options().warmup_s * 1e9);
-    cl->stop_at = cl->measure_at + uint64_t(s.options().duration_s * 1e9);
-    if (cl->error.empty()) uring_client ? drive_uring(*cl) : drive_epoll(*cl);
-  }
-  for (auto& c : cl->cs)
-    if (c.fd >= 0) ::close(c.fd);
+  const uint64_t slice_ns = p.i64("slice_ms") > 0 ? uint64_t(p.i64("slice_ms")) * 1'000'000
+                                                  : std::clamp<uint64_t>(window_ns / 8, 1'000'000, 50'000'000);
+  const auto cl = run_client(s, &srv0, &srv1, slice_ns);
   const std::string& error = cl->error;
   servers::ServerProcess* sv[2] = {&srv0, &srv1};
   std::string died;
@@ -129,14 +101,9 @@ void run_ab(Session& s) {
     cpu_ratio.push_back((b.server_cpu_s / double(b.ops)) / (a.server_cpu_s / double(a.ops)));
   }
 
-  rec.wall_s = cl->t_end && cl->t_begin ? double(cl->t_end - cl->t_begin) * 1e-9 : 0.0;
-  rec.ops = cl->ops;
-  rec.bytes = cl->ops * size;
-  rec.integrity.sent = rec.integrity.received = cl->ops;
-  if (cl->hist.count()) rec.latency = Latency::from("rtt", cl->hist);
-  rec.cpu = cl->client1 - cl->client0;
+  auto& rec = s.record();
+  record_client(rec, *cl, s);
   rec.cpu.sys_s += cpu[0] + cpu[1];  // servers' time in their slices, as sys (schedstat: one figure)
-  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
   auto& x = rec.extra;
   for (int i = 0; i < 2; ++i) {
     auto& side = x[i ? "b" : "a"];
@@ -149,16 +116,10 @@ void run_ab(Session& s) {
   }
   x["pairs"] = rate_ratio.size();
   x["slice_ms"] = double(cl->slice_ns) * 1e-6;
-  x["client"] = uring_client ? "io_uring" : "epoll";
   x["rate_ratio_b_over_a"] = {{"median", median_of(rate_ratio)}, {"p10", quantile_of(rate_ratio, 0.1)},
                               {"p90", quantile_of(rate_ratio, 0.9)}};
   x["cpu_per_echo_ratio_b_over_a"] = {{"median", median_of(cpu_ratio)}, {"p10", quantile_of(cpu_ratio, 0.1)},
                                       {"p90", quantile_of(cpu_ratio, 0.9)}};
-  rec.placement.layout = "cross";
-  rec.placement.cpus = cpus;
-  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = client_cpu >= 0 ? std::vector<int>{client_cpu} : std::vector<int>{}});
-  rec.placement.sides.push_back({.role = "server", .index = 0, .pinned = server_cpu >= 0 ? std::vector<int>{server_cpu} : std::vector<int>{}});
-  rec.placement.sides.push_back({.role = "server", .index = 1, .pinned = server_cpu >= 0 ? std::vector<int>{server_cpu} : std::vector<int>{}});
   if (!died.empty()) rec.fail(died + (error.empty() ? "" : " (" + error + ")"));
   else if (!error.empty()) rec.fail(error);
   else if (rate_ratio.empty()) rec.fail("echo/ab: no pair of slices inside the measured window; raise --duration or lower slice_ms");

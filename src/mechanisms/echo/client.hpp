@@ -4,6 +4,7 @@
 // window, watching the server, echo/ab's turns) is here; the loops themselves are `drive_epoll`
 // (common.cpp) and `drive_uring` (client_uring.cpp).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,19 +36,18 @@ struct Slice {
 struct Client {
   std::vector<Conn> cs;  // connected, non-blocking
   size_t size = 0;
-  const unsigned char* pattern = nullptr;  // size + kSpread random bytes
-  servers::ServerProcess* server = nullptr;
+  std::vector<unsigned char> pattern;  // size + kSpread random bytes, messages are windows into it
   Record* rec = nullptr;
   uint64_t measure_at = 0, stop_at = 0;
 
-  // echo/ab: two servers, connections [0, n) to side 0's and [n, 2n) to side 1's, loaded in
-  // turns of slice_ns: at the end of a turn the active side's messages in flight are drained
+  // The server, or echo/ab's two: connections [0, n) to servers[0], [n, 2n) to servers[1], loaded
+  // in turns of slice_ns: at the end of a turn the active side's messages in flight are drained
   // (no new ones started), its slice is recorded, and the other side's connections start.
   // slice_ns = 0: one server, every connection loaded all the time.
-  uint64_t slice_ns = 0;
   servers::ServerProcess* servers[2] = {nullptr, nullptr};
-  std::vector<Slice> slices;       // the slices wholly inside the measured window, in order
-  std::vector<size_t> kick;        // connections to send on now (filled by tick())
+  uint64_t slice_ns = 0;
+  std::vector<Slice> slices;  // the slices wholly inside the measured window, in order
+  std::vector<size_t> kick;   // connections to send on now (filled by begin() and tick())
 
   std::string error;  // set once: the run failed
   Histogram hist;
@@ -58,10 +58,10 @@ struct Client {
 
   /// Picks connection idx's next message (a window into the pattern) and stamps its send time.
   void start_msg(size_t idx);
-  /// The first messages: every connection's (of side 0's, in turns). The caller sends them.
-  std::vector<size_t> begin();
-  /// Once per loop turn: opens and closes the measured window, watches the server for death and
-  /// stalls, switches turns (the caller then sends on every connection in `kick` and clears it).
+  /// Starts the first messages: every connection's (side 0's, in turns), into `kick`.
+  void begin();
+  /// Once per loop turn: opens and closes the measured window, watches the servers for death and
+  /// stalls, switches turns. The caller then sends on every connection in `kick` and clears it.
   /// False when the loop must end (the window closed, or `error` is set).
   bool tick();
   /// `n` echoed bytes arrived on connection idx: checks them against what was sent. True when
@@ -71,6 +71,7 @@ struct Client {
 
  private:
   int side_of(size_t idx) const { return slice_ns && idx >= cs.size() / 2 ? 1 : 0; }
+  void start_turn(int side);
   void switch_turn(uint64_t now);
   bool measuring_ = false;
   uint64_t last_progress_ = 0, next_check_ = 0;
@@ -81,14 +82,22 @@ struct Client {
   double turn_cpu0_ = 0;
 };
 
-/// The random bytes messages are cut from (size + a spread of offsets).
-std::vector<unsigned char> echo_pattern(size_t size);
+/// The server CPU of a run: the second of --cpus (the client takes the first), -1 for none.
+int server_cpu(const RunOptions& o);
+/// Before a run's servers start: UsageError if the chosen client loop is not built; raises
+/// RLIMIT_NOFILE for `nservers` x connections.
+void prepare_client(const Params& p, int nservers);
 /// Starts `launch` pinned to `cpu` (-1: unpinned); a forked `serve` gets `p`, which the caller
 /// keeps alive until the server is stopped.
 servers::ServerProcess start_server(const ServerLaunch& launch, int cpu, const Params& p);
-/// Opens `n` connections to 127.0.0.1:`port` (TCP_NODELAY, non-blocking), appended to `cl.cs`;
-/// sets `cl.error` when one fails.
-void connect_to(Client& cl, int port, size_t n);
+/// The client of a run, pinned to the first of --cpus: `connections` connections to each of the
+/// servers (two: turns of slice_ns), its loop through warm-up and measured window, connections
+/// closed. The caller checks `error` and the servers, then records it with record_client.
+std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, servers::ServerProcess* b = nullptr,
+                                   uint64_t slice_ns = 0);
+/// The record's part that comes from the client: echoes, bytes, window, RTT histogram, client CPU
+/// (the caller adds the servers'), echoes/s, `extra.client`, placement (client and servers).
+void record_client(Record& rec, const Client& cl, const Session& s);
 /// The server echo mechanism `m` would start with `p` (after its own checks: a Skip propagates),
 /// for echo/ab; UsageError if `m` does not start its server through run_echo.
 ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o);

@@ -87,7 +87,7 @@ class Loop {
   void run() {
     if (!cl_.error.empty()) return;
     for (size_t i = 0; i < cl_.cs.size(); ++i) arm_recv(i);
-    for (size_t i : cl_.begin()) send(i);
+    cl_.begin();
     std::vector<size_t> rearm;
     while (cl_.tick()) {
       for (size_t i : cl_.kick) send(i);

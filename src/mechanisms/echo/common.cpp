@@ -53,54 +53,64 @@ bool pump(Client& cl, int ep, size_t idx) {
   return true;
 }
 
-}  // namespace
-
-std::vector<unsigned char> echo_pattern(size_t size) {
-  std::vector<unsigned char> pattern(size + kSpread);
-  std::mt19937_64 rng(42);
-  for (auto& b : pattern) b = static_cast<unsigned char>(rng());
-  return pattern;
+// Opens `n` connections to 127.0.0.1:`port` (TCP_NODELAY, non-blocking), appended to `cl.cs`;
+// sets `cl.error` when one fails.
+void connect_to(Client& cl, int port, size_t n) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  for (size_t i = 0; i < n && cl.error.empty(); ++i) {
+    Conn& c = cl.cs.emplace_back();
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      cl.error = fmt::format("connect to the server: {}", strerror(errno));
+      break;
+    }
+    setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::ioctl(c.fd, FIONBIO, &one) != 0) cl.error = fmt::format("FIONBIO: {}", strerror(errno));
+  }
 }
+
+}  // namespace
 
 void Client::start_msg(size_t idx) {
   Conn& c = cs[idx];
-  c.msg = pattern + (c.seq * 61 + idx * 997) % kSpread;
+  c.msg = pattern.data() + (c.seq * 61 + idx * 997) % kSpread;
   c.sent = c.got = 0;
   c.t_send = now_ns();
 }
 
-std::vector<size_t> Client::begin() {
-  std::vector<size_t> first;
-  const size_t n = slice_ns ? cs.size() / 2 : cs.size();
-  for (size_t i = 0; i < n; ++i) {
+void Client::begin() {
+  if (slice_ns) return start_turn(0);
+  for (size_t i = 0; i < cs.size(); ++i) {
     start_msg(i);
-    first.push_back(i);
+    kick.push_back(i);
   }
-  if (slice_ns) {
-    inflight_[0] = unsigned(n);
-    turn_cpu0_ = servers[0]->cpu_seconds();
-    turn_start_ = now_ns();
-    turn_end_ = turn_start_ + slice_ns;
+}
+
+// Starts `side`'s connections (into `kick`) and its turn, after reading its server's CPU.
+void Client::start_turn(int side) {
+  active_ = side;
+  draining_ = false;
+  turn_ops_ = 0;
+  turn_cpu0_ = servers[side]->cpu_seconds();
+  const size_t n = cs.size() / 2;
+  for (size_t i = size_t(side) * n; i < size_t(side + 1) * n; ++i) {
+    start_msg(i);
+    kick.push_back(i);
   }
-  return first;
+  inflight_[side] = unsigned(n);
+  turn_start_ = now_ns();
+  turn_end_ = turn_start_ + slice_ns;
 }
 
 void Client::switch_turn(uint64_t now) {
   const double cpu = servers[active_]->cpu_seconds() - turn_cpu0_;
   if (turn_start_ >= measure_at && now <= stop_at)
     slices.push_back({.side = active_, .ops = turn_ops_, .wall_ns = now - turn_start_, .server_cpu_s = cpu});
-  active_ ^= 1;
-  draining_ = false;
-  turn_ops_ = 0;
-  turn_cpu0_ = servers[active_]->cpu_seconds();
-  const size_t n = cs.size() / 2;
-  for (size_t i = size_t(active_) * n; i < size_t(active_ + 1) * n; ++i) {
-    start_msg(i);
-    kick.push_back(i);
-  }
-  inflight_[active_] = unsigned(n);
-  turn_start_ = now_ns();
-  turn_end_ = turn_start_ + slice_ns;
+  start_turn(active_ ^ 1);
 }
 
 bool Client::tick() {
@@ -110,20 +120,19 @@ bool Client::tick() {
   if (!measuring_ && now >= measure_at) {
     measuring_ = true;
     t_begin = now;
-    srv0 = server->cpu_seconds();
+    srv0 = servers[0]->cpu_seconds();
     client0 = cpu_usage(RUSAGE_THREAD);
   }
   if (now >= stop_at) {
     t_end = now;
-    srv1 = server->cpu_seconds();
+    srv1 = servers[0]->cpu_seconds();
     client1 = cpu_usage(RUSAGE_THREAD);
     return false;
   }
   if (now >= next_check_) {
     next_check_ = now + 20'000'000;
-    for (servers::ServerProcess* sp : {server, servers[1]}) {
+    for (servers::ServerProcess* sp : servers)
       if (sp && error.empty() && !sp->alive()) error = sp->death();
-    }
     if (error.empty() && now - last_progress_ > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
   }
   if (slice_ns && error.empty()) {
@@ -173,8 +182,7 @@ void drive_epoll(Client& cl) {
     epoll_ctl(ep, EPOLL_CTL_ADD, cl.cs[i].fd, &ev);
   }
   std::vector<unsigned char> rbuf(cl.size);
-  for (size_t i : cl.begin())
-    if (!pump(cl, ep, i)) break;
+  cl.begin();
   std::vector<epoll_event> evs(256);
   while (cl.tick()) {
     for (size_t i : cl.kick)
@@ -232,24 +240,6 @@ servers::ServerProcess start_server(const ServerLaunch& launch, int cpu, const P
   });
 }
 
-void connect_to(Client& cl, int port, size_t n) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(uint16_t(port));
-  for (size_t i = 0; i < n && cl.error.empty(); ++i) {
-    Conn& c = cl.cs.emplace_back();
-    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      cl.error = fmt::format("connect to the server: {}", strerror(errno));
-      break;
-    }
-    setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::ioctl(c.fd, FIONBIO, &one) != 0) cl.error = fmt::format("FIONBIO: {}", strerror(errno));
-  }
-}
-
 ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o) {
   ServerLaunch launch;
   Record scratch;
@@ -267,69 +257,91 @@ ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o)
   return launch;
 }
 
+int server_cpu(const RunOptions& o) {
+  return o.cpus.size() > 1 ? o.cpus[1] : o.cpus.empty() ? -1 : o.cpus[0];
+}
+
+void prepare_client(const Params& p, int nservers) {
+  if (p.str("client") == "uring" && !have_uring_client())
+    throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
+  const int64_t nconn = p.i64("connections");
+  servers::ensure_nofile(uint64_t(nservers * nconn) + 64,
+                         nservers == 1 ? fmt::format("connections {}", nconn)
+                                       : fmt::format("connections {} to each of {} servers", nconn, nservers));
+}
+
+std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, servers::ServerProcess* b,
+                                   uint64_t slice_ns) {
+  const Params& p = s.params();
+  const size_t nconn = size_t(p.i64("connections"));
+  auto cl = std::make_unique<Client>();  // holds a histogram (tens of KiB): not on the stack
+  cl->size = size_t(p.i64("size"));
+  cl->pattern.resize(cl->size + kSpread);
+  std::mt19937_64 rng(42);
+  for (auto& byte : cl->pattern) byte = static_cast<unsigned char>(rng());
+  cl->rec = &s.record();
+  cl->servers[0] = a;
+  cl->servers[1] = b;
+  cl->slice_ns = slice_ns;
+  {
+    const auto& cpus = s.options().cpus;
+    servers::ScopedPin pin(cpus.empty() ? -1 : cpus[0]);
+    for (servers::ServerProcess* sp : cl->servers)
+      if (sp) connect_to(*cl, sp->port(), nconn);
+    cl->measure_at = now_ns() + uint64_t(s.options().warmup_s * 1e9);
+    cl->stop_at = cl->measure_at + uint64_t(s.options().duration_s * 1e9);
+    if (cl->error.empty()) p.str("client") == "uring" ? drive_uring(*cl) : drive_epoll(*cl);
+  }
+  for (auto& c : cl->cs)
+    if (c.fd >= 0) ::close(c.fd);
+  return cl;
+}
+
+void record_client(Record& rec, const Client& cl, const Session& s) {
+  rec.wall_s = cl.t_end && cl.t_begin ? double(cl.t_end - cl.t_begin) * 1e-9 : 0.0;
+  rec.ops = cl.ops;
+  rec.bytes = cl.ops * cl.size;
+  rec.integrity.sent = rec.integrity.received = cl.ops;
+  if (cl.hist.count()) rec.latency = Latency::from("rtt", cl.hist);
+  rec.cpu = cl.client1 - cl.client0;
+  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(cl.ops) / rec.wall_s : 0.0;
+  rec.extra["client"] = s.params().str("client") == "uring" ? "io_uring" : "epoll";
+  const auto& cpus = s.options().cpus;
+  const auto pinned = [](int cpu) { return cpu >= 0 ? std::vector<int>{cpu} : std::vector<int>{}; };
+  rec.placement.layout = "cross";
+  rec.placement.cpus = cpus;
+  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = pinned(cpus.empty() ? -1 : cpus[0])});
+  for (int i = 0; i < 2; ++i)
+    if (cl.servers[i])
+      rec.placement.sides.push_back({.role = "server", .index = i, .pinned = pinned(server_cpu(s.options()))});
+}
+
 void run_echo(Session& s, const ServerLaunch& launch) {
   if (t_capture) {
     *t_capture = launch;
     return;
   }
-  using servers::ServerProcess;
   const Params& p = s.params();
-  const int nconn = int(p.i64("connections"));
-  const size_t size = size_t(p.i64("size"));
-  const bool uring_client = p.str("client") == "uring";
-  if (uring_client && !have_uring_client())
-    throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
-  servers::ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
-  const auto& cpus = s.options().cpus;
-  const int client_cpu = cpus.empty() ? -1 : cpus[0];
-  const int server_cpu = cpus.size() > 1 ? cpus[1] : client_cpu;
-  auto& rec = s.record();
-  ServerProcess server = start_server(launch, server_cpu, p);
-
-  const std::vector<unsigned char> pattern = echo_pattern(size);
-  auto cl = std::make_unique<Client>();  // holds a histogram (tens of KiB): not on the stack
-  cl->size = size;
-  cl->pattern = pattern.data();
-  cl->server = &server;
-  cl->rec = &rec;
-  {
-    servers::ScopedPin pin(client_cpu);
-    connect_to(*cl, server.port(), size_t(nconn));
-    const uint64_t t0 = now_ns();
-    cl->measure_at = t0 + uint64_t(s.options().warmup_s * 1e9);
-    cl->stop_at = cl->measure_at + uint64_t(s.options().duration_s * 1e9);
-    if (cl->error.empty()) uring_client ? drive_uring(*cl) : drive_epoll(*cl);
-  }
-  for (auto& c : cl->cs)
-    if (c.fd >= 0) ::close(c.fd);
+  prepare_client(p, 1);
+  servers::ServerProcess server = start_server(launch, server_cpu(s.options()), p);
+  const auto cl = run_client(s, &server);
   const std::string& error = cl->error;
   const bool died = error.empty() ? !server.alive() : server.dies_within(0.2);
   CpuUsage whole = server.stop();
 
-  const uint64_t t_begin = cl->t_begin, t_end = cl->t_end, ops = cl->ops;
-  rec.wall_s = t_end && t_begin ? double(t_end - t_begin) * 1e-9 : 0.0;
-  rec.ops = ops;
-  rec.bytes = ops * size;
-  rec.integrity.sent = rec.integrity.received = ops;
-  if (cl->hist.count()) rec.latency = Latency::from("rtt", cl->hist);
+  auto& rec = s.record();
+  record_client(rec, *cl, s);
   const double srv = cl->srv1 - cl->srv0;
-  CpuUsage client = cl->client1 - cl->client0;
   // Server CPU from schedstat is one figure (user and sys together): recorded as sys.
-  rec.cpu = client;
   rec.cpu.sys_s += srv;
-  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(ops) / rec.wall_s : 0.0;
-  rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(ops * size) / rec.wall_s / (1 << 20) : 0.0;
+  rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
   auto& x = rec.extra;
+  const CpuUsage client = cl->client1 - cl->client0;
   x["server_cpu_s"] = srv;
-  x["server_cpu_per_echo_ns"] = ops ? srv * 1e9 / double(ops) : 0.0;
-  x["client_cpu_per_echo_ns"] = ops ? (client.user_s + client.sys_s) * 1e9 / double(ops) : 0.0;
+  x["server_cpu_per_echo_ns"] = rec.ops ? srv * 1e9 / double(rec.ops) : 0.0;
+  x["client_cpu_per_echo_ns"] = rec.ops ? (client.user_s + client.sys_s) * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
-  x["client"] = uring_client ? "io_uring" : "epoll";
-  rec.placement.layout = "cross";
-  rec.placement.cpus = cpus;
-  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = client_cpu >= 0 ? std::vector<int>{client_cpu} : std::vector<int>{}});
-  rec.placement.sides.push_back({.role = "server", .index = 0, .pinned = server_cpu >= 0 ? std::vector<int>{server_cpu} : std::vector<int>{}});
   if (died) rec.fail(server.death() + (error.empty() ? "" : " (" + error + ")"));
   else if (!error.empty()) rec.fail(error);
 }
