@@ -49,13 +49,11 @@ class Loop {
       return;
     }
     ok_ = true;
-    // Buffers as the server sizes them: a few per connection, at most 64 MiB in all; a connection
-    // whose recv finds none waits for this turn's to come back (re-armed after publish()).
-    buf_size_ = std::clamp<size_t>(std::bit_ceil(cl.size), 4096, size_t(kMaxSize));
-    const auto cap = unsigned(std::bit_floor((size_t(64) << 20) / buf_size_));
-    const unsigned entries = std::clamp<unsigned>(std::bit_ceil(n * 4), 64, std::max(64u, cap));
+    // Buffers as the server sizes them; a connection whose recv finds none waits for this turn's
+    // to come back (re-armed after publish()).
+    const BufferPlan plan = provided_buffers(cl.size, n);
     try {
-      br_.emplace(&ring_, kGroup, entries, buf_size_);
+      br_.emplace(&ring_, kGroup, plan.entries, plan.buf_size);
     } catch (const std::system_error& e) {
       cl.error = fmt::format("provided buffer ring: {}", e.what());
     }
@@ -180,7 +178,6 @@ class Loop {
   io_uring ring_{};
   bool ok_ = false;
   unsigned inflight_ = 0;  // operations whose last CQE has not arrived
-  size_t buf_size_ = 0;
   std::optional<ipcrt::buf_ring> br_;
 };
 

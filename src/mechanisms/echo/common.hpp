@@ -3,6 +3,10 @@
 // event-driven client thread pinned to the other that keeps one message in flight per connection,
 // verifies every echoed byte and times each round trip. The server side is pluggable: a function
 // forked from the harness, or any executable that follows the contract in docs/echo.md.
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +29,20 @@ void run_echo(Session& s, const ServerLaunch& launch);
 
 /// Largest message: servers size their buffers from it.
 inline constexpr int64_t kMaxSize = 65536;
+
+/// Provided buffers for `connections` connections of `size`-byte messages (the io_uring server
+/// and client): four per connection (one in a send, the rest for what arrives meanwhile) of the
+/// message size rounded up to a power of two between 4 KiB and kMaxSize, at most 64 MiB in all;
+/// small buffers keep the set the kernel copies into warm in cache, a bigger message spans several.
+struct BufferPlan {
+  size_t buf_size;
+  unsigned entries;  // a power of two, at least 64
+};
+inline BufferPlan provided_buffers(size_t size, size_t connections) {
+  const size_t buf = std::clamp<size_t>(std::bit_ceil(size), 4096, size_t(kMaxSize));
+  const auto cap = unsigned(std::bit_floor((size_t(64) << 20) / buf));
+  return {buf, std::clamp<unsigned>(std::bit_ceil(unsigned(connections) * 4), 64, std::max(64u, cap))};
+}
 
 /// Asio echo server over its io_uring backend (a separate translation unit: that backend is a
 /// compile-time choice of Asio's headers).

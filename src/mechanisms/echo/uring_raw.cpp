@@ -66,13 +66,11 @@ class Server {
         poll_first_(p.flag("poll_first")), wait_nr_(unsigned(p.i64("wait_nr"))),
         min_wait_us_(unsigned(p.i64("min_wait_us"))) {
     const auto nconn = size_t(p.i64("connections"));
-    // A few buffers per connection: one in its send, the rest for what arrives meanwhile. Small
-    // buffers keep the set the kernel copies into warm in cache; a bigger message spans several.
-    buf_size_ = std::clamp<size_t>(std::bit_ceil(size_t(p.i64("size"))), 4096, size_t(kMaxSize));
-    // At most 64 MiB in all (4096 connections of 64 KiB messages would ask for 4 GiB): a
+    // At most 64 MiB of buffers (4096 connections of 64 KiB messages would ask for 4 GiB): a
     // connection that finds the ring empty waits for buffers to come back (see `starved_`).
-    const auto cap = unsigned(std::bit_floor((size_t(64) << 20) / buf_size_));
-    entries_ = std::clamp<unsigned>(std::bit_ceil(unsigned(nconn) * 4), 64, std::max(64u, cap));
+    const BufferPlan plan = provided_buffers(size_t(p.i64("size")), nconn);
+    buf_size_ = plan.buf_size;
+    entries_ = plan.entries;
     conns_.resize(std::max<size_t>(nconn * 2, 64));  // clients that reconnect leave closing slots
     for (uint32_t i = uint32_t(conns_.size()); i-- > 0;) free_.push_back(i);
     starved_.reserve(conns_.size() * 2);
