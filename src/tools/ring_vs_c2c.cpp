@@ -6,7 +6,7 @@
 // 4-15x with it (docs/methodology.md). Two `ipclab run`s, even back to back, are often in different
 // placements, so their ratio means nothing. Here each slice of ring round trips is paired with the
 // c2c slice just before it, on the same threads a few hundred microseconds apart; the ratio of
-// each pair is taken, and the pairs are grouped by the c2c time of their slice (the placement).
+// each pair is taken, and the pairs are classed by the c2c time of their slice (the placement).
 //
 // Both sides touch every byte (the client encodes each message with msg::encode, the server echoes
 // it, the client compares the echo with it byte for byte), so a ring that loses or corrupts a
@@ -14,10 +14,13 @@
 // request n+1 and checks reply n-1 while request n is in flight, so the round trip holds the ring
 // and the copies, not the checking.
 //
-// A third slice, "walk", is the floor under any ring: one flag word per message, each in the next
-// line of a 256-line array (as a ring's slots are), set by the sender and cleared by the receiver,
-// with no payload, copy or check. c2c reuses one line; walk shows what moving to a new line per
-// message costs by itself in the current placement.
+// Two more slices show where the ring's time goes. "two-line" is the floor under any round trip over
+// two one-way channels (a request ring and a reply ring): two flag lines, each written by one side
+// only, no payload. c2c reuses one line for both directions, which the cache hands over faster
+// than two lines (on this Zen 3 VM two-line is 1.6-1.8x c2c within one L3 or one core, docs/results/
+// messaging.md). "walk" adds what a ring's slots add: one flag word per message, each in the next
+// line of a 256-line array, set by the sender and cleared by the receiver, still with no payload,
+// copy or check.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -42,6 +45,11 @@ using namespace ipclab::messaging;
 
 struct alignas(kCacheLine) Line {
   std::atomic<uint64_t> v{0};
+};
+
+// The two-line slices' lines: request flags in `req`, reply flags in `rep`.
+struct TwoLines {
+  Line req, rep;
 };
 
 // The walk slices' two directions: message i's flag is in line i mod 256, non-zero while full.
@@ -69,7 +77,7 @@ int main(int argc, char** argv) {
   int slices = 400, per_slice = 2000;
   std::string cpus_text = "0,1";
   app.add_option("--size", size, "message bytes (default 64)")->check(CLI::Range(1, 65536));
-  app.add_option("--slices", slices, "pairs of slices (default 400)")->check(CLI::Range(10, 1000000));
+  app.add_option("--slices", slices, "groups of slices, one of each kind (default 400)")->check(CLI::Range(10, 1000000));
   app.add_option("--per-slice", per_slice, "round trips per slice (default 2000)")->check(CLI::Range(10, 10000000));
   app.add_option("--cpus", cpus_text, "the two CPUs, client first (default 0,1)");
   try {
@@ -99,17 +107,18 @@ int main(int argc, char** argv) {
   SpscRing& rep = *SpscRing::create(rep_map.get(), kCapacity, size);
   Line line;
   auto walk_req = std::make_unique<Walk>(), walk_rep = std::make_unique<Walk>();
+  auto two_lines = std::make_unique<TwoLines>();
   bool bad = false;
 
   // The server takes its own copies of the settings: read through references into this stack
   // frame, they could share a cache line with the client's locals, and every round trip would pay
   // a transfer for that line too (it did: 215 against 140 ns in one L3).
-  std::thread server([&req, &rep, &line, &walk_req, &walk_rep, size, slices, per_slice, cpu = cpus[1]] {
+  std::thread server([&req, &rep, &line, &walk_req, &walk_rep, &two_lines, size, slices, per_slice, cpu = cpus[1]] {
     pin_current_thread(cpu);
     SpscRing::Consumer rx(req, WaitStrategy::Spin);
     SpscRing::Producer tx(rep, WaitStrategy::Spin);
     std::vector<std::byte> buf(size);
-    uint64_t k = 0, w = 0;
+    uint64_t k = 0, w = 0, q = 0;
     for (int s = 0; s < slices; ++s) {
       for (int i = 0; i < per_slice; ++i, ++k) {
         const uint64_t want = 2 * k + 1;
@@ -121,6 +130,11 @@ int main(int argc, char** argv) {
         tx.push(buf.data(), size);
       }
       for (int i = 0; i < per_slice; ++i, ++w) walk_rep->send(w, walk_req->receive(w));
+      for (int i = 0; i < per_slice; ++i) {
+        ++q;
+        while (two_lines->req.v.load(std::memory_order_acquire) != q) _mm_pause();
+        two_lines->rep.v.store(q, std::memory_order_release);
+      }
     }
   });
 
@@ -129,8 +143,8 @@ int main(int argc, char** argv) {
   SpscRing::Consumer rx(rep, WaitStrategy::Spin);
   // Two requests and two replies: the one in flight and the one before it.
   std::vector<std::byte> req_now(size), req_prev(size), rep_now(size), rep_prev(size);
-  std::vector<double> c2c, ring, walk;
-  uint64_t k = 0, seq = 0, w = 0;
+  std::vector<double> c2c, ring, walk, two;
+  uint64_t k = 0, seq = 0, w = 0, q = 0;
   for (int s = 0; s < slices; ++s) {
     const uint64_t t0 = now_ns();
     for (int i = 0; i < per_slice; ++i, ++k) {
@@ -155,7 +169,13 @@ int main(int argc, char** argv) {
       if (walk_rep->receive(w) != w + 1) bad = true;
     }
     const uint64_t t3 = now_ns();
+    for (int i = 0; i < per_slice; ++i) {
+      two_lines->req.v.store(++q, std::memory_order_release);
+      while (two_lines->rep.v.load(std::memory_order_acquire) != q) _mm_pause();
+    }
+    const uint64_t t4 = now_ns();
     c2c.push_back(double(t1 - t0) / per_slice);
+    two.push_back(double(t4 - t3) / per_slice);
     ring.push_back(double(t2 - t1) / per_slice);
     walk.push_back(double(t3 - t2) / per_slice);
   }
@@ -167,12 +187,16 @@ int main(int argc, char** argv) {
 
   std::vector<double> ratio;
   for (size_t i = 0; i < c2c.size(); ++i) ratio.push_back(ring[i] / c2c[i]);
-  fmt::print("SpscRing (spin) vs c2c and a bare line walk, {} B messages, CPUs {} and {}, {} slice pairs x {} round trips\n", size,
-             cpus[0], cpus[1], slices, per_slice);
-  fmt::print("all slices: c2c median {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, p90 {:.2f})\n",
-             median_of(c2c), median_of(walk), median_of(ring), median_of(ratio), quantile_of(ratio, 0.1),
-             quantile_of(ratio, 0.9));
-  // Group the pairs by the c2c time of their slice: each group is one placement of the vCPUs.
+  std::vector<double> two_ratio;
+  for (size_t i = 0; i < c2c.size(); ++i) two_ratio.push_back(two[i] / c2c[i]);
+  fmt::print("SpscRing (spin) vs c2c, two flag lines and a bare line walk, {} B messages, CPUs {} and {}, {} slice groups x {} "
+             "round trips\n",
+             size, cpus[0], cpus[1], slices, per_slice);
+  fmt::print("all slices: c2c median {:.0f} ns, two-line {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, "
+             "p90 {:.2f}); two-line/c2c median {:.2f}\n",
+             median_of(c2c), median_of(two), median_of(walk), median_of(ring), median_of(ratio), quantile_of(ratio, 0.1),
+             quantile_of(ratio, 0.9), median_of(two_ratio));
+  // Sort the slice groups by the c2c time of their slice: each class is one placement of the vCPUs.
   std::map<int, std::vector<size_t>> groups;
   for (size_t i = 0; i < c2c.size(); ++i) {
     const int g = c2c[i] < 50 ? 0 : c2c[i] < 200 ? 1 : 2;
@@ -180,17 +204,19 @@ int main(int argc, char** argv) {
   }
   const char* names[] = {"c2c < 50 ns (sibling hyperthreads?)", "c2c 50-200 ns (one L3?)", "c2c >= 200 ns (across L3s?)"};
   for (auto& [g, idx] : groups) {
-    std::vector<double> c, r, wk, q;
+    std::vector<double> c, r, wk, q, tw, tq;
     for (size_t i : idx) {
       c.push_back(c2c[i]);
+      tw.push_back(two[i]);
+      tq.push_back(two_ratio[i]);
       r.push_back(ring[i]);
       wk.push_back(walk[i]);
       q.push_back(ratio[i]);
     }
-    fmt::print("  {:<38} {:4} pairs: c2c {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, "
-               "p90 {:.2f})\n",
-               names[g], idx.size(), median_of(c), median_of(wk), median_of(r), median_of(q), quantile_of(q, 0.1),
-               quantile_of(q, 0.9));
+    fmt::print("  {:<38} {:4} groups: c2c {:.0f} ns, two-line {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} "
+               "(p10 {:.2f}, p90 {:.2f}); two-line/c2c median {:.2f}\n",
+               names[g], idx.size(), median_of(c), median_of(tw), median_of(wk), median_of(r), median_of(q),
+               quantile_of(q, 0.1), quantile_of(q, 0.9), median_of(tq));
   }
   return 0;
 }
