@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/parse.hpp"
 #include "core/clock.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -249,17 +250,7 @@ int main(int argc, char** argv) {
     sub->set_help_flag();
   }
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    fmt::print(stderr, "ipclab: {}; see `ipclab --help`\n", what.substr(0, what.find('\n')));
-    return 2;
-  }
+  if (auto rc = parse_command_line(app, argc, argv, "ipclab", "`ipclab --help`")) return *rc;
 
   try {
     if (*list) {

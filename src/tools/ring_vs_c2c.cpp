@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/parse.hpp"
 #include "core/clock.hpp"
 #include "core/message.hpp"
 #include "core/placement.hpp"
@@ -80,15 +81,7 @@ int main(int argc, char** argv) {
   app.add_option("--slices", slices, "groups of slices, one of each kind (default 400)")->check(CLI::Range(10, 1000000));
   app.add_option("--per-slice", per_slice, "round trips per slice (default 2000)")->check(CLI::Range(10, 10000000));
   app.add_option("--cpus", cpus_text, "the two CPUs, client first (default 0,1)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    fmt::print(stderr, "ipclab_ring_vs_c2c: {}; see --help\n", what.substr(0, what.find('\n')));
-    return 2;
-  }
+  if (auto rc = parse_command_line(app, argc, argv, "ipclab_ring_vs_c2c", "--help")) return *rc;
   std::vector<int> cpus;
   try {
     cpus = parse_cpu_list(cpus_text);
