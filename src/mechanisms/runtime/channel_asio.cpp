@@ -17,8 +17,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_asio",
     .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one producer and one consumer coroutine",
-    .params = {n_param("messages", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152"}),
+    .params = {channel_n(),
                capacity_param()},
     .workload = workload,
 });

@@ -22,8 +22,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_ipcrt",
     .help = "ipcrt: n messages through channel<uint64_t>(capacity), one producer and one consumer task",
-    .params = {n_param("messages", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152"}),
+    .params = {channel_n(),
                capacity_param()},
     .workload = workload,
 });

@@ -22,7 +22,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_ipcrt",
     .help = "ipcrt: P pairs of producer/consumer tasks, n messages each through channel<uint64_t>",
-    .params = {pairs_param(), n_param("messages per pair", 4096, {"131072"}, {"1048576"}),
+    .params = {pairs_param(), pairs_n(),
                capacity_param()},
     .workload = workload,
 });

@@ -36,10 +36,27 @@ double peer_timeout_s(const Session& s, bool ms_timer) {
   return s.options().timeout_s() + 2 * ops * per_op;
 }
 
+namespace {
 ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
                   std::vector<std::string> full) {
   return {.name = "n", .type = ParamType::Int, .def = std::to_string(def), .help = what,
           .quick = std::move(quick), .full = std::move(full), .min = 1, .max = int64_t(1) << 30};
+}
+}  // namespace
+
+ParamSpec spawn_n() {
+  return n_param("tasks spawned and joined", 16384, {"1048576"},
+                 {"131072", "262144", "524288", "1048576", "2097152", "4194304"});
+}
+ParamSpec switch_n() {
+  return n_param("switches", 65536, {"2097152"}, {"524288", "1048576", "2097152", "4194304", "8388608"});
+}
+ParamSpec channel_n() {
+  return n_param("messages", 16384, {"1048576"}, {"131072", "262144", "524288", "1048576", "2097152"});
+}
+ParamSpec pairs_n() { return n_param("messages per pair", 4096, {"131072"}, {"1048576"}); }
+ParamSpec timer_n() {
+  return n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"});
 }
 
 ParamSpec capacity_param() {

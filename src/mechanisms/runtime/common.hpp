@@ -46,9 +46,13 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
 /// milliseconds: Go's netpoller, Tokio's and Monoio's wheels). Only a stuck peer reaches it.
 double peer_timeout_s(const Session& s, bool ms_timer);
 
-/// `n`, the count of operations, with the bench's preset grid.
-ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
-                  std::vector<std::string> full);
+/// `n`, the count of operations, with each bench's preset grid (the same for every runtime, so
+/// that `runtime/<bench>_*` runs the same points side by side).
+ParamSpec spawn_n();
+ParamSpec switch_n();
+ParamSpec channel_n();
+ParamSpec pairs_n();
+ParamSpec timer_n();
 /// Channel capacity, the same for both runtimes.
 ParamSpec capacity_param();
 /// Producer/consumer pairs of channel_pairs.

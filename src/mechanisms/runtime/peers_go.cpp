@@ -32,8 +32,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_go",
     .help = "Go: `go leaf(i)` n goroutines, joined with a sync.WaitGroup per batch",
-    .params = {n_param("goroutines spawned and joined", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152", "4194304"}),
+    .params = {spawn_n(),
                batch_param(), go::gomaxprocs_param()},
     .workload = run_go("spawn"),
 });
@@ -42,8 +41,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_go",
     .help = "Go: runtime.Gosched() n times in one goroutine",
-    .params = {n_param("switches", 65536, {"2097152"},
-                       {"524288", "1048576", "2097152", "4194304", "8388608"}),
+    .params = {switch_n(),
                go::gomaxprocs_param()},
     .workload = run_go("switch"),
 });
@@ -52,8 +50,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_go",
     .help = "Go: n messages through a chan uint64 of capacity, one producer and one consumer goroutine",
-    .params = {n_param("messages", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152"}),
+    .params = {channel_n(),
                capacity_param(), go::gomaxprocs_param()},
     .workload = run_go("channel"),
 });
@@ -62,7 +59,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_go",
     .help = "Go: P pairs of producer/consumer goroutines, n messages each through a chan uint64",
-    .params = {pairs_param(), n_param("messages per pair", 4096, {"131072"}, {"1048576"}),
+    .params = {pairs_param(), pairs_n(),
                capacity_param(), go::gomaxprocs_param()},
     .workload = run_go("channel_pairs"),
 });
@@ -71,7 +68,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "timer_go",
     .help = "Go: one time.Timer, Reset(delay) + receive from its channel n times (arm + fire, sequential)",
-    .params = {delay_param(), n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"}),
+    .params = {delay_param(), timer_n(),
                go::gomaxprocs_param()},
     .workload = run_go("timer"),
 });

@@ -15,21 +15,6 @@
 namespace ipclab::rt {
 namespace {
 
-// The parameter lists of the ipcrt mechanisms, so both sides of a comparison run the same points.
-ParamSpec switch_n() {
-  return n_param("switches", 65536, {"2097152"}, {"524288", "1048576", "2097152", "4194304", "8388608"});
-}
-ParamSpec spawn_n() {
-  return n_param("tasks spawned and joined", 16384, {"1048576"},
-                 {"131072", "262144", "524288", "1048576", "2097152", "4194304"});
-}
-ParamSpec channel_n() {
-  return n_param("messages", 16384, {"1048576"}, {"131072", "262144", "524288", "1048576", "2097152"});
-}
-ParamSpec pairs_n() { return n_param("messages per pair", 4096, {"131072"}, {"1048576"}); }
-ParamSpec timer_n() {
-  return n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"});
-}
 // Tokio's and futures' bounded channels have no rendezvous mode.
 ParamSpec peer_capacity() {
   ParamSpec p = capacity_param();

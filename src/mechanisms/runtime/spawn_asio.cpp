@@ -32,8 +32,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_asio",
     .help = "Asio: co_spawn n empty awaitables on an io_context, joined by their completion handlers (in batches)",
-    .params = {n_param("tasks spawned and joined", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152", "4194304"}),
+    .params = {spawn_n(),
                batch_param()},
     .workload = workload,
 });

@@ -35,8 +35,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_ipcrt",
     .help = "ipcrt: spawn(task) n empty tasks, co_await every join_handle (in batches)",
-    .params = {n_param("tasks spawned and joined", 16384, {"1048576"},
-                       {"131072", "262144", "524288", "1048576", "2097152", "4194304"}),
+    .params = {spawn_n(),
                batch_param()},
     .workload = workload,
 });

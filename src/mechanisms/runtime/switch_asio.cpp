@@ -33,8 +33,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_asio",
     .help = "Asio: co_await asio::post(ex, asio::use_awaitable) n times in one coroutine",
-    .params = {n_param("switches", 65536, {"2097152"},
-                       {"524288", "1048576", "2097152", "4194304", "8388608"})},
+    .params = {switch_n()},
     .workload = workload,
 });
 

@@ -28,8 +28,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_ipcrt",
     .help = "ipcrt: co_await yield() n times in one task",
-    .params = {n_param("switches", 65536, {"2097152"},
-                       {"524288", "1048576", "2097152", "4194304", "8388608"})},
+    .params = {switch_n()},
     .workload = workload,
 });
 

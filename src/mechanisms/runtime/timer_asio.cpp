@@ -40,7 +40,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "timer_asio",
     .help = "Asio: steady_timer expires_after(delay) + co_await async_wait n times in one coroutine",
-    .params = {delay_param(), n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"})},
+    .params = {delay_param(), timer_n()},
     .workload = workload,
 });
 

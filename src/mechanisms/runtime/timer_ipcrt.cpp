@@ -35,7 +35,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "timer_ipcrt",
     .help = "ipcrt: co_await sleep_for(delay) n times in one task (arm + fire, sequential)",
-    .params = {delay_param(), n_param("timers armed and fired", 4096, {"16384"}, {"16384", "65536", "262144"})},
+    .params = {delay_param(), timer_n()},
     .workload = workload,
 });
 
