@@ -75,14 +75,33 @@ def slice_records(records, keep):
     """Fix every varying dimension not in `keep` at its most common value (ties: first seen).
 
     Returns (records, {dim: value}) so that the plot can say which slice of the grid it shows.
+    A parameter that only some records have (a ring's `wait`, a queue's `queue_depth`) is fixed
+    among the records that have it, and separately per mechanism when mechanisms are kept (each
+    at its own most common value: `posix_mq`'s queue depth is not a ring's); the records without
+    it stay. Otherwise fixing it would drop every mechanism that has it.
     """
+    def mode(values):
+        counts = Counter(values)
+        best = max(counts.values())
+        return next(v for v in values if counts[v] == best)
+
     fixed = {}
     for d in varying(records, exclude=keep):
-        counts = Counter(_hashable(r.dim(d)) for r in records)
-        best = max(counts.values())
-        value = next(_hashable(r.dim(d)) for r in records if counts[_hashable(r.dim(d))] == best)
-        fixed[d] = value
-        records = [r for r in records if _hashable(r.dim(d)) == value]
+        having = [r for r in records if r.dim(d) is not None]
+        if not having:
+            continue
+        if len(having) == len(records) or "mechanism" not in keep:
+            value = mode([_hashable(r.dim(d)) for r in having])
+            fixed[d] = value
+            records = [r for r in records if r.dim(d) is None or _hashable(r.dim(d)) == value]
+            continue
+        chosen = {}
+        for r in having:
+            chosen.setdefault(r.mechanism, []).append(_hashable(r.dim(d)))
+        chosen = {m: mode(vs) for m, vs in chosen.items()}
+        values = list(dict.fromkeys(chosen.values()))
+        fixed[d] = values[0] if len(values) == 1 else "/".join(map(str, values)) + " (by mechanism)"
+        records = [r for r in records if r.dim(d) is None or _hashable(r.dim(d)) == chosen[r.mechanism]]
     return records, fixed
 
 
@@ -233,9 +252,10 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
     kind = kinds.pop() if len(kinds) == 1 else None
     title = title or f"{KIND_TITLE.get(kind, 'Latency')} CDF"
     fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
+    name = compact_labels(recs)  # the fixed parameters are in the note, not in every label
     for i, r in enumerate(recs):
         xs, ys = histogram_cdf(r.get("latency_ns", "histogram"))
-        label = r.short_name + (f" · {r.source.tag}" if multi else "")
+        label = name(r) + (f" · {r.source.tag}" if multi else "")
         ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], label=label, linewidth=1.5)
     ax.set_xscale("log")
     _time_axis(ax.xaxis)

@@ -102,3 +102,29 @@ def test_write_atomic_crash_during_rename_leaves_old_file(tmp_path, monkeypatch)
     with pytest.raises(OSError):
         util.write_atomic(str(target), "new " * 1000)
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.md"]
+
+
+class _Rec:
+    """What slice_records reads of a summary record: its mechanism and its parameters."""
+
+    def __init__(self, mechanism, **params):
+        self.mechanism, self.params = mechanism, params
+
+    def dim(self, d):
+        return self.mechanism if d == "mechanism" else self.params.get(d)
+
+
+def test_slice_keeps_mechanisms_with_parameters_of_their_own():
+    from ipclab_report.plots import slice_records
+    recs = [_Rec("pipe", size=s) for s in (64, 8192)]
+    recs += [_Rec("shm_spsc", size=s, wait=w, queue_depth=256) for s in (64, 8192) for w in ("spin", "adaptive")]
+    recs += [_Rec("posix_mq", size=s, queue_depth=10) for s in (64, 8192)]
+    sl, fixed = slice_records(recs, keep=("mechanism",))
+    # One point per mechanism: the ring's `wait` and each queue's own depth do not drop the others.
+    assert sorted(r.mechanism for r in sl) == ["pipe", "posix_mq", "shm_spsc"]
+    assert {r.dim("size") for r in sl} == {64}
+    assert fixed["size"] == 64 and fixed["wait"] == "spin"
+    assert fixed["queue_depth"] == "256/10 (by mechanism)"
+    # Without mechanism as a kept dimension, a partial parameter is fixed once for all records.
+    sl, fixed = slice_records(recs, keep=("size",))
+    assert fixed["mechanism"] == "shm_spsc" and {r.mechanism for r in sl} == {"shm_spsc"}
