@@ -82,6 +82,8 @@ struct Client {
   double turn_cpu0_ = 0;
 };
 
+/// The client CPU of a run: the first of --cpus, -1 for none.
+int client_cpu(const RunOptions& o);
 /// The server CPU of a run: the second of --cpus (the client takes the first), -1 for none.
 int server_cpu(const RunOptions& o);
 /// Before a run's servers start: UsageError if the chosen client loop is not built; raises

@@ -257,8 +257,10 @@ ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o)
   return launch;
 }
 
+int client_cpu(const RunOptions& o) { return o.cpus.empty() ? -1 : o.cpus[0]; }
+
 int server_cpu(const RunOptions& o) {
-  return o.cpus.size() > 1 ? o.cpus[1] : o.cpus.empty() ? -1 : o.cpus[0];
+  return o.cpus.size() > 1 ? o.cpus[1] : client_cpu(o);
 }
 
 void prepare_client(const Params& p, int nservers) {
@@ -284,8 +286,7 @@ std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, server
   cl->servers[1] = b;
   cl->slice_ns = slice_ns;
   {
-    const auto& cpus = s.options().cpus;
-    servers::ScopedPin pin(cpus.empty() ? -1 : cpus[0]);
+    servers::ScopedPin pin(client_cpu(s.options()));
     for (servers::ServerProcess* sp : cl->servers)
       if (sp) connect_to(*cl, sp->port(), nconn);
     cl->measure_at = now_ns() + uint64_t(s.options().warmup_s * 1e9);
@@ -306,11 +307,10 @@ void record_client(Record& rec, const Client& cl, const Session& s) {
   rec.cpu = cl.client1 - cl.client0;
   rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(cl.ops) / rec.wall_s : 0.0;
   rec.extra["client"] = s.params().str("client") == "uring" ? "io_uring" : "epoll";
-  const auto& cpus = s.options().cpus;
   const auto pinned = [](int cpu) { return cpu >= 0 ? std::vector<int>{cpu} : std::vector<int>{}; };
   rec.placement.layout = "cross";
-  rec.placement.cpus = cpus;
-  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = pinned(cpus.empty() ? -1 : cpus[0])});
+  rec.placement.cpus = s.options().cpus;
+  rec.placement.sides.push_back({.role = "client", .index = 0, .pinned = pinned(client_cpu(s.options()))});
   for (int i = 0; i < 2; ++i)
     if (cl.servers[i])
       rec.placement.sides.push_back({.role = "server", .index = i, .pinned = pinned(server_cpu(s.options()))});
