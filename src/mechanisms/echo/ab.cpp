@@ -116,10 +116,11 @@ void run_ab(Session& s) {
   }
   x["pairs"] = rate_ratio.size();
   x["slice_ms"] = double(cl->slice_ns) * 1e-6;
-  x["rate_ratio_b_over_a"] = {{"median", median_of(rate_ratio)}, {"p10", quantile_of(rate_ratio, 0.1)},
-                              {"p90", quantile_of(rate_ratio, 0.9)}};
-  x["cpu_per_echo_ratio_b_over_a"] = {{"median", median_of(cpu_ratio)}, {"p10", quantile_of(cpu_ratio, 0.1)},
-                                      {"p90", quantile_of(cpu_ratio, 0.9)}};
+  const auto spread = [](const std::vector<double>& v) -> nlohmann::json {
+    return {{"median", median_of(v)}, {"p10", quantile_of(v, 0.1)}, {"p90", quantile_of(v, 0.9)}};
+  };
+  x["rate_ratio_b_over_a"] = spread(rate_ratio);
+  x["cpu_per_echo_ratio_b_over_a"] = spread(cpu_ratio);
   if (!died.empty()) rec.fail(died + (error.empty() ? "" : " (" + error + ")"));
   else if (!error.empty()) rec.fail(error);
   else if (rate_ratio.empty()) rec.fail("echo/ab: no pair of slices inside the measured window; raise --duration or lower slice_ms");
