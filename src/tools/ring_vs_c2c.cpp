@@ -18,9 +18,9 @@
 // two one-way channels (a request ring and a reply ring): two flag lines, each written by one side
 // only, no payload. c2c reuses one line for both directions, which the cache hands over faster
 // than two lines (on this Zen 3 VM two-line is 1.4-1.6x c2c within one L3 and 1.9x on sibling
-// hyperthreads, docs/results/messaging.md). "walk" adds what a ring's slots add: one flag word per message, each in the next
-// line of a 256-line array, set by the sender and cleared by the receiver, still with no payload,
-// copy or check.
+// hyperthreads, docs/results/messaging.md). "walk" adds what a ring's slots add: one flag word per
+// message, each in the next line of a 256-line array, set by the sender and cleared by the
+// receiver, still with no payload, copy or check.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -29,6 +29,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -178,38 +179,32 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<double> ratio;
-  for (size_t i = 0; i < c2c.size(); ++i) ratio.push_back(ring[i] / c2c[i]);
-  std::vector<double> two_ratio;
-  for (size_t i = 0; i < c2c.size(); ++i) two_ratio.push_back(two[i] / c2c[i]);
   fmt::print("SpscRing (spin) vs c2c, two flag lines and a bare line walk, {} B messages, CPUs {} and {}, {} slice groups x {} "
              "round trips\n",
              size, cpus[0], cpus[1], slices, per_slice);
-  fmt::print("all slices: c2c median {:.0f} ns, two-line {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} (p10 {:.2f}, "
-             "p90 {:.2f}); two-line/c2c median {:.2f}\n",
-             median_of(c2c), median_of(two), median_of(walk), median_of(ring), median_of(ratio), quantile_of(ratio, 0.1),
-             quantile_of(ratio, 0.9), median_of(two_ratio));
-  // Sort the slice groups by the c2c time of their slice: each class is one placement of the vCPUs.
-  std::map<int, std::vector<size_t>> groups;
-  for (size_t i = 0; i < c2c.size(); ++i) {
-    const int g = c2c[i] < 50 ? 0 : c2c[i] < 200 ? 1 : 2;
-    groups[g].push_back(i);
-  }
-  const char* names[] = {"c2c < 50 ns (sibling hyperthreads?)", "c2c 50-200 ns (one L3?)", "c2c >= 200 ns (across L3s?)"};
-  for (auto& [g, idx] : groups) {
-    std::vector<double> c, r, wk, q, tw, tq;
+  // One line for a set of slice groups: the medians of each kind and the per-group ratios to c2c.
+  const auto summary = [&](const char* label, const std::vector<size_t>& idx) {
+    std::vector<double> c, tw, wk, r, ring_ratio, two_ratio;
     for (size_t i : idx) {
       c.push_back(c2c[i]);
       tw.push_back(two[i]);
-      tq.push_back(two_ratio[i]);
-      r.push_back(ring[i]);
       wk.push_back(walk[i]);
-      q.push_back(ratio[i]);
+      r.push_back(ring[i]);
+      ring_ratio.push_back(ring[i] / c2c[i]);
+      two_ratio.push_back(two[i] / c2c[i]);
     }
-    fmt::print("  {:<38} {:4} groups: c2c {:.0f} ns, two-line {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} "
+    fmt::print("{:<40} {:4} groups: c2c {:.0f} ns, two-line {:.0f} ns, walk {:.0f} ns, ring {:.0f} ns; ring/c2c median {:.2f} "
                "(p10 {:.2f}, p90 {:.2f}); two-line/c2c median {:.2f}\n",
-               names[g], idx.size(), median_of(c), median_of(tw), median_of(wk), median_of(r), median_of(q),
-               quantile_of(q, 0.1), quantile_of(q, 0.9), median_of(tq));
-  }
+               label, idx.size(), median_of(c), median_of(tw), median_of(wk), median_of(r), median_of(ring_ratio),
+               quantile_of(ring_ratio, 0.1), quantile_of(ring_ratio, 0.9), median_of(two_ratio));
+  };
+  std::vector<size_t> all(c2c.size());
+  std::iota(all.begin(), all.end(), size_t(0));
+  summary("all slices", all);
+  // Class the slice groups by the c2c time of their slice: each class is one placement of the vCPUs.
+  std::map<int, std::vector<size_t>> groups;
+  for (size_t i = 0; i < c2c.size(); ++i) groups[c2c[i] < 50 ? 0 : c2c[i] < 200 ? 1 : 2].push_back(i);
+  const char* names[] = {"  c2c < 50 ns (sibling hyperthreads?)", "  c2c 50-200 ns (one L3?)", "  c2c >= 200 ns (across L3s?)"};
+  for (auto& [g, idx] : groups) summary(names[g], idx);
   return 0;
 }
