@@ -20,6 +20,30 @@ EVENTS = ["raw_syscalls:sys_enter", "syscalls:sys_enter_io_uring_enter", "syscal
           "syscalls:sys_enter_write", "syscalls:sys_enter_epoll_ctl", "context-switches", "task-clock"]
 
 
+def launch(ipclab, benchmark, params, duration, cpus, out, nservers):
+    """Starts `ipclab run BENCHMARK` (0.5 s warm-up, one repetition, --json OUT) and returns it with
+    the pids of its first `nservers` server processes, in the order they were forked."""
+    cmd = [ipclab, "run", benchmark, "--duration", str(duration), "--warmup", "0.5", "--repetitions", "1",
+           "--cpus", cpus, "--json", out]
+    for p in params:
+        cmd += ["-p", p]
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    for _ in range(500):
+        kids = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
+        if len(kids) >= nservers:
+            return run, sorted(kids, key=int)[:nservers]
+        time.sleep(0.01)
+    run.kill()
+    raise SystemExit("the server process never appeared")
+
+
+def finish(run, out):
+    """Waits for the run and returns its (first) measured record."""
+    if run.wait() != 0:
+        raise SystemExit("ipclab run failed")
+    return next(b for b in json.load(open(out))["benchmarks"] if b.get("run_type") == "iteration")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ipclab")
@@ -33,27 +57,11 @@ def main():
         ap.error("--window must be at least 1 s shorter than --duration")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        cmd = [a.ipclab, "run", a.benchmark, "--duration", str(a.duration), "--warmup", "0.5",
-               "--repetitions", "1", "--cpus", a.cpus, "--json", out]
-        for p in a.params:
-            cmd += ["-p", p]
-        run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        server = None
-        for _ in range(500):
-            kids = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
-            if kids:
-                server = kids[0]
-                break
-            time.sleep(0.01)
-        if server is None:
-            run.kill()
-            raise SystemExit("the server process never appeared")
+        run, servers = launch(a.ipclab, a.benchmark, a.params, a.duration, a.cpus, out, 1)
         time.sleep(0.5 + (a.duration - a.window) / 2)  # warm-up, then the middle of the measured phase
-        perf = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p", server, "--",
+        perf = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p", servers[0], "--",
                                "sleep", str(a.window)], capture_output=True, text=True)
-        if run.wait() != 0:
-            raise SystemExit("ipclab run failed")
-        rec = next(b for b in json.load(open(out))["benchmarks"] if b.get("run_type") == "iteration")
+        rec = finish(run, out)
     counts = {}
     for line in perf.stderr.splitlines():
         f = line.split(",")
