@@ -12,14 +12,13 @@ epoll, or io_uring). The profiler itself adds to both servers' CPU. Needs perf (
 usage: scripts/echo_ab_profile.py path/to/ipclab [-p connections=16] [-p a=epoll] [-p b=uring]
            [--duration 10] [--window 7] [--cpus 0,1]
 """
-import argparse
 import os
 import re
 import subprocess
 import tempfile
 import time
 
-from echo_syscalls import finish, launch
+from echo_syscalls import arguments, finish, launch
 
 # (row, kernel functions whose inclusive share it is: the first one a profile has counts)
 ROWS = [
@@ -45,15 +44,7 @@ def shares(data, children):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("ipclab")
-    ap.add_argument("-p", dest="params", action="append", default=[], help="parameter of echo/ab, as for ipclab run")
-    ap.add_argument("--duration", type=float, default=10.0)
-    ap.add_argument("--window", type=float, default=7.0, help="seconds perf samples, inside the measured phase")
-    ap.add_argument("--cpus", default="0,1")
-    a = ap.parse_args()
-    if a.window + 1.0 > a.duration:
-        ap.error("--window must be at least 1 s shorter than --duration")
+    ap, a = arguments(__doc__, 10.0, 7.0, benchmark=False)
     if any(p.startswith("connections=") and "," in p for p in a.params):
         ap.error("one value of connections per run")
     with tempfile.TemporaryDirectory() as tmp:

@@ -44,17 +44,25 @@ def finish(run, out):
     return next(b for b in json.load(open(out))["benchmarks"] if b.get("run_type") == "iteration")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc, duration, window, benchmark=True):
+    """The command line of these scripts: ipclab [BENCHMARK] [-p ...] [--duration] [--window] [--cpus].
+    Returns the parser (for further checks) and the parsed arguments."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("ipclab")
-    ap.add_argument("benchmark", help="e.g. echo/uring")
+    if benchmark:
+        ap.add_argument("benchmark", help="e.g. echo/uring")
     ap.add_argument("-p", dest="params", action="append", default=[], help="parameter, as for ipclab run")
-    ap.add_argument("--duration", type=float, default=4.0)
-    ap.add_argument("--window", type=float, default=2.0, help="seconds perf counts, inside the measured phase")
+    ap.add_argument("--duration", type=float, default=duration)
+    ap.add_argument("--window", type=float, default=window, help="seconds perf watches, inside the measured phase")
     ap.add_argument("--cpus", default="0,1")
     a = ap.parse_args()
     if a.window + 1.0 > a.duration:
         ap.error("--window must be at least 1 s shorter than --duration")
+    return ap, a
+
+
+def main():
+    _, a = arguments(__doc__, 4.0, 2.0)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         run, servers = launch(a.ipclab, a.benchmark, a.params, a.duration, a.cpus, out, 1)
