@@ -73,12 +73,11 @@ void run_ab(Session& s) {
   const uint64_t slice_ns = p.i64("slice_ms") > 0 ? uint64_t(p.i64("slice_ms")) * 1'000'000
                                                   : std::clamp<uint64_t>(window_ns / 8, 1'000'000, 50'000'000);
   const auto cl = run_client(s, &srv0, &srv1, slice_ns);
-  const std::string& error = cl->error;
   servers::ServerProcess* sv[2] = {&srv0, &srv1};
   std::string died;
   for (int i = 0; i < 2; ++i)
-    if (error.empty() ? !sv[i]->alive() : sv[i]->dies_within(0.2))
-      died = fmt::format("{} ({}): {}", m[i]->name, i ? "b" : "a", sv[i]->death());
+    if (const std::string death = death_after(*sv[i], cl->error); !death.empty())
+      died = fmt::format("{} ({}): {}", m[i]->name, i ? "b" : "a", death);
   srv0.stop();
   srv1.stop();
 
@@ -121,9 +120,7 @@ void run_ab(Session& s) {
   };
   x["rate_ratio_b_over_a"] = spread(rate_ratio);
   x["cpu_per_echo_ratio_b_over_a"] = spread(cpu_ratio);
-  if (!died.empty()) rec.fail(died + (error.empty() ? "" : " (" + error + ")"));
-  else if (!error.empty()) rec.fail(error);
-  else if (rate_ratio.empty()) rec.fail("echo/ab: no pair of slices inside the measured window; raise --duration or lower slice_ms");
+  if (!fail_run(rec, died, cl->error) && rate_ratio.empty()) rec.fail("echo/ab: no pair of slices inside the measured window; raise --duration or lower slice_ms");
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -100,6 +100,12 @@ std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, server
 /// The record's part that comes from the client: echoes, bytes, window, RTT histogram, client CPU
 /// (the caller adds the servers'), echoes/s, `extra.client`, placement (client and servers).
 void record_client(Record& rec, const Client& cl, const Session& s);
+/// After the client's loop: how `server` died, "" if it did not. When the client failed, the server
+/// gets 0.2 s to die first (its death is what usually breaks the client).
+std::string death_after(servers::ServerProcess& server, const std::string& client_error);
+/// Fails `rec` with a server's `death` (the client's error after it in brackets), else with the
+/// client's error. False when there was neither.
+bool fail_run(Record& rec, const std::string& death, const std::string& client_error);
 /// The server echo mechanism `m` would start with `p` (after its own checks: a Skip propagates),
 /// for echo/ab; UsageError if `m` does not start its server through run_echo.
 ServerLaunch launch_of(const Mechanism& m, const Params& p, const RunOptions& o);

@@ -316,6 +316,16 @@ void record_client(Record& rec, const Client& cl, const Session& s) {
       rec.placement.sides.push_back({.role = "server", .index = i, .pinned = pinned(server_cpu(s.options()))});
 }
 
+std::string death_after(servers::ServerProcess& server, const std::string& client_error) {
+  return (client_error.empty() ? !server.alive() : server.dies_within(0.2)) ? server.death() : std::string();
+}
+
+bool fail_run(Record& rec, const std::string& death, const std::string& client_error) {
+  if (!death.empty()) rec.fail(death + (client_error.empty() ? "" : " (" + client_error + ")"));
+  else if (!client_error.empty()) rec.fail(client_error);
+  return !death.empty() || !client_error.empty();
+}
+
 void run_echo(Session& s, const ServerLaunch& launch) {
   if (t_capture) {
     *t_capture = launch;
@@ -325,8 +335,7 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   prepare_client(p, 1);
   servers::ServerProcess server = start_server(launch, server_cpu(s.options()), p);
   const auto cl = run_client(s, &server);
-  const std::string& error = cl->error;
-  const bool died = error.empty() ? !server.alive() : server.dies_within(0.2);
+  const std::string death = death_after(server, cl->error);
   CpuUsage whole = server.stop();
 
   auto& rec = s.record();
@@ -342,8 +351,7 @@ void run_echo(Session& s, const ServerLaunch& launch) {
   x["client_cpu_per_echo_ns"] = rec.ops ? (client.user_s + client.sys_s) * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
-  if (died) rec.fail(server.death() + (error.empty() ? "" : " (" + error + ")"));
-  else if (!error.empty()) rec.fail(error);
+  fail_run(rec, death, cl->error);
 }
 
 }  // namespace ipclab::echo
