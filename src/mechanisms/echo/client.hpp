@@ -52,9 +52,11 @@ struct Client {
   std::string error;  // set once: the run failed
   Histogram hist;
   uint64_t ops = 0;
-  CpuUsage client0, client1;
-  double srv0 = 0, srv1 = 0;
-  uint64_t t_begin = 0, t_end = 0;
+  uint64_t t_begin = 0, t_end = 0;  // the measured window; t_end stays 0 if it never closed
+  // Over the measured window, set when it closes (zero if the run failed before): this client
+  // thread's CPU, and servers[0]'s.
+  CpuUsage client_cpu;
+  double server_cpu_s = 0;
 
   /// Picks connection idx's next message (a window into the pattern) and stamps its send time.
   void start_msg(size_t idx);
@@ -80,6 +82,8 @@ struct Client {
   unsigned inflight_[2] = {0, 0};
   uint64_t turn_start_ = 0, turn_end_ = 0, turn_ops_ = 0;
   double turn_cpu0_ = 0;
+  CpuUsage client0_;  // at the window's start
+  double srv0_ = 0;
 };
 
 /// The client CPU of a run: the first of --cpus, -1 for none.

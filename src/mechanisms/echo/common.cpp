@@ -120,13 +120,13 @@ bool Client::tick() {
   if (!measuring_ && now >= measure_at) {
     measuring_ = true;
     t_begin = now;
-    srv0 = servers[0]->cpu_seconds();
-    client0 = cpu_usage(RUSAGE_THREAD);
+    srv0_ = servers[0]->cpu_seconds();
+    client0_ = cpu_usage(RUSAGE_THREAD);
   }
   if (now >= stop_at) {
     t_end = now;
-    srv1 = servers[0]->cpu_seconds();
-    client1 = cpu_usage(RUSAGE_THREAD);
+    server_cpu_s = servers[0]->cpu_seconds() - srv0_;
+    client_cpu = cpu_usage(RUSAGE_THREAD) - client0_;
     return false;
   }
   if (now >= next_check_) {
@@ -304,7 +304,7 @@ void record_client(Record& rec, const Client& cl, const Session& s) {
   rec.bytes = cl.ops * cl.size;
   rec.integrity.sent = rec.integrity.received = cl.ops;
   if (cl.hist.count()) rec.latency = Latency::from("rtt", cl.hist);
-  rec.cpu = cl.client1 - cl.client0;
+  rec.cpu = cl.client_cpu;
   rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(cl.ops) / rec.wall_s : 0.0;
   rec.extra["client"] = s.params().str("client") == "uring" ? "io_uring" : "epoll";
   const auto pinned = [](int cpu) { return cpu >= 0 ? std::vector<int>{cpu} : std::vector<int>{}; };
@@ -340,15 +340,14 @@ void run_echo(Session& s, const ServerLaunch& launch) {
 
   auto& rec = s.record();
   record_client(rec, *cl, s);
-  const double srv = cl->srv1 - cl->srv0;
+  const double srv = cl->server_cpu_s;
   // Server CPU from schedstat is one figure (user and sys together): recorded as sys.
   rec.cpu.sys_s += srv;
   rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
   auto& x = rec.extra;
-  const CpuUsage client = cl->client1 - cl->client0;
   x["server_cpu_s"] = srv;
   x["server_cpu_per_echo_ns"] = rec.ops ? srv * 1e9 / double(rec.ops) : 0.0;
-  x["client_cpu_per_echo_ns"] = rec.ops ? (client.user_s + client.sys_s) * 1e9 / double(rec.ops) : 0.0;
+  x["client_cpu_per_echo_ns"] = rec.ops ? (cl->client_cpu.user_s + cl->client_cpu.sys_s) * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
   fail_run(rec, death, cl->error);
