@@ -2,196 +2,543 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <mqueue.h>
-#include <semaphore.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/ipc.h>
-#include <sys/msg.h>
-#include <sys/sem.h>
-#include <sys/shm.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
 #include <system_error>
-#include <vector>
+#include <utility>
+
+#include "core/error.hpp"
 
 namespace ipclab::ipc {
 
 namespace {
 
-// A fixed table, so that the signal handler can walk it without allocating.
+constexpr int kSysvTag = 0x1C;  // SysV keys of this project: 0x1Cxxxxxx
+constexpr size_t kNameMax = 1024;
+constexpr const char* kJournal = "journal";
+
+// The objects this process's run holds now, in a fixed table so that the signal handler can walk
+// it without allocating. An entry is filled before its object is created (state 2 while it is
+// being written), so a signal between creation and bookkeeping still finds it.
 struct Entry {
-  std::atomic<int> used{0};
+  std::atomic<int> used{0};  // 0 free, 2 being written, 1 in use
   Kind kind;
-  int id;
-  char name[128];
+  int key;
+  char name[kNameMax];
 };
 constexpr int kMaxEntries = 256;
 Entry g_entries[kMaxEntries];
-std::atomic<int> g_counter{0};
-pid_t g_owner = 0;
 
-// SysV keys of this project: 0x1Cxxxxxx, low 24 bits = pid's low 16 bits and an index.
-constexpr int kSysvTag = 0x1C;
+struct Run {
+  std::atomic<pid_t> pid{0};  // the process whose run this is (a forked child starts its own)
+  int base_fd = -1, dir_fd = -1, journal_fd = -1, shm_fd = -1;
+  char folder[64] = {};  // "run.<id>", the name in the state folder
+  std::string id, dir;
+  std::atomic<uint64_t> counter{0};
+};
+Run g_run;
+std::recursive_mutex g_mu;  // begin/end and journal appends
 
-void remove_entry(Kind kind, const char* name, int id) {
-  switch (kind) {
-    case Kind::PosixShm: shm_unlink(name); break;
-    case Kind::PosixMq: mq_unlink(name); break;
-    case Kind::PosixSem: sem_unlink(name); break;
-    case Kind::Path: unlink(name); break;
-    case Kind::SysvMsg: if (id >= 0) msgctl(id, IPC_RMID, nullptr); break;
-    case Kind::SysvShm: if (id >= 0) shmctl(id, IPC_RMID, nullptr); break;
-    case Kind::SysvSem: if (id >= 0) semctl(id, 0, IPC_RMID); break;
+const char* kind_word(Kind k) {
+  switch (k) {
+    case Kind::PosixShm: return "shm";
+    case Kind::PosixMq: return "mq";
+    case Kind::PosixSem: return "sem";
+    case Kind::Path: return "path";
+    case Kind::SysvMsg: return "msg";
+    case Kind::File: return "file";
   }
+  return "?";
+}
+
+bool kind_of(const std::string& w, Kind& k) {
+  for (Kind c : {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File})
+    if (w == kind_word(c)) {
+      k = c;
+      return true;
+    }
+  return false;
+}
+
+// ---- removal: async-signal-safe (no allocation), shared by exit, signal and sweep ----
+
+// True when `name` in folder `dirfd` is a non-directory, non-symlink entry of this user.
+bool owned_entry(int dirfd, const char* name, bool regular_only) {
+  struct stat st {};
+  if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (st.st_uid != geteuid() || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) return false;
+  return !regular_only || S_ISREG(st.st_mode);
+}
+
+// Removes the object if it exists and belongs to this user; never follows a symlink.
+// `dir_fd` is the folder of Path objects (the run folder they were journaled in).
+bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) {
+  switch (kind) {
+    case Kind::PosixShm:
+      return name[0] == '/' && owned_entry(shm_fd, name + 1, true) && unlinkat(shm_fd, name + 1, 0) == 0;
+    case Kind::PosixSem: {
+      char file[kNameMax + 8] = "sem.";
+      if (name[0] != '/' || std::strlen(name) >= kNameMax) return false;
+      std::strcat(file, name + 1);
+      return owned_entry(shm_fd, file, true) && unlinkat(shm_fd, file, 0) == 0;
+    }
+    case Kind::PosixMq: {
+      mqd_t q = mq_open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (q == mqd_t(-1)) return false;
+      struct stat st {};
+      const bool mine = fstat(q, &st) == 0 && st.st_uid == geteuid();
+      mq_close(q);
+      return mine && mq_unlink(name) == 0;
+    }
+    case Kind::SysvMsg: {
+      const int id = msgget(key, 0);
+      msqid_ds ds {};
+      if (id < 0 || msgctl(id, IPC_STAT, &ds) != 0) return false;
+      if (ds.msg_perm.__key != key || ds.msg_perm.cuid != geteuid()) return false;
+      return msgctl(id, IPC_RMID, nullptr) == 0;
+    }
+    case Kind::Path:  // a bare name inside the run folder
+      return std::strchr(name, '/') == nullptr && owned_entry(dir_fd, name, false) &&
+             unlinkat(dir_fd, name, 0) == 0;
+    case Kind::File: {  // an absolute path
+      const char* slash = std::strrchr(name, '/');
+      if (name[0] != '/' || !slash || size_t(slash - name) >= kNameMax) return false;
+      char folder[kNameMax];
+      std::memcpy(folder, name, size_t(slash - name));
+      folder[slash - name] = 0;
+      const int d = open(folder[0] ? folder : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      const bool ok = owned_entry(d, slash + 1, true) && unlinkat(d, slash + 1, 0) == 0;
+      if (d >= 0) close(d);
+      return ok;
+    }
+  }
+  return false;
 }
 
 extern "C" void on_terminate(int sig) {
-  if (getpid() == g_owner) {
+  if (g_run.pid.load() == getpid()) {
     for (auto& e : g_entries)
-      if (e.used.load()) remove_entry(e.kind, e.name, e.id);
-    std::string dir = fmt::format("/tmp/ipclab.{}", g_owner);  // small: no allocation in practice
-    rmdir(dir.c_str());
+      if (e.used.load() == 1) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
+    if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
+    if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
   }
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
-bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+// ---- the journal ----
 
-// "ipclab.<pid>.…" → pid, or 0.
-pid_t pid_of(const std::string& name) {
-  const std::string p = "ipclab.";
-  auto at = name.find(p);
-  if (at == std::string::npos) return 0;
-  return pid_t(std::strtol(name.c_str() + at + p.size(), nullptr, 10));
+void remember(Kind kind, const std::string& name, int key) {
+  for (auto& e : g_entries) {
+    int expected = 0;
+    if (e.used.load() != 0 || !e.used.compare_exchange_strong(expected, 2)) continue;
+    e.kind = kind;
+    e.key = key;
+    std::strncpy(e.name, name.c_str(), sizeof e.name - 1);
+    e.name[sizeof e.name - 1] = 0;
+    e.used.store(1);
+    return;
+  }
+  throw std::runtime_error("more than 256 objects open at once in one run");
+}
+
+void forget(Kind kind, const std::string& name) {
+  for (auto& e : g_entries)
+    if (e.used.load() == 1 && e.kind == kind && name == e.name) {
+      e.used.store(0);
+      return;
+    }
+}
+
+// One line per event, "+kind name" before creation and "-kind name" after removal, each in one
+// write() to an O_APPEND descriptor: a kill leaves whole lines only.
+void journal(char sign, Kind kind, const std::string& name) {
+  if (name.empty() || name.size() >= kNameMax || name.find('\n') != std::string::npos)
+    throw UsageError(fmt::format("'{}' cannot be recorded as a name (empty, over {} bytes or with a "
+                                 "line break); choose a shorter, plain path", name, kNameMax - 1));
+  const std::string line = fmt::format("{}{} {}\n", sign, kind_word(kind), name);
+  std::lock_guard lk(g_mu);
+  if (::write(g_run.journal_fd, line.data(), line.size()) != ssize_t(line.size()))
+    throw std::system_error(errno, std::generic_category(), "append to the run's journal");
+}
+
+// The objects a journal lists as open, in the order they were created.
+std::vector<std::pair<Kind, std::string>> open_entries(int fd) {
+  std::string text;
+  char buf[8192];
+  for (off_t at = 0;;) {
+    ssize_t n = pread(fd, buf, sizeof buf, at);
+    if (n <= 0) break;
+    text.append(buf, size_t(n));
+    at += n;
+  }
+  std::vector<std::pair<Kind, std::string>> open;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a torn last line names nothing created
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    size_t sp = line.find(' ');
+    Kind k;
+    if (line.size() < 3 || sp == std::string::npos || (line[0] != '+' && line[0] != '-') ||
+        !kind_of(line.substr(1, sp - 1), k))
+      continue;
+    std::pair<Kind, std::string> item{k, line.substr(sp + 1)};
+    auto it = std::find(open.begin(), open.end(), item);
+    if (line[0] == '+' && it == open.end()) open.push_back(item);
+    if (line[0] == '-' && it != open.end()) open.erase(it);
+  }
+  return open;
+}
+
+int sysv_key_of(const std::string& name) { return int(std::strtol(name.c_str(), nullptr, 16)); }
+
+// Removes what a run's journal lists as open (checked against the run's id), then the journal
+// and the run folder. Returns what was removed, as "kind name".
+std::vector<std::string> clean_run(int base_fd, const std::string& folder, int dir_fd, int journal_fd,
+                                   const std::string& id) {
+  std::vector<std::string> removed;
+  const std::string tag = ".ipclab." + id + ".";
+  const int shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (auto& [kind, name] : open_entries(journal_fd)) {
+    // Only names this run gave: "/ipclab.<id>.…", its own files, or bare names in its folder.
+    const bool named = kind == Kind::SysvMsg || kind == Kind::Path
+                           ? true
+                           : kind == Kind::File ? name.find(tag) != std::string::npos
+                                                : name.rfind("/ipclab." + id + ".", 0) == 0;
+    if (named && remove_owned(kind, name.c_str(), sysv_key_of(name), shm_fd, dir_fd))
+      removed.push_back(fmt::format("{} {}", kind_word(kind), name));
+  }
+  if (shm_fd >= 0) close(shm_fd);
+  unlinkat(dir_fd, kJournal, 0);
+  if (unlinkat(base_fd, folder.c_str(), AT_REMOVEDIR) == 0) removed.push_back("folder " + folder);
+  return removed;
+}
+
+std::string random_hex() {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != ssize_t(sizeof r)) r = uint64_t(clock()) ^ uint64_t(getpid()) << 20;
+  return fmt::format("{:08x}", uint32_t(r ^ (r >> 32)));
+}
+
+// Opens (creating it 0700 when missing) the state folder, refusing one that is a symlink, is
+// not this user's, or is open to others: a folder someone else prepared is never used.
+int open_state_dir() {
+  const char* t = std::getenv("TMPDIR");
+  const std::string tmp = t && *t ? t : "/tmp";
+  if (tmp[0] != '/')
+    throw UsageError(fmt::format("TMPDIR={} is not an absolute path; set TMPDIR to one, e.g. /tmp", tmp));
+  const int tfd = open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (tfd < 0)
+    throw UsageError(fmt::format("TMPDIR {}: {}; set TMPDIR to a writable folder", tmp, strerror(errno)));
+  const std::string name = fmt::format("ipclab-{}", geteuid());
+  const bool made = mkdirat(tfd, name.c_str(), 0700) == 0;
+  const int mk_errno = errno;
+  const int fd = openat(tfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int open_errno = errno;
+  close(tfd);
+  const std::string path = tmp + "/" + name;
+  if (!made && mk_errno != EEXIST)
+    throw UsageError(fmt::format("cannot create {}: {}; set TMPDIR to a writable folder", path, strerror(mk_errno)));
+  if (fd < 0)
+    throw UsageError(fmt::format("{} is not a folder ({}); remove it, or set TMPDIR to a private folder",
+                                 path, strerror(open_errno)));
+  if (made) fchmod(fd, 0700);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    close(fd);
+    throw UsageError(fmt::format("{} belongs to uid {} with mode {:o}, not to you alone; remove it, or "
+                                 "set TMPDIR to a private folder", path, st.st_uid, st.st_mode & 07777));
+  }
+  return fd;
+}
+
+void ensure_run() {
+  if (g_run.pid.load() != getpid()) begin_run();
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 }  // namespace
 
-std::string unique_name(const std::string& tag) {
-  if (!g_owner) g_owner = getpid();
-  return fmt::format("/ipclab.{}.{}.{}", getpid(), g_counter.fetch_add(1), tag);
+std::string state_dir() {
+  const char* t = std::getenv("TMPDIR");
+  return fmt::format("{}/ipclab-{}", t && *t ? t : "/tmp", geteuid());
+}
+
+void begin_run() {
+  std::lock_guard lk(g_mu);
+  if (g_run.pid.load() == getpid()) return;
+  // A forked child does not own its parent's run: it starts its own if it creates anything.
+  for (int* fd : {&g_run.base_fd, &g_run.dir_fd, &g_run.journal_fd, &g_run.shm_fd}) close_fd(*fd);
+  for (auto& e : g_entries) e.used.store(0);
+
+  const int base = open_state_dir();
+  std::string id, fresh;
+  for (int attempt = 0;; ++attempt) {
+    id = fmt::format("{}.{}", getpid(), random_hex());
+    fresh = "new." + id;  // sweeps leave "new.*" alone until it is locked and renamed
+    if (mkdirat(base, fresh.c_str(), 0700) == 0) break;
+    if (errno != EEXIST || attempt > 100) {
+      int e = errno;
+      close(base);
+      throw UsageError(fmt::format("cannot create a run folder in {}: {}; set TMPDIR to a writable folder",
+                                   state_dir(), strerror(e)));
+    }
+  }
+  const int dir = openat(base, fresh.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int jfd = dir < 0 ? -1
+                          : openat(dir, kJournal, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const std::string folder = "run." + id;
+  if (dir < 0 || jfd < 0 || fchmod(dir, 0700) != 0 || fchmod(jfd, 0600) != 0 || flock(jfd, LOCK_EX) != 0 ||
+      renameat(base, fresh.c_str(), base, folder.c_str()) != 0) {
+    int e = errno;
+    if (jfd >= 0) unlinkat(dir, kJournal, 0), close(jfd);
+    if (dir >= 0) close(dir);
+    unlinkat(base, fresh.c_str(), AT_REMOVEDIR);
+    close(base);
+    throw std::system_error(e, std::generic_category(), "create the run folder in " + state_dir());
+  }
+  g_run.base_fd = base;
+  g_run.dir_fd = dir;
+  g_run.journal_fd = jfd;
+  g_run.shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::snprintf(g_run.folder, sizeof g_run.folder, "%s", folder.c_str());
+  g_run.id = id;
+  g_run.dir = state_dir() + "/" + folder;
+  g_run.counter.store(0);
+  g_run.pid.store(getpid());
+  static bool at_exit = false;
+  if (!at_exit) {
+    std::atexit([] { end_run(); });
+    at_exit = true;
+  }
+}
+
+void end_run() {
+  std::lock_guard lk(g_mu);
+  if (g_run.pid.load() != getpid()) return;
+  clean_run(g_run.base_fd, g_run.folder, g_run.dir_fd, g_run.journal_fd, g_run.id);
+  for (auto& e : g_entries) e.used.store(0);
+  for (int* fd : {&g_run.base_fd, &g_run.dir_fd, &g_run.journal_fd, &g_run.shm_fd}) close_fd(*fd);
+  g_run.pid.store(0);
+}
+
+std::string run_id() {
+  ensure_run();
+  return g_run.id;
 }
 
 std::string run_dir() {
-  std::string dir = fmt::format("/tmp/ipclab.{}", getpid());
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
-  return dir;
+  ensure_run();
+  return g_run.dir;
 }
 
-int sysv_key(int index) {
-  return (kSysvTag << 24) | ((getpid() & 0xffff) << 8) | (index & 0xff);
+std::string unique_name(const std::string& tag) {
+  ensure_run();
+  return fmt::format("/ipclab.{}.{}.{}", g_run.id, g_run.counter.fetch_add(1), tag);
 }
 
-void track(Kind kind, const std::string& name, int id) {
-  if (!g_owner) g_owner = getpid();
-  for (auto& e : g_entries) {
-    int expected = 0;
-    if (e.used.load() == 0) {
-      e.kind = kind;
-      e.id = id;
-      std::strncpy(e.name, name.c_str(), sizeof e.name - 1);
-      if (e.used.compare_exchange_strong(expected, 1)) return;
+namespace {
+
+// Journal, remember, create; on failure forget and journal the failure, then throw what
+// `create` reported. `create` returns false with errno set when it failed.
+template <class F>
+void create_journaled(Kind kind, const std::string& name, int key, const char* what, F&& create) {
+  ensure_run();
+  journal('+', kind, name);
+  remember(kind, name, key);
+  if (create()) return;
+  const int e = errno;
+  forget(kind, name);
+  journal('-', kind, name);
+  throw std::system_error(e, std::generic_category(), fmt::format("{} {}", what, name));
+}
+
+std::string base_in_run_dir(const std::string& path) {
+  const std::string dir = run_dir() + "/";
+  if (path.rfind(dir, 0) != 0 || path.find('/', dir.size()) != std::string::npos)
+    throw std::logic_error(path + " is not in the run folder " + dir);
+  return path.substr(dir.size());
+}
+
+}  // namespace
+
+int create_shm(const std::string& name) {
+  int fd = -1;
+  create_journaled(Kind::PosixShm, name, 0, "shm_open", [&] {
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    return fd >= 0 && fchmod(fd, 0600) == 0;
+  });
+  return fd;
+}
+
+mqd_t create_mq(const std::string& name, int extra_flags, mq_attr* attr) {
+  mqd_t q = mqd_t(-1);
+  create_journaled(Kind::PosixMq, name, 0, "mq_open", [&] {
+    q = mq_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | extra_flags, 0600, attr);
+    if (q != mqd_t(-1)) fchmod(q, 0600);
+    return q != mqd_t(-1);
+  });
+  return q;
+}
+
+sem_t* create_sem(const std::string& name, unsigned value) {
+  sem_t* s = SEM_FAILED;
+  create_journaled(Kind::PosixSem, name, 0, "sem_open", [&] {
+    s = sem_open(name.c_str(), O_CREAT | O_EXCL, 0600, value);
+    // sem_open applies the umask; the file is ours now (created exclusively), set its mode.
+    if (s != SEM_FAILED && g_run.shm_fd >= 0) fchmodat(g_run.shm_fd, ("sem." + name.substr(1)).c_str(), 0600, 0);
+    return s != SEM_FAILED;
+  });
+  return s;
+}
+
+int create_msgq(int& key) {
+  for (int attempt = 0;; ++attempt) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != ssize_t(sizeof r)) r = uint32_t(g_run.counter.fetch_add(1) * 2654435761u);
+    key = (kSysvTag << 24) | int(r & 0xffffff);
+    const std::string name = fmt::format("{:#x}", key);
+    int id = -1;
+    try {
+      create_journaled(Kind::SysvMsg, name, key, "msgget", [&] {
+        id = msgget(key, IPC_CREAT | IPC_EXCL | 0600);
+        return id >= 0;
+      });
+      return id;
+    } catch (const std::system_error& e) {
+      if (e.code().value() != EEXIST || attempt > 64) throw;  // EEXIST: someone's key; draw again
     }
   }
-  throw std::runtime_error("too many IPC objects tracked at once");
 }
 
-void remove(Kind kind, const std::string& name, int id) {
-  remove_entry(kind, name.c_str(), id);
-  for (auto& e : g_entries)
-    if (e.used.load() && e.kind == kind && e.id == id && name == e.name) e.used.store(0);
+void create_fifo(const std::string& path) {
+  const std::string base = base_in_run_dir(path);
+  create_journaled(Kind::Path, base, 0, "mkfifo", [&] {
+    return mkfifoat(g_run.dir_fd, base.c_str(), 0600) == 0 && fchmodat(g_run.dir_fd, base.c_str(), 0600, 0) == 0;
+  });
 }
 
-void remove_all() {
-  for (auto& e : g_entries)
-    if (e.used.load()) {
-      remove_entry(e.kind, e.name, e.id);
-      e.used.store(0);
-    }
-  rmdir(fmt::format("/tmp/ipclab.{}", getpid()).c_str());
+int create_file(const std::string& dir, const std::string& stem, mode_t mode, std::string& path) {
+  ensure_run();
+  if (stem.find('/') != std::string::npos) throw std::logic_error("create_file: stem with '/'");
+  const std::string folder = std::filesystem::absolute(dir).lexically_normal().string();
+  const std::string name = fmt::format(".{}.ipclab.{}.{}.tmp", stem, g_run.id, g_run.counter.fetch_add(1));
+  path = (folder == "/" ? "" : folder) + "/" + name;
+  const int dfd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw std::system_error(errno, std::generic_category(), "open folder " + folder);
+  int fd = -1;
+  try {
+    create_journaled(Kind::File, path, 0, "create", [&] {
+      fd = openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+      return fd >= 0 && fchmod(fd, mode) == 0;
+    });
+  } catch (...) {
+    close(dfd);
+    throw;
+  }
+  close(dfd);
+  return fd;
+}
+
+bool commit_file(const std::string& path, const std::string& target, bool replace) {
+  if (std::filesystem::path(target).parent_path() != std::filesystem::path(path).parent_path() &&
+      std::filesystem::absolute(target).parent_path() != std::filesystem::path(path).parent_path())
+    throw std::logic_error("commit_file: " + target + " is not in the folder of " + path);
+  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0) {
+    if (!replace && errno == EEXIST) return false;
+    throw std::system_error(errno, std::generic_category(), "rename to " + target);
+  }
+  forget(Kind::File, path);
+  journal('-', Kind::File, path);
+  return true;
+}
+
+void track_path(const std::string& path) {
+  const std::string base = base_in_run_dir(path);
+  journal('+', Kind::Path, base);
+  remember(Kind::Path, base, 0);
+}
+
+void remove(Kind kind, const std::string& name) {
+  if (g_run.pid.load() != getpid()) return;  // not this process's run
+  const std::string n = kind == Kind::Path && name.find('/') != std::string::npos ? base_in_run_dir(name) : name;
+  remove_owned(kind, n.c_str(), kind == Kind::SysvMsg ? sysv_key_of(n) : 0, g_run.shm_fd, g_run.dir_fd);
+  forget(kind, n);
+  journal('-', kind, n);
 }
 
 void install_signal_cleanup() {
-  g_owner = getpid();
   struct sigaction sa {};
   sa.sa_handler = on_terminate;
   sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, s);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 }
 
-int sweep_leftovers() {
-  int removed = 0;
-  auto sweep_dir = [&](const char* dir, Kind kind) {
-    DIR* d = opendir(dir);
-    if (!d) return;
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      pid_t pid = pid_of(n);
-      if (n.rfind("ipclab.", 0) != 0 && n.rfind("sem.ipclab.", 0) != 0) continue;
-      if (!pid || pid_alive(pid)) continue;
-      if (kind == Kind::Path) {
-        // A run directory: remove what is inside, then the directory.
-        std::string sub = std::string(dir) + "/" + n;
-        if (DIR* s = opendir(sub.c_str())) {
-          while (dirent* f = readdir(s))
-            if (f->d_name[0] != '.') unlink((sub + "/" + f->d_name).c_str());
-          closedir(s);
-        }
-        if (rmdir(sub.c_str()) == 0 || unlink(sub.c_str()) == 0) ++removed;
-      } else {
-        std::string full = std::string(dir) + "/" + n;
-        if (unlink(full.c_str()) == 0) ++removed;
-      }
+std::vector<std::string> sweep_leftovers() {
+  ensure_run();
+  std::vector<std::string> lines;
+  const int scan = dup(g_run.base_fd);
+  DIR* d = scan >= 0 ? fdopendir(scan) : nullptr;
+  if (!d) return lines;
+  rewinddir(d);
+  while (dirent* ent = readdir(d)) {
+    const std::string folder = ent->d_name;
+    const bool fresh = folder.rfind("new.", 0) == 0;
+    if ((!fresh && folder.rfind("run.", 0) != 0) || folder == g_run.folder) continue;  // not a run's
+    const int dir = openat(g_run.base_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) continue;
+    struct stat st {};
+    // A folder still being set up ("new.*") is given a minute before it counts as abandoned.
+    if (fstat(dir, &st) != 0 || st.st_uid != geteuid() || (fresh && std::time(nullptr) - st.st_mtime < 60)) {
+      close(dir);
+      continue;
     }
-    closedir(d);
-  };
-  sweep_dir("/dev/shm", Kind::PosixShm);  // shm segments and named semaphores (sem.*)
-  sweep_dir("/dev/mqueue", Kind::PosixMq);
-  sweep_dir("/tmp", Kind::Path);
-  // SysV objects: /proc/sysvipc lists key, id and creator pid.
-  for (auto [file, kind] : {std::pair{"/proc/sysvipc/msg", Kind::SysvMsg},
-                            {"/proc/sysvipc/shm", Kind::SysvShm},
-                            {"/proc/sysvipc/sem", Kind::SysvSem}}) {
-    std::ifstream in(file);
-    std::string line;
-    std::getline(in, line);
-    std::istringstream hs(line);
-    std::vector<std::string> cols;
-    for (std::string c; hs >> c;) cols.push_back(c);
-    auto col = [&](const std::string& n) {
-      for (size_t i = 0; i < cols.size(); ++i)
-        if (cols[i] == n) return int(i);
-      return -1;
-    };
-    int ck = col("key"), cid = kind == Kind::SysvShm ? col("shmid") : kind == Kind::SysvMsg ? col("msqid") : col("semid");
-    int cpid = col("cpid");
-    while (std::getline(in, line)) {
-      std::istringstream ls(line);
-      std::vector<std::string> v;
-      for (std::string c; ls >> c;) v.push_back(c);
-      if (ck < 0 || cid < 0 || int(v.size()) <= std::max(ck, cid)) continue;
-      long key = std::strtol(v[ck].c_str(), nullptr, 10);
-      if (((key >> 24) & 0xff) != kSysvTag) continue;
-      // Without a creator pid (semaphore sets) liveness is unknown: leave the object alone.
-      pid_t creator = cpid >= 0 && int(v.size()) > cpid ? pid_t(std::atol(v[cpid].c_str())) : 0;
-      if (!creator || pid_alive(creator)) continue;
-      remove_entry(kind, "", std::atoi(v[cid].c_str()));
-      ++removed;
+    const int jfd = openat(dir, kJournal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (jfd >= 0 && flock(jfd, LOCK_EX | LOCK_NB) != 0) {  // the lease is held: that run lives
+      close(jfd);
+      close(dir);
+      continue;
     }
+    // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
+    const std::string id = folder.substr(4);
+    auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id) : std::vector<std::string>{};
+    if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0) removed.push_back("folder " + folder);
+    if (jfd >= 0) close(jfd);
+    close(dir);
+    if (removed.empty()) continue;
+    std::string what;
+    for (auto& r : removed) what += (what.empty() ? "" : ", ") + r;
+    lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
   }
-  return removed;
+  closedir(d);
+  return lines;
 }
 
 }  // namespace ipclab::ipc

@@ -1,29 +1,72 @@
 #pragma once
-// Names of kernel IPC objects and their clean-up. Every object a run creates carries the run's
-// prefix `ipclab.<pid>.`, is registered here, and is removed at normal exit, on SIGINT/SIGTERM,
-// or — if the run crashed — by the next run's sweep of leftovers whose pid is dead.
+// Everything a run creates outside its own memory — kernel IPC objects, FIFOs, temporary files —
+// and the one way it is created and removed (docs/reliability.md).
+//
+// A run owns a private folder $TMPDIR/ipclab-<uid>/run.<pid>.<random> (0700) holding its
+// journal. The journal is locked (flock) for as long as the run lives: that lock is the run's
+// lease, and it does not depend on pid visibility (PID namespaces, pid reuse). Before an object
+// is created its name is written to the journal; it is then created exclusively (O_EXCL,
+// O_NOFOLLOW, IPC_EXCL) with mode 0600, and when removed the journal says so. At exit, on
+// SIGINT/SIGTERM/SIGHUP, and in a later run's sweep once the lease is free, exactly the objects
+// the journal lists as open are removed — and only those still owned by the same user, never
+// through a symlink.
+#include <mqueue.h>
+#include <semaphore.h>
+#include <sys/types.h>
+
 #include <string>
+#include <vector>
 
 namespace ipclab::ipc {
 
-enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, SysvShm, SysvSem };
+enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File };
 
-/// A fresh name for this run: "ipclab.<pid>.<n>.<tag>" (POSIX objects get a leading '/').
-std::string unique_name(const std::string& tag);
-/// Directory for path-named objects (FIFOs, Unix sockets) of this run, created 0700 on demand.
+/// Starts this process's run: the state folder, the run folder, the locked journal. Called by
+/// `ipclab run` once the input is valid; every other entry point below starts it on first use.
+/// Throws UsageError when the state folder is not private to this user (names the fix).
+void begin_run();
+/// Removes everything the journal lists as open, the journal and the run folder.
+void end_run();
+/// "<pid>.<random>": part of every name the run gives.
+std::string run_id();
+/// The run's private folder (0700), for path-named objects (FIFOs, sockets, peers' files).
 std::string run_dir();
-/// SysV key unique to this run and index (recognisable by the sweep).
-int sysv_key(int index);
 
-/// Remembers an object for clean-up (async-signal-safe removal); `id` is for SysV objects.
-void track(Kind kind, const std::string& name, int id = -1);
-/// Removes the object now and forgets it.
-void remove(Kind kind, const std::string& name, int id = -1);
-/// Removes every tracked object (normal exit); also run from the SIGINT/SIGTERM handler.
-void remove_all();
-/// Installs the SIGINT/SIGTERM handler that removes tracked objects, then dies of the signal.
+/// A fresh name for this run: "/ipclab.<run_id>.<n>.<tag>" (POSIX objects take the leading '/').
+std::string unique_name(const std::string& tag);
+
+/// Creates exclusively, 0600, journaled first. Each throws std::system_error on failure, having
+/// removed nothing it did not create (an existing object of that name is left alone).
+int create_shm(const std::string& name);  // returns the fd (O_RDWR | O_CLOEXEC)
+mqd_t create_mq(const std::string& name, int extra_flags, mq_attr* attr);
+sem_t* create_sem(const std::string& name, unsigned value);
+/// A SysV message queue under a fresh key of this project's tag (0x1C in the top byte).
+/// Returns the id; `key` receives the key.
+int create_msgq(int& key);
+/// A FIFO at `path`, which must lie in run_dir().
+void create_fifo(const std::string& path);
+/// A new file in folder `dir` (O_EXCL | O_NOFOLLOW, then `mode` whatever the umask) under a
+/// fresh name of this run: ".<stem>.ipclab.<run_id>.<n>.tmp". Returns the fd; `path` receives
+/// its path. Committed with commit_file() or removed with remove(Kind::File, path).
+int create_file(const std::string& dir, const std::string& stem, mode_t mode, std::string& path);
+/// Renames a file from create_file() to `target` in the same folder (over an existing entry
+/// when `replace`, which is then replaced, never followed). Returns false, with the file still
+/// the run's, when `replace` is off and `target` exists.
+bool commit_file(const std::string& path, const std::string& target, bool replace);
+
+/// Journals a path in run_dir() that another program will create (e.g. fio's output file).
+void track_path(const std::string& path);
+/// Removes an object this run created (if still its own) and journals that it is gone.
+void remove(Kind kind, const std::string& name);
+
+/// Installs the SIGINT/SIGTERM/SIGHUP handler that removes the run's objects, then dies of the
+/// signal.
 void install_signal_cleanup();
-/// Removes objects left by runs whose process is gone. Returns how many were removed.
-int sweep_leftovers();
+/// Removes what runs of this user left when they died: runs whose lease is free. Returns one
+/// line per swept run saying what was removed.
+std::vector<std::string> sweep_leftovers();
+
+/// The state folder: $TMPDIR/ipclab-<uid> (TMPDIR defaulting to /tmp).
+std::string state_dir();
 
 }  // namespace ipclab::ipc

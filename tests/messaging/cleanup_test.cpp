@@ -38,8 +38,14 @@ std::vector<std::string> leftovers(pid_t pid) {
       closedir(d);
     }
   }
-  if (access(("/tmp/ipclab." + std::to_string(pid)).c_str(), F_OK) == 0)
-    found.push_back("/tmp/ipclab." + std::to_string(pid));
+  // The run's folder in the state folder: "run.<pid>.<random>".
+  const std::string state = ipclab::ipc::state_dir();
+  if (DIR* d = opendir(state.c_str())) {
+    const std::string run = "run." + std::to_string(pid) + ".";
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind(run, 0) == 0) found.push_back(state + "/" + e->d_name);
+    closedir(d);
+  }
   // SysV queues whose creator is that pid.
   std::ifstream in("/proc/sysvipc/msg");
   std::string line;

@@ -181,19 +181,5 @@ TEST(PingpongCleanup, NothingLeftAfterNormalExit) {
   EXPECT_TRUE(shm_entries_of(getpid()).empty());
 }
 
-TEST(PingpongCleanup, LeftoversOfADeadRunAreSwept) {
-  // A run that crashed: its objects carry a pid that no longer exists.
-  pid_t dead = fork();
-  ASSERT_GE(dead, 0);
-  if (dead == 0) _exit(0);
-  waitpid(dead, nullptr, 0);
-  const std::string base = "/dev/shm/ipclab." + std::to_string(dead) + ".0.pingpong";
-  const std::string sem = "/dev/shm/sem.ipclab." + std::to_string(dead) + ".0.pingpong.h0";
-  for (auto& path : {base, sem}) std::ofstream(path) << "x";
-  ASSERT_EQ(shm_entries_of(dead).size(), 2u);
-  ipc::sweep_leftovers();
-  EXPECT_TRUE(shm_entries_of(dead).empty());
-}
-
 }  // namespace
 }  // namespace ipclab

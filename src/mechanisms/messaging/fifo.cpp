@@ -14,8 +14,7 @@ namespace {
 // Creates a FIFO and opens both ends: the read end first with O_NONBLOCK (an open for reading
 // would otherwise wait for a writer), then the write end; then the read end's mode is set.
 std::pair<int, int> make_fifo(const std::string& path, bool nonblocking) {
-  check_rc(::mkfifo(path.c_str(), 0600), "mkfifo");
-  ipc::track(ipc::Kind::Path, path);
+  ipc::create_fifo(path);
   int r = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (r < 0) {
     ipc::remove(ipc::Kind::Path, path);
@@ -46,12 +45,14 @@ IPCLAB_REGISTER(Mechanism{
           [nb, pingpong] {
             const std::string dir = ipc::run_dir();
             FdChannel c;
-            c.paths.push_back(dir + ipc::unique_name("fifo"));
-            std::tie(c.cons_r, c.prod_w) = make_fifo(c.paths.back(), nb);
+            const std::string first = dir + ipc::unique_name("fifo");
+            std::tie(c.cons_r, c.prod_w) = make_fifo(first, nb);
+            c.paths.push_back(first);
             if (pingpong) {
               try {
-                c.paths.push_back(dir + ipc::unique_name("fifo"));
-                std::tie(c.prod_r, c.cons_w) = make_fifo(c.paths.back(), nb);
+                const std::string second = dir + ipc::unique_name("fifo");
+                std::tie(c.prod_r, c.cons_w) = make_fifo(second, nb);
+                c.paths.push_back(second);
               } catch (...) {
                 ::close(c.cons_r);
                 ::close(c.prod_w);

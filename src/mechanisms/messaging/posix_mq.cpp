@@ -1,7 +1,7 @@
 // messaging/posix_mq: POSIX message queues (mq_open), as reference 002 benchmarks them. The queue
 // attributes are capped to the kernel's limits (/proc/sys/fs/mqueue/msg_max, msgsize_max) and to
 // RLIMIT_MSGQUEUE, with a warning; the values used go into the record. Queues are created
-// O_EXCL 0600 under a per-run name, unlinked before creation and at the end. Blocking mode uses
+// O_EXCL 0600 under a fresh name of the run (ipc::create_mq) and unlinked at the end. Blocking mode uses
 // mq_timedsend/mq_timedreceive with a short timeout, so a waiting side notices an abort.
 #include <fcntl.h>
 #include <mqueue.h>
@@ -140,19 +140,18 @@ class MqTransport final : public Transport {
     mqd_t fd;
   };
   void create(bool nb) {
+    // The reference unlinks the name before creating; a fresh name of this run needs no unlink,
+    // and an object of that name that is not ours must stay where it is.
     Queue q{ipc::unique_name("mq"), mqd_t(-1)};
-    mq_unlink(q.name.c_str());  // the reference unlinks before creating; harmless when absent
     mq_attr attr{};
     attr.mq_maxmsg = maxmsg_;
     attr.mq_msgsize = msgsize_;
-    q.fd = mq_open(q.name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | (nb ? O_NONBLOCK : 0), 0600, &attr);
-    if (q.fd == mqd_t(-1)) {
-      int e = errno;
-      throw std::system_error(e, std::generic_category(),
-                              fmt::format("mq_open {} (maxmsg {}, msgsize {}){}", q.name, maxmsg_, msgsize_,
-                                          e == EMFILE ? ": RLIMIT_MSGQUEUE exhausted, see ulimit -q" : ""));
+    try {
+      q.fd = ipc::create_mq(q.name, nb ? O_NONBLOCK : 0, &attr);
+    } catch (const std::system_error& e) {
+      throw std::system_error(e.code(), fmt::format("mq_open {} (maxmsg {}, msgsize {}){}", q.name, maxmsg_, msgsize_,
+                                                    e.code().value() == EMFILE ? ": RLIMIT_MSGQUEUE exhausted, see ulimit -q" : ""));
     }
-    ipc::track(ipc::Kind::PosixMq, q.name);
     queues_.push_back(q);
   }
   void destroy() {

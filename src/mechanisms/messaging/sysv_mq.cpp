@@ -1,5 +1,5 @@
-// messaging/sysv_mq: System V message queues (msgget/msgsnd/msgrcv). Keys come from the run
-// (ipc::sysv_key), queues are created IPC_CREAT|IPC_EXCL 0600, tracked for SIGINT and removed
+// messaging/sysv_mq: System V message queues (msgget/msgsnd/msgrcv). Queues are created
+// under fresh keys of the run (ipc::create_msgq: IPC_CREAT|IPC_EXCL 0600, journaled) and removed
 // at the end. The queue's byte budget (msg_qbytes) is queue_depth messages, capped to
 // /proc/sys/kernel/msgmnb with a warning. A blocked msgrcv returns EINTR on the harness's wake-up
 // signal, which is how an aborting run stops it.
@@ -89,12 +89,8 @@ class SysvTransport final : public Transport {
 
  private:
   void create() {
-    static std::atomic<int> next{0};  // keys unique within the run, whatever else is open
-    const int key = ipc::sysv_key(next.fetch_add(1) & 0xff);
-    int id = msgget(key, IPC_CREAT | IPC_EXCL | 0600);
-    if (id < 0)
-      throw std::system_error(errno, std::generic_category(), fmt::format("msgget key {:#x}", key));
-    ipc::track(ipc::Kind::SysvMsg, "", id);
+    int key = 0;
+    int id = ipc::create_msgq(key);
     ids_.push_back(id);
     keys_.push_back(key);
     msqid_ds ds{};
@@ -105,8 +101,9 @@ class SysvTransport final : public Transport {
     }
   }
   void destroy() {
-    for (int id : ids_) ipc::remove(ipc::Kind::SysvMsg, "", id);
+    for (int key : keys_) ipc::remove(ipc::Kind::SysvMsg, fmt::format("{:#x}", key));
     ids_.clear();
+    keys_.clear();
   }
   std::vector<int> ids_, keys_;
   uint64_t qbytes_ = 0;

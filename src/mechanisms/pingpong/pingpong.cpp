@@ -124,10 +124,9 @@ struct Objects {
 };
 
 void create_objects(Objects& o, int pairs, Wait wait) {
-  o.base = ipc::unique_name("pingpong");
-  ipc::track(ipc::Kind::PosixShm, o.base);
-  int fd = shm_open(o.base.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "shm_open " + o.base);
+  const std::string name = ipc::unique_name("pingpong");
+  int fd = ipc::create_shm(name);
+  o.base = name;  // only now ours to remove
   o.size = region_size(pairs);
   if (ftruncate(fd, off_t(o.size)) != 0) {
     int e = errno;
@@ -146,11 +145,8 @@ void create_objects(Objects& o, int pairs, Wait wait) {
     for (int i = 0; i < pairs; ++i)
       for (auto [side, vec] : {std::pair{'h', &o.host_sem}, std::pair{'g', &o.guest_sem}}) {
         std::string name = fmt::format("{}.{}{}", o.base, side, i);
-        ipc::track(ipc::Kind::PosixSem, name);
-        o.sem_names.push_back(name);
-        sem_t* sem = sem_open(name.c_str(), O_CREAT | O_EXCL, 0600, 0);
-        if (sem == SEM_FAILED) throw std::system_error(errno, std::generic_category(), "sem_open " + name);
-        vec->push_back(sem);
+        vec->push_back(ipc::create_sem(name, 0));
+        o.sem_names.push_back(name);  // only now ours to remove
       }
   }
   if (wait == Wait::Eventfd) {
