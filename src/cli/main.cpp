@@ -1,4 +1,6 @@
 // ipclab: one entry point. parse → plan → run → export.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +10,8 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "cli/parse.hpp"
 #include "core/clock.hpp"
@@ -91,6 +95,39 @@ std::string eta_text(double s) {
   return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
 }
 
+// The result files to write, as (option, path): --json/--csv/--markdown, and --out's three.
+std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a) {
+  std::vector<std::pair<std::string, std::string>> t;
+  for (auto [option, path, file] : {std::tuple{"--json", &a.json, "results.json"},
+                                    std::tuple{"--csv", &a.csv, "results.csv"},
+                                    std::tuple{"--markdown", &a.markdown, "results.md"}}) {
+    if (!path->empty()) t.emplace_back(option, *path);
+    else if (!a.out_dir.empty()) t.emplace_back(option, a.out_dir + "/" + file);
+  }
+  return t;
+}
+
+// --out: an existing folder (true), or a new one whose parent exists and is writable (false).
+bool check_out_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    output::check_target("--out", dir);  // its text, and its parent folder
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) throw UsageError(fmt::format("--out {} is not a folder; name a folder for the results", dir));
+  return true;
+}
+
+// Creates --out (0700 whatever the umask) unless it exists; never through a link.
+void make_out_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) ::fchmod(fd, 0700), ::close(fd);
+    return;
+  }
+  if (errno != EEXIST) throw UsageError(fmt::format("--out {}: {}; choose a writable folder", dir, strerror(errno)));
+}
+
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // parse
   Preset preset = Preset::Default;
@@ -123,17 +160,22 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // plan
   auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides);
   if (benchmarks.empty()) throw UsageError("nothing to run: every combination was impossible; see `ipclab list`");
-  for (auto* path : {&a.json, &a.csv, &a.markdown}) {
-    if (path->empty()) continue;
-    auto dir = std::filesystem::path(*path).parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir))
-      throw UsageError(fmt::format("cannot write '{}': directory {} does not exist", *path, dir.string()));
+  const auto targets = output_targets(a);
+  const bool out_exists = !a.out_dir.empty() && check_out_dir(a.out_dir);
+  std::set<std::string> suites;
+  for (auto& b : benchmarks) suites.insert(b.mech->suite);
+  for (auto& [option, path] : targets) {
+    if (!a.out_dir.empty() && !out_exists && path.rfind(a.out_dir + "/", 0) == 0) continue;  // a new folder
+    output::check_target(option, path);
+    if (option == "--csv") output::check_csv(path, suites);
   }
-  if (!a.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.out_dir, ec);
-    if (ec) throw UsageError(fmt::format("--out {}: {}; choose a writable directory", a.out_dir, ec.message()));
-  }
+
+  // Everything the run creates from here on is its own (docs/reliability.md): its folder and
+  // journal, the sweep of runs that died, the clean-up on a signal.
+  ipc::begin_run();
+  ipc::install_signal_cleanup();
+  for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
+  if (!a.out_dir.empty()) make_out_dir(a.out_dir);
 
   // run
   nlohmann::json context = collect_environment(cmdline);
@@ -177,17 +219,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   }
 
   // export
-  std::string json_path = a.json, csv_path = a.csv, md_path = a.markdown;
-  if (!a.out_dir.empty()) {
-    if (json_path.empty()) json_path = a.out_dir + "/results.json";
-    if (csv_path.empty()) csv_path = a.out_dir + "/results.csv";
-    if (md_path.empty()) md_path = a.out_dir + "/results.md";
+  for (auto& [option, path] : targets) {
+    if (option == "--json") output::write_file_atomic(path, output::json_document(context, records));
+    if (option == "--csv") output::append_csv(path, records);
+    if (option == "--markdown") output::write_file_atomic(path, output::markdown(context, records));
+    fmt::print(stderr, "wrote {}\n", path);
   }
-  if (!json_path.empty()) output::write_file_atomic(json_path, output::json_document(context, records));
-  if (!csv_path.empty()) output::append_csv(csv_path, records);
-  if (!md_path.empty()) output::write_file_atomic(md_path, output::markdown(context, records));
-  for (auto* p : {&json_path, &csv_path, &md_path})
-    if (!p->empty()) fmt::print(stderr, "wrote {}\n", *p);
   return failed ? 1 : 0;
 }
 
@@ -260,18 +297,15 @@ int main(int argc, char** argv) {
     if (*env) return cmd_env(env_json, cmdline);
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
-    ipc::install_signal_cleanup();
-    int swept = ipc::sweep_leftovers();
-    if (swept) fmt::print(stderr, "removed {} IPC objects left by earlier runs that died\n", swept);
     int rc = cmd_run(ra, cmdline);
-    ipc::remove_all();
+    ipc::end_run();
     return rc;
   } catch (const UsageError& e) {
-    ipc::remove_all();
+    ipc::end_run();
     fmt::print(stderr, "ipclab: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    ipc::remove_all();
+    ipc::end_run();
     fmt::print(stderr, "ipclab: internal error: {}\n", e.what());
     return 1;
   }

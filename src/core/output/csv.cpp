@@ -1,7 +1,13 @@
 // CSV: the leading columns suites declare (e.g. the messaging reference's), then ours.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <set>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "core/mechanism.hpp"
@@ -51,16 +57,18 @@ std::vector<std::string> common_cells(const Record& r) {
 
 }  // namespace
 
-std::vector<std::string> csv_header(const std::vector<Record>& records) {
+std::vector<std::string> csv_header(const std::set<std::string>& suites) {
   std::vector<std::string> h;
-  for (auto& s : Registry::get().suites()) {
-    if (s.csv_columns.empty()) continue;
-    bool present = false;
-    for (auto& r : records) present = present || r.suite == s.name;
-    if (present) h.insert(h.end(), s.csv_columns.begin(), s.csv_columns.end());
-  }
+  for (auto& s : Registry::get().suites())
+    if (!s.csv_columns.empty() && suites.count(s.name)) h.insert(h.end(), s.csv_columns.begin(), s.csv_columns.end());
   h.insert(h.end(), kCommonColumns.begin(), kCommonColumns.end());
   return h;
+}
+
+std::vector<std::string> csv_header(const std::vector<Record>& records) {
+  std::set<std::string> suites;
+  for (auto& r : records) suites.insert(r.suite);
+  return csv_header(suites);
 }
 
 std::string csv_rows(const std::vector<std::string>& header, const std::vector<Record>& records) {
@@ -88,29 +96,74 @@ std::string csv_rows(const std::vector<std::string>& header, const std::vector<R
   return out;
 }
 
+namespace {
+
+std::string header_line(const std::vector<std::string>& header) {
+  std::string line;
+  for (size_t i = 0; i < header.size(); ++i) line += (i ? "," : "") + header[i];
+  return line;
+}
+
+// The first line of an open CSV file ("" when it is empty).
+std::string first_line(int fd) {
+  std::string head;
+  char buf[4096];
+  for (off_t at = 0;;) {
+    ssize_t n = pread(fd, buf, sizeof buf, at);
+    if (n <= 0) break;
+    head.append(buf, size_t(n));
+    at += n;
+    if (head.find('\n') != std::string::npos) break;
+  }
+  return head.substr(0, head.find('\n'));
+}
+
+UsageError other_columns(const std::string& path) {
+  return UsageError(fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", path));
+}
+
+}  // namespace
+
+void check_csv(const std::string& path, const std::set<std::string>& suites) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // new, or refused by check_target
+  const std::string head = first_line(fd);
+  ::close(fd);
+  if (!head.empty() && head != header_line(csv_header(suites))) throw other_columns(path);
+}
+
+// Rows are appended whole, under an exclusive lock on the file, by one descriptor opened with
+// O_APPEND and without following a link: runs appending to one file at once lose no row, and
+// the header is written once, by whichever run finds the file empty.
 void append_csv(const std::string& path, const std::vector<Record>& records) {
-  auto header = csv_header(records);
-  std::string head_line;
-  for (size_t i = 0; i < header.size(); ++i) head_line += (i ? "," : "") + header[i];
-  std::string existing;
-  {
-    std::ifstream in(path);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      existing = ss.str();
-    }
+  const auto header = csv_header(records);
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) ::fchmod(fd, 0644);
+  else if (errno == EEXIST) fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "--csv " + path + (errno == ELOOP ? " (a symbolic link)" : ""));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // also drops the lock
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", path));
+  if (::flock(fd, LOCK_EX) != 0) throw std::system_error(errno, std::generic_category(), "lock --csv " + path);
+  std::string text;
+  const std::string head = first_line(fd);
+  if (head.empty()) text = header_line(header) + "\n";
+  else if (head != header_line(header)) throw other_columns(path);
+  else if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    char last = '\n';
+    if (::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') text = "\n";  // a torn line stays its own
   }
-  if (!existing.empty()) {
-    std::string first = existing.substr(0, existing.find('\n'));
-    if (first != head_line)
-      throw UsageError(fmt::format("--csv {}: the file has other columns (another suite mix); "
-                                   "choose another file", path));
-    if (existing.back() != '\n') existing += '\n';
-  } else {
-    existing = head_line + "\n";
+  text += csv_rows(header, records);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::system_error(errno, std::generic_category(), "append to --csv " + path);
+    done += size_t(n);
   }
-  write_file_atomic(path, existing + csv_rows(header, records));
 }
 
 }  // namespace ipclab::output

@@ -11,7 +11,9 @@ std::string json_document(const nlohmann::json& context, const std::vector<Recor
   doc["context"] = context;
   doc["benchmarks"] = nlohmann::json::array();
   for (auto& r : records) doc["benchmarks"].push_back(to_json(r));
-  return doc.dump(1) + "\n";
+  // Text from outside (a peer's error, the command line) may hold a stray byte: replaced, never
+  // allowed to lose the file after the run.
+  return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ipclab::output

@@ -1,6 +1,7 @@
 #pragma once
 // One function per output format, all reading the same records.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,13 @@ namespace ipclab::output {
 
 constexpr int kSchemaVersion = 1;
 
-/// Writes `content` to `path` through a temporary file and rename: never a half-written file.
+/// Refuses, before any work, a result path ipclab could not or must not write: not plain UTF-8,
+/// in a missing or unwritable folder, naming a folder, a symbolic link or a special file.
+/// `option` is the flag it came from (--json, --csv, --markdown, --out).
+void check_target(const std::string& option, const std::string& path);
+
+/// Writes `content` to `path` through a temporary file of the run and rename: never a
+/// half-written file, never a write through a link; mode 0644 whatever the umask.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 /// The result file of SPEC §2: {schema_version, context, benchmarks}.
@@ -20,9 +27,13 @@ std::string json_document(const nlohmann::json& context, const std::vector<Recor
 
 /// CSV header: the leading columns of every suite present that declares them (e.g. the messaging
 /// suite's reference columns), then ours.
+std::vector<std::string> csv_header(const std::set<std::string>& suites);
 std::vector<std::string> csv_header(const std::vector<Record>& records);
 std::string csv_rows(const std::vector<std::string>& header, const std::vector<Record>& records);
-/// Appends to `path` (creating it with a header); UsageError when its header differs.
+/// Before the run: UsageError when `path` exists with a header other than these suites' one.
+void check_csv(const std::string& path, const std::set<std::string>& suites);
+/// Appends whole rows to `path` under a lock (creating it 0644 with a header); UsageError when
+/// its header differs.
 void append_csv(const std::string& path, const std::vector<Record>& records);
 
 std::string markdown(const nlohmann::json& context, const std::vector<Record>& records);
