@@ -22,6 +22,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/ipc_names.hpp"
 #include "core/session.hpp"
 
 namespace ipclab::fileio {
@@ -57,11 +58,13 @@ bool is_tmpfs(const std::string& dir) {
 
 // The file is reused when it has the right size and its first and last blocks verify; a damaged
 // block elsewhere is then reported as corrupt by the run that reads it, not silently rewritten.
+// A test file is reused only when it is a regular file of this user (never read through a link)
+// of the right size whose first and last blocks hold the expected content.
 bool valid_file(const std::string& path, uint64_t size) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  bool ok = fstat(fd, &st) == 0 && uint64_t(st.st_size) == size;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && uint64_t(st.st_size) == size;
   alignas(64) std::byte buf[kBlock];
   for (uint64_t off : {uint64_t(0), size - kBlock}) {
     if (!ok) break;
@@ -116,7 +119,7 @@ ParamSpec cache_param() {
 std::string check_cache(const Params& p, bool direct) {
   if (direct && p.has("cache") && p.str("cache") == "warm")
     return "cache=warm has no effect with O_DIRECT; use cache=drop or a buffered variant";
-  return "";
+  return check_dir(p.str("dir"));
 }
 
 void fill_block(void* buf, uint64_t off) {
@@ -135,10 +138,33 @@ bool block_ok(const void* buf, uint64_t off) {
   return diff == 0;
 }
 
+std::string check_dir(const std::string& dir) {
+  if (dir == kDefaultDir) return "";  // made on first use (ensure_file)
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default", dir);
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("-p dir={} is not writable; choose a writable folder", dir);
+  return "";
+}
+
+namespace {
+
+// The default folder sits in a folder every user can write to: it is created 0700 by this user
+// and used only while it is still a folder of this user's, closed to others.
+void ensure_default_dir() {
+  if (mkdir(kDefaultDir, 0700) == 0) chmod(kDefaultDir, 0700);
+  else if (errno != EEXIST) sys_fail(std::string("mkdir ") + kDefaultDir);
+  struct stat st {};
+  if (lstat(kDefaultDir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    throw std::runtime_error(fmt::format("{} is not a folder of yours closed to others (a link, another "
+                                         "user's, or writable by others); remove it or choose -p dir", kDefaultDir));
+}
+
+}  // namespace
+
 std::string ensure_file(const std::string& dir, uint64_t size) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw UsageError(fmt::format("cannot create -p dir={}: {}; pick a writable directory", dir, ec.message()));
+  if (dir == kDefaultDir) ensure_default_dir();
   const std::string path = dir + "/" + file_name(size);
   if (valid_file(path, size)) return path;
 
@@ -147,11 +173,11 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
     // The machine's state, not bad input: skip (the rest of the run goes on) and name the fix.
     throw Skip(fmt::format("{} has no room for a {} byte test file; use a smaller "
                            "-p file_size or another -p dir", dir, size));
-  // Written under a private name, made durable, then renamed: a crash never leaves a short file
-  // under the final name, and concurrent runs never read a half-written one.
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) sys_fail("create " + tmp);
+  // Written under a temporary name of the run (exclusive, journaled: a killed run's part-written
+  // file is swept), made durable, then renamed: a crash never leaves a short file under the
+  // final name, and concurrent runs never read a half-written one.
+  std::string tmp;
+  int fd = ipc::create_file(dir, file_name(size), 0600, tmp);
   constexpr uint64_t kChunk = 1 << 20;
   auto buf = aligned_buffer(kChunk);
   for (uint64_t off = 0; off < size; off += kChunk) {
@@ -163,19 +189,32 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
       if (w <= 0) {
         int e = errno;
         close(fd);
-        unlink(tmp.c_str());
+        ipc::remove(ipc::Kind::File, tmp);
         errno = e;
         sys_fail("write " + tmp);
       }
       done += uint64_t(w);
     }
   }
-  if (fdatasync(fd) != 0) sys_fail("fdatasync " + tmp);
+  if (fdatasync(fd) != 0) {
+    close(fd);
+    ipc::remove(ipc::Kind::File, tmp);
+    sys_fail("fdatasync " + tmp);
+  }
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    sys_fail("rename " + tmp);
+  // Not over whatever is there: a concurrent run's valid file is kept; an invalid test file of
+  // this user's (short, older) is replaced; anything else (a link, another user's) is refused.
+  if (!ipc::commit_file(tmp, path, false)) {
+    struct stat st {};
+    const bool mine = lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+    if (valid_file(path, size) || !mine) {
+      ipc::remove(ipc::Kind::File, tmp);
+      if (mine) return path;
+      throw std::runtime_error(fmt::format("{} exists and is not a test file of yours (a link, a folder or "
+                                           "another user's); remove it or choose another -p dir", path));
+    }
+    ipc::commit_file(tmp, path, true);
   }
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
@@ -197,7 +236,7 @@ Plan::Plan(uint64_t file_size, bool random)
 }
 
 int open_file(const std::string& path, bool direct, bool random) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0));
   if (fd >= 0) {
     posix_fadvise(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
     return fd;

@@ -34,8 +34,12 @@ std::vector<ParamSpec> common_params(std::vector<ParamSpec> own,
                                      std::vector<std::string> qd_quick = {"1", "32"});
 /// `cache` (drop | warm) for engines that can read through the page cache.
 ParamSpec cache_param();
-/// "" or why the combination cannot run (cache=warm with O_DIRECT).
+/// "" or why the combination cannot run (cache=warm with O_DIRECT, a -p dir that is not an
+/// existing writable folder).
 std::string check_cache(const Params& p, bool direct);
+/// "" or why `dir` cannot hold the test file: a folder the user names must exist and be writable
+/// (ipclab creates only its own default folder).
+std::string check_dir(const std::string& dir);
 
 /// Writes the pattern of the block at file offset `off` into `buf` (kBlock bytes).
 void fill_block(void* buf, uint64_t off);
@@ -43,7 +47,8 @@ void fill_block(void* buf, uint64_t off);
 bool block_ok(const void* buf, uint64_t off);
 
 /// The test file of `size` bytes in `dir`: reused when present with that size and valid blocks,
-/// otherwise written to a temporary name, fsynced and renamed. Returns its path.
+/// otherwise written to a temporary of the run (ipc::create_file), fsynced and renamed. Returns
+/// its path.
 std::string ensure_file(const std::string& dir, uint64_t size);
 
 /// Reads and IO plan of one run: IO n reads `len` bytes at `offset(n)`; wraps after the file.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/ipc_names.hpp"
 #include "core/peer.hpp"
 #include "core/session.hpp"
 #include "mechanisms/fileio/common.hpp"
@@ -76,7 +77,9 @@ void run_fio(Session& s, const std::string& ioengine) {
   const bool direct = s.params().flag("direct");
   const Setup su = prepare(s, direct);
   const auto& opts = s.options();
-  const std::string out = fmt::format("{}.fio-{}.json", su.path, getpid());
+  // fio's report goes to the run's private folder, under a name journaled before fio makes it.
+  const std::string out = ipc::run_dir() + ipc::unique_name("fio.json");
+  ipc::track_path(out);
   const bool rand = su.plan.random();
   // randrepeat+randseed fix fio's order run to run; its random map (norandommap off, the
   // default) makes each pass read every block exactly once — in fio's own order, not ours.
@@ -107,7 +110,7 @@ void run_fio(Session& s, const std::string& ioengine) {
   PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10);
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  unlink(out.c_str());
+  ipc::remove(ipc::Kind::Path, out);
   if (!run.error.empty() && text.empty()) throw std::runtime_error(run.error);
   const auto brace = text.find('{');  // fio may print notes before the JSON
   if (brace == std::string::npos)
