@@ -99,6 +99,9 @@ def cmd_compare(args):
 
     result = compare_files(args.base, args.new, args.threshold, args.alpha, args.noise)
     print(format_table(result, args.threshold, args.alpha, args.noise))
+    if not result.rows and not result.failed:  # nothing in common: not a comparison, a mix-up
+        raise UsageError(f"BASE and NEW share no benchmark ({len(result.only_base)} only in BASE, "
+                         f"{len(result.only_new)} only in NEW, listed above); compare two runs of the same benchmarks")
     return 1 if result.regressions else 0
 
 

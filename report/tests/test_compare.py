@@ -271,3 +271,14 @@ def test_noise_option(tmp_path, capsys):
     assert main(["compare", base, new, "--noise", "lots"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--noise 'lots' is not a number" in err
+
+
+def test_files_with_no_benchmark_in_common_exit_2_and_list_each_side(tmp_path, capsys):
+    base = fixtures.write(tmp_path / "b.json", fixtures.make_result(suites=["anchors"], repetitions=3, samples=10))
+    new = fixtures.write(tmp_path / "n.json", fixtures.make_result(suites=["servers"], repetitions=3, samples=10))
+    assert main(["compare", base, new]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "share no benchmark" in err[0], captured.err
+    assert "only in BASE: anchors/null" in captured.out
+    assert "only in NEW: servers/epoll_lt/clients:2000" in captured.out
