@@ -19,6 +19,8 @@ def write_atomic(path: str, data: str | bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise UsageError(f"output directory {directory} does not exist; create it or choose another -o path")
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        raise UsageError(f"{path} is a link, a folder or a special file; ipclab writes no file through it: name a file")
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
     try:

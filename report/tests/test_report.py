@@ -89,6 +89,16 @@ def test_output_directory_missing_is_usage_error(tmp_path, capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+def test_output_that_is_a_link_is_usage_error_and_its_target_untouched(tmp_path, capsys):
+    res = fixtures.write(tmp_path / "r.json", fixtures.make_result(suites=["anchors"], samples=10))
+    target = tmp_path / "target"
+    target.write_text("keep")
+    (tmp_path / "r.html").symlink_to(target)
+    assert main(["report", res, "-o", str(tmp_path / "r.html")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert target.read_text() == "keep" and (tmp_path / "r.html").is_symlink()
+
+
 def test_write_atomic_crash_during_rename_leaves_old_file(tmp_path, monkeypatch):
     from ipclab_report import util
 
