@@ -66,7 +66,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
   c["ipclab_version"] = IPCLAB_VERSION;
   std::string src = IPCLAB_SOURCE_DIR;
   std::string sha = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
-  if (!sha.empty() && !run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty())
+  if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty())
     sha += "-dirty";
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
   c["command_line"] = command_line;
