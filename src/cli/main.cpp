@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -176,6 +178,17 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   ipc::install_signal_cleanup();
   for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
   if (!a.out_dir.empty()) make_out_dir(a.out_dir);
+  // The result files' temporaries now: a place the checks above could not judge (a special or
+  // read-only file system) is refused before the run rather than after it.
+  std::map<std::string, std::unique_ptr<output::AtomicFile>> pending;
+  for (auto& [option, path] : targets) {
+    if (option == "--csv") continue;  // appended in place at the end
+    try {
+      pending[option] = std::make_unique<output::AtomicFile>(path);
+    } catch (const std::system_error& e) {
+      throw UsageError(fmt::format("{} {}: {}; choose a writable folder", option, path, e.code().message()));
+    }
+  }
 
   // run
   nlohmann::json context = collect_environment(cmdline);
@@ -220,9 +233,9 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // export
   for (auto& [option, path] : targets) {
-    if (option == "--json") output::write_file_atomic(path, output::json_document(context, records));
+    if (option == "--json") pending[option]->commit(output::json_document(context, records));
     if (option == "--csv") output::append_csv(path, records);
-    if (option == "--markdown") output::write_file_atomic(path, output::markdown(context, records));
+    if (option == "--markdown") pending[option]->commit(output::markdown(context, records));
     fmt::print(stderr, "wrote {}\n", path);
   }
   return failed ? 1 : 0;

@@ -183,11 +183,17 @@ TEST_F(FileIo, BadParametersAreUsageErrors) {
   EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);       // warm + O_DIRECT
   Overrides o{{"dir", {"relative/path"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, o), UsageError);
-  if (std::filesystem::exists("/dev/shm")) {
-    Overrides shm{{"dir", {"/dev/shm/ipclab-fileio-test"}}, {"file_size", {"1M"}}};
+  // A folder the user names must exist: it is never created (a tree and all, as it once was).
+  Overrides missing{{"dir", {dir_ + "/not/there"}}};
+  EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, missing), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/not"));
+  char shm_dir[] = "/dev/shm/ipclab-fileio-test-XXXXXX";
+  if (mkdtemp(shm_dir)) {
+    Overrides shm{{"dir", {shm_dir}}, {"file_size", {"1M"}}};
     auto planned = plan(select_mechanisms({"fileio/libaio"}), Preset::Default, shm);
     RunOptions opts;
     EXPECT_THROW(run_one(planned.at(0), opts, 0), UsageError);  // tmpfs refused for O_DIRECT
+    rmdir(shm_dir);
   }
 }
 

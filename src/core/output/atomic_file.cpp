@@ -49,9 +49,16 @@ void check_target(const std::string& option, const std::string& path) {
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw UsageError(fmt::format("{} {}: folder {} does not exist; create it first", option, path, dir));
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
+  // Probed with an unnamed file (O_TMPFILE: nothing appears, nothing is left), which also finds
+  // what access() does not for root: a read-only or special file system. Where the file system
+  // cannot make unnamed files, access() decides.
+  const int probe = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  const int probe_errno = errno;
+  if (probe >= 0) ::close(probe);
+  const bool writable = probe >= 0 || ((probe_errno == EOPNOTSUPP || probe_errno == EISDIR) && access(dir.c_str(), W_OK | X_OK) == 0);
+  if (!writable)
     throw UsageError(fmt::format("{} {}: folder {} is not writable ({}); choose a writable folder", option,
-                                 path, dir, strerror(errno)));
+                                 path, dir, strerror(probe >= 0 ? EACCES : probe_errno)));
   if (lstat(path.c_str(), &st) != 0) return;  // a new file
   if (S_ISDIR(st.st_mode))
     throw UsageError(fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, path, path));
@@ -62,35 +69,34 @@ void check_target(const std::string& option, const std::string& path) {
     throw UsageError(fmt::format("{} {} is not a regular file; choose another name", option, path));
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string dir = folder_of(path);
-  std::string tmp;
-  const int fd = ipc::create_file(dir, std::filesystem::path(path).filename().string(), 0644, tmp);
-  auto fail = [&](const char* what) {
-    const int e = errno;
-    ::close(fd);
-    ipc::remove(ipc::Kind::File, tmp);
-    throw std::system_error(e, std::generic_category(), fmt::format("{} {}", what, tmp));
-  };
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  fd_ = ipc::create_file(folder_of(path), std::filesystem::path(path).filename().string(), 0644, tmp_);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ipc::remove(ipc::Kind::File, tmp_);
+}
+
+void AtomicFile::commit(const std::string& content) {
   for (size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    const ssize_t n = ::write(fd_, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write");
+    if (n <= 0) throw std::system_error(errno, std::generic_category(), "write " + tmp_);
     done += size_t(n);
   }
-  if (::fsync(fd) != 0) fail("fsync");
-  ::close(fd);
-  try {
-    ipc::commit_file(tmp, path, true);
-  } catch (...) {
-    ipc::remove(ipc::Kind::File, tmp);
-    throw;
-  }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (::fsync(fd_) != 0) throw std::system_error(errno, std::generic_category(), "fsync " + tmp_);
+  ::close(fd_);
+  fd_ = -1;
+  ipc::commit_file(tmp_, path_, true);
+  tmp_.clear();
+  const int dfd = ::open(folder_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
 }
+
+void write_file_atomic(const std::string& path, const std::string& content) { AtomicFile(path).commit(content); }
 
 }  // namespace ipclab::output

@@ -18,8 +18,24 @@ constexpr int kSchemaVersion = 1;
 /// `option` is the flag it came from (--json, --csv, --markdown, --out).
 void check_target(const std::string& option, const std::string& path);
 
-/// Writes `content` to `path` through a temporary file of the run and rename: never a
-/// half-written file, never a write through a link; mode 0644 whatever the umask.
+/// A result file in the making: its temporary of the run is created at once (so a place that
+/// cannot be written is found before the run), and commit() writes, syncs and renames it over
+/// `path` — never a half-written file, never a write through a link, mode 0644 whatever the
+/// umask. Not committed, the temporary is removed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void commit(const std::string& content);
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+/// AtomicFile(path).commit(content).
 void write_file_atomic(const std::string& path, const std::string& content);
 
 /// The result file of SPEC §2: {schema_version, context, benchmarks}.
