@@ -19,6 +19,7 @@
 #include "core/clock.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/fault.hpp"
 #include "core/ipc_names.hpp"
 #include "core/output/output.hpp"
 #include "core/placement.hpp"
@@ -131,6 +132,7 @@ void make_out_dir(const std::string& dir) {
 }
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
+  check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
   // parse
   Preset preset = Preset::Default;
   RunOptions opts;

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/fault.hpp"
 #include "core/message.hpp"
 
 namespace ipclab {
@@ -76,8 +76,9 @@ void pingpong_client(Worker& w, Endpoint& ep, const TransportShape& t, int index
   ep.send(req.data(), t.size);
 }
 
-// Ping-pong server: echoes each request at once, then checks it arrived in order and intact
-// while the client waits for the echo (the client checks the echo too).
+// Ping-pong server: echoes each request at once, then checks that it arrived in order while the
+// client waits for the echo. Whether a message arrived intact is the client's verdict alone (its
+// check of the echo is end to end): one corrupted message counts once, not once per side.
 void pingpong_server(Worker& w, Endpoint& ep, const TransportShape& t) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
@@ -89,8 +90,11 @@ void pingpong_server(Worker& w, Endpoint& ep, const TransportShape& t) {
     if (msg::is_stop(buf.data(), t.size)) break;
     ep.send(buf.data(), t.size);
     auto d = msg::decode(buf.data(), t.size, t.random, expect);
-    if (!d.ok) out.integrity.corrupt++;
-    else if (d.h.seq < expect) out.integrity.duplicated++;
+    if (!d.ok) {  // its sequence number cannot be trusted: take it as the one expected
+      ++expect;
+      continue;
+    }
+    if (d.h.seq < expect) out.integrity.duplicated++;
     else if (d.h.seq > expect) out.integrity.lost += d.h.seq - expect;
     expect = d.h.seq + 1;
   }
@@ -108,9 +112,10 @@ void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int i
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
     msg::encode(buf.data(), t.size, h, t.random);
     ep.send(buf.data(), t.size);
-    ++seq;
+    // Stored as it goes (a plain store to its own slot): a run that fails midway still knows
+    // how many were sent, so the missing ones count as lost.
+    out.integrity.sent = ++seq;
   }
-  out.integrity.sent = seq;
   // The last producer to finish tells every consumer to stop; FIFO order puts the markers
   // behind all data of every producer (the others have finished sending already).
   if (w.control().producers_left.fetch_sub(1) == 1) {
@@ -170,57 +175,6 @@ void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t, int i
   }
 }
 
-// Test hooks, read from IPCLAB_FAULT, so tests can prove end to end that the harness notices:
-//   corrupt:N         flips one byte of every Nth received message (the run must fail);
-//   slow:MECH:NS      busy-waits NS ns after every receive of mechanism MECH (compare must flag it).
-// A decorator installed only when asked for, so normal runs pay nothing.
-struct Fault {
-  uint64_t corrupt_every = 0;
-  uint64_t slow_ns = 0;
-};
-
-Fault fault_for(const std::string& mechanism) {
-  Fault f;
-  const char* env = std::getenv("IPCLAB_FAULT");
-  if (!env) return f;
-  std::string spec = env;
-  if (spec.rfind("corrupt:", 0) == 0) f.corrupt_every = std::strtoull(spec.c_str() + 8, nullptr, 10);
-  if (spec.rfind("slow:", 0) == 0) {
-    auto colon = spec.find(':', 5);
-    if (colon != std::string::npos && spec.substr(5, colon - 5) == mechanism)
-      f.slow_ns = std::strtoull(spec.c_str() + colon + 1, nullptr, 10);
-  }
-  return f;
-}
-
-class FaultyEndpoint final : public Endpoint {
- public:
-  FaultyEndpoint(std::unique_ptr<Endpoint> inner, Fault f) : inner_(std::move(inner)), f_(f) {}
-  void send(const std::byte* data, size_t len) override { inner_->send(data, len); }
-  size_t recv(std::byte* buf, size_t len) override {
-    size_t n = inner_->recv(buf, len);
-    if (f_.corrupt_every && ++count_ % f_.corrupt_every == 0 && n > msg::kHeaderSize && !msg::is_stop(buf, n))
-      buf[n - 1] ^= std::byte(0x5a);
-    if (f_.slow_ns)
-      for (uint64_t until = now_ns() + f_.slow_ns; now_ns() < until;) {
-      }
-    return n;
-  }
-
- private:
-  std::unique_ptr<Endpoint> inner_;
-  Fault f_;
-  uint64_t count_ = 0;
-};
-
-std::unique_ptr<Endpoint> open_endpoint(Transport& tp, const std::string& mechanism, Role role, int index) {
-  auto ep = tp.open(role, index);
-  Fault f = fault_for(mechanism);
-  if ((f.corrupt_every || f.slow_ns) && role == Role::Consumer)
-    return std::make_unique<FaultyEndpoint>(std::move(ep), f);
-  return ep;
-}
-
 }  // namespace
 
 void run_transport(Session& s) {
@@ -240,17 +194,18 @@ void run_transport(Session& s) {
   tp->describe(s.record().extra);
   s.record().extra["duration_s"] = s.options().duration_s;
 
-  const std::string mech = s.mechanism().name;
+  const Mechanism& mech = s.mechanism();
+  const double dur = s.options().duration_s;
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i, mech](Worker& w) {
-                         auto ep = open_endpoint(*tp, mech, Role::Producer, i);
+    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i, &mech, dur](Worker& w) {
+                         auto ep = with_faults(tp->open(Role::Producer, i), mech, t.pingpong ? "client" : "producer", w, dur);
                          if (t.pingpong) pingpong_client(w, *ep, t, i);
                          else throughput_producer(w, *ep, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
-    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i, mech](Worker& w) {
-                         auto ep = open_endpoint(*tp, mech, Role::Consumer, i);
+    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i, &mech, dur](Worker& w) {
+                         auto ep = with_faults(tp->open(Role::Consumer, i), mech, t.pingpong ? "server" : "consumer", w, dur);
                          if (t.pingpong) pingpong_server(w, *ep, t);
                          else throughput_consumer(w, *ep, t, i);
                        }});
@@ -258,19 +213,25 @@ void run_transport(Session& s) {
   Control& ctl = s.run_workers(std::move(workers), t.processes, t.pingpong ? "rtt" : "one_way");
   Record& rec = s.record();
 
-  if (!t.pingpong && rec.status != Status::Failed) {
-    // Every message each producer sent must have reached exactly one consumer.
+  if (!t.pingpong) {
+    // Every message each producer sent must have reached exactly one consumer, intact. A corrupt
+    // message is counted by the consumer that got it and is missing from the seen counts (its
+    // producer field cannot be trusted), so the missing ones are lost only beyond the corrupt:
+    // lost = sent - received - corrupt. Also after a failure (a stall, a dead worker): messages
+    // the run never delivered count as lost, in flight or not.
+    uint64_t missing = 0;
     for (int p = 0; p < t.producers; ++p) {
       uint64_t sent = ctl.slots[p].integrity.sent, count = 0, seqsum = 0;
       for (int c = 0; c < t.consumers; ++c) {
         count += ctl.slots[t.producers + c].seen_count[p];
         seqsum += ctl.slots[t.producers + c].seen_seqsum[p];
       }
-      if (count < sent) rec.integrity.lost += sent - count;
+      if (count < sent) missing += sent - count;
       if (count > sent) rec.integrity.duplicated += count - sent;
       // Sequences 0..sent-1 sum to sent*(sent-1)/2; anything else was altered in flight.
       if (count == sent && seqsum != sent * (sent - 1) / 2) rec.integrity.corrupt++;
     }
+    rec.integrity.lost += missing - std::min(missing, rec.integrity.corrupt);
   }
   if (!rec.integrity.clean())
     rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent",

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/placement.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
@@ -93,6 +94,9 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       (i == 0 ? out_buf : err_buf).append(buf, size_t(n));
     }
   }
+  // A peer prints its record at the end only: it shows no progress before, so its timeout is
+  // the watchdog's only hold on it. A stopped peer is named as such.
+  const char state = timed_out ? task_state(pid, -1) : 0;
   if (timed_out) kill(pid, SIGKILL);
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
@@ -130,7 +134,9 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
     }
   }
   if (timed_out)
-    run.error = fmt::format("peer {} did not finish within {:.0f} s and was killed", argv[0], timeout_s);
+    run.error = fmt::format("stalled: peer {} (pid {}){} did not finish within {:.0f} s and was killed", argv[0],
+                            pid, state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "",
+                            timeout_s);
   else if (WIFSIGNALED(status))
     run.error = fmt::format("peer {} died of signal {} ({})", argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
   else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)

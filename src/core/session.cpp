@@ -9,12 +9,14 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
 #include <new>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
@@ -136,6 +138,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
 
   auto run_body = [&ctl](WorkerSpec& spec, WorkerResult& slot, bool proc) {
     Worker w(ctl, slot, proc);
+    slot.tid.store(int(gettid()), std::memory_order_relaxed);
     try {
       slot.pinned = spec.cpu;
       pin_current_thread(spec.cpu);
@@ -196,10 +199,33 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       }
     }
   };
+  // The stall watchdog over every worker's heartbeat (Worker::running), from the warm-up to the
+  // end of the drain; a worker that finished its work is no longer watched.
+  Watchdog wd(opts_.duration_s);
+  for (int i = 0; i < n; ++i)
+    wd.watch(workers[i].role, workers[i].index, processes ? pids[i] : -1, -1,
+             [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); },
+             [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+  // A stall fails the run with the watchdog's line and the counts known at that moment (the
+  // record's integrity, folded below, carries them too).
+  auto watch_stall = [&] {
+    if (ctl.abort.load()) return;
+    std::string why = wd.check();
+    if (why.empty()) return;
+    uint64_t sent = 0, received = 0;
+    for (int i = 0; i < n; ++i) {
+      sent += ctl.slots[i].integrity.sent;
+      received += ctl.slots[i].integrity.received + ctl.slots[i].integrity.corrupt;
+    }
+    if (sent) why += fmt::format("; by then {} sent, {} received", sent, received);
+    rec_.fail(why);
+    ctl.abort.store(1);
+  };
   // Sleeps until `until` (ns), waking early when the session aborts.
   auto watch_until = [&](uint64_t until) {
     while (now_ns() < until && !ctl.abort.load()) {
       check_children();
+      watch_stall();
       sleep_ns(std::min<uint64_t>(5'000'000, until - std::min(until, now_ns())));
     }
   };
@@ -214,6 +240,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     ctl.abort.store(1);
   }
 
+  for (int i = 0; i < n; ++i)
+    if (!processes) wd.set_tid(size_t(i), ctl.slots[i].tid.load(std::memory_order_relaxed));
   uint64_t t_begin = 0, t_end = 0;
   if (!ctl.abort.load()) {
     ctl.phase.store(kWarmup, std::memory_order_release);
@@ -225,9 +253,13 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   t_end = now_ns();
   ctl.phase.store(kStop, std::memory_order_release);
 
-  // Join: workers drain and stop by themselves; after the timeout they are woken with a signal
-  // (their blocking calls return EINTR and see the abort flag), and processes are killed.
+  // Join: workers drain and stop by themselves, under the watchdog. Once the session aborts (a
+  // stall, a failed worker) or the timeout passes, they are woken with a signal (their blocking
+  // calls return EINTR and see the abort flag); those still there 2 s later are given up on:
+  // processes killed (a stopped one too), threads abandoned.
   const uint64_t join_deadline = now_ns() + uint64_t(opts_.timeout_s() * 1e9);
+  constexpr uint64_t kGraceNs = 2'000'000'000ull;
+  uint64_t abort_seen = 0;
   bool timed_out = false;
   auto all_finished = [&] {
     for (int i = 0; i < n; ++i) {
@@ -237,8 +269,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   };
   while (!all_finished()) {
     check_children();
+    watch_stall();
     uint64_t now = now_ns();
     if (ctl.abort.load() || now > join_deadline) {
+      if (!abort_seen) abort_seen = now;
       if (now > join_deadline && !timed_out) {
         timed_out = true;
         rec_.fail(fmt::format("workers still running {:.1f} s after the stop: a peer stalled",
@@ -249,7 +283,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
         if (processes && pids[i] > 0 && !reaped[i]) kill(pids[i], SIGUSR1);
         if (!processes && !ctl.slots[i].finished.load()) pthread_kill(threads[i].native_handle(), SIGUSR1);
       }
-      if (now > join_deadline + 2'000'000'000ull) break;
+      if (now > abort_seen + kGraceNs) break;
     }
     sleep_ns(1'000'000);
   }
@@ -298,13 +332,24 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   return ctl;
 }
 
-void Session::measure(const std::function<void()>& body) {
-  if (opts_.warmup_s > 0) body();
+void Session::measure(const std::function<void()>& body, double deadline_s) {
+  // The body shows no progress the harness could watch, and runs on this thread: a deadline per
+  // run of it is the watchdog's only hold on it.
+  // Each guard is armed before its run and disarmed after it, outside the timed part.
+  const double limit = deadline_s > 0 ? deadline_s : opts_.timeout_s();
+  const std::string line = fmt::format("FAILED {} (repetition {}): stalled: workload {} did not finish "
+                                       "within {:.1f} s", rec_.name, rec_.repetition, mech_.full_name(), limit);
+  if (opts_.warmup_s > 0) {
+    Deadline warm(limit, line);
+    body();
+  }
+  auto timed = std::make_unique<Deadline>(limit, line);
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
   const int cpu_before = current_cpu();
   uint64_t t0 = now_ns();
   body();
   uint64_t t1 = now_ns();
+  timed.reset();
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);

@@ -41,6 +41,10 @@ struct WorkerResult {
   // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
   uint64_t seen_count[kMaxPeersTracked] = {};
   uint64_t seen_seqsum[kMaxPeersTracked] = {};
+  // Heartbeat for the stall watchdog: the worker's iteration count, a relaxed store per
+  // iteration (no read-modify-write, no clock read), and the thread that runs it.
+  std::atomic<uint64_t> progress{0};
+  std::atomic<int> tid{0};
   std::atomic<int> finished{0};
   char error[512] = {};
 };
@@ -66,7 +70,8 @@ class Worker {
   bool running() {
     int ph = ctl_.phase.load(std::memory_order_acquire);
     if (ph != seen_) [[unlikely]] transition(ph);
-    if ((++iter_ & 1023) == 0) [[unlikely]] sample_cpu();
+    out_.progress.store(++iter_, std::memory_order_relaxed);  // the watchdog's heartbeat
+    if ((iter_ & 1023) == 0) [[unlikely]] sample_cpu();
     return ph != kStop;
   }
   /// Announces that this worker's setup is done and waits for the coordinator's start.
@@ -117,7 +122,10 @@ class Session {
 
   /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
   /// the whole process plus children reaped meanwhile. For workloads that own their threads.
-  void measure(const std::function<void()>& body);
+  /// `deadline_s` (0: the session's timeout) bounds each run of `body`: past it the watchdog
+  /// reports the workload stalled and ends the process (exit 1), rather than hang forever — a
+  /// body running on the calling thread cannot be stopped any other way.
+  void measure(const std::function<void()>& body, double deadline_s = 0);
 
   /// The layout named by the `placement` parameter (unpinned when the mechanism has none).
   std::string layout() const;

@@ -12,6 +12,7 @@
 #include "core/histogram.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 #include "mechanisms/echo/common.hpp"
 #include "mechanisms/servers/common.hpp"
 
@@ -52,6 +53,10 @@ struct Client {
   std::string error;  // set once: the run failed
   Histogram hist;
   uint64_t ops = 0;
+  uint64_t echoes = 0;  // every echo completed, warm-up included: the watchdog's heartbeat
+  // Watches the client and the servers, all of whose progress is the echoes completed (a server
+  // shows progress only through them); a stopped server is named as the cause.
+  std::unique_ptr<Watchdog> watchdog;
   uint64_t t_begin = 0, t_end = 0;  // the measured window; t_end stays 0 if it never closed
   // Over the measured window, set when it closes (zero if the run failed before): this client
   // thread's CPU, and servers[0]'s.
@@ -63,7 +68,7 @@ struct Client {
   /// Starts the first messages: every connection's (side 0's, in turns), into `kick`.
   void begin();
   /// Once per loop turn: opens and closes the measured window, watches the servers for death and
-  /// stalls, switches turns. The caller then sends on every connection in `kick` and clears it.
+  /// (through `watchdog`) stalls, switches turns. The caller then sends on every connection in `kick` and clears it.
   /// False when the loop must end (the window closed, or `error` is set).
   bool tick();
   /// `n` echoed bytes arrived on connection idx: checks them against what was sent. True when
@@ -76,7 +81,7 @@ struct Client {
   void start_turn(int side);
   void switch_turn(uint64_t now);
   bool measuring_ = false;
-  uint64_t last_progress_ = 0, next_check_ = 0;
+  uint64_t next_check_ = 0;
   int active_ = 0;               // the side whose turn it is
   bool draining_ = false;        // its turn is over: no new messages
   unsigned inflight_[2] = {0, 0};

@@ -116,7 +116,6 @@ void Client::switch_turn(uint64_t now) {
 bool Client::tick() {
   if (!error.empty()) return false;
   const uint64_t now = now_ns();
-  if (!last_progress_) last_progress_ = now;
   if (!measuring_ && now >= measure_at) {
     measuring_ = true;
     t_begin = now;
@@ -133,7 +132,7 @@ bool Client::tick() {
     next_check_ = now + 20'000'000;
     for (servers::ServerProcess* sp : servers)
       if (sp && error.empty() && !sp->alive()) error = sp->death();
-    if (error.empty() && now - last_progress_ > 5'000'000'000ull) error = "no echo for 5 s: the server stalled";
+    if (error.empty() && watchdog) error = watchdog->check();
   }
   if (slice_ns && error.empty()) {
     if (!draining_ && now >= turn_end_) draining_ = true;
@@ -154,7 +153,7 @@ bool Client::received(size_t idx, const unsigned char* data, size_t n) {
   c.got += n;
   if (c.got < size) return false;
   const uint64_t t = now_ns();
-  last_progress_ = t;
+  ++echoes;
   if (measuring_) {
     hist.record(t - c.t_send);
     ++ops;
@@ -285,6 +284,12 @@ std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, server
   cl->servers[0] = a;
   cl->servers[1] = b;
   cl->slice_ns = slice_ns;
+  cl->watchdog = std::make_unique<Watchdog>(s.options().duration_s);
+  const Client* c = cl.get();
+  auto echoes = [c] { return c->echoes; };
+  cl->watchdog->watch("client", 0, -1, gettid(), echoes);
+  for (int i = 0; i < 2; ++i)
+    if (cl->servers[i]) cl->watchdog->watch("server", i, cl->servers[i]->pid(), -1, echoes);
   {
     servers::ScopedPin pin(client_cpu(s.options()));
     for (servers::ServerProcess* sp : cl->servers)

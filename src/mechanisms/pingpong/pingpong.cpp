@@ -5,7 +5,8 @@
 // host thread per pair. Hosts warm up, meet at a barrier (the last one opens the measured
 // window), then make their round trips — `round_trips` each, or fewer if the --duration cap
 // ends the window first. This thread is the monitor meanwhile: it closes the window at the cap,
-// notices a guest that died or stopped answering, and aborts the hosts (no hang).
+// notices a guest that died or (the harness's stall watchdog) stopped answering, and aborts the
+// hosts (no hang).
 #include "mechanisms/pingpong/pingpong.hpp"
 
 #include <fcntl.h>
@@ -33,6 +34,7 @@
 #include "core/record.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
+#include "core/watchdog.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 #include "mechanisms/pingpong/wait.hpp"
 
@@ -40,7 +42,6 @@ namespace ipclab::pingpong {
 
 namespace {
 
-constexpr double kStallSeconds = 3.0;   // no round trip anywhere for this long: the guest stalled
 constexpr double kAttachSeconds = 10.0; // guest start-up (a Go runtime, a loaded machine)
 
 // Host-process state the monitor and the hosts share (never seen by the guest).
@@ -52,7 +53,8 @@ struct alignas(64) Control {
 };
 
 struct alignas(64) HostResult {
-  std::atomic<uint64_t> progress{0};  // round trips so far (monitor's stall detector)
+  std::atomic<uint64_t> progress{0};  // round trips so far (the watchdog's heartbeat)
+  std::atomic<int> tid{0};
   std::atomic<int> finished{0};
   uint64_t done = 0, corrupt = 0, t0 = 0, t1 = 0;
   CpuUsage cpu;
@@ -362,6 +364,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
         st.wait_for(slot, slot.host_sleeping, io, bit(kRespReady), &ctl.abort);
         return slot.sum == a + b;
       };
+      h.tid.store(int(gettid()), std::memory_order_relaxed);
       try {
         pin_current_thread(host_cpu);
         // Warm-up: caches, page tables, the guest's scheduler state; bounded by --warmup.
@@ -404,9 +407,19 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
       st.finish(slot, io);
     });
 
-  // Monitor.
+  // Monitor. The stall watchdog watches, from the measured window on, each host and its guest:
+  // both show progress as the pair's round trips (the guest's answers are what completes them);
+  // a stopped guest process is named as the cause.
   std::string failure;
-  uint64_t last_progress = 0, last_change = now_ns();
+  Watchdog wd(opts.duration_s);
+  for (int i = 0; i < pairs; ++i) {
+    HostResult& h = res[size_t(i)];
+    auto trips = [&h] { return h.progress.load(std::memory_order_relaxed); };
+    auto finished = [&h] { return h.finished.load(std::memory_order_acquire) != 0; };
+    wd.watch("host", i, -1, -1, trips, finished);
+    wd.watch("guest", i, guest_pid, -1, trips, finished);
+  }
+  bool tids_known = false;
   const uint64_t hard_deadline = now_ns() + uint64_t(opts.timeout_s() * 1e9);
   auto wake_hosts = [&] {
     for (int i = 0; i < pairs; ++i) {
@@ -424,20 +437,20 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     return true;
   };
   for (;;) {
-    uint64_t prog = 0;
-    for (auto& h : res) prog += h.progress.load(std::memory_order_relaxed);
     if (all_finished()) break;
     const uint64_t now = now_ns();
     const uint64_t go = ctl.t_go.load(std::memory_order_acquire);
     if (go && now > go + uint64_t(opts.duration_s * 1e9)) ctl.stop.store(1);
-    if (prog != last_progress || !go) last_progress = prog, last_change = now;
+    if (go && !tids_known) {  // every host stored its thread id before the window opened
+      for (int i = 0; i < pairs; ++i) wd.set_tid(size_t(2 * i), res[size_t(i)].tid.load());
+      tids_known = true;
+    }
     std::string why = guest_gone();
     // A guest that exited cleanly after the last host handed it DONE ended on time: every
     // host marks itself finished before its DONE, so by then all_finished() holds.
     if (!why.empty() && WIFEXITED(guest_status) && WEXITSTATUS(guest_status) == 0 && all_finished())
       break;
-    if (why.empty() && now > last_change + uint64_t(kStallSeconds * 1e9))
-      why = fmt::format("guest stopped answering: no round trip completed for {:.0f} s", kStallSeconds);
+    if (why.empty() && go) why = wd.check();
     if (why.empty() && now > hard_deadline)
       why = fmt::format("run did not end within {:.0f} s", opts.timeout_s());
     if (!why.empty() && failure.empty()) {
@@ -453,6 +466,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   for (int i = 0; i < pairs; ++i) st.finish(r.slots[i], o.host_side(i));
   for (auto& t : guest_threads) t.join();
   guest_threads.clear();
+  if (guest_pid > 0 && !failure.empty()) reap_guest(true);  // failed: nothing to wait for
   if (guest_pid > 0) {
     // Let the guest report its CPU window and exit; kill it if it does not.
     const uint64_t deadline = now_ns() + 3'000'000'000ull;
@@ -471,10 +485,16 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
         failure = "guest process " + describe_exit(status);
     }
   }
-  if (!failure.empty()) throw std::runtime_error(failure);
+  Record& rec = s.record();
+  if (!failure.empty()) {
+    // The counts known at the failure: round trips completed, each sent and received.
+    uint64_t trips = 0;
+    for (auto& h : res) trips += h.progress.load();
+    rec.integrity.sent = rec.integrity.received = trips;
+    throw std::runtime_error(failure);
+  }
 
   // Record.
-  Record& rec = s.record();
   const uint64_t go = ctl.t_go.load();
   uint64_t t_end = go, ops = 0, corrupt = 0;
   double total_rate = 0, min_rate = 0, max_rate = 0;

@@ -17,6 +17,9 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got) {
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body) {
   Integrity seen;
+  // Count-based: its time is set by n, not --duration; the deadline is the one a peer gets.
+  const Params& p = s.params();
+  const double deadline = peer_timeout_s(s, p.has("delay_us") && p.i64("delay_us") > 0);
   s.measure([&] {
     const Integrity run = verify(want_count, want_sum, body());
     seen.lost += run.lost;
@@ -24,7 +27,7 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
     seen.corrupt += run.corrupt;
     seen.sent = run.sent;  // the timed run's counts, which comes last
     seen.received = run.received;
-  });
+  }, deadline);
   s.record().integrity += seen;
   s.record().ops = ops;
 }

@@ -24,6 +24,7 @@
 #include "core/peer.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab::servers {
 
@@ -388,16 +389,24 @@ void run_model(const ServerModel& m, Session& s) {
   double server_cpu_s = 0;
   {
     ScopedPin pin(client_cpu);
+    // The stall watchdog: the load generator and the server both show progress as the
+    // connects, replies and session ends the generator sees; a stopped server is named.
+    Watchdog wd(s.options().duration_s);
+    auto progress = [&res] { return res.progress; };
+    wd.watch("client", 0, -1, gettid(), progress);
+    wd.watch("server", 0, server.pid(), -1, progress);
     LoadConfig cfg{.port = server.port(), .clients = clients,
                    .connect_timeout_s = double(p.i64("connect_timeout_ms")) * 1e-3,
                    .session_timeout_s = double(p.i64("session_timeout_ms")) * 1e-3,
-                   .abort_check = [&]() -> std::string { return server.alive() ? "" : server.death(); }};
+                   .abort_check = [&]() -> std::string { return server.alive() ? wd.check() : server.death(); }};
+    // A wave ends when each client connected (or timed out) and finished its session (or timed
+    // out): the deadline is that, after the session's own timeout.
     s.measure([&] {
       res = LoadResult{};
       double c0 = server.cpu_seconds();
       run_load(cfg, res);
       server_cpu_s = server.cpu_seconds() - c0;
-    });
+    }, s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
   }
   // The record's cpu covers every process of the benchmark (docs/json-schema.md), as in echo:
   // measure() took the harness's (the load generator's); add the server's. schedstat gives one

@@ -118,6 +118,7 @@ struct LoadResult {
   uint64_t processed = 0, rejected = 0, lost = 0, corrupt = 0;
   uint64_t rejected_refused = 0, rejected_reset = 0, rejected_timeout = 0, rejected_other = 0;
   uint64_t lost_timeout = 0, lost_closed = 0;
+  uint64_t progress = 0;  // connects, replies and session ends so far: the stall watchdog's heartbeat
   Histogram session, connect;  // ns
   double wall_s = 0;
   std::string abort_reason;

@@ -45,6 +45,7 @@ void run_load(const LoadConfig& cfg, LoadResult& out) {
     c.fd = -1;
     c.st = St::Done;
     --left;
+    ++out.progress;
   };
   auto reject = [&](Client& c, int err) {
     ++out.rejected;
@@ -70,6 +71,7 @@ void run_load(const LoadConfig& cfg, LoadResult& out) {
   };
   auto connected = [&](Client& c, uint64_t now) {
     c.t_conn = now;
+    ++out.progress;
     out.connect.record(now - c.t0);
     c.st = St::Session;
     c.step = 0;
@@ -143,6 +145,7 @@ void run_load(const LoadConfig& cfg, LoadResult& out) {
           }
           if (++c.got == kPongLen) {
             c.got = 0;
+            ++out.progress;
             if (i + 1 != r) bad = true;  // the client waits for each reply: nothing may follow
             else if (++c.step + 1 == uint8_t(kMessages.size())) c.st = St::Closing;
             if (!bad && !send_line(c)) break;

@@ -1,0 +1,112 @@
+#include "core/watchdog.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/clock.hpp"
+#include "core/ipc_names.hpp"
+
+namespace ipclab {
+
+double stall_limit_s(double duration_s) { return std::max(duration_s / 4, 1.0); }
+
+Watchdog::Watchdog(double duration_s) : limit_ns_(uint64_t(stall_limit_s(duration_s) * 1e9)) {}
+
+void Watchdog::watch(std::string role, int index, pid_t pid, pid_t tid,
+                     std::function<uint64_t()> progress, std::function<bool()> done) {
+  sides_.push_back({std::move(role), index, pid, tid, std::move(progress), std::move(done)});
+}
+
+char task_state(pid_t pid, pid_t tid) {
+  std::string path = pid > 0 ? fmt::format("/proc/{}/stat", pid)
+                     : tid > 0 ? fmt::format("/proc/self/task/{}/stat", tid)
+                               : std::string();
+  if (path.empty()) return 0;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : 0;
+}
+
+std::string Watchdog::name(const Side& s) const {
+  if (s.pid > 0) return fmt::format("{} {} (pid {})", s.role, s.index, s.pid);
+  if (s.tid > 0) return fmt::format("{} {} (thread {})", s.role, s.index, s.tid);
+  return fmt::format("{} {}", s.role, s.index);
+}
+
+std::string Watchdog::check() {
+  const uint64_t now = now_ns();
+  std::vector<const Side*> stalled;
+  uint64_t longest = 0;
+  for (Side& s : sides_) {
+    if (s.done && s.done()) continue;
+    const uint64_t p = s.progress();
+    if (!s.since || p != s.last) s.last = p, s.since = now;
+    if (now - s.since > limit_ns_) {
+      stalled.push_back(&s);
+      longest = std::max(longest, now - s.since);
+    }
+  }
+  if (stalled.empty()) return "";
+  const std::string rule = fmt::format("stall limit max(--duration/4, 1 s) = {:.1f} s", limit_s());
+  const pid_t self = gettid();
+  // A stopped side, stalled or not yet past the limit itself, is what the others wait on.
+  for (const Side& s : sides_) {
+    if (s.done && s.done()) continue;
+    const char st = task_state(s.pid, s.tid);
+    if (st == 'T' || st == 't')
+      return fmt::format("stalled: {} is stopped (state {}); no progress for {:.1f} s ({})", name(s), st,
+                         double(longest) * 1e-9, rule);
+  }
+  // A side that is neither waiting nor stopped while a stalled peer waits: it is the one stuck.
+  std::vector<const Side*> busy;
+  bool someone_waits = false;
+  for (const Side* s : stalled) {
+    if (s->pid <= 0 && s->tid == self) continue;  // the caller itself is running, of course
+    const char st = task_state(s->pid, s->tid);
+    if (st == 'R' || st == 'D') busy.push_back(s);
+    if (st == 'S') someone_waits = true;
+  }
+  std::string names;
+  for (const Side* s : (someone_waits && !busy.empty()) ? busy : stalled)
+    names += (names.empty() ? "" : ", ") + name(*s);
+  if (someone_waits && !busy.empty())
+    return fmt::format("stalled: {} made no progress for {:.1f} s while not waiting on a peer ({})", names,
+                       double(longest) * 1e-9, rule);
+  return fmt::format("stalled: {} made no progress for {:.1f} s ({})", names, double(longest) * 1e-9, rule);
+}
+
+Deadline::Deadline(double seconds, std::string line) {
+  guard_ = std::thread([this, seconds, line = std::move(line)] {
+    std::unique_lock lk(mu_);
+    if (cv_.wait_for(lk, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
+    fmt::print(stderr, "{}\n", line);
+    std::fflush(stderr);
+    ipc::remove_all();
+    _exit(1);  // the stalled body still runs on another thread: no destructors, no atexit
+  });
+}
+
+Deadline::~Deadline() {
+  {
+    std::lock_guard lk(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  guard_.join();
+}
+
+}  // namespace ipclab
