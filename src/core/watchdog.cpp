@@ -95,7 +95,7 @@ Deadline::Deadline(double seconds, std::string line) {
     if (cv_.wait_for(lk, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
     fmt::print(stderr, "{}\n", line);
     std::fflush(stderr);
-    ipc::remove_all();
+    ipc::end_run();
     _exit(1);  // the stalled body still runs on another thread: no destructors, no atexit
   });
 }
