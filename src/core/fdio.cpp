@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <system_error>
 
@@ -41,6 +42,19 @@ void read_exact(int fd, std::byte* buf, size_t len) {
     buf += n;
     len -= size_t(n);
   }
+}
+
+std::string read_from_start(int fd, char stop) {
+  std::string text;
+  char buf[8192];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n <= 0) break;
+    text.append(buf, size_t(n));
+    at += n;
+    if (stop && std::memchr(buf, stop, size_t(n))) break;
+  }
+  return text;
 }
 
 }  // namespace ipclab

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/fdio.hpp"
 
 namespace ipclab::ipc {
 
@@ -182,14 +183,7 @@ void journal(char sign, Kind kind, const std::string& name) {
 
 // The objects a journal lists as open, in the order they were created.
 std::vector<std::pair<Kind, std::string>> open_entries(int fd) {
-  std::string text;
-  char buf[8192];
-  for (off_t at = 0;;) {
-    ssize_t n = pread(fd, buf, sizeof buf, at);
-    if (n <= 0) break;
-    text.append(buf, size_t(n));
-    at += n;
-  }
+  const std::string text = read_from_start(fd);
   std::vector<std::pair<Kind, std::string>> open;
   size_t pos = 0;
   while (pos < text.size()) {

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/fdio.hpp"
 #include "core/mechanism.hpp"
 #include "core/output/output.hpp"
 
@@ -106,15 +107,7 @@ std::string header_line(const std::vector<std::string>& header) {
 
 // The first line of an open CSV file ("" when it is empty).
 std::string first_line(int fd) {
-  std::string head;
-  char buf[4096];
-  for (off_t at = 0;;) {
-    ssize_t n = pread(fd, buf, sizeof buf, at);
-    if (n <= 0) break;
-    head.append(buf, size_t(n));
-    at += n;
-    if (head.find('\n') != std::string::npos) break;
-  }
+  const std::string head = read_from_start(fd, '\n');
   return head.substr(0, head.find('\n'));
 }
 
