@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -177,13 +178,22 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
     else if (preset == Preset::Full && !s.full.empty()) raw = s.full;
     else if (preset != Preset::Default && !s.quick.empty()) raw = s.quick;
     else raw = {s.def};
-    std::vector<std::string> vals;
+    std::vector<std::string> vals;  // in the order given, each once
+    std::set<std::string> seen;
     for (auto& r : raw) {
       auto c = canonical_value(s, r);
-      if (std::find(vals.begin(), vals.end(), c) == vals.end()) vals.push_back(c);
+      if (seen.insert(c).second) vals.push_back(c);
     }
     axes.push_back(std::move(vals));
   }
+  // The product is counted before it is built: a few long -p lists must not exhaust memory.
+  size_t points = 1;
+  for (auto& a : axes)
+    if (__builtin_mul_overflow(points, a.size(), &points)) points = SIZE_MAX;
+  if (points > kMaxGridPoints)
+    throw UsageError(fmt::format("-p values make {} combinations; at most {} in one run: split it into "
+                                 "several, with fewer values per -p", points == SIZE_MAX ? "too many" : std::to_string(points),
+                                 kMaxGridPoints));
   std::vector<Params> out;
   std::vector<size_t> idx(specs.size(), 0);
   while (true) {

@@ -75,8 +75,11 @@ using Overrides = std::map<std::string, std::vector<std::string>>;
 /// Parses `name=v1,v2` into overrides (UsageError on bad shape).
 void parse_override(const std::string& arg, Overrides& into);
 
+/// Most points one grid may have (the full presets have a few hundred).
+constexpr size_t kMaxGridPoints = 10000;
+
 /// The cartesian product of every parameter's values, in declaration order: overrides first,
-/// then the preset's list, then the default.
+/// then the preset's list, then the default. UsageError over kMaxGridPoints points.
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
                                 const Overrides& overrides);
 

@@ -159,6 +159,11 @@ BAD = [
     case("param-of-another-suite", "run", "harness/null", "-p", "size=64", expect="unknown parameter 'size'"),
     case("param-name-with-newline", "run", "messaging/pipe", "-p", "si\nze=64", expect="'si\\nze'"),
     case("param-missing-value", "run", "messaging/pipe", "-p"),
+    case("param-grid-too-large", "run", "messaging/pipe", "-p", "size=" + ",".join(map(str, range(1, 201))),
+         "-p", "latency_sample=" + ",".join(map(str, range(1, 101))), expect="20000 combinations"),
+    case("param-grid-overflowing", "run", "messaging/pipe",
+         *[a for k in range(6) for a in ("-p", "size=" + ",".join(map(str, range(k * 10000 + 1, k * 10000 + 10001))))],
+         expect="combinations"),
     case("param-bad-for-one-of-two-filters", "run", "harness/null", "messaging/pipe", "-p", "size=abc",
          expect="parameter 'size'"),
     # Sizes and integers (messaging/pipe size: 1..65536 bytes).

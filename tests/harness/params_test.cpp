@@ -211,3 +211,21 @@ TEST(Registry, EveryNumericParameterHasBoundsAndAValidDefault) {
       for (auto& v : p.full) EXPECT_NO_THROW(canonical_value(p, v)) << m.full_name() << " " << p.name;
     }
 }
+
+TEST(Params, GridsAreCountedBeforeTheyAreBuilt) {
+  std::vector<ParamSpec> s = {
+      {.name = "a", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000},
+      {.name = "b", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000}};
+  auto values = [](int n) {
+    std::string v = "1";
+    for (int i = 2; i <= n; ++i) v += "," + std::to_string(i);
+    return v;
+  };
+  Overrides ok, big;
+  parse_override("a=" + values(100), ok);
+  parse_override("b=" + values(100), ok);
+  EXPECT_EQ(expand_grid(s, Preset::Default, ok).size(), kMaxGridPoints);
+  parse_override("a=" + values(100), big);
+  parse_override("b=" + values(101), big);
+  EXPECT_THROW(expand_grid(s, Preset::Default, big), UsageError);
+}
