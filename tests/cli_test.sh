@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CLI behaviour on bad input: exit 2, exactly one line on stderr that says what to do, no result
-# file written, no IPC object left behind. And the good paths: list, env, exit codes.
+# CLI behaviour on bad result paths: exit 2, exactly one line on stderr that says what to do, no
+# result file written, no IPC object left behind. And the good paths: list, env, exit codes.
 set -u
 IPCLAB=${1:?usage: cli_test.sh path/to/ipclab}
 tmp=$(mktemp -d)
@@ -19,22 +19,8 @@ expect_usage_error() {  # description, then the arguments
   fi
 }
 
-expect_usage_error "unknown suite"            run nosuchsuite
-expect_usage_error "unknown list suite"       list nosuchsuite
-expect_usage_error "unknown parameter"        run messaging/pipe -p nosuch=1
-expect_usage_error "bad number"               run messaging/pipe -p size=abc
-expect_usage_error "size over the limit"      run messaging/pipe -p size=1G
-expect_usage_error "value not allowed"        run messaging/pipe -p mode=fibers
-expect_usage_error "malformed -p"             run messaging/pipe -p size
-expect_usage_error "impossible combination"   run messaging/pipe -p pattern=throughput -p size=4
-expect_usage_error "bad duration"             run harness/null --duration -1
-expect_usage_error "bad duration text"        run harness/null --duration abc
-expect_usage_error "bad repetitions"          run harness/null --repetitions 0
-expect_usage_error "bad preset"               run harness/null --preset huge
-expect_usage_error "bad cpu list"             run harness/null --cpus 0-x
-expect_usage_error "cpu not here"             run harness/null --cpus 999
-expect_usage_error "unknown option"           run harness/null --frobnicate
-expect_usage_error "unknown command"          frobnicate
+# The bad-input table (options, parameters, filters, CPUs) is tests/fault/test_bad_input.py;
+# here only the result-file checks.
 expect_usage_error "unwritable json"          run harness/null --duration 0.01 --json /nonexistent/dir/x.json
 
 # No result file may be written by a failed invocation.

@@ -31,11 +31,9 @@ namespace {
 
 struct RunArgs {
   std::vector<std::string> filters;
-  std::string preset;
   std::vector<std::string> params;
-  std::optional<int> repetitions;
-  std::optional<double> duration, warmup;
-  std::string cpus, out_dir, json, csv, markdown;
+  // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
+  std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown;
 };
 
 std::string command_line(int argc, char** argv) {
@@ -44,11 +42,13 @@ std::string command_line(int argc, char** argv) {
   return s;
 }
 
-void print_list(const std::string& suite_filter) {
+void print_list(const std::optional<std::string>& suite_filter) {
+  if (suite_filter && suite_filter->empty())
+    throw UsageError("list: empty suite name; give a suite (see `ipclab list`) or none for all");
   auto& reg = Registry::get();
   bool any = false;
   for (auto& m : reg.mechanisms()) {
-    if (!suite_filter.empty() && m.suite != suite_filter) continue;
+    if (suite_filter && m.suite != *suite_filter) continue;
     any = true;
     const char* kind = m.transport ? "transport" : m.loop ? "loop" : "workload";
     fmt::print("{}  [{}]\n    {}\n", m.full_name(), kind, m.help);
@@ -65,7 +65,7 @@ void print_list(const std::string& suite_filter) {
     }
   }
   if (!any)
-    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", suite_filter));
+    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", *suite_filter));
 }
 
 int cmd_env(bool as_json, const std::string& cmdline) {
@@ -104,14 +104,15 @@ std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a
   for (auto [option, path, file] : {std::tuple{"--json", &a.json, "results.json"},
                                     std::tuple{"--csv", &a.csv, "results.csv"},
                                     std::tuple{"--markdown", &a.markdown, "results.md"}}) {
-    if (!path->empty()) t.emplace_back(option, *path);
-    else if (!a.out_dir.empty()) t.emplace_back(option, a.out_dir + "/" + file);
+    if (*path) t.emplace_back(option, **path);  // an empty one is refused by check_target
+    else if (a.out_dir) t.emplace_back(option, *a.out_dir + "/" + file);
   }
   return t;
 }
 
 // --out: an existing folder (true), or a new one whose parent exists and is writable (false).
 bool check_out_dir(const std::string& dir) {
+  if (dir.empty()) throw UsageError("--out needs a folder name, e.g. --out results/now");
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
     output::check_target("--out", dir);  // its text, and its parent folder
@@ -133,7 +134,7 @@ void make_out_dir(const std::string& dir) {
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
   check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
-  // parse
+  // parse: every option and parameter is checked here and in plan, before anything is created.
   Preset preset = Preset::Default;
   RunOptions opts;
   if (a.preset == "quick") {
@@ -145,31 +146,43 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     opts.duration_s = 2.0;
     opts.warmup_s = 0.5;
     opts.repetitions = 5;
-  } else if (!a.preset.empty()) {
-    throw UsageError(fmt::format("--preset '{}': use quick or full", a.preset));
+  } else if (a.preset) {
+    throw UsageError(fmt::format("--preset '{}': use quick or full, or leave --preset out", *a.preset));
   }
-  if (a.duration) opts.duration_s = *a.duration;
-  if (a.warmup) opts.warmup_s = *a.warmup;
-  if (a.repetitions) opts.repetitions = *a.repetitions;
-  if (!(opts.duration_s > 0 && opts.duration_s <= 3600))
-    throw UsageError("--duration must be in (0, 3600] seconds, e.g. --duration 0.5");
-  if (!(opts.warmup_s >= 0 && opts.warmup_s <= 600))
-    throw UsageError("--warmup must be in [0, 600] seconds, e.g. --warmup 0.1");
-  if (opts.repetitions < 1 || opts.repetitions > 1000)
-    throw UsageError("--repetitions must be 1..1000, e.g. --repetitions 5");
-  opts.cpus = a.cpus.empty() ? allowed_cpus() : parse_cpu_list(a.cpus);
+  // Seconds and counts: whole decimal numbers (no blanks, junk, nan or inf) within bounds; the
+  // bounds are written with "!(in range)" so that a NaN could never pass.
+  if (a.duration) {
+    auto v = parse_real(*a.duration);
+    if (!v || !(*v >= 0.001 && *v <= 3600))
+      throw UsageError(fmt::format("--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5",
+                                   *a.duration));
+    opts.duration_s = *v;
+  }
+  if (a.warmup) {
+    auto v = parse_real(*a.warmup);
+    if (!v || !(*v >= 0 && *v <= 600))
+      throw UsageError(fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", *a.warmup));
+    opts.warmup_s = *v;
+  }
+  if (a.repetitions) {
+    auto v = parse_integer(*a.repetitions);
+    if (!v || !(*v >= 1 && *v <= 1000))
+      throw UsageError(fmt::format("--repetitions '{}': give a whole number from 1 to 1000, e.g. --repetitions 5",
+                                   *a.repetitions));
+    opts.repetitions = int(*v);
+  }
+  opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
   Overrides overrides;
   for (auto& p : a.params) parse_override(p, overrides);
 
   // plan
-  auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides);
-  if (benchmarks.empty()) throw UsageError("nothing to run: every combination was impossible; see `ipclab list`");
+  auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides, opts.cpus);
   const auto targets = output_targets(a);
-  const bool out_exists = !a.out_dir.empty() && check_out_dir(a.out_dir);
+  const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
   std::set<std::string> suites;
   for (auto& b : benchmarks) suites.insert(b.mech->suite);
   for (auto& [option, path] : targets) {
-    if (!a.out_dir.empty() && !out_exists && path.rfind(a.out_dir + "/", 0) == 0) continue;  // a new folder
+    if (a.out_dir && !out_exists && path.rfind(*a.out_dir + "/", 0) == 0) continue;  // a new folder
     output::check_target(option, path);
     if (option == "--csv") output::check_csv(path, suites);
   }
@@ -179,7 +192,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   ipc::begin_run();
   ipc::install_signal_cleanup();
   for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
-  if (!a.out_dir.empty()) make_out_dir(a.out_dir);
+  if (a.out_dir) make_out_dir(*a.out_dir);
   // The result files' temporaries now: a place the checks above could not judge (a special or
   // read-only file system) is refused before the run rather than after it.
   std::map<std::string, std::unique_ptr<output::AtomicFile>> pending;
@@ -194,7 +207,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // run
   nlohmann::json context = collect_environment(cmdline);
-  context["preset"] = a.preset.empty() ? "default" : a.preset;
+  context["preset"] = a.preset.value_or("default");
   context["repetitions"] = opts.repetitions;
   context["duration_s"] = opts.duration_s;
   context["warmup_s"] = opts.warmup_s;
@@ -270,19 +283,30 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
 
+  // Options whose text cmd_run parses itself keep it as given: CLI11 would turn an empty value
+  // into the default, and reads integers with base prefixes (010 = 8).
+  auto text_option = [](CLI::App* sub, const std::string& name, std::optional<std::string>& into,
+                        const std::string& help) {
+    return sub->add_option_function<std::string>(name, [&into](const std::string& v) { into = v; }, help);
+  };
   auto* list = app.add_subcommand("list", "Suites, mechanisms and their parameters");
-  std::string list_suite;
-  list->add_option("suite", list_suite, "Only this suite");
+  std::optional<std::string> list_suite;
+  text_option(list, "suite", list_suite, "Only this suite");
 
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Run the benchmarks matching FILTER (suite, suite/mechanism or glob)");
   run->add_option("filter", ra.filters, "suite, suite/mechanism, a mechanism name or a glob; none = all");
-  run->add_option("--preset", ra.preset, "quick (a few points, short runs) or full (the complete grids)");
+  text_option(run, "--preset", ra.preset, "quick (a few points, short runs) or full (the complete grids)")
+      ->type_name("quick|full");
   run->add_option("-p,--param", ra.params, "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
-  run->add_option("--repetitions", ra.repetitions, "repetitions of each benchmark (default 3; full 5)");
-  run->add_option("--duration", ra.duration, "measured seconds per repetition (default 1; quick 0.25; full 2)");
-  run->add_option("--warmup", ra.warmup, "discarded warm-up seconds before each measurement (default 0.2)");
-  run->add_option("--cpus", ra.cpus, "CPUs to place sides on, e.g. 0,1 (default: all allowed)");
+  text_option(run, "--repetitions", ra.repetitions, "repetitions of each benchmark, 1..1000 (default 3; full 5)")
+      ->type_name("N");
+  text_option(run, "--duration", ra.duration, "measured seconds per repetition, 0.001..3600 (default 1; quick 0.25; full 2)")
+      ->type_name("SECONDS");
+  text_option(run, "--warmup", ra.warmup, "discarded warm-up seconds before each measurement, 0..600 (default 0.2)")
+      ->type_name("SECONDS");
+  text_option(run, "--cpus", ra.cpus, "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
+      ->type_name("LIST");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
@@ -291,7 +315,7 @@ int main(int argc, char** argv) {
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;
-  env->add_flag("--json", env_json, "print as JSON");
+  env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   std::vector<std::string> passthrough;
   auto* report = app.add_subcommand("report", "HTML report from result files: report RESULT.json... -o report.html");
@@ -302,6 +326,20 @@ int main(int argc, char** argv) {
     sub->set_help_flag();
   }
 
+  // CLI11 reports an unknown command as "A subcommand is required": name it and the commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "ipclab: unknown command '{}'; use one of {} (see `ipclab --help`)\n",
+                 printable(argv[1]), names);
+      return 2;
+    }
+  }
   if (auto rc = parse_command_line(app, argc, argv, "ipclab", "`ipclab --help`")) return *rc;
 
   try {
@@ -317,11 +355,11 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const UsageError& e) {
     ipc::end_run();
-    fmt::print(stderr, "ipclab: {}\n", e.what());
+    fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
     return 2;
   } catch (const std::exception& e) {
     ipc::end_run();
-    fmt::print(stderr, "ipclab: internal error: {}\n", e.what());
+    fmt::print(stderr, "ipclab: internal error: {}\n", printable(e.what()));
     return 1;
   }
 }

@@ -1,8 +1,11 @@
 #pragma once
 // Command-line parsing shared by the ipclab binary and the tools: help exits 0, and bad input is
-// one line naming the fix on stderr with exit code 2 (CLI11's own message spans several lines).
+// one line naming the fix on stderr with exit code 2 (CLI11's message may carry the user's text:
+// control characters and invalid UTF-8 are escaped, so that it stays one line).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include "core/error.hpp"
 
 #include <optional>
 #include <string>
@@ -21,8 +24,7 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const std::string what = e.what();
-    fmt::print(stderr, "{}: {}; see {}\n", prog, what.substr(0, what.find('\n')), help);
+    fmt::print(stderr, "{}: {}; see {}\n", prog, printable(e.what()), help);
     return 2;
   }
   return std::nullopt;

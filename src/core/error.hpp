@@ -1,6 +1,10 @@
 #pragma once
+#include <fmt/format.h>
+
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ipclab {
 
@@ -13,5 +17,48 @@ struct UsageError : std::runtime_error {
 struct Skip : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// `text` safe to print on one line of a terminal: valid UTF-8 is kept, while control characters
+/// (C0, DEL, C1, U+2028/U+2029 line and paragraph separators) and bytes that are not valid UTF-8
+/// become \n, \t, \r, \xNN or \u{NNNN} escapes. Every message that may carry user text goes
+/// through it before it is printed; text equal to its printable() form has nothing to escape.
+inline std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+      else out += char(c);
+      ++i;
+      continue;
+    }
+    // A multi-byte sequence: its length from the lead byte, then the shortest-form, range and
+    // surrogate rules of RFC 3629; anything else is one invalid byte.
+    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (s[i + k] & 0xc0) == 0x80;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if (ok && len == 3) ok = cp >= 0x800 && !(cp >= 0xd800 && cp <= 0xdfff);
+    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10ffff;
+    if (!ok) {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+      ++i;
+      continue;
+    }
+    if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029) fmt::format_to(std::back_inserter(out), "\\u{{{:04x}}}", cp);
+    else out.append(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
 
 }  // namespace ipclab

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -21,30 +23,38 @@ const char* type_name(ParamType t) {
   return "?";
 }
 
-namespace {
-
-std::optional<int64_t> parse_int(const std::string& s, bool size_suffix) {
-  if (s.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || end == s.c_str()) return std::nullopt;
-  std::string suffix(end);
-  int64_t mult = 1;
-  if (size_suffix && !suffix.empty()) {
-    std::string u;
-    for (char c : suffix) u += char(std::tolower(static_cast<unsigned char>(c)));
-    if (u == "k" || u == "kib" || u == "kb") mult = 1024;
-    else if (u == "m" || u == "mib" || u == "mb") mult = 1024 * 1024;
-    else if (u == "g" || u == "gib" || u == "gb") mult = int64_t(1024) * 1024 * 1024;
-    else return std::nullopt;
-  } else if (!suffix.empty()) {
-    return std::nullopt;
-  }
-  return int64_t(v) * mult;
+std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix) {
+  // std::from_chars: the whole text, base 10, no blanks, no '+', no hex or octal prefixes, and
+  // out-of-range reported instead of wrapped.
+  int64_t v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, v, 10);
+  if (ec != std::errc() || end == first) return std::nullopt;
+  std::string suffix(end, last);
+  if (suffix.empty()) return v;
+  if (!size_suffix) return std::nullopt;
+  for (char& c : suffix) c = char(std::tolower(static_cast<unsigned char>(c)));
+  int64_t mult = 0;
+  if (suffix == "k" || suffix == "kib" || suffix == "kb") mult = int64_t(1) << 10;
+  else if (suffix == "m" || suffix == "mib" || suffix == "mb") mult = int64_t(1) << 20;
+  else if (suffix == "g" || suffix == "gib" || suffix == "gb") mult = int64_t(1) << 30;
+  else return std::nullopt;
+  int64_t out = 0;
+  if (__builtin_mul_overflow(v, mult, &out)) return std::nullopt;
+  return out;
 }
 
-}  // namespace
+std::optional<double> parse_real(std::string_view text) {
+  // std::from_chars: the whole text in plain decimal or scientific form; nan, inf and values
+  // that overflow a double are not numbers here.
+  double v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ec != std::errc() || end != last || end == first || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 
 std::string canonical_value(const ParamSpec& spec, const std::string& value) {
   auto bad = [&](const std::string& want) {
@@ -55,20 +65,19 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
   switch (spec.type) {
     case ParamType::Int:
     case ParamType::Size: {
-      auto v = parse_int(value, spec.type == ParamType::Size);
-      if (!v) throw bad(spec.type == ParamType::Size ? "a size (e.g. 64, 4K, 1M)" : "an integer");
-      if (*v < spec.min || *v > spec.max)
-        throw UsageError(fmt::format("parameter '{}': {} is out of range; use {}..{}", spec.name,
-                                     value, spec.min, spec.max));
+      // One message for text that is no number, that overflows, and that is out of bounds.
+      auto v = parse_integer(value, spec.type == ParamType::Size);
+      if (!v || *v < spec.min || *v > spec.max)
+        throw bad(fmt::format("{} from {} to {}{}", spec.type == ParamType::Size ? "a size" : "an integer",
+                              spec.min, spec.max,
+                              spec.type == ParamType::Size ? " bytes (e.g. 64, 4K, 1M)" : ""));
       out = std::to_string(*v);
       break;
     }
     case ParamType::Double: {
-      char* end = nullptr;
-      errno = 0;
-      double d = std::strtod(value.c_str(), &end);
-      if (errno || end == value.c_str() || *end) throw bad("a number");
-      (void)d;
+      auto d = parse_real(value);
+      if (!d || *d < double(spec.min) || *d > double(spec.max))
+        throw bad(fmt::format("a finite number from {} to {}", spec.min, spec.max));
       break;
     }
     case ParamType::Bool:
@@ -77,6 +86,8 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       else throw bad("a boolean (0 or 1)");
       break;
     case ParamType::String:
+      // Values go into result names, CSV and JSON: printable UTF-8 only.
+      if (printable(value) != value) throw bad("printable text (no control characters, valid UTF-8)");
       if (spec.path) {
         if (value.empty() || value[0] != '/' || value.find_first_of(":,= %") != std::string::npos)
           throw bad("an absolute path without ':', ',', '=', '%' or spaces");
@@ -167,13 +178,22 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
     else if (preset == Preset::Full && !s.full.empty()) raw = s.full;
     else if (preset != Preset::Default && !s.quick.empty()) raw = s.quick;
     else raw = {s.def};
-    std::vector<std::string> vals;
+    std::vector<std::string> vals;  // in the order given, each once
+    std::set<std::string> seen;
     for (auto& r : raw) {
       auto c = canonical_value(s, r);
-      if (std::find(vals.begin(), vals.end(), c) == vals.end()) vals.push_back(c);
+      if (seen.insert(c).second) vals.push_back(c);
     }
     axes.push_back(std::move(vals));
   }
+  // The product is counted before it is built: a few long -p lists must not exhaust memory.
+  size_t points = 1;
+  for (auto& a : axes)
+    if (__builtin_mul_overflow(points, a.size(), &points)) points = SIZE_MAX;
+  if (points > kMaxGridPoints)
+    throw UsageError(fmt::format("-p values make {} combinations; at most {} in one run: split it into "
+                                 "several, with fewer values per -p", points == SIZE_MAX ? "too many" : std::to_string(points),
+                                 kMaxGridPoints));
   std::vector<Params> out;
   std::vector<size_t> idx(specs.size(), 0);
   while (true) {

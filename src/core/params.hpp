@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,13 @@ struct ParamSpec {
   /// String holding an absolute filesystem path: '/' allowed (written as %2F in result names).
   bool path = false;
 };
+
+/// `text` as a base-10 integer, whole (no blanks, '+', prefixes or junk), with a size suffix
+/// (K/KiB/KB, M/MiB/MB, G/GiB/GB: powers of 1024) when `size_suffix`; nothing when it is not one
+/// or does not fit an int64_t (suffix included).
+std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix = false);
+/// `text` as a finite decimal number, whole (no blanks, '+', hex, nan or inf); nothing otherwise.
+std::optional<double> parse_real(std::string_view text);
 
 /// Canonical text of `value` for `spec` (sizes as plain byte counts), or UsageError.
 std::string canonical_value(const ParamSpec& spec, const std::string& value);
@@ -67,8 +75,11 @@ using Overrides = std::map<std::string, std::vector<std::string>>;
 /// Parses `name=v1,v2` into overrides (UsageError on bad shape).
 void parse_override(const std::string& arg, Overrides& into);
 
+/// Most points one grid may have (the full presets have a few hundred).
+constexpr size_t kMaxGridPoints = 10000;
+
 /// The cartesian product of every parameter's values, in declaration order: overrides first,
-/// then the preset's list, then the default.
+/// then the preset's list, then the default. UsageError over kMaxGridPoints points.
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
                                 const Overrides& overrides);
 

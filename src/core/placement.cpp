@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/params.hpp"
 
 namespace ipclab {
 
@@ -22,41 +23,46 @@ std::vector<int> allowed_cpus() {
 }
 
 std::vector<int> parse_cpu_list(const std::string& text) {
-  std::vector<int> out;
   auto allowed = allowed_cpus();
-  size_t pos = 0;
-  auto bad = [&] {
-    return UsageError(fmt::format("--cpus '{}': write a list like 0,1 or 0-3", text));
-  };
-  while (pos < text.size()) {
-    auto comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    std::string part = text.substr(pos, comma - pos);
-    auto dash = part.find('-');
-    try {
-      size_t used = 0;
-      int lo = std::stoi(part.substr(0, dash), &used);
-      if (used != (dash == std::string::npos ? part.size() : dash)) throw bad();
-      int hi = lo;
-      if (dash != std::string::npos) {
-        hi = std::stoi(part.substr(dash + 1), &used);
-        if (used != part.size() - dash - 1) throw bad();
-      }
-      if (lo < 0 || hi < lo) throw bad();
-      for (int c = lo; c <= hi; ++c) out.push_back(c);
-    } catch (const UsageError&) {
-      throw;
-    } catch (...) {
-      throw bad();
-    }
-    pos = comma + 1;
-  }
-  if (out.empty()) throw bad();
+  auto is_allowed = [&](int64_t c) { return std::find(allowed.begin(), allowed.end(), c) != allowed.end(); };
   std::string have;
   for (int c : allowed) have += (have.empty() ? "" : ",") + std::to_string(c);
-  for (int c : out)
-    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
-      throw UsageError(fmt::format("--cpus: CPU {} is not available here; choose from {}", c, have));
+  if (text.empty())
+    throw UsageError(fmt::format("--cpus is empty: list CPUs like 0,1 or 0-3 from {}, or leave --cpus out", have));
+  // Every number is checked against the allowed set before a range is expanded, so a range
+  // is at most CPU_SETSIZE long whatever the text says.
+  auto cpu = [&](std::string_view num) {
+    auto v = parse_integer(num);
+    if (!v)
+      throw UsageError(fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3",
+                                   text, num));
+    if (*v < 0 || *v >= CPU_SETSIZE || !is_allowed(*v))
+      throw UsageError(fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, num, have));
+    return int(*v);
+  };
+  std::vector<int> out;
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view part = std::string_view(text).substr(pos, comma - pos);
+    pos = comma + 1;
+    if (part.empty())
+      throw UsageError(fmt::format("--cpus '{}': empty element; write a list like 0,1 or 0-3", text));
+    const size_t dash = part.find('-', 1);  // a leading '-' is a sign, which cpu() refuses
+    const int lo = cpu(part.substr(0, dash));
+    int hi = lo;
+    if (dash != std::string_view::npos) {
+      hi = cpu(part.substr(dash + 1));
+      if (hi < lo)
+        throw UsageError(fmt::format("--cpus '{}': range {} is reversed; write {}-{}", text, part, hi, lo));
+    }
+    for (int c = lo; c <= hi; ++c) {
+      if (!is_allowed(c))
+        throw UsageError(fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, c, have));
+      if (std::find(out.begin(), out.end(), c) != out.end())
+        throw UsageError(fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", text, c));
+      out.push_back(c);
+    }
+  }
   return out;
 }
 
@@ -71,15 +77,32 @@ void pin_current_thread(int cpu) {
 
 int current_cpu() { return sched_getcpu(); }
 
+int cpus_needed(const std::string& layout) {
+  if (layout == "unpinned") return 0;
+  if (layout == "same") return 1;
+  if (layout == "cross") return 2;
+  throw UsageError(fmt::format("unknown placement '{}'; use same, cross or unpinned", layout));
+}
+
+std::string placement_problem(const std::string& layout, const std::vector<int>& cpus) {
+  const size_t need = size_t(cpus_needed(layout));
+  std::vector<int> distinct = cpus;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() >= need) return "";
+  std::string have;
+  for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
+  return fmt::format("placement {} needs {} distinct CPUs but only {} {} available ({}); give --cpus "
+                     "with {} CPUs, e.g. --cpus 0,1, or choose another placement",
+                     layout, need, distinct.size(), distinct.size() == 1 ? "is" : "are",
+                     have.empty() ? "none" : have, need);
+}
+
 int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cpus) {
   if (layout == "unpinned" || cpus.empty()) return -1;
+  if (std::string why = placement_problem(layout, cpus); !why.empty()) throw UsageError(why);
   if (layout == "same") return cpus[0];
-  if (layout == "cross") {
-    if (cpus.size() < 2)
-      throw UsageError("placement cross needs two CPUs; give --cpus with two CPUs, e.g. --cpus 0,1");
-    return cpus[side == 0 ? 0 : 1];
-  }
-  throw UsageError(fmt::format("unknown placement '{}'; use same, cross or unpinned", layout));
+  return cpus[side == 0 ? 0 : 1];
 }
 
 }  // namespace ipclab

@@ -6,7 +6,8 @@ namespace ipclab {
 
 /// CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowed_cpus();
-/// Parses a CPU list such as "0,1" or "0-3"; UsageError when a CPU is not allowed here.
+/// Parses a CPU list such as "0,1" or "0-3" (ascending ranges, each CPU once); UsageError for
+/// anything else, and when a CPU is not allowed here.
 std::vector<int> parse_cpu_list(const std::string& text);
 /// Pins the calling thread to `cpu` (no-op for -1); throws std::system_error on failure.
 void pin_current_thread(int cpu);
@@ -15,7 +16,12 @@ int current_cpu();
 
 /// Layouts of two sides: `same` (both on cpus[0]), `cross` (side 0 on cpus[0], side 1 on
 /// cpus[1]), `unpinned` (the scheduler decides).
-/// Returns the CPU for `side` (0 or 1) under `layout`, or -1 for unpinned.
+/// Returns the CPU for `side` (0 or 1) under `layout`, or -1 for unpinned; UsageError when the
+/// layout is impossible on `cpus` (the planner rules that out before a run starts).
+/// Distinct CPUs `layout` needs (unpinned 0, same 1, cross 2); UsageError for an unknown layout.
+int cpus_needed(const std::string& layout);
+/// Why `layout` cannot run on `cpus` (too few distinct CPUs), or "" when it can.
+std::string placement_problem(const std::string& layout, const std::vector<int>& cpus);
 int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cpus);
 
 }  // namespace ipclab

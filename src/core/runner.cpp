@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/patterns.hpp"
+#include "core/placement.hpp"
 
 namespace ipclab {
 
@@ -50,6 +51,11 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
   std::vector<const Mechanism*> out;
   auto& all = Registry::get().mechanisms();
   for (auto& f : filters) {
+    if (f.empty())
+      throw UsageError("empty filter; give a suite, suite/mechanism or glob (see `ipclab list`), or none for all");
+    if (printable(f) != f)
+      throw UsageError(fmt::format("filter '{}' has control characters or bytes that are not UTF-8; "
+                                   "filters are suite and mechanism names (see `ipclab list`)", f));
     bool any = false;
     for (auto& m : all)
       if (filter_matches(f, m)) any = true;
@@ -65,7 +71,7 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
 }
 
 std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
-                                   const Overrides& overrides) {
+                                   const Overrides& overrides, const std::vector<int>& cpus) {
   std::set<std::string> known;
   for (auto* m : mechs)
     for (auto& p : m->params) known.insert(p.name);
@@ -74,14 +80,18 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
       throw UsageError(fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", name));
 
   std::vector<PlannedBenchmark> out;
+  std::string dropped;  // why the first impossible point was left out
   for (auto* m : mechs) {
     bool asked = false;
     for (auto& p : m->params) asked = asked || overrides.count(p.name);
     for (auto& point : expand_grid(m->params, preset, overrides)) {
-      std::string why = m->check ? m->check(point) : "";
+      // A layout needs as many distinct CPUs as it places sides on; then the mechanism's own rules.
+      std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
+      if (why.empty() && m->check) why = m->check(point);
       if (!why.empty()) {
         if (asked)
           throw UsageError(fmt::format("{}/{}: {}", m->full_name(), point.path(), why));
+        if (dropped.empty()) dropped = fmt::format("{}/{}: {}", m->full_name(), point.path(), why);
         continue;
       }
       std::string name = m->full_name();
@@ -89,6 +99,8 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
       out.push_back({m, point, name});
     }
   }
+  if (out.empty())
+    throw UsageError(fmt::format("nothing to run: every combination is impossible here, e.g. {}", dropped));
   return out;
 }
 

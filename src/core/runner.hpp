@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/mechanism.hpp"
+#include "core/placement.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
 
@@ -18,13 +19,17 @@ struct PlannedBenchmark {
 };
 
 /// Mechanisms whose `suite/name` matches any filter: a glob (`*`, `?`), or a prefix ending at a
-/// `/` boundary, or a bare mechanism name. No filter = all. UsageError when a filter matches none.
+/// `/` boundary, or a bare mechanism name. No filter = all. UsageError when a filter is empty, is
+/// not printable UTF-8 (control characters, invalid bytes), or matches none.
 std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters);
 
-/// The grid of every selected mechanism. Impossible points are dropped from preset grids, and are
-/// a UsageError when the user asked for them with -p. UsageError for -p names no mechanism has.
+/// The grid of every selected mechanism. Impossible points (a placement with more sides than
+/// distinct `cpus`, or the mechanism's check) are dropped from preset grids, and are a UsageError
+/// when the user asked for them with -p. UsageError for -p names no mechanism has, and when no
+/// point is left.
 std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
-                                   const Overrides& overrides);
+                                   const Overrides& overrides,
+                                   const std::vector<int>& cpus = allowed_cpus());
 
 /// Runs one repetition of one benchmark; never throws for benchmark failures (they go into the
 /// record), only for UsageError.

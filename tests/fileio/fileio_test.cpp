@@ -180,6 +180,8 @@ TEST_F(FileIo, BadParametersAreUsageErrors) {
   EXPECT_THROW(run("psync", {{"qd", {"0"}}}), UsageError);
   EXPECT_THROW(run("psync", {{"pattern", {"diagonal"}}}), UsageError);
   EXPECT_THROW(run("libaio", {{"file_size", {"100000"}}}), UsageError);  // not 64 KiB multiple
+  Overrides odd{{"file_size", {"100000"}}};
+  EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, odd), UsageError);  // by the plan
   EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);       // warm + O_DIRECT
   Overrides o{{"dir", {"relative/path"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, o), UsageError);
@@ -190,9 +192,8 @@ TEST_F(FileIo, BadParametersAreUsageErrors) {
   char shm_dir[] = "/dev/shm/ipclab-fileio-test-XXXXXX";
   if (mkdtemp(shm_dir)) {
     Overrides shm{{"dir", {shm_dir}}, {"file_size", {"1M"}}};
-    auto planned = plan(select_mechanisms({"fileio/libaio"}), Preset::Default, shm);
-    RunOptions opts;
-    EXPECT_THROW(run_one(planned.at(0), opts, 0), UsageError);  // tmpfs refused for O_DIRECT
+    // tmpfs refused for O_DIRECT, by the plan (before anything runs)
+    EXPECT_THROW(plan(select_mechanisms({"fileio/libaio"}), Preset::Default, shm), UsageError);
     rmdir(shm_dir);
   }
 }

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+
 #include "core/error.hpp"
+#include "core/mechanism.hpp"
+#include "core/placement.hpp"
+#include "core/runner.hpp"
 
 using namespace ipclab;
 
@@ -69,4 +75,157 @@ TEST(Params, JsonHasNumbersAsNumbers) {
   EXPECT_EQ(j["size"], 64);
   EXPECT_TRUE(j["mode"].is_string());
   EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 0.5);
+}
+
+TEST(Params, IntegersAreWholeDecimalTextThatFits) {
+  EXPECT_EQ(parse_integer("42"), 42);
+  EXPECT_EQ(parse_integer("-7"), -7);
+  EXPECT_EQ(parse_integer("010"), 10) << "decimal, not octal";
+  EXPECT_EQ(parse_integer("4K", true), 4096);
+  EXPECT_EQ(parse_integer("2MiB", true), 2 << 20);
+  EXPECT_EQ(parse_integer("1gb", true), int64_t(1) << 30);
+  for (const char* bad : {"", " 1", "1 ", "+1", "0x10", "1e3", "1.5", "1K", "abc", "9223372036854775808",
+                          "-9223372036854775809", "1\n"})
+    EXPECT_FALSE(parse_integer(bad).has_value()) << bad;
+  for (const char* bad : {"18014398509481985K", "9999999999G", "8589934592G", "1T", "1KK", "1.5K", "K", "-K"})
+    EXPECT_FALSE(parse_integer(bad, true).has_value()) << bad << ": overflow or junk must not wrap";
+  EXPECT_EQ(parse_integer("8589934591G", true), int64_t(8589934591) << 30);
+}
+
+TEST(Params, RealsAreFiniteDecimalText) {
+  EXPECT_DOUBLE_EQ(*parse_real("0.5"), 0.5);
+  EXPECT_DOUBLE_EQ(*parse_real("1e-3"), 1e-3);
+  EXPECT_DOUBLE_EQ(*parse_real("-2"), -2.0);
+  for (const char* bad : {"", "nan", "NaN", "inf", "-inf", "infinity", "1e309", " 1", "1 ", "+1", "0x1p-2",
+                          "0,5", "0.5s", "abc"})
+    EXPECT_FALSE(parse_real(bad).has_value()) << bad;
+}
+
+TEST(Params, NumericValuesNeverWrapAndNameTheirBounds) {
+  auto s = specs();
+  try {
+    canonical_value(s[0], "18014398509481985K");  // x 1024 wraps to 1024 in 64 bits
+    FAIL() << "a wrapping size was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("from 1 to 65536"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"-1K", " 64", "+64", "64 ", "0x40", "1e3", "9223372036854775808"})
+    EXPECT_THROW(canonical_value(s[0], bad), UsageError) << bad;
+  ParamSpec ratio{.name = "ratio", .type = ParamType::Double, .def = "0.5", .min = 0, .max = 1};
+  EXPECT_EQ(canonical_value(ratio, "0.25"), "0.25");
+  for (const char* bad : {"nan", "inf", "2", "-0.5", "0.5x"}) EXPECT_THROW(canonical_value(ratio, bad), UsageError) << bad;
+}
+
+TEST(Params, StringValuesArePrintableUtf8) {
+  ParamSpec word{.name = "a", .type = ParamType::String, .def = "epoll"};
+  EXPECT_EQ(canonical_value(word, "caf\xc3\xa9"), "caf\xc3\xa9");
+  for (const char* bad : {"ep\x01oll", "ep\noll", "ep\x7foll", "ep\xffoll", "\xc0\xaf", "\xc2\x85"})
+    EXPECT_THROW(canonical_value(word, bad), UsageError) << printable(bad);
+  ParamSpec path{.name = "dir", .type = ParamType::String, .def = "/tmp", .path = true};
+  EXPECT_THROW(canonical_value(path, "/tmp/a\nb"), UsageError);
+}
+
+TEST(Params, PrintableEscapesControlsAndInvalidUtf8Only) {
+  EXPECT_EQ(printable("plain — café 😀"), "plain — café 😀");
+  EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable("\x1b[31m\x7f"), "\\x1b[31m\\x7f");
+  EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf") << "overlong form";
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80") << "UTF-16 surrogate";
+  EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80") << "above U+10FFFF";
+  EXPECT_EQ(printable("x\xe2\x82"), "x\\xe2\\x82") << "truncated sequence";
+  EXPECT_EQ(printable("\xc2\x85"), "\\u{0085}") << "C1 next line";
+  EXPECT_EQ(printable("\xe2\x80\xa8"), "\\u{2028}") << "line separator";
+  for (std::string s : {std::string("a\nb"), std::string("\xff\n\xe2\x80\xa9")})
+    EXPECT_EQ(printable(s).find_first_of("\n\r"), std::string::npos);
+}
+
+TEST(Placement, CpuListsAreCheckedBeforeTheyAreExpanded) {
+  const auto allowed = allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  const std::string a = std::to_string(allowed[0]);
+  EXPECT_EQ(parse_cpu_list(a), std::vector<int>{allowed[0]});
+  EXPECT_EQ(parse_cpu_list(a + "-" + a), std::vector<int>{allowed[0]});
+  if (allowed.size() > 1 && allowed[1] == allowed[0] + 1) {
+    const std::string b = std::to_string(allowed[1]);
+    EXPECT_EQ(parse_cpu_list(a + "-" + b), (std::vector<int>{allowed[0], allowed[1]}));
+    EXPECT_EQ(parse_cpu_list(b + "," + a), (std::vector<int>{allowed[1], allowed[0]})) << "order is kept";
+    EXPECT_THROW(parse_cpu_list(b + "-" + a), UsageError) << "reversed";
+  }
+  for (const std::string& bad : std::vector<std::string>{"", a + "," + a, a + "," + a + "-" + a, a + ",", "," + a, " " + a,
+                          "+" + a, "0x0", "-1", a + "-", "0-x", "1024", "0-99999999999999999999", a + "\n"})
+    EXPECT_THROW(parse_cpu_list(bad), UsageError) << printable(bad);
+  // A huge range is refused by its bound, at once (expanding it first took seconds and a gigabyte).
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(parse_cpu_list("0-2147483647"), UsageError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+}
+
+TEST(Placement, LayoutsNeedDistinctCpus) {
+  EXPECT_EQ(cpus_needed("unpinned"), 0);
+  EXPECT_EQ(cpus_needed("same"), 1);
+  EXPECT_EQ(cpus_needed("cross"), 2);
+  EXPECT_THROW(cpus_needed("diagonal"), UsageError);
+  EXPECT_EQ(placement_problem("cross", {0, 1}), "");
+  EXPECT_EQ(placement_problem("same", {3}), "");
+  EXPECT_EQ(placement_problem("unpinned", {}), "");
+  EXPECT_NE(placement_problem("cross", {0}), "");
+  EXPECT_NE(placement_problem("cross", {0, 0}), "") << "two entries, one CPU";
+  EXPECT_NE(placement_problem("same", {}), "");
+  EXPECT_THROW(cpu_for_side("cross", 1, {0, 0}), UsageError);
+  EXPECT_EQ(cpu_for_side("cross", 1, {2, 5}), 5);
+}
+
+TEST(Placement, ThePlannerRefusesALayoutTheCpusCannotHold) {
+  const std::vector<int> one{allowed_cpus().at(0)};
+  Overrides cross;
+  parse_override("placement=cross", cross);
+  EXPECT_THROW(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, cross, one), UsageError)
+      << "asked for with -p: a usage error";
+  EXPECT_EQ(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, cross, {0, 1}).size(), 1u);
+  // Not asked for: left out of the grid, and when nothing is left that is a usage error too.
+  for (auto& b : plan(select_mechanisms({"anchors"}), Preset::Full, {}, one))
+    EXPECT_NE(b.params.str_or("placement", "unpinned"), "cross") << b.name;
+  EXPECT_THROW(plan(select_mechanisms({"anchors/c2c"}), Preset::Default, {}, one), UsageError);
+}
+
+TEST(Filters, EmptyOrUnprintableFiltersAreRefused) {
+  EXPECT_THROW(select_mechanisms({""}), UsageError);
+  EXPECT_THROW(select_mechanisms({"harness/null\n"}), UsageError);
+  EXPECT_THROW(select_mechanisms({"harness/\xffnull"}), UsageError);
+  EXPECT_EQ(select_mechanisms({"harness/null"}).size(), 1u);
+}
+
+TEST(Registry, EveryNumericParameterHasBoundsAndAValidDefault) {
+  // Unbounded numbers reach the mechanisms as overflowing timeouts and sizes; every declaration
+  // says its range, and its default and preset values are in it.
+  for (auto& m : Registry::get().mechanisms())
+    for (auto& p : m.params) {
+      if (p.type == ParamType::Int || p.type == ParamType::Size) {
+        EXPECT_NE(p.min, INT64_MIN) << m.full_name() << " " << p.name;
+        EXPECT_NE(p.max, INT64_MAX) << m.full_name() << " " << p.name;
+      }
+      EXPECT_NO_THROW(canonical_value(p, p.def)) << m.full_name() << " " << p.name;
+      for (auto& v : p.quick) EXPECT_NO_THROW(canonical_value(p, v)) << m.full_name() << " " << p.name;
+      for (auto& v : p.full) EXPECT_NO_THROW(canonical_value(p, v)) << m.full_name() << " " << p.name;
+    }
+}
+
+TEST(Params, GridsAreCountedBeforeTheyAreBuilt) {
+  std::vector<ParamSpec> s = {
+      {.name = "a", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000},
+      {.name = "b", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000}};
+  auto values = [](int n) {
+    std::string v = "1";
+    for (int i = 2; i <= n; ++i) v += "," + std::to_string(i);
+    return v;
+  };
+  Overrides ok, big;
+  parse_override("a=" + values(100), ok);
+  parse_override("b=" + values(100), ok);
+  EXPECT_EQ(expand_grid(s, Preset::Default, ok).size(), kMaxGridPoints);
+  parse_override("a=" + values(100), big);
+  parse_override("b=" + values(101), big);
+  EXPECT_THROW(expand_grid(s, Preset::Default, big), UsageError);
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 #include "core/error.hpp"
@@ -57,14 +58,29 @@ Params side_params(const Mechanism& m, const Params& p, const char* set_param) {
   return side;
 }
 
-void run_ab(Session& s) {
-  const Params& p = s.params();
-  const Mechanism* m[2] = {&echo_mechanism(p.str("a")), &echo_mechanism(p.str("b"))};
+// a, b, a_set and b_set name servers and their settings; UsageError when they do not.
+std::pair<std::array<const Mechanism*, 2>, std::array<Params, 2>> sides_of(const Params& p) {
+  const std::array<const Mechanism*, 2> m = {&echo_mechanism(p.str("a")), &echo_mechanism(p.str("b"))};
   if (m[0] == m[1] && p.str("a_set") == p.str("b_set"))
     throw UsageError("echo/ab: a and b are the same server with the same settings; pick two different ones");
+  return {m, {side_params(*m[0], p, "a_set"), side_params(*m[1], p, "b_set")}};
+}
+
+// The planner's check: the same rules as sides_of, so that bad names are refused before a run.
+std::string check_ab(const Params& p) {
+  try {
+    sides_of(p);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void run_ab(Session& s) {
+  const Params& p = s.params();
+  const auto [m, sp] = sides_of(p);
   prepare_client(p, 2);
 
-  Params sp[2] = {side_params(*m[0], p, "a_set"), side_params(*m[1], p, "b_set")};
   ServerLaunch launch[2] = {launch_of(*m[0], sp[0], s.options()), launch_of(*m[1], sp[1], s.options())};
   servers::ServerProcess srv0 = start_server(launch[0], server_cpu(s.options()), sp[0]);
   servers::ServerProcess srv1 = start_server(launch[1], server_cpu(s.options()), sp[1]);
@@ -140,6 +156,7 @@ IPCLAB_REGISTER(Mechanism{
                  "of a shorter --duration)", .min = 0, .max = 10000},
     }),
     .workload = run_ab,
+    .check = check_ab,
 });
 
 }  // namespace

@@ -119,7 +119,14 @@ ParamSpec cache_param() {
 std::string check_cache(const Params& p, bool direct) {
   if (direct && p.has("cache") && p.str("cache") == "warm")
     return "cache=warm has no effect with O_DIRECT; use cache=drop or a buffered variant";
-  return check_dir(p.str("dir"));
+  const uint64_t size = uint64_t(p.i64("file_size"));
+  if (size % kSeqSize)
+    return fmt::format("-p file_size={} is not a multiple of 64 KiB; use e.g. 1G or 64M", size);
+  const std::string dir = p.str("dir");
+  if (direct && is_tmpfs(dir))
+    return fmt::format("-p dir={} is tmpfs, which has no disk and refuses O_DIRECT; use a directory on a disk, "
+                       "e.g. {}", dir, kDefaultDir);
+  return check_dir(dir);
 }
 
 void fill_block(void* buf, uint64_t off) {
@@ -315,12 +322,7 @@ double resident_fraction(const std::string& path) {
 Setup prepare(Session& s, bool direct) {
   const Params& p = s.params();
   const uint64_t size = uint64_t(p.i64("file_size"));
-  if (size % kSeqSize)
-    throw UsageError(fmt::format("-p file_size={} is not a multiple of 64 KiB; use e.g. 1G or 64M", size));
   const std::string dir = p.str("dir");
-  if (direct && is_tmpfs(dir))
-    throw UsageError(fmt::format("-p dir={} is tmpfs, which has no disk and refuses O_DIRECT; use a "
-                                 "directory on a disk, e.g. {}", dir, kDefaultDir));
   Record& rec = s.record();
   const uint64_t t0 = now_ns();
   Setup su{.path = ensure_file(dir, size),

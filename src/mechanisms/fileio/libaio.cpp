@@ -112,7 +112,7 @@ IPCLAB_REGISTER(Mechanism{
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
     .params = common_params({}),
     .workload = workload,
-    .check = [](const Params& p) { return check_dir(p.str("dir")); },
+    .check = [](const Params& p) { return check_cache(p, true); },
 });
 
 }  // namespace

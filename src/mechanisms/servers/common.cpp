@@ -361,9 +361,11 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
   };
   for (auto& p : m.extra_params) ps.push_back(p);
   ps.push_back({.name = "connect_timeout_ms", .type = ParamType::Int, .def = "3000",
-                .help = "a connect not completed by then counts as rejected", .min = 1});
+                .help = "a connect not completed by then counts as rejected", .min = 1,
+                .max = 3'600'000});
   ps.push_back({.name = "session_timeout_ms", .type = ParamType::Int, .def = "10000",
-                .help = "a started session not completed by then counts as lost", .min = 1});
+                .help = "a started session not completed by then counts as lost", .min = 1,
+                .max = 3'600'000});
   ps.push_back(std_params::placement({"cross", "same", "unpinned"}, {"cross"}));
   return ps;
 }

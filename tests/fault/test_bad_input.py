@@ -1,0 +1,312 @@
+"""Bad input is refused up front: exit code 2, one line on stderr ("ipclab: ..." naming the fix),
+nothing on stdout, nothing created in TMPDIR or in the working folder. A table of hostile command
+lines, each run in its own sandbox (the `lab` fixture), and a few good ones that must still run,
+so that a binary refusing everything fails here too.
+
+    IPCLAB_BIN=build/release/ipclab python3 -m pytest -q -p no:cacheprovider tests/fault/test_bad_input.py
+"""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BINARY
+
+ALLOWED = sorted(os.sched_getaffinity(0))
+A = str(ALLOWED[0])  # a CPU this process may use
+B = str(ALLOWED[1]) if len(ALLOWED) > 1 else None  # a second one, when there is one
+NOT_HERE = str(next(c for c in range(1024) if c not in ALLOWED))  # a CPU number not allowed here
+QUICK = ["--duration", "0.05", "--warmup", "0", "--repetitions", "1"]
+
+
+def run(lab, args, timeout=60):
+    """Runs ipclab with `args` (str or bytes: bytes reach argv unchanged) in the sandbox."""
+    return subprocess.run([BINARY, *args], cwd=lab.work, env=lab.env(), capture_output=True,
+                          timeout=timeout)
+
+
+def case(id_, *args, expect=None):
+    """One bad command line; `expect` is text the error line must contain (the fix it names)."""
+    return pytest.param(list(args), expect, id=id_)
+
+
+BAD = [
+    # Commands and their own arguments.
+    case("no-command"),
+    case("unknown-command", "frobnicate", expect="unknown command 'frobnicate'"),
+    case("unknown-command-newline", b"fr\nob", expect="'fr\\nob'"),
+    case("unknown-command-non-utf8", b"\xff", expect="'\\xff'"),
+    case("unknown-option-before-command", "--frobnicate"),
+    case("unknown-option-run", "run", "harness/null", "--frobnicate"),
+    case("unknown-option-list", "list", "--frobnicate"),
+    case("unknown-option-env", "env", "--frobnicate"),
+    case("env-extra-argument", "env", "extra"),
+    case("env-json-twice", "env", "--json", "--json", expect="--json"),
+    case("list-unknown-suite", "list", "nosuchsuite", expect="unknown suite 'nosuchsuite'"),
+    case("list-empty-suite", "list", "", expect="empty suite"),
+    case("list-two-suites", "list", "messaging", "echo"),
+    case("list-suite-escape-sequence", "list", "\x1b[31m", expect="'\\x1b[31m'"),
+    case("list-suite-non-utf8", "list", b"mess\xffaging", expect="\\xff"),
+    case("list-suite-mechanism", "list", "messaging/pipe", expect="unknown suite"),
+    # Filters.
+    case("filter-unknown-suite", "run", "nosuchsuite", expect="no benchmark matches 'nosuchsuite'"),
+    case("filter-empty", "run", "", expect="empty filter"),
+    case("filter-newline", "run", "harness/nu\nll", expect="'harness/nu\\nll'"),
+    case("filter-trailing-newline", "run", "harness/null\n", expect="control characters"),
+    case("filter-tab", "run", "harness\t", expect="control characters"),
+    case("filter-carriage-return", "run", "harness/null\rmessaging", expect="\\r"),
+    case("filter-escape-sequence", "run", "\x1b[2J", expect="\\x1b"),
+    case("filter-delete", "run", "harness/null\x7f", expect="\\x7f"),
+    case("filter-c1-next-line", "run", "harness/\u0085null", expect="\\u{0085}"),
+    case("filter-line-separator", "run", "harness/\u2028null", expect="\\u{2028}"),
+    case("filter-non-utf8", "run", b"\xff\xfe", expect="'\\xff\\xfe'"),
+    case("filter-overlong-utf8", "run", b"harness/\xc0\xafnull", expect="\\xc0\\xaf"),
+    case("filter-utf16-surrogate", "run", b"harness/\xed\xa0\x80", expect="\\xed\\xa0\\x80"),
+    case("filter-truncated-utf8", "run", b"harness/\xe2\x82", expect="\\xe2\\x82"),
+    case("filter-suite-prefix", "run", "messag", expect="no benchmark matches"),
+    case("filter-good-and-unknown", "run", "harness/null", "nosuch", expect="'nosuch'"),
+    case("filter-glob-matching-nothing", "run", "zz*", expect="'zz*'"),
+    case("filter-broken-glob", "run", "[", expect="'['"),
+    # --preset.
+    case("preset-unknown", "run", "harness/null", "--preset", "huge", expect="--preset 'huge'"),
+    case("preset-empty", "run", "harness/null", "--preset", "", expect="--preset ''"),
+    case("preset-capitalised", "run", "harness/null", "--preset", "Quick", expect="quick or full"),
+    case("preset-twice", "run", "harness/null", "--preset", "quick", "--preset", "full", expect="--preset"),
+    case("preset-missing-value", "run", "harness/null", "--preset"),
+    # --duration.
+    case("duration-negative", "run", "harness/null", "--duration", "-1", expect="--duration '-1'"),
+    case("duration-text", "run", "harness/null", "--duration", "abc", expect="--duration 'abc'"),
+    case("duration-empty", "run", "harness/null", "--duration", "", expect="--duration ''"),
+    case("duration-empty-equals", "run", "harness/null", "--duration="),
+    case("duration-zero", "run", "harness/null", "--duration", "0", expect="0.001"),
+    case("duration-1e-300", "run", "harness/null", "--duration", "1e-300", expect="1 ms"),
+    case("duration-below-1ms", "run", "harness/null", "--duration", "0.0009", expect="0.001"),
+    case("duration-nan", "run", "harness/null", "--duration", "nan", expect="--duration 'nan'"),
+    case("duration-inf", "run", "harness/null", "--duration", "inf", expect="--duration 'inf'"),
+    case("duration-minus-inf", "run", "harness/null", "--duration", "-inf", expect="--duration"),
+    case("duration-overflows-double", "run", "harness/null", "--duration", "1e309", expect="--duration"),
+    case("duration-over-an-hour", "run", "harness/null", "--duration", "3601", expect="3600"),
+    case("duration-unit-suffix", "run", "harness/null", "--duration", "0.5s", expect="--duration '0.5s'"),
+    case("duration-leading-space", "run", "harness/null", "--duration", " 0.5", expect="--duration ' 0.5'"),
+    case("duration-trailing-space", "run", "harness/null", "--duration", "0.5 ", expect="--duration"),
+    case("duration-hex-float", "run", "harness/null", "--duration", "0x1p-2", expect="--duration"),
+    case("duration-decimal-comma", "run", "harness/null", "--duration", "0,5", expect="--duration"),
+    case("duration-twice", "run", "harness/null", "--duration", "1", "--duration", "2", expect="--duration"),
+    case("duration-missing-value", "run", "harness/null", "--duration"),
+    # --warmup.
+    case("warmup-empty", "run", "harness/null", "--warmup", "", expect="--warmup ''"),
+    case("warmup-negative", "run", "harness/null", "--warmup", "-0.1", expect="--warmup"),
+    case("warmup-nan", "run", "harness/null", "--warmup", "nan", expect="--warmup"),
+    case("warmup-inf", "run", "harness/null", "--warmup", "inf", expect="--warmup"),
+    case("warmup-over-limit", "run", "harness/null", "--warmup", "601", expect="600"),
+    case("warmup-junk", "run", "harness/null", "--warmup", "0.1x", expect="--warmup"),
+    # --repetitions.
+    case("repetitions-empty", "run", "harness/null", "--repetitions", "", expect="--repetitions ''"),
+    case("repetitions-zero", "run", "harness/null", "--repetitions", "0", expect="1 to 1000"),
+    case("repetitions-negative", "run", "harness/null", "--repetitions", "-1", expect="--repetitions"),
+    case("repetitions-over-limit", "run", "harness/null", "--repetitions", "1001", expect="1 to 1000"),
+    case("repetitions-overflow", "run", "harness/null", "--repetitions", "99999999999999999999", expect="--repetitions"),
+    case("repetitions-wraps-int", "run", "harness/null", "--repetitions", "4294967297", expect="--repetitions"),
+    case("repetitions-fraction", "run", "harness/null", "--repetitions", "1.5", expect="--repetitions"),
+    case("repetitions-hex", "run", "harness/null", "--repetitions", "0x10", expect="--repetitions"),
+    case("repetitions-plus-sign", "run", "harness/null", "--repetitions", "+3", expect="--repetitions"),
+    case("repetitions-leading-space", "run", "harness/null", "--repetitions", " 1", expect="--repetitions"),
+    case("repetitions-exponent", "run", "harness/null", "--repetitions", "1e2", expect="--repetitions"),
+    # --cpus.
+    case("cpus-empty", "run", "harness/null", "--cpus", "", expect="--cpus is empty"),
+    case("cpus-junk-range", "run", "harness/null", "--cpus", "0-x", expect="'x' is not a CPU number"),
+    case("cpus-not-here", "run", "harness/null", "--cpus", NOT_HERE, expect=f"CPU {NOT_HERE} is not available"),
+    case("cpus-far-away", "run", "harness/null", "--cpus", "999", expect="CPU 999 is not available"),
+    case("cpus-huge-range", "run", "harness/null", "--cpus", "0-2147483647", expect="CPU 2147483647 is not available"),
+    case("cpus-overflowing-number", "run", "harness/null", "--cpus", "0-99999999999999999999", expect="not a CPU number"),
+    case("cpus-cpu-setsize", "run", "harness/null", "--cpus", "1024", expect="not available"),
+    case("cpus-reversed-range", "run", "harness/null", "--cpus", f"{B}-{A}" if B else "3-1", expect="--cpus"),
+    case("cpus-duplicate", "run", "harness/null", "--cpus", f"{A},{A}", expect=f"CPU {A} is listed twice"),
+    case("cpus-duplicate-in-range", "run", "harness/null", "--cpus", f"{A},{A}-{A}", expect="listed twice"),
+    case("cpus-negative", "run", "harness/null", "--cpus", "-1", expect="CPU -1 is not available"),
+    case("cpus-trailing-comma", "run", "harness/null", "--cpus", f"{A},", expect="empty element"),
+    case("cpus-leading-comma", "run", "harness/null", "--cpus", f",{A}", expect="empty element"),
+    case("cpus-leading-space", "run", "harness/null", "--cpus", f" {A}", expect="not a CPU number"),
+    case("cpus-plus-sign", "run", "harness/null", "--cpus", f"+{A}", expect="not a CPU number"),
+    case("cpus-double-dash", "run", "harness/null", "--cpus", f"{A}--1", expect="not available"),
+    case("cpus-hex", "run", "harness/null", "--cpus", "0x0", expect="not a CPU number"),
+    case("cpus-open-range", "run", "harness/null", "--cpus", f"{A}-", expect="not a CPU number"),
+    case("cpus-twice", "run", "harness/null", "--cpus", A, "--cpus", A, expect="--cpus"),
+    case("cpus-control-character", "run", "harness/null", "--cpus", f"{A}\n", expect="\\n"),
+    # Placements that the CPUs given cannot hold.
+    case("cross-on-one-cpu", "run", "messaging/pipe", "--cpus", A, "-p", "placement=cross",
+         expect="placement cross needs 2 distinct CPUs"),
+    case("cross-on-the-same-cpu-twice", "run", "messaging/pipe", "--cpus", f"{A},{A}", "-p", "placement=cross",
+         expect="listed twice"),
+    case("c2c-default-cross-on-one-cpu", "run", "anchors/c2c", "--cpus", A, expect="nothing to run"),
+    case("futex-cross-on-one-cpu", "run", "anchors/futex", "--cpus", A, "-p", "placement=same,cross",
+         expect="placement cross needs 2"),
+    case("pingpong-cross-on-one-cpu", "run", "pingpong/thread", "--cpus", A, "-p", "placement=cross",
+         expect="placement cross needs 2"),
+    case("servers-default-cross-on-one-cpu", "run", "servers/epoll_lt", "--cpus", A, expect="nothing to run"),
+    case("messaging-quick-cross-on-one-cpu", "run", "messaging/pipe", "--preset", "quick", "--cpus", A,
+         expect="placement cross"),
+    case("placement-unknown", "run", "messaging/pipe", "-p", "placement=diagonal", expect="same|cross|unpinned"),
+    case("placement-not-offered", "run", "harness/null", "-p", "placement=cross", expect="same|unpinned"),
+    # -p: shape.
+    case("param-without-equals", "run", "messaging/pipe", "-p", "size", expect="-p name=value"),
+    case("param-empty-name", "run", "messaging/pipe", "-p", "=1", expect="-p name=value"),
+    case("param-empty-value", "run", "messaging/pipe", "-p", "size=", expect="-p name=value"),
+    case("param-empty-grid-element", "run", "messaging/pipe", "-p", "size=64,,1K", expect="empty value"),
+    case("param-trailing-comma", "run", "messaging/pipe", "-p", "size=64,", expect="empty value"),
+    case("param-leading-comma", "run", "messaging/pipe", "-p", "size=,64", expect="empty value"),
+    case("param-unknown", "run", "messaging/pipe", "-p", "nosuch=1", expect="unknown parameter 'nosuch'"),
+    case("param-of-another-suite", "run", "harness/null", "-p", "size=64", expect="unknown parameter 'size'"),
+    case("param-name-with-newline", "run", "messaging/pipe", "-p", "si\nze=64", expect="'si\\nze'"),
+    case("param-missing-value", "run", "messaging/pipe", "-p"),
+    case("param-grid-too-large", "run", "messaging/pipe", "-p", "size=" + ",".join(map(str, range(1, 201))),
+         "-p", "latency_sample=" + ",".join(map(str, range(1, 101))), expect="20000 combinations"),
+    case("param-grid-overflowing", "run", "messaging/pipe",
+         *[a for k in range(6) for a in ("-p", "size=" + ",".join(map(str, range(k * 10000 + 1, k * 10000 + 10001))))],
+         expect="combinations"),
+    case("param-bad-for-one-of-two-filters", "run", "harness/null", "messaging/pipe", "-p", "size=abc",
+         expect="parameter 'size'"),
+    # Sizes and integers (messaging/pipe size: 1..65536 bytes).
+    case("size-text", "run", "messaging/pipe", "-p", "size=abc", expect="parameter 'size': 'abc'"),
+    case("size-suffix-wraps-around", "run", "messaging/pipe", "-p", "size=18014398509481985K",
+         expect="'18014398509481985K' is not a size"),
+    case("size-over-int64", "run", "messaging/pipe", "-p", "size=9223372036854775808", expect="is not a size"),
+    case("size-gib-overflow", "run", "messaging/pipe", "-p", "size=9999999999G", expect="is not a size"),
+    case("size-negative", "run", "messaging/pipe", "-p", "size=-1", expect="from 1 to 65536"),
+    case("size-negative-with-suffix", "run", "messaging/pipe", "-p", "size=-1K", expect="from 1 to 65536"),
+    case("size-zero", "run", "messaging/pipe", "-p", "size=0", expect="from 1 to 65536"),
+    case("size-over-the-limit", "run", "messaging/pipe", "-p", "size=1G", expect="from 1 to 65536"),
+    case("size-just-over-the-limit", "run", "messaging/pipe", "-p", "size=65537", expect="from 1 to 65536"),
+    case("size-unknown-suffix", "run", "messaging/pipe", "-p", "size=12x", expect="'12x'"),
+    case("size-terabyte-suffix", "run", "messaging/pipe", "-p", "size=1T", expect="'1T'"),
+    case("size-fraction", "run", "messaging/pipe", "-p", "size=1.5K", expect="'1.5K'"),
+    case("size-leading-space", "run", "messaging/pipe", "-p", "size= 64", expect="' 64'"),
+    case("size-trailing-space", "run", "messaging/pipe", "-p", "size=64 ", expect="'64 '"),
+    case("size-plus-sign", "run", "messaging/pipe", "-p", "size=+64", expect="'+64'"),
+    case("size-hex", "run", "messaging/pipe", "-p", "size=0x40", expect="'0x40'"),
+    case("size-exponent", "run", "messaging/pipe", "-p", "size=1e3", expect="'1e3'"),
+    case("size-double-suffix", "run", "messaging/pipe", "-p", "size=1KK", expect="'1KK'"),
+    case("size-bad-in-grid", "run", "messaging/pipe", "-p", "size=64,abc", expect="'abc'"),
+    case("size-non-utf8", "run", "messaging/pipe", "-p", b"size=6\xff4", expect="\\xff"),
+    # messaging.
+    case("messaging-mode-not-allowed", "run", "messaging/pipe", "-p", "mode=fibers", expect="threads|processes"),
+    case("messaging-mode-control-character", "run", "messaging/pipe", "-p", "mode=thr\x01eads", expect="\\x01"),
+    case("messaging-pattern-unknown", "run", "messaging/pipe", "-p", "pattern=broadcast", expect="throughput|pingpong"),
+    case("messaging-throughput-size-4", "run", "messaging/pipe", "-p", "pattern=throughput", "-p", "size=4",
+         expect="size >= 24"),
+    case("messaging-producers-zero", "run", "messaging/shm_mpmc", "-p", "producers=0", expect="from 1 to 16"),
+    case("messaging-producers-over", "run", "messaging/shm_mpmc", "-p", "producers=17", expect="from 1 to 16"),
+    case("messaging-pingpong-unequal", "run", "messaging/shm_mpmc", "-p", "producers=2", "-p", "consumers=1",
+         expect="producers = consumers"),
+    case("messaging-latency-sample-zero", "run", "messaging/pipe", "-p", "latency_sample=0", expect="latency_sample"),
+    case("messaging-queue-depth-zero", "run", "messaging/posix_mq", "-p", "queue_depth=0", expect="queue_depth"),
+    case("messaging-bool-maybe", "run", "messaging/pipe", "-p", "random=maybe", expect="a boolean"),
+    case("messaging-bool-two", "run", "messaging/pipe", "-p", "nonblocking=2", expect="a boolean"),
+    # pingpong.
+    case("pingpong-wait-unknown", "run", "pingpong/thread", "-p", "wait=bogus", expect="adaptive_sem"),
+    case("pingpong-pairs-zero", "run", "pingpong/thread", "-p", "pairs=0", expect="pairs"),
+    case("pingpong-round-trips-negative", "run", "pingpong/thread", "-p", "round_trips=-5", expect="round_trips"),
+    case("pingpong-spin-limit-over", "run", "pingpong/thread", "-p", "spin_limit=100000001", expect="spin_limit"),
+    # echo.
+    case("echo-connections-zero", "run", "echo/epoll", "-p", "connections=0", expect="connections"),
+    case("echo-connections-over", "run", "echo/epoll", "-p", "connections=4097", expect="connections"),
+    case("echo-size-zero", "run", "echo/epoll", "-p", "size=0", expect="parameter 'size'"),
+    case("echo-client-unknown", "run", "echo/epoll", "-p", "client=threads", expect="epoll|uring"),
+    case("echo-ab-unknown-server", "run", "echo/ab", "-p", "a=nosuch", expect="no echo server 'nosuch'"),
+    case("echo-ab-bad-setting", "run", "echo/ab", "-p", "b_set=bogus-1", expect="'bogus-1'"),
+    case("echo-ab-same-server-twice", "run", "echo/ab", "-p", "a=epoll", "-p", "b=epoll", expect="same server"),
+    case("echo-ab-server-non-utf8", "run", "echo/ab", "-p", b"a=ep\xffoll", expect="\\xff"),
+    case("echo-uring-wait-nr-zero", "run", "echo/uring", "-p", "wait_nr=0", expect="wait_nr"),
+    case("echo-peer-relative-server", "run", "echo/peer", "-p", "server=echo_server.py", expect="absolute path"),
+    # servers.
+    case("servers-concurrency-zero", "run", "servers/epoll_lt", "-p", "concurrency=0", expect="concurrency"),
+    case("servers-connect-timeout-huge", "run", "servers/epoll_lt", "-p", "connect_timeout_ms=99999999999999999",
+         expect="from 1 to 3600000"),
+    case("servers-session-timeout-zero", "run", "servers/epoll_lt", "-p", "session_timeout_ms=0",
+         expect="session_timeout_ms"),
+    case("servers-backlog-negative", "run", "servers/epoll_lt", "-p", "backlog=-1", expect="backlog"),
+    case("servers-threads-zero", "run", "servers/threads_mutex_accept", "-p", "threads=0", expect="threads"),
+    # fileio (refused while planning, before any test file is made).
+    case("fileio-qd-zero", "run", "fileio/psync", "-p", "qd=0", expect="from 1 to 128"),
+    case("fileio-qd-over", "run", "fileio/psync", "-p", "qd=129", expect="from 1 to 128"),
+    case("fileio-pattern-unknown", "run", "fileio/psync", "-p", "pattern=backwards", expect="seq|rand"),
+    case("fileio-file-size-below-minimum", "run", "fileio/psync", "-p", "file_size=1K", expect="file_size"),
+    case("fileio-file-size-over", "run", "fileio/psync", "-p", "file_size=2048G", expect="file_size"),
+    case("fileio-variant-unknown", "run", "fileio/runtime", "-p", "variant=bogus", expect="variant"),
+    case("fileio-cache-unknown", "run", "fileio/psync", "-p", "cache=cold", expect="drop|warm"),
+    # runtime.
+    case("runtime-n-zero", "run", "runtime/channel_ipcrt", "-p", "n=0", expect="parameter 'n'"),
+    case("runtime-n-over", "run", "runtime/channel_ipcrt", "-p", "n=2147483648000", expect="parameter 'n'"),
+    case("runtime-capacity-negative", "run", "runtime/channel_ipcrt", "-p", "capacity=-1", expect="capacity"),
+    case("runtime-pairs-zero", "run", "runtime/channel_pairs_ipcrt", "-p", "pairs=0", expect="pairs"),
+    # cachecalc.
+    case("cachecalc-delay-negative", "run", "cachecalc/serial", "-p", "delay_us=-1", expect="delay_us"),
+    case("cachecalc-delay-over", "run", "cachecalc/serial", "-p", "delay_us=1000001", expect="delay_us"),
+    case("cachecalc-idle-poll-over", "run", "cachecalc/sharded", "-p", "idle_poll_us=100001", expect="idle_poll_us"),
+    case("cachecalc-param-of-another-mechanism", "run", "cachecalc/calc_only", "-p", "delay_us=8",
+         expect="unknown parameter 'delay_us'"),
+    # anchors.
+    case("anchors-latency-sample-zero", "run", "anchors/c2c", "-p", "latency_sample=0", expect="latency_sample"),
+]
+
+
+def lines_of(stderr: bytes):
+    return [l for l in stderr.decode("utf-8", "replace").splitlines() if not l.startswith("warning: ")]
+
+
+@pytest.mark.parametrize("args, expect", BAD)
+def test_bad_input_is_refused_up_front(lab, args, expect):
+    r = run(lab, args)
+    err = lines_of(r.stderr)
+    assert r.returncode == 2, (r.returncode, err)
+    assert len(err) == 1, err
+    assert err[0].startswith("ipclab: "), err
+    # Escaped, not raw: the message is printable text whatever the input held.
+    assert err[0].isprintable() and "\ufffd" not in err[0], err
+    if expect is not None:
+        assert expect in err[0], err
+    assert r.stdout == b"", r.stdout[:500]
+    assert lab.leftovers() == []
+    assert sorted(os.listdir(lab.work)) == []
+
+
+def test_the_table_is_large_and_its_cases_distinct():
+    ids = [p.id for p in BAD]
+    assert len(ids) == len(set(ids))
+    assert len({tuple(map(repr, p.values[0])) for p in BAD}) == len(BAD)
+    assert len(BAD) >= 100
+
+
+# Good input that must still run: the checks above refuse bad input, not everything.
+GOOD = [
+    pytest.param(["run", "harness/null", *QUICK], id="null"),
+    pytest.param(["run", "harness/null", *QUICK, "--cpus", A], id="null-one-cpu"),
+    pytest.param(["run", "harness/null", *QUICK, "--cpus", f"{A}-{A}"], id="null-cpu-range"),
+    pytest.param(["run", "harness/null", "-p", "placement=same,unpinned", *QUICK], id="null-grid"),
+    pytest.param(["run", "messaging/pipe", "-p", "size=1K", "-p", "pattern=pingpong", *QUICK], id="pipe-size-suffix"),
+    pytest.param(["run", "messaging/pipe", "-p", "size=64K", *QUICK], id="pipe-size-at-the-limit"),
+] + ([pytest.param(["run", "messaging/pipe", "-p", "placement=cross", "--cpus", f"{A},{B}", *QUICK],
+                   id="pipe-cross-on-two-cpus")] if B else [])
+
+
+@pytest.mark.parametrize("args", GOOD)
+def test_good_input_runs(lab, args):
+    r = run(lab, args)
+    assert r.returncode == 0, lines_of(r.stderr)
+    rows = [l for l in r.stdout.decode().splitlines() if l.rstrip().endswith(" ok")]
+    assert rows, r.stdout.decode()
+
+
+def test_good_input_at_the_bounds_is_not_a_usage_error(lab):
+    # 1 ms is the shortest duration; a run that short may find no whole batch (exit 1), but it runs.
+    r = run(lab, ["run", "harness/null", "--duration", "0.001", "--warmup", "0", "--repetitions", "1"])
+    assert r.returncode in (0, 1), lines_of(r.stderr)
+    assert b"harness/null" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "messaging"], ["env"], ["env", "--json"]],
+                         ids=["list", "list-suite", "env", "env-json"])
+def test_list_and_env_still_answer(lab, args):
+    r = run(lab, args)
+    assert r.returncode == 0, lines_of(r.stderr)
+    assert r.stdout
