@@ -25,24 +25,12 @@ std::string folder_of(const std::string& path) {
   return dir.empty() ? "." : dir.string();
 }
 
-// True when `s` is valid UTF-8 without control characters: what a JSON record, a console line
-// and the run's journal can all carry as it is (the JSON library is the UTF-8 judge).
-bool plain_text(const std::string& s) {
-  for (char c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::type_error&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 void check_target(const std::string& option, const std::string& path) {
   if (path.empty()) throw UsageError(fmt::format("{} needs a file name, e.g. {} results.json", option, option));
-  if (!plain_text(path))
+  // Printable UTF-8 only: a path a JSON record, a console line and the run's journal carry as is.
+  if (printable(path) != path)
     throw UsageError(fmt::format("{}: the path is not plain UTF-8 text (a control character or a stray "
                                  "byte); choose a plain file name", option));
   const std::string dir = folder_of(path);
