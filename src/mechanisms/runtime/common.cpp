@@ -17,9 +17,10 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got) {
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body) {
   Integrity seen;
-  // Count-based: its time is set by n, not --duration; the deadline is the one a peer gets.
+  // Count-based: its time is set by its count, not --duration; the deadline is the one a peer
+  // of that count gets.
   const Params& p = s.params();
-  const double deadline = peer_timeout_s(s, p.has("delay_us") && p.i64("delay_us") > 0);
+  const double deadline = counted_timeout_s(s, double(ops), p.has("delay_us") && p.i64("delay_us") > 0);
   s.measure([&] {
     const Integrity run = verify(want_count, want_sum, body());
     seen.lost += run.lost;
@@ -32,11 +33,14 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
   s.record().ops = ops;
 }
 
+double counted_timeout_s(const Session& s, double ops, bool ms_timer) {
+  const double per_op = ms_timer ? 2e-3 + double(s.params().i64("delay_us")) * 1e-6 : 20e-6;
+  return s.options().timeout_s() + 2 * ops * per_op;
+}
+
 double peer_timeout_s(const Session& s, bool ms_timer) {
   const Params& p = s.params();
-  const double ops = double(p.i64("n")) * double(p.has("pairs") ? p.i64("pairs") : 1);
-  const double per_op = ms_timer ? 2e-3 + double(p.i64("delay_us")) * 1e-6 : 20e-6;
-  return s.options().timeout_s() + 2 * ops * per_op;
+  return counted_timeout_s(s, double(p.i64("n")) * double(p.has("pairs") ? p.i64("pairs") : 1), ms_timer);
 }
 
 namespace {

@@ -45,6 +45,8 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
 /// or 2 ms plus the delay per operation where `ms_timer` (a timer that ticks in whole
 /// milliseconds: Go's netpoller, Tokio's and Monoio's wheels). Only a stuck peer reaches it.
 double peer_timeout_s(const Session& s, bool ms_timer);
+/// The same for `ops` operations of any count-based body (measure_counted's deadline).
+double counted_timeout_s(const Session& s, double ops, bool ms_timer);
 
 /// `n`, the count of operations, with each bench's preset grid (the same for every runtime, so
 /// that `runtime/<bench>_*` runs the same points side by side).
