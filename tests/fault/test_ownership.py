@@ -130,6 +130,28 @@ def test_a_planted_link_in_the_out_folder_is_refused_before_the_run(lab, tmp_pat
     assert sorted(os.listdir(out)) == ["results.csv"]
 
 
+@pytest.mark.parametrize("kind", ["symlink", "another user's"])
+def test_a_planted_test_file_is_neither_followed_nor_replaced(lab, tmp_path, kind):
+    data = lab.work / "data"
+    data.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    planted = data / f"ipclab-fileio-v1-{1 << 20}.dat"  # the name of a 1 MiB test file
+    if kind == "symlink":
+        planted.symlink_to(victim)
+    else:
+        if UID != 0:
+            pytest.skip("needs root to make a file another user's")
+        planted.write_bytes(b"\0" * (1 << 20))
+        os.chown(planted, 65534, 65534)
+    p = lab.run("run", "fileio/psync", "-p", f"dir={data}", "-p", "file_size=1M", "-p", "qd=1", *QUICK)
+    assert p.returncode == 1, p.stderr
+    assert "is not a test file of yours" in p.stderr, p.stderr
+    assert victim.read_text() == "keep"
+    assert planted.is_symlink() if kind == "symlink" else planted.stat().st_uid == 65534
+    assert sorted(f.name for f in data.iterdir()) == [planted.name], "a temporary was left behind"
+
+
 def test_modes_are_explicit_whatever_the_umask(lab):
     data = lab.work / "data"
     data.mkdir()
