@@ -439,7 +439,8 @@ void create_fifo(const std::string& path) {
 int create_file(const std::string& dir, const std::string& stem, mode_t mode, std::string& path) {
   ensure_run();
   if (stem.find('/') != std::string::npos) throw std::logic_error("create_file: stem with '/'");
-  const std::string folder = std::filesystem::absolute(dir).lexically_normal().string();
+  std::string folder = std::filesystem::absolute(dir).lexically_normal().string();
+  while (folder.size() > 1 && folder.back() == '/') folder.pop_back();  // "a/." normalises to "a/"
   const std::string name = fmt::format(".{}.ipclab.{}.{}.tmp", stem, g_run.id, g_run.counter.fetch_add(1));
   path = (folder == "/" ? "" : folder) + "/" + name;
   const int dfd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -459,8 +460,8 @@ int create_file(const std::string& dir, const std::string& stem, mode_t mode, st
 }
 
 bool commit_file(const std::string& path, const std::string& target, bool replace) {
-  if (std::filesystem::path(target).parent_path() != std::filesystem::path(path).parent_path() &&
-      std::filesystem::absolute(target).parent_path() != std::filesystem::path(path).parent_path())
+  auto folder = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().parent_path(); };
+  if (folder(target) != folder(path))
     throw std::logic_error("commit_file: " + target + " is not in the folder of " + path);
   if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0) {
     if (!replace && errno == EEXIST) return false;

@@ -152,6 +152,15 @@ def test_a_planted_test_file_is_neither_followed_nor_replaced(lab, tmp_path, kin
     assert sorted(f.name for f in data.iterdir()) == [planted.name], "a temporary was left behind"
 
 
+def test_relative_result_paths_are_written(lab):
+    (lab.work / "sub").mkdir()
+    p = lab.run("run", "harness/null", *QUICK, "--json", "./r.json", "--markdown", "sub/../r.md",
+                "--csv", "sub/./r.csv")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(lab.work)) == ["r.json", "r.md", "sub"]
+    assert os.listdir(lab.work / "sub") == ["r.csv"]
+
+
 def test_modes_are_explicit_whatever_the_umask(lab):
     data = lab.work / "data"
     data.mkdir()
