@@ -2,69 +2,37 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "core/placement.hpp"
+#include "core/process.hpp"
 #include "core/session.hpp"
 #include "core/watchdog.hpp"
 
 namespace ipclab {
-
-pid_t spawn_child(int cpu, const std::function<int()>& in_child) {
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-  if (pid != 0) return pid;
-  // The child dies with the harness, so a killed harness never leaves an orphan behind.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  try {
-    pin_current_thread(cpu);
-  } catch (...) {
-    _exit(126);
-  }
-  int rc = 127;
-  try {
-    rc = in_child();
-  } catch (...) {
-  }
-  _exit(rc);  // no destructors or atexit handlers: the parent owns every shared object
-}
-
-std::vector<char*> exec_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  return args;
-}
 
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s) {
   PeerRun run;
   if (argv.empty()) throw std::logic_error("run_peer: empty argv");
   if (access(argv[0].c_str(), X_OK) != 0)
     throw Skip(fmt::format("peer {} is not built; run `make peers`", argv[0]));
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    throw std::system_error(errno, std::generic_category(), "pipe");
-  const int out_w = out[1], err_w = err[1];
-  const std::vector<char*> args = exec_argv(argv);
-  pid_t pid = spawn_child(cpu, [&]() -> int {
-    dup2(out_w, 1);
-    dup2(err_w, 2);
-    execv(args[0], args.data());
-    return 127;
-  });
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  Process peer;
+  try {
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+      throw std::system_error(errno, std::generic_category(), "pipe");
+    peer = Process::exec(Spawn{.cpu = cpu, .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
+  } catch (...) {
+    for (int fd : {out[0], out[1], err[0], err[1]})
+      if (fd >= 0) close(fd);
+    throw;
+  }
   close(out[1]);
   close(err[1]);
   std::string out_buf, err_buf;
@@ -94,19 +62,15 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       (i == 0 ? out_buf : err_buf).append(buf, size_t(n));
     }
   }
-  // A peer prints its record at the end only: it shows no progress before, so its timeout is
-  // the watchdog's only hold on it. A stopped peer is named as such.
-  const char state = timed_out ? task_state(pid, -1) : 0;
-  if (timed_out) kill(pid, SIGKILL);
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
-  run.cpu.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
-  run.cpu.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
-  run.cpu.ctx_vol = ru.ru_nvcsw;
-  run.cpu.ctx_invol = ru.ru_nivcsw;
+  // A peer that closed its output but goes on is given what is left of its time.
+  if (!timed_out) timed_out = !peer.wait(double(deadline - std::min(deadline, now_ns())) * 1e-9);
+  // A peer prints its record at the end only: it shows no progress before, so its timeout is
+  // the watchdog's only hold on it. A stopped peer is named as such.
+  const char state = timed_out ? task_state(peer.pid(), -1) : 0;
+  peer.stop();  // SIGKILL when it is still there; reaped either way
+  run.cpu = peer.usage();
 
   // Keep the last few lines of stderr for the error message.
   size_t cut = err_buf.size();
@@ -135,13 +99,11 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   }
   if (timed_out)
     run.error = fmt::format("stalled: peer {} (pid {}){} did not finish within {:.0f} s and was killed", argv[0],
-                            pid, state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "",
+                            peer.pid(), state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "",
                             timeout_s);
-  else if (WIFSIGNALED(status))
-    run.error = fmt::format("peer {} died of signal {} ({})", argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
-  else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-    run.error = fmt::format("peer {} exited with {}{}", argv[0], WEXITSTATUS(status),
-                            run.stderr_tail.empty() ? "" : ": " + run.stderr_tail);
+  else if (!peer.clean())
+    run.error = fmt::format("peer {} {}{}", argv[0], peer.death(),
+                            WIFEXITED(peer.status()) && !run.stderr_tail.empty() ? ": " + run.stderr_tail : "");
   return run;
 }
 

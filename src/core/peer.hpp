@@ -1,10 +1,7 @@
 #pragma once
 // Peer executables (Go, Rust, ...): started by the harness, they print one result record per
-// line on stdout (docs/json-schema.md). The harness pins them, times them out, measures their
-// CPU from outside (wait4), and validates every line.
-#include <sys/types.h>
-
-#include <functional>
+// line on stdout (docs/json-schema.md). The harness starts them as every child (core/process),
+// pins them, times them out, measures their CPU from outside (wait4), and validates every line.
 #include <string>
 #include <vector>
 
@@ -21,15 +18,6 @@ struct PeerRun {
   std::string error;       // empty when the peer exited 0 with valid lines only
   std::string stderr_tail; // last lines of its stderr, for the error message
 };
-
-/// Forks a child process that is killed when the calling thread dies (PR_SET_PDEATHSIG), pins it
-/// to `cpu` (-1: unpinned) and runs `in_child` there: it execs, or returns the exit code.
-/// The one way the harness starts processes that are not Session workers (peers, guests).
-pid_t spawn_child(int cpu, const std::function<int()>& in_child);
-
-/// `argv` as execv takes it (pointers into `argv`, null-terminated). Build it before forking:
-/// the child of a multi-threaded process must not allocate before it execs.
-std::vector<char*> exec_argv(const std::vector<std::string>& argv);
 
 /// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`.
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s);

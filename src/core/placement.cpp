@@ -77,6 +77,20 @@ void pin_current_thread(int cpu) {
 
 int current_cpu() { return sched_getcpu(); }
 
+ScopedPin::ScopedPin(int cpu) {
+  if (cpu < 0) return;
+  CPU_ZERO(&old_);
+  saved_ = sched_getaffinity(0, sizeof old_, &old_) == 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+ScopedPin::~ScopedPin() {
+  if (saved_) sched_setaffinity(0, sizeof old_, &old_);
+}
+
 int cpus_needed(const std::string& layout) {
   if (layout == "unpinned") return 0;
   if (layout == "same") return 1;

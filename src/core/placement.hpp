@@ -1,4 +1,6 @@
 #pragma once
+#include <sched.h>
+
 #include <string>
 #include <vector>
 
@@ -13,6 +15,20 @@ std::vector<int> parse_cpu_list(const std::string& text);
 void pin_current_thread(int cpu);
 /// CPU the calling thread runs on now.
 int current_cpu();
+
+/// Pins the calling thread to `cpu` for its lifetime (no-op for -1), then restores its previous
+/// affinity: a coordinator thread that drives one side of a run (a load generator) and goes on.
+class ScopedPin {
+ public:
+  explicit ScopedPin(int cpu);
+  ~ScopedPin();
+  ScopedPin(const ScopedPin&) = delete;
+  ScopedPin& operator=(const ScopedPin&) = delete;
+
+ private:
+  bool saved_ = false;
+  cpu_set_t old_;
+};
 
 /// Layouts of two sides: `same` (both on cpus[0]), `cross` (side 0 on cpus[0], side 1 on
 /// cpus[1]), `unpinned` (the scheduler decides).

@@ -2,8 +2,6 @@
 
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
+#include "core/process.hpp"
 #include "core/watchdog.hpp"
 
 namespace ipclab {
@@ -132,9 +131,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
 
   const int n = int(workers.size());
   std::vector<std::thread> threads;
-  std::vector<pid_t> pids(n, -1);
-  std::vector<bool> reaped(n, false);
-  const pid_t parent = getpid();
+  // Forked workers: a worker not reaped below is killed and reaped by its Process on every path.
+  std::vector<Process> procs(static_cast<size_t>(n));
 
   auto run_body = [&ctl](WorkerSpec& spec, WorkerResult& slot, bool proc) {
     Worker w(ctl, slot, proc);
@@ -162,39 +160,28 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       });
       continue;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
+    try {
+      // Unpinned here: the worker pins itself (run_body), so that its slot says where.
+      procs[size_t(i)] = Process::fork(-1, [&, i] {
+        bool ok = run_body(workers[i], ctl.slots[i], true);
+        ctl.slots[i].finished.store(1, std::memory_order_release);
+        return ok ? 0 : 1;
+      });
+    } catch (const std::system_error&) {
       ctl.abort.store(1);
       copy_error(ctl.slots[i], "fork failed");
       break;
     }
-    if (pid == 0) {
-      // The child dies with the harness, so a killed harness never leaves an orphan behind.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(3);
-      bool ok = run_body(workers[i], ctl.slots[i], true);
-      ctl.slots[i].finished.store(1, std::memory_order_release);
-      _exit(ok ? 0 : 1);  // no destructors: the parent owns every shared object
-    }
-    pids[i] = pid;
   }
 
   // Watches children: one that exits before finishing its work is a dead peer.
   auto check_children = [&] {
     if (!processes) return;
     for (int i = 0; i < n; ++i) {
-      if (pids[i] <= 0 || reaped[i]) continue;
-      int st = 0;
-      pid_t r = waitpid(pids[i], &st, WNOHANG);
-      if (r != pids[i]) continue;
-      reaped[i] = true;
-      bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-      if (!clean) {
-        if (!ctl.slots[i].error[0])
-          copy_error(ctl.slots[i],
-                     WIFSIGNALED(st) ? fmt::format("process died: signal {} ({})", WTERMSIG(st),
-                                                   strsignal(WTERMSIG(st))).c_str()
-                                     : fmt::format("process exited with {}", WEXITSTATUS(st)).c_str());
+      Process& p = procs[size_t(i)];
+      if (!p.running() || p.alive()) continue;
+      if (!p.clean()) {
+        if (!ctl.slots[i].error[0]) copy_error(ctl.slots[i], ("process " + p.death()).c_str());
         ctl.abort.store(1);
       }
     }
@@ -203,7 +190,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   // end of the drain; a worker that finished its work is no longer watched.
   Watchdog wd(opts_.duration_s);
   for (int i = 0; i < n; ++i)
-    wd.watch(workers[i].role, workers[i].index, processes ? pids[i] : -1, -1,
+    wd.watch(workers[i].role, workers[i].index, processes ? procs[size_t(i)].pid() : -1, -1,
              [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); },
              [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
   // A stall fails the run with the watchdog's line and the counts known at that moment (the
@@ -263,7 +250,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   bool timed_out = false;
   auto all_finished = [&] {
     for (int i = 0; i < n; ++i) {
-      if (processes ? (pids[i] > 0 && !reaped[i]) : !ctl.slots[i].finished.load()) return false;
+      if (processes ? procs[size_t(i)].running() : !ctl.slots[i].finished.load()) return false;
     }
     return true;
   };
@@ -280,20 +267,15 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       }
       ctl.abort.store(1);
       for (int i = 0; i < n; ++i) {
-        if (processes && pids[i] > 0 && !reaped[i]) kill(pids[i], SIGUSR1);
+        if (processes) procs[size_t(i)].signal(SIGUSR1);
         if (!processes && !ctl.slots[i].finished.load()) pthread_kill(threads[i].native_handle(), SIGUSR1);
       }
       if (now > abort_seen + kGraceNs) break;
     }
     sleep_ns(1'000'000);
   }
-  for (int i = 0; i < n; ++i) {
-    if (processes && pids[i] > 0 && !reaped[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], nullptr, 0);
-      reaped[i] = true;
-    }
-  }
+  // SIGKILL, not SIGTERM: a forked worker inherits the harness's handlers (core/process.hpp).
+  for (auto& p : procs) p.stop(0);
   for (int i = 0; i < n; ++i) {
     if (processes) continue;
     if (ctl.slots[i].finished.load()) threads[i].join();

@@ -15,6 +15,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/placement.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/client.hpp"
 #include "mechanisms/servers/common.hpp"
@@ -291,7 +292,7 @@ std::unique_ptr<Client> run_client(Session& s, servers::ServerProcess* a, server
   for (int i = 0; i < 2; ++i)
     if (cl->servers[i]) cl->watchdog->watch("server", i, cl->servers[i]->pid(), -1, echoes);
   {
-    servers::ScopedPin pin(client_cpu(s.options()));
+    ScopedPin pin(client_cpu(s.options()));
     for (servers::ServerProcess* sp : cl->servers)
       if (sp) connect_to(*cl, sp->port(), nconn);
     cl->measure_at = now_ns() + uint64_t(s.options().warmup_s * 1e9);

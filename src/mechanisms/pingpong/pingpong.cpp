@@ -14,7 +14,6 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -29,8 +28,8 @@
 #include "core/error.hpp"
 #include "core/histogram.hpp"
 #include "core/ipc_names.hpp"
-#include "core/peer.hpp"
 #include "core/placement.hpp"
+#include "core/process.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -161,12 +160,6 @@ void create_objects(Objects& o, int pairs, Wait wait) {
   }
 }
 
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status))
-    return fmt::format("died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  return fmt::format("exited with {}", WEXITSTATUS(status));
-}
-
 CpuUsage usage_of(const Header& h) {
   CpuUsage u;
   u.user_s = double(h.cpu_user_ns) * 1e-9;
@@ -255,16 +248,10 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const Strategy st(wait, int(p.i64("spin_limit")), kind == GuestKind::Thread);
 
   // Guest.
-  pid_t guest_pid = -1;
+  Process guest;  // the process and Go guests
   std::vector<std::thread> guest_threads;
   std::vector<CpuUsage> guest_thread_cpu(static_cast<size_t>(pairs));
   std::atomic<uint64_t> guest_thread_bad{0};
-  auto reap_guest = [&](bool kill_it) {
-    if (guest_pid <= 0) return;
-    if (kill_it) kill(guest_pid, SIGKILL);
-    waitpid(guest_pid, nullptr, 0);
-    guest_pid = -1;
-  };
   struct GuestGuard {
     std::function<void()> f;
     ~GuestGuard() { f(); }
@@ -273,7 +260,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     for (int i = 0; i < pairs; ++i) st.finish(r.slots[i], o.host_side(i));
     for (auto& t : guest_threads)
       if (t.joinable()) t.join();
-    reap_guest(true);
+    guest.stop();
   }};
 
   switch (kind) {
@@ -295,7 +282,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
         });
       break;
     case GuestKind::Process:
-      guest_pid = spawn_child(guest_cpu, [&] { return process_guest(o, pairs, st); });
+      guest = Process::fork(guest_cpu, [&] { return process_guest(o, pairs, st); });
       break;
     case GuestKind::Go: {
       std::vector<std::string> argv{go_guest,
@@ -310,27 +297,18 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
           fds += fmt::format("{}{},{}", i ? "," : "", o.to_guest_efd[size_t(i)], o.to_host_efd[size_t(i)]);
         argv.push_back("--efd=" + fds);
       }
-      const std::vector<char*> args = exec_argv(argv);
-      guest_pid = spawn_child(guest_cpu, [&] {
-        // The guest inherits the eventfds (created close-on-exec for everyone else).
-        for (auto* v : {&o.to_host_efd, &o.to_guest_efd})
-          for (int fd : *v) fcntl(fd, F_SETFD, 0);
-        execv(args[0], args.data());
-        return 127;
-      });
+      // The guest inherits the eventfds (created close-on-exec for everyone else).
+      Spawn how{.cpu = guest_cpu, .keep_fds = o.to_host_efd};
+      how.keep_fds.insert(how.keep_fds.end(), o.to_guest_efd.begin(), o.to_guest_efd.end());
+      guest = Process::exec(how, argv);
       break;
     }
   }
 
   // Is the guest process still there? Returns why not ("" while it lives).
-  int guest_status = 0;
   auto guest_gone = [&]() -> std::string {
-    if (guest_pid <= 0) return "";
-    int status = 0;
-    if (waitpid(guest_pid, &status, WNOHANG) != guest_pid) return "";
-    guest_pid = -1;
-    guest_status = status;
-    return "guest process " + describe_exit(status);
+    if (!guest.running() || guest.alive()) return "";
+    return "guest process " + guest.death();
   };
 
   const uint64_t attach_deadline = now_ns() + uint64_t(kAttachSeconds * 1e9);
@@ -417,7 +395,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     auto trips = [&h] { return h.progress.load(std::memory_order_relaxed); };
     auto finished = [&h] { return h.finished.load(std::memory_order_acquire) != 0; };
     wd.watch("host", i, -1, -1, trips, finished);
-    wd.watch("guest", i, guest_pid, -1, trips, finished);
+    wd.watch("guest", i, guest.pid(), -1, trips, finished);
   }
   bool tids_known = false;
   const uint64_t hard_deadline = now_ns() + uint64_t(opts.timeout_s() * 1e9);
@@ -448,7 +426,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     std::string why = guest_gone();
     // A guest that exited cleanly after the last host handed it DONE ended on time: every
     // host marks itself finished before its DONE, so by then all_finished() holds.
-    if (!why.empty() && WIFEXITED(guest_status) && WEXITSTATUS(guest_status) == 0 && all_finished())
+    if (!why.empty() && guest.clean() && all_finished())
       break;
     if (why.empty() && go) why = wd.check();
     if (why.empty() && now > hard_deadline)
@@ -466,23 +444,14 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   for (int i = 0; i < pairs; ++i) st.finish(r.slots[i], o.host_side(i));
   for (auto& t : guest_threads) t.join();
   guest_threads.clear();
-  if (guest_pid > 0 && !failure.empty()) reap_guest(true);  // failed: nothing to wait for
-  if (guest_pid > 0) {
+  if (!failure.empty()) guest.stop();  // failed: nothing to wait for
+  if (guest.running()) {
     // Let the guest report its CPU window and exit; kill it if it does not.
-    const uint64_t deadline = now_ns() + 3'000'000'000ull;
-    int status = 0;
-    while (waitpid(guest_pid, &status, WNOHANG) == 0) {
-      if (now_ns() > deadline) {
-        reap_guest(true);
-        if (failure.empty()) failure = "guest did not exit within 3 s after DONE";
-        break;
-      }
-      sleep_ns(500'000);
-    }
-    if (guest_pid > 0) {
-      guest_pid = -1;
-      if (failure.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        failure = "guest process " + describe_exit(status);
+    if (!guest.wait(3.0)) {
+      guest.stop();
+      failure = "guest did not exit within 3 s after DONE";
+    } else if (!guest.clean()) {
+      failure = "guest process " + guest.death();
     }
   }
   Record& rec = s.record();

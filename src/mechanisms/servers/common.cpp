@@ -1,27 +1,23 @@
 // Protocol parser, server-process plumbing and the suite's workload (see common.hpp).
 #include "mechanisms/servers/common.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "core/peer.hpp"
+#include "core/placement.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
 #include "core/watchdog.hpp"
@@ -173,172 +169,41 @@ int local_port(int fd) {
 // ---- ServerProcess ---------------------------------------------------------------------------
 
 ServerProcess ServerProcess::fork_fn(int cpu, const std::function<void(int)>& serve) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-  ServerProcess s;
-  const int w = p[1];
-  s.pid_ = spawn_child(cpu, [&]() -> int {
-    ::close(p[0]);
+  return ServerProcess(Process::fork(Spawn{.cpu = cpu, .ready_pipe = true}, [&](int ready) -> int {
     signal(SIGPIPE, SIG_IGN);
     try {
-      serve(w);
+      serve(ready);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "server: %s\n", e.what());
       return 1;
     }
     return 0;
-  });
-  ::close(p[1]);
-  s.await_port(p[0]);
-  return s;
+  }));
 }
 
 ServerProcess ServerProcess::exec(int cpu, const std::vector<std::string>& argv) {
   if (argv.empty() || access(argv[0].c_str(), X_OK) != 0)
     throw Skip(fmt::format("server executable {} is not built", argv.empty() ? "" : argv[0]));
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-  ServerProcess s;
-  const int w = p[1];
-  const std::vector<char*> args = exec_argv(argv);
-  s.pid_ = spawn_child(cpu, [&]() -> int {
-    dup2(w, 1);
-    execv(args[0], args.data());
-    return 127;
-  });
-  ::close(p[1]);
-  s.await_port(p[0]);
-  return s;
+  return ServerProcess(Process::exec(Spawn{.cpu = cpu, .ready_pipe = true}, argv));
 }
 
-void ServerProcess::await_port(int rfd) {
-  std::string got;
-  const uint64_t deadline = now_ns() + 10'000'000'000ull;
-  while (got.find('\n') == std::string::npos && now_ns() < deadline) {
-    pollfd pfd{rfd, POLLIN, 0};
-    if (poll(&pfd, 1, 100) <= 0) continue;
-    char buf[64];
-    ssize_t n = read(rfd, buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, size_t(n));
-  }
-  ::close(rfd);
-  if (got.find('\n') != std::string::npos) port_ = std::atoi(got.c_str());
+ServerProcess::ServerProcess(Process p) : proc_(std::move(p)) {
+  port_ = std::atoi(proc_.await_ready(10).c_str());
   if (port_ > 0) return;
-  alive();
-  std::string why = death_.empty() ? "did not report its port within 10 s" : death_;
-  stop();
+  proc_.wait(0.2);  // a closed pipe: the child is ending; let it be reaped
+  const std::string why = proc_.death().empty() ? "did not report its port within 10 s" : death();
+  proc_.stop();
   throw std::runtime_error("server process: " + why);
 }
 
-ServerProcess::ServerProcess(ServerProcess&& o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), port_(o.port_), reaped_(o.reaped_), death_(o.death_),
-      final_(o.final_) {}
-
-ServerProcess::~ServerProcess() {
-  if (pid_ > 0 && !reaped_) stop();
-}
-
-double ServerProcess::cpu_seconds() const {
-  if (pid_ <= 0 || reaped_) return final_.user_s + final_.sys_s;
-  // Nanoseconds on CPU of every thread (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
-  double sum = 0;
-  bool any = false;
-  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid_).c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream f(fmt::format("/proc/{}/task/{}/schedstat", pid_, e->d_name));
-      unsigned long long ns = 0;
-      if (f >> ns) {
-        sum += double(ns) * 1e-9;
-        any = true;
-      }
-    }
-    closedir(d);
-  }
-  if (any) return sum;
-  std::ifstream f(fmt::format("/proc/{}/stat", pid_));
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t rp = s.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::istringstream in(s.substr(rp + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // Fields after the command: state(3) ... utime(14) stime(15).
-  for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
-}
-
-void ServerProcess::reaped(int st, const rusage& ru) {
-  reaped_ = true;
-  final_.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
-  final_.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
-  final_.ctx_vol = ru.ru_nvcsw;
-  final_.ctx_invol = ru.ru_nivcsw;
-  if (death_.empty())
-    death_ = WIFSIGNALED(st) ? fmt::format("server died: signal {} ({})", WTERMSIG(st), strsignal(WTERMSIG(st)))
-                             : fmt::format("server exited with status {}", WEXITSTATUS(st));
-}
-
-bool ServerProcess::alive() {
-  if (pid_ <= 0 || reaped_) return false;
-  int st = 0;
-  rusage ru{};
-  if (wait4(pid_, &st, WNOHANG, &ru) == pid_) {
-    reaped(st, ru);
-    return false;
-  }
-  return true;
-}
-
-bool ServerProcess::dies_within(double s) {
-  const uint64_t until = now_ns() + uint64_t(s * 1e9);
-  while (alive()) {
-    if (now_ns() >= until) return false;
-    usleep(5000);
-  }
-  return true;
+std::string ServerProcess::death() const {
+  const std::string how = proc_.death();
+  return how.empty() ? how : "server " + how;
 }
 
 CpuUsage ServerProcess::stop() {
-  if (pid_ > 0 && !reaped_) {
-    bool was_alive = alive();
-    if (was_alive) {
-      kill(pid_, SIGKILL);
-      int st = 0;
-      rusage ru{};
-      while (wait4(pid_, &st, 0, &ru) < 0 && errno == EINTR) {}
-      std::string keep = death_;
-      reaped(st, ru);
-      death_ = keep;  // killed by us: not a death
-    }
-  }
-  return final_;
-}
-
-ScopedPin::ScopedPin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t old;
-  CPU_ZERO(&old);
-  if (sched_getaffinity(0, sizeof old, &old) == 0) {
-    std::memcpy(mask_, &old, std::min(sizeof mask_, sizeof old));
-    saved_ = true;
-  }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
-
-ScopedPin::~ScopedPin() {
-  if (!saved_) return;
-  cpu_set_t old;
-  CPU_ZERO(&old);
-  std::memcpy(&old, mask_, std::min(sizeof mask_, sizeof old));
-  sched_setaffinity(0, sizeof old, &old);
+  proc_.stop();  // killed by us: not a death
+  return proc_.usage();
 }
 
 // ---- the suite's workload --------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #pragma once
 // The servers suite's shared parts: the reference protocol (reference 001: nine greetings, each
-// answered `pong\n`, then `exit`), the server-process plumbing shared with the echo suite (fork
-// or exec a server, read its port from a pipe, sample and reap its CPU), and the load generator.
+// answered `pong\n`, then `exit`), the server process shared with the echo suite (a core/process
+// child that reports its port through the readiness handshake), and the load generator.
 #include <netinet/in.h>
 #include <sys/types.h>
 
@@ -13,6 +13,7 @@
 #include "core/cpu.hpp"
 #include "core/histogram.hpp"
 #include "core/mechanism.hpp"
+#include "core/process.hpp"
 
 namespace ipclab::servers {
 
@@ -55,8 +56,9 @@ int somaxconn();
 int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport);
 int local_port(int fd);
 
-/// A server running as its own process: started by fork (a function) or exec (a peer binary),
-/// readiness = the port it wrote as a decimal line on the readiness pipe (stdout for exec).
+/// A server running as its own process (core/process): started by fork (a function) or exec (a
+/// peer binary); readiness = the port it wrote as a decimal line on the readiness pipe (stdout
+/// for exec).
 class ServerProcess {
  public:
   /// Forks `serve` on `cpu` (-1 unpinned); it must write "<port>\n" to `ready_fd`, then serve forever.
@@ -64,43 +66,24 @@ class ServerProcess {
   /// Execs argv on `cpu`; the executable prints "<port>\n" on stdout when it listens.
   static ServerProcess exec(int cpu, const std::vector<std::string>& argv);
 
-  ServerProcess() = default;
-  ServerProcess(ServerProcess&& o) noexcept;
-  ServerProcess& operator=(ServerProcess&&) = delete;
-  ~ServerProcess();
-
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  /// Seconds on CPU so far, every live thread (/proc/<pid>/task/*/schedstat; ticks of stat as fallback).
-  double cpu_seconds() const;
+  pid_t pid() const { return proc_.pid(); }
+  /// Seconds on CPU so far, every live thread (Process::cpu_seconds: schedstat).
+  double cpu_seconds() const { return proc_.cpu_seconds(); }
   /// False once the process has exited; `death()` then says how.
-  bool alive();
-  const std::string& death() const { return death_; }
+  bool alive() { return proc_.alive(); }
+  /// "server " + how it ended by itself (describe_exit); "" while it runs and after stop().
+  std::string death() const;
   /// After a symptom (a reset, a closed connection): true if the process is gone within `s`
   /// seconds — its sockets are closed slightly before it can be reaped.
-  bool dies_within(double s);
+  bool dies_within(double s) { return proc_.wait(s); }
   /// Kills (SIGKILL: a forked server inherits the harness's handlers) and reaps; whole-life CPU.
   CpuUsage stop();
 
  private:
-  void await_port(int read_fd);
-  void reaped(int status, const rusage& ru);
-  pid_t pid_ = -1;
+  explicit ServerProcess(Process p);
+  Process proc_;
   int port_ = 0;
-  bool reaped_ = false;
-  std::string death_;
-  CpuUsage final_;
-};
-
-/// Pins the calling thread to `cpu` for its lifetime, then restores its previous affinity.
-class ScopedPin {
- public:
-  explicit ScopedPin(int cpu);
-  ~ScopedPin();
-
- private:
-  bool saved_ = false;
-  unsigned char mask_[128];
 };
 
 // ---- load generator --------------------------------------------------------------------------

@@ -1,0 +1,258 @@
+// The one process model (see process.hpp).
+#include "core/process.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "core/clock.hpp"
+
+namespace ipclab {
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return fmt::format("exited with {}", WEXITSTATUS(status));
+}
+
+namespace {
+
+// The child's first steps after fork, before its body or exec: system calls only, no allocation
+// (another thread of the harness may have held the allocator's lock at the fork).
+void child_setup(pid_t parent, int cpu) {
+  // The child dies with the harness, so a killed harness never leaves an orphan behind; a parent
+  // already gone before the prctl took effect would never send that signal, so check.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(126);
+  }
+}
+
+void ready_pipe(int p[2]) {
+  if (pipe2(p, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+}
+
+void close_pipe(int p[2]) {
+  for (int i = 0; i < 2; ++i)
+    if (p[i] >= 0) ::close(p[i]);
+}
+
+}  // namespace
+
+Process Process::fork(const Spawn& how, const std::function<int(int)>& body) {
+  int p[2] = {-1, -1};
+  if (how.ready_pipe) ready_pipe(p);
+  const pid_t parent = getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    close_pipe(p);
+    throw std::system_error(e, std::generic_category(), "fork");
+  }
+  if (pid == 0) {
+    child_setup(parent, how.cpu);
+    if (p[0] >= 0) ::close(p[0]);
+    int rc = 127;
+    try {
+      rc = body(p[1]);
+    } catch (...) {
+    }
+    _exit(rc);  // no destructors or atexit handlers: the parent owns every shared object
+  }
+  Process proc;
+  proc.pid_ = pid;
+  if (p[1] >= 0) ::close(p[1]);
+  proc.ready_fd_ = p[0];
+  return proc;
+}
+
+Process Process::fork(int cpu, const std::function<int()>& body) {
+  return fork(Spawn{.cpu = cpu}, [&body](int) { return body(); });
+}
+
+Process Process::exec(const Spawn& how, const std::vector<std::string>& argv) {
+  if (argv.empty()) throw std::logic_error("Process::exec: empty argv");
+  // execv's argv, built before forking: the child must not allocate.
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int p[2] = {-1, -1};
+  if (how.ready_pipe) ready_pipe(p);
+  const int out = how.ready_pipe ? p[1] : how.stdout_fd, err = how.stderr_fd;
+  const pid_t parent = getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    close_pipe(p);
+    throw std::system_error(e, std::generic_category(), "fork");
+  }
+  if (pid == 0) {
+    child_setup(parent, how.cpu);
+    if (out >= 0) dup2(out, 1);  // the copy on 1 is not close-on-exec
+    if (err >= 0) dup2(err, 2);
+    for (int fd : how.keep_fds) fcntl(fd, F_SETFD, 0);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  Process proc;
+  proc.pid_ = pid;
+  if (p[1] >= 0) ::close(p[1]);
+  proc.ready_fd_ = p[0];
+  return proc;
+}
+
+Process::Process(Process&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)), ready_fd_(std::exchange(o.ready_fd_, -1)), reaped_(o.reaped_),
+      stopped_(o.stopped_), status_(o.status_), usage_(o.usage_) {}
+
+Process& Process::operator=(Process&& o) noexcept {
+  if (this != &o) {
+    release();
+    pid_ = std::exchange(o.pid_, -1);
+    ready_fd_ = std::exchange(o.ready_fd_, -1);
+    reaped_ = o.reaped_;
+    stopped_ = o.stopped_;
+    status_ = o.status_;
+    usage_ = o.usage_;
+  }
+  return *this;
+}
+
+Process::~Process() { release(); }
+
+void Process::release() {
+  if (ready_fd_ >= 0) ::close(std::exchange(ready_fd_, -1));
+  stop(0);
+}
+
+std::string Process::await_ready(double timeout_s) {
+  if (ready_fd_ < 0) return "";
+  std::string got;
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  while (got.find('\n') == std::string::npos && now_ns() < deadline) {
+    pollfd pfd{ready_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 100) <= 0) continue;
+    char buf[64];
+    const ssize_t n = read(ready_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // closed: the child ended (or closed it) without a line
+    got.append(buf, size_t(n));
+  }
+  ::close(std::exchange(ready_fd_, -1));
+  const size_t nl = got.find('\n');
+  return nl == std::string::npos ? std::string() : got.substr(0, nl);
+}
+
+void Process::reap(int options) {
+  int st = 0;
+  rusage ru{};
+  pid_t r;
+  while ((r = wait4(pid_, &st, options, &ru)) < 0 && errno == EINTR) {
+  }
+  if (r == pid_) {
+    reaped_ = true;
+    status_ = st;
+    usage_.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
+    usage_.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
+    usage_.ctx_vol = ru.ru_nvcsw;
+    usage_.ctx_invol = ru.ru_nivcsw;
+  } else if (r < 0 && errno == ECHILD) {
+    reaped_ = true;  // not our child any more (reaped elsewhere): nothing left to wait for
+  }
+}
+
+bool Process::alive() {
+  if (!running()) return false;
+  reap(WNOHANG);
+  return !reaped_;
+}
+
+bool Process::wait(double timeout_s) {
+  if (!running()) return pid_ > 0;
+  if (timeout_s < 0) {
+    reap(0);
+    return true;
+  }
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  while (alive()) {
+    if (now_ns() >= deadline) return false;
+    sleep_ns(1'000'000);
+  }
+  return true;
+}
+
+void Process::signal(int sig) {
+  if (running()) kill(pid_, sig);
+}
+
+void Process::stop(double grace_s) {
+  if (!alive()) return;  // never started, already reaped, or ended by itself: its status stands
+  stopped_ = true;
+  if (grace_s > 0) {
+    kill(pid_, SIGTERM);
+    kill(pid_, SIGCONT);  // a stopped child sees its SIGTERM only once continued
+    if (wait(grace_s)) return;
+  }
+  kill(pid_, SIGKILL);  // ends a stopped child too
+  reap(0);
+}
+
+bool Process::clean() const { return reaped_ && WIFEXITED(status_) && WEXITSTATUS(status_) == 0; }
+
+std::string Process::death() const { return reaped_ && !stopped_ ? describe_exit(status_) : std::string(); }
+
+double Process::cpu_seconds() const {
+  if (!running()) return usage_.user_s + usage_.sys_s;
+  // Nanoseconds on CPU of every thread (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
+  double sum = 0;
+  bool any = false;
+  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid_).c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(fmt::format("/proc/{}/task/{}/schedstat", pid_, e->d_name));
+      unsigned long long ns = 0;
+      if (f >> ns) {
+        sum += double(ns) * 1e-9;
+        any = true;
+      }
+    }
+    closedir(d);
+  }
+  if (any) return sum;
+  std::ifstream f(fmt::format("/proc/{}/stat", pid_));
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t rp = s.rfind(')');
+  if (rp == std::string::npos) return 0;
+  std::istringstream in(s.substr(rp + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // Fields after the command: state(3) ... utime(14) stime(15).
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace ipclab
