@@ -40,6 +40,17 @@ if [ "$(wc -l <"$tmp/r.csv")" -eq 5 ] && [ "$(grep -c '^name,' "$tmp/r.csv")" -e
 # A different column set cannot be appended.
 expect_usage_error "csv with other columns" run messaging/pipe --duration 0.02 --warmup 0 --repetitions 1 --csv "$tmp/r.csv"
 
+# The console names a benchmark by its mechanism and the parameters that vary in the run: the two
+# sizes asked for, not latency_sample (one value); the full names stay in the JSON.
+"$IPCLAB" run messaging/pipe -p size=64,1K --duration 0.02 --warmup 0 --repetitions 1 --json "$tmp/sizes.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^messaging/pipe size:64 ' "$tmp/out" && grep -q '^messaging/pipe size:1K ' "$tmp/out" \
+   && ! grep -q latency_sample "$tmp/out" && grep -q '"messaging/pipe/.*latency_sample:1' "$tmp/sizes.json"; then
+  passed=$((passed+1))
+else
+  echo "FAIL: console rows name what varies (rc $rc):"; cat "$tmp/out" "$tmp/err"; fails=$((fails+1))
+fi
+
 # A run whose integrity check fails exits 1 and names the benchmark and the reason.
 IPCLAB_FAULT=corrupt:20 "$IPCLAB" run messaging/pipe --duration 0.05 --warmup 0 --repetitions 1 >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -6,10 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -21,7 +21,7 @@
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/ipc_names.hpp"
-#include "core/output/output.hpp"
+#include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
 
@@ -132,6 +132,63 @@ void make_out_dir(const std::string& dir) {
   if (errno != EEXIST) throw UsageError(fmt::format("--out {}: {}; choose a writable folder", dir, strerror(errno)));
 }
 
+// The reporters of the run: the console, then one per result file (--json, --csv, --markdown,
+// or --out's three). Constructing them checks their targets, before anything is created.
+std::vector<std::unique_ptr<output::Reporter>> make_reporters(const RunArgs& a,
+                                                              const std::vector<PlannedBenchmark>& benchmarks) {
+  std::vector<std::unique_ptr<output::Reporter>> reporters;
+  reporters.push_back(std::make_unique<output::ConsoleReporter>(stdout, output::terminal_columns(stdout)));
+  const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
+  std::set<std::string> suites;
+  for (auto& b : benchmarks) suites.insert(b.mech->suite);
+  for (auto& [option, path] : output_targets(a)) {
+    const bool folder_is_new = a.out_dir && !out_exists && path.rfind(*a.out_dir + "/", 0) == 0;
+    if (option == "--json") reporters.push_back(std::make_unique<output::JsonReporter>(option, path, folder_is_new));
+    if (option == "--csv") reporters.push_back(std::make_unique<output::CsvReporter>(path, suites, folder_is_new));
+    if (option == "--markdown")
+      reporters.push_back(std::make_unique<output::MarkdownReporter>(option, path, folder_is_new));
+  }
+  return reporters;
+}
+
+// Runs every benchmark for its repetitions, adding the median of each when there are several;
+// each record goes to the reporters as it completes. On a terminal, a progress line with an ETA
+// names the benchmark as the tables do: a full name may be wider than the line it must clear.
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
+  const bool progress = isatty(2);
+  const auto names = output::table_names(benchmarks);
+  const double per_run = opts.duration_s + opts.warmup_s + 0.05;
+  std::vector<Record> records;
+  const uint64_t started = now_ns();
+  size_t done = 0, total = benchmarks.size() * size_t(opts.repetitions);
+  auto report = [&](const Record& r) {
+    for (auto& rep : reporters) rep->record(r);
+  };
+  for (auto& b : benchmarks) {
+    std::vector<Record> reps;
+    for (int r = 0; r < opts.repetitions; ++r) {
+      if (progress) {
+        double elapsed = double(now_ns() - started) * 1e-9;
+        double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
+        fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names.of(b.name), eta_text(eta));
+      }
+      reps.push_back(run_one(b, opts, r));
+      ++done;
+      if (progress) fmt::print(stderr, "\r\033[K");
+      report(reps.back());
+      if (reps.back().status == Status::Failed)
+        fmt::print(stderr, "FAILED {} (repetition {}): {}\n", b.name, r, reps.back().error);
+    }
+    records.insert(records.end(), reps.begin(), reps.end());
+    if (reps.size() > 1) {
+      records.push_back(aggregate_median(reps));
+      report(records.back());
+    }
+  }
+  return records;
+}
+
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
   check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
   // parse: every option and parameter is checked here and in plan, before anything is created.
@@ -177,15 +234,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // plan
   auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides, opts.cpus);
-  const auto targets = output_targets(a);
-  const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
-  std::set<std::string> suites;
-  for (auto& b : benchmarks) suites.insert(b.mech->suite);
-  for (auto& [option, path] : targets) {
-    if (a.out_dir && !out_exists && path.rfind(*a.out_dir + "/", 0) == 0) continue;  // a new folder
-    output::check_target(option, path);
-    if (option == "--csv") output::check_csv(path, suites);
-  }
+  auto reporters = make_reporters(a, benchmarks);  // every result target checked here
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and
   // journal, the sweep of runs that died, the clean-up on a signal.
@@ -193,17 +242,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   ipc::install_signal_cleanup();
   for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
   if (a.out_dir) make_out_dir(*a.out_dir);
-  // The result files' temporaries now: a place the checks above could not judge (a special or
-  // read-only file system) is refused before the run rather than after it.
-  std::map<std::string, std::unique_ptr<output::AtomicFile>> pending;
-  for (auto& [option, path] : targets) {
-    if (option == "--csv") continue;  // appended in place at the end
-    try {
-      pending[option] = std::make_unique<output::AtomicFile>(path);
-    } catch (const std::system_error& e) {
-      throw UsageError(fmt::format("{} {}: {}; choose a writable folder", option, path, e.code().message()));
-    }
-  }
+  for (auto& r : reporters) r->open();  // the result files' temporaries
 
   // run
   nlohmann::json context = collect_environment(cmdline);
@@ -213,46 +252,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["warmup_s"] = opts.warmup_s;
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
-  size_t width = 0;
-  for (auto& b : benchmarks) width = std::max(width, b.name.size() + 7);
-  output::Console console(stdout);
-  console.header(width);
-  const bool progress = isatty(2);
-  const double per_run = opts.duration_s + opts.warmup_s + 0.05;
-  std::vector<Record> records;
-  bool failed = false;
-  const uint64_t started = now_ns();
-  size_t done = 0, total = benchmarks.size() * size_t(opts.repetitions);
-  for (auto& b : benchmarks) {
-    std::vector<Record> reps;
-    for (int r = 0; r < opts.repetitions; ++r) {
-      if (progress) {
-        double elapsed = double(now_ns() - started) * 1e-9;
-        double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
-        fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, b.name, eta_text(eta));
-      }
-      reps.push_back(run_one(b, opts, r));
-      ++done;
-      if (progress) fmt::print(stderr, "\r\033[K");
-      console.row(reps.back());
-      failed = failed || reps.back().status == Status::Failed;
-      if (reps.back().status == Status::Failed)
-        fmt::print(stderr, "FAILED {} (repetition {}): {}\n", b.name, r, reps.back().error);
-    }
-    records.insert(records.end(), reps.begin(), reps.end());
-    if (reps.size() > 1) {
-      records.push_back(aggregate_median(reps));
-      console.row(records.back());
-    }
-  }
+  for (auto& r : reporters) r->begin(context, benchmarks);
+  const auto records = run_plan(benchmarks, opts, reporters);
 
   // export
-  for (auto& [option, path] : targets) {
-    if (option == "--json") pending[option]->commit(output::json_document(context, records));
-    if (option == "--csv") output::append_csv(path, records);
-    if (option == "--markdown") pending[option]->commit(output::markdown(context, records));
-    fmt::print(stderr, "wrote {}\n", path);
-  }
+  for (auto& r : reporters) r->end(records);
+  const bool failed = std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
   return failed ? 1 : 0;
 }
 

@@ -45,6 +45,12 @@ std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix) {
   return out;
 }
 
+std::string size_text(int64_t bytes) {
+  for (auto [shift, suffix] : {std::pair{30, "G"}, std::pair{20, "M"}, std::pair{10, "K"}})
+    if (bytes != 0 && bytes % (int64_t(1) << shift) == 0) return std::to_string(bytes >> shift) + suffix;
+  return std::to_string(bytes);
+}
+
 std::optional<double> parse_real(std::string_view text) {
   // std::from_chars: the whole text in plain decimal or scientific form; nan, inf and values
   // that overflow a double are not numbers here.

@@ -32,6 +32,9 @@ struct ParamSpec {
 /// (K/KiB/KB, M/MiB/MB, G/GiB/GB: powers of 1024) when `size_suffix`; nothing when it is not one
 /// or does not fit an int64_t (suffix included).
 std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix = false);
+/// `bytes` as the shortest text parse_integer(text, true) reads back: 1024 → "1K", 1073741824 →
+/// "1G", 1000 → "1000" (the size suffixes are powers of 1024).
+std::string size_text(int64_t bytes);
 /// `text` as a finite decimal number, whole (no blanks, '+', hex, nan or inf); nothing otherwise.
 std::optional<double> parse_real(std::string_view text);
 

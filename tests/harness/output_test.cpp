@@ -1,11 +1,17 @@
-#include "core/output/output.hpp"
+#include "core/output/reporter.hpp"
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "core/mechanism.hpp"
+#include "core/runner.hpp"
 
 using namespace ipclab;
 
@@ -26,6 +32,29 @@ Record sample(const std::string& suite = "messaging") {
   r.placement = {"cross", {0, 1}, {{"client", 0, {0}, {0}}, {"server", 0, {1}, {1}}}};
   r.integrity = {1000, 1000, 0, 0, 0};
   return r;
+}
+// The plan `ipclab run FILTER -p ...` makes on two CPUs.
+std::vector<PlannedBenchmark> plan_of(const std::string& filter, const Overrides& overrides = {},
+                                      Preset preset = Preset::Default) {
+  return plan(select_mechanisms({filter}), preset, overrides, {0, 1});
+}
+// A completed repetition of a planned benchmark, as run_one names it.
+Record record_of(const PlannedBenchmark& b, int repetition = 0) {
+  Record r = sample(b.mech->suite);
+  r.name = b.name;
+  r.mechanism = b.mech->name;
+  r.params = b.params;
+  r.repetition = repetition;
+  return r;
+}
+// What a reporter printed to a FILE*.
+std::string printed(FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
 }
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -105,7 +134,7 @@ TEST(Output, AtomicWriteLeavesNoTemporary) {
 TEST(Output, MarkdownTableHasOneRowPerAggregate) {
   Record it = sample(), agg = sample();
   agg.run_type = "aggregate";
-  std::string md = output::markdown({{"cpu", {{"model", "EPYC"}, {"logical_cpus", 2}}}}, {it, agg});
+  std::string md = output::markdown({{"cpu", {{"model", "EPYC"}, {"logical_cpus", 2}}}}, {}, {it, agg});
   EXPECT_NE(md.find("| benchmark |"), std::string::npos);
   EXPECT_EQ(std::count(md.begin(), md.end(), '`') / 2, 1) << "only the aggregate row is listed";
   EXPECT_NE(md.find("EPYC"), std::string::npos);
@@ -120,7 +149,7 @@ TEST(Output, ObservedPlacementTextIsTheSameInCsvAndMarkdown) {
   std::remove(path.c_str());
   output::append_csv(path, {r});
   EXPECT_NE(slurp(path).find(",client0@0 server0@1+0 server1@?,"), std::string::npos);
-  std::string md = output::markdown(nlohmann::json::object(), {r});
+  std::string md = output::markdown(nlohmann::json::object(), {}, {r});
   EXPECT_NE(md.find("cross client0@0 server0@1+0 server1@?"), std::string::npos);
 }
 
@@ -129,4 +158,142 @@ TEST(Output, HumanUnits) {
   EXPECT_EQ(output::human_ns(1234), "1.23 us");
   EXPECT_EQ(output::human_ns(12.5e6), "12.5 ms");
   EXPECT_EQ(output::human_rate(1.5e6), "1.50M/s");
+}
+
+TEST(OutputNames, ShowTheMechanismAndOnlyWhatVaries) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  ASSERT_EQ(plan.size(), 2u);
+  auto names = output::table_names(plan);
+  EXPECT_EQ(names.of(plan[0].name), "messaging/pipe size:64");
+  EXPECT_EQ(names.of(plan[1].name), "messaging/pipe size:1K") << "sizes as they are typed";
+  EXPECT_NE(plan[0].name.find("latency_sample:"), std::string::npos) << "the full name keeps everything";
+  // What does not vary is stated once per mechanism, nothing lost.
+  ASSERT_EQ(names.fixed.size(), 1u);
+  EXPECT_EQ(names.fixed[0].first, "messaging/pipe");
+  EXPECT_NE(names.fixed[0].second.find("latency_sample:1"), std::string::npos) << names.fixed[0].second;
+  EXPECT_EQ(names.fixed[0].second.find("size:"), std::string::npos) << names.fixed[0].second;
+  EXPECT_EQ(names.of("not/planned/x:1"), "not/planned/x:1");
+}
+
+TEST(OutputNames, ASingleBenchmarkShowsItsMechanism) {
+  auto plan = plan_of("harness/null", {{"placement", {"same"}}});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(output::table_names(plan).of(plan[0].name), "harness/null");
+}
+
+TEST(OutputNames, DistinctRowsStayDistinctAndVaryingIsJudgedPerMechanism) {
+  // Quick grids of several suites: many mechanisms, parameters swept in some and fixed in others.
+  std::vector<PlannedBenchmark> all;
+  for (auto* suite : {"fileio", "messaging", "pingpong", "anchors"}) {
+    auto p = plan_of(suite, {}, Preset::Quick);
+    all.insert(all.end(), p.begin(), p.end());
+  }
+  auto names = output::table_names(all);
+  std::set<std::string> shown;
+  for (auto& b : all) {
+    const std::string& name = names.of(b.name);
+    EXPECT_EQ(name.rfind(b.mech->full_name(), 0), 0u) << name;
+    EXPECT_LE(name.size(), b.name.size());
+    shown.insert(name);
+    // A parameter is shown exactly when its mechanism's planned values differ.
+    for (auto& [k, v] : b.params.items()) {
+      std::set<std::string> values;
+      for (auto& o : all)
+        if (o.mech == b.mech) values.insert(o.params.str(k));
+      EXPECT_EQ(name.find(" " + k + ":") != std::string::npos, values.size() > 1) << name << " / " << k;
+    }
+  }
+  EXPECT_EQ(shown.size(), all.size()) << "two rows of the table look alike";
+}
+
+TEST(OutputReporters, JsonReporterWritesTheJsonDocument) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  std::vector<Record> records = {record_of(plan[0]), record_of(plan[1])};
+  const nlohmann::json context = {{"kernel", "x"}, {"repetitions", 1}};
+  const std::string path = ::testing::TempDir() + "/reporter.json";
+  std::remove(path.c_str());
+  output::JsonReporter json("--json", path, false);
+  json.open();
+  json.begin(context, plan);
+  for (auto& r : records) json.record(r);
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "written at the end, not before";
+  json.end(records);
+  EXPECT_EQ(slurp(path), output::json_document(context, records));
+}
+
+TEST(OutputReporters, AnUnwritableTargetIsRefusedWhenTheReporterIsMade) {
+  EXPECT_THROW(output::JsonReporter("--json", "/nonexistent-dir/x.json", false), UsageError);
+  EXPECT_THROW(output::CsvReporter("/nonexistent-dir/x.csv", {"messaging"}, false), UsageError);
+  const std::string other = ::testing::TempDir() + "/other-columns.csv";
+  std::remove(other.c_str());
+  output::append_csv(other, {sample("anchors")});
+  EXPECT_THROW(output::CsvReporter(other, {"messaging"}, false), UsageError) << "its header is another mix";
+}
+
+TEST(OutputReporters, CsvReporterAppendsWhatAppendCsvAppends) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  std::vector<Record> records = {record_of(plan[0]), record_of(plan[1])};
+  const std::string by_reporter = ::testing::TempDir() + "/reporter.csv";
+  const std::string by_function = ::testing::TempDir() + "/function.csv";
+  std::remove(by_reporter.c_str());
+  std::remove(by_function.c_str());
+  output::CsvReporter csv(by_reporter, {"messaging"}, false);
+  csv.open();
+  csv.begin({}, plan);
+  csv.end(records);
+  output::append_csv(by_function, records);
+  EXPECT_EQ(slurp(by_reporter), slurp(by_function));
+  EXPECT_NE(slurp(by_reporter).find(plan[1].name), std::string::npos) << "the full name is the key";
+}
+
+TEST(OutputReporters, MarkdownShowsTableNamesAndStatesTheFixedParametersOnce) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  std::vector<Record> records = {record_of(plan[0]), record_of(plan[1])};
+  const std::string path = ::testing::TempDir() + "/reporter.md";
+  output::MarkdownReporter md("--markdown", path, false);
+  md.open();
+  md.begin({{"repetitions", 1}}, plan);
+  md.end(records);
+  const std::string text = slurp(path);
+  EXPECT_NE(text.find("| `messaging/pipe size:64` |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| `messaging/pipe size:1K` |"), std::string::npos) << text;
+  EXPECT_EQ(text.find(plan[0].name), std::string::npos) << "no full name in the table";
+  auto fixed = text.find("- `messaging/pipe`: `");
+  ASSERT_NE(fixed, std::string::npos) << text;
+  EXPECT_NE(text.find("latency_sample:1", fixed), std::string::npos) << text;
+}
+
+TEST(OutputReporters, ConsoleStreamsRowsUnderTableNames) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  output::ConsoleReporter console(f, 0);
+  console.begin({{"repetitions", 2}}, plan);
+  std::vector<Record> reps = {record_of(plan[0], 0), record_of(plan[0], 1)};
+  console.record(reps[0]);
+  EXPECT_NE(printed(f).find("messaging/pipe size:64 "), std::string::npos) << "a row as the record completes";
+  console.record(reps[1]);
+  console.record(aggregate_median(reps));
+  const std::string out = printed(f);
+  std::fclose(f);
+  EXPECT_NE(out.find("messaging/pipe size:64 (median) "), std::string::npos) << out;
+  EXPECT_EQ(out.find("latency_sample"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 5) << "header, rule, three rows:\n" << out;
+}
+
+TEST(OutputReporters, ConsoleNeverCutsANameTooLongForTheTerminal) {
+  // fileio's quick grid sweeps several parameters: its names outgrow a 90-column terminal.
+  auto plan = plan_of("fileio/psync", {}, Preset::Quick);
+  auto names = output::table_names(plan);
+  ASSERT_GT(plan.size(), 1u);
+  ASSERT_GT(names.of(plan[0].name).size(), 20u) << "longer than the 20 columns a 90-column terminal leaves";
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  output::ConsoleReporter console(f, 90);
+  console.begin({{"repetitions", 1}}, plan);
+  for (auto& b : plan) console.record(record_of(b));
+  const std::string out = printed(f);
+  std::fclose(f);
+  // Each name whole on a line of its own, its figures under it.
+  for (auto& b : plan) EXPECT_NE(out.find("\n" + names.of(b.name) + "\n" + std::string(20, ' ')), std::string::npos) << out;
 }

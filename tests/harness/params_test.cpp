@@ -229,3 +229,16 @@ TEST(Params, GridsAreCountedBeforeTheyAreBuilt) {
   parse_override("b=" + values(101), big);
   EXPECT_THROW(expand_grid(s, Preset::Default, big), UsageError);
 }
+
+TEST(Params, SizeTextIsTheShortestTextParseIntegerReadsBack) {
+  EXPECT_EQ(size_text(64), "64");
+  EXPECT_EQ(size_text(1000), "1000");
+  EXPECT_EQ(size_text(1024), "1K");
+  EXPECT_EQ(size_text(1536), "1536");
+  EXPECT_EQ(size_text(int64_t(1) << 20), "1M");
+  EXPECT_EQ(size_text(int64_t(1) << 30), "1G");
+  EXPECT_EQ(size_text(0), "0");
+  for (int64_t v : {int64_t(0), int64_t(64), int64_t(4096), int64_t(3) << 20, int64_t(1) << 40})
+    EXPECT_EQ(parse_integer(size_text(v), true), v) << v;
+}
+

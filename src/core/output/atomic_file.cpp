@@ -1,6 +1,7 @@
 // Result files: written to a temporary of this run (created exclusively, never through a
 // symlink, journaled so that a killed run's temporary is swept), made durable, then renamed
-// over the target: a crash never leaves half a file. Targets are checked before the run.
+// over the target: a crash never leaves half a file. Targets are checked before the run. The
+// reporters of such files (JSON, Markdown) share the steps here: check, temporary, commit.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
-#include "core/output/output.hpp"
+#include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
 
@@ -86,5 +87,25 @@ void AtomicFile::commit(const std::string& content) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) { AtomicFile(path).commit(content); }
+
+AtomicReporter::AtomicReporter(std::string option, std::string path, bool folder_is_new)
+    : option_(std::move(option)), path_(std::move(path)) {
+  if (!folder_is_new) check_target(option_, path_);
+}
+
+// The temporary now, before the run: a place the checks could not judge (a special or read-only
+// file system) is refused before the run rather than after it.
+void AtomicReporter::open() {
+  try {
+    file_ = std::make_unique<AtomicFile>(path_);
+  } catch (const std::system_error& e) {
+    throw UsageError(fmt::format("{} {}: {}; choose a writable folder", option_, path_, e.code().message()));
+  }
+}
+
+void AtomicReporter::commit(const std::string& content) {
+  file_->commit(content);
+  fmt::print(stderr, "wrote {}\n", path_);
+}
 
 }  // namespace ipclab::output

@@ -1,23 +1,57 @@
-// The console table, in the manner of Google Benchmark's.
+// The console table, in the manner of Google Benchmark's: a row per record as it completes, each
+// benchmark under its table name (table_names).
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 
-#include "core/output/output.hpp"
+#include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
 
 namespace ipclab::output {
 
-void Console::header(size_t name_width) {
-  width_ = std::max<size_t>(name_width, 20);
+namespace {
+
+constexpr const char* kMedian = " (median)";
+// What a row holds after the name: five 10-wide figures, ctx/op, and the status ("ok" mostly).
+constexpr size_t kFigures = 5 * 11 + 8 + 2 + 6;
+constexpr size_t kMinName = 20;
+
+std::string row_name(const TableNames& names, const Record& r) {
+  return names.of(r.name) + (r.run_type == "aggregate" ? kMedian : "");
+}
+
+}  // namespace
+
+size_t terminal_columns(FILE* out) {
+  winsize ws{};
+  if (!isatty(fileno(out)) || ioctl(fileno(out), TIOCGWINSZ, &ws) != 0) return 0;
+  return ws.ws_col;
+}
+
+void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) {
+  names_ = table_names(plan);
+  const bool medians = context.value("repetitions", 1) > 1;
+  size_t widest = 0;
+  for (auto& [_, name] : names_.short_name)
+    widest = std::max(widest, name.size() + (medians ? std::string(kMedian).size() : 0));
+  // On a terminal the rows fit its width where they can; a longer name is then printed whole on a
+  // line of its own, its figures on the next (see record), never cut.
+  const size_t room = columns_ > kFigures ? columns_ - kFigures : 0;
+  width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
   std::string h = fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}  {}", "Benchmark",
                               width_, "Time/op", "Rate", "p50", "p99", "CPU/op", "ctx/op", "Status");
   fmt::print(out_, "{}\n{}\n", h, std::string(h.size() + 4, '-'));
   fflush(out_);
 }
 
-void Console::row(const Record& r) {
-  std::string name = r.name;
-  if (r.run_type == "aggregate") name += "_median";
+void ConsoleReporter::record(const Record& r) {
+  std::string name = row_name(names_, r);
+  if (name.size() > width_) {
+    fmt::print(out_, "{}\n", name);
+    name.clear();
+  }
   std::string status = status_name(r.status);
   if (!r.error.empty()) status += ": " + r.error;
   fmt::print(out_, "{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.2f}  {}\n", name, width_,

@@ -1,4 +1,5 @@
-// CSV: the leading columns suites declare (e.g. the messaging reference's), then ours.
+// CSV: the leading columns suites declare (e.g. the messaging reference's), then ours; and its
+// reporter, which appends the run's rows at the end.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -12,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/fdio.hpp"
 #include "core/mechanism.hpp"
-#include "core/output/output.hpp"
+#include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
 
@@ -157,6 +158,18 @@ void append_csv(const std::string& path, const std::vector<Record>& records) {
     if (n <= 0) throw std::system_error(errno, std::generic_category(), "append to --csv " + path);
     done += size_t(n);
   }
+}
+
+CsvReporter::CsvReporter(std::string path, const std::set<std::string>& suites, bool folder_is_new)
+    : path_(std::move(path)) {
+  if (folder_is_new) return;  // a new --out folder holds no file yet
+  check_target("--csv", path_);
+  check_csv(path_, suites);
+}
+
+void CsvReporter::end(const std::vector<Record>& records) {
+  append_csv(path_, records);
+  fmt::print(stderr, "wrote {}\n", path_);
 }
 
 }  // namespace ipclab::output

@@ -1,5 +1,5 @@
-// The result file of SPEC §2 (docs/json-schema.md).
-#include "core/output/output.hpp"
+// The result file of SPEC §2 (docs/json-schema.md), and its reporter.
+#include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
 
@@ -15,5 +15,9 @@ std::string json_document(const nlohmann::json& context, const std::vector<Recor
   // allowed to lose the file after the run.
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+
+void JsonReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>&) { context_ = context; }
+
+void JsonReporter::end(const std::vector<Record>& records) { commit(json_document(context_, records)); }
 
 }  // namespace ipclab::output

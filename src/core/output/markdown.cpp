@@ -1,11 +1,12 @@
-// A Markdown table of a run: machine line, warnings, one row per benchmark.
-#include "core/output/output.hpp"
+// A Markdown table of a run: machine line, warnings, one row per benchmark under its table name
+// (table_names), then the parameters each mechanism held constant, so that no value is lost.
+#include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
 
 namespace ipclab::output {
 
-std::string markdown(const nlohmann::json& context, const std::vector<Record>& records) {
+std::string markdown(const nlohmann::json& context, const TableNames& names, const std::vector<Record>& records) {
   std::string md = "# ipclab results\n\n";
   auto cpu = context.value("cpu", nlohmann::json::object());
   auto load = context.value("load_avg", nlohmann::json::array());
@@ -31,13 +32,24 @@ std::string markdown(const nlohmann::json& context, const std::vector<Record>& r
     if (!r.error.empty()) status += ": " + r.error;
     for (auto& ch : status)
       if (ch == '|') ch = '/';
-    md += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} | {} {} | {} |\n", r.name,
+    md += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} | {} {} | {} |\n", names.of(r.name),
                       human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
                       r.latency ? human_ns(double(r.latency->p50)) : "-",
                       r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()),
                       r.ctx_per_op(), r.placement.layout, observed_text(r.placement), status);
   }
+  if (!names.fixed.empty()) {
+    md += "\nThe same in every row of a mechanism:\n";
+    for (auto& [mechanism, fixed] : names.fixed) md += fmt::format("- `{}`: `{}`\n", mechanism, fixed);
+  }
   return md;
 }
+
+void MarkdownReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) {
+  context_ = context;
+  names_ = table_names(plan);
+}
+
+void MarkdownReporter::end(const std::vector<Record>& records) { commit(markdown(context_, names_, records)); }
 
 }  // namespace ipclab::output

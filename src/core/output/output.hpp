@@ -1,6 +1,6 @@
 #pragma once
-// One function per output format, all reading the same records.
-#include <cstdio>
+// The output formats' building blocks, all reading the same records; reporter.hpp drives them.
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/record.hpp"
+#include "core/runner.hpp"
 
 namespace ipclab::output {
 
@@ -52,23 +53,25 @@ void check_csv(const std::string& path, const std::set<std::string>& suites);
 /// its header differs.
 void append_csv(const std::string& path, const std::vector<Record>& records);
 
-std::string markdown(const nlohmann::json& context, const std::vector<Record>& records);
+/// Names for the tables people read (console, Markdown): the full name stays the key of JSON and
+/// CSV, but a table shows a benchmark as its mechanism and the parameters whose values vary
+/// among the planned benchmarks of that mechanism (`messaging/pipe size:64`); sizes as 1K, 1M.
+struct TableNames {
+  std::map<std::string, std::string> short_name;  // full benchmark name → table name
+  /// Per mechanism (in plan order), its parameters that do not vary: `name:value name:value`.
+  std::vector<std::pair<std::string, std::string>> fixed;
+  /// The table name of a full benchmark name; the name itself when it was not planned.
+  const std::string& of(const std::string& name) const;
+};
+TableNames table_names(const std::vector<PlannedBenchmark>& plan);
+
+/// The Markdown result: machine line, warnings, one row per benchmark (its median when there are
+/// repetitions) under its table name, then each mechanism's constant parameters.
+std::string markdown(const nlohmann::json& context, const TableNames& names, const std::vector<Record>& records);
 
 /// "1.23 us", "456 ns", "2.00 s": three significant digits.
 std::string human_ns(double ns);
 /// "1.23M/s" style rates.
 std::string human_rate(double per_s);
-
-/// Console table in the manner of Google Benchmark's, one row per record as it completes.
-class Console {
- public:
-  explicit Console(FILE* out) : out_(out) {}
-  void header(size_t name_width);
-  void row(const Record& r);
-
- private:
-  FILE* out_;
-  size_t width_ = 40;
-};
 
 }  // namespace ipclab::output

@@ -1,0 +1,101 @@
+#pragma once
+// Reporters: one per output format, each fed the same plan and records by the run. Each step
+// happens at the moment the run's safety needs it:
+//   constructor  checks the target, before anything is created: bad input is refused up front;
+//   open()       creates what must exist before the run (a result file's temporary), once --out's
+//                folder exists and before the environment is read or any benchmark runs;
+//   begin()      the run starts, its plan and environment known (the console prints its header);
+//   record()     a record has completed (each repetition, then the benchmark's median);
+//   end()        every record, in run order: the result files are written here.
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/output/output.hpp"
+#include "core/record.hpp"
+#include "core/runner.hpp"
+
+namespace ipclab::output {
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void open() {}
+  virtual void begin(const nlohmann::json& /*context*/, const std::vector<PlannedBenchmark>& /*plan*/) {}
+  virtual void record(const Record& /*r*/) {}
+  virtual void end(const std::vector<Record>& /*records*/) {}
+};
+
+/// The console table, one row per record as it completes.
+class ConsoleReporter : public Reporter {
+ public:
+  /// `terminal_columns`: the width rows should fit (0: none, size the names to the widest).
+  ConsoleReporter(FILE* out, size_t terminal_columns) : out_(out), columns_(terminal_columns) {}
+  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
+  void record(const Record& r) override;
+
+ private:
+  FILE* out_;
+  size_t columns_, width_ = 0;
+  TableNames names_;
+};
+
+/// The width of the terminal `out` writes to; 0 when it is not a terminal.
+size_t terminal_columns(FILE* out);
+
+/// A result file written whole at the end through an AtomicFile (--json, --markdown).
+class AtomicReporter : public Reporter {
+ public:
+  /// `folder_is_new`: the file goes into --out's folder, which this run creates after the checks
+  /// (check_out_dir judged where it goes), so only open() can try the place.
+  AtomicReporter(std::string option, std::string path, bool folder_is_new);
+  void open() override;
+
+ protected:
+  /// Writes `content` over the target and says so on stderr.
+  void commit(const std::string& content);
+
+ private:
+  std::string option_, path_;
+  std::unique_ptr<AtomicFile> file_;
+};
+
+/// --json: the result file of docs/json-schema.md (json_document).
+class JsonReporter : public AtomicReporter {
+ public:
+  using AtomicReporter::AtomicReporter;
+  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
+  void end(const std::vector<Record>& records) override;
+
+ private:
+  nlohmann::json context_;
+};
+
+/// --markdown: the table of markdown(), short names and the constant parameters stated once.
+class MarkdownReporter : public AtomicReporter {
+ public:
+  using AtomicReporter::AtomicReporter;
+  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
+  void end(const std::vector<Record>& records) override;
+
+ private:
+  nlohmann::json context_;
+  TableNames names_;
+};
+
+/// --csv: rows appended in place at the end (append_csv), under the header of the run's suites.
+class CsvReporter : public Reporter {
+ public:
+  /// Checks the target and, when it exists, its header against `suites` (check_csv).
+  CsvReporter(std::string path, const std::set<std::string>& suites, bool folder_is_new);
+  void end(const std::vector<Record>& records) override;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ipclab::output
