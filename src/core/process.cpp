@@ -97,29 +97,15 @@ Process Process::exec(const Spawn& how, const std::vector<std::string>& argv) {
   args.reserve(argv.size() + 1);
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  int p[2] = {-1, -1};
-  if (how.ready_pipe) ready_pipe(p);
-  const int out = how.ready_pipe ? p[1] : how.stdout_fd, err = how.stderr_fd;
-  const pid_t parent = getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    close_pipe(p);
-    throw std::system_error(e, std::generic_category(), "fork");
-  }
-  if (pid == 0) {
-    child_setup(parent, how.cpu);
+  // The child's stdout is the readiness pipe when there is one, else the given descriptor.
+  return fork(how, [&args, &how](int ready_fd) {
+    const int out = ready_fd >= 0 ? ready_fd : how.stdout_fd;
     if (out >= 0) dup2(out, 1);  // the copy on 1 is not close-on-exec
-    if (err >= 0) dup2(err, 2);
+    if (how.stderr_fd >= 0) dup2(how.stderr_fd, 2);
     for (int fd : how.keep_fds) fcntl(fd, F_SETFD, 0);
     execv(args[0], args.data());
-    _exit(127);
-  }
-  Process proc;
-  proc.pid_ = pid;
-  if (p[1] >= 0) ::close(p[1]);
-  proc.ready_fd_ = p[0];
-  return proc;
+    return 127;
+  });
 }
 
 Process::Process(Process&& o) noexcept

@@ -103,6 +103,8 @@ void AtomicReporter::open() {
   }
 }
 
+void AtomicReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>&) { context_ = context; }
+
 void AtomicReporter::commit(const std::string& content) {
   file_->commit(content);
   fmt::print(stderr, "wrote {}\n", path_);

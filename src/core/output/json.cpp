@@ -16,8 +16,6 @@ std::string json_document(const nlohmann::json& context, const std::vector<Recor
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-void JsonReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>&) { context_ = context; }
-
 void JsonReporter::end(const std::vector<Record>& records) { commit(json_document(context_, records)); }
 
 }  // namespace ipclab::output

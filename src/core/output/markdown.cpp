@@ -46,7 +46,7 @@ std::string markdown(const nlohmann::json& context, const TableNames& names, con
 }
 
 void MarkdownReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) {
-  context_ = context;
+  AtomicReporter::begin(context, plan);
   names_ = table_names(plan);
 }
 

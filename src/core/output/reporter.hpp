@@ -54,10 +54,13 @@ class AtomicReporter : public Reporter {
   /// (check_out_dir judged where it goes), so only open() can try the place.
   AtomicReporter(std::string option, std::string path, bool folder_is_new);
   void open() override;
+  /// Keeps the run's context for end().
+  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
 
  protected:
   /// Writes `content` over the target and says so on stderr.
   void commit(const std::string& content);
+  nlohmann::json context_;
 
  private:
   std::string option_, path_;
@@ -68,11 +71,7 @@ class AtomicReporter : public Reporter {
 class JsonReporter : public AtomicReporter {
  public:
   using AtomicReporter::AtomicReporter;
-  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
   void end(const std::vector<Record>& records) override;
-
- private:
-  nlohmann::json context_;
 };
 
 /// --markdown: the table of markdown(), short names and the constant parameters stated once.
@@ -83,7 +82,6 @@ class MarkdownReporter : public AtomicReporter {
   void end(const std::vector<Record>& records) override;
 
  private:
-  nlohmann::json context_;
   TableNames names_;
 };
 
