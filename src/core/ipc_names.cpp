@@ -135,12 +135,7 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
 }
 
 extern "C" void on_terminate(int sig) {
-  if (g_run.pid.load() == getpid()) {
-    for (auto& e : g_entries)
-      if (e.used.load() == 1) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
-    if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
-    if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
-  }
+  remove_all_now();
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -276,6 +271,14 @@ void close_fd(int& fd) {
 }
 
 }  // namespace
+
+void remove_all_now() noexcept {
+  if (g_run.pid.load() != getpid()) return;
+  for (auto& e : g_entries)
+    if (e.used.load() == 1) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
+  if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
+  if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
+}
 
 std::string state_dir() {
   const char* t = std::getenv("TMPDIR");

@@ -59,6 +59,9 @@ void track_path(const std::string& path);
 /// Removes an object this run created (if still its own) and journals that it is gone.
 void remove(Kind kind, const std::string& name);
 
+/// Removes the run's objects, its journal and its folder at once, without allocating: for a
+/// signal handler that is about to end the process (SIGINT/SIGTERM, a workload's deadline).
+void remove_all_now() noexcept;
 /// Installs the SIGINT/SIGTERM/SIGHUP handler that removes the run's objects, then dies of the
 /// signal.
 void install_signal_cleanup();

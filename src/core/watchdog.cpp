@@ -1,6 +1,8 @@
 #include "core/watchdog.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -89,24 +91,39 @@ std::string Watchdog::check() {
   return fmt::format("stalled: {} made no progress for {:.1f} s ({})", names, double(longest) * 1e-9, rule);
 }
 
-Deadline::Deadline(double seconds, std::string line) {
-  guard_ = std::thread([this, seconds, line = std::move(line)] {
-    std::unique_lock lk(mu_);
-    if (cv_.wait_for(lk, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
-    fmt::print(stderr, "{}\n", line);
-    std::fflush(stderr);
-    ipc::end_run();
-    _exit(1);  // the stalled body still runs on another thread: no destructors, no atexit
-  });
+namespace {
+
+char g_deadline_line[1024];
+size_t g_deadline_len = 0;
+struct sigaction g_previous_alarm {};
+
+extern "C" void on_deadline(int) {
+  (void)!::write(2, g_deadline_line, g_deadline_len);
+  ipc::remove_all_now();
+  _exit(1);  // the stalled body still runs: no destructors, no atexit
+}
+
+}  // namespace
+
+Deadline::Deadline(double seconds, const std::string& line) {
+  g_deadline_len = std::min(line.size(), sizeof g_deadline_line - 1);
+  std::memcpy(g_deadline_line, line.data(), g_deadline_len);
+  g_deadline_line[g_deadline_len++] = '\n';
+  struct sigaction sa {};
+  sa.sa_handler = on_deadline;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, &g_previous_alarm);
+  itimerval t{};
+  t.it_value.tv_sec = time_t(seconds);
+  t.it_value.tv_usec = suseconds_t((seconds - double(time_t(seconds))) * 1e6);
+  if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &t, nullptr);
 }
 
 Deadline::~Deadline() {
-  {
-    std::lock_guard lk(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
-  guard_.join();
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &g_previous_alarm, nullptr);
 }
 
 }  // namespace ipclab
