@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -24,6 +25,7 @@
 #include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
+#include "core/statistics.hpp"
 
 using namespace ipclab;
 
@@ -33,7 +35,8 @@ struct RunArgs {
   std::vector<std::string> filters;
   std::vector<std::string> params;
   // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
-  std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown;
+  std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
+  bool interleave = false;
 };
 
 std::string command_line(int argc, char** argv) {
@@ -154,39 +157,28 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(const RunArgs& a,
 // Runs every benchmark for its repetitions, adding the median of each when there are several;
 // each record goes to the reporters as it completes. On a terminal, a progress line with an ETA
 // names the benchmark as the tables do: a full name may be wider than the line it must clear.
-std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
-                             const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
+// The runner's hooks for the console: a progress line with an ETA on a terminal, each record to
+// the reporters as it completes, and a FAILED line on stderr for a failed repetition.
+PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                        const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
   const bool progress = isatty(2);
-  const auto names = output::table_names(benchmarks);
   const double per_run = opts.duration_s + opts.warmup_s + 0.05;
-  std::vector<Record> records;
   const uint64_t started = now_ns();
-  size_t done = 0, total = benchmarks.size() * size_t(opts.repetitions);
-  auto report = [&](const Record& r) {
+  auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
+  PlanHooks hooks;
+  if (progress)
+    hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
+      const double elapsed = double(now_ns() - started) * 1e-9;
+      const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
+      fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
+    };
+  hooks.finished = [progress, &reporters](const Record& r) {
+    if (progress) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
+    if (r.status == Status::Failed && r.run_type != "aggregate")
+      fmt::print(stderr, "FAILED {} (repetition {}): {}\n", r.name, r.repetition, r.error);
   };
-  for (auto& b : benchmarks) {
-    std::vector<Record> reps;
-    for (int r = 0; r < opts.repetitions; ++r) {
-      if (progress) {
-        double elapsed = double(now_ns() - started) * 1e-9;
-        double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
-        fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names.of(b.name), eta_text(eta));
-      }
-      reps.push_back(run_one(b, opts, r));
-      ++done;
-      if (progress) fmt::print(stderr, "\r\033[K");
-      report(reps.back());
-      if (reps.back().status == Status::Failed)
-        fmt::print(stderr, "FAILED {} (repetition {}): {}\n", b.name, r, reps.back().error);
-    }
-    records.insert(records.end(), reps.begin(), reps.end());
-    if (reps.size() > 1) {
-      records.push_back(aggregate_median(reps));
-      report(records.back());
-    }
-  }
-  return records;
+  return hooks;
 }
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
@@ -229,6 +221,15 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     opts.repetitions = int(*v);
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
+  std::optional<uint64_t> seed;  // --interleave: the order's seed, drawn when not given
+  if (a.seed && !a.interleave) throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
+  if (a.seed) {
+    auto v = parse_integer(*a.seed);
+    if (!v || *v < 0) throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", *a.seed));
+    seed = uint64_t(*v);
+  } else if (a.interleave) {
+    seed = std::random_device{}() & 0x7fffffff;
+  }
   Overrides overrides;
   for (auto& p : a.params) parse_override(p, overrides);
 
@@ -250,10 +251,11 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["repetitions"] = opts.repetitions;
   context["duration_s"] = opts.duration_s;
   context["warmup_s"] = opts.warmup_s;
+  context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   for (auto& r : reporters) r->begin(context, benchmarks);
-  const auto records = run_plan(benchmarks, opts, reporters);
+  const auto records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
 
   // export
   for (auto& r : reporters) r->end(records);
@@ -312,6 +314,10 @@ int main(int argc, char** argv) {
       ->type_name("SECONDS");
   text_option(run, "--cpus", ra.cpus, "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
       ->type_name("LIST");
+  run->add_flag("--interleave", ra.interleave,
+                "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")->type_name("N");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "core/error.hpp"
 #include "core/patterns.hpp"
 #include "core/placement.hpp"
+#include "core/statistics.hpp"
 
 namespace ipclab {
 
@@ -33,19 +35,6 @@ bool filter_matches(const std::string& filter, const Mechanism& m) {
 }
 
 }  // namespace
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double quantile_of(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[size_t(q * double(v.size() - 1))];
-}
 
 std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters) {
   std::vector<const Mechanism*> out;
@@ -131,62 +120,39 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   return rec;
 }
 
-Record aggregate_median(const std::vector<Record>& reps) {
-  Record a = reps.front();
-  a.run_type = "aggregate";
-  a.aggregate_name = "median";
-  a.repetition = int(reps.size());
-  a.integrity = {};
-  a.error.clear();
-  a.status = Status::Ok;
-  std::vector<const Record*> ok;
-  for (auto& r : reps) {
-    a.integrity += r.integrity;
-    if (r.status == Status::Ok) ok.push_back(&r);
-    else if (a.status == Status::Ok || r.status == Status::Failed) {
-      a.status = r.status;
-      a.error = r.error;
-    }
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed) {
+  const size_t n = benchmarks.size(), reps = size_t(opts.repetitions);
+  std::vector<size_t> order;  // the benchmark of each repetition, in the order they run
+  for (size_t b = 0; b < n; ++b) order.insert(order.end(), reps, b);
+  if (interleave_seed) {
+    // Fisher-Yates over mt19937_64 with a plain modulo: std::shuffle's use of the generator
+    // differs between standard libraries, and one seed must give one order everywhere.
+    std::mt19937_64 rng(*interleave_seed);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
   }
-  if (ok.empty()) return a;
-  auto med = [&](auto f) {
-    std::vector<double> v;
-    for (auto* r : ok) v.push_back(double(f(*r)));
-    return median_of(v);
+  std::vector<std::vector<Record>> runs(n);
+  std::vector<std::optional<Record>> aggregates(n);
+  auto aggregate = [&](size_t b) {
+    if (reps < 2) return;
+    aggregates[b] = aggregate_median(runs[b]);
+    if (hooks.finished) hooks.finished(*aggregates[b]);
   };
-  std::vector<double> tpo;
-  for (auto* r : ok) tpo.push_back(r->time_per_op_ns());
-  // Median time per op, expressed through wall and ops so every derived figure stays consistent.
-  a.ops = uint64_t(med([](const Record& r) { return r.ops; }));
-  a.bytes = uint64_t(med([](const Record& r) { return r.bytes; }));
-  a.wall_s = median_of(tpo) * double(a.ops) * 1e-9;
-  a.cpu.user_s = med([](const Record& r) { return r.ops ? r.cpu.user_s / r.ops : 0; }) * a.ops;
-  a.cpu.sys_s = med([](const Record& r) { return r.ops ? r.cpu.sys_s / r.ops : 0; }) * a.ops;
-  a.cpu.ctx_vol = int64_t(std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
-  a.cpu.ctx_invol = int64_t(std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
-  a.rates = nlohmann::json::object();
-  for (auto& [k, v] : ok.front()->rates.items())
-    if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });
-  // Latency and placement of the repetition whose time per op is the median one.
-  const Record* mid = ok.front();
-  double target = median_of(tpo);
-  for (auto* r : ok)
-    if (std::abs(r->time_per_op_ns() - target) < std::abs(mid->time_per_op_ns() - target)) mid = r;
-  a.latency = mid->latency;
-  a.placement = mid->placement;
-  a.extra = mid->extra;
-  double mean = 0, sq = 0;
-  for (double v : tpo) mean += v;
-  mean /= double(tpo.size());
-  for (double v : tpo) sq += (v - mean) * (v - mean);
-  double sd = tpo.size() > 1 ? std::sqrt(sq / double(tpo.size() - 1)) : 0.0;
-  a.spread = {{"metric", "time_per_op_ns"},
-              {"min", *std::min_element(tpo.begin(), tpo.end())},
-              {"max", *std::max_element(tpo.begin(), tpo.end())},
-              {"stddev", sd},
-              {"cv", mean > 0 ? sd / mean : 0.0},
-              {"values", tpo}};
-  return a;
+  for (size_t done = 0; done < order.size(); ++done) {
+    const size_t b = order[done];
+    if (hooks.starting) hooks.starting(benchmarks[b], done, order.size());
+    runs[b].push_back(run_one(benchmarks[b], opts, int(runs[b].size())));
+    if (hooks.finished) hooks.finished(runs[b].back());
+    if (!interleave_seed && runs[b].size() == reps) aggregate(b);
+  }
+  if (interleave_seed)
+    for (size_t b = 0; b < n; ++b) aggregate(b);
+  std::vector<Record> records;
+  for (size_t b = 0; b < n; ++b) {
+    records.insert(records.end(), runs[b].begin(), runs[b].end());
+    if (aggregates[b]) records.push_back(*aggregates[b]);
+  }
+  return records;
 }
 
 }  // namespace ipclab

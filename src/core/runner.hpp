@@ -1,7 +1,10 @@
 #pragma once
 // Plan → run → aggregate. The runner expands every matching mechanism's grid, runs each point
-// for the requested repetitions, and adds a median record per benchmark.
+// for the requested repetitions (back to back, or interleaved across benchmarks in a seeded random
+// order), and adds a median record per benchmark.
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +38,22 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
 /// record), only for UsageError.
 Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
 
-/// Median of `v` (mean of the two middle values when even); 0 when empty.
-double median_of(std::vector<double> v);
-/// The value at quantile q in [0, 1] (nearest rank below; 0 for an empty vector).
-double quantile_of(std::vector<double> v, double q);
+/// What run_plan tells its caller as it goes (either may be empty): `starting` before each
+/// repetition (`done` of `total` repetitions run so far), `finished` as each record completes —
+/// repetitions, and aggregates.
+struct PlanHooks {
+  std::function<void(const PlannedBenchmark&, size_t done, size_t total)> starting;
+  std::function<void(const Record&)> finished;
+};
 
-/// Median aggregate over the iteration records of one benchmark.
-Record aggregate_median(const std::vector<Record>& reps);
+/// Runs the plan: `opts.repetitions` repetitions of every benchmark and, for more than one, its
+/// median aggregate (statistics.hpp). Without a seed, each benchmark's repetitions run back to
+/// back, its aggregate right after them. With `interleave_seed`, the repetitions of all
+/// benchmarks run in one random order drawn from that seed (as google/benchmark's random
+/// interleaving), so that a slow drift of the machine falls on every benchmark alike; the
+/// aggregates come at the end. Either way the records are returned grouped per benchmark in plan
+/// order: its repetitions (numbered in the order they ran), then its aggregate.
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed = {});
 
 }  // namespace ipclab

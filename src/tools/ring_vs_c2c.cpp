@@ -38,6 +38,7 @@
 #include "core/message.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
+#include "core/statistics.hpp"
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace {

@@ -245,6 +245,12 @@ BAD = [
     case("cachecalc-idle-poll-over", "run", "cachecalc/sharded", "-p", "idle_poll_us=100001", expect="idle_poll_us"),
     case("cachecalc-param-of-another-mechanism", "run", "cachecalc/calc_only", "-p", "delay_us=8",
          expect="unknown parameter 'delay_us'"),
+    # --interleave and its seed.
+    case("seed-without-interleave", "run", "harness/null", *QUICK, "--seed", "7", expect="add --interleave"),
+    case("seed-not-a-number", "run", "harness/null", *QUICK, "--interleave", "--seed", "x", expect="--seed 'x'"),
+    case("seed-negative", "run", "harness/null", *QUICK, "--interleave", "--seed", "-1", expect="--seed '-1'"),
+    case("seed-empty", "run", "harness/null", *QUICK, "--interleave", "--seed", "", expect="--seed ''"),
+    case("interleave-twice", "run", "harness/null", *QUICK, "--interleave", "--interleave"),
     # Result paths (refused before the run, so no result is lost after it).
     case("json-empty", "run", "harness/null", *QUICK, "--json", "", expect="--json needs a file name"),
     case("csv-empty", "run", "harness/null", *QUICK, "--csv", "", expect="--csv needs a file name"),

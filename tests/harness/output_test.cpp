@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/mechanism.hpp"
 #include "core/runner.hpp"
+#include "core/statistics.hpp"
 
 using namespace ipclab;
 

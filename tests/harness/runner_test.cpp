@@ -1,5 +1,6 @@
 // The runner end to end on real mechanisms: naming, filters, grids, integrity failures, peers.
 #include "core/runner.hpp"
+#include "core/statistics.hpp"
 
 #include <gtest/gtest.h>
 
@@ -153,4 +154,47 @@ TEST(Peer, MisbehaviourIsReportedNotHung) {
   PeerRun hang = run_peer({kPeer, "--behave=hang"}, -1, 0.5);
   EXPECT_NE(hang.error.find("killed"), std::string::npos) << hang.error;
   EXPECT_THROW(run_peer({"/nonexistent/peer"}, -1, 1), Skip);
+}
+
+// run_plan: back to back by default; with a seed, one random order over every benchmark's
+// repetitions, the same for the same seed, and the records grouped per benchmark either way.
+TEST(Runner, InterleavedPlansRunEveryRepetitionOnceInTheSeedsOrder) {
+  auto planned = plan(select_mechanisms({"harness/null", "anchors/syscall"}), Preset::Default, {});
+  ASSERT_EQ(planned.size(), 2u);
+  RunOptions opts;
+  opts.duration_s = 0.002;
+  opts.warmup_s = 0;
+  opts.repetitions = 4;
+  auto order_of = [&](std::optional<uint64_t> seed, std::vector<Record>* out = nullptr) {
+    std::vector<std::string> order;
+    size_t finished = 0;
+    PlanHooks hooks{.starting = [&](const PlannedBenchmark& b, size_t done, size_t total) {
+                      EXPECT_EQ(done, order.size());
+                      EXPECT_EQ(total, 8u);
+                      order.push_back(b.name);
+                    },
+                    .finished = [&](const Record&) { ++finished; }};
+    auto records = run_plan(planned, opts, hooks, seed);
+    EXPECT_EQ(finished, 10u) << "8 repetitions and 2 aggregates";
+    if (out) *out = records;
+    return order;
+  };
+  const auto plain = order_of(std::nullopt);
+  EXPECT_EQ(plain, (std::vector<std::string>{planned[0].name, planned[0].name, planned[0].name, planned[0].name,
+                                             planned[1].name, planned[1].name, planned[1].name, planned[1].name}));
+  std::vector<Record> records;
+  const auto a = order_of(42, &records);
+  EXPECT_EQ(order_of(42), a) << "one seed, one order";
+  EXPECT_EQ(std::count(a.begin(), a.end(), planned[0].name), 4);
+  bool other = false;  // some seed among a few gives an order other than the plan's
+  for (uint64_t seed = 1; seed < 6 && !other; ++seed) other = order_of(seed) != plain;
+  EXPECT_TRUE(other);
+  ASSERT_EQ(records.size(), 10u);
+  for (size_t b = 0; b < 2; ++b) {
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(records[b * 5 + size_t(r)].name, planned[b].name);
+      EXPECT_EQ(records[b * 5 + size_t(r)].repetition, r);
+    }
+    EXPECT_EQ(records[b * 5 + 4].run_type, "aggregate");
+  }
 }

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/runner.hpp"
+#include "core/statistics.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/client.hpp"
 #include "mechanisms/echo/common.hpp"
