@@ -18,9 +18,12 @@ while True:
             conn.setblocking(True)
             sel.register(conn, selectors.EVENT_READ)
             continue
-        data = key.fileobj.recv(65536)
-        if not data:
-            sel.unregister(key.fileobj)
-            key.fileobj.close()
-        else:
-            key.fileobj.sendall(data)
+        try:
+            data = key.fileobj.recv(65536)
+            if data:
+                key.fileobj.sendall(data)
+                continue
+        except ConnectionError:  # a client that resets at the end of the run: as a close
+            pass
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
