@@ -184,20 +184,10 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
   check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
   // parse: every option and parameter is checked here and in plan, before anything is created.
-  Preset preset = Preset::Default;
-  RunOptions opts;
-  if (a.preset == "quick") {
-    preset = Preset::Quick;
-    opts.duration_s = 0.25;
-    opts.warmup_s = 0.05;
-  } else if (a.preset == "full") {
-    preset = Preset::Full;
-    opts.duration_s = 2.0;
-    opts.warmup_s = 0.5;
-    opts.repetitions = 5;
-  } else if (a.preset) {
-    throw UsageError(fmt::format("--preset '{}': use quick or full, or leave --preset out", *a.preset));
-  }
+  const PresetSpec* preset = find_preset(a.preset.value_or(""));
+  if (!preset || (a.preset && a.preset->empty()))
+    throw UsageError(fmt::format("--preset '{}': use quick or full, or leave --preset out", a.preset.value_or("")));
+  RunOptions opts = preset->options;
   // Seconds and counts: whole decimal numbers (no blanks, junk, nan or inf) within bounds; the
   // bounds are written with "!(in range)" so that a NaN could never pass.
   if (a.duration) {
@@ -234,7 +224,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   for (auto& p : a.params) parse_override(p, overrides);
 
   // plan
-  auto benchmarks = plan(select_mechanisms(a.filters), preset, overrides, opts.cpus);
+  auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and

@@ -34,6 +34,16 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
                                    const Overrides& overrides,
                                    const std::vector<int>& cpus = allowed_cpus());
 
+/// A preset: which grid each parameter takes (its `quick` or `full` values, declared with the
+/// parameter) and the run options it implies. The one table of presets.
+struct PresetSpec {
+  const char* name;  // as given to --preset ("" for the default)
+  Preset preset;
+  RunOptions options;  // duration, warm-up and repetitions (cpus left empty)
+};
+/// The preset called `name` ("" = the default); nullptr when there is none.
+const PresetSpec* find_preset(const std::string& name);
+
 /// Runs one repetition of one benchmark; never throws for benchmark failures (they go into the
 /// record), only for UsageError.
 Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
