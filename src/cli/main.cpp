@@ -1,5 +1,4 @@
 // ipclab: one entry point. parse → plan → run → export.
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +7,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -25,7 +22,6 @@
 #include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
-#include "core/statistics.hpp"
 
 using namespace ipclab;
 
@@ -125,14 +121,13 @@ bool check_out_dir(const std::string& dir) {
   return true;
 }
 
-// Creates --out (0700 whatever the umask) unless it exists; never through a link.
+// Creates --out (0700 whatever the umask) unless it exists.
 void make_out_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) == 0) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) ::fchmod(fd, 0700), ::close(fd);
-    return;
+  try {
+    ipc::make_private_dir(dir);
+  } catch (const std::system_error& e) {
+    throw UsageError(fmt::format("--out {}: {}; choose a writable folder", dir, e.code().message()));
   }
-  if (errno != EEXIST) throw UsageError(fmt::format("--out {}: {}; choose a writable folder", dir, strerror(errno)));
 }
 
 // The reporters of the run: the console, then one per result file (--json, --csv, --markdown,
@@ -154,11 +149,9 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(const RunArgs& a,
   return reporters;
 }
 
-// Runs every benchmark for its repetitions, adding the median of each when there are several;
-// each record goes to the reporters as it completes. On a terminal, a progress line with an ETA
-// names the benchmark as the tables do: a full name may be wider than the line it must clear.
-// The runner's hooks for the console: a progress line with an ETA on a terminal, each record to
-// the reporters as it completes, and a FAILED line on stderr for a failed repetition.
+// The runner's hooks for the console: a progress line with an ETA on a terminal (naming the
+// benchmark as the tables do: a full name may be wider than the line it must clear), each record
+// to the reporters as it completes, and a FAILED line on stderr for a failed repetition.
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
   const bool progress = isatty(2);

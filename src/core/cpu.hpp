@@ -21,16 +21,21 @@ struct CpuUsage {
   }
 };
 
-/// who: RUSAGE_THREAD (calling thread), RUSAGE_SELF (all threads) or RUSAGE_CHILDREN (reaped).
-inline CpuUsage cpu_usage(int who) {
-  rusage ru{};
-  getrusage(who, &ru);
+/// The CPU figures of an rusage (getrusage's, or wait4's for a reaped child).
+inline CpuUsage usage_of(const rusage& ru) {
   CpuUsage u;
   u.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
   u.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
   u.ctx_vol = ru.ru_nvcsw;
   u.ctx_invol = ru.ru_nivcsw;
   return u;
+}
+
+/// who: RUSAGE_THREAD (calling thread), RUSAGE_SELF (all threads) or RUSAGE_CHILDREN (reaped).
+inline CpuUsage cpu_usage(int who) {
+  rusage ru{};
+  getrusage(who, &ru);
+  return usage_of(ru);
 }
 
 }  // namespace ipclab

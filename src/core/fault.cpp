@@ -7,6 +7,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/message.hpp"
+#include "core/params.hpp"
 #include "core/session.hpp"
 
 namespace ipclab {
@@ -21,10 +22,10 @@ struct Fault {
   uint64_t stall_ms = 0;
 };
 
-// A decimal count >= 1, or nullopt-like 0 when `s` is anything else.
+// A decimal count >= 1, or 0 when `s` is anything else.
 uint64_t count_of(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) return 0;
-  return std::strtoull(s.c_str(), nullptr, 10);
+  const auto v = parse_integer(s);
+  return v && *v >= 1 ? uint64_t(*v) : 0;
 }
 
 std::vector<std::string> split(const std::string& s) {

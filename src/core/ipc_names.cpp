@@ -280,6 +280,17 @@ void remove_all_now() noexcept {
   if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
 }
 
+bool make_private_dir(const std::string& path) {
+  if (mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return false;
+    throw std::system_error(errno, std::generic_category(), "mkdir " + path);
+  }
+  // The umask may have taken bits away; set the mode on the folder just made, not through a link.
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) fchmod(fd, 0700), close(fd);
+  return true;
+}
+
 std::string state_dir() {
   const char* t = std::getenv("TMPDIR");
   return fmt::format("{}/ipclab-{}", t && *t ? t : "/tmp", geteuid());

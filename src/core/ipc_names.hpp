@@ -69,6 +69,10 @@ void install_signal_cleanup();
 /// line per swept run saying what was removed.
 std::vector<std::string> sweep_leftovers();
 
+/// Creates folder `path` with mode 0700 whatever the umask; false when something of that name
+/// already exists (left as it is: the caller judges it). Throws std::system_error otherwise.
+bool make_private_dir(const std::string& path);
+
 /// The state folder: $TMPDIR/ipclab-<uid> (TMPDIR defaulting to /tmp).
 std::string state_dir();
 

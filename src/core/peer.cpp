@@ -13,7 +13,6 @@
 #include "core/error.hpp"
 #include "core/process.hpp"
 #include "core/session.hpp"
-#include "core/watchdog.hpp"
 
 namespace ipclab {
 

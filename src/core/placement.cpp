@@ -66,12 +66,15 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   return out;
 }
 
-void pin_current_thread(int cpu) {
-  if (cpu < 0) return;
+bool set_affinity(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0)
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+void pin_current_thread(int cpu) {
+  if (cpu >= 0 && !set_affinity(cpu))
     throw std::system_error(errno, std::generic_category(), fmt::format("pin to CPU {}", cpu));
 }
 
@@ -81,10 +84,7 @@ ScopedPin::ScopedPin(int cpu) {
   if (cpu < 0) return;
   CPU_ZERO(&old_);
   saved_ = sched_getaffinity(0, sizeof old_, &old_) == 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
+  set_affinity(cpu);
 }
 
 ScopedPin::~ScopedPin() {

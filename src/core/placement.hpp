@@ -13,6 +13,9 @@ std::vector<int> allowed_cpus();
 std::vector<int> parse_cpu_list(const std::string& text);
 /// Pins the calling thread to `cpu` (no-op for -1); throws std::system_error on failure.
 void pin_current_thread(int cpu);
+/// Pins the calling thread to `cpu` (>= 0); false when the kernel refuses. System calls only, no
+/// allocation: a forked child may call it before it execs.
+bool set_affinity(int cpu);
 /// CPU the calling thread runs on now.
 int current_cpu();
 

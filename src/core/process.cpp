@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "core/clock.hpp"
+#include "core/placement.hpp"
 
 namespace ipclab {
 
@@ -40,12 +41,20 @@ void child_setup(pid_t parent, int cpu) {
   // already gone before the prctl took effect would never send that signal, so check.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
-  if (cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(126);
-  }
+  if (cpu >= 0 && !set_affinity(cpu)) _exit(126);
+}
+
+// The fields of a /proc/.../stat file that follow "pid (comm) ": the command may hold spaces
+// and parentheses, so they start after the last ')'. [0] is the state (field 3 of proc(5)).
+std::vector<std::string> stat_fields(const std::string& path) {
+  std::ifstream f(path);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t rp = s.rfind(')');
+  std::vector<std::string> fields;
+  if (rp == std::string::npos) return fields;
+  std::istringstream in(s.substr(rp + 1));
+  for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
 }
 
 void ready_pipe(int p[2]) {
@@ -159,10 +168,7 @@ void Process::reap(int options) {
   if (r == pid_) {
     reaped_ = true;
     status_ = st;
-    usage_.user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
-    usage_.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
-    usage_.ctx_vol = ru.ru_nvcsw;
-    usage_.ctx_invol = ru.ru_nivcsw;
+    usage_ = usage_of(ru);
   } else if (r < 0 && errno == ECHILD) {
     reaped_ = true;  // not our child any more (reaped elsewhere): nothing left to wait for
   }
@@ -226,19 +232,16 @@ double Process::cpu_seconds() const {
     closedir(d);
   }
   if (any) return sum;
-  std::ifstream f(fmt::format("/proc/{}/stat", pid_));
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t rp = s.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::istringstream in(s.substr(rp + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
   // Fields after the command: state(3) ... utime(14) stime(15).
-  for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+  const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid_));
+  if (fields.size() < 13) return 0;
+  return double(std::stoull(fields[11]) + std::stoull(fields[12])) / double(sysconf(_SC_CLK_TCK));
+}
+
+char task_state(pid_t pid, pid_t tid) {
+  if (pid <= 0 && tid <= 0) return 0;
+  const auto fields = stat_fields(pid > 0 ? fmt::format("/proc/{}/stat", pid) : fmt::format("/proc/self/task/{}/stat", tid));
+  return fields.empty() || fields[0].empty() ? 0 : fields[0][0];
 }
 
 }  // namespace ipclab

@@ -41,6 +41,10 @@ struct Spawn {
   std::vector<int> keep_fds;           // exec: descriptors that stay open across the exec
 };
 
+/// The scheduler state letter of a process (pid > 0) or of a thread of this process (tid > 0):
+/// R, S, D, T, t, Z, ...; 0 when it cannot be read.
+char task_state(pid_t pid, pid_t tid);
+
 class Process {
  public:
   /// Forks; the child runs `body` (its argument: the readiness fd, or -1) and exits with what it

@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
 #include "core/clock.hpp"
 #include "core/ipc_names.hpp"
+#include "core/process.hpp"
 
 namespace ipclab {
 
@@ -24,23 +24,6 @@ Watchdog::Watchdog(double duration_s) : limit_ns_(uint64_t(stall_limit_s(duratio
 void Watchdog::watch(std::string role, int index, pid_t pid, pid_t tid,
                      std::function<uint64_t()> progress, std::function<bool()> done) {
   sides_.push_back({std::move(role), index, pid, tid, std::move(progress), std::move(done)});
-}
-
-char task_state(pid_t pid, pid_t tid) {
-  std::string path = pid > 0 ? fmt::format("/proc/{}/stat", pid)
-                     : tid > 0 ? fmt::format("/proc/self/task/{}/stat", tid)
-                               : std::string();
-  if (path.empty()) return 0;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[512];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
-  const char* p = std::strrchr(buf, ')');
-  return p && p[1] == ' ' ? p[2] : 0;
 }
 
 std::string Watchdog::name(const Side& s) const {

@@ -74,8 +74,5 @@ class Deadline {
   Deadline& operator=(const Deadline&) = delete;
 };
 
-/// The scheduler state letter of a process (pid > 0) or of a thread of this process (tid > 0):
-/// R, S, D, T, t, Z, ...; 0 when it cannot be read.
-char task_state(pid_t pid, pid_t tid);
 
 }  // namespace ipclab

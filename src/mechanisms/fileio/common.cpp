@@ -160,8 +160,7 @@ namespace {
 // The default folder sits in a folder every user can write to: it is created 0700 by this user
 // and used only while it is still a folder of this user's, closed to others.
 void ensure_default_dir() {
-  if (mkdir(kDefaultDir, 0700) == 0) chmod(kDefaultDir, 0700);
-  else if (errno != EEXIST) sys_fail(std::string("mkdir ") + kDefaultDir);
+  ipc::make_private_dir(kDefaultDir);
   struct stat st {};
   if (lstat(kDefaultDir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
     throw std::runtime_error(fmt::format("{} is not a folder of yours closed to others (a link, another "
