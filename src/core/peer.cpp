@@ -137,7 +137,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu,
   bool has_cpu = p.cpu.user_s + p.cpu.sys_s > 0;
   rec.cpu = has_cpu ? p.cpu : run.cpu;
   rec.extra["cpu_source"] = has_cpu ? "peer" : "wait4 (whole peer run)";
-  rec.placement.layout = s.layout();
+  rec.placement.layout = s.placement();
   rec.placement.cpus = opts.cpus;
   Side side{"peer", 0, {}, {}};
   if (cpu >= 0) side.pinned = {cpu};

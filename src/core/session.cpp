@@ -67,6 +67,7 @@ void Worker::transition(int ph) {
 }
 
 void Worker::finish() {
+  if (seen_ == kMeasure || ctl_.phase.load(std::memory_order_acquire) == kMeasure) out_.t_done = now_ns();
   if (open_) {
     out_.cpu += cpu_usage(who_) - begin_;
     open_ = false;
@@ -101,11 +102,11 @@ Session::~Session() {
   }
 }
 
-std::string Session::layout() const {
+std::string Session::placement() const {
   return params_.str_or("placement", "unpinned");
 }
 
-int Session::cpu_for(int side) const { return cpu_for_side(layout(), side, opts_.cpus); }
+int Session::cpu_for(int side) const { return cpu_for_side(placement(), side, opts_.cpus); }
 
 Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
                               const std::string& latency_kind) {
@@ -125,12 +126,31 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   ctl_ = new (mem) Control();
   Control& ctl = *ctl_;
   g_current.store(ctl_);
+  std::vector<PeerSpec> peers = std::move(peers_);
+  peers_.clear();
+  peer_cpu_.assign(peers.size(), CpuUsage{});
+  const auto on_phase = std::move(on_phase_);
+  on_phase_ = nullptr;
+  auto set_phase = [&](Phase ph) {
+    ctl.phase.store(ph, std::memory_order_release);
+    if (on_phase) on_phase(ph);
+  };
+  // A peer's CPU so far, as its spec says to read it.
+  auto peer_usage = [&](size_t k) {
+    if (peers[k].cpu_usage) return peers[k].cpu_usage();
+    CpuUsage u;
+    u.sys_s = peers[k].process->cpu_seconds();
+    return u;
+  };
+  for (auto& w : workers) {
+    w.process = w.process || processes;
+  }
   for (auto& w : workers)
     if (w.role == "producer" || w.role == "client") ctl.producers_left.fetch_add(1);
     else if (w.role == "consumer" || w.role == "server") ctl.consumers_left.fetch_add(1);
 
   const int n = int(workers.size());
-  std::vector<std::thread> threads;
+  std::vector<std::thread> threads(static_cast<size_t>(n));
   // Forked workers: a worker not reaped below is killed and reaped by its Process on every path.
   std::vector<Process> procs(static_cast<size_t>(n));
 
@@ -153,8 +173,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   };
 
   for (int i = 0; i < n; ++i) {
-    if (!processes) {
-      threads.emplace_back([&, i] {
+    if (!workers[i].process) {
+      threads[size_t(i)] = std::thread([&, i] {
         run_body(workers[i], ctl.slots[i], false);
         ctl.slots[i].finished.store(1, std::memory_order_release);
       });
@@ -174,9 +194,15 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     }
   }
 
-  // Watches children: one that exits before finishing its work is a dead peer.
+  // Watches children: a forked worker that exits before finishing its work is a dead peer, and so
+  // is a peer process that ends (unless it may end once every worker is done, and they are).
+  auto workers_finished = [&] {
+    for (int i = 0; i < n; ++i)
+      if (!ctl.slots[i].finished.load(std::memory_order_acquire)) return false;
+    return true;
+  };
+  std::vector<std::string> peer_death(peers.size());
   auto check_children = [&] {
-    if (!processes) return;
     for (int i = 0; i < n; ++i) {
       Process& p = procs[size_t(i)];
       if (!p.running() || p.alive()) continue;
@@ -185,14 +211,24 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
         ctl.abort.store(1);
       }
     }
+    for (size_t k = 0; k < peers.size(); ++k) {
+      Process& p = *peers[k].process;
+      if (!peer_death[k].empty() || !p.running() || p.alive()) continue;
+      if (peers[k].may_exit && p.clean() && workers_finished()) continue;
+      peer_death[k] = fmt::format("{} {} {}", peers[k].role, peers[k].index, p.death());
+      ctl.abort.store(1);
+    }
   };
   // The stall watchdog over every worker's heartbeat (Worker::running), from the warm-up to the
-  // end of the drain; a worker that finished its work is no longer watched.
+  // end of the drain; a worker that finished its work is no longer watched. Peers with a
+  // heartbeat are watched from the measured window on, until every worker is done.
   Watchdog wd(opts_.duration_s);
   for (int i = 0; i < n; ++i)
-    wd.watch(workers[i].role, workers[i].index, processes ? procs[size_t(i)].pid() : -1, -1,
+    wd.watch(workers[i].role, workers[i].index, workers[i].process ? procs[size_t(i)].pid() : -1, -1,
              [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); },
              [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+  for (auto& peer : peers)
+    if (peer.progress) wd.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, workers_finished);
   // A stall fails the run with the watchdog's line and the counts known at that moment (the
   // record's integrity, folded below, carries them too).
   auto watch_stall = [&] {
@@ -208,12 +244,14 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     rec_.fail(why);
     ctl.abort.store(1);
   };
-  // Sleeps until `until` (ns), waking early when the session aborts.
-  auto watch_until = [&](uint64_t until) {
+  // Sleeps until `until` (ns), waking early when the session aborts or, with `early`, once every
+  // worker has finished.
+  auto watch_until = [&](uint64_t until, bool early) {
     while (now_ns() < until && !ctl.abort.load()) {
       check_children();
       watch_stall();
-      sleep_ns(std::min<uint64_t>(5'000'000, until - std::min(until, now_ns())));
+      if (early && workers_finished()) return;
+      sleep_ns(std::min<uint64_t>(early ? 1'000'000 : 5'000'000, until - std::min(until, now_ns())));
     }
   };
 
@@ -228,17 +266,31 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   }
 
   for (int i = 0; i < n; ++i)
-    if (!processes) wd.set_tid(size_t(i), ctl.slots[i].tid.load(std::memory_order_relaxed));
+    if (!workers[i].process) wd.set_tid(size_t(i), ctl.slots[i].tid.load(std::memory_order_relaxed));
   uint64_t t_begin = 0, t_end = 0;
+  std::vector<CpuUsage> peer_cpu0(peers.size());
   if (!ctl.abort.load()) {
-    ctl.phase.store(kWarmup, std::memory_order_release);
-    watch_until(now_ns() + uint64_t(opts_.warmup_s * 1e9));
+    set_phase(kWarmup);
+    watch_until(now_ns() + uint64_t(opts_.warmup_s * 1e9), false);
+    for (size_t k = 0; k < peers.size(); ++k) peer_cpu0[k] = peer_usage(k);
     t_begin = now_ns();
-    ctl.phase.store(kMeasure, std::memory_order_release);
-    watch_until(t_begin + uint64_t(opts_.duration_s * 1e9));
+    set_phase(kMeasure);
+    watch_until(t_begin + uint64_t(opts_.duration_s * 1e9), true);
   }
   t_end = now_ns();
-  ctl.phase.store(kStop, std::memory_order_release);
+  if (t_begin) {
+    for (size_t k = 0; k < peers.size(); ++k)
+      if (peers[k].process->running()) peer_cpu_[k] = peer_usage(k) - peer_cpu0[k];
+    // Every worker done before the duration: the window closed with the last of them.
+    uint64_t last = 0;
+    bool all_done = true;
+    for (int i = 0; i < n; ++i) {
+      all_done = all_done && ctl.slots[i].finished.load() && ctl.slots[i].t_done;
+      last = std::max(last, ctl.slots[i].t_done);
+    }
+    if (all_done && n > 0) t_end = std::min(t_end, last);
+  }
+  set_phase(kStop);
 
   // Join: workers drain and stop by themselves, under the watchdog. Once the session aborts (a
   // stall, a failed worker) or the timeout passes, they are woken with a signal (their blocking
@@ -250,7 +302,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   bool timed_out = false;
   auto all_finished = [&] {
     for (int i = 0; i < n; ++i) {
-      if (processes ? procs[size_t(i)].running() : !ctl.slots[i].finished.load()) return false;
+      if (workers[i].process ? procs[size_t(i)].running() : !ctl.slots[i].finished.load()) return false;
     }
     return true;
   };
@@ -267,20 +319,21 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       }
       ctl.abort.store(1);
       for (int i = 0; i < n; ++i) {
-        if (processes) procs[size_t(i)].signal(SIGUSR1);
-        if (!processes && !ctl.slots[i].finished.load()) pthread_kill(threads[i].native_handle(), SIGUSR1);
+        if (workers[i].process) procs[size_t(i)].signal(SIGUSR1);
+        else if (!ctl.slots[i].finished.load()) pthread_kill(threads[size_t(i)].native_handle(), SIGUSR1);
       }
       if (now > abort_seen + kGraceNs) break;
     }
     sleep_ns(1'000'000);
   }
+  check_children();
   // SIGKILL, not SIGTERM: a forked worker inherits the harness's handlers (core/process.hpp).
   for (auto& p : procs) p.stop(0);
   for (int i = 0; i < n; ++i) {
-    if (processes) continue;
-    if (ctl.slots[i].finished.load()) threads[i].join();
+    if (workers[i].process) continue;
+    if (ctl.slots[i].finished.load()) threads[size_t(i)].join();
     else {
-      threads[i].detach();  // cannot be stopped: leak its objects rather than free them under it
+      threads[size_t(i)].detach();  // cannot be stopped: leak its objects rather than free them under it
       stuck_ = true;
     }
   }
@@ -290,8 +343,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   // Fold the slots into the record.
   Histogram* hist = new Histogram();
   rec_.wall_s = t_begin ? double(t_end - t_begin) * 1e-9 : 0.0;
-  rec_.placement.layout = layout();
+  rec_.placement.layout = placement();
   rec_.placement.cpus = opts_.cpus;
+  for (const auto& why : peer_death)
+    if (!why.empty()) rec_.fail(why);
   for (int i = 0; i < n; ++i) {
     auto& s = ctl.slots[i];
     hist->merge(s.hist);
@@ -307,6 +362,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     rec_.placement.sides.push_back(side);
     if (s.error[0] && std::strcmp(s.error, "aborted") != 0)
       rec_.fail(fmt::format("{} {}: {}", workers[i].role, workers[i].index, s.error));
+  }
+  for (size_t k = 0; k < peers.size(); ++k) {
+    rec_.cpu += peer_cpu_[k];
+    Side side{peers[k].role, peers[k].index, {}, {}};
+    if (peers[k].cpu >= 0) side.pinned = {peers[k].cpu};
+    rec_.placement.sides.push_back(side);
   }
   if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
   if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
@@ -335,7 +396,7 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
-  rec_.placement.layout = layout();
+  rec_.placement.layout = placement();
   rec_.placement.cpus = opts_.cpus;
   // A workload that did not describe its sides ran on the calling thread: say where.
   if (rec_.placement.sides.empty()) {

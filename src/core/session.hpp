@@ -46,6 +46,7 @@ struct WorkerResult {
   std::atomic<uint64_t> progress{0};
   std::atomic<int> tid{0};
   std::atomic<int> finished{0};
+  uint64_t t_done = 0;       // when it finished inside the measured window (0: it did not)
   char error[512] = {};
 };
 
@@ -101,6 +102,29 @@ struct WorkerSpec {
   int index = 0;
   int cpu = -1;  // -1 = unpinned
   std::function<void(Worker&)> body;
+  bool process = false;  // a forked process (also when run_workers is asked for processes), else a thread
+};
+
+class Process;
+
+/// An external process taking part in a session — a server, a pingpong guest, a peer executable:
+/// started by the caller (core/process), watched by the session like a worker. Its death fails
+/// the run; its progress, when given, feeds the stall watchdog; its CPU over the measured window
+/// is charged to the record.
+struct PeerSpec {
+  std::string role;
+  int index = 0;
+  Process* process = nullptr;  // owned by the caller; must outlive run_workers
+  int cpu = -1;                // where the caller pinned it (-1: unpinned), for the record
+  /// Heartbeat: a count that grows while the peer serves (often its clients' count, since the
+  /// peer's answers are what completes them). Empty: only its death is watched.
+  std::function<uint64_t()> progress;
+  /// Its CPU since it started (CpuUsage); empty: Process::cpu_seconds (schedstat, one figure —
+  /// charged as system time). Sampled by the coordinator as the window opens and closes.
+  std::function<CpuUsage()> cpu_usage;
+  /// The peer may end by itself once the workers are done (a guest released by its hosts): its
+  /// clean exit after every worker finished is not a death.
+  bool may_exit = false;
 };
 
 class Session {
@@ -117,8 +141,20 @@ class Session {
   /// measured window; folds their slots into the record (ops, bytes, histogram of `latency_kind`,
   /// integrity, CPU, placement). A worker that throws, dies or stalls fails the record.
   /// Returns the slots for mechanism-specific checks (valid until the next call).
+  ///
+  /// The measured window lasts --duration, or ends earlier when every worker has finished its
+  /// work (a count-bounded run): its end is then the last worker's finish.
   Control& run_workers(std::vector<WorkerSpec> workers, bool processes,
                        const std::string& latency_kind);
+
+  /// Adds an external process to the next run_workers (see PeerSpec); cleared by it.
+  void add_peer(PeerSpec peer) { peers_.push_back(std::move(peer)); }
+  /// Called on the coordinator's thread at each phase change (kWarmup, kMeasure, kStop) of the
+  /// next run_workers, right after the workers can see it: for state the workers' peers read
+  /// (e.g. a flag in a shared region telling an external guest the window is open).
+  void on_phase(std::function<void(Phase)> f) { on_phase_ = std::move(f); }
+  /// CPU of each peer of the last run_workers over its measured window, in add_peer order.
+  const std::vector<CpuUsage>& peer_cpu() const { return peer_cpu_; }
 
   /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
   /// the whole process plus children reaped meanwhile. For workloads that own their threads.
@@ -127,8 +163,9 @@ class Session {
   /// body running on the calling thread cannot be stopped any other way.
   void measure(const std::function<void()>& body, double deadline_s = 0);
 
-  /// The layout named by the `placement` parameter (unpinned when the mechanism has none).
-  std::string layout() const;
+  /// The value of the `placement` parameter (unpinned when the mechanism has none): the layout
+  /// recorded as placement.layout.
+  std::string placement() const;
   int cpu_for(int side) const;
   /// True when a worker thread could not be stopped: its objects must then be leaked, not freed.
   bool stuck() const { return stuck_; }
@@ -140,6 +177,9 @@ class Session {
   Record& rec_;
   Control* ctl_ = nullptr;
   bool stuck_ = false;
+  std::vector<PeerSpec> peers_;
+  std::vector<CpuUsage> peer_cpu_;
+  std::function<void(Phase)> on_phase_;
 
  public:
   ~Session();

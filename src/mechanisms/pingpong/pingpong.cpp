@@ -506,7 +506,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   rec.extra["capped_by_duration"] = ctl.stop.load() != 0;
   rec.extra["object"] = o.base;
   if (hist->count()) rec.latency = Latency::from("rtt", *hist);
-  rec.placement.layout = s.layout();
+  rec.placement.layout = s.placement();
   rec.placement.cpus = opts.cpus;
   for (int i = 0; i < pairs; ++i) {
     Side host{"host", i, {}, {}}, guest{"guest", i, {}, {}};

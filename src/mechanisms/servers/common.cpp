@@ -249,7 +249,7 @@ void run_model(const ServerModel& m, Session& s) {
 
   const int client_cpu = s.cpu_for(0), server_cpu = s.cpu_for(1);
   std::vector<int> reactor_cpus = m.reuseport ? s.options().cpus : std::vector<int>{};
-  if (m.reuseport && s.layout() == "unpinned") reactor_cpus.assign(s.options().cpus.size(), -1);
+  if (m.reuseport && s.placement() == "unpinned") reactor_cpus.assign(s.options().cpus.size(), -1);
   ServerProcess server = start_model(m, p, server_cpu, reactor_cpus, backlog);
 
   LoadResult res;
