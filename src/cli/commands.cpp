@@ -1,0 +1,89 @@
+// The small commands: `ipclab list` and `ipclab env` (what the binary can run, on what machine),
+// and the way to `ipclab report` and `ipclab compare` (the Python package report/).
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli/commands.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/mechanism.hpp"
+#include "core/params.hpp"
+
+namespace ipclab::cli {
+
+void cmd_list(const std::optional<std::string>& suite_filter) {
+  if (suite_filter && suite_filter->empty())
+    throw UsageError("list: empty suite name; give a suite (see `ipclab list`) or none for all");
+  auto& reg = Registry::get();
+  bool any = false;
+  for (auto& m : reg.mechanisms()) {
+    if (suite_filter && m.suite != *suite_filter) continue;
+    any = true;
+    const char* kind = m.transport ? "transport" : m.loop ? "loop" : "workload";
+    fmt::print("{}  [{}]\n    {}\n", m.full_name(), kind, m.help);
+    for (auto& p : m.params) {
+      std::string vals;
+      for (auto& c : p.choices) vals += (vals.empty() ? "" : "|") + c;
+      std::string quick;
+      for (auto& q : p.quick) quick += (quick.empty() ? "" : ",") + q;
+      std::string full;
+      for (auto& q : p.full) full += (full.empty() ? "" : ",") + q;
+      fmt::print("    -p {}={:<12} {} ({}{}{}{})\n", p.name, p.def, p.help, type_name(p.type),
+                 vals.empty() ? "" : ": " + vals, quick.empty() ? "" : "; quick " + quick,
+                 full.empty() ? "" : "; full " + full);
+    }
+  }
+  if (!any)
+    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", *suite_filter));
+}
+
+int cmd_env(bool as_json, const std::string& cmdline) {
+  auto ctx = collect_environment(cmdline);
+  if (as_json) {
+    fmt::print("{}\n", ctx.dump(2));
+    return 0;
+  }
+  auto& cpu = ctx["cpu"];
+  fmt::print("CPU          {} — {} logical CPUs, {} cores, SMT {}\n", cpu["model"].get<std::string>(),
+             cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(), cpu["smt"].get<bool>() ? "on" : "off");
+  fmt::print("Caches       {}\n", cpu["caches"].dump());
+  fmt::print("Kernel       {} ({})\n", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>());
+  fmt::print("Governor     {}\n", ctx["governor"].is_null() ? "n/a" : ctx["governor"].get<std::string>());
+  fmt::print("Load average {}\n", ctx["load_avg"].dump());
+  fmt::print("Limits       {}\n", ctx["limits"].dump());
+  fmt::print("io_uring     {}\n", ctx["io_uring"].dump());
+  fmt::print("Mitigations  {}\n", ctx["mitigations"].dump());
+  fmt::print("Build        {} {} [{}]\n", ctx["compiler"].get<std::string>(), ctx["build_type"].get<std::string>(),
+             ctx["build_flags"].get<std::string>());
+  fmt::print("Libraries    {}\n", ctx["libraries"].dump());
+  fmt::print("Git          {}\n", ctx["git_sha"].is_null() ? "n/a" : ctx["git_sha"].get<std::string>());
+  for (auto& w : ctx["warnings"])
+    fmt::print("warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  return 0;
+}
+
+// report and compare live in the Python package report/ (matplotlib, scipy); the user need not
+// know: exec it with the same arguments.
+[[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args) {
+  const char* py = std::getenv("IPCLAB_PYTHON");
+  std::string python = py && *py ? py : "python3";
+  std::string pkg = std::string(IPCLAB_SOURCE_DIR) + "/report";
+  const char* old = std::getenv("PYTHONPATH");
+  std::string path = pkg + (old && *old ? ":" + std::string(old) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
+  std::vector<std::string> argv{python, "-m", "ipclab_report", verb};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  execvp(cargv[0], cargv.data());
+  fmt::print(stderr, "ipclab: cannot start {}: {}; run `make setup` (or set IPCLAB_PYTHON)\n", python, strerror(errno));
+  std::exit(2);
+}
+
+}  // namespace ipclab::cli

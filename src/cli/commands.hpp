@@ -1,0 +1,30 @@
+#pragma once
+// The commands of the ipclab binary, one function each; main.cpp declares the command line and
+// calls them. Each checks all of its input before it starts any work: bad input is a UsageError
+// (one line naming the fix, exit code 2).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ipclab::cli {
+
+/// `ipclab run`'s arguments as given (an empty text included), parsed by cmd_run; an option left
+/// out is nothing.
+struct RunArgs {
+  std::vector<std::string> filters;
+  std::vector<std::string> params;
+  // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
+  std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
+  bool interleave = false;
+};
+
+/// `ipclab list [SUITE]`: suites, mechanisms and their parameters.
+void cmd_list(const std::optional<std::string>& suite_filter);
+/// `ipclab env [--json]`: the environment block and its warnings.
+int cmd_env(bool as_json, const std::string& cmdline);
+/// `ipclab run`: parse → plan → run → report. Exit code: 0 ok, 1 a benchmark failed.
+int cmd_run(const RunArgs& a, const std::string& cmdline);
+/// `ipclab report` and `ipclab compare` live in the Python package report/: exec it.
+[[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);
+
+}  // namespace ipclab::cli
