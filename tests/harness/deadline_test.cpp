@@ -20,21 +20,22 @@ struct Outcome {
   std::string err;
 };
 
-// Runs `body` in a forked child with its stderr on a pipe; returns how it ended and what it said.
+// Runs `body` in a forked child (core/process) with its stderr on a pipe; returns how it ended
+// and what it said.
 Outcome in_child(const std::function<int()>& body) {
   int p[2];
   EXPECT_EQ(pipe(p), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
+  Process child = Process::fork(-1, [&] {
     dup2(p[1], 2);
-    _exit(body());
-  }
+    return body();
+  });
   close(p[1]);
   Outcome o;
   char buf[512];
   for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) o.err.append(buf, size_t(n));
   close(p[0]);
-  waitpid(pid, &o.status, 0);
+  EXPECT_TRUE(child.wait(30));
+  o.status = child.status();
   return o;
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/ipc_names.hpp"
+#include "core/process.hpp"
 
 namespace ipclab {
 namespace {
@@ -59,12 +60,11 @@ struct Created {
 
 // Forks a child that starts its own run, creates one object of every kind (the file in
 // `file_dir`), reports their names, then either exits at once without cleaning up (a crash) or
-// waits until `hold` is closed. Returns the child's pid.
-pid_t child_run(const std::string& file_dir, Created& c, int* hold_fd) {
+// waits until `hold` is closed. Returns the child (core/process).
+Process child_run(const std::string& file_dir, Created& c, int* hold_fd) {
   int names[2], hold[2];
   if (pipe(names) != 0 || pipe(hold) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
-  pid_t pid = fork();
-  if (pid == 0) {
+  Process child = Process::fork(-1, [&] {
     close(names[0]);
     close(hold[1]);
     std::string out;
@@ -90,8 +90,8 @@ pid_t child_run(const std::string& file_dir, Created& c, int* hold_fd) {
     close(names[1]);
     char b;
     if (hold_fd) (void)!read(hold[0], &b, 1);
-    _exit(0);  // no atexit handlers: the run's clean-up never happens, as in a crash
-  }
+    return 0;  // the child ends with _exit: the run's clean-up never happens, as in a crash
+  });
   close(names[1]);
   close(hold[0]);
   std::string text;
@@ -110,7 +110,7 @@ pid_t child_run(const std::string& file_dir, Created& c, int* hold_fd) {
   c.key = std::stoi(key);
   if (hold_fd) *hold_fd = hold[1];
   else close(hold[1]);
-  return pid;
+  return child;
 }
 
 class Ownership : public ::testing::Test {
@@ -192,8 +192,9 @@ TEST_F(Ownership, ObjectsAreCreatedWithModes0600WhateverTheUmask) {
 
 TEST_F(Ownership, TheSweepRemovesWhatADeadRunListedAndSaysSo) {
   Created c;
-  pid_t pid = child_run(dir_, c, nullptr);
-  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  Process child = child_run(dir_, c, nullptr);
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.wait(30));
   ASSERT_TRUE(exists(shm_path(c.shm)) && exists(sem_path(c.sem)) && mq_exists(c.mq) && exists(c.fifo) &&
               exists(c.file) && msgq_exists(c.key));
   ASSERT_EQ(run_folders_of(pid).size(), 1u);
@@ -214,7 +215,7 @@ TEST_F(Ownership, TheSweepRemovesWhatADeadRunListedAndSaysSo) {
 TEST_F(Ownership, ALiveRunIsNeverSwept) {
   Created c;
   int hold = -1;
-  pid_t pid = child_run(dir_, c, &hold);
+  Process child = child_run(dir_, c, &hold);
   ipc::sweep_leftovers();
   EXPECT_TRUE(exists(shm_path(c.shm)));
   EXPECT_TRUE(mq_exists(c.mq));
@@ -222,7 +223,7 @@ TEST_F(Ownership, ALiveRunIsNeverSwept) {
   EXPECT_TRUE(exists(c.fifo));
   EXPECT_TRUE(exists(c.file));
   close(hold);  // the child exits without cleaning up: now it is a dead run
-  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  ASSERT_TRUE(child.wait(30));
   ipc::sweep_leftovers();
   EXPECT_FALSE(exists(shm_path(c.shm)));
   EXPECT_FALSE(msgq_exists(c.key));
@@ -232,8 +233,9 @@ TEST_F(Ownership, ALiveRunIsNeverSwept) {
 TEST_F(Ownership, TheSweepLeavesWhatIsNotListedOrNoLongerTheUsers) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give an object to another user";
   Created c;
-  pid_t pid = child_run(dir_, c, nullptr);
-  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  Process child = child_run(dir_, c, nullptr);
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.wait(30));
   auto folders = run_folders_of(pid);
   ASSERT_EQ(folders.size(), 1u);
   // The journal lists the segment, but it now belongs to someone else; the folder gains a file

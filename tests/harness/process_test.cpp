@@ -48,15 +48,13 @@ TEST(Process, DeathWording) {
   EXPECT_EQ(describe_exit(0), "exited with 0");
   int st = 0;
   // Real statuses, not hand-built ones: a child that exits 3, one killed by SIGKILL.
-  pid_t a = ::fork();
-  if (a == 0) _exit(3);
-  ASSERT_EQ(waitpid(a, &st, 0), a);
-  EXPECT_EQ(describe_exit(st), "exited with 3");
-  pid_t b = ::fork();
-  if (b == 0) sleep_forever();
-  kill(b, SIGKILL);
-  ASSERT_EQ(waitpid(b, &st, 0), b);
-  EXPECT_EQ(describe_exit(st), "died of signal 9 (Killed)");
+  Process a = Process::fork(-1, [] { return 3; });
+  ASSERT_TRUE(a.wait(30));
+  EXPECT_EQ(describe_exit(a.status()), "exited with 3");
+  Process b = Process::fork(-1, [] { return sleep_forever(); });
+  b.signal(SIGKILL);
+  ASSERT_TRUE(b.wait(30));
+  EXPECT_EQ(describe_exit(b.status()), "died of signal 9 (Killed)");
 }
 
 TEST(Process, ForkRunsBodyAndReportsItsExit) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/ipc_names.hpp"
+#include "core/process.hpp"
 
 namespace {
 
@@ -65,18 +67,14 @@ std::vector<std::string> leftovers(pid_t pid) {
   return found;
 }
 
-pid_t spawn(const std::string& bin, const std::vector<std::string>& args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
+// Starts ipclab (core/process) with its output on /dev/null.
+Process spawn(const std::string& bin, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{bin};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  Process p = Process::exec(Spawn{.stdout_fd = devnull, .stderr_fd = devnull}, argv);
+  close(devnull);
+  return p;
 }
 
 const std::vector<std::string> kRun = {"run", "messaging/fifo", "messaging/posix_mq", "messaging/sysv_mq",
@@ -88,11 +86,10 @@ TEST(MessagingCleanup, NothingLeftAfterANormalRun) {
   if (bin.empty()) GTEST_SKIP() << "ipclab binary not found next to the test binary";
   auto args = kRun;
   args.insert(args.end(), {"--duration", "0.05", "--warmup", "0.01"});
-  pid_t pid = spawn(bin, args);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st)) << st;
-  EXPECT_EQ(WEXITSTATUS(st), 0);
+  Process run = spawn(bin, args);
+  const pid_t pid = run.pid();
+  ASSERT_TRUE(run.wait(120));
+  EXPECT_TRUE(run.clean()) << run.death();
   EXPECT_EQ(leftovers(pid), std::vector<std::string>{});
 }
 
@@ -101,15 +98,14 @@ TEST(MessagingCleanup, NothingLeftAfterSigint) {
   if (bin.empty()) GTEST_SKIP() << "ipclab binary not found next to the test binary";
   auto args = kRun;
   args.insert(args.end(), {"--duration", "5", "--warmup", "0"});
-  pid_t pid = spawn(bin, args);
+  Process run = spawn(bin, args);
+  const pid_t pid = run.pid();
   // Wait until the run has created its objects, then interrupt it mid-run.
   for (int i = 0; i < 100 && leftovers(pid).empty(); ++i) usleep(20'000);
   EXPECT_FALSE(leftovers(pid).empty()) << "the run never created an object to clean up";
   usleep(100'000);
-  kill(pid, SIGINT);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  EXPECT_TRUE(WIFSIGNALED(st) || WIFEXITED(st));
+  run.signal(SIGINT);
+  ASSERT_TRUE(run.wait(30)) << "the run did not end within 30 s of SIGINT";
   EXPECT_EQ(leftovers(pid), std::vector<std::string>{});
 }
 
