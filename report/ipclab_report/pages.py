@@ -201,7 +201,8 @@ def table_ids(suite) -> list:
 
 def _value(dim, v) -> str:
     if dim in BYTE_PARAMS and is_number(v):
-        return f"{fmt_bytes_param(v)}B"
+        text = fmt_bytes_param(v)  # 64, 8Ki
+        return f"{text[:-2]} {text[-2:]}B" if text[-2:] in ("Ki", "Mi", "Gi") else f"{text} B"
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
@@ -428,11 +429,12 @@ def headline(rf, readme_dir: str, pages_dir: str) -> str:
     out += _table_lines(["transport"] + lay.columns + ["round trip p50", "round trip p99", "messages/s",
                                                      "CPU/message"],
                         [":--"] * (1 + len(lay.columns)) + ["--:"] * 4, rows) + [""]
-    out.append(f"Machine: {cell(machine_text(ctx))}; load average {load_text(ctx) or 'unrecorded'} at the start. "
-               f"Run: `{cell(ctx.get('command_line') or 'unrecorded')}`"
-               + (f" ({', '.join(f'{k} {ctx[k]}' for k in ('preset', 'repetitions') if ctx.get(k) is not None)})"
-                  if ctx.get("preset") or ctx.get("repetitions") else "")
-               + (f"; {fixed}" if fixed else "") + f". Every suite: {_link(pages_dir, readme_dir)}.")
+    out += [f"Machine: {cell(machine_text(ctx))}; load average {load_text(ctx) or 'unrecorded'} at the start.", "",
+            f"Run: `{cell(ctx.get('command_line') or 'unrecorded')}`"
+            + (f" ({', '.join(f'{k} {ctx[k]}' for k in ('preset', 'repetitions') if ctx.get(k) is not None)})"
+               if ctx.get("preset") or ctx.get("repetitions") else "")
+            + (f"; the same in every row: {fixed}" if fixed else "") + ".", "",
+            f"Every suite, and the machine in full: {_link(pages_dir, readme_dir)}."]
     return "\n".join(out) + "\n"
 
 

@@ -94,7 +94,7 @@ def test_a_page_per_suite_with_the_machine_and_the_figures(tmp_path):
     pp = [r for r in _records("messaging") if r.dim("pattern") == "pingpong"]
     assert len(rows) == len(pp) == 10
     pipe = next(r for r in pp if r.mechanism == "pipe" and r.dim("size") == 64)
-    row = next(x for x in rows if x["mechanism"] == "pipe" and x["size"] == "64B")
+    row = next(x for x in rows if x["mechanism"] == "pipe" and x["size"] == "64 B")
     assert row["RTT p50"] == fmt_time_ns(pipe.latency("p50")) and row["round trips/s"] == fmt_si(pipe.rate("ops_per_s"), "/s")
     ping = _sections(open(os.path.join(pages, "pingpong.md")).read())
     head, rows = _rows(ping["System effective OPS: round trips of all pairs per second of wall time"])
@@ -156,7 +156,7 @@ def test_only_the_parameters_that_vary_are_columns(tmp_path):
     lines = _sections(open(os.path.join(pages, "messaging.md")).read())["Throughput: producers send as fast as consumers take"]
     head, rows = _rows(lines)
     assert head[:3] == ["mechanism", "placement", "size"]
-    assert [(r["placement"], r["size"]) for r in rows if r["mechanism"] == "pipe"] == [("cross", "64B"), ("same", "8KiB")]
+    assert [(r["placement"], r["size"]) for r in rows if r["mechanism"] == "pipe"] == [("cross", "64 B"), ("same", "8 KiB")]
     assert "placement" not in next(ln for ln in lines if ln.startswith("The same in every row: "))
 
 
@@ -215,7 +215,7 @@ def test_readme_table_between_the_markers_only(tmp_path):
     assert row["round trip p99"] == fmt_time_ns(pipe["pingpong"].latency("p99"))
     assert row["messages/s"] == fmt_si(pipe["throughput"].rate("ops_per_s"), "/s")
     assert [r["transport"] for r in rows] == ["pipe", "posix_mq", "shm_spsc wait:spin", "shm_spsc wait:futex", "tcp"]
-    assert "64B messages" in block and "AMD EPYC, 2 CPUs (2 cores, no SMT), 23.5 GiB" in block
+    assert "64 B messages" in block and "AMD EPYC, 2 CPUs (2 cores, no SMT), 23.5 GiB" in block
     assert "[`docs/results`](docs/results)" in block
 
 
