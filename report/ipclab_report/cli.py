@@ -103,7 +103,7 @@ def cmd_report(args):
     if args.reduce:
         from . import reduce
 
-        write_atomic(args.reduce, reduce.dumps(reduce.reduce(files[0])))
+        reduce.write(files[0], args.reduce)
         print(f"wrote {args.reduce}", file=sys.stderr)
     if args.pages:
         from .pages import write_pages

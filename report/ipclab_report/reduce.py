@@ -12,8 +12,10 @@ The context is kept whole, with `reduced_from` naming the file it came from.
 from __future__ import annotations
 
 import json
+import os
 
 from .load import SCHEMA_VERSION, summaries
+from .util import UsageError, write_atomic
 
 LONG_TEXT = 80
 DIGITS = 6
@@ -66,3 +68,21 @@ def dumps(doc: dict) -> str:
     head = json.dumps({k: v for k, v in doc.items() if k != "benchmarks"}, indent=1, ensure_ascii=False)
     lines = [json.dumps(b, separators=(",", ":"), ensure_ascii=False) for b in doc["benchmarks"]]
     return head[:-2] + ',\n "benchmarks": [\n' + ",\n".join(lines) + "\n ]\n}\n"
+
+
+def write(rf, path: str) -> None:
+    """Write the reduced `rf` to `path`, replacing only a reduced result (one with `reduced_from`):
+    never the input itself, nor any other file ipclab did not reduce."""
+    if os.path.lexists(path):
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise UsageError(f"--reduce {path} is a link, a folder or a special file; name a file")
+        if os.path.samefile(path, rf.path):
+            raise UsageError(f"--reduce {path} is the result being reduced; name another file")
+        try:
+            with open(path, encoding="utf-8") as f:
+                ours = "reduced_from" in (json.load(f).get("context") or {})
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise UsageError(f"--reduce {path} exists and is not a reduced result; move it away or name another file")
+    write_atomic(path, dumps(reduce(rf)))
