@@ -217,6 +217,15 @@ def test_readme_table_between_the_markers_only(tmp_path):
     assert [r["transport"] for r in rows] == ["pipe", "posix_mq", "shm_spsc wait:spin", "shm_spsc wait:futex", "tcp"]
     assert "64 B messages" in block and "AMD EPYC, 2 CPUs (2 cores, no SMT), 23.5 GiB" in block
     assert "[`docs/results`](docs/results)" in block
+    # a transport that failed keeps its row, without figures
+    doc = json.load(open(DEV))
+    for bench in doc["benchmarks"]:
+        if bench["mechanism"] == "tcp" and bench["params"]["pattern"] == "pingpong" and bench["params"]["size"] == 64:
+            bench.update(status="failed", error="integrity: 1 lost, 0 duplicated, 0 corrupt")
+    _, readme = _render(tmp_path / "failed", doc=doc)
+    _, rows = _rows(open(readme).read().split(REFERENCE_BEGIN)[1].splitlines())
+    tcp = next(r for r in rows if r["transport"] == "tcp")
+    assert tcp["round trip p50"] == tcp["round trip p99"] == "—" and tcp["messages/s"] != "—"
 
 
 @pytest.mark.parametrize("readme", ["# no markers\n", f"{REFERENCE_END}\n{REFERENCE_BEGIN}\n",
