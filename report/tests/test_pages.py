@@ -274,8 +274,8 @@ def test_make_docs_without_the_reference_says_how_to_make_it(tmp_path):
     if not shutil.which("make"):
         pytest.skip("make is not installed")
     missing = str(tmp_path / "result.json")
-    p = subprocess.run(["make", "-s", "-C", REPO, "docs", f"REFERENCE={missing}"], capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO, "docs", f"REFERENCE={missing}"],
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{missing} is missing: produce it with `make reference`" in lines[0]
