@@ -5,8 +5,16 @@ ASAN_BUILD := build/asan
 TSAN_BUILD := build/tsan
 STAMP := build/.setup-done
 RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
+REFERENCE := docs/reference/result.json
 
-.PHONY: all setup build asan tsan bench test test-release test-asan test-tsan test-report clean
+.PHONY: all setup build asan tsan bench reference docs test test-release test-asan test-tsan test-report clean
+
+# `make docs` without the reference result stops here, before building anything.
+ifneq ($(filter docs,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(REFERENCE)),)
+$(error $(REFERENCE) is missing: produce it with `make reference` on the reference machine (it measures), then `make docs`)
+endif
+endif
 
 all: build
 
@@ -38,6 +46,15 @@ bench: build
 	  $(PRESET_BUILD)/ipclab report $(RESULTS)/results.json -o $(RESULTS)/report.html --markdown $(RESULTS)/summary.md || rc=1; \
 	fi; \
 	echo "results in $(RESULTS)"; exit $$rc
+
+# The reference result (the quick preset, reduced to its medians) and the pages made from it:
+# docs/results/<suite>.md and the README's table. `reference` measures: the reference machine only.
+reference: build
+	bash scripts/reference.sh $(PRESET_BUILD)/ipclab
+
+# The pages again from the committed reference result, e.g. after editing docs/results/notes/.
+docs: build
+	$(PRESET_BUILD)/ipclab report $(REFERENCE) --pages docs/results --readme README.md
 
 # Each test is built and run once per preset: the release build runs the end-to-end tests (every
 # benchmark, the CLI, the Go and Rust peers, the tools); the unit and concurrent tests run under

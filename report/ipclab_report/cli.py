@@ -54,11 +54,21 @@ def _alpha(text):
 def parser():
     p = Parser(prog=PROG, description="ipclab reports and comparisons over result JSON (schema 1).")
     sub = p.add_subparsers(dest="command", metavar="{report,compare,screenshot}", parser_class=Parser)
-    r = sub.add_parser("report", help="self-contained HTML report with plots (and Markdown)",
-                       description="Self-contained HTML report with plots; several files are shown side by side.")
+    r = sub.add_parser("report", help="self-contained HTML report with plots, Markdown summary or pages, reduced copy",
+                       description="Self-contained HTML report with plots (several files are shown side by side), "
+                                   "a Markdown summary, Markdown pages per suite, or a reduced copy of a result.")
     r.add_argument("results", nargs="+", metavar="RESULT.json")
-    r.add_argument("-o", "--output", required=True, metavar="report.html", help="HTML file to write")
-    r.add_argument("--markdown", metavar="F", help="also write a Markdown summary to F")
+    r.add_argument("-o", "--output", metavar="report.html", help="HTML file to write")
+    r.add_argument("--markdown", metavar="F", help="write a Markdown summary to F")
+    r.add_argument("--pages", metavar="DIR",
+                   help="write one Markdown page per suite of one RESULT.json to DIR/<suite>.md, with the text "
+                        "under each table from DIR/notes/<suite>.md")
+    r.add_argument("--readme", metavar="F",
+                   help="with --pages: replace what lies between F's <!-- reference:begin --> and "
+                        "<!-- reference:end --> lines with the headline table")
+    r.add_argument("--reduce", metavar="OUT.json",
+                   help="write one RESULT.json reduced to its medians (no repetitions, no histogram buckets) "
+                        "to OUT.json: small enough to commit, still read by report and compare")
     c = sub.add_parser("compare", help="per-benchmark ratios with a Mann-Whitney U test and a noise band",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Compare time per op of NEW against BASE; exit 1 on a significant\n"
@@ -83,12 +93,31 @@ def parser():
 def cmd_report(args):
     from .load import load_all
 
+    if not (args.output or args.markdown or args.pages or args.reduce):
+        raise UsageError("name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json")
+    if args.readme and not args.pages:
+        raise UsageError("--readme goes with --pages DIR (the README links to the pages)")
+    if (args.pages or args.reduce) and len(args.results) != 1:
+        raise UsageError(f"--pages and --reduce take one result file, not {len(args.results)}; run once per file")
     files = load_all(args.results)  # before importing matplotlib: bad input fails fast
-    from . import html, markdown
+    if args.reduce:
+        from . import reduce
 
-    write_atomic(args.output, html.render(files))
-    print(f"wrote {args.output}", file=sys.stderr)
+        reduce.write(files[0], args.reduce)
+        print(f"wrote {args.reduce}", file=sys.stderr)
+    if args.pages:
+        from .pages import write_pages
+
+        for path in write_pages(files[0], args.pages, args.readme):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.output:
+        from . import html
+
+        write_atomic(args.output, html.render(files))
+        print(f"wrote {args.output}", file=sys.stderr)
     if args.markdown:
+        from . import markdown
+
         write_atomic(args.markdown, markdown.render(files) + "\n")
         print(f"wrote {args.markdown}", file=sys.stderr)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .model import all_warnings, build, machine_line
 
 
-def _cell(text) -> str:
+def cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -13,12 +13,12 @@ def render(files) -> str:
     report = build(files, with_plots=False)
     out = ["# ipclab results", ""]
     for f in files:
-        prefix = f"**{_cell(f.tag)}** ({_cell(f.label)}): " if report.multi else "Machine: "
-        out.append(f"{prefix}{_cell(machine_line(f))}" + ("  " if report.multi else ""))
+        prefix = f"**{cell(f.tag)}** ({cell(f.label)}): " if report.multi else "Machine: "
+        out.append(f"{prefix}{cell(machine_line(f))}" + ("  " if report.multi else ""))
     out.append("")
     for msg, remedy, tags in all_warnings(files):
         who = f" ({', '.join(tags) if len(tags) < len(files) else 'every run'})" if report.multi else ""
-        out.append(f"- ⚠ {_cell(msg)}{who}" + (f" — remedy: `{_cell(remedy)}`" if remedy else ""))
+        out.append(f"- ⚠ {cell(msg)}{who}" + (f" — remedy: `{cell(remedy)}`" if remedy else ""))
     if out[-1] != "":
         out.append("")
     for s in report.suites:
@@ -33,7 +33,7 @@ def render(files) -> str:
                     v = f"`{v}`"
                 elif c == "status" and r["status"] != "ok":
                     v = f"**{v.upper()}**" + (f": {r['error']}" if r["error"] else "")
-                cells.append(_cell(v))
+                cells.append(cell(v))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)

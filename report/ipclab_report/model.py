@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .load import summaries
 from .suites import ordered_suites, suite_plots
 from .tables import columns, suite_rows
-from .util import fmt_bytes_param
+from .util import fmt_bytes_param, fmt_memory
 
 
 @dataclass
@@ -45,10 +45,24 @@ def machine_line(rf) -> str:
         parts.append(" / ".join(cores))
     if ctx.get("kernel"):
         parts.append(f"kernel {ctx['kernel']}")
-    la = ctx.get("load_avg")
-    if isinstance(la, list) and la:
-        parts.append("load avg " + " ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in la))
+    if load_text(ctx):
+        parts.append("load avg " + load_text(ctx))
     return ", ".join(str(p) for p in parts)
+
+
+def load_text(ctx) -> str:
+    """The 1, 5 and 15 minute load averages at the start of the run: '0.31 1.66 2.07'."""
+    la = ctx.get("load_avg")
+    if not isinstance(la, list):
+        return ""
+    return " ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in la)
+
+
+def build_text(ctx) -> str:
+    """Compiler, build type and flags: 'gcc 12.2.0 Release -march=native' (an empty setting such as
+    'sanitize=' says nothing and is left out)."""
+    flags = [f for f in str(ctx.get("build_flags") or "").split() if not f.endswith("=")]
+    return " ".join(str(x) for x in (ctx.get("compiler"), ctx.get("build_type"), *flags) if x)
 
 
 def _fmt_value(v):
@@ -73,15 +87,15 @@ ENV_ROWS = [
     ("caches", lambda c: {k: (f"{fmt_bytes_param(v)}B" if isinstance(v, int) else v)
                           for k, v in ((c.get("cpu") or {}).get("caches") or {}).items()}
                           if isinstance((c.get("cpu") or {}).get("caches"), dict) else (c.get("cpu") or {}).get("caches")),
-    ("memory", lambda c: f"{fmt_bytes_param(c['memory_bytes'])}B" if isinstance(c.get("memory_bytes"), int) else None),
+    ("memory", lambda c: fmt_memory(c["memory_bytes"]) if isinstance(c.get("memory_bytes"), int) else None),
     ("kernel", lambda c: c.get("kernel")),
     ("virtualization", lambda c: c.get("virtualization")),
     ("governor", lambda c: c.get("governor")),
-    ("load average", lambda c: c.get("load_avg")),
+    ("load average", load_text),
     ("io_uring", lambda c: c.get("io_uring")),
     ("limits", lambda c: c.get("limits")),
     ("mitigations", lambda c: c.get("mitigations")),
-    ("compiler", lambda c: " ".join(str(x) for x in (c.get("compiler"), c.get("build_type"), c.get("build_flags")) if x)),
+    ("compiler", lambda c: build_text(c)),
     ("libraries", lambda c: c.get("libraries")),
     ("ipclab", lambda c: " ".join(str(x) for x in (c.get("ipclab_version"), c.get("git_sha")) if x)),
     ("run", lambda c: ", ".join(f"{k} {c[k]}" for k in ("preset", "repetitions", "duration_s", "warmup_s") if c.get(k) is not None)),

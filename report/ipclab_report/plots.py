@@ -61,14 +61,14 @@ def dims_of(records):
     return keys
 
 
-def _hashable(v):
+def hashable(v):
     return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
 
 
 def varying(records, exclude=()):
     """Dimensions (params and mechanism) that take more than one value across `records`."""
     return [d for d in dims_of(records)
-            if d not in exclude and len({_hashable(r.dim(d)) for r in records}) > 1]
+            if d not in exclude and len({hashable(r.dim(d)) for r in records}) > 1]
 
 
 def slice_records(records, keep):
@@ -91,17 +91,17 @@ def slice_records(records, keep):
         if not having:
             continue
         if len(having) == len(records) or "mechanism" not in keep:
-            value = mode([_hashable(r.dim(d)) for r in having])
+            value = mode([hashable(r.dim(d)) for r in having])
             fixed[d] = value
-            records = [r for r in records if r.dim(d) is None or _hashable(r.dim(d)) == value]
+            records = [r for r in records if r.dim(d) is None or hashable(r.dim(d)) == value]
             continue
         chosen = {}
         for r in having:
-            chosen.setdefault(r.mechanism, []).append(_hashable(r.dim(d)))
+            chosen.setdefault(r.mechanism, []).append(hashable(r.dim(d)))
         chosen = {m: mode(vs) for m, vs in chosen.items()}
         values = list(dict.fromkeys(chosen.values()))
         fixed[d] = values[0] if len(values) == 1 else "/".join(map(str, values)) + " (by mechanism)"
-        records = [r for r in records if r.dim(d) is None or _hashable(r.dim(d)) == chosen[r.mechanism]]
+        records = [r for r in records if r.dim(d) is None or hashable(r.dim(d)) == chosen[r.mechanism]]
     return records, fixed
 
 
@@ -172,15 +172,15 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
                   and 2 <= len({r.dim(d) for r in recs}) <= 4), None)
     # A dimension that only changes together with the panel (bs with pattern) splits no line.
     others = [d for d in others if d != facet and any(
-        len({_hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
+        len({hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
         for fv in ({r.dim(facet) for r in recs} if facet else {None}))]
     fixed = {}
 
     def keyf(r):
-        return (r.source.label if multi else "", _hashable(r.dim(series))) + tuple(
-            _hashable(r.dim(d)) for d in others)
+        return (r.source.label if multi else "", hashable(r.dim(series))) + tuple(
+            hashable(r.dim(d)) for d in others)
 
-    per_facet = Counter((_hashable(r.dim(facet)) if facet else None, keyf(r)) for r in recs)
+    per_facet = Counter((hashable(r.dim(facet)) if facet else None, keyf(r)) for r in recs)
     if len(per_facet) / max(1, len({k[0] for k in per_facet})) > MAX_SERIES:
         recs, fixed = slice_records(recs, keep=(x, series, facet))
         others = []

@@ -70,6 +70,26 @@ def fmt_float(v, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
+def fmt_number(v) -> str:
+    """A figure without a unit prefix, for tables people read: whole numbers exact with thousands
+    separators ('10,000'), others to three significant digits without an exponent ('38.8', '1,203')."""
+    if not is_number(v):
+        return "—"
+    if v == int(v) or abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def fmt_memory(v) -> str:
+    """Memory sizes: 8 << 30 -> '8 GiB', 25276514304 -> '23.5 GiB'."""
+    if not is_number(v):
+        return "—"
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if v >= (1 << shift):
+            return f"{v / (1 << shift):.3g} {unit}"
+    return f"{v:g} B"
+
+
 def fmt_bytes_param(v) -> str:
     """Message/block sizes: 4096 -> '4Ki', 64 -> '64'."""
     if not is_number(v) or v != int(v):

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   std::vector<std::string> passthrough;
-  auto* report = app.add_subcommand("report", "HTML report from result files: report RESULT.json... -o report.html");
+  auto* report = app.add_subcommand(
+      "report", "Reports from result files: report RESULT.json... -o report.html | --markdown F | --pages DIR | --reduce OUT.json");
   auto* compare = app.add_subcommand("compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
   for (auto* sub : {report, compare}) {
     sub->allow_extras();

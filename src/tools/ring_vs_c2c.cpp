@@ -18,9 +18,9 @@
 // two one-way channels (a request ring and a reply ring): two flag lines, each written by one side
 // only, no payload. c2c reuses one line for both directions, which the cache hands over faster
 // than two lines (on this Zen 3 VM two-line is 1.4-1.6x c2c within one L3 and 1.9x on sibling
-// hyperthreads, docs/results/messaging.md). "walk" adds what a ring's slots add: one flag word per
-// message, each in the next line of a 256-line array, set by the sender and cleared by the
-// receiver, still with no payload, copy or check.
+// hyperthreads: docs/methodology.md, "A ring round trip and a cache line"). "walk" adds what a
+// ring's slots add: one flag word per message, each in the next line of a 256-line array, set by
+// the sender and cleared by the receiver, still with no payload, copy or check.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

@@ -4,7 +4,8 @@
 // loop it makes no syscall per message, and the server's sends wake it through io_uring's poll
 // callback and task work rather than through the client's epoll instance. Over loopback the
 // sender runs that path, so the choice of client changes what the server pays per echo (uring vs
-// epoll server CPU 0.88-0.94 with this client, 0.96-0.99 with the epoll one: docs/results/echo.md).
+// epoll server CPU 0.88-0.94 with this client, 0.96-0.99 with the epoll one, measured with
+// echo/ab: docs/echo.md).
 #include "mechanisms/echo/client.hpp"
 
 #if __has_include(<ipcrt/ipcrt.hpp>)

@@ -1,0 +1,88 @@
+"""A result file reduced to its medians: small enough to commit, still read by report and compare.
+
+What goes: the per-repetition records (each benchmark keeps its median aggregate, computed here
+when the file has none), the latency histograms' buckets (the percentiles stay), the spread's
+min/max/stddev (its cv and per-repetition values stay: compare's samples), the CPU totals and
+switch counts (CPU and switches per op stay), texts longer than LONG_TEXT characters in `extra`
+(commands, paths, descriptions: the figures stay) and null fields.
+Numbers keep DIGITS significant digits: the tables show three, and compare's ratios do not move.
+The context is kept whole, with `reduced_from` naming the file it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .load import SCHEMA_VERSION, summaries
+from .util import UsageError, write_atomic
+
+LONG_TEXT = 80
+DIGITS = 6
+# What stays of the objects whose figures the tables derive from: compare's samples are the
+# spread's values; the CPU totals and switch counts are in the per-op figures.
+KEEP = {"spread": ("cv", "values"), "cpu": ("per_op_ns", "ctx_per_op")}
+
+
+def _round(v):
+    if isinstance(v, float):
+        return float(f"{v:.{DIGITS}g}")
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_round(x) for x in v]
+    return v
+
+
+def _short(v):
+    """`extra` without its long texts, at any depth."""
+    if isinstance(v, dict):
+        return {k: _short(x) for k, x in v.items() if not (isinstance(x, str) and len(x) > LONG_TEXT)}
+    if isinstance(v, list):
+        return [_short(x) for x in v if not (isinstance(x, str) and len(x) > LONG_TEXT)]
+    return v
+
+
+def reduce_record(raw: dict) -> dict:
+    out = dict(raw)
+    lat = out.get("latency_ns")
+    if isinstance(lat, dict):
+        out["latency_ns"] = {k: v for k, v in lat.items() if k != "histogram"}
+    for key, keep in KEEP.items():
+        if isinstance(out.get(key), dict):
+            out[key] = {k: v for k, v in out[key].items() if k in keep}
+    if isinstance(out.get("extra"), dict):
+        out["extra"] = _short(out["extra"])
+    return _round(out)
+
+
+def reduce(rf) -> dict:
+    """The reduced document of one loaded result file."""
+    context = dict(rf.context, reduced_from=rf.path)
+    return {"schema_version": SCHEMA_VERSION, "context": context,
+            "benchmarks": [reduce_record(s.raw) for s in summaries(rf)]}
+
+
+def dumps(doc: dict) -> str:
+    """The context indented, then one benchmark per line: small, and a change is a line in a diff."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "benchmarks"}, indent=1, ensure_ascii=False)
+    lines = [json.dumps(b, separators=(",", ":"), ensure_ascii=False) for b in doc["benchmarks"]]
+    return head[:-2] + ',\n "benchmarks": [\n' + ",\n".join(lines) + "\n ]\n}\n"
+
+
+def write(rf, path: str) -> None:
+    """Write the reduced `rf` to `path`, replacing only a reduced result (one with `reduced_from`):
+    never the input itself, nor any other file ipclab did not reduce."""
+    if os.path.lexists(path):
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise UsageError(f"--reduce {path} is a link, a folder or a special file; name a file")
+        if os.path.samefile(path, rf.path):
+            raise UsageError(f"--reduce {path} is the result being reduced; name another file")
+        try:
+            with open(path, encoding="utf-8") as f:
+                ours = "reduced_from" in (json.load(f).get("context") or {})
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise UsageError(f"--reduce {path} exists and is not a reduced result; move it away or name another file")
+    write_atomic(path, dumps(reduce(rf)))
