@@ -37,7 +37,7 @@ ParamSpec latency_sample() {
           .min = 1, .max = 1'000'000};
 }
 
-ParamSpec random_payload() {
+ParamSpec random() {
   return {.name = "random", .type = ParamType::Bool, .def = "0",
           .help = "payload derived from a hash (incompressible) instead of a counter"};
 }

@@ -20,6 +20,6 @@ ParamSpec placement(std::vector<std::string> choices = {"same", "cross", "unpinn
 /// Timestamp every Nth message (the reference's latencySample).
 ParamSpec latency_sample();
 /// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
-ParamSpec random_payload();
+ParamSpec random();
 
 }  // namespace ipclab::std_params

@@ -35,7 +35,7 @@ std::vector<ParamSpec> params(std::vector<ParamSpec> extra) {
       mode,
       placement,
       std_params::latency_sample(),
-      std_params::random_payload(),
+      std_params::random(),
   };
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
