@@ -15,7 +15,7 @@
 
 namespace ipclab::messaging {
 
-std::vector<ParamSpec> params(std::vector<ParamSpec> extra) {
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   auto mode = std_params::mode();
   // Quick: threads only (the quick preset is a few points); the full preset adds processes.
   mode.quick = {"threads"};

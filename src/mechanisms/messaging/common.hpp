@@ -22,8 +22,9 @@ struct Caps {
   std::string topology_why;    // why several producers/consumers cannot share it
 };
 
-/// pattern, size, producers, consumers, mode, placement, latency_sample, random, then `extra`.
-std::vector<ParamSpec> params(std::vector<ParamSpec> extra = {});
+/// The suite's parameters: pattern, size, producers, consumers, mode, placement, latency_sample,
+/// random, then `extra`.
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run on a mechanism with `caps`, or "".
 std::string check(const Caps& caps, const Params& p);
 

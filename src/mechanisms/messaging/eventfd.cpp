@@ -108,7 +108,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "eventfd",
     .help = "shared-memory message slots signalled with eventfds (filled / freed counts)",
-    .params = params({nonblocking(), queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)", 1 << 16)}),
+    .params = suite_params({nonblocking(), queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)", 1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<EventfdTransport>(p); },
     .check = [](const Params& p) {
       return check(Caps{.topology_why = "one writer and one reader per slot ring (the counts are not per slot)"}, p);

@@ -36,7 +36,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "fifo",
     .help = "named pipe (mkfifo, 0600, in the run directory), one per direction",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool nb = p.flag("nonblocking");
       const bool pingpong = p.str("pattern") == "pingpong";

@@ -27,7 +27,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "pipe",
     .help = "anonymous pipe (pipe2), one per direction",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool nb = p.flag("nonblocking"), pingpong = p.str("pattern") == "pingpong";
       return std::make_unique<FdTransport>(

@@ -170,9 +170,9 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "posix_mq",
     .help = "POSIX message queue (mq_open O_EXCL 0600, timed send/receive); reference 002's backend",
-    .params = params({nonblocking(),
-                      queue_depth("10", "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
-                                        "and RLIMIT_MSGQUEUE with a warning")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("10", "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
+                                              "and RLIMIT_MSGQUEUE with a warning")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MqTransport>(p); },
     .check = [](const Params& p) {
       const int64_t lim = msgsize_max();

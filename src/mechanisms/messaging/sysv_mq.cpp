@@ -115,9 +115,9 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "sysv_mq",
     .help = "System V message queue (msgget IPC_EXCL 0600, msgsnd/msgrcv)",
-    .params = params({nonblocking(),
-                      queue_depth("16", "messages the queue holds (msg_qbytes = queue_depth x size, capped "
-                                        "to /proc/sys/kernel/msgmnb with a warning)")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("16", "messages the queue holds (msg_qbytes = queue_depth x size, capped "
+                                              "to /proc/sys/kernel/msgmnb with a warning)")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<SysvTransport>(p); },
     .check = [](const Params& p) {
       return check(Caps{.max_size = msgmax(), .size_limit_why = "/proc/sys/kernel/msgmax; raise it with sysctl",

@@ -64,9 +64,9 @@ IPCLAB_REGISTER(Mechanism{
     .name = "udp",
     .help = "UDP over loopback; throughput: producers share one socket, consumers the other, "
             "with credits so that nothing is dropped",
-    .params = params({nonblocking(),
-                      queue_depth("256", "throughput: messages in flight (credit window; UDP has "
-                                         "no back-pressure and would drop)")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("256", "throughput: messages in flight (credit window; UDP has "
+                                               "no back-pressure and would drop)")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       FdChannel probe = connect_pair();
       int rcvbuf = 0;
