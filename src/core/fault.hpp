@@ -1,7 +1,7 @@
 #pragma once
 // Test hooks, read from IPCLAB_FAULT, so tests can prove end to end that the harness notices what
 // it claims to notice. One spec per run:
-//   corrupt:N           flips one byte of every Nth message a consumer (ping-pong: the server)
+//   corrupt:N           flips one byte of every Nth message a consumer (roundtrip: the server)
 //                       receives; the run must fail with corrupt = the messages flipped;
 //   slow:MECH:NS        busy-waits NS ns after every receive of mechanism MECH (compare must flag it);
 //   stall:MECH:ROLE:MS  the ROLE side (producer, consumer, client, server) of mechanism MECH

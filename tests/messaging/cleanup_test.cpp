@@ -80,7 +80,7 @@ pid_t spawn(const std::string& bin, const std::vector<std::string>& args) {
 }
 
 const std::vector<std::string> kRun = {"run", "messaging/fifo", "messaging/posix_mq", "messaging/sysv_mq",
-                                       "messaging/shm_spsc", "-p", "pattern=pingpong", "-p", "mode=processes",
+                                       "messaging/shm_spsc", "-p", "pattern=roundtrip", "-p", "mode=processes",
                                        "-p", "placement=unpinned", "--repetitions", "1"};
 
 TEST(MessagingCleanup, NothingLeftAfterANormalRun) {

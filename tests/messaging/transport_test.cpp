@@ -43,10 +43,10 @@ struct Case {
 
 class Messaging : public ::testing::TestWithParam<Case> {};
 
-TEST_P(Messaging, PingPongDeliversEveryMessageIntact) {
+TEST_P(Messaging, RoundTripDeliversEveryMessageIntact) {
   const auto& c = GetParam();
   for (std::string size : {"8", "64", "8192"})
-    expect_clean(run(c.mech, {{"pattern", {"pingpong"}}, {"size", {size}}, {"placement", {"unpinned"}}}));
+    expect_clean(run(c.mech, {{"pattern", {"roundtrip"}}, {"size", {size}}, {"placement", {"unpinned"}}}));
 }
 
 TEST_P(Messaging, ThroughputDeliversEveryMessageInOrder) {
@@ -60,7 +60,7 @@ TEST_P(Messaging, ProcessesAndSeveralPairs) {
   const auto& c = GetParam();
   if (c.processes)
     expect_clean(run(c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
-  expect_clean(run(c.mech, {{"pattern", {"pingpong"}}, {"producers", {"2"}}, {"consumers", {"2"}},
+  expect_clean(run(c.mech, {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}},
                             {"placement", {"unpinned"}}}));
 }
 
@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(All, Messaging,
 TEST(Messaging, EveryWaitStrategyOfTheRings) {
   for (std::string m : {"shm_spsc", "shm_mpmc"})
     for (std::string w : {"spin", "spin_yield", "futex", "adaptive"})
-      for (std::string pattern : {"throughput", "pingpong"})
+      for (std::string pattern : {"throughput", "roundtrip"})
         expect_clean(run(m, {{"pattern", {pattern}}, {"wait", {w}}, {"placement", {"unpinned"}},
                              {"queue_depth", {"4"}}}));
 }
@@ -102,7 +102,7 @@ TEST(Messaging, ImpossibleCombinationsAreRefused) {
   EXPECT_THROW(run("udp", {{"size", {"65536"}}}), UsageError);
   EXPECT_THROW(run("posix_mq", {{"size", {"65536"}}}), UsageError);
   EXPECT_THROW(run("shm_spsc", {{"pattern", {"throughput"}}, {"producers", {"2"}}}), UsageError);
-  EXPECT_THROW(run("tcp", {{"pattern", {"pingpong"}}, {"producers", {"2"}}}), UsageError);
+  EXPECT_THROW(run("tcp", {{"pattern", {"roundtrip"}}, {"producers", {"2"}}}), UsageError);
 }
 
 TEST(Messaging, PosixMqDepthIsCappedAndRecorded) {

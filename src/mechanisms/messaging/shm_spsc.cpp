@@ -7,7 +7,7 @@
 namespace ipclab::messaging {
 namespace {
 
-// In ping-pong a side pushes to one ring and pops from another; in throughput it uses only
+// In roundtrip a side pushes to one ring and pops from another; in throughput it uses only
 // its own end of the one ring. Ring ends are single-owner: each endpoint builds only those it uses.
 class SpscEndpoint final : public Endpoint {
  public:

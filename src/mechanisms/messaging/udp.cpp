@@ -1,7 +1,7 @@
 // messaging/udp: UDP datagrams over loopback (127.0.0.1), two sockets connected to each other.
 // UDP has no back-pressure — a full receive buffer drops — so throughput bounds the messages in
 // flight with credits in shared memory (queue_depth, further capped so that the window fits in
-// the receive buffer); ping-pong has one message in flight and needs none.
+// the receive buffer); roundtrip has one message in flight and needs none.
 #include <netinet/in.h>
 
 #include "mechanisms/messaging/fd_transport.hpp"
