@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/peer.hpp"
+#include "core/placement.hpp"
 
 using namespace ipclab;
 
@@ -17,7 +18,7 @@ RunOptions tiny() {
   o.duration_s = 0.05;
   o.warmup_s = 0.01;
   o.repetitions = 1;
-  o.cpus = {0};
+  o.cpus = {allowed_cpus().front()};  // a CPU this process may use (CPU 0 may not be one)
   return o;
 }
 const std::string kPeer = std::string(IPCLAB_TEST_DIR) + "/peer/tiny_peer.sh";
@@ -88,8 +89,8 @@ TEST(Runner, PipeBothPatternsThreadsAndProcessesAreClean) {
       EXPECT_EQ(r.latency->kind, std::string(pattern) == "roundtrip" ? "rtt" : "one_way");
       EXPECT_GT(r.cpu.user_s + r.cpu.sys_s, 0.0);
       ASSERT_EQ(r.placement.sides.size(), 2u);
-      EXPECT_EQ(r.placement.sides[0].pinned, std::vector<int>{0});
-      EXPECT_EQ(r.placement.sides[0].observed, std::vector<int>{0});
+      EXPECT_EQ(r.placement.sides[0].pinned, tiny().cpus);
+      EXPECT_EQ(r.placement.sides[0].observed, tiny().cpus);
     }
 }
 
