@@ -57,8 +57,8 @@ docs: build
 	$(PRESET_BUILD)/ipclab report $(REFERENCE) --pages docs/results --readme README.md
 
 # Each test is built and run once per preset: the release build runs the end-to-end tests (every
-# benchmark, the CLI, the Go and Rust peers, the tools); the unit and concurrent tests run under
-# ASan+UBSan; the concurrent structures again under TSan.
+# benchmark, the CLI, the fault injection, the Go and Rust peers); the unit and concurrent tests
+# run under ASan+UBSan; the concurrent structures again under TSan.
 test: test-release test-asan test-tsan test-report
 
 test-release: build

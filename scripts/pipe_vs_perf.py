@@ -37,7 +37,7 @@ def perf_once(loops, cpus, cross):
 def ipclab_once(ipclab, placement, cpus, duration):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        subprocess.run([ipclab, "run", "messaging/pipe", "-p", "pattern=pingpong", "-p", "size=4",
+        subprocess.run([ipclab, "run", "messaging/pipe", "-p", "pattern=roundtrip", "-p", "size=4",
                         "-p", "mode=processes", "-p", f"placement={placement}", "--repetitions", "1",
                         "--duration", str(duration), "--warmup", "0.2", "--cpus", ",".join(map(str, cpus)),
                         "--json", out], check=True, capture_output=True)

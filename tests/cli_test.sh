@@ -5,6 +5,10 @@ set -u
 IPCLAB=${1:?usage: cli_test.sh path/to/ipclab}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# ipclab keeps what a run makes on disk (its run folder: FIFOs, journal) in TMPDIR: a private one
+# here, so that what the runs below leave can be listed exactly.
+export TMPDIR="$tmp/tmpdir"
+mkdir -m 700 "$TMPDIR"
 fails=0; passed=0
 
 expect_usage_error() {  # description, then the arguments
@@ -56,9 +60,10 @@ IPCLAB_FAULT=corrupt:20 "$IPCLAB" run messaging/pipe --duration 0.05 --warmup 0 
 rc=$?
 if [ $rc -eq 1 ] && grep -q "FAILED messaging/pipe/.*corrupt" "$tmp/err"; then passed=$((passed+1)); else echo "FAIL: corrupt run: exit $rc"; cat "$tmp/err"; fails=$((fails+1)); fi
 
-# Nothing of ours left in /dev/shm, /dev/mqueue or /tmp by this shell's runs.
-left=$(ls /dev/shm /dev/mqueue 2>/dev/null | grep -c "^ipclab\.$$\." || true)
-if [ "$left" -ne 0 ]; then echo "FAIL: leftovers"; fails=$((fails+1)); else passed=$((passed+1)); fi
+# Nothing left in TMPDIR by the runs above but ipclab's (empty) state folder. (They make no kernel
+# objects: tests/fault checks /dev/shm, /dev/mqueue and SysV queues for the runs that do.)
+left=$(find "$TMPDIR" -mindepth 1 ! -path "$TMPDIR/ipclab-$(id -u)")
+if [ -n "$left" ]; then echo "FAIL: left in TMPDIR: $left"; fails=$((fails+1)); else passed=$((passed+1)); fi
 
 echo "cli: $passed passed, $fails failed"
 [ $fails -eq 0 ]

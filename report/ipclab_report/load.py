@@ -16,6 +16,11 @@ from .util import UsageError, is_number
 SCHEMA_VERSION = 1
 FIX = "pass a result file written by `ipclab run --json F`"
 
+# Parameter values renamed since, {parameter: {old: new}}: the harness still accepts the old
+# names on input (its ParamSpec aliases), and this reader reads them as the new ones, so that a
+# result file written before the rename matches a new one by name (compare) and by value (plots).
+RENAMED_VALUES = {"pattern": {"pingpong": "roundtrip"}}
+
 
 @dataclass
 class Record:
@@ -134,6 +139,21 @@ class ResultFile:
         return [r for r in self.records if r.run_type == "aggregate"]
 
 
+def renamed(b: dict) -> dict:
+    """Benchmark record `b` with renamed parameter values (RENAMED_VALUES) replaced by their new
+    names, in its params and in its name; `b` itself when it has none."""
+    params = b.get("params")
+    if not isinstance(params, dict):
+        return b
+    new = {k: RENAMED_VALUES[k][v] for k, v in params.items()
+           if isinstance(v, str) and v in RENAMED_VALUES.get(k, {})}
+    if not new:
+        return b
+    parts = {f"{k}:{params[k]}": f"{k}:{v}" for k, v in new.items()}
+    name = "/".join(parts.get(part, part) for part in b["name"].split("/"))
+    return dict(b, name=name, params=dict(params, **new))
+
+
 def load(path: str) -> ResultFile:
     """Read and check one result file; any problem is a UsageError with a one-line message."""
     try:
@@ -165,7 +185,7 @@ def load(path: str) -> ResultFile:
     for i, b in enumerate(benchmarks):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
             raise UsageError(f"{path}: benchmark record {i} has no name; {FIX}")
-        rf.records.append(Record(raw=b, source=rf))
+        rf.records.append(Record(raw=renamed(b), source=rf))
     return rf
 
 

@@ -135,7 +135,7 @@ def _guest_points():
            ("anchors", "syscall", "same", 260), ("harness", "null", "same", 2.2)]
     for mech in MECHS:
         for placement in ("same", "cross"):
-            for pattern, ns in (("throughput", 900), ("pingpong", 90000)):
+            for pattern, ns in (("throughput", 900), ("roundtrip", 90000)):
                 for size in (64, 8192):
                     pts.append(("messaging", mech, placement, ns * (1 + size / 8192)))
                     pts[-1] = pts[-1] + ({"pattern": pattern, "size": size},)
@@ -167,6 +167,32 @@ def _guest_pair(tmp_path, seed, base_factor=None, new_factor=None, sigma=None):
     base = fixtures.write(tmp_path / f"g{seed}a.json", _guest_run(2 * seed, base_factor, sigma=sigma))
     new = fixtures.write(tmp_path / f"g{seed}b.json", _guest_run(2 * seed + 1, new_factor, sigma=sigma))
     return base, new
+
+
+def _old_names(doc):
+    """`doc` as written before pattern=roundtrip was renamed from pattern=pingpong."""
+    for b in doc["benchmarks"]:
+        if b["params"].get("pattern") == "roundtrip":
+            b["params"]["pattern"] = "pingpong"
+            b["name"] = b["name"].replace("/pattern:roundtrip/", "/pattern:pingpong/")
+    return doc
+
+
+def test_an_old_file_saying_pattern_pingpong_is_compared_with_a_new_one(tmp_path):
+    def slow(name, placement):
+        return 30.0 if name.startswith("messaging/pipe/pattern:roundtrip/") else 1.0
+
+    old = _old_names(_guest_run(0))
+    assert sum("/pattern:pingpong/" in b["name"] for b in old["benchmarks"]) > 0
+    base = fixtures.write(tmp_path / "old.json", old)
+    new = fixtures.write(tmp_path / "new.json", _guest_run(1, slow))
+    r = compare_files(base, new)
+    # Every benchmark of the old file matched its renamed self: none only on one side.
+    assert not r.only_base and not r.only_new
+    assert len(r.rows) == 37
+    assert not any("pingpong" in c.name for c in r.rows)
+    flagged = [c.name for c in r.regressions]
+    assert flagged and all(n.startswith("messaging/pipe/pattern:roundtrip/") for n in flagged), flagged
 
 
 def _same(rows):
@@ -228,7 +254,7 @@ def test_slowed_mechanism_is_flagged_on_a_noisy_guest(tmp_path, capsys):
 
 
 def test_2x_same_cpu_regression_is_flagged_when_the_anchors_did_not_move(tmp_path):
-    victim = _name("messaging", "tcp", "same", {"pattern": "pingpong", "size": 64})
+    victim = _name("messaging", "tcp", "same", {"pattern": "roundtrip", "size": 64})
 
     def slow(name, placement):
         return 2.0 if name == victim else 1.0

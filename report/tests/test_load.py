@@ -23,6 +23,19 @@ def test_unknown_fields_are_ignored(tmp_path):
     assert all(r.status == "ok" and r.time_per_op_ns > 0 for r in s)
 
 
+def test_renamed_parameter_values_are_read_under_their_new_names(tmp_path):
+    doc = fixtures.make_result(suites=["anchors"], samples=20)
+    old = dict(doc["benchmarks"][0], name="messaging/pipe/pattern:pingpong/size:64/placement:cross",
+               suite="messaging", mechanism="pipe", params={"pattern": "pingpong", "size": 64, "placement": "cross"})
+    other = dict(old, name="fileio/psync/pattern:rand/qd:1", suite="fileio", mechanism="psync",
+                 params={"pattern": "rand", "qd": 1})
+    doc["benchmarks"] = [old, other]
+    rf = load(fixtures.write(tmp_path / "r.json", doc))
+    assert rf.records[0].name == "messaging/pipe/pattern:roundtrip/size:64/placement:cross"
+    assert rf.records[0].params == {"pattern": "roundtrip", "size": 64, "placement": "cross"}
+    assert rf.records[1].raw == other  # values never renamed are left as they are
+
+
 def test_aggregates_computed_when_missing_match_the_harness(tmp_path):
     with_agg = load(fixtures.write(tmp_path / "a.json", fixtures.make_result(seed=5, samples=100)))
     without = load(fixtures.write(tmp_path / "b.json", fixtures.make_result(seed=5, samples=100, aggregates=False)))

@@ -24,12 +24,6 @@ task<void> thrower() {
     co_return;
 }
 
-task<int> deep(int n) {
-    if (n == 0)
-        co_return 0;
-    co_return 1 + co_await deep(n - 1);
-}
-
 }  // namespace
 
 TEST(task, lazy_until_awaited) {
@@ -63,10 +57,6 @@ TEST(task, exception_propagates_through_await) {
     };
     EXPECT_EQ(sync_wait(outer()), 7);
     EXPECT_THROW(sync_wait(thrower()), std::runtime_error);
-}
-
-TEST(task, deep_nesting_uses_symmetric_transfer) {
-    EXPECT_EQ(sync_wait(deep(1000)), 1000);
 }
 
 TEST(task, explicit_runtime_block_on) {

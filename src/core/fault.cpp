@@ -64,60 +64,42 @@ Fault parse() {
   return f;
 }
 
-class FaultyEndpoint final : public Endpoint {
- public:
-  FaultyEndpoint(std::unique_ptr<Endpoint> inner, const Fault& f, Worker& w, double duration_s)
-      : inner_(std::move(inner)), f_(f), w_(w), half_window_ns_(uint64_t(duration_s * 0.5e9)) {}
-  void send(const std::byte* data, size_t len) override {
-    maybe_stall();
-    inner_->send(data, len);
+void spin_until(uint64_t until) {
+  while (now_ns() < until && !abort_requested()) {
   }
-  size_t recv(std::byte* buf, size_t len) override {
-    size_t n = inner_->recv(buf, len);
-    if (f_.corrupt_every && !msg::is_stop(buf, n) && ++count_ % f_.corrupt_every == 0 && n > msg::kHeaderSize)
-      buf[n - 1] ^= std::byte(0x5a);
-    if (f_.slow_ns) spin_until(now_ns() + f_.slow_ns);
-    maybe_stall();
-    return n;
-  }
-
- private:
-  static void spin_until(uint64_t until) {
-    while (now_ns() < until && !abort_requested()) {
-    }
-  }
-  // Once, at the first operation past the middle of the measured window as this side sees it.
-  void maybe_stall() {
-    if (!f_.stall_ms || stalled_ || !w_.measuring()) return;
-    const uint64_t now = now_ns();
-    if (!window_seen_) window_seen_ = now;
-    if (now < window_seen_ + half_window_ns_) return;
-    stalled_ = true;
-    spin_until(now + f_.stall_ms * 1'000'000);
-  }
-  std::unique_ptr<Endpoint> inner_;
-  Fault f_;
-  Worker& w_;
-  uint64_t half_window_ns_;
-  uint64_t count_ = 0, window_seen_ = 0;
-  bool stalled_ = false;
-};
+}
 
 }  // namespace
 
 void check_fault_env() { parse(); }
 
-std::unique_ptr<Endpoint> with_faults(std::unique_ptr<Endpoint> ep, const Mechanism& mech,
-                                      const std::string& role, Worker& w, double duration_s) {
-  Fault f = parse();
+FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w)
+    : w_(w), half_window_ns_(uint64_t(duration_s * 0.5e9)) {
+  const Fault f = parse();
   const bool this_mech = f.mech == mech.name || f.mech == mech.full_name();
   const bool receiver = role == "consumer" || role == "server";
   // Only what applies to this side: corrupt and slow act on receivers, stall on its own role.
-  if (!receiver) f.corrupt_every = 0;
-  if (!receiver || !this_mech) f.slow_ns = 0;
-  if (!this_mech || f.stall_role != role) f.stall_ms = 0;
-  if (!f.corrupt_every && !f.slow_ns && !f.stall_ms) return ep;
-  return std::make_unique<FaultyEndpoint>(std::move(ep), f, w, duration_s);
+  if (receiver) corrupt_every_ = f.corrupt_every;
+  if (receiver && this_mech) slow_ns_ = f.slow_ns;
+  if (this_mech && f.stall_role == role) stall_ns_ = f.stall_ms * 1'000'000;
+  armed_ = corrupt_every_ || slow_ns_ || stall_ns_;
+}
+
+void FaultPoint::received(std::byte* buf, size_t n) {
+  if (corrupt_every_ && !msg::is_stop(buf, n) && ++count_ % corrupt_every_ == 0 && n > msg::kHeaderSize)
+    buf[n - 1] ^= std::byte(0x5a);
+  if (slow_ns_) spin_until(now_ns() + slow_ns_);
+  maybe_stall();
+}
+
+// Once, at the first operation past the middle of the measured window as this side sees it.
+void FaultPoint::maybe_stall() {
+  if (!stall_ns_ || stalled_ || !w_.measuring()) return;
+  const uint64_t now = now_ns();
+  if (!window_seen_) window_seen_ = now;
+  if (now < window_seen_ + half_window_ns_) return;
+  stalled_ = true;
+  spin_until(now + stall_ns_);
 }
 
 }  // namespace ipclab

@@ -1,7 +1,7 @@
 #pragma once
 // Test hooks, read from IPCLAB_FAULT, so tests can prove end to end that the harness notices what
 // it claims to notice. One spec per run:
-//   corrupt:N           flips one byte of every Nth message a consumer (ping-pong: the server)
+//   corrupt:N           flips one byte of every Nth message a consumer (roundtrip: the server)
 //                       receives; the run must fail with corrupt = the messages flipped;
 //   slow:MECH:NS        busy-waits NS ns after every receive of mechanism MECH (compare must flag it);
 //   stall:MECH:ROLE:MS  the ROLE side (producer, consumer, client, server) of mechanism MECH
@@ -9,15 +9,16 @@
 //                       frozen-peer tests of thread-based runs, where SIGSTOP cannot stop one side
 //                       alone. It spins (state R, as a side stuck in its own work would), and lets
 //                       go early once the session aborts.
-// MECH is a mechanism's name (`pipe`) or full name (`messaging/pipe`). The hooks are a decorator
-// installed only when asked for, so normal runs pay nothing.
-#include <memory>
+// MECH is a mechanism's name (`pipe`) or full name (`messaging/pipe`). A worker that moves
+// messages makes one FaultPoint and calls it around each send and receive; where IPCLAB_FAULT asks
+// nothing of that side, each call is one inlined test of a bool.
+#include <cstddef>
+#include <cstdint>
 #include <string>
-
-#include "core/mechanism.hpp"
 
 namespace ipclab {
 
+struct Mechanism;
 class Worker;
 
 /// The valid forms, for error messages.
@@ -26,9 +27,33 @@ inline constexpr const char* kFaultForms = "corrupt:N, slow:MECH:NS or stall:MEC
 /// Checks IPCLAB_FAULT up front: UsageError naming the valid forms when it is set but malformed.
 void check_fault_env();
 
-/// `ep`, wrapped in the hooks IPCLAB_FAULT asks for on this side (`role` of mechanism `mech`),
-/// or `ep` itself when none applies. `w` tells the hooks where the measured window is.
-std::unique_ptr<Endpoint> with_faults(std::unique_ptr<Endpoint> ep, const Mechanism& mech,
-                                      const std::string& role, Worker& w, double duration_s);
+/// One side's fault hooks. Made inside the worker, once; `w` tells them where the measured window is.
+class FaultPoint {
+ public:
+  /// The hooks IPCLAB_FAULT asks for on the `role` side (producer, consumer, client or server) of
+  /// mechanism `mech` in a run of `duration_s`: corrupt and slow act on receivers, stall on its
+  /// own role. (Nothing of the Session: a worker that cannot be stopped may outlive it.)
+  FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w);
+
+  /// Call before each send.
+  void before_send() {
+    if (armed_) [[unlikely]] maybe_stall();
+  }
+  /// Call after each receive, with the message received (`n` bytes of `buf`), before looking at it.
+  void after_recv(std::byte* buf, size_t n) {
+    if (armed_) [[unlikely]] received(buf, n);
+  }
+
+ private:
+  void received(std::byte* buf, size_t n);
+  void maybe_stall();
+
+  const Worker& w_;
+  bool armed_ = false;  // any hook below applies to this side
+  uint64_t corrupt_every_ = 0, slow_ns_ = 0, stall_ns_ = 0;
+  uint64_t half_window_ns_ = 0;
+  uint64_t count_ = 0, window_seen_ = 0;
+  bool stalled_ = false;
+};
 
 }  // namespace ipclab

@@ -2,7 +2,7 @@
 // What a mechanism is: one file fills in a `Mechanism` and registers it with IPCLAB_REGISTER.
 // It provides exactly one of three things, and the harness does the rest (loop, clock, warm-up,
 // placement, CPU accounting, integrity, output):
-//   transport  moves messages; the harness drives it with the throughput and ping-pong patterns;
+//   transport  moves messages; the harness drives it with the throughput and roundtrip patterns;
 //   loop       one operation, repeated by the harness for the duration (null, syscall);
 //   workload   a run with its own shape (servers, file IO, runtimes), built on `Session`.
 #include <cstddef>
@@ -18,7 +18,7 @@ namespace ipclab {
 class Session;
 struct Record;
 
-/// Producer/consumer in the throughput pattern; client (producer) and server (consumer) in ping-pong.
+/// Producer/consumer in the throughput pattern; client (producer) and server (consumer) in roundtrip.
 enum class Role { Producer, Consumer };
 
 /// One side's handle on a transport, opened inside the worker (thread or child process).

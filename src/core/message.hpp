@@ -7,7 +7,7 @@
 //   word 1: send timestamp, ns on CLOCK_MONOTONIC (0 = not sampled)
 //   word 2: flags (low 32 bits) | size (high 32 bits)
 // and continue with payload words derived from (sequence, producer, word index).
-// Smaller messages (ping-pong only) hold byte i = (seq + i) mod 255; a stop message is all 0xFF.
+// Smaller messages (round trips only) hold byte i = (seq + i) mod 255; a stop message is all 0xFF.
 #include <cstddef>
 #include <cstdint>
 

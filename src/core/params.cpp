@@ -103,6 +103,7 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
         throw bad("a word without '/', ':', ',', '=' or spaces");
       break;
   }
+  if (auto alias = spec.aliases.find(out); alias != spec.aliases.end()) out = alias->second;
   if (!spec.choices.empty() &&
       std::find(spec.choices.begin(), spec.choices.end(), out) == spec.choices.end()) {
     std::string all;

@@ -20,6 +20,9 @@ struct ParamSpec {
   ParamType type = ParamType::Int;
   std::string def;                   // default value (one)
   std::vector<std::string> choices;  // allowed values; empty = any value of the type
+  /// Old names of values, accepted on input and read as the value they map to (which is what
+  /// result names and JSON say): {"pingpong", "roundtrip"} lets `-p pattern=pingpong` still run.
+  std::map<std::string, std::string> aliases;
   std::string help;
   std::vector<std::string> quick;    // values of the quick preset (empty = default)
   std::vector<std::string> full;     // values of the full preset (empty = quick, then default)
@@ -38,7 +41,8 @@ std::string size_text(int64_t bytes);
 /// `text` as a finite decimal number, whole (no blanks, '+', hex, nan or inf); nothing otherwise.
 std::optional<double> parse_real(std::string_view text);
 
-/// Canonical text of `value` for `spec` (sizes as plain byte counts), or UsageError.
+/// Canonical text of `value` for `spec` (sizes as plain byte counts, aliases as the value they
+/// stand for), or UsageError.
 std::string canonical_value(const ParamSpec& spec, const std::string& value);
 const char* type_name(ParamType t);
 

@@ -10,13 +10,14 @@
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/message.hpp"
+#include "core/std_params.hpp"
 
 namespace ipclab {
 
 namespace {
 
 struct TransportShape {
-  bool pingpong;
+  bool roundtrip;
   size_t size;
   bool random;
   uint64_t sample;
@@ -26,7 +27,7 @@ struct TransportShape {
 
 TransportShape shape_of(const Params& p) {
   TransportShape t;
-  t.pingpong = p.str_or("pattern", "pingpong") == "pingpong";
+  t.roundtrip = std_params::is_roundtrip(p);
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
   t.sample = uint64_t(p.i64_or("latency_sample", 1));
@@ -36,11 +37,11 @@ TransportShape shape_of(const Params& p) {
   return t;
 }
 
-// Ping-pong client: sends request `seq`, waits for the echo, checks it is that very request.
+// Round-trip client: sends request `seq`, waits for the echo, checks it is that very request.
 // Only the hand-over is on the round trip: the next request is encoded, and the previous reply
 // checked, while the server works on the current one (two buffers each way), so the RTT measures
 // the transport rather than the harness's own checking.
-void pingpong_client(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
+void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
   std::vector<std::byte> req(t.size), next(t.size), resp(t.size), prev(t.size);
   auto& out = w.out();
   auto check = [&](const std::byte* r, uint64_t seq) {
@@ -56,10 +57,11 @@ void pingpong_client(Worker& w, Endpoint& ep, const TransportShape& t, int index
     const bool measuring = w.measuring();
     const bool timed = measuring && seq % t.sample == 0;
     const uint64_t t0 = timed ? now_ns() : 0;
+    fault.before_send();
     ep.send(req.data(), t.size);
     if (seq > 0) check(prev.data(), seq - 1);
     msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random);
-    ep.recv(resp.data(), t.size);
+    fault.after_recv(resp.data(), ep.recv(resp.data(), t.size));
     if (timed) out.hist.record(now_ns() - t0);
     out.integrity.sent++;
     out.integrity.received++;
@@ -76,18 +78,19 @@ void pingpong_client(Worker& w, Endpoint& ep, const TransportShape& t, int index
   ep.send(req.data(), t.size);
 }
 
-// Ping-pong server: echoes each request at once, then checks that it arrived in order while the
+// Round-trip server: echoes each request at once, then checks that it arrived in order while the
 // client waits for the echo. Whether a message arrived intact is the client's verdict alone (its
 // check of the echo is end to end): one corrupted message counts once, not once per side.
-void pingpong_server(Worker& w, Endpoint& ep, const TransportShape& t) {
+void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   uint64_t expect = 0;
   w.ready();
   for (;;) {
-    ep.recv(buf.data(), t.size);
+    fault.after_recv(buf.data(), ep.recv(buf.data(), t.size));
     w.running();  // follows the phase for its CPU window
     if (msg::is_stop(buf.data(), t.size)) break;
+    fault.before_send();
     ep.send(buf.data(), t.size);
     auto d = msg::decode(buf.data(), t.size, t.random, expect);
     if (!d.ok) {  // its sequence number cannot be trusted: take it as the one expected
@@ -100,7 +103,7 @@ void pingpong_server(Worker& w, Endpoint& ep, const TransportShape& t) {
   }
 }
 
-void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
+void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   uint64_t seq = 0;
@@ -111,6 +114,7 @@ void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int i
                   .send_ns = seq % t.sample == 0 ? now_ns() : 0,
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
     msg::encode(buf.data(), t.size, h, t.random);
+    fault.before_send();
     ep.send(buf.data(), t.size);
     // Stored as it goes (a plain store to its own slot): a run that fails midway still knows
     // how many were sent, so the missing ones count as lost.
@@ -128,14 +132,14 @@ void throughput_producer(Worker& w, Endpoint& ep, const TransportShape& t, int i
 // (e.g. a lock-free MPMC queue) may see the markers overtake data, so the last consumer to stop
 // drains until every message the producers sent is accounted for: the others have finished, so
 // whatever is still queued can only come to it.
-void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t, int index) {
+void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   Control& ctl = w.control();
   std::vector<uint64_t> next(size_t(t.producers), 0);
   // Returns false on a stop marker.
   auto take = [&]() {
-    ep.recv(buf.data(), t.size);
+    fault.after_recv(buf.data(), ep.recv(buf.data(), t.size));
     uint64_t arrived = now_ns();
     w.running();
     auto d = msg::decode(buf.data(), t.size, t.random);
@@ -179,12 +183,12 @@ void throughput_consumer(Worker& w, Endpoint& ep, const TransportShape& t, int i
 
 void run_transport(Session& s) {
   const auto t = shape_of(s.params());
-  if (!t.pingpong && t.size < msg::kHeaderSize)
+  if (!t.roundtrip && t.size < msg::kHeaderSize)
     throw UsageError(fmt::format(
         "throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
-        "-p size={} or pattern=pingpong", msg::kHeaderSize, msg::kHeaderSize));
-  if (t.pingpong && t.producers != t.consumers)
-    throw UsageError("pingpong pairs one producer with one consumer; set producers = consumers");
+        "-p size={} or pattern=roundtrip", msg::kHeaderSize, msg::kHeaderSize));
+  if (t.roundtrip && t.producers != t.consumers)
+    throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
   if (t.producers > kMaxPeersTracked)
     throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
 
@@ -194,26 +198,32 @@ void run_transport(Session& s) {
   tp->describe(s.record().extra);
   s.record().extra["duration_s"] = s.options().duration_s;
 
+  // Each side opens its endpoint and its fault hooks inside its worker (thread or child process).
+  // The bodies hold nothing of this frame or of the session by reference (the mechanism is the
+  // registry's): a stuck thread may outlive both.
   const Mechanism& mech = s.mechanism();
   const double dur = s.options().duration_s;
+  const std::string sender = t.roundtrip ? "client" : "producer", receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back({t.pingpong ? "client" : "producer", i, s.cpu_for(0), [tp, t, i, &mech, dur](Worker& w) {
-                         auto ep = with_faults(tp->open(Role::Producer, i), mech, t.pingpong ? "client" : "producer", w, dur);
-                         if (t.pingpong) pingpong_client(w, *ep, t, i);
-                         else throughput_producer(w, *ep, t, i);
+    workers.push_back({sender, i, s.cpu_for(0), [tp, t, i, &mech, dur, sender](Worker& w) {
+                         auto ep = tp->open(Role::Producer, i);
+                         FaultPoint fault(mech, dur, sender, w);
+                         if (t.roundtrip) roundtrip_client(w, *ep, fault, t, i);
+                         else throughput_producer(w, *ep, fault, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
-    workers.push_back({t.pingpong ? "server" : "consumer", i, s.cpu_for(1), [tp, t, i, &mech, dur](Worker& w) {
-                         auto ep = with_faults(tp->open(Role::Consumer, i), mech, t.pingpong ? "server" : "consumer", w, dur);
-                         if (t.pingpong) pingpong_server(w, *ep, t);
-                         else throughput_consumer(w, *ep, t, i);
+    workers.push_back({receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver](Worker& w) {
+                         auto ep = tp->open(Role::Consumer, i);
+                         FaultPoint fault(mech, dur, receiver, w);
+                         if (t.roundtrip) roundtrip_server(w, *ep, fault, t);
+                         else throughput_consumer(w, *ep, fault, t, i);
                        }});
 
-  Control& ctl = s.run_workers(std::move(workers), t.processes, t.pingpong ? "rtt" : "one_way");
+  Control& ctl = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
 
-  if (!t.pingpong) {
+  if (!t.roundtrip) {
     // Every message each producer sent must have reached exactly one consumer, intact. A corrupt
     // message is counted by the consumer that got it and is missing from the seen counts (its
     // producer field cannot be trusted), so the missing ones are lost only beyond the corrupt:

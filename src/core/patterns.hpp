@@ -4,7 +4,7 @@
 
 namespace ipclab {
 
-/// Drives a transport mechanism: the `pattern` parameter picks throughput or ping-pong.
+/// Drives a transport mechanism: the `pattern` parameter picks throughput or round trips.
 void run_transport(Session& s);
 /// Repeats a loop mechanism's op for the duration, timing it in batches.
 void run_loop(Session& s);

@@ -3,12 +3,15 @@
 namespace ipclab::std_params {
 
 ParamSpec pattern() {
-  return {.name = "pattern", .type = ParamType::String, .def = "pingpong",
-          .choices = {"throughput", "pingpong"},
+  // `pingpong` was this value's name until it became a suite's name too (the pingpong suite).
+  return {.name = "pattern", .type = ParamType::String, .def = "roundtrip",
+          .choices = {"throughput", "roundtrip"}, .aliases = {{"pingpong", "roundtrip"}},
           .help = "throughput: producers send for the duration, one-way latency from the send "
-                  "timestamp; pingpong: round trips, RTT",
-          .quick = {"throughput", "pingpong"}};
+                  "timestamp; roundtrip (or its old name pingpong): round trips, RTT",
+          .quick = {"throughput", "roundtrip"}};
 }
+
+bool is_roundtrip(const Params& p) { return p.str_or("pattern", "roundtrip") == "roundtrip"; }
 
 ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, int64_t max) {
   return {.name = "size", .type = ParamType::Size, .def = "64",
@@ -37,7 +40,7 @@ ParamSpec latency_sample() {
           .min = 1, .max = 1'000'000};
 }
 
-ParamSpec random_payload() {
+ParamSpec random() {
   return {.name = "random", .type = ParamType::Bool, .def = "0",
           .help = "payload derived from a hash (incompressible) instead of a counter"};
 }

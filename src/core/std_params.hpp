@@ -8,8 +8,11 @@
 
 namespace ipclab::std_params {
 
-/// throughput (one-way, for a duration) or pingpong (round trips).
+/// throughput (one-way, for a duration) or roundtrip (request and echo; `pingpong`, its old
+/// name, is still accepted).
 ParamSpec pattern();
+/// True when `p` asks for round trips: pattern=roundtrip, or no pattern parameter at all.
+bool is_roundtrip(const Params& p);
 /// Message size in bytes.
 ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, int64_t max = 65536);
 /// Workers as threads of one process or as separate processes.
@@ -20,6 +23,6 @@ ParamSpec placement(std::vector<std::string> choices = {"same", "cross", "unpinn
 /// Timestamp every Nth message (the reference's latencySample).
 ParamSpec latency_sample();
 /// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
-ParamSpec random_payload();
+ParamSpec random();
 
 }  // namespace ipclab::std_params

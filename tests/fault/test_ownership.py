@@ -178,7 +178,7 @@ def test_modes_are_explicit_whatever_the_umask(lab):
 
 
 def test_a_live_runs_folder_journal_and_fifos_are_private(lab):
-    p = lab.start("run", "messaging/fifo", "-p", "pattern=pingpong", "--duration", "2", "--warmup", "0",
+    p = lab.start("run", "messaging/fifo", "-p", "pattern=roundtrip", "--duration", "2", "--warmup", "0",
                   "--repetitions", "1", preexec_fn=lambda: os.umask(0))
     try:
         deadline = time.monotonic() + 10
@@ -202,7 +202,7 @@ def test_a_live_runs_folder_journal_and_fifos_are_private(lab):
 # random moments fall in set-up, the window, the drain and the clean-up).
 SIGNALLED = {
     "messaging": ["messaging/fifo", "messaging/posix_mq", "messaging/sysv_mq",
-                  "-p", "pattern=pingpong,throughput", "-p", "mode=threads,processes"],
+                  "-p", "pattern=roundtrip,throughput", "-p", "mode=threads,processes"],
     "pingpong": ["pingpong/process", "pingpong/thread", "-p", "wait=adaptive_sem,sem"],
     "fileio": ["fileio/psync", "-p", "pattern=seq", "-p", "qd=1"],
     "results": ["harness/null"],

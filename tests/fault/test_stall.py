@@ -182,8 +182,8 @@ def test_pipe_threads_stalled_consumer(lab):
     assert wall < 4 + 4, f"took {wall:.1f} s"
 
 
-def test_pipe_threads_stalled_client_in_pingpong(lab):
-    r = lab.run("run", "messaging/pipe", "-p", "pattern=pingpong", "-p", "size=64", *QUICK, "--duration", "4",
+def test_pipe_threads_stalled_client_in_roundtrip(lab):
+    r = lab.run("run", "messaging/pipe", "-p", "pattern=roundtrip", "-p", "size=64", *QUICK, "--duration", "4",
                 env={"IPCLAB_FAULT": "stall:messaging/pipe:client:3000"})
     assert r.returncode == 1, r.stderr
     line = failed_line(r.stderr)
@@ -284,7 +284,7 @@ def test_stolen_messages_are_lost(lab, mech, steal):
 
 # ---- integrity counts -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("pattern", ["throughput", "pingpong"])
+@pytest.mark.parametrize("pattern", ["throughput", "roundtrip"])
 def test_corrupt_counted_once_per_flipped_message(lab, pattern):
     out = lab.work / "r.json"
     r = lab.run("run", "messaging/pipe", "-p", f"pattern={pattern}", "-p", "size=64", *QUICK, "--duration", "0.3",

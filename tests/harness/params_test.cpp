@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -50,6 +51,27 @@ TEST(Params, DuplicateValuesCollapse) {
   Overrides o;
   parse_override("size=1K,1024,1kib", o);
   EXPECT_EQ(expand_grid(specs(), Preset::Default, o).size(), 1u);
+}
+
+TEST(Params, AnAliasIsReadAsTheValueItStandsFor) {
+  const ParamSpec pattern{.name = "pattern", .type = ParamType::String, .def = "roundtrip",
+                          .choices = {"throughput", "roundtrip"}, .aliases = {{"pingpong", "roundtrip"}}};
+  EXPECT_EQ(canonical_value(pattern, "pingpong"), "roundtrip");
+  EXPECT_EQ(canonical_value(pattern, "roundtrip"), "roundtrip");
+  EXPECT_THROW(canonical_value(pattern, "ping"), UsageError);
+  try {
+    canonical_value(pattern, "broadcast");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    // The refusal lists the values to use, not the old names.
+    EXPECT_NE(std::string(e.what()).find("throughput|roundtrip"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("pingpong"), std::string::npos) << e.what();
+  }
+  Overrides o;
+  parse_override("pattern=pingpong,roundtrip", o);
+  auto g = expand_grid({pattern}, Preset::Default, o);
+  ASSERT_EQ(g.size(), 1u) << "an alias and its value are one point";
+  EXPECT_EQ(g[0].path(), "pattern:roundtrip");
 }
 
 TEST(Params, BadValuesAreUsageErrors) {
@@ -210,6 +232,19 @@ TEST(Registry, EveryNumericParameterHasBoundsAndAValidDefault) {
       for (auto& v : p.quick) EXPECT_NO_THROW(canonical_value(p, v)) << m.full_name() << " " << p.name;
       for (auto& v : p.full) EXPECT_NO_THROW(canonical_value(p, v)) << m.full_name() << " " << p.name;
     }
+}
+
+TEST(Registry, EveryAliasStandsForAChoiceAndIsNotOneItself) {
+  for (auto& m : Registry::get().mechanisms())
+    for (auto& p : m.params)
+      for (auto& [alias, value] : p.aliases) {
+        const auto is_choice = [&](const std::string& v) {
+          return std::find(p.choices.begin(), p.choices.end(), v) != p.choices.end();
+        };
+        EXPECT_TRUE(is_choice(value)) << m.full_name() << " " << p.name << ": " << alias << " -> " << value;
+        EXPECT_FALSE(is_choice(alias)) << m.full_name() << " " << p.name << ": " << alias;
+        EXPECT_NE(p.def, alias) << m.full_name() << " " << p.name << ": the default is written by its name";
+      }
 }
 
 TEST(Params, GridsAreCountedBeforeTheyAreBuilt) {

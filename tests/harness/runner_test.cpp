@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/peer.hpp"
+#include "core/placement.hpp"
 
 using namespace ipclab;
 
@@ -17,7 +18,7 @@ RunOptions tiny() {
   o.duration_s = 0.05;
   o.warmup_s = 0.01;
   o.repetitions = 1;
-  o.cpus = {0};
+  o.cpus = {allowed_cpus().front()};  // a CPU this process may use (CPU 0 may not be one)
   return o;
 }
 const std::string kPeer = std::string(IPCLAB_TEST_DIR) + "/peer/tiny_peer.sh";
@@ -42,15 +43,23 @@ TEST(Runner, FiltersSelectBySuiteMechanismOrGlob) {
 TEST(Runner, PlanNamesEveryPointAndRejectsImpossibleRequests) {
   Overrides o;
   parse_override("size=64,128", o);
-  parse_override("pattern=pingpong", o);
+  parse_override("pattern=roundtrip", o);
   auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
   ASSERT_EQ(p.size(), 2u);
   // Every declared parameter appears in the name, in declaration order.
   std::string expect = "messaging/pipe";
   for (auto& spec : p[0].mech->params) expect += "/" + spec.name + ":" + p[0].params.str(spec.name);
   EXPECT_EQ(p[0].name, expect);
-  EXPECT_EQ(p[0].name.rfind("messaging/pipe/pattern:pingpong/size:64/", 0), 0u) << p[0].name;
+  EXPECT_EQ(p[0].name.rfind("messaging/pipe/pattern:roundtrip/size:64/", 0), 0u) << p[0].name;
   EXPECT_NE(p[1].name.find("/size:128/"), std::string::npos) << p[1].name;
+  // The pattern's old name is accepted and planned as the new one: same points, same names.
+  Overrides old;
+  parse_override("size=64,128", old);
+  parse_override("pattern=pingpong", old);
+  auto by_alias = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, old);
+  ASSERT_EQ(by_alias.size(), 2u);
+  EXPECT_EQ(by_alias[0].name, p[0].name);
+  EXPECT_EQ(by_alias[0].params.str("pattern"), "roundtrip");
   Overrides bad;
   parse_override("pattern=throughput", bad);
   parse_override("size=4", bad);
@@ -64,7 +73,7 @@ TEST(Runner, PlanNamesEveryPointAndRejectsImpossibleRequests) {
 }
 
 TEST(Runner, PipeBothPatternsThreadsAndProcessesAreClean) {
-  for (const char* pattern : {"pingpong", "throughput"})
+  for (const char* pattern : {"roundtrip", "throughput"})
     for (const char* mode : {"threads", "processes"}) {
       Overrides o;
       parse_override(std::string("pattern=") + pattern, o);
@@ -77,17 +86,17 @@ TEST(Runner, PipeBothPatternsThreadsAndProcessesAreClean) {
       EXPECT_TRUE(r.integrity.clean());
       EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
       EXPECT_TRUE(r.latency.has_value());
-      EXPECT_EQ(r.latency->kind, std::string(pattern) == "pingpong" ? "rtt" : "one_way");
+      EXPECT_EQ(r.latency->kind, std::string(pattern) == "roundtrip" ? "rtt" : "one_way");
       EXPECT_GT(r.cpu.user_s + r.cpu.sys_s, 0.0);
       ASSERT_EQ(r.placement.sides.size(), 2u);
-      EXPECT_EQ(r.placement.sides[0].pinned, std::vector<int>{0});
-      EXPECT_EQ(r.placement.sides[0].observed, std::vector<int>{0});
+      EXPECT_EQ(r.placement.sides[0].pinned, tiny().cpus);
+      EXPECT_EQ(r.placement.sides[0].observed, tiny().cpus);
     }
 }
 
 TEST(Runner, CorruptionFailsTheRecordAndSaysWhy) {
   setenv("IPCLAB_FAULT", "corrupt:50", 1);
-  for (const char* pattern : {"pingpong", "throughput"}) {
+  for (const char* pattern : {"roundtrip", "throughput"}) {
     Overrides o;
     parse_override(std::string("pattern=") + pattern, o);
     auto p = plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);

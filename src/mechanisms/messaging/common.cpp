@@ -15,7 +15,7 @@
 
 namespace ipclab::messaging {
 
-std::vector<ParamSpec> params(std::vector<ParamSpec> extra) {
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   auto mode = std_params::mode();
   // Quick: threads only (the quick preset is a few points); the full preset adds processes.
   mode.quick = {"threads"};
@@ -27,33 +27,33 @@ std::vector<ParamSpec> params(std::vector<ParamSpec> extra) {
       std_params::pattern(),
       std_params::size({"64", "8192"}, {"64", "256", "1024", "4096", "8192"}),
       {.name = "producers", .type = ParamType::Int, .def = "1",
-       .help = "producers (throughput: all share one queue; pingpong: pairs, = consumers)",
+       .help = "producers (throughput: all share one queue; roundtrip: pairs, = consumers)",
        .full = {"1", "2", "4"}, .min = 1, .max = 16},
       {.name = "consumers", .type = ParamType::Int, .def = "1",
-       .help = "consumers (throughput: all share one queue; pingpong: pairs, = producers)",
+       .help = "consumers (throughput: all share one queue; roundtrip: pairs, = producers)",
        .full = {"1", "2", "4"}, .min = 1, .max = 16},
       mode,
       placement,
       std_params::latency_sample(),
-      std_params::random_payload(),
+      std_params::random(),
   };
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
 }
 
 std::string check(const Caps& caps, const Params& p) {
-  const bool pingpong = p.str("pattern") == "pingpong";
+  const bool roundtrip = std_params::is_roundtrip(p);
   const int64_t size = p.i64("size"), prod = p.i64("producers"), cons = p.i64("consumers");
-  if (!pingpong && size < 24)
+  if (!roundtrip && size < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
   if (size > caps.max_size)
     return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size",
                        size, caps.max_size, caps.size_limit_why);
   if (!caps.processes && p.str("mode") == "processes")
     return "an in-process queue cannot cross processes; use mode=threads";
-  if (pingpong) {
-    if (prod != cons) return "pingpong pairs one producer with one consumer; set producers = consumers";
-    if (prod > 1 && !caps.pairs) return "this mechanism runs one ping-pong pair; use producers=1 consumers=1";
+  if (roundtrip) {
+    if (prod != cons) return "roundtrip pairs one producer with one consumer; set producers = consumers";
+    if (prod > 1 && !caps.pairs) return "this mechanism runs one round-trip pair; use producers=1 consumers=1";
     return "";
   }
   if ((prod > 1 || cons > 1) && !caps.shared_queue)

@@ -17,13 +17,14 @@ struct Caps {
   std::string size_limit_why;  // named in the refusal when size > max_size
   bool shared_queue = false;   // throughput with several producers/consumers on one queue
   int max_producers = 4, max_consumers = 4;  // e.g. 1 for the sides of an SPSC ring
-  bool pairs = true;           // ping-pong with N independent pairs
+  bool pairs = true;           // roundtrip with N independent pairs
   bool processes = true;       // false for in-process queues
   std::string topology_why;    // why several producers/consumers cannot share it
 };
 
-/// pattern, size, producers, consumers, mode, placement, latency_sample, random, then `extra`.
-std::vector<ParamSpec> params(std::vector<ParamSpec> extra = {});
+/// The suite's parameters: pattern, size, producers, consumers, mode, placement, latency_sample,
+/// random, then `extra`.
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run on a mechanism with `caps`, or "".
 std::string check(const Caps& caps, const Params& p);
 

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/fd_transport.hpp"
 #include "mechanisms/messaging/shm_transport.hpp"
 
@@ -64,11 +65,11 @@ class EventfdEndpoint final : public Endpoint {
 class EventfdTransport final : public Transport {
  public:
   explicit EventfdTransport(const Params& p) {
-    pingpong_ = p.str("pattern") == "pingpong";
+    roundtrip_ = std_params::is_roundtrip(p);
     nb_ = p.flag("nonblocking");
     size_ = size_t(p.i64("size"));
     depth_ = uint64_t(p.i64("queue_depth"));
-    const int n = pingpong_ ? 2 * int(p.i64("producers")) : 1;
+    const int n = roundtrip_ ? 2 * int(p.i64("producers")) : 1;
     channels_.resize(size_t(n));
     try {
       for (auto& c : channels_) {
@@ -84,7 +85,7 @@ class EventfdTransport final : public Transport {
   }
   ~EventfdTransport() override { close_all(); }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    if (!pingpong_) return std::make_unique<EventfdEndpoint>(channels_[0], channels_[0], depth_, size_, nb_);
+    if (!roundtrip_) return std::make_unique<EventfdEndpoint>(channels_[0], channels_[0], depth_, size_, nb_);
     Channel& req = channels_[size_t(2 * index)];
     Channel& rep = channels_[size_t(2 * index + 1)];
     if (role == Role::Producer) return std::make_unique<EventfdEndpoint>(req, rep, depth_, size_, nb_);
@@ -101,14 +102,14 @@ class EventfdTransport final : public Transport {
   std::vector<Channel> channels_;
   size_t size_ = 0;
   uint64_t depth_ = 1;
-  bool pingpong_ = false, nb_ = false;
+  bool roundtrip_ = false, nb_ = false;
 };
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "eventfd",
     .help = "shared-memory message slots signalled with eventfds (filled / freed counts)",
-    .params = params({nonblocking(), queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)", 1 << 16)}),
+    .params = suite_params({nonblocking(), queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)", 1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<EventfdTransport>(p); },
     .check = [](const Params& p) {
       return check(Caps{.topology_why = "one writer and one reader per slot ring (the counts are not per slot)"}, p);

@@ -3,7 +3,7 @@
 // a set of descriptors created in the coordinator before any worker starts, so forked workers
 // inherit them. Throughput uses one channel shared by every producer and consumer (datagram and
 // seqpacket sockets keep message boundaries, so several readers and writers can share one);
-// ping-pong uses one channel per pair.
+// roundtrip uses one channel per pair.
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -22,6 +22,7 @@
 
 #include "core/ipc_names.hpp"
 #include "core/mechanism.hpp"
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
@@ -114,18 +115,18 @@ class FdTransport final : public Transport {
     uint64_t credit_window = 0;  // 0 = the kernel blocks the sender itself
   };
 
-  /// Makes one channel per ping-pong pair, or one shared channel for throughput.
+  /// Makes one channel per round-trip pair, or one shared channel for throughput.
   FdTransport(const Params& p, Options o, const std::function<FdChannel()>& make) : o_(o) {
-    const bool pingpong = p.str("pattern") == "pingpong";
-    const int n = pingpong ? int(p.i64("producers")) : 1;
+    const bool roundtrip = std_params::is_roundtrip(p);
+    const int n = roundtrip ? int(p.i64("producers")) : 1;
     try {
       for (int i = 0; i < n; ++i) channels_.push_back(make());
     } catch (...) {
       close_all();
       throw;
     }
-    pingpong_ = pingpong;
-    if (!pingpong && o.credit_window) {
+    roundtrip_ = roundtrip;
+    if (!roundtrip && o.credit_window) {
       void* mem = mmap(nullptr, sizeof(Credits), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
       if (mem == MAP_FAILED) {
         close_all();
@@ -141,7 +142,7 @@ class FdTransport final : public Transport {
   }
 
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    const FdChannel& c = channels_[pingpong_ ? size_t(index) : 0];
+    const FdChannel& c = channels_[roundtrip_ ? size_t(index) : 0];
     if (role == Role::Producer)
       return std::make_unique<FdEndpoint>(c.prod_r, c.prod_w, o_.framing, o_.socket, o_.nonblocking, credits_);
     return std::make_unique<FdEndpoint>(c.cons_r, c.cons_w, o_.framing, o_.socket, o_.nonblocking, credits_);
@@ -166,7 +167,7 @@ class FdTransport final : public Transport {
     channels_.clear();
   }
   Options o_;
-  bool pingpong_ = false;
+  bool roundtrip_ = false;
   std::vector<FdChannel> channels_;
   Credits* credits_ = nullptr;
 };

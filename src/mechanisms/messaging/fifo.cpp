@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/ipc_names.hpp"
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::messaging {
@@ -36,19 +37,19 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "fifo",
     .help = "named pipe (mkfifo, 0600, in the run directory), one per direction",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool nb = p.flag("nonblocking");
-      const bool pingpong = p.str("pattern") == "pingpong";
+      const bool roundtrip = std_params::is_roundtrip(p);
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
-          [nb, pingpong] {
+          [nb, roundtrip] {
             const std::string dir = ipc::run_dir();
             FdChannel c;
             const std::string first = dir + ipc::unique_name("fifo");
             std::tie(c.cons_r, c.prod_w) = make_fifo(first, nb);
             c.paths.push_back(first);
-            if (pingpong) {
+            if (roundtrip) {
               try {
                 const std::string second = dir + ipc::unique_name("fifo");
                 std::tie(c.prod_r, c.cons_w) = make_fifo(second, nb);

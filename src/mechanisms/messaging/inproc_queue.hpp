@@ -1,12 +1,13 @@
 #pragma once
 // In-process queues (threads only): the transport gives every channel a pool of queue_depth
-// message buffers; `Queue` moves buffer indices from producers to consumers. Ping-pong: a
+// message buffers; `Queue` moves buffer indices from producers to consumers. Roundtrip: a
 // request and a reply channel per pair; throughput: one channel shared by every worker.
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/mechanism.hpp"
+#include "core/std_params.hpp"
 
 namespace ipclab::messaging {
 
@@ -16,13 +17,13 @@ template <class Queue>
 class InprocTransport final : public Transport {
  public:
   explicit InprocTransport(const Params& p) {
-    pingpong_ = p.str("pattern") == "pingpong";
-    const int n = pingpong_ ? 2 * int(p.i64("producers")) : 1;
+    roundtrip_ = std_params::is_roundtrip(p);
+    const int n = roundtrip_ ? 2 * int(p.i64("producers")) : 1;
     for (int i = 0; i < n; ++i)
       queues_.push_back(std::make_unique<Queue>(size_t(p.i64("queue_depth")), size_t(p.i64("size"))));
   }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    if (!pingpong_) return std::make_unique<Ep>(*queues_[0], *queues_[0]);
+    if (!roundtrip_) return std::make_unique<Ep>(*queues_[0], *queues_[0]);
     Queue& req = *queues_[size_t(2 * index)];
     Queue& rep = *queues_[size_t(2 * index + 1)];
     if (role == Role::Producer) return std::make_unique<Ep>(req, rep);
@@ -41,7 +42,7 @@ class InprocTransport final : public Transport {
     }
   };
   std::vector<std::unique_ptr<Queue>> queues_;
-  bool pingpong_ = false;
+  bool roundtrip_ = false;
 };
 
 }  // namespace ipclab::messaging

@@ -47,7 +47,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "mutex_cv",
     .help = "in-process bounded queue: std::mutex + two std::condition_variable (threads only)",
-    .params = params({queue_depth("256", "messages the queue holds", 1 << 16)}),
+    .params = suite_params({queue_depth("256", "messages the queue holds", 1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<InprocTransport<MutexCvQueue>>(p);
     },

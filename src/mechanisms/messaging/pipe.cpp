@@ -1,18 +1,19 @@
-// messaging/pipe: anonymous pipes (pipe2). Ping-pong uses one pipe per direction per pair;
+// messaging/pipe: anonymous pipes (pipe2). Roundtrip uses one pipe per direction per pair;
 // throughput one pipe from the producer to the consumer.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::messaging {
 namespace {
 
-FdChannel make_pipes(bool pingpong, bool nonblocking) {
+FdChannel make_pipes(bool roundtrip, bool nonblocking) {
   const int flags = O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0);
   int up[2], down[2] = {-1, -1};
   check_rc(::pipe2(up, flags), "pipe2");
-  if (pingpong && ::pipe2(down, flags) != 0) {
+  if (roundtrip && ::pipe2(down, flags) != 0) {
     ::close(up[0]);
     ::close(up[1]);
     check_rc(-1, "pipe2");
@@ -27,12 +28,12 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "pipe",
     .help = "anonymous pipe (pipe2), one per direction",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
-      const bool nb = p.flag("nonblocking"), pingpong = p.str("pattern") == "pingpong";
+      const bool nb = p.flag("nonblocking"), roundtrip = std_params::is_roundtrip(p);
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
-          [nb, pingpong] { return make_pipes(pingpong, nb); });
+          [nb, roundtrip] { return make_pipes(roundtrip, nb); });
     },
     .check = [](const Params& p) { return check(kCaps, p); },
 });

@@ -16,6 +16,7 @@
 #include "core/ipc_names.hpp"
 #include "core/mechanism.hpp"
 #include "core/session.hpp"
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
@@ -81,9 +82,9 @@ class MqEndpoint final : public Endpoint {
 class MqTransport final : public Transport {
  public:
   explicit MqTransport(const Params& p) {
-    const bool pingpong = p.str("pattern") == "pingpong";
-    const int pairs = pingpong ? int(p.i64("producers")) : 1;
-    const int nqueues = pingpong ? 2 * pairs : 1;
+    const bool roundtrip = std_params::is_roundtrip(p);
+    const int pairs = roundtrip ? int(p.i64("producers")) : 1;
+    const int nqueues = roundtrip ? 2 * pairs : 1;
     msgsize_ = p.i64("size");
     const int64_t asked = p.i64("queue_depth");
     maxmsg_ = std::min(asked, msg_max());
@@ -114,13 +115,13 @@ class MqTransport final : public Transport {
       throw;
     }
     nb_ = nb;
-    pingpong_ = pingpong;
+    roundtrip_ = roundtrip;
   }
   ~MqTransport() override { destroy(); }
 
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    // Ping-pong pair i: queue 2i carries requests, 2i+1 replies. Throughput: one shared queue.
-    if (!pingpong_) return std::make_unique<MqEndpoint>(queues_[0].fd, queues_[0].fd, nb_);
+    // Round-trip pair i: queue 2i carries requests, 2i+1 replies. Throughput: one shared queue.
+    if (!roundtrip_) return std::make_unique<MqEndpoint>(queues_[0].fd, queues_[0].fd, nb_);
     auto& req = queues_[size_t(2 * index)];
     auto& rep = queues_[size_t(2 * index + 1)];
     if (role == Role::Producer) return std::make_unique<MqEndpoint>(req.fd, rep.fd, nb_);
@@ -163,16 +164,16 @@ class MqTransport final : public Transport {
   }
   std::vector<Queue> queues_;
   int64_t maxmsg_ = 0, msgsize_ = 0;
-  bool nb_ = false, pingpong_ = false;
+  bool nb_ = false, roundtrip_ = false;
 };
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "posix_mq",
     .help = "POSIX message queue (mq_open O_EXCL 0600, timed send/receive); reference 002's backend",
-    .params = params({nonblocking(),
-                      queue_depth("10", "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
-                                        "and RLIMIT_MSGQUEUE with a warning")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("10", "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
+                                              "and RLIMIT_MSGQUEUE with a warning")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MqTransport>(p); },
     .check = [](const Params& p) {
       const int64_t lim = msgsize_max();

@@ -7,7 +7,7 @@
 namespace ipclab::messaging {
 namespace {
 
-// In ping-pong a side pushes to one ring and pops from another; in throughput it uses only
+// In roundtrip a side pushes to one ring and pops from another; in throughput it uses only
 // its own end of the one ring. Ring ends are single-owner: each endpoint builds only those it uses.
 class SpscEndpoint final : public Endpoint {
  public:
@@ -31,8 +31,8 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "shm_spsc",
     .help = "single-producer single-consumer ring in shared memory (MAP_SHARED), wait strategy as a parameter",
-    .params = params({wait_strategy({"spin", "adaptive"}),
-                      queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)}),
+    .params = suite_params({wait_strategy({"spin", "adaptive"}),
+                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<RingTransport<SpscRing, SpscEndpoint>>(p);
     },

@@ -1,7 +1,7 @@
 #pragma once
 // The transport of the shared-memory rings: each ring in its own MAP_SHARED anonymous mapping,
 // made by the coordinator before any worker starts, so forked workers share it and nothing
-// named is left behind. Throughput: one ring; ping-pong: a request and a reply ring per pair.
+// named is left behind. Throughput: one ring; roundtrip: a request and a reply ring per pair.
 #include <sys/mman.h>
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mechanism.hpp"
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/shm_ring.hpp"
 
 namespace ipclab::messaging {
@@ -37,19 +38,19 @@ template <class Ring, class Ep>
 class RingTransport final : public Transport {
  public:
   explicit RingTransport(const Params& p) {
-    const bool pingpong = p.str("pattern") == "pingpong";
-    const int n = pingpong ? 2 * int(p.i64("producers")) : 1;
+    const bool roundtrip = std_params::is_roundtrip(p);
+    const int n = roundtrip ? 2 * int(p.i64("producers")) : 1;
     size_ = size_t(p.i64("size"));
     capacity_ = pow2_at_least(uint64_t(p.i64("queue_depth")));
     wait_ = parse_wait(p.str("wait"));
-    pingpong_ = pingpong;
+    roundtrip_ = roundtrip;
     for (int i = 0; i < n; ++i) {
       maps_.push_back(std::make_unique<SharedMapping>(Ring::bytes(capacity_, size_)));
       rings_.push_back(Ring::create(maps_.back()->get(), capacity_, size_));
     }
   }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    if (!pingpong_) return std::make_unique<Ep>(*rings_[0], *rings_[0], role, wait_, size_);
+    if (!roundtrip_) return std::make_unique<Ep>(*rings_[0], *rings_[0], role, wait_, size_);
     Ring& req = *rings_[size_t(2 * index)];
     Ring& rep = *rings_[size_t(2 * index + 1)];
     // Producer (client) sends on req and receives on rep; the consumer (server) the reverse.
@@ -67,7 +68,7 @@ class RingTransport final : public Transport {
   size_t size_ = 0;
   uint64_t capacity_ = 0;
   WaitStrategy wait_ = WaitStrategy::Adaptive;
-  bool pingpong_ = false;
+  bool roundtrip_ = false;
 };
 
 }  // namespace ipclab::messaging

@@ -14,6 +14,7 @@
 
 #include "core/ipc_names.hpp"
 #include "core/mechanism.hpp"
+#include "core/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
@@ -53,10 +54,10 @@ class SysvEndpoint final : public Endpoint {
 class SysvTransport final : public Transport {
  public:
   explicit SysvTransport(const Params& p) {
-    pingpong_ = p.str("pattern") == "pingpong";
+    roundtrip_ = std_params::is_roundtrip(p);
     nb_ = p.flag("nonblocking");
     size_ = size_t(p.i64("size"));
-    const int nqueues = pingpong_ ? 2 * int(p.i64("producers")) : 1;
+    const int nqueues = roundtrip_ ? 2 * int(p.i64("producers")) : 1;
     const uint64_t asked = uint64_t(p.i64("queue_depth")) * size_;
     qbytes_ = std::min<uint64_t>(asked, uint64_t(msgmnb()));
     qbytes_ = std::max<uint64_t>(qbytes_, size_);
@@ -73,7 +74,7 @@ class SysvTransport final : public Transport {
   ~SysvTransport() override { destroy(); }
 
   std::unique_ptr<Endpoint> open(Role role, int index) override {
-    if (!pingpong_) return std::make_unique<SysvEndpoint>(ids_[0], ids_[0], nb_, size_);
+    if (!roundtrip_) return std::make_unique<SysvEndpoint>(ids_[0], ids_[0], nb_, size_);
     int req = ids_[size_t(2 * index)], rep = ids_[size_t(2 * index + 1)];
     if (role == Role::Producer) return std::make_unique<SysvEndpoint>(req, rep, nb_, size_);
     return std::make_unique<SysvEndpoint>(rep, req, nb_, size_);
@@ -108,16 +109,16 @@ class SysvTransport final : public Transport {
   std::vector<int> ids_, keys_;
   uint64_t qbytes_ = 0;
   size_t size_ = 0;
-  bool pingpong_ = false, nb_ = false;
+  bool roundtrip_ = false, nb_ = false;
 };
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "sysv_mq",
     .help = "System V message queue (msgget IPC_EXCL 0600, msgsnd/msgrcv)",
-    .params = params({nonblocking(),
-                      queue_depth("16", "messages the queue holds (msg_qbytes = queue_depth x size, capped "
-                                        "to /proc/sys/kernel/msgmnb with a warning)")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("16", "messages the queue holds (msg_qbytes = queue_depth x size, capped "
+                                              "to /proc/sys/kernel/msgmnb with a warning)")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<SysvTransport>(p); },
     .check = [](const Params& p) {
       return check(Caps{.max_size = msgmax(), .size_limit_why = "/proc/sys/kernel/msgmax; raise it with sysctl",

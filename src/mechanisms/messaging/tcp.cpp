@@ -40,7 +40,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "tcp",
     .help = "TCP over loopback, TCP_NODELAY",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")}, connect_pair);

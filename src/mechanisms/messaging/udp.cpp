@@ -1,7 +1,7 @@
 // messaging/udp: UDP datagrams over loopback (127.0.0.1), two sockets connected to each other.
 // UDP has no back-pressure — a full receive buffer drops — so throughput bounds the messages in
 // flight with credits in shared memory (queue_depth, further capped so that the window fits in
-// the receive buffer); ping-pong has one message in flight and needs none.
+// the receive buffer); roundtrip has one message in flight and needs none.
 #include <netinet/in.h>
 
 #include "mechanisms/messaging/fd_transport.hpp"
@@ -64,9 +64,9 @@ IPCLAB_REGISTER(Mechanism{
     .name = "udp",
     .help = "UDP over loopback; throughput: producers share one socket, consumers the other, "
             "with credits so that nothing is dropped",
-    .params = params({nonblocking(),
-                      queue_depth("256", "throughput: messages in flight (credit window; UDP has "
-                                         "no back-pressure and would drop)")}),
+    .params = suite_params({nonblocking(),
+                            queue_depth("256", "throughput: messages in flight (credit window; UDP has "
+                                               "no back-pressure and would drop)")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       FdChannel probe = connect_pair();
       int rcvbuf = 0;

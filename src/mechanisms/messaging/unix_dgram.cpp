@@ -12,7 +12,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "unix_dgram",
     .help = "Unix-domain datagram socketpair; throughput: every producer sends on one end, every consumer receives on the other",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking")}, [] {

@@ -12,7 +12,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "unix_seqpacket",
     .help = "Unix-domain seqpacket socketpair (connected, ordered, message boundaries kept); throughput shares one connection among every producer and consumer",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking")}, [] {

@@ -10,7 +10,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "unix_stream",
     .help = "Unix-domain stream socketpair",
-    .params = params({nonblocking()}),
+    .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
           p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")}, [] {
