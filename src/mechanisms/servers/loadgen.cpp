@@ -87,6 +87,12 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
   };
 
   for (int i = 0; i < n; ++i) {
+    // Tens of thousands of connects take seconds: the wave shows it is under way meanwhile (the
+    // server can be judged by its replies only once they are all started).
+    if (i % 256 == 255) {
+      w.running();
+      beat();
+    }
     Client& c = cs[size_t(i)];
     c.t0 = now_ns();
     c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
