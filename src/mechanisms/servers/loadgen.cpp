@@ -116,7 +116,6 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
   char buf[256];
   while (left > 0) {
     if (!w.running()) {  // the run stopped mid-wave: what has not ended never will
-      out.cut = true;
       for (auto& c : cs) {
         if (c.st == St::Connecting) reject(c, ECONNRESET);
         else if (c.st != St::Done) lose(c, false);

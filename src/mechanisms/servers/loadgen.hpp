@@ -20,14 +20,12 @@ struct LoadResult {
   uint64_t rejected_refused = 0, rejected_reset = 0, rejected_timeout = 0, rejected_other = 0;
   uint64_t lost_timeout = 0, lost_closed = 0;
   Histogram session, connect;  // ns
-  /// The session stopped the wave before its end (a stall, a dead server): the sessions it had not
-  /// finished were counted rejected (not yet connected) or lost.
-  bool cut = false;
 };
 
 /// One wave on the calling thread (a Session worker): `clients` sessions started at once,
 /// non-blocking connects, one epoll set; every reply checked byte by byte. Ends when every session
-/// has ended (processed, rejected or lost), or early when the worker's run stops. `progress`
+/// has ended (processed, rejected or lost), or early when the worker's run stops (a stall, a dead
+/// server: the run has failed; its unfinished sessions count as rejected or lost). `progress`
 /// counts the connects, replies and session ends: the server's heartbeat (it shows progress only
 /// through them).
 void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress, LoadResult& out);
