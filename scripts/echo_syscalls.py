@@ -20,9 +20,9 @@ EVENTS = ["raw_syscalls:sys_enter", "syscalls:sys_enter_io_uring_enter", "syscal
           "syscalls:sys_enter_write", "syscalls:sys_enter_epoll_ctl", "context-switches", "task-clock"]
 
 
-def launch(ipclab, benchmark, params, duration, cpus, out, nservers):
+def launch(ipclab, benchmark, params, duration, cpus, out):
     """Starts `ipclab run BENCHMARK` (0.5 s warm-up, one repetition, --json OUT) and returns it with
-    the pids of its first `nservers` server processes, in the order they were forked."""
+    the pid of its server process."""
     cmd = [ipclab, "run", benchmark, "--duration", str(duration), "--warmup", "0.5", "--repetitions", "1",
            "--cpus", cpus, "--json", out]
     for p in params:
@@ -30,8 +30,8 @@ def launch(ipclab, benchmark, params, duration, cpus, out, nservers):
     run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     for _ in range(500):
         kids = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
-        if len(kids) >= nservers:
-            return run, sorted(kids, key=int)[:nservers]
+        if kids:
+            return run, sorted(kids, key=int)[0]
         time.sleep(0.01)
     run.kill()
     raise SystemExit("the server process never appeared")
@@ -44,13 +44,11 @@ def finish(run, out):
     return next(b for b in json.load(open(out))["benchmarks"] if b.get("run_type") == "iteration")
 
 
-def arguments(doc, duration, window, benchmark=True):
-    """The command line of these scripts: ipclab [BENCHMARK] [-p ...] [--duration] [--window] [--cpus].
-    Returns the parser (for further checks) and the parsed arguments."""
+def arguments(doc, duration, window):
+    """The command line: ipclab BENCHMARK [-p ...] [--duration] [--window] [--cpus]."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("ipclab")
-    if benchmark:
-        ap.add_argument("benchmark", help="e.g. echo/uring")
+    ap.add_argument("benchmark", help="e.g. echo/uring")
     ap.add_argument("-p", dest="params", action="append", default=[], help="parameter, as for ipclab run")
     ap.add_argument("--duration", type=float, default=duration)
     ap.add_argument("--window", type=float, default=window, help="seconds perf watches, inside the measured phase")
@@ -58,16 +56,16 @@ def arguments(doc, duration, window, benchmark=True):
     a = ap.parse_args()
     if a.window + 1.0 > a.duration:
         ap.error("--window must be at least 1 s shorter than --duration")
-    return ap, a
+    return a
 
 
 def main():
-    _, a = arguments(__doc__, 4.0, 2.0)
+    a = arguments(__doc__, 4.0, 2.0)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        run, servers = launch(a.ipclab, a.benchmark, a.params, a.duration, a.cpus, out, 1)
+        run, server = launch(a.ipclab, a.benchmark, a.params, a.duration, a.cpus, out)
         time.sleep(0.5 + (a.duration - a.window) / 2)  # warm-up, then the middle of the measured phase
-        perf = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p", servers[0], "--",
+        perf = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p", server, "--",
                                "sleep", str(a.window)], capture_output=True, text=True)
         rec = finish(run, out)
     counts = {}

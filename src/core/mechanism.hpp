@@ -5,6 +5,8 @@
 //   transport  moves messages; the harness drives it with the throughput and roundtrip patterns;
 //   loop       one operation, repeated by the harness for the duration (null, syscall);
 //   workload   a run with its own shape (servers, file IO, runtimes), built on `Session`.
+// A mechanism that is a server (echo, servers) also says how to start it (`server`): its suite's
+// workload starts it as a process (core/server) and drives it with the suite's client.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -46,6 +48,21 @@ class Transport {
   virtual void describe(nlohmann::json& extra) const { (void)extra; }
 };
 
+/// How a server mechanism starts, as its own process (core/server.hpp): a function forked to serve
+/// a listener the harness opened, or an executable that opens its own. Either way the process is
+/// ready once it has reported its port, and it serves until it is killed.
+struct ServerLaunch {
+  /// Forked: serves `listen_fd` (TCP on 127.0.0.1, port chosen by the kernel), opened with the
+  /// options below, until killed.
+  std::function<void(int listen_fd)> serve;
+  int backlog = 1024;
+  bool nonblocking = true;
+  bool reuseport = false;  // SO_REUSEPORT, for a server that opens more listeners on the same port
+  /// Exec'd instead (argv[0] an absolute path): it listens on 127.0.0.1 port 0 itself and prints
+  /// the port as one decimal line on stdout (docs/echo.md, peer server contract).
+  std::vector<std::string> argv;
+};
+
 /// One operation of a loop benchmark.
 class Loop {
  public:
@@ -59,6 +76,9 @@ struct Mechanism {
   std::function<std::unique_ptr<Transport>(const Params&)> transport;
   std::function<std::unique_ptr<Loop>(const Params&)> loop;
   std::function<void(Session&)> workload;
+  /// A server mechanism: how to start its server for a session (its parameters, CPUs and
+  /// placement). Its suite's workload calls it; a Skip thrown here skips the benchmark.
+  std::function<ServerLaunch(const Session&)> server;
   /// Why this combination of values cannot run ("" when it can): impossible combinations are
   /// left out of preset grids and rejected when asked for explicitly.
   std::function<std::string(const Params&)> check;

@@ -14,6 +14,8 @@ void Registry::add(Mechanism m) {
   int kinds = bool(m.transport) + bool(m.loop) + bool(m.workload);
   if (kinds != 1)
     throw std::logic_error(m.full_name() + ": give exactly one of transport, loop, workload");
+  if (m.server && !m.workload)
+    throw std::logic_error(m.full_name() + ": a server is started and driven by its suite's workload");
   for (auto& o : mechanisms_)
     if (o.full_name() == m.full_name())
       throw std::logic_error(m.full_name() + " registered twice");

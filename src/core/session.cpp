@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <utility>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -66,7 +67,20 @@ void Worker::transition(int ph) {
   seen_ = ph;
 }
 
+void Worker::hold_warmup() {
+  if (holding_) return;
+  holding_ = true;
+  ctl_.warming.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Worker::warmed() {
+  if (!holding_) return;
+  holding_ = false;
+  ctl_.warming.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 void Worker::finish() {
+  warmed();  // a body that returned without its warm-up done holds the window no longer
   if (seen_ == kMeasure || ctl_.phase.load(std::memory_order_acquire) == kMeasure) out_.t_done = now_ns();
   if (open_) {
     out_.cpu += cpu_usage(who_) - begin_;
@@ -131,6 +145,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   peer_cpu_.assign(peers.size(), CpuUsage{});
   const auto on_phase = std::move(on_phase_);
   on_phase_ = nullptr;
+  const double until_done = std::exchange(until_done_s_, 0.0);
   auto set_phase = [&](Phase ph) {
     ctl.phase.store(ph, std::memory_order_release);
     if (on_phase) on_phase(ph);
@@ -271,11 +286,26 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   std::vector<CpuUsage> peer_cpu0(peers.size());
   if (!ctl.abort.load()) {
     set_phase(kWarmup);
-    watch_until(now_ns() + uint64_t(opts_.warmup_s * 1e9), false);
+    // A run bounded by its work has no warm-up time, only its workers' warm-up work.
+    watch_until(now_ns() + uint64_t((until_done > 0 ? 0.0 : opts_.warmup_s) * 1e9), false);
+    // Workers whose warm-up is a piece of work (Worker::hold_warmup) keep the window closed until
+    // it is done, so that none of it runs inside the window.
+    const double warm_limit_s = until_done > 0 ? until_done : opts_.timeout_s();
+    const uint64_t warm_limit = now_ns() + uint64_t(warm_limit_s * 1e9);
+    while (ctl.warming.load() > 0 && !ctl.abort.load()) {
+      if (now_ns() > warm_limit) {
+        rec_.fail(fmt::format("stalled: the workers' warm-up work did not finish within {:.1f} s", warm_limit_s));
+        ctl.abort.store(1);
+        break;
+      }
+      check_children();
+      watch_stall();
+      sleep_ns(500'000);
+    }
     for (size_t k = 0; k < peers.size(); ++k) peer_cpu0[k] = peer_usage(k);
     t_begin = now_ns();
     set_phase(kMeasure);
-    watch_until(t_begin + uint64_t(opts_.duration_s * 1e9), true);
+    watch_until(t_begin + uint64_t((until_done > 0 ? until_done : opts_.duration_s) * 1e9), true);
   }
   t_end = now_ns();
   if (t_begin) {
@@ -289,6 +319,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       last = std::max(last, ctl.slots[i].t_done);
     }
     if (all_done && n > 0) t_end = std::min(t_end, last);
+    if (until_done > 0 && !all_done && !ctl.abort.load()) {
+      rec_.fail(fmt::format("stalled: the workers did not finish their work within {:.1f} s", until_done));
+      ctl.abort.store(1);
+    }
   }
   set_phase(kStop);
 
@@ -327,6 +361,20 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     sleep_ns(1'000'000);
   }
   check_children();
+  // A peer's death shows first as a worker's broken connection (its sockets close a moment before
+  // it can be reaped): after a failure, a peer still running gets 0.2 s to be seen dead, so that
+  // the record names the death (folded before the workers' errors) rather than its symptom.
+  if (ctl.abort.load()) {
+    auto peer_running = [&] {
+      for (size_t k = 0; k < peers.size(); ++k)
+        if (peer_death[k].empty() && peers[k].process->running()) return true;
+      return false;
+    };
+    for (const uint64_t grace_end = now_ns() + 200'000'000; peer_running() && now_ns() < grace_end;) {
+      sleep_ns(1'000'000);
+      check_children();
+    }
+  }
   // SIGKILL, not SIGTERM: a forked worker inherits the harness's handlers (core/process.hpp).
   for (auto& p : procs) p.stop(0);
   for (int i = 0; i < n; ++i) {

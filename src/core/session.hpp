@@ -57,6 +57,7 @@ struct Control {
   std::atomic<int> abort{0};
   std::atomic<int> producers_left{0};
   std::atomic<int> consumers_left{0};
+  std::atomic<int> warming{0};  // workers whose warm-up work is not done (Worker::hold_warmup)
   WorkerResult slots[kMaxWorkers];
 };
 
@@ -79,6 +80,12 @@ class Worker {
   void ready();
   bool measuring() const { return seen_ == kMeasure; }
   int phase() const { return seen_; }
+  /// For a worker whose warm-up is a piece of work rather than a time (a wave of sessions): call
+  /// before ready(). The measured window then opens only once it has called warmed() — after
+  /// --warmup, and in a run bounded by its work (Session::until_done) as soon as it has — so that
+  /// no warm-up work runs inside the window.
+  void hold_warmup();
+  void warmed();
   /// Closes the CPU window if the worker ends before it saw the stop phase.
   void finish();
   WorkerResult& out() { return out_; }
@@ -94,6 +101,7 @@ class Worker {
   uint64_t iter_ = 0;
   CpuUsage begin_;
   bool open_ = false;
+  bool holding_ = false;  // hold_warmup() without warmed() yet
 };
 
 /// A worker to start: where it runs and what it does.
@@ -143,7 +151,8 @@ class Session {
   /// Returns the slots for mechanism-specific checks (valid until the next call).
   ///
   /// The measured window lasts --duration, or ends earlier when every worker has finished its
-  /// work (a count-bounded run): its end is then the last worker's finish.
+  /// work (a count-bounded run): its end is then the last worker's finish. See until_done() for a
+  /// run that --duration does not bound.
   Control& run_workers(std::vector<WorkerSpec> workers, bool processes,
                        const std::string& latency_kind);
 
@@ -153,6 +162,11 @@ class Session {
   /// next run_workers, right after the workers can see it: for state the workers' peers read
   /// (e.g. a flag in a shared region telling an external guest the window is open).
   void on_phase(std::function<void(Phase)> f) { on_phase_ = std::move(f); }
+  /// For the next run_workers: a run bounded by its work, not by time (a wave of sessions that runs
+  /// to its end, whatever --duration says). Its measured window lasts until every worker has
+  /// finished, at most `limit_s` (past it the record fails); its warm-up is the workers' warm-up
+  /// work (Worker::hold_warmup), none when they hold none, and lasts at most `limit_s` too.
+  void until_done(double limit_s) { until_done_s_ = limit_s; }
   /// CPU of each peer of the last run_workers over its measured window, in add_peer order.
   const std::vector<CpuUsage>& peer_cpu() const { return peer_cpu_; }
 
@@ -180,6 +194,7 @@ class Session {
   std::vector<PeerSpec> peers_;
   std::vector<CpuUsage> peer_cpu_;
   std::function<void(Phase)> on_phase_;
+  double until_done_s_ = 0;  // > 0: the next run is bounded by its work (until_done)
 
  public:
   ~Session();

@@ -17,10 +17,10 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
+#include "core/server.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/client.hpp"
 #include "mechanisms/echo/common.hpp"
-#include "mechanisms/servers/common.hpp"
 #include "../workload_support.hpp"
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
@@ -30,9 +30,17 @@
 namespace ipclab::echo {
 namespace {
 
-Record run(const Mechanism& m, const Params& p, const ServerLaunch* launch = nullptr) {
-  if (!launch) return test::run_workload(m, p, 0.2, 0.05);
-  return test::run_workload(m, p, 0.2, 0.05, [&](Session& s) { run_echo(s, *launch); });
+Record run(const Mechanism& m, const Params& p) { return test::run_workload(m, p, 0.2, 0.05); }
+
+// echo/epoll's client and workload against a server of the test's own.
+Record run_against(const std::function<void(int listen_fd, const Params& p)>& serve, const Params& p) {
+  const Mechanism* epoll = test::find_mechanism("echo", "epoll");
+  EXPECT_NE(epoll, nullptr);
+  Mechanism m = *epoll;
+  m.server = [serve](const Session& s) {
+    return ServerLaunch{.serve = [serve, p = s.params()](int lfd) { serve(lfd, p); }};
+  };
+  return run(m, p);
 }
 
 struct Case {
@@ -61,6 +69,10 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
   ASSERT_TRUE(rec.latency.has_value());
   EXPECT_EQ(rec.latency->kind, "rtt");
   EXPECT_GT(rec.extra["server_cpu_per_echo_ns"].get<double>(), 0.0);
+  EXPECT_GT(rec.extra["client_cpu_per_echo_ns"].get<double>(), 0.0);
+  // The Session's window: --duration (0.2 s), the client running through it.
+  EXPECT_GE(rec.wall_s, 0.2);
+  EXPECT_NEAR(rec.rates["echoes_per_s"].get<double>(), double(rec.ops) / rec.wall_s, 1e-6 * double(rec.ops) / rec.wall_s);
   EXPECT_EQ(test::open_fds(), fds0);
 }
 
@@ -88,15 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label); });
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
-// The loop=raw server with `p`, forked as run_echo does, for clients of the test's own.
-servers::ServerProcess start_raw_server(const Params& p) {
-  return servers::ServerProcess::fork_fn(-1, [&](int ready) {
-    int lfd = servers::listen_tcp(0, 128, true, false);
-    std::string line = std::to_string(servers::local_port(lfd)) + "\n";
-    if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return;
-    ::close(ready);
-    serve_uring_raw(lfd, p);
-  });
+// The loop=raw server with `p`, started as run_echo starts it, for clients of the test's own.
+ServerProcess start_raw_server(const Params& p) {
+  return ServerProcess::start({.serve = [p](int lfd) { serve_uring_raw(lfd, p); }, .backlog = 128}, -1);
 }
 
 int connect_to(int port) {
@@ -141,7 +147,7 @@ class RawUring : public ::testing::TestWithParam<std::string> {
 // Far more connections over the server's life than its connection table holds (2 x connections,
 // at least 64): each close must free the slot, the buffers and the descriptor or file slot.
 TEST_P(RawUring, ConnectionsCloseAndSlotsAreReused) {
-  servers::ServerProcess srv = start_raw_server(params("1"));
+  ServerProcess srv = start_raw_server(params("1"));
   // The baseline is taken once the first connection has come and gone and the count has settled:
   // what the server opens once, after it reported its port, is not a per-connection leak.
   auto settled_fds = [&] {
@@ -174,7 +180,7 @@ TEST_P(RawUring, ConnectionsCloseAndSlotsAreReused) {
   int fds = -1;
   for (int t = 0; t < 100 && (fds = server_fds(srv.pid())) != fds0; ++t) usleep(10000);
   EXPECT_EQ(fds, fds0);
-  EXPECT_TRUE(srv.alive()) << srv.death();
+  EXPECT_TRUE(srv.process().alive()) << srv.process().death();
   srv.stop();
 }
 
@@ -182,7 +188,7 @@ TEST_P(RawUring, ConnectionsCloseAndSlotsAreReused) {
 // its buffer ring (64 x 4 KiB here) runs dry, recv ends with ENOBUFS and must be re-armed once
 // sends complete; every byte must come back once, in order.
 TEST_P(RawUring, BackpressureRunsTheBufferRingDryAndRecovers) {
-  servers::ServerProcess srv = start_raw_server(params("1"));
+  ServerProcess srv = start_raw_server(params("1"));
   int fd = connect_to(srv.port());
   ASSERT_GE(fd, 0);
   int fl = 1;
@@ -216,7 +222,7 @@ TEST_P(RawUring, BackpressureRunsTheBufferRingDryAndRecovers) {
   }
   EXPECT_EQ(got, kTotal);
   ::close(fd);
-  EXPECT_TRUE(srv.alive()) << srv.death();
+  EXPECT_TRUE(srv.process().alive()) << srv.process().death();
   srv.stop();
 }
 
@@ -251,16 +257,17 @@ class EveryClient : public ::testing::TestWithParam<std::string> {
 TEST_P(EveryClient, ServerDyingMidRunFailsQuickly) {
   const Mechanism* m = test::find_mechanism("echo", "epoll");
   ASSERT_NE(m, nullptr);
-  ServerLaunch dies{.serve = [](int, const Params&) {
+  auto dies = [](int, const Params&) {
     usleep(100000);
     raise(SIGKILL);
-  }};
+  };
   const int fds0 = test::open_fds();
   const uint64_t t0 = now_ns();
-  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"client", GetParam()}}), &dies);
+  Record rec = run_against(dies, test::params_of(*m, {{"connections", "4"}, {"client", GetParam()}}));
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
   EXPECT_EQ(rec.status, Status::Failed);
-  EXPECT_NE(rec.error.find("signal 9"), std::string::npos) << rec.error;
+  // The death, not the connection it broke, is the reason.
+  EXPECT_NE(rec.error.find("server 0 died of signal 9"), std::string::npos) << rec.error;
   EXPECT_EQ(test::open_fds(), fds0);
 }
 
@@ -269,7 +276,7 @@ TEST_P(EveryClient, ServerDyingMidRunFailsQuickly) {
 TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
   const Mechanism* m = test::find_mechanism("echo", "epoll");
   ASSERT_NE(m, nullptr);
-  ServerLaunch flips{.serve = [](int lfd, const Params& p) {
+  auto flips = [](int lfd, const Params& p) {
     const auto size = size_t(p.i64("size"));
     pollfd pfd{.fd = lfd, .events = POLLIN, .revents = 0};
     ::poll(&pfd, 1, 5000);  // the listening socket is non-blocking; the accepted one is not
@@ -284,9 +291,9 @@ TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
       if (n == 20) buf[size / 2] ^= 1;
       if (::send(fd, buf.data(), size, MSG_NOSIGNAL) != ssize_t(size)) _exit(0);
     }
-  }};
+  };
   const int fds0 = test::open_fds();
-  Record rec = run(*m, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}), &flips);
+  Record rec = run_against(flips, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}));
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_EQ(rec.integrity.corrupt, 1u);
   EXPECT_NE(rec.error.find("message 20: echoed bytes differ"), std::string::npos) << rec.error;
@@ -295,65 +302,6 @@ TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
 
 INSTANTIATE_TEST_SUITE_P(Echo, EveryClient, ::testing::Values("epoll", "uring"),
                          [](const auto& info) { return info.param; });
-
-}  // namespace
-}  // namespace ipclab::echo
-
-namespace ipclab::echo {
-namespace {
-
-// echo/ab: both servers take turns, every turn's echoes are verified, pairs of slices are formed,
-// and nothing is left open.
-TEST(EchoAb, PairsSlicesOfTwoServers) {
-  const Mechanism* m = test::find_mechanism("echo", "ab");
-  ASSERT_NE(m, nullptr);
-  if (!test::find_mechanism("echo", "uring")) GTEST_SKIP() << "echo/uring is not built here";
-  const int fds0 = test::open_fds();
-  Record rec = run(*m, test::params_of(*m, {{"connections", "4"}, {"slice_ms", "5"}}));
-  EXPECT_EQ(rec.status, Status::Ok) << rec.error;
-  EXPECT_EQ(rec.integrity.corrupt, 0u);
-  EXPECT_EQ(rec.extra["a"]["server"], "epoll");
-  EXPECT_EQ(rec.extra["b"]["server"], "uring");
-  EXPECT_GE(rec.extra["pairs"].get<int>(), 2);  // ~20 in 0.2 s; fewer only on a loaded machine
-  for (const char* side : {"a", "b"}) {
-    EXPECT_GT(rec.extra[side]["echoes"].get<uint64_t>(), 50u) << side;
-    EXPECT_GT(rec.extra[side]["server_cpu_per_echo_ns"].get<double>(), 0.0) << side;
-  }
-  // Every measured echo belongs to one side's slice.
-  EXPECT_LE(rec.extra["a"]["echoes"].get<uint64_t>() + rec.extra["b"]["echoes"].get<uint64_t>(), rec.ops);
-  EXPECT_GT(rec.extra["cpu_per_echo_ratio_b_over_a"]["median"].get<double>(), 0.0);
-  EXPECT_EQ(test::open_fds(), fds0);
-}
-
-TEST(EchoAb, BadPairsAreUsageErrors) {
-  const Mechanism* m = test::find_mechanism("echo", "ab");
-  ASSERT_NE(m, nullptr);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "epoll"}, {"b", "epoll"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"a", "nope"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"b", "ab"}})), UsageError);
-  // Side settings: name-value pairs of the side's own parameters only, with valid values.
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "nope-1"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "fixed_files"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "connections-8"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"b_set", "fixed_files-7"}})), UsageError);
-  EXPECT_THROW(run(*m, test::params_of(*m, {{"a_set", "wait_nr-2"}})), UsageError);  // a=epoll has none
-}
-
-// The same server against itself with other settings is a valid pair; each side's settings are
-// in the record.
-TEST(EchoAb, SidesTakeTheirOwnSettings) {
-  const Mechanism* m = test::find_mechanism("echo", "ab");
-  ASSERT_NE(m, nullptr);
-  if (!test::find_mechanism("echo", "uring")) GTEST_SKIP() << "echo/uring is not built here";
-  Record rec = run(*m, test::params_of(*m, {{"connections", "2"}, {"slice_ms", "5"}, {"a", "uring"},
-                                            {"b_set", "multishot-0+wait_nr-2"}}));
-  EXPECT_EQ(rec.status, Status::Ok) << rec.error;
-  const std::string a = rec.extra["a"]["params"], b = rec.extra["b"]["params"];
-  EXPECT_NE(a.find("multishot:1"), std::string::npos) << a;
-  EXPECT_NE(b.find("multishot:0"), std::string::npos) << b;
-  EXPECT_NE(b.find("wait_nr:2"), std::string::npos) << b;
-  EXPECT_NE(b.find("connections:2"), std::string::npos) << b;
-}
 
 }  // namespace
 }  // namespace ipclab::echo

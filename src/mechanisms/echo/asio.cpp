@@ -18,11 +18,11 @@ IPCLAB_REGISTER(Mechanism{
                              .choices = {"epoll", "io_uring"},
                              .help = "Asio's reactor: epoll, or io_uring (ASIO_HAS_IO_URING, epoll disabled)",
                              .quick = {"epoll", "io_uring"}, .full = {"epoll", "io_uring"}}}),
-    .workload = [](Session& s) {
+    .workload = run_echo,
+    .server = [](const Session& s) {
       if (s.params().str("backend") == "io_uring")
-        run_echo(s, {.serve = serve_asio_io_uring});
-      else
-        run_echo(s, {.serve = [](int lfd, const Params&) { asio_server::serve(lfd); }});
+        return ServerLaunch{.serve = [p = s.params()](int lfd) { serve_asio_io_uring(lfd, p); }};
+      return ServerLaunch{.serve = [](int lfd) { asio_server::serve(lfd); }};
     },
 });
 

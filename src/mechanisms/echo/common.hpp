@@ -1,31 +1,24 @@
 #pragma once
 // The echo suite (reference 003's echo server): a server process pinned to one CPU, and one
 // event-driven client thread pinned to the other that keeps one message in flight per connection,
-// verifies every echoed byte and times each round trip. The server side is pluggable: a function
-// forked from the harness, or any executable that follows the contract in docs/echo.md.
+// verifies every echoed byte and times each round trip. The server is the mechanism's `server`
+// hook: a function forked from the harness, or any executable that follows the contract in
+// docs/echo.md; its workload is run_echo.
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "core/mechanism.hpp"
 
 namespace ipclab::echo {
 
-/// How to start the server: `serve` runs in a forked child (listen_fd already bound), or `argv`
-/// is exec'd (it binds 127.0.0.1:0 itself and prints its port on stdout).
-struct ServerLaunch {
-  std::function<void(int listen_fd, const Params& p)> serve;
-  std::vector<std::string> argv;
-};
-
-/// The suite's common parameters (connections, size, duration-driven), then `extra`.
+/// The suite's common parameters (connections, size, client), then `extra`.
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
-/// Runs one echo benchmark: start the server, warm up, measure, verify, stop.
-void run_echo(Session& s, const ServerLaunch& launch);
+/// Runs one echo benchmark: start the mechanism's server, run the client through the Session's
+/// warm-up and measured window, verify, stop.
+void run_echo(Session& s);
 
 /// Largest message: servers size their buffers from it.
 inline constexpr int64_t kMaxSize = 65536;

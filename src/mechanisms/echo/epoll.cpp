@@ -68,7 +68,10 @@ IPCLAB_REGISTER(Mechanism{
     .name = "epoll",
     .help = "one thread, epoll level-triggered, read then write back",
     .params = suite_params(),
-    .workload = [](Session& s) { run_echo(s, {.serve = serve}); },
+    .workload = run_echo,
+    .server = [](const Session& s) {
+      return ServerLaunch{.serve = [p = s.params()](int lfd) { serve(lfd, p); }};
+    },
 });
 
 }  // namespace

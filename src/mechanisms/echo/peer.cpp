@@ -17,12 +17,11 @@ IPCLAB_REGISTER(Mechanism{
                              .def = IPCLAB_SOURCE_DIR "/tests/echo/echo_server.py",
                              .help = "absolute path of the server executable (skipped when missing)",
                              .path = true}}),
-    .workload = [](Session& s) {
+    .workload = run_echo,
+    .server = [](const Session& s) {
       const Params& p = s.params();
-      std::vector<std::string> argv{p.str("server")};
-      argv.push_back("--size=" + p.str("size"));
-      argv.push_back("--connections=" + p.str("connections"));
-      run_echo(s, {.argv = argv});
+      return ServerLaunch{.argv = {p.str("server"), "--size=" + p.str("size"),
+                                   "--connections=" + p.str("connections")}};
     },
 });
 

@@ -17,11 +17,12 @@ IPCLAB_REGISTER(Mechanism{
     .name = "go",
     .help = "Go standard library: goroutine per connection, net.Conn Read → Write (netpoller)",
     .params = suite_params({go::gomaxprocs_param()}),
-    .workload = [](Session& s) {
+    .workload = run_echo,
+    .server = [](const Session& s) {
       const Params& p = s.params();
-      run_echo(s, {.argv = {go::peer_path(IPCLAB_GO_ECHO_SERVER, "go_peers"),
-                            "--size=" + p.str("size"), "--connections=" + p.str("connections"),
-                            "--gomaxprocs=" + p.str("gomaxprocs")}});
+      return ServerLaunch{.argv = {go::peer_path(IPCLAB_GO_ECHO_SERVER, "go_peers"),
+                                   "--size=" + p.str("size"), "--connections=" + p.str("connections"),
+                                   "--gomaxprocs=" + p.str("gomaxprocs")}};
     },
 });
 

@@ -21,13 +21,16 @@ const bool registered = [] {
         .params = suite_params(),
         .workload =
             [&rt](Session& s) {
-              const Params& p = s.params();
-              std::vector<std::string> argv{rust_peer(rt.binary), "--bench=echo",
-                                            "--size=" + p.str("size"),
-                                            "--connections=" + p.str("connections")};
-              if (*rt.flavor) argv.push_back(fmt::format("--flavor={}", rt.flavor));
-              run_echo(s, {.argv = argv});
+              run_echo(s);
               s.record().extra["runtime"] = rt.suffix;
+            },
+        .server =
+            [&rt](const Session& s) {
+              const Params& p = s.params();
+              ServerLaunch launch{.argv = {rust_peer(rt.binary), "--bench=echo", "--size=" + p.str("size"),
+                                           "--connections=" + p.str("connections")}};
+              if (*rt.flavor) launch.argv.push_back(fmt::format("--flavor={}", rt.flavor));
+              return launch;
             },
     });
   return true;

@@ -144,15 +144,19 @@ IPCLAB_REGISTER(Mechanism{
     }),
     .workload = [](Session& s) {
       const Params& p = s.params();
+      if (p.str("loop") == "raw" && p.i64("min_wait_us") > 0 && !kernel_has_min_wait())
+        s.record().extra["min_wait_note"] = "the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.13): no batching";
+      run_echo(s);
+    },
+    .server = [](const Session& s) {
+      const Params& p = s.params();
       const bool raw = p.str("loop") == "raw";
       if (p.flag("fixed_files") && !ipcrt::features::get().registered_files)
         throw Skip("the kernel refuses a sparse registered-file table (io_uring_register_files_sparse)");
       if ((raw || p.flag("multishot")) &&
           !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
         throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
-      if (raw && p.i64("min_wait_us") > 0 && !kernel_has_min_wait())
-        s.record().extra["min_wait_note"] = "the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.13): no batching";
-      run_echo(s, {.serve = raw ? serve_uring_raw : serve});
+      return ServerLaunch{.serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve(lfd, p); }};
     },
 });
 

@@ -3,7 +3,8 @@
 #include <asio.hpp>
 #include <asio/experimental/as_tuple.hpp>
 
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/protocol.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -2,7 +2,8 @@
 // to the end before accepting the next, so every other client waits in the listen backlog.
 #include <sys/socket.h>
 
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/protocol.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -1,5 +1,6 @@
 // servers/epoll_et: one thread, epoll edge-triggered: each report must be drained to EAGAIN.
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/reactor.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -1,5 +1,6 @@
 // servers/epoll_lt: one thread, epoll level-triggered: one read per readiness report.
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/reactor.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -2,8 +2,10 @@
 // listener on the same port, so the kernel spreads connections without a shared accept queue.
 #include <thread>
 
+#include "core/listener.hpp"
 #include "core/placement.hpp"
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/reactor.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

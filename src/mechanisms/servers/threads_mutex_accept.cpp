@@ -5,7 +5,8 @@
 #include <mutex>
 #include <thread>
 
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/protocol.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -6,7 +6,8 @@
 
 #include <ipcrt/ipcrt.hpp>
 
-#include "mechanisms/servers/common.hpp"
+#include "mechanisms/servers/protocol.hpp"
+#include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {

@@ -1,0 +1,38 @@
+#pragma once
+// A server mechanism's process (Mechanism::server): started from its ServerLaunch on core/process
+// — forked with the listener opened in the child, or exec'd — and ready once it reported its port
+// through the readiness handshake. The suites that drive servers (echo, servers) make it a peer of
+// their Session (Session::add_peer), which watches its death and stalls and charges its CPU.
+#include <sys/types.h>
+
+#include <string>
+
+#include "core/cpu.hpp"
+#include "core/mechanism.hpp"
+#include "core/process.hpp"
+
+namespace ipclab {
+
+class ServerProcess {
+ public:
+  /// Starts `launch` pinned to `cpu` (-1: unpinned) and waits for its port (10 s at most). A forked
+  /// server gets a listener on 127.0.0.1:0 as the launch asks; an exec'd one prints its port on
+  /// stdout. Skip when an executable is missing (not built); std::runtime_error when the server
+  /// ends or reports no port in time (naming how it ended).
+  static ServerProcess start(const ServerLaunch& launch, int cpu);
+
+  int port() const { return port_; }
+  pid_t pid() const { return proc_.pid(); }
+  /// The process, for Session::add_peer (watching, CPU) and Process::alive()/death().
+  Process& process() { return proc_; }
+  /// Kills (SIGKILL: a forked server inherits the harness's handlers) and reaps it; its whole
+  /// life's CPU (wait4). Killed by us is not a death: death() stays "".
+  CpuUsage stop();
+
+ private:
+  explicit ServerProcess(Process p);
+  Process proc_;
+  int port_ = 0;
+};
+
+}  // namespace ipclab

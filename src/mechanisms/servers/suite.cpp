@@ -1,0 +1,167 @@
+// The servers suite's workload: start the model's server, run the load generator's wave against
+// it under the Session, record the wave (see suite.hpp).
+#include "mechanisms/servers/suite.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/listener.hpp"
+#include "core/server.hpp"
+#include "core/session.hpp"
+#include "core/std_params.hpp"
+#include "mechanisms/servers/loadgen.hpp"
+
+namespace ipclab::servers {
+namespace {
+
+IPCLAB_REGISTER(Suite{
+    .name = "servers",
+    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio) under up "
+            "to 10,000 concurrent clients of the reference protocol (reference 001)",
+});
+
+std::vector<ParamSpec> suite_params(const ServerModel& m) {
+  std::vector<ParamSpec> ps = {
+      {.name = "concurrency", .type = ParamType::Int, .def = "100",
+       .help = "clients started at once, one session each (the reference's concurrency)",
+       .quick = {"100", "1000"}, .full = {"100", "2000", "10000"}, .min = 1, .max = 100000},
+      {.name = "backlog", .type = ParamType::Int, .def = "4096",
+       .help = "listen backlog (the kernel caps it to net.core.somaxconn)", .min = 1, .max = 1 << 20},
+  };
+  for (auto& p : m.extra_params) ps.push_back(p);
+  ps.push_back({.name = "connect_timeout_ms", .type = ParamType::Int, .def = "3000",
+                .help = "a connect not completed by then counts as rejected", .min = 1,
+                .max = 3'600'000});
+  ps.push_back({.name = "session_timeout_ms", .type = ParamType::Int, .def = "10000",
+                .help = "a started session not completed by then counts as lost", .min = 1,
+                .max = 3'600'000});
+  ps.push_back(std_params::placement({"cross", "same", "unpinned"}, {"cross"}));
+  return ps;
+}
+
+// The listen backlog in effect: the parameter, which the kernel caps to net.core.somaxconn.
+int backlog_of(const Params& p) { return int(std::min<int64_t>(p.i64("backlog"), somaxconn())); }
+
+// A reuseport model's reactor threads: one per --cpus CPU, each pinned to it unless unpinned.
+std::vector<int> reactor_cpus(const ServerModel& m, const Session& s) {
+  if (!m.reuseport) return {};
+  if (s.placement() == "unpinned") return std::vector<int>(s.options().cpus.size(), -1);
+  return s.options().cpus;
+}
+
+ServerLaunch server_launch(const ServerModel& m, const Session& s) {
+  const int backlog = backlog_of(s.params());
+  return {.serve = [serve = m.serve, p = s.params(), cpus = reactor_cpus(m, s), backlog](int lfd) {
+            serve(lfd, p, cpus, backlog);
+          },
+          .backlog = backlog, .nonblocking = m.event_driven, .reuseport = m.reuseport};
+}
+
+// What the load generator's worker shares with the workload: on the heap, since a worker thread
+// that could not be stopped must find it still there.
+struct Waves {
+  std::atomic<uint64_t> progress{0};  // the server's heartbeat: connects, replies, session ends
+  LoadResult warmup, measured;
+};
+
+void run_model(const ServerModel& m, Session& s) {
+  const Params& p = s.params();
+  const int clients = int(p.i64("concurrency"));
+  if (m.max_concurrency && size_t(clients) > m.max_concurrency) throw Skip(m.max_why);
+  ensure_nofile(uint64_t(clients) + 64, fmt::format("concurrency {}", clients));
+  const int backlog = backlog_of(p);
+  auto& rec = s.record();
+  rec.extra["backlog"] = backlog;
+  if (backlog < p.i64("backlog"))
+    rec.extra["backlog_note"] = fmt::format("capped to net.core.somaxconn = {}", somaxconn());
+
+  const int client_cpu = s.cpu_for(0), server_cpu = s.cpu_for(1);
+  ServerProcess server = ServerProcess::start(s.mechanism().server(s), m.reuseport ? -1 : server_cpu);
+
+  const LoadConfig cfg{.port = server.port(), .clients = clients,
+                       .connect_timeout_s = double(p.i64("connect_timeout_ms")) * 1e-3,
+                       .session_timeout_s = double(p.i64("session_timeout_ms")) * 1e-3};
+  auto waves = std::make_unique<Waves>();
+  Waves* wv = waves.get();
+  // The server shows progress only through the sessions the load generator sees advance.
+  s.add_peer({.role = "server", .index = 0, .process = &server.process(), .cpu = m.reuseport ? -1 : server_cpu,
+              .progress = [wv] { return wv->progress.load(std::memory_order_relaxed); }});
+  // One wave, whatever --duration says: it ends when each client connected (or timed out) and
+  // finished its session (or timed out), so its bound is that, after the run's own time-out.
+  s.until_done(s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
+  // --warmup > 0: one unmeasured wave first, as the measured one.
+  const bool warm = s.options().warmup_s > 0;
+  const bool event_driven = m.event_driven;
+  Control& ctl = s.run_workers({{"client", 0, client_cpu, [cfg, wv, warm, event_driven](Worker& w) {
+                    if (warm) w.hold_warmup();
+                    w.ready();
+                    if (warm) {
+                      run_load(cfg, w, wv->progress, wv->warmup);
+                      w.warmed();
+                    }
+                    while (w.running() && !w.measuring()) sleep_ns(20'000);
+                    if (!w.measuring()) return;
+                    LoadResult& r = wv->measured;
+                    run_load(cfg, w, wv->progress, r);
+                    auto& out = w.out();
+                    out.ops = r.processed;
+                    out.hist.merge(r.session);
+                    out.integrity.sent = uint64_t(cfg.clients);
+                    out.integrity.received = r.processed;
+                    out.integrity.corrupt = r.corrupt;
+                    // A blocking model's lost sessions are its documented weakness, not a fault.
+                    if (event_driven) out.integrity.lost = r.lost;
+                  }}},
+                false, "session");
+  const CpuUsage whole = server.stop();
+  if (s.stuck()) {  // the record failed; the stuck worker may still use the waves
+    waves.release();
+    return;
+  }
+
+  const LoadResult& res = wv->measured;
+  const double server_cpu_s = s.peer_cpu().at(0).user_s + s.peer_cpu().at(0).sys_s;
+  const double client_cpu_s = ctl.slots[0].cpu.user_s + ctl.slots[0].cpu.sys_s;
+  rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
+  auto& x = rec.extra;
+  x["concurrency"] = clients;
+  x["processed"] = res.processed;
+  x["rejected"] = res.rejected;
+  x["lost"] = res.lost;
+  x["rejected_by"] = {{"refused", res.rejected_refused}, {"reset", res.rejected_reset},
+                      {"timeout", res.rejected_timeout}, {"other", res.rejected_other}};
+  x["lost_by"] = {{"timeout", res.lost_timeout}, {"closed", res.lost_closed}};
+  if (res.connect.count()) {
+    Latency c = Latency::from("connect", res.connect);
+    x["connect_ns"] = {{"p50", c.p50}, {"p90", c.p90}, {"p99", c.p99}, {"max", c.max}};
+  }
+  x["server_cpu_s"] = server_cpu_s;
+  x["server_cpu_per_session_ns"] = res.processed ? server_cpu_s * 1e9 / double(res.processed) : 0.0;
+  x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
+  x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
+  x["server_pid_cpu"] = m.reuseport ? "one reactor thread per --cpus CPU" : std::to_string(server_cpu);
+  x["client_cpu"] = client_cpu;
+  // The reuseport server's process is unpinned; its reactor threads are pinned, one per CPU.
+  if (m.reuseport && s.placement() != "unpinned")
+    for (Side& side : rec.placement.sides)
+      if (side.role == "server") side.pinned = s.options().cpus;
+  if (m.event_driven && (res.rejected || res.lost))
+    rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost",
+                         res.rejected, res.lost));
+}
+
+}  // namespace
+
+Mechanism make_mechanism(ServerModel model) {
+  Mechanism mech{.suite = "servers", .name = model.name, .help = model.help, .params = suite_params(model)};
+  mech.workload = [model](Session& s) { run_model(model, s); };
+  mech.server = [model](const Session& s) { return server_launch(model, s); };
+  return mech;
+}
+
+}  // namespace ipclab::servers

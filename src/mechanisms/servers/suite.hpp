@@ -1,0 +1,32 @@
+#pragma once
+// The servers suite (reference 001): each server model runs as its own process, started from the
+// mechanism's `server` hook (core/server), and serves one wave of `concurrency` clients of the
+// protocol (protocol.hpp) from the load generator (loadgen.hpp), a Session worker. A model file
+// fills in a ServerModel and registers make_mechanism(model).
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/mechanism.hpp"
+
+namespace ipclab::servers {
+
+/// What a server model does inside its process: serve its listener forever.
+struct ServerModel {
+  std::string name, help;
+  /// Event-driven models must serve every client (0 rejected, 0 lost) or the record fails.
+  bool event_driven = true;
+  bool reuseport = false;           // one listener per reactor thread, a thread per --cpus CPU
+  size_t max_concurrency = 0;       // 0 = no own limit (select: FD_SETSIZE)
+  std::string max_why;
+  std::vector<ParamSpec> extra_params;
+  /// Serves `listen_fd` forever. `cpus`: the reactor threads' CPUs (reuseport models; -1 for
+  /// unpinned); `backlog`: the listen backlog in effect, for the listeners it opens itself.
+  std::function<void(int listen_fd, const Params& p, const std::vector<int>& cpus, int backlog)> serve;
+};
+
+/// `servers/<model.name>`: the suite's parameters and workload, and the model as its server.
+Mechanism make_mechanism(ServerModel model);
+
+}  // namespace ipclab::servers
