@@ -223,10 +223,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   // end of the drain; a worker that finished its work is no longer watched. Peers with a
   // heartbeat are watched from the measured window on, until every worker is done.
   Watchdog wd(opts_.duration_s);
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
+    std::function<uint64_t()> beat = workers[i].progress;
+    if (!beat) beat = [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); };
     wd.watch(workers[i].role, workers[i].index, workers[i].process ? procs[size_t(i)].pid() : -1, -1,
-             [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); },
-             [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+             std::move(beat), [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+  }
   for (auto& peer : peers)
     if (peer.progress) wd.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, workers_finished);
   // A stall fails the run with the watchdog's line and the counts known at that moment (the
@@ -290,6 +292,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     }
     if (all_done && n > 0) t_end = std::min(t_end, last);
   }
+  window_begin_ = t_begin;
+  window_end_ = t_begin ? t_end : 0;
   set_phase(kStop);
 
   // Join: workers drain and stop by themselves, under the watchdog. Once the session aborts (a
