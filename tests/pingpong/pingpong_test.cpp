@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/ipc_names.hpp"
+#include "core/process.hpp"
 #include "mechanisms/pingpong/wait.hpp"
 #include "pingpong_support.hpp"
 
@@ -155,14 +156,13 @@ TEST(PingpongWindow, DurationCapEndsTheWindowForEveryPair) {
 // The run of a child process that installs the harness's SIGINT clean-up; SIGINT mid-run must
 // leave no /dev/shm entry of that run and no guest behind.
 TEST(PingpongCleanup, NothingLeftAfterSigint) {
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  Process run = Process::fork(-1, [] {
     ipc::install_signal_cleanup();
     test::run_pingpong("pingpong/process", {{"wait", {"adaptive_sem"}}, {"pairs", {"2"}},
                                             {"round_trips", {"1000000000"}}}, 30.0);
-    _exit(0);
-  }
+    return 0;
+  });
+  const pid_t child = run.pid();
   bool seen = false;
   for (int i = 0; i < 500 && !seen; ++i) {
     seen = shm_entries_of(child).size() >= 5;  // the region and four semaphores
@@ -170,10 +170,9 @@ TEST(PingpongCleanup, NothingLeftAfterSigint) {
   }
   ASSERT_TRUE(seen) << "the run never created its objects";
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  kill(child, SIGINT);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
+  run.signal(SIGINT);
+  ASSERT_TRUE(run.wait(30.0)) << "the run did not end on SIGINT";
+  EXPECT_TRUE(WIFSIGNALED(run.status()) && WTERMSIG(run.status()) == SIGINT) << describe_exit(run.status());
   EXPECT_TRUE(shm_entries_of(child).empty());
   // The guest (a grandchild) dies with its parent thread (PR_SET_PDEATHSIG).
   bool guest_left = false;

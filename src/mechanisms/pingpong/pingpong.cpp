@@ -281,15 +281,15 @@ void finish_go_guest(Process& guest, const Header& h, Record& rec) {
   }
 }
 
-// The record's pingpong figures, from the hosts' slots (workers 0..pairs-1) and the window.
-void record_figures(Session& s, const Control& ctl, int pairs, uint64_t round_trips) {
+// The record's pingpong figures, from the hosts' slots (workers first_host..) and the window.
+void record_figures(Session& s, const Control& ctl, int first_host, int pairs, uint64_t round_trips) {
   Record& rec = s.record();
   const uint64_t begin = s.window_begin_ns(), end = s.window_end_ns();
   double total_rate = 0, min_rate = 0, max_rate = 0;
   bool capped = false;
   nlohmann::json per_pair = nlohmann::json::array(), done = nlohmann::json::array();
   for (int i = 0; i < pairs; ++i) {
-    const WorkerResult& h = ctl.slots[i];
+    const WorkerResult& h = ctl.slots[first_host + i];
     // Each pair's rate over its own time: from the window's start to its last round trip, or to
     // the window's end when the --duration cap stopped it.
     const uint64_t until = h.t_done ? h.t_done : end;
@@ -372,34 +372,33 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const Strategy st(wait, int(p.i64("spin_limit")), kind == GuestKind::Thread);
   const HostSpec hs{r, o, st, round_trips, uint64_t(p.i64("latency_sample"))};
 
-  // Workers 0..pairs-1 are the hosts; the guest's heartbeat, where it has none of its own, is
-  // their round trips (its answers are what completes them).
+  // The guest's workers come first, as the session starts them in order: the process guest is
+  // forked before any host thread runs. A child forked while threads run inherits the locks they
+  // held (ASan's allocator, seen), and the guest's first allocation could then deadlock.
   std::vector<WorkerSpec> workers;
+  if (kind == GuestKind::Thread)
+    for (int i = 0; i < pairs; ++i)
+      workers.push_back({"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
+  if (kind == GuestKind::Process)
+    workers.push_back({.role = "guest", .index = 0, .cpu = guest_cpu,
+                       .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); }, .process = true});
+  const int first_host = int(workers.size());
   for (int i = 0; i < pairs; ++i)
     workers.push_back({"host", i, host_cpu, [i, &hs](Worker& w) { host(w, i, hs); }});
-  auto trips = [&s, pairs] {
+  // A guest process shows progress through its hosts' round trips: its answers complete them.
+  auto trips = [&s, first_host, pairs] {
     uint64_t n = 0;
-    for (int i = 0; i < pairs; ++i) n += s.worker_progress(i);
+    for (int i = 0; i < pairs; ++i) n += s.worker_progress(first_host + i);
     return n;
   };
+  if (kind == GuestKind::Process) workers[0].progress = trips;
   Process guest;  // the Go guest
-  switch (kind) {
-    case GuestKind::Thread:
-      for (int i = 0; i < pairs; ++i)
-        workers.push_back({"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
-      break;
-    case GuestKind::Process:
-      workers.push_back({.role = "guest", .index = 0, .cpu = guest_cpu,
-                         .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); },
-                         .process = true, .progress = trips});
-      break;
-    case GuestKind::Go:
-      guest = start_go_guest(go_guest, p, o, pairs, wait, guest_cpu);
-      // Its CPU is its own report (finish_go_guest), with the user/system split and context
-      // switches that the session's schedstat sample lacks: the session charges it nothing.
-      s.add_peer({.role = "guest", .index = 0, .process = &guest, .cpu = guest_cpu, .progress = trips,
-                  .cpu_usage = [] { return CpuUsage{}; }, .may_exit = true});
-      break;
+  if (kind == GuestKind::Go) {
+    guest = start_go_guest(go_guest, p, o, pairs, wait, guest_cpu);
+    // Its CPU is its own report (finish_go_guest), with the user/system split and context
+    // switches that the session's schedstat sample lacks: the session charges it nothing.
+    s.add_peer({.role = "guest", .index = 0, .process = &guest, .cpu = guest_cpu, .progress = trips,
+                .cpu_usage = [] { return CpuUsage{}; }, .may_exit = true});
   }
   // The guests open their CPU window on the first request they answer in the measured window.
   s.on_phase([&r](Phase ph) {
@@ -412,7 +411,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   if (kind == GuestKind::Go) finish_go_guest(guest, r.header, rec);
   if (rec.status == Status::Failed) return;
 
-  record_figures(s, ctl, pairs, round_trips);
+  record_figures(s, ctl, first_host, pairs, round_trips);
   rec.extra["object"] = o.base;
   rec.extra["guest_cpu_source"] = kind == GuestKind::Thread
                                       ? "RUSAGE_THREAD per guest thread"
