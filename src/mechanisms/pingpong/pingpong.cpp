@@ -400,7 +400,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     s.add_peer({.role = "guest", .index = 0, .process = &guest, .cpu = guest_cpu, .progress = trips,
                 .cpu_usage = [] { return CpuUsage{}; }, .may_exit = true});
   }
-  // The guests open their CPU window on the first request they answer in the measured window.
+  // The guest processes (process, Go) open their CPU window on the first request they answer once
+  // this is set; thread guests follow the phases through their Worker.
   s.on_phase([&r](Phase ph) {
     if (ph == kMeasure) r.header.measuring.store(1, std::memory_order_relaxed);
   });
