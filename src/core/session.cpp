@@ -187,14 +187,11 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     return false;
   };
 
+  // Forked workers first, then threads: a process forked while this process's worker threads run
+  // can inherit a lock one of them held (the allocator's: under ASan a forked pingpong guest
+  // deadlocked on its first allocation), and its copy is never released.
   for (int i = 0; i < n; ++i) {
-    if (!workers[i].process) {
-      threads[size_t(i)] = std::thread([&, i] {
-        run_body(workers[i], ctl.slots[i], false);
-        ctl.slots[i].finished.store(1, std::memory_order_release);
-      });
-      continue;
-    }
+    if (!workers[i].process) continue;
     try {
       // Unpinned here: the worker pins itself (run_body), so that its slot says where.
       procs[size_t(i)] = Process::fork(-1, [&, i] {
@@ -207,6 +204,17 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       copy_error(ctl.slots[i], "fork failed");
       break;
     }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (workers[i].process) continue;
+    if (ctl.abort.load()) {  // a fork failed: the run is over before it started
+      ctl.slots[i].finished.store(1, std::memory_order_release);
+      continue;
+    }
+    threads[size_t(i)] = std::thread([&, i] {
+      run_body(workers[i], ctl.slots[i], false);
+      ctl.slots[i].finished.store(1, std::memory_order_release);
+    });
   }
 
   // Watches children: a forked worker that exits before finishing its work is a dead peer, and so
@@ -238,10 +246,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   // end of the drain; a worker that finished its work is no longer watched. Peers with a
   // heartbeat are watched from the measured window on, until every worker is done.
   Watchdog wd(opts_.duration_s);
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
+    std::function<uint64_t()> beat = workers[i].progress;
+    if (!beat) beat = [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); };
     wd.watch(workers[i].role, workers[i].index, workers[i].process ? procs[size_t(i)].pid() : -1, -1,
-             [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); },
-             [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+             std::move(beat), [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+  }
   for (auto& peer : peers)
     if (peer.progress) wd.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, workers_finished);
   // A stall fails the run with the watchdog's line and the counts known at that moment (the
@@ -324,6 +334,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       ctl.abort.store(1);
     }
   }
+  window_begin_ = t_begin;
+  window_end_ = t_begin ? t_end : 0;
   set_phase(kStop);
 
   // Join: workers drain and stop by themselves, under the watchdog. Once the session aborts (a
@@ -379,6 +391,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   for (auto& p : procs) p.stop(0);
   for (int i = 0; i < n; ++i) {
     if (workers[i].process) continue;
+    if (!threads[size_t(i)].joinable()) continue;
     if (ctl.slots[i].finished.load()) threads[size_t(i)].join();
     else {
       threads[size_t(i)].detach();  // cannot be stopped: leak its objects rather than free them under it

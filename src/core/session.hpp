@@ -111,6 +111,10 @@ struct WorkerSpec {
   int cpu = -1;  // -1 = unpinned
   std::function<void(Worker&)> body;
   bool process = false;  // a forked process (also when run_workers is asked for processes), else a thread
+  /// Heartbeat for the stall watchdog in place of the worker's own (Worker::running): for a worker
+  /// whose body cannot show progress per iteration — a pingpong guest process, whose threads
+  /// answer the hosts — the count of what its work completes (see Session::worker_progress).
+  std::function<uint64_t()> progress;
 };
 
 class Process;
@@ -169,6 +173,17 @@ class Session {
   void until_done(double limit_s) { until_done_s_ = limit_s; }
   /// CPU of each peer of the last run_workers over its measured window, in add_peer order.
   const std::vector<CpuUsage>& peer_cpu() const { return peer_cpu_; }
+  /// Worker `i`'s heartbeat (Worker::running's count) in the current or last run_workers: the
+  /// progress of a side whose work completes that worker's (PeerSpec::progress, WorkerSpec::
+  /// progress), e.g. a guest whose answers complete its hosts' round trips.
+  uint64_t worker_progress(int i) const {
+    return ctl_ ? ctl_->slots[i].progress.load(std::memory_order_relaxed) : 0;
+  }
+  /// The last run_workers' measured window (now_ns(); both 0 when it never opened), of which
+  /// record().wall_s is the length: for figures over part of it, e.g. a worker's rate from the
+  /// window's start to its t_done.
+  uint64_t window_begin_ns() const { return window_begin_; }
+  uint64_t window_end_ns() const { return window_end_; }
 
   /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
   /// the whole process plus children reaped meanwhile. For workloads that own their threads.
@@ -195,6 +210,7 @@ class Session {
   std::vector<CpuUsage> peer_cpu_;
   std::function<void(Phase)> on_phase_;
   double until_done_s_ = 0;  // > 0: the next run is bounded by its work (until_done)
+  uint64_t window_begin_ = 0, window_end_ = 0;
 
  public:
   ~Session();

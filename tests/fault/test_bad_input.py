@@ -208,6 +208,7 @@ BAD = [
     case("pingpong-pairs-zero", "run", "pingpong/thread", "-p", "pairs=0", expect="pairs"),
     case("pingpong-round-trips-negative", "run", "pingpong/thread", "-p", "round_trips=-5", expect="round_trips"),
     case("pingpong-spin-limit-over", "run", "pingpong/thread", "-p", "spin_limit=100000001", expect="spin_limit"),
+    case("pingpong-pairs-over-workers", "run", "pingpong/thread", "-p", "pairs=17", expect="pairs <= 16"),
     # echo.
     case("echo-connections-zero", "run", "echo/epoll", "-p", "connections=0", expect="connections"),
     case("echo-connections-over", "run", "echo/epoll", "-p", "connections=4097", expect="connections"),

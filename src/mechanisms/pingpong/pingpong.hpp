@@ -13,9 +13,13 @@ namespace ipclab::pingpong {
 enum class GuestKind { Thread, Process, Go };
 
 /// Parameters of every pingpong mechanism (wait, pairs, round_trips, spin_limit, placement, ...).
-std::vector<ParamSpec> params();
+std::vector<ParamSpec> suite_params();
 
-/// Runs one repetition: region, guest, hosts, monitor, record.
+/// Why this point cannot run with this guest kind ("" when it can): too many pairs for the
+/// session's workers.
+std::string check(const Params& p, GuestKind kind);
+
+/// Runs one repetition on the session: region, hosts and guest, record.
 void run(Session& s, GuestKind kind, const std::string& go_guest = "");
 
 }  // namespace ipclab::pingpong

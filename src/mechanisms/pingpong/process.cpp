@@ -10,8 +10,9 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "pingpong",
     .name = "process",
     .help = "shared-memory slot ping-pong (reference 004) with a forked C++ process as the guest",
-    .params = pingpong::params(),
+    .params = pingpong::suite_params(),
     .workload = [](Session& s) { pingpong::run(s, pingpong::GuestKind::Process); },
+    .check = [](const Params& p) { return pingpong::check(p, pingpong::GuestKind::Process); },
 });
 
 }  // namespace

@@ -42,7 +42,8 @@ constexpr int kMaxPairs = 64;
 struct alignas(64) Header {
   uint32_t magic = kMagic;
   uint32_t pairs = 0;
-  // Set by the host when the measured window opens; guests then start their CPU window.
+  // Set when the session opens the measured window (Session::on_phase); guests then start their
+  // CPU window.
   std::atomic<uint32_t> measuring{0};
   uint32_t pad0 = 0;
   uint8_t pad1[48] = {};

@@ -10,8 +10,9 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "pingpong",
     .name = "thread",
     .help = "shared-memory slot ping-pong (reference 004) with a C++ thread per slot as the guest",
-    .params = pingpong::params(),
+    .params = pingpong::suite_params(),
     .workload = [](Session& s) { pingpong::run(s, pingpong::GuestKind::Thread); },
+    .check = [](const Params& p) { return pingpong::check(p, pingpong::GuestKind::Thread); },
 });
 
 }  // namespace

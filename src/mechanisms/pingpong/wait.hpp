@@ -54,9 +54,10 @@ class Strategy {
   Wait wait() const { return wait_; }
 
   /// Waits until the slot's state is one of `mask` (bits of State) and returns it. `mine` is
-  /// this side's sleeping flag. `abort` (host side only) ends the wait with Aborted.
+  /// this side's sleeping flag. `abort` (host side only: the session's flag) ends the wait with
+  /// Aborted.
   uint32_t wait_for(Slot& s, std::atomic<uint32_t>& mine, const SideSync& io, uint32_t mask,
-                    const std::atomic<uint32_t>* abort) const {
+                    const std::atomic<int>* abort) const {
     uint32_t st;
     switch (wait_) {
       case Wait::Spin:
@@ -141,7 +142,7 @@ class Strategy {
   }
 
  private:
-  static void check(const std::atomic<uint32_t>* abort) {
+  static void check(const std::atomic<int>* abort) {
     if (abort && abort->load(std::memory_order_relaxed)) throw Aborted();
   }
   static void post_efd(int fd) {
