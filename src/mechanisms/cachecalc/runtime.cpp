@@ -34,11 +34,15 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param()},
     .workload = [](Session& s) {
       const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      ipcrt::runtime rt;
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        rt.block_on(iteration(c, delay));
-        return verify(c);
+      run_worker(s, [delay](Worker& w) {
+        ipcrt::runtime rt;  // on the worker's thread: a runtime is its creating thread's
+        Iterations it(w);
+        w.ready();
+        while (it.next()) {
+          Cache c = fresh_cache();
+          rt.block_on(iteration(c, delay));
+          it.done(verify(c));
+        }
       });
     },
 });
