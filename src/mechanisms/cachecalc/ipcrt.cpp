@@ -1,4 +1,4 @@
-// cachecalc/runtime: the ipcrt io_uring runtime on one thread, every task a coroutine, the delay
+// cachecalc/ipcrt: the ipcrt io_uring runtime on one thread, every task a coroutine, the delay
 // a sleep_for timer — all 1000 waits overlap. Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/ipcrt.hpp>
@@ -27,7 +27,7 @@ ipcrt::task<void> iteration(Cache& c, std::chrono::microseconds delay) {
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
-    .name = "runtime",
+    .name = "ipcrt",
     .help = "ours: 1000 ipcrt coroutines spawned on one runtime (one thread, created once per run) "
             "and joined; the delay an ipcrt sleep_for timer, so all waits overlap and the calcs "
             "need no lock — the io_context pattern on io_uring",
