@@ -127,7 +127,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "ipcrt",
     .help = "the ipcrt io_uring coroutine runtime: qd tasks each co_awaiting reads",
-    .params = common_params(
+    .params = suite_params(
         {{.name = "variant", .type = ParamType::String, .def = "fixed_direct",
           .choices = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"},
           .help = "buffered; fixed = registered file + buffers; direct = O_DIRECT; fixed_direct; "

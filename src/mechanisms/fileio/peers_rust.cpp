@@ -45,7 +45,7 @@ const bool registered = [] {
         .suite = "fileio",
         .name = e.name,
         .help = fmt::format("{} (Rust peer, peers/rust)", e.how),
-        .params = common_params(
+        .params = suite_params(
             {{.name = "variant", .type = ParamType::String, .def = "direct",
               .choices = {"buffered", "direct"},
               .help = "buffered (page cache) or direct (O_DIRECT, 4096-aligned buffers)",
