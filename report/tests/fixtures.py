@@ -93,16 +93,16 @@ def _specs():
             for n in (131072, 524288, 2097152):
                 out.append(("runtime", rt, {"bench": bench, "n": n}, t * k * (1 + 0.03 * math.log2(n / 131072)),
                             0, None, 1.0, None, "ok", None))
-    for eng, t in {"psync": 95_000, "libaio": 60_000, "liburing": 52_000, "ipclab_rt": 50_000}.items():
+    for eng, t in {"psync": 95_000, "libaio": 60_000, "liburing": 52_000, "ipcrt": 50_000}.items():
         for pattern, bs in (("rand", 4096), ("seq", 65536)):
             for qd in (1, 4, 16, 64):
                 ns = t * (bs / 4096) ** 0.35 / min(qd, 16) ** 0.75
                 out.append(("fileio", eng, {"pattern": pattern, "bs": bs, "qd": qd}, ns, bs, "op",
                             0.3, None, "ok", None))
-    out.append(("fileio", "ipclab_rt_iopoll", {"pattern": "rand", "bs": 4096, "qd": 16}, 0, 0, None, 0,
-                None, "skipped", "IOPOLL not supported by this device (virtio-blk); use an NVMe device"))
+    out.append(("fileio", "ipcrt", {"pattern": "rand", "bs": 4096, "qd": 16, "variant": "iopoll"}, 0, 0,
+                None, 0, None, "skipped", "IOPOLL not supported by this device (virtio-blk); use an NVMe device"))
     for var, t, cpu in (("serial", 9.1e6, 0.05), ("sleep", 9.3e6, 0.1), ("std_threads", 1.7e6, 1.2),
-                        ("thread_pool", 1.2e6, 1.5), ("asio_strand", 1.1e6, 1.7), ("ipclab_rt", 0.9e6, 0.9),
+                        ("thread_pool", 1.2e6, 1.5), ("asio_strand", 1.1e6, 1.7), ("ipcrt", 0.9e6, 0.9),
                         ("sharded", 0.6e6, 1.9)):
         for delay in (8, 64):
             out.append(("cachecalc", var, {"tasks": 1000, "delay_us": delay}, t * (delay / 8) ** 0.5, 0,

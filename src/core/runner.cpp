@@ -24,8 +24,8 @@ bool filter_matches(const std::string& filter, const Mechanism& m) {
     return fnmatch(filter.c_str(), full.c_str(), 0) == 0 ||
            fnmatch(filter.c_str(), m.name.c_str(), 0) == 0;
   if (filter == m.suite || filter == full) return true;
-  // A bare mechanism name selects mechanisms in every suite, unless it names a suite itself
-  // (`runtime` is the runtime suite, not fileio/runtime and cachecalc/runtime too).
+  // A bare mechanism name selects mechanisms in every suite, unless it names a suite itself: a
+  // suite's name selects that suite only, whatever a mechanism elsewhere is called.
   if (filter == m.name) {
     for (auto& other : Registry::get().mechanisms())
       if (other.suite == filter) return false;

@@ -56,15 +56,23 @@ bool abort_requested() {
   return c && c->abort.load(std::memory_order_relaxed);
 }
 
-void Worker::transition(int ph) {
+int Worker::transition(int ph) {
+  // A worker of whole operations that reaches the stop without having measured one (the window
+  // was shorter than its operation) measures the next one: it sees the stop after it.
+  if (ph == kStop && whole_ops_ && !out_.t_open.load(std::memory_order_relaxed) &&
+      !ctl_.abort.load(std::memory_order_relaxed))
+    ph = kMeasure;
   if (ph == kMeasure && !open_) {
     begin_ = cpu_usage(who_);
+    out_.t_open.store(now_ns(), std::memory_order_release);
     open_ = true;
   } else if (ph == kStop && open_) {
     out_.cpu += cpu_usage(who_) - begin_;
+    out_.t_close.store(now_ns(), std::memory_order_release);
     open_ = false;
   }
   seen_ = ph;
+  return ph;
 }
 
 void Worker::hold_warmup() {
@@ -84,6 +92,7 @@ void Worker::finish() {
   if (seen_ == kMeasure || ctl_.phase.load(std::memory_order_acquire) == kMeasure) out_.t_done = now_ns();
   if (open_) {
     out_.cpu += cpu_usage(who_) - begin_;
+    out_.t_close.store(now_ns(), std::memory_order_release);
     open_ = false;
   }
   sample_cpu();
@@ -127,6 +136,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (workers.size() > size_t(kMaxWorkers))
     throw UsageError(fmt::format("{} workers asked for; at most {} are supported", workers.size(),
                                  kMaxWorkers));
+  int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
+  for (int i = 0; i < int(workers.size()); ++i)
+    if (workers[size_t(i)].process_cpu && !workers[size_t(i)].process && !processes) {
+      if (process_cpu >= 0) throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
+      process_cpu = i;
+    }
   install_wakeup_signal();
   if (ctl_) {
     ctl_->~Control();
@@ -170,7 +185,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   std::vector<Process> procs(static_cast<size_t>(n));
 
   auto run_body = [&ctl](WorkerSpec& spec, WorkerResult& slot, bool proc) {
-    Worker w(ctl, slot, proc);
+    Worker w(ctl, slot, proc || spec.process_cpu, spec.whole_ops);
     slot.tid.store(int(gettid()), std::memory_order_relaxed);
     try {
       slot.pinned = spec.cpu;
@@ -269,14 +284,33 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     rec_.fail(why);
     ctl.abort.store(1);
   };
+  // A process_cpu worker's window charges this thread's polling too: this thread's CPU between
+  // the moments it sees that window open and close (each within one poll) is taken out again.
+  CpuUsage own_open, own_close;
+  int own_seen = 0;  // 1: the opening seen, 2: the closing too
+  auto follow_window = [&] {
+    if (process_cpu < 0 || own_seen == 2) return;
+    const WorkerResult& s = ctl.slots[process_cpu];
+    if (own_seen == 0 && s.t_open.load(std::memory_order_acquire)) {
+      own_open = cpu_usage(RUSAGE_THREAD);
+      own_seen = 1;
+    }
+    if (own_seen == 1 && s.t_close.load(std::memory_order_acquire)) {
+      own_close = cpu_usage(RUSAGE_THREAD);
+      own_seen = 2;
+    }
+  };
   // Sleeps until `until` (ns), waking early when the session aborts or, with `early`, once every
   // worker has finished.
   auto watch_until = [&](uint64_t until, bool early) {
     while (now_ns() < until && !ctl.abort.load()) {
       check_children();
       watch_stall();
+      follow_window();
       if (early && workers_finished()) return;
-      sleep_ns(std::min<uint64_t>(early ? 1'000'000 : 5'000'000, until - std::min(until, now_ns())));
+      // Every 5 ms: a count-bounded window ends at its last worker's t_done, not at this poll, and
+      // a shorter period costs a worker that shares this CPU involuntary switches.
+      sleep_ns(std::min<uint64_t>(5'000'000, until - std::min(until, now_ns())));
     }
   };
 
@@ -355,6 +389,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   while (!all_finished()) {
     check_children();
     watch_stall();
+    follow_window();
     uint64_t now = now_ns();
     if (ctl.abort.load() || now > join_deadline) {
       if (!abort_seen) abort_seen = now;
@@ -400,6 +435,38 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   }
   if (stuck_) rec_.fail("a worker thread is stuck in a blocking call and was abandoned");
   g_current.store(nullptr);
+  follow_window();
+  if (own_seen == 2) {
+    // getrusage splits a thread's runtime and the process's into user and system time by sampled
+    // ticks, each its own way: what one part cannot give comes off the other, never below zero.
+    CpuUsage& c = ctl.slots[process_cpu].cpu;
+    const CpuUsage own = own_close - own_open;
+    c.user_s -= own.user_s;
+    c.sys_s -= own.sys_s;
+    if (c.user_s < 0) {
+      c.sys_s = std::max(0.0, c.sys_s + c.user_s);
+      c.user_s = 0;
+    }
+    if (c.sys_s < 0) {
+      c.user_s = std::max(0.0, c.user_s + c.sys_s);
+      c.sys_s = 0;
+    }
+    c.ctx_vol = std::max<int64_t>(0, c.ctx_vol - own.ctx_vol);
+    c.ctx_invol = std::max<int64_t>(0, c.ctx_invol - own.ctx_invol);
+  }
+  // Workers of whole operations bound the window by their own (WorkerSpec::whole_ops).
+  bool whole = n > 0;
+  uint64_t first_open = UINT64_MAX, last_close = 0;
+  for (int i = 0; i < n && whole; ++i) {
+    const uint64_t open = ctl.slots[i].t_open.load(), close = ctl.slots[i].t_close.load();
+    whole = workers[i].whole_ops && open && close >= open;
+    first_open = std::min(first_open, open);
+    last_close = std::max(last_close, close);
+  }
+  if (t_begin && whole) {
+    t_begin = first_open;
+    t_end = last_close;
+  }
 
   // Fold the slots into the record.
   Histogram* hist = new Histogram();

@@ -47,6 +47,10 @@ struct WorkerResult {
   std::atomic<int> tid{0};
   std::atomic<int> finished{0};
   uint64_t t_done = 0;       // when it finished inside the measured window (0: it did not)
+  // The worker's own measured window: when it saw the measure phase and when it saw the stop (or
+  // finished), each between two of its operations — the run's window for workers of whole
+  // operations (WorkerSpec::whole_ops). Atomic: the coordinator follows a process_cpu worker's.
+  std::atomic<uint64_t> t_open{0}, t_close{0};
   char error[512] = {};
 };
 
@@ -64,14 +68,16 @@ struct Control {
 /// The in-worker view: phase transitions, CPU window, and the slot to report into.
 class Worker {
  public:
-  Worker(Control& ctl, WorkerResult& out, bool is_process)
-      : ctl_(ctl), out_(out), who_(is_process ? RUSAGE_SELF : RUSAGE_THREAD) {}
+  /// `process_cpu`: its CPU window is the process's (RUSAGE_SELF) — a forked worker, or a thread
+  /// whose work runs on threads of its own; `whole_ops`: see WorkerSpec.
+  Worker(Control& ctl, WorkerResult& out, bool process_cpu, bool whole_ops = false)
+      : ctl_(ctl), out_(out), who_(process_cpu ? RUSAGE_SELF : RUSAGE_THREAD), whole_ops_(whole_ops) {}
 
   /// Call once per iteration: false once the run is over. Takes the CPU snapshots at the
   /// transitions into and out of the measured phase, and samples the CPU in use.
   bool running() {
     int ph = ctl_.phase.load(std::memory_order_acquire);
-    if (ph != seen_) [[unlikely]] transition(ph);
+    if (ph != seen_) [[unlikely]] ph = transition(ph);
     out_.progress.store(++iter_, std::memory_order_relaxed);  // the watchdog's heartbeat
     if ((iter_ & 1023) == 0) [[unlikely]] sample_cpu();
     return ph != kStop;
@@ -93,10 +99,11 @@ class Worker {
   void sample_cpu();
 
  private:
-  void transition(int ph);
+  int transition(int ph);  // returns the phase the worker takes (see WorkerSpec::whole_ops)
   Control& ctl_;
   WorkerResult& out_;
   int who_;
+  bool whole_ops_;
   int seen_ = kInit;
   uint64_t iter_ = 0;
   CpuUsage begin_;
@@ -115,6 +122,17 @@ struct WorkerSpec {
   /// whose body cannot show progress per iteration — a pingpong guest process, whose threads
   /// answer the hosts — the count of what its work completes (see Session::worker_progress).
   std::function<uint64_t()> progress;
+  /// A thread whose operations run on threads of its own (a pool, a runtime's): its CPU window is
+  /// the whole process's (RUSAGE_SELF), less the coordinator's own polling over that window. At
+  /// most one per run (two would each charge the whole process).
+  bool process_cpu = false;
+  /// Its operations are long (a cachecalc iteration: a millisecond to tens): the run's measured
+  /// window is its own — from the boundary between two operations at which it saw the measure
+  /// phase to the one at which it saw the stop — so that the window holds whole operations only,
+  /// and at least one however short --duration is (one that reaches the stop without having
+  /// measured measures one more). With several such workers, from the first opening to the last
+  /// closing; used only when every worker of the run is one.
+  bool whole_ops = false;
 };
 
 class Process;

@@ -95,7 +95,7 @@ TEST(CachecalcVariants, SleepDevzeroRunsOneDelay) { testing::expect_verified("sl
 TEST(CachecalcVariants, CalcOnlyVerifies) { testing::expect_verified("calc_only"); }
 TEST(CachecalcVariants, SerialVerifies) { testing::expect_verified("serial"); }
 TEST(CachecalcVariants, AsioIoContextVerifies) { testing::expect_verified("asio_io_context", "64"); }
-TEST(CachecalcVariants, RuntimeVerifies) { testing::expect_verified("runtime", "64"); }
+TEST(CachecalcVariants, IpcrtVerifies) { testing::expect_verified("ipcrt", "64"); }
 
 }  // namespace
 }  // namespace ipclab::cachecalc

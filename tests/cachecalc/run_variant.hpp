@@ -12,7 +12,7 @@ inline const Mechanism* find_variant(const std::string& name) {
   return test::find_mechanism("cachecalc", name);
 }
 
-/// duration 0 and no warm-up: exactly one iteration.
+/// duration 0 and no warm-up: at least one whole iteration measured (WorkerSpec::whole_ops).
 inline Record run_variant(const Mechanism& m, const std::string& delay_us = "8") {
   return test::run_workload(m, test::params_of(m, {{"delay_us", delay_us}}));
 }

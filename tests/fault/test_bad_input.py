@@ -231,7 +231,7 @@ BAD = [
     case("fileio-pattern-unknown", "run", "fileio/psync", "-p", "pattern=backwards", expect="seq|rand"),
     case("fileio-file-size-below-minimum", "run", "fileio/psync", "-p", "file_size=1K", expect="file_size"),
     case("fileio-file-size-over", "run", "fileio/psync", "-p", "file_size=2048G", expect="file_size"),
-    case("fileio-variant-unknown", "run", "fileio/runtime", "-p", "variant=bogus", expect="variant"),
+    case("fileio-variant-unknown", "run", "fileio/ipcrt", "-p", "variant=bogus", expect="variant"),
     case("fileio-cache-unknown", "run", "fileio/psync", "-p", "cache=cold", expect="drop|warm"),
     # runtime.
     case("runtime-n-zero", "run", "runtime/channel_ipcrt", "-p", "n=0", expect="parameter 'n'"),

@@ -86,10 +86,10 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
   std::vector<Case> cases = {{"psync", {}}, {"psync", {{"direct", {"1"}}}}, {"libaio", {}},
                              {"liburing", {}}, {"liburing", {{"direct", {"0"}}}}};
   for (auto* m : select_mechanisms({"fileio"}))
-    if (m->name == "runtime") {
+    if (m->name == "ipcrt") {
       for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
-        cases.push_back({"runtime", {{"variant", {v}}}});
-      cases.push_back({"runtime", {{"variant", {"fixed_direct"}}, {"batch", {"1"}}}});  // one read per enter
+        cases.push_back({"ipcrt", {{"variant", {v}}}});
+      cases.push_back({"ipcrt", {{"variant", {"fixed_direct"}}, {"batch", {"1"}}}});  // one read per enter
     }
   for (auto& c : cases)
     for (const char* pattern : {"seq", "rand"})
@@ -130,10 +130,10 @@ TEST_F(FileIo, DamagedBlockIsReportedCorrupt) {
 }
 
 TEST_F(FileIo, IopollIsSkippedWithAReasonNeverMeasured) {
-  bool have_runtime = false;
-  for (auto* m : select_mechanisms({"fileio"})) have_runtime = have_runtime || m->name == "runtime";
-  if (!have_runtime) GTEST_SKIP() << "built without ipcrt";
-  Record r = run("runtime", {{"variant", {"iopoll"}}});
+  bool have_ipcrt = false;
+  for (auto* m : select_mechanisms({"fileio"})) have_ipcrt = have_ipcrt || m->name == "ipcrt";
+  if (!have_ipcrt) GTEST_SKIP() << "built without ipcrt";
+  Record r = run("ipcrt", {{"variant", {"iopoll"}}});
   EXPECT_EQ(r.status, Status::Skipped);
   EXPECT_NE(r.error.find("IOPOLL"), std::string::npos) << r.error;
   EXPECT_EQ(r.ops, 0u);

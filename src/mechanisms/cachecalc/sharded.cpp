@@ -17,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include "core/clock.hpp"
 #include "core/mechanism.hpp"
 #include "core/placement.hpp"
 #include "core/session.hpp"
@@ -59,36 +58,33 @@ ipcrt::task<void> remote_slice(Shard& sh, Shard& coord, ipcrt::channel<int>& don
   });
 }
 
-struct Outcome {
-  uint64_t iterations = 0;
-  std::string error;
-};
-
-ipcrt::task<Outcome> coordinate(std::vector<Shard>& shards, std::chrono::microseconds delay,
-                                uint64_t end_ns);
-
-// The measuring thread waits on `p`, which outlives every shard thread.
-ipcrt::task<void> report(std::vector<Shard>& shards, std::chrono::microseconds delay,
-                         uint64_t end_ns, std::promise<Outcome>& p) {
-  p.set_value(co_await coordinate(shards, delay, end_ns));
-}
-
-// Runs verified iterations until `end_ns` (at least one), on shard 0.
-ipcrt::task<Outcome> coordinate(std::vector<Shard>& shards, std::chrono::microseconds delay,
-                                uint64_t end_ns) {
-  Outcome out;
+// Runs verified iterations on shard 0 until the session stops the run (the worker's loop, handed
+// to shard 0 so that iterations follow each other there as in one thread).
+ipcrt::task<void> coordinate(std::vector<Shard>& shards, std::chrono::microseconds delay,
+                             Iterations& it) {
   ipcrt::channel<int> done(int(shards.size()));
-  do {
+  while (it.next()) {
     for (size_t k = 1; k < shards.size(); ++k)
       shards[k].rt->spawn_detached(remote_slice(shards[k], shards[0], done, delay));
     co_await slice(shards[0], delay);
     for (size_t k = 1; k < shards.size(); ++k) co_await done.recv();
-    ++out.iterations;
     // The MSG_RING hand-offs order every shard's writes before these reads.
+    std::string error;
     for (auto& sh : shards)
-      if (out.error = verify(sh.cache, kTasks, sh.keys); !out.error.empty()) co_return out;
-  } while (now_ns() < end_ns);
-  co_return out;
+      if (error = verify(sh.cache, kTasks, sh.keys); !error.empty()) break;
+    it.done(error);
+  }
+}
+
+// The worker waits on `p`, which outlives every shard thread; a failed iteration is its exception.
+ipcrt::task<void> report(std::vector<Shard>& shards, std::chrono::microseconds delay,
+                         Iterations& it, std::promise<void>& p) {
+  try {
+    co_await coordinate(shards, delay, it);
+    p.set_value();
+  } catch (...) {
+    p.set_exception(std::current_exception());
+  }
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -115,8 +111,6 @@ IPCLAB_REGISTER(Mechanism{
       for (int i = 0; i < kKeys; ++i) shards[size_t(i) % n].keys.push_back(keys()[size_t(i)]);
 
       std::latch started(ptrdiff_t(n) + 1);
-      std::promise<Outcome> passes[2];  // warm-up, measured
-      int pass = 0;
       std::vector<std::string> setup_error(n);
       for (size_t k = 0; k < n; ++k)
         shards[k].thread = std::thread([&, k] {
@@ -141,28 +135,15 @@ IPCLAB_REGISTER(Mechanism{
       for (auto& e : setup_error)
         if (!e.empty()) throw std::runtime_error("cachecalc/sharded: " + e);
 
-      const auto& o = s.options();
-      bool warm = o.warmup_s > 0;
-      Outcome result;
-      s.measure([&] {
-        const bool measured = !warm;
-        warm = false;
-        const uint64_t end = now_ns() + uint64_t((measured ? o.duration_s : o.warmup_s) * 1e9);
-        std::promise<Outcome>& p = passes[pass++];
+      run_worker(s, [&](Worker& w) {
+        Iterations it(w);
+        std::promise<void> p;
         auto f = p.get_future();
-        shards[0].rt->spawn_detached(report(shards, delay, end, p));
-        Outcome got = f.get();
-        if (measured) result.iterations = got.iterations;
-        if (result.error.empty()) result.error = got.error;
+        w.ready();
+        shards[0].rt->spawn_detached(report(shards, delay, it, p));
+        f.get();
       });
-      Record& r = s.record();
-      r.ops = result.iterations;
-      r.extra["tasks_per_iteration"] = kTasks;
-      r.extra["shards"] = n;
-      if (!result.error.empty()) {
-        ++r.integrity.corrupt;
-        r.fail(result.error);
-      }
+      s.record().extra["shards"] = n;
     },
 });
 

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <chrono>
 #include <ctime>
+#include <stdexcept>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -83,33 +83,38 @@ ParamSpec delay_param() {
           .quick = {"8", "64"}, .full = {"8", "64"}, .min = 0, .max = 1'000'000};
 }
 
-void run_iterations(Session& s, const std::function<std::string()>& iteration) {
-  const auto& o = s.options();
-  bool warm = o.warmup_s > 0;
-  uint64_t iters = 0;
-  std::string error;
-  s.measure([&] {
-    const bool measured = !warm;
-    warm = false;
-    const uint64_t end = now_ns() + uint64_t((measured ? o.duration_s : o.warmup_s) * 1e9);
-    uint64_t n = 0;
-    do {
-      std::string e = iteration();
-      ++n;
-      if (!e.empty()) {
-        if (error.empty()) error = e;
-        break;
-      }
-    } while (error.empty() && now_ns() < end);
-    if (measured) iters = n;
-  });
-  Record& r = s.record();
-  r.ops = iters;
-  r.extra["tasks_per_iteration"] = kTasks;
+bool Iterations::next() {
+  if (!w_.running()) return false;
+  measuring_ = w_.measuring();
+  t0_ = now_ns();
+  return true;
+}
+
+void Iterations::done(const std::string& error) {
+  const uint64_t t1 = now_ns();
+  auto& out = w_.out();
   if (!error.empty()) {
-    ++r.integrity.corrupt;
-    r.fail(error);
+    ++out.integrity.corrupt;
+    throw std::runtime_error(error);
   }
+  if (!measuring_) return;
+  ++out.ops;
+  out.hist.record(t1 - t0_);
+}
+
+void run_worker(Session& s, const std::function<void(Worker&)>& body) {
+  std::vector<WorkerSpec> ws;
+  ws.push_back({.role = "worker", .index = 0, .cpu = -1, .body = body, .process_cpu = true, .whole_ops = true});
+  s.run_workers(std::move(ws), false, "op");
+  s.record().extra["tasks_per_iteration"] = kTasks;
+}
+
+void run_iterations(Session& s, const std::function<std::string()>& iteration) {
+  run_worker(s, [&iteration](Worker& w) {
+    Iterations it(w);
+    w.ready();
+    while (it.next()) it.done(iteration());
+  });
 }
 
 }  // namespace ipclab::cachecalc

@@ -13,6 +13,7 @@
 
 namespace ipclab {
 class Session;
+class Worker;
 }
 
 namespace ipclab::cachecalc {
@@ -54,10 +55,32 @@ class DevZero {
 /// The `delay_us` parameter: 8 and 64 as in the reference's /8 and /64.
 ParamSpec delay_param();
 
-/// Runs `iteration` in the session's measured window until --duration is used (at least once;
-/// warm-up runs it for --warmup): ops = iterations, so time/op and CPU/op are per iteration.
-/// `iteration` returns "" or what the verification found; the first failure stops the run,
-/// counts as corrupt and fails the record.
+/// The iteration loop of one session worker: the session's phases decide when it warms up, when
+/// it measures and when it stops; the worker's own window holds whole iterations only, at least
+/// one (WorkerSpec::whole_ops). Each measured iteration is an op, its time one latency sample.
+/// Used as `while (it.next()) it.done(<one iteration>)`, on the worker's thread or on a thread the
+/// worker hands the loop to (sharded: shard 0, while the worker waits).
+class Iterations {
+ public:
+  explicit Iterations(Worker& w) : w_(w) {}
+  /// Before an iteration: false once the session stops the run.
+  bool next();
+  /// After it, with "" or what its verification found: a failure counts as corrupt and is thrown
+  /// (the first one stops the run and fails the record).
+  void done(const std::string& error);
+
+ private:
+  Worker& w_;
+  bool measuring_ = false;
+  uint64_t t0_ = 0;
+};
+
+/// The session worker of a cachecalc run: a thread charged with the whole process's CPU (the
+/// variant's pool or runtime threads too) whose body is `body`; ops = iterations, so time/op and
+/// CPU/op are per iteration, and the latency histogram holds each iteration's time ("op").
+void run_worker(Session& s, const std::function<void(Worker&)>& body);
+/// run_worker over `iteration` (one verified iteration on the worker's thread, returning "" or
+/// what its verification found), through Iterations.
 void run_iterations(Session& s, const std::function<std::string()>& iteration);
 
 }  // namespace ipclab::cachecalc

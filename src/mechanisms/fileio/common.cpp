@@ -92,7 +92,7 @@ std::string sysfs_word(const std::string& file) {
 
 }  // namespace
 
-std::vector<ParamSpec> common_params(std::vector<ParamSpec> own, std::vector<std::string> qd_quick) {
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> own, std::vector<std::string> qd_quick) {
   std::vector<ParamSpec> p{
       {.name = "pattern", .type = ParamType::String, .def = "rand", .choices = {"seq", "rand"},
        .help = "seq: sequential 64 KiB reads; rand: 4 KiB reads of every block once, shuffled (seed 42)",

@@ -29,9 +29,10 @@ constexpr uint64_t kRandSize = 4096;
 constexpr uint64_t kSeed = 42;
 constexpr const char* kDefaultDir = "/var/tmp/ipclab-fileio";
 
-/// Parameters every engine declares: pattern, qd, then its own, then file_size and dir.
-std::vector<ParamSpec> common_params(std::vector<ParamSpec> own,
-                                     std::vector<std::string> qd_quick = {"1", "32"});
+/// The suite's parameter list: pattern, qd (quick grid `qd_quick`), then the engine's `own`, then
+/// file_size and dir.
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> own,
+                                    std::vector<std::string> qd_quick = {"1", "32"});
 /// `cache` (drop | warm) for engines that can read through the page cache.
 ParamSpec cache_param();
 /// "" or why the combination cannot run (cache=warm with O_DIRECT, a -p dir that is not an

@@ -100,7 +100,7 @@ void run_fio(Session& s, const std::string& ioengine) {
       "--percentile_list=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.99",
       "--output-format=json", "--output=" + out};
   if (opts.warmup_s > 0) argv.push_back("--ramp_time=" + ms(opts.warmup_s));
-  // The counterpart of the runtime's fixed variants: the file and the buffers registered.
+  // The counterpart of fileio/ipcrt's fixed variants: the file and the buffers registered.
   const bool fixed = s.params().has("fixed") && s.params().flag("fixed");
   if (fixed) {
     argv.push_back("--registerfiles=1");
@@ -157,22 +157,23 @@ void run_fio(Session& s, const std::string& ioengine) {
   if (!run.error.empty()) throw std::runtime_error(run.error);
 }
 
-std::vector<ParamSpec> fio_params(std::vector<std::string> qd_quick, bool uring) {
+// fio's own parameters, between the suite's (suite_params): direct, fixed (io_uring), cache.
+std::vector<ParamSpec> fio_options(bool uring) {
   std::vector<ParamSpec> own{{.name = "direct", .type = ParamType::Bool, .def = "1",
                               .help = "fio --direct", .full = {"0", "1"}}};
   if (uring)
     own.push_back({.name = "fixed", .type = ParamType::Bool, .def = "0",
-                   .help = "fio --registerfiles=1 --fixedbufs=1 (as the runtime's fixed variants)",
+                   .help = "fio --registerfiles=1 --fixedbufs=1 (as fileio/ipcrt's fixed variants)",
                    .full = {"0", "1"}});
   own.push_back(cache_param());
-  return common_params(std::move(own), std::move(qd_quick));
+  return own;
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "fio_io_uring",
     .help = "fio --ioengine=io_uring on the same file and workload (reference line)",
-    .params = fio_params({"1", "32"}, true),
+    .params = suite_params(fio_options(true), {"1", "32"}),
     .workload = [](Session& s) { run_fio(s, "io_uring"); },
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });
@@ -181,7 +182,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "fio_libaio",
     .help = "fio --ioengine=libaio on the same file and workload (reference line)",
-    .params = fio_params({"32"}, false),
+    .params = suite_params(fio_options(false), {"32"}),
     .workload = [](Session& s) { run_fio(s, "libaio"); },
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });

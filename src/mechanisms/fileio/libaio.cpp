@@ -110,7 +110,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "libaio",
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
-    .params = common_params({}),
+    .params = suite_params({}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, true); },
 });

@@ -1,5 +1,5 @@
 // fileio/<rt>: the fileio suite on the Rust runtimes (peers/rust): qd tasks each reading the test
-// file in a loop and verifying every block, as fileio/runtime does on ipcrt. Monoio and Compio read
+// file in a loop and verifying every block, as fileio/ipcrt does. Monoio and Compio read
 // through their io_uring drivers (File::read_at); Tokio has no io_uring file IO, so fileio/tokio is
 // tokio::task::spawn_blocking(pread) on a current_thread runtime — what tokio::fs does. The harness
 // prepares the file and the page cache (prepare()) and passes the path; the peer runs its own
@@ -45,7 +45,7 @@ const bool registered = [] {
         .suite = "fileio",
         .name = e.name,
         .help = fmt::format("{} (Rust peer, peers/rust)", e.how),
-        .params = common_params(
+        .params = suite_params(
             {{.name = "variant", .type = ParamType::String, .def = "direct",
               .choices = {"buffered", "direct"},
               .help = "buffered (page cache) or direct (O_DIRECT, 4096-aligned buffers)",

@@ -72,9 +72,9 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "psync",
     .help = "qd threads of blocking pread (buffered, or O_DIRECT with direct=1)",
-    .params = common_params({{.name = "direct", .type = ParamType::Bool, .def = "0",
-                              .help = "open with O_DIRECT", .full = {"0", "1"}},
-                             cache_param()}),
+    .params = suite_params({{.name = "direct", .type = ParamType::Bool, .def = "0",
+                             .help = "open with O_DIRECT", .full = {"0", "1"}},
+                            cache_param()}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });

@@ -1,4 +1,4 @@
-// cachecalc/runtime: the ipcrt io_uring runtime on one thread, every task a coroutine, the delay
+// cachecalc/ipcrt: the ipcrt io_uring runtime on one thread, every task a coroutine, the delay
 // a sleep_for timer — all 1000 waits overlap. Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/ipcrt.hpp>
@@ -27,18 +27,22 @@ ipcrt::task<void> iteration(Cache& c, std::chrono::microseconds delay) {
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
-    .name = "runtime",
+    .name = "ipcrt",
     .help = "ours: 1000 ipcrt coroutines spawned on one runtime (one thread, created once per run) "
             "and joined; the delay an ipcrt sleep_for timer, so all waits overlap and the calcs "
             "need no lock — the io_context pattern on io_uring",
     .params = {delay_param()},
     .workload = [](Session& s) {
       const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      ipcrt::runtime rt;
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        rt.block_on(iteration(c, delay));
-        return verify(c);
+      run_worker(s, [delay](Worker& w) {
+        ipcrt::runtime rt;  // on the worker's thread: a runtime is its creating thread's
+        Iterations it(w);
+        w.ready();
+        while (it.next()) {
+          Cache c = fresh_cache();
+          rt.block_on(iteration(c, delay));
+          it.done(verify(c));
+        }
       });
     },
 });

@@ -1,4 +1,4 @@
-// fileio/runtime: the project's io_uring coroutine runtime (ipcrt, runtime/) in the reference's
+// fileio/ipcrt: the project's io_uring coroutine runtime (ipcrt, runtime/) in the reference's
 // variants: qd coroutines, each reading in a loop with co_await. Compiled only when the build
 // links ipcrt (IPCLAB_WITH_RUNTIME=ON).
 #if __has_include(<ipcrt/ipcrt.hpp>)
@@ -125,9 +125,9 @@ void workload(Session& s) {
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
-    .name = "runtime",
+    .name = "ipcrt",
     .help = "the ipcrt io_uring coroutine runtime: qd tasks each co_awaiting reads",
-    .params = common_params(
+    .params = suite_params(
         {{.name = "variant", .type = ParamType::String, .def = "fixed_direct",
           .choices = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"},
           .help = "buffered; fixed = registered file + buffers; direct = O_DIRECT; fixed_direct; "
