@@ -32,16 +32,18 @@ inline Params params_of(const Mechanism& m, const std::map<std::string, std::str
 
 /// Runs `m`'s workload (or `body`, in its place) in a Session over every allowed CPU;
 /// duration 0 and no warm-up: exactly one iteration.
-inline Record run_workload(const Mechanism& m, const Params& p, double duration_s = 0,
-                           double warmup_s = 0, const std::function<void(Session&)>& body = {}) {
+inline Record run_workload(const Mechanism& m, const Params& p, double duration_s = 0, double warmup_s = 0,
+                           const std::function<void(Session&)>& body = {}) {
   RunOptions o;
   o.duration_s = duration_s;
   o.warmup_s = warmup_s;
   o.cpus = allowed_cpus();
   Record rec;
   Session s(m, p, o, rec);
-  if (body) body(s);
-  else m.workload(s);
+  if (body)
+    body(s);
+  else
+    m.workload(s);
   return rec;
 }
 

@@ -12,9 +12,8 @@ using namespace ipcrt;
 namespace {
 
 task<int> deep(int n) {
-    if (n == 0)
-        co_return 0;
-    co_return 1 + co_await deep(n - 1);
+  if (n == 0) co_return 0;
+  co_return 1 + co_await deep(n - 1);
 }
 
 }  // namespace
@@ -24,10 +23,10 @@ task<int> deep(int n) {
 // return address, the stack kept 16-byte aligned by the x86-64 ABI): RLIMIT_STACK / 16 levels
 // cannot fit. With the transfer compiled as a tail call every level runs on the same frame.
 TEST(task, deep_nesting_uses_symmetric_transfer) {
-    rlimit rl{};
-    ASSERT_EQ(getrlimit(RLIMIT_STACK, &rl), 0);
-    if (rl.rlim_cur == RLIM_INFINITY)
-        GTEST_SKIP() << "RLIMIT_STACK is unlimited: no depth is sure to overflow without symmetric transfer";
-    const int depth = int(rl.rlim_cur / 16) + 1;
-    EXPECT_EQ(sync_wait(deep(depth)), depth);
+  rlimit rl{};
+  ASSERT_EQ(getrlimit(RLIMIT_STACK, &rl), 0);
+  if (rl.rlim_cur == RLIM_INFINITY)
+    GTEST_SKIP() << "RLIMIT_STACK is unlimited: no depth is sure to overflow without symmetric transfer";
+  const int depth = int(rl.rlim_cur / 16) + 1;
+  EXPECT_EQ(sync_wait(deep(depth)), depth);
 }

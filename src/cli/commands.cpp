@@ -50,16 +50,18 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   }
   auto& cpu = ctx["cpu"];
   fmt::print("CPU          {} — {} logical CPUs, {} cores, SMT {}\n", cpu["model"].get<std::string>(),
-             cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(), cpu["smt"].get<bool>() ? "on" : "off");
+             cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(),
+             cpu["smt"].get<bool>() ? "on" : "off");
   fmt::print("Caches       {}\n", cpu["caches"].dump());
-  fmt::print("Kernel       {} ({})\n", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>());
+  fmt::print("Kernel       {} ({})\n", ctx["kernel"].get<std::string>(),
+             ctx["virtualization"].get<std::string>());
   fmt::print("Governor     {}\n", ctx["governor"].is_null() ? "n/a" : ctx["governor"].get<std::string>());
   fmt::print("Load average {}\n", ctx["load_avg"].dump());
   fmt::print("Limits       {}\n", ctx["limits"].dump());
   fmt::print("io_uring     {}\n", ctx["io_uring"].dump());
   fmt::print("Mitigations  {}\n", ctx["mitigations"].dump());
-  fmt::print("Build        {} {} [{}]\n", ctx["compiler"].get<std::string>(), ctx["build_type"].get<std::string>(),
-             ctx["build_flags"].get<std::string>());
+  fmt::print("Build        {} {} [{}]\n", ctx["compiler"].get<std::string>(),
+             ctx["build_type"].get<std::string>(), ctx["build_flags"].get<std::string>());
   fmt::print("Libraries    {}\n", ctx["libraries"].dump());
   fmt::print("Git          {}\n", ctx["git_sha"].is_null() ? "n/a" : ctx["git_sha"].get<std::string>());
   for (auto& w : ctx["warnings"])
@@ -82,7 +84,8 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   for (auto& s : argv) cargv.push_back(s.data());
   cargv.push_back(nullptr);
   execvp(cargv[0], cargv.data());
-  fmt::print(stderr, "ipclab: cannot start {}: {}; run `make setup` (or set IPCLAB_PYTHON)\n", python, strerror(errno));
+  fmt::print(stderr, "ipclab: cannot start {}: {}; run `make setup` (or set IPCLAB_PYTHON)\n", python,
+             strerror(errno));
   std::exit(2);
 }
 

@@ -1,8 +1,8 @@
 // ipclab: one entry point. The command line is declared here; each command is one function
 // (cli/commands.hpp): list, env, report and compare (cli/commands.cpp), run — parse → plan → run → report —
 // (cli/run.cpp, on core/runner).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <optional>
 #include <string>
@@ -36,44 +36,56 @@ int main(int argc, char** argv) {
   // into the default, and reads integers with base prefixes (010 = 8).
   auto text_option = [](CLI::App* sub, const std::string& name, std::optional<std::string>& into,
                         const std::string& help) {
-    return sub->add_option_function<std::string>(name, [&into](const std::string& v) { into = v; }, help);
+    return sub->add_option_function<std::string>(
+        name, [&into](const std::string& v) { into = v; }, help);
   };
   auto* list = app.add_subcommand("list", "Suites, mechanisms and their parameters");
   std::optional<std::string> list_suite;
   text_option(list, "suite", list_suite, "Only this suite");
 
   RunArgs ra;
-  auto* run = app.add_subcommand("run", "Run the benchmarks matching FILTER (suite, suite/mechanism or glob)");
+  auto* run =
+      app.add_subcommand("run", "Run the benchmarks matching FILTER (suite, suite/mechanism or glob)");
   run->add_option("filter", ra.filters, "suite, suite/mechanism, a mechanism name or a glob; none = all");
   text_option(run, "--preset", ra.preset, "quick (a few points, short runs) or full (the complete grids)")
       ->type_name("quick|full");
-  run->add_option("-p,--param", ra.params, "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
-  text_option(run, "--repetitions", ra.repetitions, "repetitions of each benchmark, 1..1000 (default 3; full 5)")
+  run->add_option("-p,--param", ra.params,
+                  "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
+  text_option(run, "--repetitions", ra.repetitions,
+              "repetitions of each benchmark, 1..1000 (default 3; full 5)")
       ->type_name("N");
-  text_option(run, "--duration", ra.duration, "measured seconds per repetition, 0.001..3600 (default 1; quick 0.25; full 2)")
+  text_option(run, "--duration", ra.duration,
+              "measured seconds per repetition, 0.001..3600 (default 1; quick 0.25; full 2)")
       ->type_name("SECONDS");
-  text_option(run, "--warmup", ra.warmup, "discarded warm-up seconds before each measurement, 0..600 (default 0.2)")
+  text_option(run, "--warmup", ra.warmup,
+              "discarded warm-up seconds before each measurement, 0..600 (default 0.2)")
       ->type_name("SECONDS");
-  text_option(run, "--cpus", ra.cpus, "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
+  text_option(run, "--cpus", ra.cpus,
+              "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
       ->type_name("LIST");
-  run->add_flag("--interleave", ra.interleave,
-                "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)")
+  run->add_flag(
+         "--interleave", ra.interleave,
+         "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")->type_name("N");
+  text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")
+      ->type_name("N");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
   run->add_option("--markdown", ra.markdown, "write a Markdown table here");
-  run->footer("Parameters and their values: `ipclab list [SUITE]`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
+  run->footer(
+      "Parameters and their values: `ipclab list [SUITE]`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;
   env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   std::vector<std::string> passthrough;
-  auto* report = app.add_subcommand(
-      "report", "Reports from result files: report RESULT.json... -o report.html | --markdown F | --pages DIR | --reduce OUT.json");
-  auto* compare = app.add_subcommand("compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
+  auto* report = app.add_subcommand("report",
+                                    "Reports from result files: report RESULT.json... -o report.html | "
+                                    "--markdown F | --pages DIR | --reduce OUT.json");
+  auto* compare = app.add_subcommand(
+      "compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
   for (auto* sub : {report, compare}) {
     sub->allow_extras();
     sub->prefix_command();

@@ -2,8 +2,8 @@
 // Command-line parsing shared by the ipclab binary and the tools: help exits 0, and bad input is
 // one line naming the fix on stderr with exit code 2 (CLI11's message may carry the user's text:
 // control characters and invalid UTF-8 are escaped, so that it stays one line).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
 

@@ -35,11 +35,13 @@ std::string eta_text(double s) {
 // The result files to write, as (option, path): --json/--csv/--markdown, and --out's three.
 std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a) {
   std::vector<std::pair<std::string, std::string>> t;
-  for (auto [option, path, file] : {std::tuple{"--json", &a.json, "results.json"},
-                                    std::tuple{"--csv", &a.csv, "results.csv"},
-                                    std::tuple{"--markdown", &a.markdown, "results.md"}}) {
-    if (*path) t.emplace_back(option, **path);  // an empty one is refused by check_target
-    else if (a.out_dir) t.emplace_back(option, *a.out_dir + "/" + file);
+  for (auto [option, path, file] :
+       {std::tuple{"--json", &a.json, "results.json"}, std::tuple{"--csv", &a.csv, "results.csv"},
+        std::tuple{"--markdown", &a.markdown, "results.md"}}) {
+    if (*path)
+      t.emplace_back(option, **path);  // an empty one is refused by check_target
+    else if (a.out_dir)
+      t.emplace_back(option, *a.out_dir + "/" + file);
   }
   return t;
 }
@@ -52,7 +54,8 @@ bool check_out_dir(const std::string& dir) {
     output::check_target("--out", dir);  // its text, and its parent folder
     return false;
   }
-  if (!S_ISDIR(st.st_mode)) throw UsageError(fmt::format("--out {} is not a folder; name a folder for the results", dir));
+  if (!S_ISDIR(st.st_mode))
+    throw UsageError(fmt::format("--out {} is not a folder; name a folder for the results", dir));
   return true;
 }
 
@@ -67,8 +70,8 @@ void make_out_dir(const std::string& dir) {
 
 // The reporters of the run: the console, then one per result file (--json, --csv, --markdown,
 // or --out's three). Constructing them checks their targets, before anything is created.
-std::vector<std::unique_ptr<output::Reporter>> make_reporters(const RunArgs& a,
-                                                              const std::vector<PlannedBenchmark>& benchmarks) {
+std::vector<std::unique_ptr<output::Reporter>> make_reporters(
+    const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks) {
   std::vector<std::unique_ptr<output::Reporter>> reporters;
   reporters.push_back(std::make_unique<output::ConsoleReporter>(stdout, output::terminal_columns(stdout)));
   const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
@@ -76,8 +79,10 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(const RunArgs& a,
   for (auto& b : benchmarks) suites.insert(b.mech->suite);
   for (auto& [option, path] : output_targets(a)) {
     const bool folder_is_new = a.out_dir && !out_exists && path.rfind(*a.out_dir + "/", 0) == 0;
-    if (option == "--json") reporters.push_back(std::make_unique<output::JsonReporter>(option, path, folder_is_new));
-    if (option == "--csv") reporters.push_back(std::make_unique<output::CsvReporter>(path, suites, folder_is_new));
+    if (option == "--json")
+      reporters.push_back(std::make_unique<output::JsonReporter>(option, path, folder_is_new));
+    if (option == "--csv")
+      reporters.push_back(std::make_unique<output::CsvReporter>(path, suites, folder_is_new));
     if (option == "--markdown")
       reporters.push_back(std::make_unique<output::MarkdownReporter>(option, path, folder_is_new));
   }
@@ -118,28 +123,31 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   if (a.duration) {
     auto v = parse_real(*a.duration);
     if (!v || !(*v >= 0.001 && *v <= 3600))
-      throw UsageError(fmt::format("--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5",
-                                   *a.duration));
+      throw UsageError(fmt::format(
+          "--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5", *a.duration));
     opts.duration_s = *v;
   }
   if (a.warmup) {
     auto v = parse_real(*a.warmup);
     if (!v || !(*v >= 0 && *v <= 600))
-      throw UsageError(fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", *a.warmup));
+      throw UsageError(
+          fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", *a.warmup));
     opts.warmup_s = *v;
   }
   if (a.repetitions) {
     auto v = parse_integer(*a.repetitions);
     if (!v || !(*v >= 1 && *v <= 1000))
-      throw UsageError(fmt::format("--repetitions '{}': give a whole number from 1 to 1000, e.g. --repetitions 5",
-                                   *a.repetitions));
+      throw UsageError(fmt::format(
+          "--repetitions '{}': give a whole number from 1 to 1000, e.g. --repetitions 5", *a.repetitions));
     opts.repetitions = int(*v);
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
-  if (a.seed && !a.interleave) throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
+  if (a.seed && !a.interleave)
+    throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
   if (a.seed) {
     auto v = parse_integer(*a.seed);
-    if (!v || *v < 0) throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", *a.seed));
+    if (!v || *v < 0)
+      throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", *a.seed));
     seed = uint64_t(*v);
   } else if (a.interleave) {
     seed = std::random_device{}() & 0x7fffffff;
@@ -154,7 +162,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // parse: every option and parameter is checked here and in plan, before anything is created.
   const PresetSpec* preset = find_preset(a.preset.value_or(""));
   if (!preset || (a.preset && a.preset->empty()))
-    throw UsageError(fmt::format("--preset '{}': use quick or full, or leave --preset out", a.preset.value_or("")));
+    throw UsageError(
+        fmt::format("--preset '{}': use quick or full, or leave --preset out", a.preset.value_or("")));
   std::optional<uint64_t> seed;  // --interleave: the order's seed
   const RunOptions opts = parse_options(a, *preset, seed);
   Overrides overrides;
@@ -186,7 +195,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // export
   for (auto& r : reporters) r->end(records);
-  const bool failed = std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
+  const bool failed =
+      std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
   return failed ? 1 : 0;
 }
 

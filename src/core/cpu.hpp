@@ -11,12 +11,18 @@ struct CpuUsage {
   int64_t ctx_vol = 0, ctx_invol = 0;
 
   CpuUsage& operator+=(const CpuUsage& o) {
-    user_s += o.user_s; sys_s += o.sys_s; ctx_vol += o.ctx_vol; ctx_invol += o.ctx_invol;
+    user_s += o.user_s;
+    sys_s += o.sys_s;
+    ctx_vol += o.ctx_vol;
+    ctx_invol += o.ctx_invol;
     return *this;
   }
   friend CpuUsage operator+(CpuUsage a, const CpuUsage& b) { return a += b; }
   friend CpuUsage operator-(CpuUsage a, const CpuUsage& b) {
-    a.user_s -= b.user_s; a.sys_s -= b.sys_s; a.ctx_vol -= b.ctx_vol; a.ctx_invol -= b.ctx_invol;
+    a.user_s -= b.user_s;
+    a.sys_s -= b.sys_s;
+    a.ctx_vol -= b.ctx_vol;
+    a.ctx_invol -= b.ctx_invol;
     return a;
   }
 };

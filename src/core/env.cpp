@@ -41,7 +41,9 @@ std::string run_command(const std::string& cmd) {
 nlohmann::json limit(int resource) {
   rlimit rl{};
   getrlimit(resource, &rl);
-  auto v = [](rlim_t x) { return x == RLIM_INFINITY ? nlohmann::json("unlimited") : nlohmann::json(uint64_t(x)); };
+  auto v = [](rlim_t x) {
+    return x == RLIM_INFINITY ? nlohmann::json("unlimited") : nlohmann::json(uint64_t(x));
+  };
   return {{"soft", v(rl.rlim_cur)}, {"hard", v(rl.rlim_max)}};
 }
 
@@ -66,7 +68,9 @@ nlohmann::json collect_environment(const std::string& command_line) {
   c["ipclab_version"] = IPCLAB_VERSION;
   std::string src = IPCLAB_SOURCE_DIR;
   std::string sha = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
-  if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty())
+  if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src +
+                                   "' status --porcelain --untracked-files=no 2>/dev/null")
+                           .empty())
     sha += "-dirty";
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
   c["command_line"] = command_line;
@@ -137,7 +141,8 @@ nlohmann::json collect_environment(const std::string& command_line) {
   if (DIR* d = opendir("/sys/devices/system/cpu/vulnerabilities")) {
     while (dirent* e = readdir(d))
       if (e->d_name[0] != '.')
-        mitig[e->d_name] = read_first_line(std::string("/sys/devices/system/cpu/vulnerabilities/") + e->d_name);
+        mitig[e->d_name] =
+            read_first_line(std::string("/sys/devices/system/cpu/vulnerabilities/") + e->d_name);
     closedir(d);
   }
   c["mitigations"] = mitig;
@@ -164,10 +169,11 @@ nlohmann::json collect_environment(const std::string& command_line) {
   if (rc == 0) {
     uring["features"] = ring.features;
     io_uring_queue_exit(&ring);
-    for (auto [name, flag] : {std::pair{"sqpoll", unsigned(IORING_SETUP_SQPOLL)},
-                              {"single_issuer", unsigned(IORING_SETUP_SINGLE_ISSUER)},
-                              {"defer_taskrun", unsigned(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)},
-                              {"coop_taskrun", unsigned(IORING_SETUP_COOP_TASKRUN)}}) {
+    for (auto [name, flag] :
+         {std::pair{"sqpoll", unsigned(IORING_SETUP_SQPOLL)},
+          {"single_issuer", unsigned(IORING_SETUP_SINGLE_ISSUER)},
+          {"defer_taskrun", unsigned(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)},
+          {"coop_taskrun", unsigned(IORING_SETUP_COOP_TASKRUN)}}) {
       io_uring r;
       bool ok = io_uring_queue_init(8, &r, flag) == 0;
       if (ok) io_uring_queue_exit(&r);
@@ -183,26 +189,31 @@ nlohmann::json collect_environment(const std::string& command_line) {
   c["compiler"] = fmt::format("gcc {}", __VERSION__);
   c["build_type"] = IPCLAB_BUILD_TYPE;
   c["build_flags"] = IPCLAB_BUILD_FLAGS;
-  c["libraries"] = {{"liburing", IPCLAB_URING_VERSION},
-                    {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
-                    {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
-                                                  NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH)},
-                    {"glibc", run_command("getconf GNU_LIBC_VERSION")}};
+  c["libraries"] = {
+      {"liburing", IPCLAB_URING_VERSION},
+      {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
+      {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
+                                    NLOHMANN_JSON_VERSION_PATCH)},
+      {"glibc", run_command("getconf GNU_LIBC_VERSION")}};
 
   // Warnings, each naming its remedy.
   if (load[0] > 0.25 * double(logical))
-    warn(fmt::format("load average {:.2f} on {} CPUs: other work competes with the benchmarks", load[0], logical),
+    warn(fmt::format("load average {:.2f} on {} CPUs: other work competes with the benchmarks", load[0],
+                     logical),
          "stop other work (see `top`) and re-run; compare only runs made at similar load");
   if (!gov.empty() && gov != "performance")
     warn(fmt::format("CPU frequency governor is '{}': clock speed varies during runs", gov),
          "`cpupower frequency-set -g performance` (as root)");
   if (virt != "none")
-    warn(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled", virt),
+    warn(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
+                     virt),
          "compare only runs from the same machine; pin sides with --cpus and record placement");
   if (smt_on)
-    warn("SMT is on: two logical CPUs may be one core", "pick --cpus on distinct physical cores, or disable SMT");
+    warn("SMT is on: two logical CPUs may be one core",
+         "pick --cpus on distinct physical cores, or disable SMT");
   if (allowed.size() < 2)
-    warn("only one CPU is available: cross placement cannot run", "give the process two CPUs (taskset) or use placement=same");
+    warn("only one CPU is available: cross placement cannot run",
+         "give the process two CPUs (taskset) or use placement=same");
   if (msg_max >= 0 && msg_max < 64)
     warn(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
          "`sysctl fs.mqueue.msg_max=256` (as root) for deeper queues");

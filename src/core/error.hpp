@@ -30,11 +30,16 @@ inline std::string printable(std::string_view text) {
   for (size_t i = 0; i < n;) {
     const unsigned c = s[i];
     if (c < 0x80) {
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
-      else if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
-      else out += char(c);
+      if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else if (c == '\r')
+        out += "\\r";
+      else if (c < 0x20 || c == 0x7f)
+        fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+      else
+        out += char(c);
       ++i;
       continue;
     }
@@ -54,8 +59,10 @@ inline std::string printable(std::string_view text) {
       ++i;
       continue;
     }
-    if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029) fmt::format_to(std::back_inserter(out), "\\u{{{:04x}}}", cp);
-    else out.append(text.substr(i, len));
+    if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
+      fmt::format_to(std::back_inserter(out), "\\u{{{:04x}}}", cp);
+    else
+      out.append(text.substr(i, len));
     i += len;
   }
   return out;

@@ -31,7 +31,8 @@ uint64_t count_of(const std::string& s) {
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> parts;
   size_t pos = 0;
-  for (size_t c; (c = s.find(':', pos)) != std::string::npos; pos = c + 1) parts.push_back(s.substr(pos, c - pos));
+  for (size_t c; (c = s.find(':', pos)) != std::string::npos; pos = c + 1)
+    parts.push_back(s.substr(pos, c - pos));
   parts.push_back(s.substr(pos));
   return parts;
 }
@@ -42,8 +43,10 @@ Fault parse() {
   const char* env = std::getenv("IPCLAB_FAULT");
   if (!env || !*env) return f;
   const auto bad = [&] {
-    return UsageError(fmt::format("IPCLAB_FAULT='{}' is not a fault spec; use {} (N, NS, MS >= 1; ROLE: "
-                                  "producer, consumer, client or server)", env, kFaultForms));
+    return UsageError(
+        fmt::format("IPCLAB_FAULT='{}' is not a fault spec; use {} (N, NS, MS >= 1; ROLE: "
+                    "producer, consumer, client or server)",
+                    env, kFaultForms));
   };
   const auto parts = split(env);
   if (parts[0] == "corrupt" && parts.size() == 2) {

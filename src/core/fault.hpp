@@ -37,11 +37,13 @@ class FaultPoint {
 
   /// Call before each send.
   void before_send() {
-    if (armed_) [[unlikely]] maybe_stall();
+    if (armed_) [[unlikely]]
+      maybe_stall();
   }
   /// Call after each receive, with the message received (`n` bytes of `buf`), before looking at it.
   void after_recv(std::byte* buf, size_t n) {
-    if (armed_) [[unlikely]] received(buf, n);
+    if (armed_) [[unlikely]]
+      received(buf, n);
   }
 
  private:

@@ -60,12 +60,18 @@ std::recursive_mutex g_mu;  // begin/end and journal appends
 
 const char* kind_word(Kind k) {
   switch (k) {
-    case Kind::PosixShm: return "shm";
-    case Kind::PosixMq: return "mq";
-    case Kind::PosixSem: return "sem";
-    case Kind::Path: return "path";
-    case Kind::SysvMsg: return "msg";
-    case Kind::File: return "file";
+    case Kind::PosixShm:
+      return "shm";
+    case Kind::PosixMq:
+      return "mq";
+    case Kind::PosixSem:
+      return "sem";
+    case Kind::Path:
+      return "path";
+    case Kind::SysvMsg:
+      return "msg";
+    case Kind::File:
+      return "file";
   }
   return "?";
 }
@@ -111,7 +117,7 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
     }
     case Kind::SysvMsg: {
       const int id = msgget(key, 0);
-      msqid_ds ds {};
+      msqid_ds ds{};
       if (id < 0 || msgctl(id, IPC_STAT, &ds) != 0) return false;
       if (ds.msg_perm.__key != key || ds.msg_perm.cuid != geteuid()) return false;
       return msgctl(id, IPC_RMID, nullptr) == 0;
@@ -168,8 +174,10 @@ void forget(Kind kind, const std::string& name) {
 // write() to an O_APPEND descriptor: a kill leaves whole lines only.
 void journal(char sign, Kind kind, const std::string& name) {
   if (name.empty() || name.size() >= kNameMax || name.find('\n') != std::string::npos)
-    throw UsageError(fmt::format("'{}' cannot be recorded as a name (empty, over {} bytes or with a "
-                                 "line break); choose a shorter, plain path", name, kNameMax - 1));
+    throw UsageError(
+        fmt::format("'{}' cannot be recorded as a name (empty, over {} bytes or with a "
+                    "line break); choose a shorter, plain path",
+                    name, kNameMax - 1));
   const std::string line = fmt::format("{}{} {}\n", sign, kind_word(kind), name);
   std::lock_guard lk(g_mu);
   if (::write(g_run.journal_fd, line.data(), line.size()) != ssize_t(line.size()))
@@ -210,10 +218,9 @@ std::vector<std::string> clean_run(int base_fd, const std::string& folder, int d
   const int shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   for (auto& [kind, name] : open_entries(journal_fd)) {
     // Only names this run gave: "/ipclab.<id>.…", its own files, or bare names in its folder.
-    const bool named = kind == Kind::SysvMsg || kind == Kind::Path
-                           ? true
-                           : kind == Kind::File ? name.find(tag) != std::string::npos
-                                                : name.rfind("/ipclab." + id + ".", 0) == 0;
+    const bool named = kind == Kind::SysvMsg || kind == Kind::Path ? true
+                       : kind == Kind::File                        ? name.find(tag) != std::string::npos
+                                            : name.rfind("/ipclab." + id + ".", 0) == 0;
     if (named && remove_owned(kind, name.c_str(), sysv_key_of(name), shm_fd, dir_fd))
       removed.push_back(fmt::format("{} {}", kind_word(kind), name));
   }
@@ -247,7 +254,8 @@ int open_state_dir() {
   close(tfd);
   const std::string path = tmp + "/" + name;
   if (!made && mk_errno != EEXIST)
-    throw UsageError(fmt::format("cannot create {}: {}; set TMPDIR to a writable folder", path, strerror(mk_errno)));
+    throw UsageError(
+        fmt::format("cannot create {}: {}; set TMPDIR to a writable folder", path, strerror(mk_errno)));
   if (fd < 0)
     throw UsageError(fmt::format("{} is not a folder ({}); remove it, or set TMPDIR to a private folder",
                                  path, strerror(open_errno)));
@@ -255,8 +263,10 @@ int open_state_dir() {
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     close(fd);
-    throw UsageError(fmt::format("{} belongs to uid {} with mode {:o}, not to you alone; remove it, or "
-                                 "set TMPDIR to a private folder", path, st.st_uid, st.st_mode & 07777));
+    throw UsageError(
+        fmt::format("{} belongs to uid {} with mode {:o}, not to you alone; remove it, or "
+                    "set TMPDIR to a private folder",
+                    path, st.st_uid, st.st_mode & 07777));
   }
   return fd;
 }
@@ -317,8 +327,9 @@ void begin_run() {
     }
   }
   const int dir = openat(base, fresh.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  const int jfd = dir < 0 ? -1
-                          : openat(dir, kJournal, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int jfd =
+      dir < 0 ? -1
+              : openat(dir, kJournal, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   const std::string folder = "run." + id;
   if (dir < 0 || jfd < 0 || fchmod(dir, 0700) != 0 || fchmod(jfd, 0600) != 0 || flock(jfd, LOCK_EX) != 0 ||
       renameat(base, fresh.c_str(), base, folder.c_str()) != 0) {
@@ -418,7 +429,8 @@ sem_t* create_sem(const std::string& name, unsigned value) {
   create_journaled(Kind::PosixSem, name, 0, "sem_open", [&] {
     s = sem_open(name.c_str(), O_CREAT | O_EXCL, 0600, value);
     // sem_open applies the umask; the file is ours now (created exclusively), set its mode.
-    if (s != SEM_FAILED && g_run.shm_fd >= 0) fchmodat(g_run.shm_fd, ("sem." + name.substr(1)).c_str(), 0600, 0);
+    if (s != SEM_FAILED && g_run.shm_fd >= 0)
+      fchmodat(g_run.shm_fd, ("sem." + name.substr(1)).c_str(), 0600, 0);
     return s != SEM_FAILED;
   });
   return s;
@@ -427,7 +439,8 @@ sem_t* create_sem(const std::string& name, unsigned value) {
 int create_msgq(int& key) {
   for (int attempt = 0;; ++attempt) {
     uint32_t r = 0;
-    if (getrandom(&r, sizeof r, 0) != ssize_t(sizeof r)) r = uint32_t(g_run.counter.fetch_add(1) * 2654435761u);
+    if (getrandom(&r, sizeof r, 0) != ssize_t(sizeof r))
+      r = uint32_t(g_run.counter.fetch_add(1) * 2654435761u);
     key = (kSysvTag << 24) | int(r & 0xffffff);
     const std::string name = fmt::format("{:#x}", key);
     int id = -1;
@@ -446,7 +459,8 @@ int create_msgq(int& key) {
 void create_fifo(const std::string& path) {
   const std::string base = base_in_run_dir(path);
   create_journaled(Kind::Path, base, 0, "mkfifo", [&] {
-    return mkfifoat(g_run.dir_fd, base.c_str(), 0600) == 0 && fchmodat(g_run.dir_fd, base.c_str(), 0600, 0) == 0;
+    return mkfifoat(g_run.dir_fd, base.c_str(), 0600) == 0 &&
+           fchmodat(g_run.dir_fd, base.c_str(), 0600, 0) == 0;
   });
 }
 
@@ -474,7 +488,9 @@ int create_file(const std::string& dir, const std::string& stem, mode_t mode, st
 }
 
 bool commit_file(const std::string& path, const std::string& target, bool replace) {
-  auto folder = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().parent_path(); };
+  auto folder = [](const std::string& p) {
+    return std::filesystem::absolute(p).lexically_normal().parent_path();
+  };
   if (folder(target) != folder(path))
     throw std::logic_error("commit_file: " + target + " is not in the folder of " + path);
   if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0) {
@@ -494,7 +510,8 @@ void track_path(const std::string& path) {
 
 void remove(Kind kind, const std::string& name) {
   if (g_run.pid.load() != getpid()) return;  // not this process's run
-  const std::string n = kind == Kind::Path && name.find('/') != std::string::npos ? base_in_run_dir(name) : name;
+  const std::string n =
+      kind == Kind::Path && name.find('/') != std::string::npos ? base_in_run_dir(name) : name;
   remove_owned(kind, n.c_str(), kind == Kind::SysvMsg ? sysv_key_of(n) : 0, g_run.shm_fd, g_run.dir_fd);
   forget(kind, n);
   journal('-', kind, n);
@@ -538,7 +555,8 @@ std::vector<std::string> sweep_leftovers() {
     // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
     const std::string id = folder.substr(4);
     auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id) : std::vector<std::string>{};
-    if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0) removed.push_back("folder " + folder);
+    if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
+      removed.push_back("folder " + folder);
     if (jfd >= 0) close(jfd);
     close(dir);
     if (removed.empty()) continue;

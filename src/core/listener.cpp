@@ -54,8 +54,10 @@ void ensure_nofile(uint64_t need, const std::string& what) {
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur)
-    throw UsageError(fmt::format("{} needs {} open files but RLIMIT_NOFILE (hard) is {}: lower it, "
-                                 "or raise the limit (ulimit -Hn, limits.conf)", what, need, rl.rlim_cur));
+    throw UsageError(
+        fmt::format("{} needs {} open files but RLIMIT_NOFILE (hard) is {}: lower it, "
+                    "or raise the limit (ulimit -Hn, limits.conf)",
+                    what, need, rl.rlim_cur));
 }
 
 }  // namespace ipclab

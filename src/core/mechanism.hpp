@@ -109,13 +109,15 @@ class Registry {
 
 struct Registrar {
   template <class T>
-  explicit Registrar(T item) { Registry::get().add(std::move(item)); }
+  explicit Registrar(T item) {
+    Registry::get().add(std::move(item));
+  }
 };
 
 #define IPCLAB_CONCAT2(a, b) a##b
 #define IPCLAB_CONCAT(a, b) IPCLAB_CONCAT2(a, b)
 /// Registers a Mechanism or a Suite at start-up: `IPCLAB_REGISTER(Mechanism{...});`
 #define IPCLAB_REGISTER(...) \
-  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __LINE__){__VA_ARGS__}
+  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __LINE__) { __VA_ARGS__ }
 
 }  // namespace ipclab

@@ -14,11 +14,16 @@ namespace ipclab {
 
 const char* type_name(ParamType t) {
   switch (t) {
-    case ParamType::Int: return "int";
-    case ParamType::Size: return "size";
-    case ParamType::Double: return "double";
-    case ParamType::String: return "string";
-    case ParamType::Bool: return "bool";
+    case ParamType::Int:
+      return "int";
+    case ParamType::Size:
+      return "size";
+    case ParamType::Double:
+      return "double";
+    case ParamType::String:
+      return "string";
+    case ParamType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -36,10 +41,14 @@ std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix) {
   if (!size_suffix) return std::nullopt;
   for (char& c : suffix) c = char(std::tolower(static_cast<unsigned char>(c)));
   int64_t mult = 0;
-  if (suffix == "k" || suffix == "kib" || suffix == "kb") mult = int64_t(1) << 10;
-  else if (suffix == "m" || suffix == "mib" || suffix == "mb") mult = int64_t(1) << 20;
-  else if (suffix == "g" || suffix == "gib" || suffix == "gb") mult = int64_t(1) << 30;
-  else return std::nullopt;
+  if (suffix == "k" || suffix == "kib" || suffix == "kb")
+    mult = int64_t(1) << 10;
+  else if (suffix == "m" || suffix == "mib" || suffix == "mb")
+    mult = int64_t(1) << 20;
+  else if (suffix == "g" || suffix == "gib" || suffix == "gb")
+    mult = int64_t(1) << 30;
+  else
+    return std::nullopt;
   int64_t out = 0;
   if (__builtin_mul_overflow(v, mult, &out)) return std::nullopt;
   return out;
@@ -87,9 +96,12 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       break;
     }
     case ParamType::Bool:
-      if (value == "1" || value == "true" || value == "yes" || value == "on") out = "1";
-      else if (value == "0" || value == "false" || value == "no" || value == "off") out = "0";
-      else throw bad("a boolean (0 or 1)");
+      if (value == "1" || value == "true" || value == "yes" || value == "on")
+        out = "1";
+      else if (value == "0" || value == "false" || value == "no" || value == "off")
+        out = "0";
+      else
+        throw bad("a boolean (0 or 1)");
       break;
     case ParamType::String:
       // Values go into result names, CSV and JSON: printable UTF-8 only.
@@ -108,8 +120,8 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       std::find(spec.choices.begin(), spec.choices.end(), out) == spec.choices.end()) {
     std::string all;
     for (auto& c : spec.choices) all += (all.empty() ? "" : "|") + c;
-    throw UsageError(fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name,
-                                 value, all));
+    throw UsageError(
+        fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name, value, all));
   }
   return out;
 }
@@ -130,7 +142,10 @@ bool Params::flag(const std::string& name) const { return str(name) == "1"; }
 
 void Params::set(const std::string& name, const std::string& value) {
   for (auto& [k, v] : kv_)
-    if (k == name) { v = value; return; }
+    if (k == name) {
+      v = value;
+      return;
+    }
   kv_.emplace_back(name, value);
 }
 
@@ -149,9 +164,15 @@ nlohmann::json Params::to_json() const {
   for (auto& [k, v] : kv_) {
     char* end = nullptr;
     long long i = std::strtoll(v.c_str(), &end, 10);
-    if (!v.empty() && *end == '\0') { j[k] = i; continue; }
+    if (!v.empty() && *end == '\0') {
+      j[k] = i;
+      continue;
+    }
     double d = std::strtod(v.c_str(), &end);
-    if (!v.empty() && *end == '\0') { j[k] = d; continue; }
+    if (!v.empty() && *end == '\0') {
+      j[k] = d;
+      continue;
+    }
     j[k] = v;
   }
   return j;
@@ -181,10 +202,14 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
   std::vector<std::vector<std::string>> axes;
   for (auto& s : specs) {
     std::vector<std::string> raw;
-    if (auto it = overrides.find(s.name); it != overrides.end()) raw = it->second;
-    else if (preset == Preset::Full && !s.full.empty()) raw = s.full;
-    else if (preset != Preset::Default && !s.quick.empty()) raw = s.quick;
-    else raw = {s.def};
+    if (auto it = overrides.find(s.name); it != overrides.end())
+      raw = it->second;
+    else if (preset == Preset::Full && !s.full.empty())
+      raw = s.full;
+    else if (preset != Preset::Default && !s.quick.empty())
+      raw = s.quick;
+    else
+      raw = {s.def};
     std::vector<std::string> vals;  // in the order given, each once
     std::set<std::string> seen;
     for (auto& r : raw) {
@@ -198,9 +223,10 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
   for (auto& a : axes)
     if (__builtin_mul_overflow(points, a.size(), &points)) points = SIZE_MAX;
   if (points > kMaxGridPoints)
-    throw UsageError(fmt::format("-p values make {} combinations; at most {} in one run: split it into "
-                                 "several, with fewer values per -p", points == SIZE_MAX ? "too many" : std::to_string(points),
-                                 kMaxGridPoints));
+    throw UsageError(
+        fmt::format("-p values make {} combinations; at most {} in one run: split it into "
+                    "several, with fewer values per -p",
+                    points == SIZE_MAX ? "too many" : std::to_string(points), kMaxGridPoints));
   std::vector<Params> out;
   std::vector<size_t> idx(specs.size(), 0);
   while (true) {

@@ -24,8 +24,8 @@ struct ParamSpec {
   /// result names and JSON say): {"pingpong", "roundtrip"} lets `-p pattern=pingpong` still run.
   std::map<std::string, std::string> aliases;
   std::string help;
-  std::vector<std::string> quick;    // values of the quick preset (empty = default)
-  std::vector<std::string> full;     // values of the full preset (empty = quick, then default)
+  std::vector<std::string> quick;            // values of the quick preset (empty = default)
+  std::vector<std::string> full;             // values of the full preset (empty = quick, then default)
   int64_t min = INT64_MIN, max = INT64_MAX;  // bounds for Int and Size
   /// String holding an absolute filesystem path: '/' allowed (written as %2F in result names).
   bool path = false;

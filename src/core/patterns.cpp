@@ -97,8 +97,10 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
       ++expect;
       continue;
     }
-    if (d.h.seq < expect) out.integrity.duplicated++;
-    else if (d.h.seq > expect) out.integrity.lost += d.h.seq - expect;
+    if (d.h.seq < expect)
+      out.integrity.duplicated++;
+    else if (d.h.seq > expect)
+      out.integrity.lost += d.h.seq - expect;
     expect = d.h.seq + 1;
   }
 }
@@ -110,7 +112,8 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   w.ready();
   while (w.running()) {
     const bool measuring = w.measuring();
-    msg::Header h{.seq = seq, .producer = uint32_t(index),
+    msg::Header h{.seq = seq,
+                  .producer = uint32_t(index),
                   .send_ns = seq % t.sample == 0 ? now_ns() : 0,
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
     msg::encode(buf.data(), t.size, h, t.random);
@@ -184,9 +187,10 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
 void run_transport(Session& s) {
   const auto t = shape_of(s.params());
   if (!t.roundtrip && t.size < msg::kHeaderSize)
-    throw UsageError(fmt::format(
-        "throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
-        "-p size={} or pattern=roundtrip", msg::kHeaderSize, msg::kHeaderSize));
+    throw UsageError(
+        fmt::format("throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
+                    "-p size={} or pattern=roundtrip",
+                    msg::kHeaderSize, msg::kHeaderSize));
   if (t.roundtrip && t.producers != t.consumers)
     throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
   if (t.producers > kMaxPeersTracked)
@@ -203,21 +207,26 @@ void run_transport(Session& s) {
   // registry's): a stuck thread may outlive both.
   const Mechanism& mech = s.mechanism();
   const double dur = s.options().duration_s;
-  const std::string sender = t.roundtrip ? "client" : "producer", receiver = t.roundtrip ? "server" : "consumer";
+  const std::string sender = t.roundtrip ? "client" : "producer",
+                    receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
     workers.push_back({sender, i, s.cpu_for(0), [tp, t, i, &mech, dur, sender](Worker& w) {
                          auto ep = tp->open(Role::Producer, i);
                          FaultPoint fault(mech, dur, sender, w);
-                         if (t.roundtrip) roundtrip_client(w, *ep, fault, t, i);
-                         else throughput_producer(w, *ep, fault, t, i);
+                         if (t.roundtrip)
+                           roundtrip_client(w, *ep, fault, t, i);
+                         else
+                           throughput_producer(w, *ep, fault, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
     workers.push_back({receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver](Worker& w) {
                          auto ep = tp->open(Role::Consumer, i);
                          FaultPoint fault(mech, dur, receiver, w);
-                         if (t.roundtrip) roundtrip_server(w, *ep, fault, t);
-                         else throughput_consumer(w, *ep, fault, t, i);
+                         if (t.roundtrip)
+                           roundtrip_server(w, *ep, fault, t);
+                         else
+                           throughput_consumer(w, *ep, fault, t, i);
                        }});
 
   Control& ctl = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
@@ -244,9 +253,8 @@ void run_transport(Session& s) {
     rec.integrity.lost += missing - std::min(missing, rec.integrity.corrupt);
   }
   if (!rec.integrity.clean())
-    rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent",
-                         rec.integrity.lost, rec.integrity.duplicated, rec.integrity.corrupt,
-                         rec.integrity.sent));
+    rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent", rec.integrity.lost,
+                         rec.integrity.duplicated, rec.integrity.corrupt, rec.integrity.sent));
   if (s.stuck()) transport.release();  // a stuck thread may still use it
 }
 
@@ -255,7 +263,8 @@ void run_loop(Session& s) {
   Loop* lp = loop.get();
   // Ops are timed in batches: one clock read costs ~30 ns here, far more than a null op.
   constexpr uint64_t kBatch = 1000;
-  s.run_workers({{"worker", 0, s.cpu_for(0), [lp](Worker& w) {
+  s.run_workers({{"worker", 0, s.cpu_for(0),
+                  [lp](Worker& w) {
                     auto& out = w.out();
                     w.ready();
                     while (w.running()) {

@@ -75,7 +75,10 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   size_t cut = err_buf.size();
   for (int lines = 0; cut > 0 && lines < 4; ++lines) {
     cut = err_buf.rfind('\n', cut - 1);
-    if (cut == std::string::npos) { cut = 0; break; }
+    if (cut == std::string::npos) {
+      cut = 0;
+      break;
+    }
   }
   run.stderr_tail = err_buf.substr(cut);
   while (!run.stderr_tail.empty() && (run.stderr_tail.front() == '\n')) run.stderr_tail.erase(0, 1);
@@ -93,21 +96,23 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
     try {
       run.records.push_back(record_from_json(nlohmann::json::parse(line)));
     } catch (const std::exception& e) {
-      if (run.error.empty()) run.error = fmt::format("peer output line {} is not a valid record: {}", line_no, e.what());
+      if (run.error.empty())
+        run.error = fmt::format("peer output line {} is not a valid record: {}", line_no, e.what());
     }
   }
   if (timed_out)
-    run.error = fmt::format("stalled: peer {} (pid {}){} did not finish within {:.0f} s and was killed", argv[0],
-                            peer.pid(), state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "",
-                            timeout_s);
+    run.error = fmt::format(
+        "stalled: peer {} (pid {}){} did not finish within {:.0f} s and was killed", argv[0], peer.pid(),
+        state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "", timeout_s);
   else if (!peer.clean())
-    run.error = fmt::format("peer {} {}{}", argv[0], peer.death(),
-                            WIFEXITED(peer.status()) && !run.stderr_tail.empty() ? ": " + run.stderr_tail : "");
+    run.error =
+        fmt::format("peer {} {}{}", argv[0], peer.death(),
+                    WIFEXITED(peer.status()) && !run.stderr_tail.empty() ? ": " + run.stderr_tail : "");
   return run;
 }
 
-void fold_peer(Session& s, const std::string& executable, int cpu,
-               const std::vector<std::string>& args, double timeout_s) {
+void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args,
+               double timeout_s) {
   auto& opts = s.options();
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -121,7 +126,8 @@ void fold_peer(Session& s, const std::string& executable, int cpu,
   Record& rec = s.record();
   if (!run.error.empty()) throw std::runtime_error(run.error);
   if (run.records.size() != 1)
-    throw std::runtime_error(fmt::format("peer {} printed {} records; one was expected", executable, run.records.size()));
+    throw std::runtime_error(
+        fmt::format("peer {} printed {} records; one was expected", executable, run.records.size()));
   const Record& p = run.records.front();
   if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
   if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);

@@ -28,16 +28,18 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   std::string have;
   for (int c : allowed) have += (have.empty() ? "" : ",") + std::to_string(c);
   if (text.empty())
-    throw UsageError(fmt::format("--cpus is empty: list CPUs like 0,1 or 0-3 from {}, or leave --cpus out", have));
+    throw UsageError(
+        fmt::format("--cpus is empty: list CPUs like 0,1 or 0-3 from {}, or leave --cpus out", have));
   // Every number is checked against the allowed set before a range is expanded, so a range
   // is at most CPU_SETSIZE long whatever the text says.
   auto cpu = [&](std::string_view num) {
     auto v = parse_integer(num);
     if (!v)
-      throw UsageError(fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3",
-                                   text, num));
+      throw UsageError(
+          fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3", text, num));
     if (*v < 0 || *v >= CPU_SETSIZE || !is_allowed(*v))
-      throw UsageError(fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, num, have));
+      throw UsageError(
+          fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, num, have));
     return int(*v);
   };
   std::vector<int> out;
@@ -57,7 +59,8 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     }
     for (int c = lo; c <= hi; ++c) {
       if (!is_allowed(c))
-        throw UsageError(fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, c, have));
+        throw UsageError(
+            fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, c, have));
       if (std::find(out.begin(), out.end(), c) != out.end())
         throw UsageError(fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", text, c));
       out.push_back(c);
@@ -106,10 +109,10 @@ std::string placement_problem(const std::string& layout, const std::vector<int>&
   if (distinct.size() >= need) return "";
   std::string have;
   for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
-  return fmt::format("placement {} needs {} distinct CPUs but only {} {} available ({}); give --cpus "
-                     "with {} CPUs, e.g. --cpus 0,1, or choose another placement",
-                     layout, need, distinct.size(), distinct.size() == 1 ? "is" : "are",
-                     have.empty() ? "none" : have, need);
+  return fmt::format(
+      "placement {} needs {} distinct CPUs but only {} {} available ({}); give --cpus "
+      "with {} CPUs, e.g. --cpus 0,1, or choose another placement",
+      layout, need, distinct.size(), distinct.size() == 1 ? "is" : "are", have.empty() ? "none" : have, need);
 }
 
 int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cpus) {

@@ -118,8 +118,12 @@ Process Process::exec(const Spawn& how, const std::vector<std::string>& argv) {
 }
 
 Process::Process(Process&& o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), ready_fd_(std::exchange(o.ready_fd_, -1)), reaped_(o.reaped_),
-      stopped_(o.stopped_), status_(o.status_), usage_(o.usage_) {}
+    : pid_(std::exchange(o.pid_, -1)),
+      ready_fd_(std::exchange(o.ready_fd_, -1)),
+      reaped_(o.reaped_),
+      stopped_(o.stopped_),
+      status_(o.status_),
+      usage_(o.usage_) {}
 
 Process& Process::operator=(Process&& o) noexcept {
   if (this != &o) {
@@ -240,7 +244,8 @@ double Process::cpu_seconds() const {
 
 char task_state(pid_t pid, pid_t tid) {
   if (pid <= 0 && tid <= 0) return 0;
-  const auto fields = stat_fields(pid > 0 ? fmt::format("/proc/{}/stat", pid) : fmt::format("/proc/self/task/{}/stat", tid));
+  const auto fields =
+      stat_fields(pid > 0 ? fmt::format("/proc/{}/stat", pid) : fmt::format("/proc/self/task/{}/stat", tid));
   return fields.empty() || fields[0].empty() ? 0 : fields[0][0];
 }
 

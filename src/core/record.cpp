@@ -6,9 +6,12 @@ namespace ipclab {
 
 const char* status_name(Status s) {
   switch (s) {
-    case Status::Ok: return "ok";
-    case Status::Failed: return "failed";
-    case Status::Skipped: return "skipped";
+    case Status::Ok:
+      return "ok";
+    case Status::Failed:
+      return "failed";
+    case Status::Skipped:
+      return "skipped";
   }
   return "?";
 }
@@ -66,24 +69,31 @@ nlohmann::json to_json(const Record& r) {
   j["rates"] = rates;
   if (r.latency) {
     auto& l = *r.latency;
-    j["latency_ns"] = {{"kind", l.kind}, {"count", l.count}, {"mean", l.mean}, {"min", l.min},
-                       {"p50", l.p50},   {"p90", l.p90},     {"p95", l.p95},   {"p99", l.p99},
-                       {"p999", l.p999}, {"max", l.max},
-                       {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values},
-                                      {"counts", l.counts}}}};
+    j["latency_ns"] = {
+        {"kind", l.kind},
+        {"count", l.count},
+        {"mean", l.mean},
+        {"min", l.min},
+        {"p50", l.p50},
+        {"p90", l.p90},
+        {"p95", l.p95},
+        {"p99", l.p99},
+        {"p999", l.p999},
+        {"max", l.max},
+        {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
   } else {
     j["latency_ns"] = nullptr;
   }
-  j["cpu"] = {{"user_s", r.cpu.user_s},       {"sys_s", r.cpu.sys_s},
-              {"per_op_ns", r.cpu_per_op_ns()}, {"ctx_vol", r.cpu.ctx_vol},
-              {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()}};
+  j["cpu"] = {{"user_s", r.cpu.user_s},   {"sys_s", r.cpu.sys_s},         {"per_op_ns", r.cpu_per_op_ns()},
+              {"ctx_vol", r.cpu.ctx_vol}, {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()}};
   json sides = json::array();
   for (auto& s : r.placement.sides)
-    sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned},
-                     {"observed", s.observed}});
+    sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
   j["placement"] = {{"layout", r.placement.layout}, {"cpus", r.placement.cpus}, {"sides", sides}};
-  j["integrity"] = {{"sent", r.integrity.sent},         {"received", r.integrity.received},
-                    {"lost", r.integrity.lost},         {"duplicated", r.integrity.duplicated},
+  j["integrity"] = {{"sent", r.integrity.sent},
+                    {"received", r.integrity.received},
+                    {"lost", r.integrity.lost},
+                    {"duplicated", r.integrity.duplicated},
                     {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
   if (!r.spread.is_null()) j["spread"] = r.spread;
@@ -98,11 +108,11 @@ Record record_from_json(const nlohmann::json& j) {
   r.name = j.at("name").get<std::string>();
   auto first = r.name.find('/');
   r.suite = j.value("suite", r.name.substr(0, first));
-  r.mechanism = j.value("mechanism", first == std::string::npos ? std::string()
-                                                                : r.name.substr(first + 1, r.name.find('/', first + 1) - first - 1));
+  r.mechanism = j.value("mechanism", first == std::string::npos
+                                         ? std::string()
+                                         : r.name.substr(first + 1, r.name.find('/', first + 1) - first - 1));
   if (j.contains("params") && j["params"].is_object())
-    for (auto& [k, v] : j["params"].items())
-      r.params.set(k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (auto& [k, v] : j["params"].items()) r.params.set(k, v.is_string() ? v.get<std::string>() : v.dump());
   r.run_type = j.value("run_type", "iteration");
   r.repetition = j.value("repetition", 0);
   std::string st = j.value("status", "ok");
@@ -121,9 +131,14 @@ Record record_from_json(const nlohmann::json& j) {
     Latency lat = h.count() ? Latency::from(l.value("kind", "op"), h) : Latency{};
     lat.kind = l.value("kind", "op");
     // Exact figures from the writer win over the histogram's bucket estimates.
-    for (auto [key, field] : {std::pair{"count", &lat.count}, {"min", &lat.min}, {"max", &lat.max},
-                              {"p50", &lat.p50}, {"p90", &lat.p90}, {"p95", &lat.p95},
-                              {"p99", &lat.p99}, {"p999", &lat.p999}})
+    for (auto [key, field] : {std::pair{"count", &lat.count},
+                              {"min", &lat.min},
+                              {"max", &lat.max},
+                              {"p50", &lat.p50},
+                              {"p90", &lat.p90},
+                              {"p95", &lat.p95},
+                              {"p99", &lat.p99},
+                              {"p999", &lat.p999}})
       if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
     if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
     r.latency = lat;
@@ -150,8 +165,8 @@ std::string observed_text(const Placement& p) {
   for (auto& side : p.sides) {
     std::string cpus;
     for (int c : side.observed) cpus += (cpus.empty() ? "" : "+") + std::to_string(c);
-    out += (out.empty() ? "" : " ") + side.role + std::to_string(side.index) + "@" +
-           (cpus.empty() ? "?" : cpus);
+    out +=
+        (out.empty() ? "" : " ") + side.role + std::to_string(side.index) + "@" + (cpus.empty() ? "?" : cpus);
   }
   return out;
 }

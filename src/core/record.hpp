@@ -20,7 +20,10 @@ struct Integrity {
   uint64_t sent = 0, received = 0, lost = 0, duplicated = 0, corrupt = 0;
   bool clean() const { return lost == 0 && duplicated == 0 && corrupt == 0; }
   Integrity& operator+=(const Integrity& o) {
-    sent += o.sent; received += o.received; lost += o.lost; duplicated += o.duplicated;
+    sent += o.sent;
+    received += o.received;
+    lost += o.lost;
+    duplicated += o.duplicated;
     corrupt += o.corrupt;
     return *this;
   }

@@ -12,18 +12,15 @@ Registry& Registry::get() {
 
 void Registry::add(Mechanism m) {
   int kinds = bool(m.transport) + bool(m.loop) + bool(m.workload);
-  if (kinds != 1)
-    throw std::logic_error(m.full_name() + ": give exactly one of transport, loop, workload");
+  if (kinds != 1) throw std::logic_error(m.full_name() + ": give exactly one of transport, loop, workload");
   if (m.server && !m.workload)
     throw std::logic_error(m.full_name() + ": a server is started and driven by its suite's workload");
   for (auto& o : mechanisms_)
-    if (o.full_name() == m.full_name())
-      throw std::logic_error(m.full_name() + " registered twice");
+    if (o.full_name() == m.full_name()) throw std::logic_error(m.full_name() + " registered twice");
   mechanisms_.push_back(std::move(m));
   // Stable, readable order for `list` and runs: by suite, then by name.
-  std::stable_sort(mechanisms_.begin(), mechanisms_.end(), [](auto& a, auto& b) {
-    return a.suite != b.suite ? a.suite < b.suite : a.name < b.name;
-  });
+  std::stable_sort(mechanisms_.begin(), mechanisms_.end(),
+                   [](auto& a, auto& b) { return a.suite != b.suite ? a.suite < b.suite : a.name < b.name; });
 }
 
 void Registry::add(Suite s) { suites_.push_back(std::move(s)); }

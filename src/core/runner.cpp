@@ -21,8 +21,7 @@ namespace {
 bool filter_matches(const std::string& filter, const Mechanism& m) {
   const std::string full = m.full_name();
   if (filter.find_first_of("*?[") != std::string::npos)
-    return fnmatch(filter.c_str(), full.c_str(), 0) == 0 ||
-           fnmatch(filter.c_str(), m.name.c_str(), 0) == 0;
+    return fnmatch(filter.c_str(), full.c_str(), 0) == 0 || fnmatch(filter.c_str(), m.name.c_str(), 0) == 0;
   if (filter == m.suite || filter == full) return true;
   // A bare mechanism name selects mechanisms in every suite, unless it names a suite itself: a
   // suite's name selects that suite only, whatever a mechanism elsewhere is called.
@@ -41,15 +40,19 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
   auto& all = Registry::get().mechanisms();
   for (auto& f : filters) {
     if (f.empty())
-      throw UsageError("empty filter; give a suite, suite/mechanism or glob (see `ipclab list`), or none for all");
+      throw UsageError(
+          "empty filter; give a suite, suite/mechanism or glob (see `ipclab list`), or none for all");
     if (printable(f) != f)
-      throw UsageError(fmt::format("filter '{}' has control characters or bytes that are not UTF-8; "
-                                   "filters are suite and mechanism names (see `ipclab list`)", f));
+      throw UsageError(
+          fmt::format("filter '{}' has control characters or bytes that are not UTF-8; "
+                      "filters are suite and mechanism names (see `ipclab list`)",
+                      f));
     bool any = false;
     for (auto& m : all)
       if (filter_matches(f, m)) any = true;
     if (!any)
-      throw UsageError(fmt::format("no benchmark matches '{}'; see `ipclab list` for suites and mechanisms", f));
+      throw UsageError(
+          fmt::format("no benchmark matches '{}'; see `ipclab list` for suites and mechanisms", f));
   }
   for (auto& m : all) {
     bool take = filters.empty();
@@ -66,7 +69,8 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
     for (auto& p : m->params) known.insert(p.name);
   for (auto& [name, _] : overrides)
     if (!known.count(name))
-      throw UsageError(fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", name));
+      throw UsageError(
+          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", name));
 
   std::vector<PlannedBenchmark> out;
   std::string dropped;  // why the first impossible point was left out
@@ -78,8 +82,7 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
       std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
       if (why.empty() && m->check) why = m->check(point);
       if (!why.empty()) {
-        if (asked)
-          throw UsageError(fmt::format("{}/{}: {}", m->full_name(), point.path(), why));
+        if (asked) throw UsageError(fmt::format("{}/{}: {}", m->full_name(), point.path(), why));
         if (dropped.empty()) dropped = fmt::format("{}/{}: {}", m->full_name(), point.path(), why);
         continue;
       }
@@ -102,9 +105,12 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   rec.repetition = repetition;
   Session s(*b.mech, b.params, opts, rec);
   try {
-    if (b.mech->transport) run_transport(s);
-    else if (b.mech->loop) run_loop(s);
-    else b.mech->workload(s);
+    if (b.mech->transport)
+      run_transport(s);
+    else if (b.mech->loop)
+      run_loop(s);
+    else
+      b.mech->workload(s);
   } catch (const UsageError&) {
     throw;
   } catch (const Skip& e) {

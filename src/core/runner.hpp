@@ -31,8 +31,7 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
 /// when the user asked for them with -p. UsageError for -p names no mechanism has, and when no
 /// point is left.
 std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
-                                   const Overrides& overrides,
-                                   const std::vector<int>& cpus = allowed_cpus());
+                                   const Overrides& overrides, const std::vector<int>& cpus = allowed_cpus());
 
 /// A preset: which grid each parameter takes (its `quick` or `full` values, declared with the
 /// parameter) and the run options it implies. The one table of presets.

@@ -44,7 +44,8 @@ ServerProcess::ServerProcess(Process p) : proc_(std::move(p)) {
   proc_.wait(0.2);  // a closed pipe: the child is ending; let it be reaped
   const std::string how = proc_.death();
   proc_.stop();
-  throw std::runtime_error("server process: " + (how.empty() ? "did not report its port within 10 s" : "server " + how));
+  throw std::runtime_error("server process: " +
+                           (how.empty() ? "did not report its port within 10 s" : "server " + how));
 }
 
 CpuUsage ServerProcess::stop() {

@@ -125,21 +125,20 @@ Session::~Session() {
   }
 }
 
-std::string Session::placement() const {
-  return params_.str_or("placement", "unpinned");
-}
+std::string Session::placement() const { return params_.str_or("placement", "unpinned"); }
 
 int Session::cpu_for(int side) const { return cpu_for_side(placement(), side, opts_.cpus); }
 
 Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
                               const std::string& latency_kind) {
   if (workers.size() > size_t(kMaxWorkers))
-    throw UsageError(fmt::format("{} workers asked for; at most {} are supported", workers.size(),
-                                 kMaxWorkers));
+    throw UsageError(
+        fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
   int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
   for (int i = 0; i < int(workers.size()); ++i)
     if (workers[size_t(i)].process_cpu && !workers[size_t(i)].process && !processes) {
-      if (process_cpu >= 0) throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
+      if (process_cpu >= 0)
+        throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
       process_cpu = i;
     }
   install_wakeup_signal();
@@ -149,8 +148,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     ctl_ = nullptr;
   }
   // Shared anonymous memory: the same block serves threads and forked processes alike.
-  void* mem = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap control");
   ctl_ = new (mem) Control();
   Control& ctl = *ctl_;
@@ -176,8 +174,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     w.process = w.process || processes;
   }
   for (auto& w : workers)
-    if (w.role == "producer" || w.role == "client") ctl.producers_left.fetch_add(1);
-    else if (w.role == "consumer" || w.role == "server") ctl.consumers_left.fetch_add(1);
+    if (w.role == "producer" || w.role == "client")
+      ctl.producers_left.fetch_add(1);
+    else if (w.role == "consumer" || w.role == "server")
+      ctl.consumers_left.fetch_add(1);
 
   const int n = int(workers.size());
   std::vector<std::thread> threads(static_cast<size_t>(n));
@@ -265,10 +265,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     std::function<uint64_t()> beat = workers[i].progress;
     if (!beat) beat = [&ctl, i] { return ctl.slots[i].progress.load(std::memory_order_relaxed); };
     wd.watch(workers[i].role, workers[i].index, workers[i].process ? procs[size_t(i)].pid() : -1, -1,
-             std::move(beat), [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
+             std::move(beat),
+             [&ctl, i] { return ctl.slots[i].finished.load(std::memory_order_acquire) != 0; });
   }
   for (auto& peer : peers)
-    if (peer.progress) wd.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, workers_finished);
+    if (peer.progress)
+      wd.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, workers_finished);
   // A stall fails the run with the watchdog's line and the counts known at that moment (the
   // record's integrity, folded below, carries them too).
   auto watch_stall = [&] {
@@ -338,7 +340,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     const uint64_t warm_limit = now_ns() + uint64_t(warm_limit_s * 1e9);
     while (ctl.warming.load() > 0 && !ctl.abort.load()) {
       if (now_ns() > warm_limit) {
-        rec_.fail(fmt::format("stalled: the workers' warm-up work did not finish within {:.1f} s", warm_limit_s));
+        rec_.fail(
+            fmt::format("stalled: the workers' warm-up work did not finish within {:.1f} s", warm_limit_s));
         ctl.abort.store(1);
         break;
       }
@@ -395,13 +398,15 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       if (!abort_seen) abort_seen = now;
       if (now > join_deadline && !timed_out) {
         timed_out = true;
-        rec_.fail(fmt::format("workers still running {:.1f} s after the stop: a peer stalled",
-                              opts_.timeout_s()));
+        rec_.fail(
+            fmt::format("workers still running {:.1f} s after the stop: a peer stalled", opts_.timeout_s()));
       }
       ctl.abort.store(1);
       for (int i = 0; i < n; ++i) {
-        if (workers[i].process) procs[size_t(i)].signal(SIGUSR1);
-        else if (!ctl.slots[i].finished.load()) pthread_kill(threads[size_t(i)].native_handle(), SIGUSR1);
+        if (workers[i].process)
+          procs[size_t(i)].signal(SIGUSR1);
+        else if (!ctl.slots[i].finished.load())
+          pthread_kill(threads[size_t(i)].native_handle(), SIGUSR1);
       }
       if (now > abort_seen + kGraceNs) break;
     }
@@ -427,7 +432,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   for (int i = 0; i < n; ++i) {
     if (workers[i].process) continue;
     if (!threads[size_t(i)].joinable()) continue;
-    if (ctl.slots[i].finished.load()) threads[size_t(i)].join();
+    if (ctl.slots[i].finished.load())
+      threads[size_t(i)].join();
     else {
       threads[size_t(i)].detach();  // cannot be stopped: leak its objects rather than free them under it
       stuck_ = true;
@@ -508,8 +514,10 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   // run of it is the watchdog's only hold on it.
   // Each guard is armed before its run and disarmed after it, outside the timed part.
   const double limit = deadline_s > 0 ? deadline_s : opts_.timeout_s();
-  const std::string line = fmt::format("FAILED {} (repetition {}): stalled: workload {} did not finish "
-                                       "within {:.1f} s", rec_.name, rec_.repetition, mech_.full_name(), limit);
+  const std::string line = fmt::format(
+      "FAILED {} (repetition {}): stalled: workload {} did not finish "
+      "within {:.1f} s",
+      rec_.name, rec_.repetition, mech_.full_name(), limit);
   if (opts_.warmup_s > 0) {
     Deadline warm(limit, line);
     body();

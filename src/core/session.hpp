@@ -35,8 +35,8 @@ struct WorkerResult {
   Histogram hist;
   uint64_t ops = 0, bytes = 0;
   Integrity integrity;
-  CpuUsage cpu;              // measured window only
-  uint64_t cpu_mask = 0;     // CPUs seen (bit per CPU < 64)
+  CpuUsage cpu;           // measured window only
+  uint64_t cpu_mask = 0;  // CPUs seen (bit per CPU < 64)
   int pinned = -1;
   // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
   uint64_t seen_count[kMaxPeersTracked] = {};
@@ -46,7 +46,7 @@ struct WorkerResult {
   std::atomic<uint64_t> progress{0};
   std::atomic<int> tid{0};
   std::atomic<int> finished{0};
-  uint64_t t_done = 0;       // when it finished inside the measured window (0: it did not)
+  uint64_t t_done = 0;  // when it finished inside the measured window (0: it did not)
   // The worker's own measured window: when it saw the measure phase and when it saw the stop (or
   // finished), each between two of its operations — the run's window for workers of whole
   // operations (WorkerSpec::whole_ops). Atomic: the coordinator follows a process_cpu worker's.
@@ -77,9 +77,11 @@ class Worker {
   /// transitions into and out of the measured phase, and samples the CPU in use.
   bool running() {
     int ph = ctl_.phase.load(std::memory_order_acquire);
-    if (ph != seen_) [[unlikely]] ph = transition(ph);
+    if (ph != seen_) [[unlikely]]
+      ph = transition(ph);
     out_.progress.store(++iter_, std::memory_order_relaxed);  // the watchdog's heartbeat
-    if ((iter_ & 1023) == 0) [[unlikely]] sample_cpu();
+    if ((iter_ & 1023) == 0) [[unlikely]]
+      sample_cpu();
     return ph != kStop;
   }
   /// Announces that this worker's setup is done and waits for the coordinator's start.
@@ -175,8 +177,7 @@ class Session {
   /// The measured window lasts --duration, or ends earlier when every worker has finished its
   /// work (a count-bounded run): its end is then the last worker's finish. See until_done() for a
   /// run that --duration does not bound.
-  Control& run_workers(std::vector<WorkerSpec> workers, bool processes,
-                       const std::string& latency_kind);
+  Control& run_workers(std::vector<WorkerSpec> workers, bool processes, const std::string& latency_kind);
 
   /// Adds an external process to the next run_workers (see PeerSpec); cleared by it.
   void add_peer(PeerSpec peer) { peers_.push_back(std::move(peer)); }

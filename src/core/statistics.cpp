@@ -29,7 +29,8 @@ Record aggregate_median(const std::vector<Record>& reps) {
   std::vector<const Record*> ok;
   for (auto& r : reps) {
     a.integrity += r.integrity;
-    if (r.status == Status::Ok) ok.push_back(&r);
+    if (r.status == Status::Ok)
+      ok.push_back(&r);
     else if (a.status == Status::Ok || r.status == Status::Failed) {
       a.status = r.status;
       a.error = r.error;
@@ -49,8 +50,10 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.wall_s = median_of(tpo) * double(a.ops) * 1e-9;
   a.cpu.user_s = med([](const Record& r) { return r.ops ? r.cpu.user_s / r.ops : 0; }) * a.ops;
   a.cpu.sys_s = med([](const Record& r) { return r.ops ? r.cpu.sys_s / r.ops : 0; }) * a.ops;
-  a.cpu.ctx_vol = int64_t(std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
-  a.cpu.ctx_invol = int64_t(std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
+  a.cpu.ctx_vol = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
+  a.cpu.ctx_invol = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
   a.rates = nlohmann::json::object();
   for (auto& [k, v] : ok.front()->rates.items())
     if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });

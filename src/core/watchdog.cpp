@@ -21,8 +21,8 @@ double stall_limit_s(double duration_s) { return std::max(duration_s / 4, 1.0); 
 
 Watchdog::Watchdog(double duration_s) : limit_ns_(uint64_t(stall_limit_s(duration_s) * 1e9)) {}
 
-void Watchdog::watch(std::string role, int index, pid_t pid, pid_t tid,
-                     std::function<uint64_t()> progress, std::function<bool()> done) {
+void Watchdog::watch(std::string role, int index, pid_t pid, pid_t tid, std::function<uint64_t()> progress,
+                     std::function<bool()> done) {
   sides_.push_back({std::move(role), index, pid, tid, std::move(progress), std::move(done)});
 }
 

@@ -74,5 +74,4 @@ class Deadline {
   Deadline& operator=(const Deadline&) = delete;
 };
 
-
 }  // namespace ipclab

@@ -16,9 +16,11 @@ inline std::string rust_peer(const std::string& runtime) {
 #ifdef IPCLAB_RUST_PEER_DIR
   return fmt::format("{}/ipclab-peer-{}", IPCLAB_RUST_PEER_DIR, runtime);
 #else
-  throw Skip(fmt::format("the Rust peer ipclab-peer-{} was not built: cargo was not found when the "
-                         "build was configured (scripts/setup.sh installs it), or "
-                         "IPCLAB_WITH_RUST_PEERS=OFF", runtime));
+  throw Skip(
+      fmt::format("the Rust peer ipclab-peer-{} was not built: cargo was not found when the "
+                  "build was configured (scripts/setup.sh installs it), or "
+                  "IPCLAB_WITH_RUST_PEERS=OFF",
+                  runtime));
 #endif
 }
 

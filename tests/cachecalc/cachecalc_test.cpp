@@ -81,8 +81,8 @@ TEST(CachecalcVerify, CatchesLostUpdatesOfARacyRuntimeVariant) {
 #endif
 
 TEST(CachecalcVariants, EveryVariantIsRegisteredWithHelp) {
-  for (const char* n : {"sleep", "sleep_devzero", "calc_only", "serial", "std_mutex", "std_async",
-                        "threadpool"}) {
+  for (const char* n :
+       {"sleep", "sleep_devzero", "calc_only", "serial", "std_mutex", "std_async", "threadpool"}) {
     const Mechanism* m = testing::find_variant(n);
     ASSERT_NE(m, nullptr) << n;
     EXPECT_FALSE(m->help.empty());

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../workload_support.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
@@ -21,7 +22,6 @@
 #include "core/session.hpp"
 #include "mechanisms/echo/client.hpp"
 #include "mechanisms/echo/common.hpp"
-#include "../workload_support.hpp"
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/features.hpp>
@@ -72,15 +72,15 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
   EXPECT_GT(rec.extra["client_cpu_per_echo_ns"].get<double>(), 0.0);
   // The Session's window: --duration (0.2 s), the client running through it.
   EXPECT_GE(rec.wall_s, 0.2);
-  EXPECT_NEAR(rec.rates["echoes_per_s"].get<double>(), double(rec.ops) / rec.wall_s, 1e-6 * double(rec.ops) / rec.wall_s);
+  EXPECT_NEAR(rec.rates["echoes_per_s"].get<double>(), double(rec.ops) / rec.wall_s,
+              1e-6 * double(rec.ops) / rec.wall_s);
   EXPECT_EQ(test::open_fds(), fds0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Echo, EveryServer,
     ::testing::Values(
-        Case{"epoll", "", {}},
-        Case{"uring", "raw", {{"loop", "raw"}}},
+        Case{"epoll", "", {}}, Case{"uring", "raw", {{"loop", "raw"}}},
         Case{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
         Case{"uring", "raw_oneshot_pollfirst", {{"loop", "raw"}, {"multishot", "0"}, {"poll_first", "1"}}},
         Case{"uring", "raw_batched", {{"loop", "raw"}, {"wait_nr", "3"}, {"min_wait_us", "50"}}},
@@ -88,8 +88,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"uring", "raw_64k", {{"loop", "raw"}, {"size", "65536"}, {"fixed_files", "1"}}},
         Case{"uring", "ipcrt", {{"loop", "ipcrt"}}},
         Case{"uring", "ipcrt_fixed", {{"loop", "ipcrt"}, {"fixed_files", "1"}}},
-        Case{"asio", "epoll", {{"backend", "epoll"}}},
-        Case{"asio", "io_uring", {{"backend", "io_uring"}}},
+        Case{"asio", "epoll", {{"backend", "epoll"}}}, Case{"asio", "io_uring", {{"backend", "io_uring"}}},
         Case{"go", "", {}},
         // The cases above run the default client (uring where built); these the epoll one.
         Case{"epoll", "client_epoll", {{"client", "epoll"}}},
@@ -97,7 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"uring", "raw_64k_client_epoll", {{"loop", "raw"}, {"size", "65536"}, {"client", "epoll"}}},
         Case{"asio", "epoll_client_epoll", {{"backend", "epoll"}, {"client", "epoll"}}},
         Case{"go", "client_epoll", {{"client", "epoll"}}}),
-    [](const auto& info) { return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label); });
+    [](const auto& info) {
+      return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label);
+    });
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
 // The loop=raw server with `p`, started as run_echo starts it, for clients of the test's own.
@@ -138,8 +139,7 @@ class RawUring : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "the kernel refuses a sparse registered-file table";
   }
   Params params(const std::string& conns) const {
-    return test::params_of(*m_,
-                           {{"loop", "raw"}, {"connections", conns}, {"fixed_files", GetParam()}});
+    return test::params_of(*m_, {{"loop", "raw"}, {"connections", conns}, {"fixed_files", GetParam()}});
   }
   const Mechanism* m_ = nullptr;
 };
@@ -204,8 +204,10 @@ TEST_P(RawUring, BackpressureRunsTheBufferRingDryAndRecovers) {
       const size_t n = std::min(out.size(), kTotal - sent);
       for (size_t k = 0; k < n; ++k) out[k] = byte_at(sent + k);
       ssize_t w = ::send(fd, out.data(), n, MSG_NOSIGNAL);
-      if (w > 0) sent += size_t(w), blocked = false;
-      else ASSERT_EQ(errno, EAGAIN) << strerror(errno);
+      if (w > 0)
+        sent += size_t(w), blocked = false;
+      else
+        ASSERT_EQ(errno, EAGAIN) << strerror(errno);
     }
     if (!blocked) continue;
     pollfd pf{.fd = fd, .events = POLLIN, .revents = 0};
@@ -234,8 +236,9 @@ TEST(Echo, ExternalExecutableFollowsTheContract) {
   const Mechanism* m = test::find_mechanism("echo", "peer");
   ASSERT_NE(m, nullptr);
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 missing";
-  Record rec = run(*m, test::params_of(*m, {{"connections", "2"}, {"size", "3000"},
-                                      {"server", IPCLAB_TEST_DIR "/echo/echo_server.py"}}));
+  Record rec = run(*m, test::params_of(*m, {{"connections", "2"},
+                                            {"size", "3000"},
+                                            {"server", IPCLAB_TEST_DIR "/echo/echo_server.py"}}));
   EXPECT_EQ(rec.status, Status::Ok) << rec.error;
   EXPECT_GT(rec.ops, 10u);
 }
@@ -293,7 +296,8 @@ TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
     }
   };
   const int fds0 = test::open_fds();
-  Record rec = run_against(flips, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}));
+  Record rec = run_against(
+      flips, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}));
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_EQ(rec.integrity.corrupt, 1u);
   EXPECT_NE(rec.error.find("message 20: echoed bytes differ"), std::string::npos) << rec.error;

@@ -83,8 +83,11 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
     std::string mech;
     Overrides extra;
   };
-  std::vector<Case> cases = {{"psync", {}}, {"psync", {{"direct", {"1"}}}}, {"libaio", {}},
-                             {"liburing", {}}, {"liburing", {{"direct", {"0"}}}}};
+  std::vector<Case> cases = {{"psync", {}},
+                             {"psync", {{"direct", {"1"}}}},
+                             {"libaio", {}},
+                             {"liburing", {}},
+                             {"liburing", {{"direct", {"0"}}}}};
   for (auto* m : select_mechanisms({"fileio"}))
     if (m->name == "ipcrt") {
       for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
@@ -182,7 +185,7 @@ TEST_F(FileIo, BadParametersAreUsageErrors) {
   EXPECT_THROW(run("libaio", {{"file_size", {"100000"}}}), UsageError);  // not 64 KiB multiple
   Overrides odd{{"file_size", {"100000"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, odd), UsageError);  // by the plan
-  EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);       // warm + O_DIRECT
+  EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);  // warm + O_DIRECT
   Overrides o{{"dir", {"relative/path"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, o), UsageError);
   // A folder the user names must exist: it is never created (a tree and all, as it once was).

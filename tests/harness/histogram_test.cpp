@@ -59,7 +59,8 @@ TEST(Histogram, QuantilesWithinOnePercentOfExact) {
 }
 
 TEST(Histogram, MergeEqualsRecordingEverythingInOne) {
-  auto a = std::make_unique<Histogram>(), b = std::make_unique<Histogram>(), all = std::make_unique<Histogram>();
+  auto a = std::make_unique<Histogram>(), b = std::make_unique<Histogram>(),
+       all = std::make_unique<Histogram>();
   for (uint64_t v = 1; v < 100000; v += 37) {
     (v % 2 ? a : b)->record(v);
     all->record(v);

@@ -69,9 +69,9 @@ TEST(Output, JsonRecordHasTheSchemaShape) {
   auto j = nlohmann::json::parse(output::json_document({{"kernel", "x"}}, {sample()}));
   EXPECT_EQ(j["schema_version"], 1);
   auto& b = j["benchmarks"][0];
-  for (const char* k : {"name", "suite", "mechanism", "params", "run_type", "repetition", "status",
-                        "error", "ops", "bytes", "wall_s", "time_per_op_ns", "rates", "latency_ns",
-                        "cpu", "placement", "integrity", "extra"})
+  for (const char* k :
+       {"name", "suite", "mechanism", "params", "run_type", "repetition", "status", "error", "ops", "bytes",
+        "wall_s", "time_per_op_ns", "rates", "latency_ns", "cpu", "placement", "integrity", "extra"})
     EXPECT_TRUE(b.contains(k)) << k;
   EXPECT_DOUBLE_EQ(b["time_per_op_ns"].get<double>(), 500000.0);
   EXPECT_DOUBLE_EQ(b["rates"]["ops_per_s"].get<double>(), 2000.0);
@@ -97,9 +97,9 @@ TEST(Output, JsonRoundTripsThroughTheReader) {
 TEST(Output, MessagingCsvStartsWithTheReferenceColumns) {
   auto header = output::csv_header({sample()});
   const std::vector<std::string> reference = {
-      "backend", "queueName", "duration", "messageSize", "maxMessages", "producers", "consumers",
-      "nonBlocking", "randomPayload", "latencySample", "elapsedSec", "recv", "bytesRecv",
-      "msgPerSec", "MiBps", "p50us", "p90us", "p95us", "p99us", "p999us"};
+      "backend",     "queueName",     "duration",      "messageSize", "maxMessages", "producers", "consumers",
+      "nonBlocking", "randomPayload", "latencySample", "elapsedSec",  "recv",        "bytesRecv", "msgPerSec",
+      "MiBps",       "p50us",         "p90us",         "p95us",       "p99us",       "p999us"};
   ASSERT_GE(header.size(), reference.size());
   EXPECT_EQ(std::vector<std::string>(header.begin(), header.begin() + 20), reference);
   auto rows = output::csv_rows(header, {sample()});
@@ -296,5 +296,6 @@ TEST(OutputReporters, ConsoleNeverCutsANameTooLongForTheTerminal) {
   const std::string out = printed(f);
   std::fclose(f);
   // Each name whole on a line of its own, its figures under it.
-  for (auto& b : plan) EXPECT_NE(out.find("\n" + names.of(b.name) + "\n" + std::string(20, ' ')), std::string::npos) << out;
+  for (auto& b : plan)
+    EXPECT_NE(out.find("\n" + names.of(b.name) + "\n" + std::string(20, ' ')), std::string::npos) << out;
 }

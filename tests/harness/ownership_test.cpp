@@ -108,8 +108,10 @@ Process child_run(const std::string& file_dir, Created& c, int* hold_fd) {
   std::getline(in, key);
   if (c.shm.rfind("error", 0) == 0) throw std::runtime_error(c.shm);
   c.key = std::stoi(key);
-  if (hold_fd) *hold_fd = hold[1];
-  else close(hold[1]);
+  if (hold_fd)
+    *hold_fd = hold[1];
+  else
+    close(hold[1]);
   return child;
 }
 
@@ -123,7 +125,8 @@ class Ownership : public ::testing::Test {
   void TearDown() override {
     if (DIR* d = opendir(dir_.c_str())) {
       while (dirent* e = readdir(d))
-        if (e->d_name[0] != '.' || std::string(e->d_name).size() > 2) unlink((dir_ + "/" + e->d_name).c_str());
+        if (e->d_name[0] != '.' || std::string(e->d_name).size() > 2)
+          unlink((dir_ + "/" + e->d_name).c_str());
       closedir(d);
     }
     rmdir(dir_.c_str());

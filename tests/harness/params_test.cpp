@@ -15,8 +15,13 @@ using namespace ipclab;
 
 namespace {
 std::vector<ParamSpec> specs() {
-  return {{.name = "size", .type = ParamType::Size, .def = "64", .quick = {"64", "8192"},
-           .full = {"1", "64", "4K", "64K"}, .min = 1, .max = 65536},
+  return {{.name = "size",
+           .type = ParamType::Size,
+           .def = "64",
+           .quick = {"64", "8192"},
+           .full = {"1", "64", "4K", "64K"},
+           .min = 1,
+           .max = 65536},
           {.name = "mode", .type = ParamType::String, .def = "threads", .choices = {"threads", "processes"}},
           {.name = "flag", .type = ParamType::Bool, .def = "0"}};
 }
@@ -54,8 +59,11 @@ TEST(Params, DuplicateValuesCollapse) {
 }
 
 TEST(Params, AnAliasIsReadAsTheValueItStandsFor) {
-  const ParamSpec pattern{.name = "pattern", .type = ParamType::String, .def = "roundtrip",
-                          .choices = {"throughput", "roundtrip"}, .aliases = {{"pingpong", "roundtrip"}}};
+  const ParamSpec pattern{.name = "pattern",
+                          .type = ParamType::String,
+                          .def = "roundtrip",
+                          .choices = {"throughput", "roundtrip"},
+                          .aliases = {{"pingpong", "roundtrip"}}};
   EXPECT_EQ(canonical_value(pattern, "pingpong"), "roundtrip");
   EXPECT_EQ(canonical_value(pattern, "roundtrip"), "roundtrip");
   EXPECT_THROW(canonical_value(pattern, "ping"), UsageError);
@@ -77,8 +85,8 @@ TEST(Params, AnAliasIsReadAsTheValueItStandsFor) {
 TEST(Params, BadValuesAreUsageErrors) {
   auto s = specs();
   EXPECT_THROW(canonical_value(s[0], "abc"), UsageError);
-  EXPECT_THROW(canonical_value(s[0], "0"), UsageError);       // below min
-  EXPECT_THROW(canonical_value(s[0], "128K"), UsageError);    // above max
+  EXPECT_THROW(canonical_value(s[0], "0"), UsageError);     // below min
+  EXPECT_THROW(canonical_value(s[0], "128K"), UsageError);  // above max
   EXPECT_THROW(canonical_value(s[0], "12x"), UsageError);
   EXPECT_THROW(canonical_value(s[1], "fibers"), UsageError);  // not a choice
   EXPECT_THROW(canonical_value(s[2], "maybe"), UsageError);
@@ -135,7 +143,8 @@ TEST(Params, NumericValuesNeverWrapAndNameTheirBounds) {
     EXPECT_THROW(canonical_value(s[0], bad), UsageError) << bad;
   ParamSpec ratio{.name = "ratio", .type = ParamType::Double, .def = "0.5", .min = 0, .max = 1};
   EXPECT_EQ(canonical_value(ratio, "0.25"), "0.25");
-  for (const char* bad : {"nan", "inf", "2", "-0.5", "0.5x"}) EXPECT_THROW(canonical_value(ratio, bad), UsageError) << bad;
+  for (const char* bad : {"nan", "inf", "2", "-0.5", "0.5x"})
+    EXPECT_THROW(canonical_value(ratio, bad), UsageError) << bad;
 }
 
 TEST(Params, StringValuesArePrintableUtf8) {
@@ -175,8 +184,9 @@ TEST(Placement, CpuListsAreCheckedBeforeTheyAreExpanded) {
     EXPECT_EQ(parse_cpu_list(b + "," + a), (std::vector<int>{allowed[1], allowed[0]})) << "order is kept";
     EXPECT_THROW(parse_cpu_list(b + "-" + a), UsageError) << "reversed";
   }
-  for (const std::string& bad : std::vector<std::string>{"", a + "," + a, a + "," + a + "-" + a, a + ",", "," + a, " " + a,
-                          "+" + a, "0x0", "-1", a + "-", "0-x", "1024", "0-99999999999999999999", a + "\n"})
+  for (const std::string& bad :
+       std::vector<std::string>{"", a + "," + a, a + "," + a + "-" + a, a + ",", "," + a, " " + a, "+" + a,
+                                "0x0", "-1", a + "-", "0-x", "1024", "0-99999999999999999999", a + "\n"})
     EXPECT_THROW(parse_cpu_list(bad), UsageError) << printable(bad);
   // A huge range is refused by its bound, at once (expanding it first took seconds and a gigabyte).
   const auto t0 = std::chrono::steady_clock::now();
@@ -248,9 +258,8 @@ TEST(Registry, EveryAliasStandsForAChoiceAndIsNotOneItself) {
 }
 
 TEST(Params, GridsAreCountedBeforeTheyAreBuilt) {
-  std::vector<ParamSpec> s = {
-      {.name = "a", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000},
-      {.name = "b", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000}};
+  std::vector<ParamSpec> s = {{.name = "a", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000},
+                              {.name = "b", .type = ParamType::Int, .def = "1", .min = 1, .max = 1'000'000}};
   auto values = [](int n) {
     std::string v = "1";
     for (int i = 2; i <= n; ++i) v += "," + std::to_string(i);
@@ -276,4 +285,3 @@ TEST(Params, SizeTextIsTheShortestTextParseIntegerReadsBack) {
   for (int64_t v : {int64_t(0), int64_t(64), int64_t(4096), int64_t(3) << 20, int64_t(1) << 40})
     EXPECT_EQ(parse_integer(size_text(v), true), v) << v;
 }
-

@@ -178,11 +178,12 @@ TEST(Runner, InterleavedPlansRunEveryRepetitionOnceInTheSeedsOrder) {
   auto order_of = [&](std::optional<uint64_t> seed, std::vector<Record>* out = nullptr) {
     std::vector<std::string> order;
     size_t finished = 0;
-    PlanHooks hooks{.starting = [&](const PlannedBenchmark& b, size_t done, size_t total) {
-                      EXPECT_EQ(done, order.size());
-                      EXPECT_EQ(total, 8u);
-                      order.push_back(b.name);
-                    },
+    PlanHooks hooks{.starting =
+                        [&](const PlannedBenchmark& b, size_t done, size_t total) {
+                          EXPECT_EQ(done, order.size());
+                          EXPECT_EQ(total, 8u);
+                          order.push_back(b.name);
+                        },
                     .finished = [&](const Record&) { ++finished; }};
     auto records = run_plan(planned, opts, hooks, seed);
     EXPECT_EQ(finished, 10u) << "8 repetitions and 2 aggregates";
@@ -190,8 +191,9 @@ TEST(Runner, InterleavedPlansRunEveryRepetitionOnceInTheSeedsOrder) {
     return order;
   };
   const auto plain = order_of(std::nullopt);
-  EXPECT_EQ(plain, (std::vector<std::string>{planned[0].name, planned[0].name, planned[0].name, planned[0].name,
-                                             planned[1].name, planned[1].name, planned[1].name, planned[1].name}));
+  EXPECT_EQ(plain,
+            (std::vector<std::string>{planned[0].name, planned[0].name, planned[0].name, planned[0].name,
+                                      planned[1].name, planned[1].name, planned[1].name, planned[1].name}));
   std::vector<Record> records;
   const auto a = order_of(42, &records);
   EXPECT_EQ(order_of(42), a) << "one seed, one order";

@@ -51,10 +51,11 @@ TEST(SessionUntilDone, WindowLastsUntilTheWorkIsDone) {
   Record rec;
   Session s(kMech, kParams, o, rec);
   s.until_done(30);
-  s.run_workers({{"worker", 0, -1, [](Worker& w) {
-                   w.ready();
-                   if (await_window(w) && work(w, 30)) w.out().ops = 1;
-                 }}},
+  s.run_workers({{"worker", 0, -1,
+                  [](Worker& w) {
+                    w.ready();
+                    if (await_window(w) && work(w, 30)) w.out().ops = 1;
+                  }}},
                 false, "");
   EXPECT_EQ(rec.status, Status::Ok) << rec.error;
   EXPECT_EQ(rec.ops, 1u);
@@ -69,10 +70,11 @@ TEST(SessionUntilDone, WorkPastTheBoundFailsTheRun) {
   Session s(kMech, kParams, o, rec);
   s.until_done(0.2);
   const uint64_t t0 = now_ns();
-  s.run_workers({{"worker", 0, -1, [](Worker& w) {
-                   w.ready();
-                   if (await_window(w)) work(w, 1000);  // 10 s unless stopped
-                 }}},
+  s.run_workers({{"worker", 0, -1,
+                  [](Worker& w) {
+                    w.ready();
+                    if (await_window(w)) work(w, 1000);  // 10 s unless stopped
+                  }}},
                 false, "");
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 5.0);
   EXPECT_EQ(rec.status, Status::Failed);
@@ -90,20 +92,21 @@ TEST(SessionUntilDone, WarmupWorkKeepsTheWindowClosed) {
     if (bounded) s.until_done(30);
     std::atomic<bool> measured_while_warming{false};
     std::atomic<uint64_t> warmed_at{0}, opened_at{0};
-    s.run_workers({{"worker", 0, -1, [&](Worker& w) {
-                     w.hold_warmup();
-                     w.ready();
-                     for (int i = 0; i < 20; ++i) {  // 200 ms of warm-up work, against --warmup 10 ms
-                       w.running();
-                       if (w.measuring()) measured_while_warming = true;
-                       sleep_ns(10'000'000);
-                     }
-                     warmed_at = now_ns();
-                     w.warmed();
-                     if (!await_window(w)) return;
-                     opened_at = now_ns();
-                     work(w, bounded ? 5 : 1000);
-                   }}},
+    s.run_workers({{"worker", 0, -1,
+                    [&](Worker& w) {
+                      w.hold_warmup();
+                      w.ready();
+                      for (int i = 0; i < 20; ++i) {  // 200 ms of warm-up work, against --warmup 10 ms
+                        w.running();
+                        if (w.measuring()) measured_while_warming = true;
+                        sleep_ns(10'000'000);
+                      }
+                      warmed_at = now_ns();
+                      w.warmed();
+                      if (!await_window(w)) return;
+                      opened_at = now_ns();
+                      work(w, bounded ? 5 : 1000);
+                    }}},
                   false, "");
     EXPECT_EQ(rec.status, Status::Ok) << rec.error;
     EXPECT_FALSE(measured_while_warming);
@@ -130,12 +133,13 @@ TEST(SessionUntilDone, PeerDeathIsNamedBeforeTheWorkersSymptom) {
   Session s(kMech, kParams, o, rec);
   s.add_peer({.role = "server", .index = 0, .process = &peer});
   const int rfd = p[0];
-  s.run_workers({{"client", 0, -1, [rfd](Worker& w) {
-                   w.ready();
-                   char c;
-                   while (w.running())
-                     if (::read(rfd, &c, 1) == 0) throw std::runtime_error("the peer closed its pipe");
-                 }}},
+  s.run_workers({{"client", 0, -1,
+                  [rfd](Worker& w) {
+                    w.ready();
+                    char c;
+                    while (w.running())
+                      if (::read(rfd, &c, 1) == 0) throw std::runtime_error("the peer closed its pipe");
+                  }}},
                 false, "");
   ::close(rfd);
   EXPECT_EQ(rec.status, Status::Failed);

@@ -24,19 +24,24 @@ Record run(double duration_s, bool whole_ops, bool process_cpu, const std::funct
   Record rec;
   Session s(m, p, o, rec);
   std::vector<WorkerSpec> ws;
-  ws.push_back({.role = "worker", .index = 0, .cpu = -1, .body = [&op](Worker& w) {
-                  w.ready();
-                  while (w.running()) {
-                    const bool measuring = w.measuring();
-                    const uint64_t t0 = now_ns();
-                    op();
-                    if (measuring) {
-                      ++w.out().ops;
-                      w.out().hist.record(now_ns() - t0);
-                    }
-                  }
-                },
-                .process_cpu = process_cpu, .whole_ops = whole_ops});
+  ws.push_back({.role = "worker",
+                .index = 0,
+                .cpu = -1,
+                .body =
+                    [&op](Worker& w) {
+                      w.ready();
+                      while (w.running()) {
+                        const bool measuring = w.measuring();
+                        const uint64_t t0 = now_ns();
+                        op();
+                        if (measuring) {
+                          ++w.out().ops;
+                          w.out().hist.record(now_ns() - t0);
+                        }
+                      }
+                    },
+                .process_cpu = process_cpu,
+                .whole_ops = whole_ops});
   s.run_workers(std::move(ws), false, "op");
   return rec;
 }
@@ -106,8 +111,8 @@ TEST(SessionWholeOps, AtMostOneProcessCpuWorkerPerRun) {
   Session s(m, p, o, rec);
   std::vector<WorkerSpec> ws;
   for (int i = 0; i < 2; ++i)
-    ws.push_back({.role = "worker", .index = i, .cpu = -1, .body = [](Worker& w) { w.ready(); },
-                  .process_cpu = true});
+    ws.push_back(
+        {.role = "worker", .index = i, .cpu = -1, .body = [](Worker& w) { w.ready(); }, .process_cpu = true});
   EXPECT_THROW(s.run_workers(std::move(ws), false, ""), std::logic_error);
 }
 

@@ -48,7 +48,8 @@ std::vector<std::string> leftovers(pid_t pid) {
   for (const char* dir : {"/dev/mqueue", "/dev/shm"}) {
     if (DIR* d = opendir(dir)) {
       while (dirent* e = readdir(d))
-        if (std::string(e->d_name).find(tag) != std::string::npos) found.push_back(std::string(dir) + "/" + e->d_name);
+        if (std::string(e->d_name).find(tag) != std::string::npos)
+          found.push_back(std::string(dir) + "/" + e->d_name);
       closedir(d);
     }
   }
@@ -74,7 +75,8 @@ std::vector<std::string> leftovers(pid_t pid) {
     std::istringstream ls(line);
     std::vector<std::string> v;
     for (std::string c; ls >> c;) v.push_back(c);
-    if (cpid >= 0 && int(v.size()) > cpid && v[size_t(cpid)] == std::to_string(pid)) found.push_back("sysv msg " + line);
+    if (cpid >= 0 && int(v.size()) > cpid && v[size_t(cpid)] == std::to_string(pid))
+      found.push_back("sysv msg " + line);
   }
   return found;
 }

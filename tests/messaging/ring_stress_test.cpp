@@ -97,8 +97,10 @@ TEST(MpmcRingStress, SeveralProducersAndConsumers) {
             continue;
           }
           if (who == 0xffffffffu) break;  // stop marker
-          if (who >= uint32_t(kP) || seq < next[who]) bad++;
-          else next[who] = seq + 1;
+          if (who >= uint32_t(kP) || seq < next[who])
+            bad++;
+          else
+            next[who] = seq + 1;
           received++;
           seqsum += seq;
         }

@@ -30,7 +30,7 @@ Record run(const std::string& mech, Overrides o) {
 // The largest message `mech` takes here: the queues' kernel cap, read as the mechanism reads it
 // (8192 where it cannot be read), or the size parameter's bound.
 int64_t max_size(const std::string& mech) {
-  const char* cap = mech == "posix_mq" ? "/proc/sys/fs/mqueue/msgsize_max"
+  const char* cap = mech == "posix_mq"  ? "/proc/sys/fs/mqueue/msgsize_max"
                     : mech == "sysv_mq" ? "/proc/sys/kernel/msgmax"
                                         : nullptr;
   if (!cap) return 65536;
@@ -63,28 +63,34 @@ class Messaging : public ::testing::TestWithParam<Case> {};
 TEST_P(Messaging, RoundTripDeliversEveryMessageIntact) {
   const auto& c = GetParam();
   for (int64_t size : {8, 64, 8192})
-    expect_clean(run(c.mech, {{"pattern", {"roundtrip"}}, {"size", {size_for(c.mech, size)}},
-                              {"placement", {"unpinned"}}}));
+    expect_clean(
+        run(c.mech,
+            {{"pattern", {"roundtrip"}}, {"size", {size_for(c.mech, size)}}, {"placement", {"unpinned"}}}));
 }
 
 TEST_P(Messaging, ThroughputDeliversEveryMessageInOrder) {
   const auto& c = GetParam();
   for (int64_t size : {24, 1000, 8192})
-    expect_clean(run(c.mech, {{"pattern", {"throughput"}}, {"size", {size_for(c.mech, size)}},
-                              {"placement", {"unpinned"}}, {"random", {"1"}}}));
+    expect_clean(run(c.mech, {{"pattern", {"throughput"}},
+                              {"size", {size_for(c.mech, size)}},
+                              {"placement", {"unpinned"}},
+                              {"random", {"1"}}}));
 }
 
 TEST_P(Messaging, ProcessesAndSeveralPairs) {
   const auto& c = GetParam();
   if (c.processes)
-    expect_clean(run(c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
-  expect_clean(run(c.mech, {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}},
-                            {"placement", {"unpinned"}}}));
+    expect_clean(
+        run(c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
+  expect_clean(run(
+      c.mech,
+      {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}}));
 }
 
 TEST_P(Messaging, SharedQueueWithSeveralProducersAndConsumers) {
   const auto& c = GetParam();
-  Overrides o{{"pattern", {"throughput"}}, {"producers", {"3"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}};
+  Overrides o{
+      {"pattern", {"throughput"}}, {"producers", {"3"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}};
   if (!c.shared) {
     EXPECT_THROW(run(c.mech, o), UsageError);
     return;
@@ -99,15 +105,16 @@ INSTANTIATE_TEST_SUITE_P(All, Messaging,
                                            Case{"udp", true, true}, Case{"posix_mq", true, true},
                                            Case{"sysv_mq", true, true}, Case{"eventfd", true, false},
                                            Case{"shm_spsc", true, false}, Case{"shm_mpmc", true, true},
-                                           Case{"mutex_cv", false, true}, Case{"lockfree_queue", false, true}),
+                                           Case{"mutex_cv", false, true},
+                                           Case{"lockfree_queue", false, true}),
                          [](const auto& info) { return info.param.mech; });
 
 TEST(Messaging, EveryWaitStrategyOfTheRings) {
   for (std::string m : {"shm_spsc", "shm_mpmc"})
     for (std::string w : {"spin", "spin_yield", "futex", "adaptive"})
       for (std::string pattern : {"throughput", "roundtrip"})
-        expect_clean(run(m, {{"pattern", {pattern}}, {"wait", {w}}, {"placement", {"unpinned"}},
-                             {"queue_depth", {"4"}}}));
+        expect_clean(run(
+            m, {{"pattern", {pattern}}, {"wait", {w}}, {"placement", {"unpinned"}}, {"queue_depth", {"4"}}}));
 }
 
 TEST(Messaging, NonBlockingBusyPolls) {
@@ -135,11 +142,14 @@ void expect_over_the_cap_refused(const std::string& mech, const std::string& cap
   }
 }
 
-TEST(Messaging, PosixMqSizeOverMsgsizeMaxIsRefused) { expect_over_the_cap_refused("posix_mq", "msgsize_max"); }
+TEST(Messaging, PosixMqSizeOverMsgsizeMaxIsRefused) {
+  expect_over_the_cap_refused("posix_mq", "msgsize_max");
+}
 TEST(Messaging, SysvMqSizeOverMsgmaxIsRefused) { expect_over_the_cap_refused("sysv_mq", "msgmax"); }
 
 TEST(Messaging, PosixMqDepthIsCappedAndRecorded) {
-  Record r = run("posix_mq", {{"pattern", {"throughput"}}, {"queue_depth", {"1000"}}, {"placement", {"unpinned"}}});
+  Record r =
+      run("posix_mq", {{"pattern", {"throughput"}}, {"queue_depth", {"1000"}}, {"placement", {"unpinned"}}});
   expect_clean(r);
   ASSERT_TRUE(r.extra.contains("mq_maxmsg"));
   // Capped at the kernel's limit, read here (RLIMIT_MSGQUEUE may cap it further).

@@ -14,10 +14,9 @@ TEST_P(ThreadGuest, EveryRoundTripIsAnsweredAndVerified) {
   // Spinning with more threads than cores is slow by design: one pair there.
   const bool spins = GetParam() == "spin" || GetParam() == "spin_yield";
   const std::string pairs = spins ? "1" : "3";
-  Record r = test::run_pingpong("pingpong/thread", {{"wait", {GetParam()}},
-                                                    {"pairs", {pairs}},
-                                                    {"round_trips", {"3000"}},
-                                                    {"spin_limit", {"50"}}});
+  Record r = test::run_pingpong(
+      "pingpong/thread",
+      {{"wait", {GetParam()}}, {"pairs", {pairs}}, {"round_trips", {"3000"}}, {"spin_limit", {"50"}}});
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   const uint64_t n = std::stoull(pairs);
   // Each pair's count adds up to the record's, and the cap is reported exactly when a pair fell short.

@@ -60,10 +60,9 @@ TEST_P(OtherProcessGuest, EveryRoundTripIsAnsweredAndVerified) {
   const auto& c = GetParam();
   const bool spins = c.wait == "spin" || c.wait == "spin_yield";
   const std::string pairs = spins ? "1" : "2";
-  Record r = test::run_pingpong(c.mechanism, {{"wait", {c.wait}},
-                                              {"pairs", {pairs}},
-                                              {"round_trips", {"3000"}},
-                                              {"spin_limit", {"50"}}});
+  Record r = test::run_pingpong(
+      c.mechanism,
+      {{"wait", {c.wait}}, {"pairs", {pairs}}, {"round_trips", {"3000"}}, {"spin_limit", {"50"}}});
   if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   if (!r.extra["capped_by_duration"].get<bool>()) {
@@ -83,10 +82,9 @@ std::vector<Case> cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Pingpong, OtherProcessGuest, ::testing::ValuesIn(cases()),
-                         [](const auto& info) {
-                           return info.param.mechanism.substr(9) + "_" + info.param.wait;
-                         });
+INSTANTIATE_TEST_SUITE_P(Pingpong, OtherProcessGuest, ::testing::ValuesIn(cases()), [](const auto& info) {
+  return info.param.mechanism.substr(9) + "_" + info.param.wait;
+});
 
 // Starts a long run in the background, waits for its guest process, sends it `sig`, and
 // returns the record and how long the run took after that.
@@ -140,8 +138,8 @@ TEST(PingpongFailure, StoppedGuestIsReportedAsStalled) {
 // progress through its hosts' round trips, and every pair ran over the whole window, so the sum
 // of the pairs' rates is the system's rate.
 TEST(PingpongWindow, DurationCapEndsTheWindowForEveryPair) {
-  Record r = test::run_pingpong("pingpong/process", {{"wait", {"sem"}}, {"pairs", {"2"}},
-                                                     {"round_trips", {"1000000000"}}}, 1.5);
+  Record r = test::run_pingpong("pingpong/process",
+                                {{"wait", {"sem"}}, {"pairs", {"2"}}, {"round_trips", {"1000000000"}}}, 1.5);
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(r.extra["capped_by_duration"].get<bool>());
   EXPECT_GE(r.wall_s, 1.5);
@@ -149,7 +147,8 @@ TEST(PingpongWindow, DurationCapEndsTheWindowForEveryPair) {
   for (auto& d : r.extra["round_trips_done"]) done += d.get<uint64_t>();
   EXPECT_EQ(done, r.ops);
   EXPECT_GT(r.ops, 0u);
-  const double total = r.rates["total_ops"].get<double>(), system = r.rates["system_effective_ops"].get<double>();
+  const double total = r.rates["total_ops"].get<double>(),
+               system = r.rates["system_effective_ops"].get<double>();
   EXPECT_NEAR(total, system, 1e-9 * system);
 }
 
@@ -158,8 +157,8 @@ TEST(PingpongWindow, DurationCapEndsTheWindowForEveryPair) {
 TEST(PingpongCleanup, NothingLeftAfterSigint) {
   Process run = Process::fork(-1, [] {
     ipc::install_signal_cleanup();
-    test::run_pingpong("pingpong/process", {{"wait", {"adaptive_sem"}}, {"pairs", {"2"}},
-                                            {"round_trips", {"1000000000"}}}, 30.0);
+    test::run_pingpong("pingpong/process",
+                       {{"wait", {"adaptive_sem"}}, {"pairs", {"2"}}, {"round_trips", {"1000000000"}}}, 30.0);
     return 0;
   });
   const pid_t child = run.pid();
@@ -198,8 +197,8 @@ TEST(PingpongCleanup, NothingLeftAfterSigint) {
 }
 
 TEST(PingpongCleanup, NothingLeftAfterNormalExit) {
-  Record r = test::run_pingpong("pingpong/process", {{"wait", {"sem"}}, {"pairs", {"2"}},
-                                                     {"round_trips", {"200"}}});
+  Record r =
+      test::run_pingpong("pingpong/process", {{"wait", {"sem"}}, {"pairs", {"2"}}, {"round_trips", {"200"}}});
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(shm_entries_of(getpid()).empty());
 }

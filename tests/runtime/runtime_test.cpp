@@ -98,8 +98,8 @@ TEST(RuntimeVerify, ExactCountAndSumAreClean) {
 TEST(RuntimeVerify, WrongExpectationsAreCaught) {
   rt::Tally t;
   for (uint64_t i = 0; i < 10; ++i) t.take(i, i);
-  EXPECT_EQ(rt::verify(11, rt::index_sum(11), t).lost, 1u);        // one result missing
-  EXPECT_EQ(rt::verify(9, rt::index_sum(9), t).duplicated, 1u);    // one too many
+  EXPECT_EQ(rt::verify(11, rt::index_sum(11), t).lost, 1u);         // one result missing
+  EXPECT_EQ(rt::verify(9, rt::index_sum(9), t).duplicated, 1u);     // one too many
   EXPECT_EQ(rt::verify(10, rt::index_sum(10) + 1, t).corrupt, 1u);  // wrong sum
   rt::Tally swapped;
   swapped.take(1, 0);

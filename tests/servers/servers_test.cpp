@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 
+#include "../workload_support.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
@@ -22,13 +23,13 @@
 #include "core/session.hpp"
 #include "mechanisms/servers/protocol.hpp"
 #include "mechanisms/servers/suite.hpp"
-#include "../workload_support.hpp"
 
 namespace ipclab::servers {
 namespace {
 
-const std::vector<std::string> kModels = {"blocking_1th", "threads_mutex_accept", "select", "poll",
-                                          "epoll_lt", "epoll_et", "epoll_reuseport", "uring", "asio"};
+const std::vector<std::string> kModels = {
+    "blocking_1th", "threads_mutex_accept", "select", "poll", "epoll_lt",
+    "epoll_et",     "epoll_reuseport",      "uring",  "asio"};
 // The models that serve one client (or N) at a time: rejected and lost sessions are their
 // documented weakness, not a failure. Every other model must serve every client.
 bool blocking(const std::string& model) { return model == "blocking_1th" || model == "threads_mutex_accept"; }
@@ -69,8 +70,9 @@ constexpr uint64_t kOwnFds = 64;
 std::string too_few_fds(uint64_t clients) {
   const auto lim = nofile_limit();
   if (!lim || *lim >= clients + kOwnFds) return "";
-  return "RLIMIT_NOFILE (hard) is " + std::to_string(*lim) + ", under the " + std::to_string(clients + kOwnFds) +
-         " descriptors " + std::to_string(clients) + " clients need; raise it (ulimit -Hn)";
+  return "RLIMIT_NOFILE (hard) is " + std::to_string(*lim) + ", under the " +
+         std::to_string(clients + kOwnFds) + " descriptors " + std::to_string(clients) +
+         " clients need; raise it (ulimit -Hn)";
 }
 
 std::string read_n(int fd, size_t n) {
@@ -132,7 +134,8 @@ TEST_P(EveryModel, ServesAThousandClients) {
   Record rec = test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "1000"}}));
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 8.0);
   const auto& x = rec.extra;
-  EXPECT_EQ(x["processed"].get<uint64_t>() + x["rejected"].get<uint64_t>() + x["lost"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(x["processed"].get<uint64_t>() + x["rejected"].get<uint64_t>() + x["lost"].get<uint64_t>(),
+            1000u);
   EXPECT_EQ(rec.integrity.corrupt, 0u);
   if (!blocking(GetParam())) {
     EXPECT_EQ(rec.status, Status::Ok) << rec.error;
@@ -165,19 +168,20 @@ TEST(Servers, ServerKilledMidRunFailsQuickly) {
   // A model that serves 50 sessions and then dies as if killed.
   Mechanism mech = make_mechanism({
       .name = "dies",
-      .serve = [](int lfd, const Params&, const std::vector<int>&, int) {
-        for (int served = 0;; ++served) {
-          if (served == 50) raise(SIGKILL);
-          int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-          if (fd < 0) {
-            poll(nullptr, 0, 1);
-            continue;
-          }
-          int fl = 0;
-          ioctl(fd, FIONBIO, &fl);
-          serve_blocking(fd);
-        }
-      },
+      .serve =
+          [](int lfd, const Params&, const std::vector<int>&, int) {
+            for (int served = 0;; ++served) {
+              if (served == 50) raise(SIGKILL);
+              int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+              if (fd < 0) {
+                poll(nullptr, 0, 1);
+                continue;
+              }
+              int fl = 0;
+              ioctl(fd, FIONBIO, &fl);
+              serve_blocking(fd);
+            }
+          },
   });
   if (const auto why = too_few_fds(1000); !why.empty()) GTEST_SKIP() << why;
   const int fds0 = test::open_fds();

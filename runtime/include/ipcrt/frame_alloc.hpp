@@ -12,7 +12,7 @@ inline constexpr std::size_t kFrameClasses = 33;  // classes 1..32 -> up to 2 Ki
 inline constexpr std::size_t kMaxPooled = kFrameGranule * (kFrameClasses - 1);
 
 struct frame_free_lists {
-    void* head[kFrameClasses];
+  void* head[kFrameClasses];
 };
 
 // Trivially destructible so the hot path needs no TLS init guard; cleanup lives in a separate object.
@@ -27,27 +27,27 @@ inline void* frame_allocate(std::size_t n) { return ::operator new(n); }
 inline void frame_deallocate(void* p, std::size_t) noexcept { ::operator delete(p); }
 #else
 inline void* frame_allocate(std::size_t n) {
-    const std::size_t cls = (n + kFrameGranule - 1) / kFrameGranule;
-    if (cls < kFrameClasses) {
-        if (void* p = tls_frames.head[cls]) {
-            tls_frames.head[cls] = *static_cast<void**>(p);
-            return p;
-        }
-        return frame_alloc_slow(cls);
+  const std::size_t cls = (n + kFrameGranule - 1) / kFrameGranule;
+  if (cls < kFrameClasses) {
+    if (void* p = tls_frames.head[cls]) {
+      tls_frames.head[cls] = *static_cast<void**>(p);
+      return p;
     }
-    return ::operator new(n);
+    return frame_alloc_slow(cls);
+  }
+  return ::operator new(n);
 }
 
 // Each block is an individual heap allocation, so a frame freed on another thread can safely join
 // that thread's list.
 inline void frame_deallocate(void* p, std::size_t n) noexcept {
-    const std::size_t cls = (n + kFrameGranule - 1) / kFrameGranule;
-    if (cls < kFrameClasses) {
-        *static_cast<void**>(p) = tls_frames.head[cls];
-        tls_frames.head[cls] = p;
-        return;
-    }
-    ::operator delete(p);
+  const std::size_t cls = (n + kFrameGranule - 1) / kFrameGranule;
+  if (cls < kFrameClasses) {
+    *static_cast<void**>(p) = tls_frames.head[cls];
+    tls_frames.head[cls] = p;
+    return;
+  }
+  ::operator delete(p);
 }
 #endif
 

@@ -29,11 +29,14 @@ std::string folder_of(const std::string& path) {
 }  // namespace
 
 void check_target(const std::string& option, const std::string& path) {
-  if (path.empty()) throw UsageError(fmt::format("{} needs a file name, e.g. {} results.json", option, option));
+  if (path.empty())
+    throw UsageError(fmt::format("{} needs a file name, e.g. {} results.json", option, option));
   // Printable UTF-8 only: a path a JSON record, a console line and the run's journal carry as is.
   if (printable(path) != path)
-    throw UsageError(fmt::format("{}: the path is not plain UTF-8 text (a control character or a stray "
-                                 "byte); choose a plain file name", option));
+    throw UsageError(
+        fmt::format("{}: the path is not plain UTF-8 text (a control character or a stray "
+                    "byte); choose a plain file name",
+                    option));
   const std::string dir = folder_of(path);
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -44,16 +47,20 @@ void check_target(const std::string& option, const std::string& path) {
   const int probe = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   const int probe_errno = errno;
   if (probe >= 0) ::close(probe);
-  const bool writable = probe >= 0 || ((probe_errno == EOPNOTSUPP || probe_errno == EISDIR) && access(dir.c_str(), W_OK | X_OK) == 0);
+  const bool writable = probe >= 0 || ((probe_errno == EOPNOTSUPP || probe_errno == EISDIR) &&
+                                       access(dir.c_str(), W_OK | X_OK) == 0);
   if (!writable)
     throw UsageError(fmt::format("{} {}: folder {} is not writable ({}); choose a writable folder", option,
                                  path, dir, strerror(probe >= 0 ? EACCES : probe_errno)));
   if (lstat(path.c_str(), &st) != 0) return;  // a new file
   if (S_ISDIR(st.st_mode))
-    throw UsageError(fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, path, path));
+    throw UsageError(
+        fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, path, path));
   if (S_ISLNK(st.st_mode))
-    throw UsageError(fmt::format("{} {} is a symbolic link; ipclab writes no file through a link: name "
-                                 "the file itself", option, path));
+    throw UsageError(
+        fmt::format("{} {} is a symbolic link; ipclab writes no file through a link: name "
+                    "the file itself",
+                    option, path));
   if (!S_ISREG(st.st_mode))
     throw UsageError(fmt::format("{} {} is not a regular file; choose another name", option, path));
 }
@@ -86,7 +93,9 @@ void AtomicFile::commit(const std::string& content) {
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) { AtomicFile(path).commit(content); }
+void write_file_atomic(const std::string& path, const std::string& content) {
+  AtomicFile(path).commit(content);
+}
 
 AtomicReporter::AtomicReporter(std::string option, std::string path, bool folder_is_new)
     : option_(std::move(option)), path_(std::move(path)) {
@@ -103,7 +112,9 @@ void AtomicReporter::open() {
   }
 }
 
-void AtomicReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>&) { context_ = context; }
+void AtomicReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>&) {
+  context_ = context;
+}
 
 void AtomicReporter::commit(const std::string& content) {
   file_->commit(content);

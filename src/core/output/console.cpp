@@ -40,8 +40,8 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
   // line of its own, its figures on the next (see record), never cut.
   const size_t room = columns_ > kFigures ? columns_ - kFigures : 0;
   width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
-  std::string h = fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}  {}", "Benchmark",
-                              width_, "Time/op", "Rate", "p50", "p99", "CPU/op", "ctx/op", "Status");
+  std::string h = fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}  {}", "Benchmark", width_,
+                              "Time/op", "Rate", "p50", "p99", "CPU/op", "ctx/op", "Status");
   fmt::print(out_, "{}\n{}\n", h, std::string(h.size() + 4, '-'));
   fflush(out_);
 }
@@ -57,8 +57,8 @@ void ConsoleReporter::record(const Record& r) {
   fmt::print(out_, "{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.2f}  {}\n", name, width_,
              human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
              r.latency ? human_ns(double(r.latency->p50)) : "-",
-             r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()),
-             r.ctx_per_op(), status);
+             r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()), r.ctx_per_op(),
+             status);
   fflush(out_);
 }
 

@@ -22,11 +22,12 @@ namespace ipclab::output {
 namespace {
 
 const std::vector<std::string> kCommonColumns = {
-    "name", "suite", "mechanism", "run_type", "repetition", "status", "ops", "bytes", "wall_s",
-    "time_per_op_ns", "ops_per_s", "MiB_per_s", "lat_kind", "lat_p50_ns", "lat_p99_ns",
-    "lat_p999_ns", "lat_max_ns", "cpu_user_s", "cpu_sys_s", "cpu_per_op_ns", "ctx_vol",
-    "ctx_invol", "ctx_per_op", "placement", "cpus_observed", "sent", "received", "lost",
-    "duplicated", "corrupt", "error"};
+    "name",          "suite",         "mechanism",  "run_type",       "repetition", "status",
+    "ops",           "bytes",         "wall_s",     "time_per_op_ns", "ops_per_s",  "MiB_per_s",
+    "lat_kind",      "lat_p50_ns",    "lat_p99_ns", "lat_p999_ns",    "lat_max_ns", "cpu_user_s",
+    "cpu_sys_s",     "cpu_per_op_ns", "ctx_vol",    "ctx_invol",      "ctx_per_op", "placement",
+    "cpus_observed", "sent",          "received",   "lost",           "duplicated", "corrupt",
+    "error"};
 
 std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -44,17 +45,37 @@ std::vector<std::string> common_cells(const Record& r) {
   double ops_s = r.wall_s > 0 ? double(r.ops) / r.wall_s : 0;
   double mib_s = r.wall_s > 0 ? double(r.bytes) / r.wall_s / 1048576.0 : 0;
   auto& l = r.latency;
-  return {r.name, r.suite, r.mechanism, r.run_type, std::to_string(r.repetition),
-          status_name(r.status), std::to_string(r.ops), std::to_string(r.bytes), num(r.wall_s),
-          num(r.time_per_op_ns()), num(ops_s), num(mib_s), l ? l->kind : "",
-          l ? std::to_string(l->p50) : "", l ? std::to_string(l->p99) : "",
-          l ? std::to_string(l->p999) : "", l ? std::to_string(l->max) : "", num(r.cpu.user_s),
-          num(r.cpu.sys_s), num(r.cpu_per_op_ns()), std::to_string(r.cpu.ctx_vol),
-          std::to_string(r.cpu.ctx_invol), num(r.ctx_per_op()), r.placement.layout,
+  return {r.name,
+          r.suite,
+          r.mechanism,
+          r.run_type,
+          std::to_string(r.repetition),
+          status_name(r.status),
+          std::to_string(r.ops),
+          std::to_string(r.bytes),
+          num(r.wall_s),
+          num(r.time_per_op_ns()),
+          num(ops_s),
+          num(mib_s),
+          l ? l->kind : "",
+          l ? std::to_string(l->p50) : "",
+          l ? std::to_string(l->p99) : "",
+          l ? std::to_string(l->p999) : "",
+          l ? std::to_string(l->max) : "",
+          num(r.cpu.user_s),
+          num(r.cpu.sys_s),
+          num(r.cpu_per_op_ns()),
+          std::to_string(r.cpu.ctx_vol),
+          std::to_string(r.cpu.ctx_invol),
+          num(r.ctx_per_op()),
+          r.placement.layout,
           observed_text(r.placement),
-          std::to_string(r.integrity.sent), std::to_string(r.integrity.received),
-          std::to_string(r.integrity.lost), std::to_string(r.integrity.duplicated),
-          std::to_string(r.integrity.corrupt), r.error};
+          std::to_string(r.integrity.sent),
+          std::to_string(r.integrity.received),
+          std::to_string(r.integrity.lost),
+          std::to_string(r.integrity.duplicated),
+          std::to_string(r.integrity.corrupt),
+          r.error};
 }
 
 }  // namespace
@@ -62,7 +83,8 @@ std::vector<std::string> common_cells(const Record& r) {
 std::vector<std::string> csv_header(const std::set<std::string>& suites) {
   std::vector<std::string> h;
   for (auto& s : Registry::get().suites())
-    if (!s.csv_columns.empty() && suites.count(s.name)) h.insert(h.end(), s.csv_columns.begin(), s.csv_columns.end());
+    if (!s.csv_columns.empty() && suites.count(s.name))
+      h.insert(h.end(), s.csv_columns.begin(), s.csv_columns.end());
   h.insert(h.end(), kCommonColumns.begin(), kCommonColumns.end());
   return h;
 }
@@ -113,7 +135,8 @@ std::string first_line(int fd) {
 }
 
 UsageError other_columns(const std::string& path) {
-  return UsageError(fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", path));
+  return UsageError(
+      fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", path));
 }
 
 }  // namespace
@@ -132,21 +155,28 @@ void check_csv(const std::string& path, const std::set<std::string>& suites) {
 void append_csv(const std::string& path, const std::vector<Record>& records) {
   const auto header = csv_header(records);
   int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd >= 0) ::fchmod(fd, 0644);
-  else if (errno == EEXIST) fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0)
+    ::fchmod(fd, 0644);
+  else if (errno == EEXIST)
+    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    throw std::system_error(errno, std::generic_category(), "--csv " + path + (errno == ELOOP ? " (a symbolic link)" : ""));
+    throw std::system_error(errno, std::generic_category(),
+                            "--csv " + path + (errno == ELOOP ? " (a symbolic link)" : ""));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }  // also drops the lock
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", path));
-  if (::flock(fd, LOCK_EX) != 0) throw std::system_error(errno, std::generic_category(), "lock --csv " + path);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", path));
+  if (::flock(fd, LOCK_EX) != 0)
+    throw std::system_error(errno, std::generic_category(), "lock --csv " + path);
   std::string text;
   const std::string head = first_line(fd);
-  if (head.empty()) text = header_line(header) + "\n";
-  else if (head != header_line(header)) throw other_columns(path);
+  if (head.empty())
+    text = header_line(header) + "\n";
+  else if (head != header_line(header))
+    throw other_columns(path);
   else if (::fstat(fd, &st) == 0 && st.st_size > 0) {
     char last = '\n';
     if (::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') text = "\n";  // a torn line stays its own

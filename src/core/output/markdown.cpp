@@ -6,16 +6,17 @@
 
 namespace ipclab::output {
 
-std::string markdown(const nlohmann::json& context, const TableNames& names, const std::vector<Record>& records) {
+std::string markdown(const nlohmann::json& context, const TableNames& names,
+                     const std::vector<Record>& records) {
   std::string md = "# ipclab results\n\n";
   auto cpu = context.value("cpu", nlohmann::json::object());
   auto load = context.value("load_avg", nlohmann::json::array());
-  md += fmt::format("Machine: {} ({} CPUs), {}, {}; load average {}; {}; git {}\n\n",
-                    cpu.value("model", "?"), cpu.value("logical_cpus", 0), context.value("kernel", "?"),
-                    context.value("virtualization", "?"), load.empty() ? "?" : fmt::format("{:.2f}", load[0].get<double>()),
-                    context.value("date", "?"),
-                    context.contains("git_sha") && context["git_sha"].is_string()
-                        ? context["git_sha"].get<std::string>() : "?");
+  md += fmt::format(
+      "Machine: {} ({} CPUs), {}, {}; load average {}; {}; git {}\n\n", cpu.value("model", "?"),
+      cpu.value("logical_cpus", 0), context.value("kernel", "?"), context.value("virtualization", "?"),
+      load.empty() ? "?" : fmt::format("{:.2f}", load[0].get<double>()), context.value("date", "?"),
+      context.contains("git_sha") && context["git_sha"].is_string() ? context["git_sha"].get<std::string>()
+                                                                    : "?");
   if (context.contains("warnings") && !context["warnings"].empty()) {
     md += "Warnings:\n";
     for (auto& w : context["warnings"])
@@ -50,6 +51,8 @@ void MarkdownReporter::begin(const nlohmann::json& context, const std::vector<Pl
   names_ = table_names(plan);
 }
 
-void MarkdownReporter::end(const std::vector<Record>& records) { commit(markdown(context_, names_, records)); }
+void MarkdownReporter::end(const std::vector<Record>& records) {
+  commit(markdown(context_, names_, records));
+}
 
 }  // namespace ipclab::output

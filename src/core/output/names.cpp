@@ -45,7 +45,8 @@ TableNames table_names(const std::vector<PlannedBenchmark>& plan) {
   for (auto* b : first) {
     std::string fixed;
     for (auto& [k, v] : b->params.items())
-      if (values[b->mech][k].size() == 1) fixed += (fixed.empty() ? "" : " ") + k + ":" + shown(*b->mech, k, v);
+      if (values[b->mech][k].size() == 1)
+        fixed += (fixed.empty() ? "" : " ") + k + ":" + shown(*b->mech, k, v);
     if (!fixed.empty()) t.fixed.emplace_back(b->mech->full_name(), fixed);
   }
   return t;

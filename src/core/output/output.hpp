@@ -67,7 +67,8 @@ TableNames table_names(const std::vector<PlannedBenchmark>& plan);
 
 /// The Markdown result: machine line, warnings, one row per benchmark (its median when there are
 /// repetitions) under its table name, then each mechanism's constant parameters.
-std::string markdown(const nlohmann::json& context, const TableNames& names, const std::vector<Record>& records);
+std::string markdown(const nlohmann::json& context, const TableNames& names,
+                     const std::vector<Record>& records);
 
 /// "1.23 us", "456 ns", "2.00 s": three significant digits.
 std::string human_ns(double ns);

@@ -1,8 +1,8 @@
 // anchors/c2c: one cache line bounced between two CPUs. The client writes an odd value, the
 // server answers with the next even one; a round trip is two cache-line transfers, the floor
 // under any shared-memory transport's round trip.
-#include <atomic>
 #include <immintrin.h>
+#include <atomic>
 
 #include "core/clock.hpp"
 #include "core/mechanism.hpp"
@@ -75,8 +75,12 @@ IPCLAB_REGISTER(Mechanism{
     .name = "c2c",
     .help = "cache-line round trip between two CPUs (two spinning threads)",
     .params = {std_params::placement({"cross", "unpinned"}, {"cross"}),
-               {.name = "latency_sample", .type = ParamType::Int, .def = "8",
-                .help = "time every Nth round trip (a clock read costs ~30 ns here)", .min = 1, .max = 1'000'000}},
+               {.name = "latency_sample",
+                .type = ParamType::Int,
+                .def = "8",
+                .help = "time every Nth round trip (a clock read costs ~30 ns here)",
+                .min = 1,
+                .max = 1'000'000}},
     .workload = run,
 });
 

@@ -28,12 +28,12 @@ IPCLAB_REGISTER(Mechanism{
             "(started once per run); each switches to one strand for a calc, back to the pool for "
             "an asynchronous steady_timer wait, and to the strand again",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      run_on_pool(s, [&](PoolIteration& it) {
-        asio::co_spawn(it.pool, task(it, delay), asio::detached);
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          run_on_pool(s,
+                      [&](PoolIteration& it) { asio::co_spawn(it.pool, task(it, delay), asio::detached); });
+        },
 });
 
 }  // namespace

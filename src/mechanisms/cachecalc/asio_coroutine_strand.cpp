@@ -25,12 +25,12 @@ IPCLAB_REGISTER(Mechanism{
             "an asio::thread_pool of 8 (started once per run); calcs and the asynchronous "
             "steady_timer wait all run on the strand, so no hop between pool and strand",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      run_on_pool(s, [&](PoolIteration& it) {
-        asio::co_spawn(it.strand, task(it, delay), asio::detached);
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          run_on_pool(s,
+                      [&](PoolIteration& it) { asio::co_spawn(it.strand, task(it, delay), asio::detached); });
+        },
 });
 
 }  // namespace

@@ -24,17 +24,18 @@ IPCLAB_REGISTER(Mechanism{
             "run by the calling thread (concurrency hint 1, so no locking); the delay an "
             "asynchronous steady_timer, all waits overlapped",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      asio::io_context io(1);
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        for (int t = 0; t < kTasks; ++t) asio::co_spawn(io, task(c, delay), asio::detached);
-        io.run();
-        io.restart();
-        return verify(c);
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          asio::io_context io(1);
+          run_iterations(s, [&] {
+            Cache c = fresh_cache();
+            for (int t = 0; t < kTasks; ++t) asio::co_spawn(io, task(c, delay), asio::detached);
+            io.run();
+            io.restart();
+            return verify(c);
+          });
+        },
 });
 
 }  // namespace

@@ -19,21 +19,22 @@ IPCLAB_REGISTER(Mechanism{
             "posts its calc to one strand, waits on an asynchronous steady_timer on the pool, then "
             "posts the second calc to the strand",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      run_on_pool(s, [&](PoolIteration& it) {
-        asio::post(it.strand, [&it, delay] {
-          calc(it.cache);
-          auto timer = std::make_shared<asio::steady_timer>(it.pool.get_executor(), delay);
-          timer->async_wait([&it, timer](const asio::error_code&) {
-            asio::post(it.strand, [&it] {
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          run_on_pool(s, [&](PoolIteration& it) {
+            asio::post(it.strand, [&it, delay] {
               calc(it.cache);
-              it.done.count_down();
+              auto timer = std::make_shared<asio::steady_timer>(it.pool.get_executor(), delay);
+              timer->async_wait([&it, timer](const asio::error_code&) {
+                asio::post(it.strand, [&it] {
+                  calc(it.cache);
+                  it.done.count_down();
+                });
+              });
             });
           });
-        });
-      });
-    },
+        },
 });
 
 }  // namespace

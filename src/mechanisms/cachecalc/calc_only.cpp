@@ -12,16 +12,17 @@ IPCLAB_REGISTER(Mechanism{
     .name = "calc_only",
     .help = "BM_cachecalc_only: 1000 tasks of calc, calc with no delay, one thread — the compute "
             "floor of an iteration",
-    .workload = [](Session& s) {
-      run_iterations(s, [] {
-        Cache c = fresh_cache();
-        for (int t = 0; t < kTasks; ++t) {
-          calc(c);
-          calc(c);
-        }
-        return verify(c);
-      });
-    },
+    .workload =
+        [](Session& s) {
+          run_iterations(s, [] {
+            Cache c = fresh_cache();
+            for (int t = 0; t < kTasks; ++t) {
+              calc(c);
+              calc(c);
+            }
+            return verify(c);
+          });
+        },
 });
 
 }  // namespace

@@ -32,19 +32,20 @@ IPCLAB_REGISTER(Mechanism{
             "and joined; the delay an ipcrt sleep_for timer, so all waits overlap and the calcs "
             "need no lock — the io_context pattern on io_uring",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      run_worker(s, [delay](Worker& w) {
-        ipcrt::runtime rt;  // on the worker's thread: a runtime is its creating thread's
-        Iterations it(w);
-        w.ready();
-        while (it.next()) {
-          Cache c = fresh_cache();
-          rt.block_on(iteration(c, delay));
-          it.done(verify(c));
-        }
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          run_worker(s, [delay](Worker& w) {
+            ipcrt::runtime rt;  // on the worker's thread: a runtime is its creating thread's
+            Iterations it(w);
+            w.ready();
+            while (it.next()) {
+              Cache c = fresh_cache();
+              rt.block_on(iteration(c, delay));
+              it.done(verify(c));
+            }
+          });
+        },
 });
 
 }  // namespace

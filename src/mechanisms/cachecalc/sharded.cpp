@@ -60,8 +60,7 @@ ipcrt::task<void> remote_slice(Shard& sh, Shard& coord, ipcrt::channel<int>& don
 
 // Runs verified iterations on shard 0 until the session stops the run (the worker's loop, handed
 // to shard 0 so that iterations follow each other there as in one thread).
-ipcrt::task<void> coordinate(std::vector<Shard>& shards, std::chrono::microseconds delay,
-                             Iterations& it) {
+ipcrt::task<void> coordinate(std::vector<Shard>& shards, std::chrono::microseconds delay, Iterations& it) {
   ipcrt::channel<int> done(int(shards.size()));
   while (it.next()) {
     for (size_t k = 1; k < shards.size(); ++k)
@@ -77,8 +76,8 @@ ipcrt::task<void> coordinate(std::vector<Shard>& shards, std::chrono::microsecon
 }
 
 // The worker waits on `p`, which outlives every shard thread; a failed iteration is its exception.
-ipcrt::task<void> report(std::vector<Shard>& shards, std::chrono::microseconds delay,
-                         Iterations& it, std::promise<void>& p) {
+ipcrt::task<void> report(std::vector<Shard>& shards, std::chrono::microseconds delay, Iterations& it,
+                         std::promise<void>& p) {
   try {
     co_await coordinate(shards, delay, it);
     p.set_value();
@@ -95,56 +94,60 @@ IPCLAB_REGISTER(Mechanism{
             "i mod N); every task runs calc -> sleep_for timer -> calc on each shard's own keys, "
             "no lock; shard 0 starts and collects the others over MSG_RING and verifies the merge",
     .params = {delay_param(),
-               {.name = "idle_poll_us", .type = ParamType::Int, .def = "1000",
+               {.name = "idle_poll_us",
+                .type = ParamType::Int,
+                .def = "1000",
                 .help = "how long an idle shard polls its ring before it sleeps (0 = sleep at once); "
                         "polling keeps the pinned CPU across the hand-offs between iterations "
                         "(1000: covers the harness's gap between iterations here; 0/200/1000 gave "
                         "0.79/0.67/0.60x calc_only at load 1)",
-                .min = 0, .max = 100'000}},
-    .workload = [](Session& s) {
-      const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-      const auto idle_poll = unsigned(s.params().i64("idle_poll_us"));
-      std::vector<int> cpus = s.options().cpus;
-      if (cpus.empty()) cpus = allowed_cpus();
-      const size_t n = std::clamp<size_t>(cpus.size(), 1, kKeys);
-      std::vector<Shard> shards(n);
-      for (int i = 0; i < kKeys; ++i) shards[size_t(i) % n].keys.push_back(keys()[size_t(i)]);
+                .min = 0,
+                .max = 100'000}},
+    .workload =
+        [](Session& s) {
+          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
+          const auto idle_poll = unsigned(s.params().i64("idle_poll_us"));
+          std::vector<int> cpus = s.options().cpus;
+          if (cpus.empty()) cpus = allowed_cpus();
+          const size_t n = std::clamp<size_t>(cpus.size(), 1, kKeys);
+          std::vector<Shard> shards(n);
+          for (int i = 0; i < kKeys; ++i) shards[size_t(i) % n].keys.push_back(keys()[size_t(i)]);
 
-      std::latch started(ptrdiff_t(n) + 1);
-      std::vector<std::string> setup_error(n);
-      for (size_t k = 0; k < n; ++k)
-        shards[k].thread = std::thread([&, k] {
-          try {
-            pin_current_thread(cpus[k]);
-          } catch (const std::exception& e) {
-            setup_error[k] = e.what();
-          }
-          ipcrt::runtime rt(ipcrt::options().idle_poll_us(idle_poll));
-          shards[k].rt = &rt;
+          std::latch started(ptrdiff_t(n) + 1);
+          std::vector<std::string> setup_error(n);
+          for (size_t k = 0; k < n; ++k)
+            shards[k].thread = std::thread([&, k] {
+              try {
+                pin_current_thread(cpus[k]);
+              } catch (const std::exception& e) {
+                setup_error[k] = e.what();
+              }
+              ipcrt::runtime rt(ipcrt::options().idle_poll_us(idle_poll));
+              shards[k].rt = &rt;
+              started.arrive_and_wait();
+              rt.run();
+            });
           started.arrive_and_wait();
-          rt.run();
-        });
-      started.arrive_and_wait();
-      struct Joiner {
-        std::vector<Shard>& shards;
-        ~Joiner() {
-          for (auto& sh : shards) sh.rt->stop();
-          for (auto& sh : shards) sh.thread.join();
-        }
-      } joiner{shards};
-      for (auto& e : setup_error)
-        if (!e.empty()) throw std::runtime_error("cachecalc/sharded: " + e);
+          struct Joiner {
+            std::vector<Shard>& shards;
+            ~Joiner() {
+              for (auto& sh : shards) sh.rt->stop();
+              for (auto& sh : shards) sh.thread.join();
+            }
+          } joiner{shards};
+          for (auto& e : setup_error)
+            if (!e.empty()) throw std::runtime_error("cachecalc/sharded: " + e);
 
-      run_worker(s, [&](Worker& w) {
-        Iterations it(w);
-        std::promise<void> p;
-        auto f = p.get_future();
-        w.ready();
-        shards[0].rt->spawn_detached(report(shards, delay, it, p));
-        f.get();
-      });
-      s.record().extra["shards"] = n;
-    },
+          run_worker(s, [&](Worker& w) {
+            Iterations it(w);
+            std::promise<void> p;
+            auto f = p.get_future();
+            w.ready();
+            shards[0].rt->spawn_detached(report(shards, delay, it, p));
+            f.get();
+          });
+          s.record().extra["shards"] = n;
+        },
 });
 
 }  // namespace

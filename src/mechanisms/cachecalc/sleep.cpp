@@ -12,13 +12,14 @@ IPCLAB_REGISTER(Mechanism{
     .help = "BM_sleep: one blocking delay of delay_us (nanosleep); an op is one delay, its wall time "
             "shows the timer slack the blocking variants pay",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const int64_t us = s.params().i64("delay_us");
-      run_iterations(s, [us] {
-        sleep_delay(us);
-        return std::string();
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const int64_t us = s.params().i64("delay_us");
+          run_iterations(s, [us] {
+            sleep_delay(us);
+            return std::string();
+          });
+        },
 });
 
 }  // namespace

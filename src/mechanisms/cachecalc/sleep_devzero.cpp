@@ -12,14 +12,15 @@ IPCLAB_REGISTER(Mechanism{
     .help = "BM_sleep_devzero: one busy delay of delay_us (reads /dev/zero until it passed); an op "
             "is one delay, CPU = wall by construction",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const int64_t us = s.params().i64("delay_us");
-      DevZero dz;
-      run_iterations(s, [&] {
-        dz.delay(us);
-        return std::string();
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const int64_t us = s.params().i64("delay_us");
+          DevZero dz;
+          run_iterations(s, [&] {
+            dz.delay(us);
+            return std::string();
+          });
+        },
 });
 
 }  // namespace

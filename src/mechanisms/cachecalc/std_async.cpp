@@ -17,26 +17,33 @@ IPCLAB_REGISTER(Mechanism{
             "joined per task — launched in windows of 8 that are awaited together; calcs under a "
             "std::mutex, the delay a blocking nanosleep",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const int64_t us = s.params().i64("delay_us");
-      run_iterations(s, [us] {
-        Cache c = fresh_cache();
-        std::mutex m;
-        auto task = [&] {
-          { std::lock_guard g(m); calc(c); }
-          sleep_delay(us);
-          { std::lock_guard g(m); calc(c); }
-        };
-        std::vector<std::future<void>> window;
-        for (int t = 0; t < kTasks; t += kConcurrency) {
-          for (int i = t; i < t + kConcurrency && i < kTasks; ++i)
-            window.push_back(std::async(std::launch::async, task));
-          for (auto& f : window) f.get();
-          window.clear();
-        }
-        return verify(c);
-      });
-    },
+    .workload =
+        [](Session& s) {
+          const int64_t us = s.params().i64("delay_us");
+          run_iterations(s, [us] {
+            Cache c = fresh_cache();
+            std::mutex m;
+            auto task = [&] {
+              {
+                std::lock_guard g(m);
+                calc(c);
+              }
+              sleep_delay(us);
+              {
+                std::lock_guard g(m);
+                calc(c);
+              }
+            };
+            std::vector<std::future<void>> window;
+            for (int t = 0; t < kTasks; t += kConcurrency) {
+              for (int i = t; i < t + kConcurrency && i < kTasks; ++i)
+                window.push_back(std::async(std::launch::async, task));
+              for (auto& f : window) f.get();
+              window.clear();
+            }
+            return verify(c);
+          });
+        },
 });
 
 }  // namespace

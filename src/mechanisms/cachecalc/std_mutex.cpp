@@ -16,24 +16,31 @@ IPCLAB_REGISTER(Mechanism{
     .help = "BM_cachecalc_mutex: 8 std::threads started per iteration, each runs 125 of the 1000 "
             "tasks; calcs under one std::mutex, the delay a blocking nanosleep outside the lock",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const int64_t us = s.params().i64("delay_us");
-      run_iterations(s, [us] {
-        Cache c = fresh_cache();
-        std::mutex m;
-        std::vector<std::thread> threads;
-        for (int w = 0; w < kConcurrency; ++w)
-          threads.emplace_back([&, w] {
-            for (int t = w; t < kTasks; t += kConcurrency) {
-              { std::lock_guard g(m); calc(c); }
-              sleep_delay(us);
-              { std::lock_guard g(m); calc(c); }
-            }
+    .workload =
+        [](Session& s) {
+          const int64_t us = s.params().i64("delay_us");
+          run_iterations(s, [us] {
+            Cache c = fresh_cache();
+            std::mutex m;
+            std::vector<std::thread> threads;
+            for (int w = 0; w < kConcurrency; ++w)
+              threads.emplace_back([&, w] {
+                for (int t = w; t < kTasks; t += kConcurrency) {
+                  {
+                    std::lock_guard g(m);
+                    calc(c);
+                  }
+                  sleep_delay(us);
+                  {
+                    std::lock_guard g(m);
+                    calc(c);
+                  }
+                }
+              });
+            for (auto& t : threads) t.join();
+            return verify(c);
           });
-        for (auto& t : threads) t.join();
-        return verify(c);
-      });
-    },
+        },
 });
 
 }  // namespace

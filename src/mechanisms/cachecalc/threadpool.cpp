@@ -64,24 +64,31 @@ IPCLAB_REGISTER(Mechanism{
             "variable queue, started once per run) takes the 1000 tasks; calcs under a std::mutex, "
             "the delay a blocking nanosleep in the worker",
     .params = {delay_param()},
-    .workload = [](Session& s) {
-      const int64_t us = s.params().i64("delay_us");
-      ThreadPool pool(kConcurrency);
-      run_iterations(s, [&] {
-        Cache c = fresh_cache();
-        std::mutex m;
-        std::latch done(kTasks);
-        for (int t = 0; t < kTasks; ++t)
-          pool.submit([&] {
-            { std::lock_guard g(m); calc(c); }
-            sleep_delay(us);
-            { std::lock_guard g(m); calc(c); }
-            done.count_down();
+    .workload =
+        [](Session& s) {
+          const int64_t us = s.params().i64("delay_us");
+          ThreadPool pool(kConcurrency);
+          run_iterations(s, [&] {
+            Cache c = fresh_cache();
+            std::mutex m;
+            std::latch done(kTasks);
+            for (int t = 0; t < kTasks; ++t)
+              pool.submit([&] {
+                {
+                  std::lock_guard g(m);
+                  calc(c);
+                }
+                sleep_delay(us);
+                {
+                  std::lock_guard g(m);
+                  calc(c);
+                }
+                done.count_down();
+              });
+            done.wait();
+            return verify(c);
           });
-        done.wait();
-        return verify(c);
-      });
-    },
+        },
 });
 
 }  // namespace

@@ -51,9 +51,10 @@ std::string verify(const Cache& c, int tasks, std::span<const std::string> subse
     auto it = c.find(k);
     if (it == c.end()) return fmt::format("cachecalc: key {} missing from the map", k);
     if (parse_value(it->second) != want)
-      return fmt::format("cachecalc: key {} holds \"{}\" after {} tasks, expected {} (lost or "
-                         "duplicated updates: the calc was not serialised)",
-                         k, it->second, tasks, want);
+      return fmt::format(
+          "cachecalc: key {} holds \"{}\" after {} tasks, expected {} (lost or "
+          "duplicated updates: the calc was not serialised)",
+          k, it->second, tasks, want);
   }
   return "";
 }
@@ -73,14 +74,20 @@ void DevZero::delay(int64_t us) {
   char buf[64];
   const uint64_t end = now_ns() + uint64_t(us) * 1000;
   do {
-    if (::read(fd_, buf, sizeof buf) < 0) throw std::system_error(errno, std::generic_category(), "read /dev/zero");
+    if (::read(fd_, buf, sizeof buf) < 0)
+      throw std::system_error(errno, std::generic_category(), "read /dev/zero");
   } while (now_ns() < end);
 }
 
 ParamSpec delay_param() {
-  return {.name = "delay_us", .type = ParamType::Int, .def = "8",
+  return {.name = "delay_us",
+          .type = ParamType::Int,
+          .def = "8",
           .help = "the delay between a task's two calcs, in microseconds (the reference's /8 and /64)",
-          .quick = {"8", "64"}, .full = {"8", "64"}, .min = 0, .max = 1'000'000};
+          .quick = {"8", "64"},
+          .full = {"8", "64"},
+          .min = 0,
+          .max = 1'000'000};
 }
 
 bool Iterations::next() {
@@ -104,7 +111,8 @@ void Iterations::done(const std::string& error) {
 
 void run_worker(Session& s, const std::function<void(Worker&)>& body) {
   std::vector<WorkerSpec> ws;
-  ws.push_back({.role = "worker", .index = 0, .cpu = -1, .body = body, .process_cpu = true, .whole_ops = true});
+  ws.push_back(
+      {.role = "worker", .index = 0, .cpu = -1, .body = body, .process_cpu = true, .whole_ops = true});
   s.run_workers(std::move(ws), false, "op");
   s.record().extra["tasks_per_iteration"] = kTasks;
 }

@@ -14,7 +14,7 @@
 namespace ipclab {
 class Session;
 class Worker;
-}
+}  // namespace ipclab
 
 namespace ipclab::cachecalc {
 

@@ -98,9 +98,10 @@ bool Client::received(size_t idx, const unsigned char* data, size_t n) {
   WorkerResult& out = worker->out();
   if (n > size - c.got || std::memcmp(data, c.msg + c.got, n) != 0) {
     ++out.integrity.corrupt;
-    error = n > size - c.got
-                ? fmt::format("connection {} message {}: {} bytes echoed, {} sent", idx, c.seq, c.got + n, size)
-                : fmt::format("connection {} message {}: echoed bytes differ from those sent", idx, c.seq);
+    error =
+        n > size - c.got
+            ? fmt::format("connection {} message {}: {} bytes echoed, {} sent", idx, c.seq, c.got + n, size)
+            : fmt::format("connection {} message {}: echoed bytes differ from those sent", idx, c.seq);
     return false;
   }
   c.got += n;

@@ -9,9 +9,9 @@
 #include "mechanisms/echo/client.hpp"
 
 #if __has_include(<ipcrt/ipcrt.hpp>)
-#include <ipcrt/buf_ring.hpp>
 #include <liburing.h>
 #include <sys/socket.h>
+#include <ipcrt/buf_ring.hpp>
 
 #include <fmt/format.h>
 
@@ -102,8 +102,10 @@ class Loop {
       unsigned head, seen = 0;
       io_uring_for_each_cqe(&ring_, head, cqe) {
         ++seen;
-        if (cl_.error.empty()) complete(*cqe, rearm);
-        else settle(*cqe);
+        if (cl_.error.empty())
+          complete(*cqe, rearm);
+        else
+          settle(*cqe);
       }
       io_uring_cq_advance(&ring_, seen);
       br_->publish();
@@ -170,9 +172,12 @@ class Loop {
     }
     if (e.flags & IORING_CQE_F_MORE) return;
     // The multishot recv ended: out of buffers (re-armed once they are back), or for good.
-    if (e.res == -ENOBUFS || e.res > 0) rearm.push_back(i);
-    else if (e.res == 0) cl_.error = "the server closed a connection";
-    else cl_.error = fmt::format("recv: {}", strerror(-e.res));
+    if (e.res == -ENOBUFS || e.res > 0)
+      rearm.push_back(i);
+    else if (e.res == 0)
+      cl_.error = "the server closed a connection";
+    else
+      cl_.error = fmt::format("recv: {}", strerror(-e.res));
   }
 
   Client& cl_;

@@ -33,13 +33,24 @@ const char* layout_of(const RunOptions& o) {
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   std::vector<ParamSpec> ps = {
-      {.name = "connections", .type = ParamType::Int, .def = "16",
-       .help = "client connections, one message in flight on each", .quick = {"16", "64"},
-       .full = {"1", "4", "8", "16", "32", "64"}, .min = 1, .max = 4096},
-      {.name = "size", .type = ParamType::Size, .def = "1024", .help = "message size in bytes",
-       .min = 1, .max = kMaxSize},
+      {.name = "connections",
+       .type = ParamType::Int,
+       .def = "16",
+       .help = "client connections, one message in flight on each",
+       .quick = {"16", "64"},
+       .full = {"1", "4", "8", "16", "32", "64"},
+       .min = 1,
+       .max = 4096},
+      {.name = "size",
+       .type = ParamType::Size,
+       .def = "1024",
+       .help = "message size in bytes",
+       .min = 1,
+       .max = kMaxSize},
       // uring by default: the cheaper loop, so the servers, not the client, set the pace.
-      {.name = "client", .type = ParamType::String, .def = have_uring_client() ? "uring" : "epoll",
+      {.name = "client",
+       .type = ParamType::String,
+       .def = have_uring_client() ? "uring" : "epoll",
        .choices = {"epoll", "uring"},
        .help = "the load generator's loop: uring (multishot recv, one SQE per send, no syscall per "
                "message) or epoll (recv and send per message); the server's sends pay for waking it"},
@@ -63,10 +74,13 @@ void run_echo(Session& s) {
   auto client = std::make_unique<Client>(size_t(p.i64("size")));
   Client* cl = client.get();
   // The server shows progress only through the echoes the client completes.
-  s.add_peer({.role = "server", .index = 0, .process = &server.process(), .cpu = server_cpu(o),
-              .progress = [cl] { return cl->echoes.load(std::memory_order_relaxed); }});
+  s.add_peer(
+      {.role = "server", .index = 0, .process = &server.process(), .cpu = server_cpu(o), .progress = [cl] {
+         return cl->echoes.load(std::memory_order_relaxed);
+       }});
   const int port = server.port();
-  Control& ctl = s.run_workers({{"client", 0, client_cpu(o), [cl, port, nconn, uring](Worker& w) {
+  Control& ctl = s.run_workers({{"client", 0, client_cpu(o),
+                                 [cl, port, nconn, uring](Worker& w) {
                                    cl->connect(port, size_t(nconn));
                                    if (!cl->error.empty()) throw std::runtime_error(cl->error);
                                    cl->worker = &w;

@@ -38,14 +38,18 @@ void serve(int lfd, const Params&) {
       bool dead = false;
       if (c->pending == 0) {
         ssize_t r = recv(c->fd, c->buf.get(), kMaxSize, 0);
-        if (r == 0 || (r < 0 && errno != EAGAIN)) dead = true;
-        else if (r > 0) c->pending = size_t(r), c->off = 0;
+        if (r == 0 || (r < 0 && errno != EAGAIN))
+          dead = true;
+        else if (r > 0)
+          c->pending = size_t(r), c->off = 0;
       }
       while (!dead && c->pending) {
         ssize_t w = send(c->fd, c->buf.get() + c->off, c->pending, MSG_NOSIGNAL);
         if (w < 0 && errno == EAGAIN) break;
-        if (w <= 0) dead = true;
-        else c->off += size_t(w), c->pending -= size_t(w);
+        if (w <= 0)
+          dead = true;
+        else
+          c->off += size_t(w), c->pending -= size_t(w);
       }
       if (dead) {
         close(c->fd);
@@ -69,9 +73,8 @@ IPCLAB_REGISTER(Mechanism{
     .help = "one thread, epoll level-triggered, read then write back",
     .params = suite_params(),
     .workload = run_echo,
-    .server = [](const Session& s) {
-      return ServerLaunch{.serve = [p = s.params()](int lfd) { serve(lfd, p); }};
-    },
+    .server =
+        [](const Session& s) { return ServerLaunch{.serve = [p = s.params()](int lfd) { serve(lfd, p); }}; },
 });
 
 }  // namespace

@@ -13,16 +13,18 @@ IPCLAB_REGISTER(Mechanism{
     .name = "peer",
     .help = "an external echo server executable (-p server=/abs/path), see docs/echo.md; the "
             "default is the minimal Python example of the contract",
-    .params = suite_params({{.name = "server", .type = ParamType::String,
+    .params = suite_params({{.name = "server",
+                             .type = ParamType::String,
                              .def = IPCLAB_SOURCE_DIR "/tests/echo/echo_server.py",
                              .help = "absolute path of the server executable (skipped when missing)",
                              .path = true}}),
     .workload = run_echo,
-    .server = [](const Session& s) {
-      const Params& p = s.params();
-      return ServerLaunch{.argv = {p.str("server"), "--size=" + p.str("size"),
-                                   "--connections=" + p.str("connections")}};
-    },
+    .server =
+        [](const Session& s) {
+          const Params& p = s.params();
+          return ServerLaunch{
+              .argv = {p.str("server"), "--size=" + p.str("size"), "--connections=" + p.str("connections")}};
+        },
 });
 
 }  // namespace

@@ -18,12 +18,13 @@ IPCLAB_REGISTER(Mechanism{
     .help = "Go standard library: goroutine per connection, net.Conn Read → Write (netpoller)",
     .params = suite_params({go::gomaxprocs_param()}),
     .workload = run_echo,
-    .server = [](const Session& s) {
-      const Params& p = s.params();
-      return ServerLaunch{.argv = {go::peer_path(IPCLAB_GO_ECHO_SERVER, "go_peers"),
-                                   "--size=" + p.str("size"), "--connections=" + p.str("connections"),
-                                   "--gomaxprocs=" + p.str("gomaxprocs")}};
-    },
+    .server =
+        [](const Session& s) {
+          const Params& p = s.params();
+          return ServerLaunch{.argv = {go::peer_path(IPCLAB_GO_ECHO_SERVER, "go_peers"),
+                                       "--size=" + p.str("size"), "--connections=" + p.str("connections"),
+                                       "--gomaxprocs=" + p.str("gomaxprocs")}};
+        },
 });
 
 }  // namespace

@@ -57,8 +57,10 @@ ipcrt::task<void> echo_multishot(Fd fd, ipcrt::buf_ring& br) {
 
 template <class Fd>
 ipcrt::task<void> echo(Fd fd, ipcrt::buf_ring* br) {
-  if (br) co_await echo_multishot(fd, *br);
-  else co_await echo_loop(fd, std::unique_ptr<char[]>(new char[kMaxSize]));
+  if (br)
+    co_await echo_multishot(fd, *br);
+  else
+    co_await echo_loop(fd, std::unique_ptr<char[]>(new char[kMaxSize]));
 }
 
 ipcrt::task<void> plain(int fd, ipcrt::buf_ring* br) {
@@ -122,42 +124,65 @@ IPCLAB_REGISTER(Mechanism{
     .help = "io_uring: multishot accept, multishot recv into a provided-buffer ring, send back from it; "
             "a hand-written liburing loop (loop=raw) or ipcrt coroutines (loop=ipcrt)",
     .params = suite_params({
-        {.name = "loop", .type = ParamType::String, .def = "raw", .choices = {"raw", "ipcrt"},
-         .help = "raw: hand-written liburing event loop; ipcrt: the ipcrt runtime, a coroutine per connection",
-         .quick = {"raw", "ipcrt"}, .full = {"raw", "ipcrt"}},
-        {.name = "fixed_files", .type = ParamType::Bool, .def = "0",
+        {.name = "loop",
+         .type = ParamType::String,
+         .def = "raw",
+         .choices = {"raw", "ipcrt"},
+         .help =
+             "raw: hand-written liburing event loop; ipcrt: the ipcrt runtime, a coroutine per connection",
+         .quick = {"raw", "ipcrt"},
+         .full = {"raw", "ipcrt"}},
+        {.name = "fixed_files",
+         .type = ParamType::Bool,
+         .def = "0",
          .help = "register each connection in the ring's file table",
-         .quick = {"0", "1"}, .full = {"0", "1"}},
-        {.name = "multishot", .type = ParamType::Bool, .def = "1",
+         .quick = {"0", "1"},
+         .full = {"0", "1"}},
+        {.name = "multishot",
+         .type = ParamType::Bool,
+         .def = "1",
          .help = "multishot recv into a provided-buffer ring (0: one recv SQE per message)",
-         .quick = {"1"}, .full = {"0", "1"}},
-        {.name = "poll_first", .type = ParamType::Bool, .def = "0",
-         .help = "loop=raw, multishot=0: IORING_RECVSEND_POLL_FIRST on each recv (wait for data before trying)"},
-        {.name = "wait_nr", .type = ParamType::Int, .def = "1",
+         .quick = {"1"},
+         .full = {"0", "1"}},
+        {.name = "poll_first",
+         .type = ParamType::Bool,
+         .def = "0",
+         .help =
+             "loop=raw, multishot=0: IORING_RECVSEND_POLL_FIRST on each recv (wait for data before trying)"},
+        {.name = "wait_nr",
+         .type = ParamType::Int,
+         .def = "1",
          .help = "loop=raw: completions each io_uring_enter waits for beyond the sends it submits "
                  "(needs min_wait_us > 0); more than 1 batches wake-ups at some latency",
-         .min = 1, .max = 4096},
-        {.name = "min_wait_us", .type = ParamType::Int, .def = "50",
+         .min = 1,
+         .max = 4096},
+        {.name = "min_wait_us",
+         .type = ParamType::Int,
+         .def = "50",
          .help = "loop=raw: cap on that wait: after it any completion ends it (IORING_ENTER_EXT_ARG "
                  "min_wait_usec, Linux 6.13); 0: plain wait for one completion, sends included",
-         .min = 0, .max = 1000000},
+         .min = 0,
+         .max = 1000000},
     }),
-    .workload = [](Session& s) {
-      const Params& p = s.params();
-      if (p.str("loop") == "raw" && p.i64("min_wait_us") > 0 && !kernel_has_min_wait())
-        s.record().extra["min_wait_note"] = "the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.13): no batching";
-      run_echo(s);
-    },
-    .server = [](const Session& s) {
-      const Params& p = s.params();
-      const bool raw = p.str("loop") == "raw";
-      if (p.flag("fixed_files") && !ipcrt::features::get().registered_files)
-        throw Skip("the kernel refuses a sparse registered-file table (io_uring_register_files_sparse)");
-      if ((raw || p.flag("multishot")) &&
-          !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
-        throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
-      return ServerLaunch{.serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve(lfd, p); }};
-    },
+    .workload =
+        [](Session& s) {
+          const Params& p = s.params();
+          if (p.str("loop") == "raw" && p.i64("min_wait_us") > 0 && !kernel_has_min_wait())
+            s.record().extra["min_wait_note"] =
+                "the kernel lacks IORING_FEAT_MIN_TIMEOUT (Linux 6.13): no batching";
+          run_echo(s);
+        },
+    .server =
+        [](const Session& s) {
+          const Params& p = s.params();
+          const bool raw = p.str("loop") == "raw";
+          if (p.flag("fixed_files") && !ipcrt::features::get().registered_files)
+            throw Skip("the kernel refuses a sparse registered-file table (io_uring_register_files_sparse)");
+          if ((raw || p.flag("multishot")) &&
+              !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
+            throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
+          return ServerLaunch{.serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve(lfd, p); }};
+        },
 });
 
 }  // namespace

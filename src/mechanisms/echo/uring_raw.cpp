@@ -11,12 +11,12 @@
 //    (IORING_FILE_INDEX_ALLOC), no fd lookup per op and no update syscall per connection.
 // No allocation after set-up (fixed arrays sized from the parameters), no syscall per echo.
 #if __has_include(<ipcrt/ipcrt.hpp>)
-#include <ipcrt/buf_ring.hpp>
 #include <liburing.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <ipcrt/buf_ring.hpp>
 
 #include <fmt/format.h>
 
@@ -62,8 +62,11 @@ struct Conn {
 class Server {
  public:
   Server(int lfd, const Params& p)
-      : lfd_(lfd), fixed_(p.flag("fixed_files")), multishot_(p.flag("multishot")),
-        poll_first_(p.flag("poll_first")), wait_nr_(unsigned(p.i64("wait_nr"))),
+      : lfd_(lfd),
+        fixed_(p.flag("fixed_files")),
+        multishot_(p.flag("multishot")),
+        poll_first_(p.flag("poll_first")),
+        wait_nr_(unsigned(p.i64("wait_nr"))),
         min_wait_us_(unsigned(p.i64("min_wait_us"))) {
     const auto nconn = size_t(p.i64("connections"));
     // At most 64 MiB of buffers (4096 connections of 64 KiB messages would ask for 4 GiB): a
@@ -177,7 +180,9 @@ class Server {
     }
     // With no general timeout the kernel would return at min_wait even with nothing completed.
     static const __kernel_timespec idle{.tv_sec = 1, .tv_nsec = 0};
-    const GeteventsArg arg{.sigmask = 0, .sigmask_sz = _NSIG / 8, .min_wait_usec = min_wait_us_,
+    const GeteventsArg arg{.sigmask = 0,
+                           .sigmask_sz = _NSIG / 8,
+                           .min_wait_usec = min_wait_us_,
                            .ts = reinterpret_cast<uintptr_t>(&idle)};
     flush_and_enter(sends + wait_nr_, &arg);
   }
@@ -185,11 +190,12 @@ class Server {
   // Back to the kernel at the end of this loop turn (one publish for all of the turn's buffers).
   void recycle(uint32_t bid) { br_->recycle_later(uint16_t(bid)); }
 
-
   void arm_accept() {
     io_uring_sqe* s = sqe();
-    if (fixed_) io_uring_prep_multishot_accept_direct(s, lfd_, nullptr, nullptr, 0);
-    else io_uring_prep_multishot_accept(s, lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fixed_)
+      io_uring_prep_multishot_accept_direct(s, lfd_, nullptr, nullptr, 0);
+    else
+      io_uring_prep_multishot_accept(s, lfd_, nullptr, nullptr, SOCK_CLOEXEC);
     io_uring_sqe_set_data64(s, ud(0, kAccept));
   }
 
@@ -201,8 +207,10 @@ class Server {
   void arm_recv(uint32_t ci) {
     Conn& c = conns_[ci];
     io_uring_sqe* s = sqe();
-    if (multishot_) io_uring_prep_recv_multishot(s, c.fd, nullptr, 0, 0);
-    else io_uring_prep_recv(s, c.fd, nullptr, buf_size_, 0);
+    if (multishot_)
+      io_uring_prep_recv_multishot(s, c.fd, nullptr, 0, 0);
+    else
+      io_uring_prep_recv(s, c.fd, nullptr, buf_size_, 0);
     conn_flags(s, IOSQE_BUFFER_SELECT);
     s->buf_group = kGroup;
     // The last recv emptied the socket: wait for data before trying (one-shot recv only).
@@ -245,8 +253,10 @@ class Server {
     if (c.recv_armed || c.send_busy || c.head != kNone) return;
     c.starved = false;
     io_uring_sqe* s = sqe();
-    if (fixed_) io_uring_prep_close_direct(s, unsigned(c.fd));
-    else io_uring_prep_close(s, c.fd);
+    if (fixed_)
+      io_uring_prep_close_direct(s, unsigned(c.fd));
+    else
+      io_uring_prep_close(s, c.fd);
     io_uring_sqe_set_data64(s, ud(ci, kClose));
     c.closing = true;
   }
@@ -259,8 +269,10 @@ class Server {
         if (e.res >= 0) {
           if (free_.empty()) {  // more clients than the parameter said: refuse this one
             io_uring_sqe* s = sqe();
-            if (fixed_) io_uring_prep_close_direct(s, unsigned(e.res));
-            else io_uring_prep_close(s, e.res);
+            if (fixed_)
+              io_uring_prep_close_direct(s, unsigned(e.res));
+            else
+              io_uring_prep_close(s, e.res);
             io_uring_sqe_set_data64(s, ud(0, kIgnore));
           } else {
             const uint32_t n = free_.back();

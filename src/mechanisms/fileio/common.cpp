@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <sys/sysinfo.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -64,7 +64,8 @@ bool valid_file(const std::string& path, uint64_t size) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && uint64_t(st.st_size) == size;
+  bool ok =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && uint64_t(st.st_size) == size;
   alignas(64) std::byte buf[kBlock];
   for (uint64_t off : {uint64_t(0), size - kBlock}) {
     if (!ok) break;
@@ -94,26 +95,44 @@ std::string sysfs_word(const std::string& file) {
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> own, std::vector<std::string> qd_quick) {
   std::vector<ParamSpec> p{
-      {.name = "pattern", .type = ParamType::String, .def = "rand", .choices = {"seq", "rand"},
+      {.name = "pattern",
+       .type = ParamType::String,
+       .def = "rand",
+       .choices = {"seq", "rand"},
        .help = "seq: sequential 64 KiB reads; rand: 4 KiB reads of every block once, shuffled (seed 42)",
        .quick = {"seq", "rand"}},
-      {.name = "qd", .type = ParamType::Int, .def = "32",
-       .help = "queue depth: reads in flight (psync: threads)", .quick = std::move(qd_quick),
-       .full = {"1", "4", "8", "16", "32", "64", "128"}, .min = 1, .max = 128},
+      {.name = "qd",
+       .type = ParamType::Int,
+       .def = "32",
+       .help = "queue depth: reads in flight (psync: threads)",
+       .quick = std::move(qd_quick),
+       .full = {"1", "4", "8", "16", "32", "64", "128"},
+       .min = 1,
+       .max = 128},
   };
   for (auto& o : own) p.push_back(std::move(o));
-  p.push_back({.name = "file_size", .type = ParamType::Size, .def = "1073741824",
+  p.push_back({.name = "file_size",
+               .type = ParamType::Size,
+               .def = "1073741824",
                .help = "size of the test file (a multiple of 64 KiB); created once and reused",
-               .min = int64_t(kSeqSize), .max = int64_t(1) << 40});
-  p.push_back({.name = "dir", .type = ParamType::String, .def = kDefaultDir,
-               .help = "directory of the test file, on a real disk (not tmpfs)", .path = true});
+               .min = int64_t(kSeqSize),
+               .max = int64_t(1) << 40});
+  p.push_back({.name = "dir",
+               .type = ParamType::String,
+               .def = kDefaultDir,
+               .help = "directory of the test file, on a real disk (not tmpfs)",
+               .path = true});
   return p;
 }
 
 ParamSpec cache_param() {
-  return {.name = "cache", .type = ParamType::String, .def = "drop", .choices = {"drop", "warm"},
-          .help = "buffered reads: drop = evict the file before the run (and at each new pass), "
-                  "warm = read it all once before"};
+  return {.name = "cache",
+          .type = ParamType::String,
+          .def = "drop",
+          .choices = {"drop", "warm"},
+          .help =
+              "buffered reads: drop = evict the file before the run (and at each new pass), "
+              "warm = read it all once before"};
 }
 
 std::string check_cache(const Params& p, bool direct) {
@@ -124,8 +143,10 @@ std::string check_cache(const Params& p, bool direct) {
     return fmt::format("-p file_size={} is not a multiple of 64 KiB; use e.g. 1G or 64M", size);
   const std::string dir = p.str("dir");
   if (direct && is_tmpfs(dir))
-    return fmt::format("-p dir={} is tmpfs, which has no disk and refuses O_DIRECT; use a directory on a disk, "
-                       "e.g. {}", dir, kDefaultDir);
+    return fmt::format(
+        "-p dir={} is tmpfs, which has no disk and refuses O_DIRECT; use a directory on a disk, "
+        "e.g. {}",
+        dir, kDefaultDir);
   return check_dir(dir);
 }
 
@@ -149,7 +170,8 @@ std::string check_dir(const std::string& dir) {
   if (dir == kDefaultDir) return "";  // made on first use (ensure_file)
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default", dir);
+    return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
+                       dir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
     return fmt::format("-p dir={} is not writable; choose a writable folder", dir);
   return "";
@@ -163,8 +185,10 @@ void ensure_default_dir() {
   ipc::make_private_dir(kDefaultDir);
   struct stat st {};
   if (lstat(kDefaultDir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-    throw std::runtime_error(fmt::format("{} is not a folder of yours closed to others (a link, another "
-                                         "user's, or writable by others); remove it or choose -p dir", kDefaultDir));
+    throw std::runtime_error(
+        fmt::format("{} is not a folder of yours closed to others (a link, another "
+                    "user's, or writable by others); remove it or choose -p dir",
+                    kDefaultDir));
 }
 
 }  // namespace
@@ -177,8 +201,10 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
   struct statvfs vs {};
   if (statvfs(dir.c_str(), &vs) == 0 && uint64_t(vs.f_bavail) * vs.f_frsize < size + (64u << 20))
     // The machine's state, not bad input: skip (the rest of the run goes on) and name the fix.
-    throw Skip(fmt::format("{} has no room for a {} byte test file; use a smaller "
-                           "-p file_size or another -p dir", dir, size));
+    throw Skip(
+        fmt::format("{} has no room for a {} byte test file; use a smaller "
+                    "-p file_size or another -p dir",
+                    dir, size));
   // Written under a temporary name of the run (exclusive, journaled: a killed run's part-written
   // file is swept), made durable, then renamed: a crash never leaves a short file under the
   // final name, and concurrent runs never read a half-written one.
@@ -217,8 +243,10 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
     if (valid_file(path, size) || !mine) {
       ipc::remove(ipc::Kind::File, tmp);
       if (mine) return path;
-      throw std::runtime_error(fmt::format("{} exists and is not a test file of yours (a link, a folder or "
-                                           "another user's); remove it or choose another -p dir", path));
+      throw std::runtime_error(
+          fmt::format("{} exists and is not a test file of yours (a link, a folder or "
+                      "another user's); remove it or choose another -p dir",
+                      path));
     }
     ipc::commit_file(tmp, path, true);
   }
@@ -248,8 +276,10 @@ int open_file(const std::string& path, bool direct, bool random) {
     return fd;
   }
   if (direct && errno == EINVAL)
-    throw std::runtime_error(fmt::format("the filesystem of {} refuses O_DIRECT (EINVAL); use -p "
-                                         "dir= on ext4 or xfs, or a buffered engine", path));
+    throw std::runtime_error(
+        fmt::format("the filesystem of {} refuses O_DIRECT (EINVAL); use -p "
+                    "dir= on ext4 or xfs, or a buffered engine",
+                    path));
   sys_fail("open " + path);
 }
 
@@ -258,8 +288,10 @@ uint64_t direct_alignment(const std::string& path) {
   struct statx sx {};
   if (statx(AT_FDCWD, path.c_str(), 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
     if (sx.stx_dio_offset_align == 0)
-      throw std::runtime_error(fmt::format("the filesystem of {} does not support O_DIRECT "
-                                           "(statx DIOALIGN is 0); use -p dir= on ext4 or xfs", path));
+      throw std::runtime_error(
+          fmt::format("the filesystem of {} does not support O_DIRECT "
+                      "(statx DIOALIGN is 0); use -p dir= on ext4 or xfs",
+                      path));
     align = std::max<uint64_t>(sx.stx_dio_offset_align, sx.stx_dio_mem_align);
   }
   if (!align) {
@@ -268,8 +300,10 @@ uint64_t direct_alignment(const std::string& path) {
   }
   if (!align) align = 512;
   if (kBlock % align != 0)
-    throw std::runtime_error(fmt::format("O_DIRECT on {} needs {}-byte alignment; this suite reads "
-                                         "4 KiB blocks", path, align));
+    throw std::runtime_error(
+        fmt::format("O_DIRECT on {} needs {}-byte alignment; this suite reads "
+                    "4 KiB blocks",
+                    path, align));
   return align;
 }
 
@@ -385,26 +419,24 @@ void DeviceReads::record(Record& rec) const {
       break;
     }
   std::error_code ec;
-  rec.extra["device"] = {
-      {"name", std::filesystem::canonical(dir_, ec).filename().string()},
-      {"reads", ios},
-      {"merged", now.merges - before_.merges},
-      {"read_kib_per_request", ios ? double(sectors) * 512.0 / 1024.0 / double(ios) : 0.0},
-      {"scheduler", sched},
-      {"max_sectors_kb", sysfs_word(q + "max_sectors_kb")},
-      {"nr_requests", sysfs_word(q + "nr_requests")},
-      {"scope", "whole device, whole run (warm-up included), every process"}};
+  rec.extra["device"] = {{"name", std::filesystem::canonical(dir_, ec).filename().string()},
+                         {"reads", ios},
+                         {"merged", now.merges - before_.merges},
+                         {"read_kib_per_request", ios ? double(sectors) * 512.0 / 1024.0 / double(ios) : 0.0},
+                         {"scheduler", sched},
+                         {"max_sectors_kb", sysfs_word(q + "max_sectors_kb")},
+                         {"nr_requests", sysfs_word(q + "nr_requests")},
+                         {"scope", "whole device, whole run (warm-up included), every process"}};
 }
 
 uint64_t Cursor::next() {
   uint64_t n = next_.fetch_add(1, std::memory_order_relaxed);
-  if (n && !su_.direct && su_.cache == "drop" && n % su_.plan.ios_per_pass() == 0)
-    evict(su_.path, false);
+  if (n && !su_.direct && su_.cache == "drop" && n % su_.plan.ios_per_pass() == 0) evict(su_.path, false);
   return n;
 }
 
-void Tally::complete(long res, const void* buf, uint64_t off, uint64_t len, uint64_t t0,
-                     uint64_t t1, bool measuring) {
+void Tally::complete(long res, const void* buf, uint64_t off, uint64_t len, uint64_t t0, uint64_t t1,
+                     bool measuring) {
   if (res < 0)
     throw std::system_error(int(-res), std::generic_category(), fmt::format("read at offset {}", off));
   const uint64_t blocks = len / kBlock;

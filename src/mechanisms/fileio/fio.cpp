@@ -85,20 +85,18 @@ void run_fio(Session& s, const std::string& ioengine) {
   // default) makes each pass read every block exactly once — in fio's own order, not ours.
   std::vector<std::string> argv{
       fio, "--name=ipclab", "--filename=" + su.path, "--readonly",
-      std::string("--rw=") + (rand ? "randread" : "read"),
-      fmt::format("--bs={}", su.plan.len()), fmt::format("--size={}", su.file_size),
-      "--ioengine=" + ioengine, fmt::format("--iodepth={}", su.qd),
+      std::string("--rw=") + (rand ? "randread" : "read"), fmt::format("--bs={}", su.plan.len()),
+      fmt::format("--size={}", su.file_size), "--ioengine=" + ioengine, fmt::format("--iodepth={}", su.qd),
       fmt::format("--direct={}", direct ? 1 : 0),
       // we already evicted (drop) or read the file (warm): fio must not invalidate it again
-      "--invalidate=0", "--time_based=1", "--runtime=" + ms(opts.duration_s),
-      "--randrepeat=1", fmt::format("--randseed={}", kSeed),
+      "--invalidate=0", "--time_based=1", "--runtime=" + ms(opts.duration_s), "--randrepeat=1",
+      fmt::format("--randseed={}", kSeed),
       // fio's defaults, spelled out so the recorded command says how fio submitted: one job
       // (a forked process), each IO submitted as soon as it is ready (one io_uring_enter /
       // io_submit per IO), completions reaped from at least one.
-      "--numjobs=1", "--iodepth_batch_submit=1", "--iodepth_batch_complete_min=1",
-      "--lat_percentiles=1",
-      "--percentile_list=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.99",
-      "--output-format=json", "--output=" + out};
+      "--numjobs=1", "--iodepth_batch_submit=1", "--iodepth_batch_complete_min=1", "--lat_percentiles=1",
+      "--percentile_list=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.99", "--output-format=json",
+      "--output=" + out};
   if (opts.warmup_s > 0) argv.push_back("--ramp_time=" + ms(opts.warmup_s));
   // The counterpart of fileio/ipcrt's fixed variants: the file and the buffers registered.
   const bool fixed = s.params().has("fixed") && s.params().flag("fixed");
@@ -134,16 +132,18 @@ void run_fio(Session& s, const std::string& ioengine) {
   rec.cpu.ctx_vol = job.value("ctx", int64_t(0));
   rec.cpu.ctx_invol = 0;
   rec.extra["cpu_source"] = "fio usr_cpu/sys_cpu x job_runtime; ctx = fio's ctx";
-  rec.extra["cpu_wait4_whole_run"] = {{"user_s", run.cpu.user_s}, {"sys_s", run.cpu.sys_s},
-                                      {"ctx_vol", run.cpu.ctx_vol}, {"ctx_invol", run.cpu.ctx_invol}};
+  rec.extra["cpu_wait4_whole_run"] = {{"user_s", run.cpu.user_s},
+                                      {"sys_s", run.cpu.sys_s},
+                                      {"ctx_vol", run.cpu.ctx_vol},
+                                      {"ctx_invol", run.cpu.ctx_invol}};
   rec.extra["engine"] = "fio " + ioengine;
   rec.extra["fio_version"] = doc.value("fio version", "");
   rec.extra["fio_iops"] = rd.value("iops", 0.0);
   rec.extra["fio_bw_bytes"] = rd.value("bw_bytes", 0.0);
   rec.extra["direct"] = direct;
   rec.extra["verified"] = false;
-  rec.extra["order"] = rand ? "fio's own random order with its random map: every block once per pass"
-                            : "sequential";
+  rec.extra["order"] =
+      rand ? "fio's own random order with its random map: every block once per pass" : "sequential";
   std::string cmd;
   for (auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   rec.extra["command"] = cmd;
@@ -159,10 +159,12 @@ void run_fio(Session& s, const std::string& ioengine) {
 
 // fio's own parameters, between the suite's (suite_params): direct, fixed (io_uring), cache.
 std::vector<ParamSpec> fio_options(bool uring) {
-  std::vector<ParamSpec> own{{.name = "direct", .type = ParamType::Bool, .def = "1",
-                              .help = "fio --direct", .full = {"0", "1"}}};
+  std::vector<ParamSpec> own{
+      {.name = "direct", .type = ParamType::Bool, .def = "1", .help = "fio --direct", .full = {"0", "1"}}};
   if (uring)
-    own.push_back({.name = "fixed", .type = ParamType::Bool, .def = "0",
+    own.push_back({.name = "fixed",
+                   .type = ParamType::Bool,
+                   .def = "0",
                    .help = "fio --registerfiles=1 --fixedbufs=1 (as fileio/ipcrt's fixed variants)",
                    .full = {"0", "1"}});
   own.push_back(cache_param());

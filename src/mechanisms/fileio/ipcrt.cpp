@@ -53,10 +53,13 @@ Variant variant_of(const std::string& v) {
   io_uring_queue_exit(&ring);
   close(fd);
   if (res < 0)
-    throw Skip(fmt::format("IOPOLL: the device of {} cannot be polled (read returned {}: {}); it "
-                           "needs an NVMe-like driver with poll queues", path, res == -EOPNOTSUPP ? "EOPNOTSUPP" : std::to_string(res), strerror(-res)));
-  throw Skip("IOPOLL: the device supports it, but ipcrt has no IOPOLL option yet "
-             "(runtime/include/ipcrt/options.hpp)");
+    throw Skip(
+        fmt::format("IOPOLL: the device of {} cannot be polled (read returned {}: {}); it "
+                    "needs an NVMe-like driver with poll queues",
+                    path, res == -EOPNOTSUPP ? "EOPNOTSUPP" : std::to_string(res), strerror(-res)));
+  throw Skip(
+      "IOPOLL: the device supports it, but ipcrt has no IOPOLL option yet "
+      "(runtime/include/ipcrt/options.hpp)");
 }
 
 struct Run {
@@ -81,8 +84,9 @@ ipcrt::task<void> reader(Run& r, int slot) {
     // that (1 or 2 = no plug, as fio's default iodepth_batch_submit=1).
     if (r.batch && rt.io().pending() >= r.batch) rt.io().submit();
     const uint64_t t0 = now_ns();
-    const int res = r.v.fixed ? co_await ipcrt::async_read_fixed(ipcrt::fixed_file{0}, buf, unsigned(len), off, slot)
-                              : co_await ipcrt::async_read(r.fd, buf, unsigned(len), off);
+    const int res =
+        r.v.fixed ? co_await ipcrt::async_read_fixed(ipcrt::fixed_file{0}, buf, unsigned(len), off, slot)
+                  : co_await ipcrt::async_read(r.fd, buf, unsigned(len), off);
     r.tally.complete(res, buf, off, len, t0, now_ns(), r.w.measuring());
   }
 }
@@ -128,16 +132,21 @@ IPCLAB_REGISTER(Mechanism{
     .name = "ipcrt",
     .help = "the ipcrt io_uring coroutine runtime: qd tasks each co_awaiting reads",
     .params = suite_params(
-        {{.name = "variant", .type = ParamType::String, .def = "fixed_direct",
+        {{.name = "variant",
+          .type = ParamType::String,
+          .def = "fixed_direct",
           .choices = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"},
           .help = "buffered; fixed = registered file + buffers; direct = O_DIRECT; fixed_direct; "
                   "iopoll and sqpoll = fixed_direct with IORING_SETUP_IOPOLL / SQPOLL",
           .quick = {"buffered", "fixed_direct"},
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
-         {.name = "batch", .type = ParamType::Int, .def = "0",
+         {.name = "batch",
+          .type = ParamType::Int,
+          .def = "0",
           .help = "at most this many reads per io_uring_enter (0 = all reads ready in a loop turn; "
                   "1 = one per IO, like fio's default iodepth_batch_submit=1)",
-          .min = 0, .max = 128},
+          .min = 0,
+          .max = 128},
          cache_param()}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },

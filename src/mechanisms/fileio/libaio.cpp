@@ -83,7 +83,8 @@ void workload(Session& s) {
         for (int e = 0; e < got; ++e) {
           const int i = int(events[e].data);
           --inflight;
-          tally.complete(long(events[e].res), mem.get() + uint64_t(i) * len, off[i], len, t0[i], t1, measuring);
+          tally.complete(long(events[e].res), mem.get() + uint64_t(i) * len, off[i], len, t0[i], t1,
+                         measuring);
           if (more) list[n++] = prep(i);
         }
         submit_all(ctx, list.data(), n);
@@ -93,8 +94,10 @@ void workload(Session& s) {
       // Reads still in flight write into `mem`: wait for them before it is freed.
       while (inflight > 0) {
         int got = io_getevents(ctx, 1, qd, events.data());
-        if (got > 0) inflight -= got;
-        else if (got != -EINTR) break;
+        if (got > 0)
+          inflight -= got;
+        else if (got != -EINTR)
+          break;
       }
       io_destroy(ctx);
       close(fd);

@@ -26,12 +26,20 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   std::vector<ParamSpec> v = {
       std_params::pattern(),
       std_params::size({"64", "8192"}, {"64", "256", "1024", "4096", "8192"}),
-      {.name = "producers", .type = ParamType::Int, .def = "1",
+      {.name = "producers",
+       .type = ParamType::Int,
+       .def = "1",
        .help = "producers (throughput: all share one queue; roundtrip: pairs, = consumers)",
-       .full = {"1", "2", "4"}, .min = 1, .max = 16},
-      {.name = "consumers", .type = ParamType::Int, .def = "1",
+       .full = {"1", "2", "4"},
+       .min = 1,
+       .max = 16},
+      {.name = "consumers",
+       .type = ParamType::Int,
+       .def = "1",
        .help = "consumers (throughput: all share one queue; roundtrip: pairs, = producers)",
-       .full = {"1", "2", "4"}, .min = 1, .max = 16},
+       .full = {"1", "2", "4"},
+       .min = 1,
+       .max = 16},
       mode,
       placement,
       std_params::latency_sample(),
@@ -47,40 +55,53 @@ std::string check(const Caps& caps, const Params& p) {
   if (!roundtrip && size < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
   if (size > caps.max_size)
-    return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size",
-                       size, caps.max_size, caps.size_limit_why);
+    return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size", size,
+                       caps.max_size, caps.size_limit_why);
   if (!caps.processes && p.str("mode") == "processes")
     return "an in-process queue cannot cross processes; use mode=threads";
   if (roundtrip) {
     if (prod != cons) return "roundtrip pairs one producer with one consumer; set producers = consumers";
-    if (prod > 1 && !caps.pairs) return "this mechanism runs one round-trip pair; use producers=1 consumers=1";
+    if (prod > 1 && !caps.pairs)
+      return "this mechanism runs one round-trip pair; use producers=1 consumers=1";
     return "";
   }
   if ((prod > 1 || cons > 1) && !caps.shared_queue)
     return fmt::format("{}; use producers=1 consumers=1", caps.topology_why);
   if (prod > caps.max_producers)
-    return fmt::format("at most {} producer(s) here; use producers={}", caps.max_producers, caps.max_producers);
+    return fmt::format("at most {} producer(s) here; use producers={}", caps.max_producers,
+                       caps.max_producers);
   if (cons > caps.max_consumers)
-    return fmt::format("at most {} consumer(s) here; use consumers={}", caps.max_consumers, caps.max_consumers);
+    return fmt::format("at most {} consumer(s) here; use consumers={}", caps.max_consumers,
+                       caps.max_consumers);
   return "";
 }
 
 ParamSpec queue_depth(std::string def, std::string help, int64_t max) {
-  return {.name = "queue_depth", .type = ParamType::Int, .def = std::move(def),
-          .help = std::move(help), .min = 1, .max = max};
+  return {.name = "queue_depth",
+          .type = ParamType::Int,
+          .def = std::move(def),
+          .help = std::move(help),
+          .min = 1,
+          .max = max};
 }
 
 ParamSpec nonblocking() {
-  return {.name = "nonblocking", .type = ParamType::Bool, .def = "0",
+  return {.name = "nonblocking",
+          .type = ParamType::Bool,
+          .def = "0",
           .help = "non-blocking calls, busy-polling on EAGAIN (burns a CPU per waiting side)"};
 }
 
 ParamSpec wait_strategy(std::vector<std::string> quick) {
-  return {.name = "wait", .type = ParamType::String, .def = "adaptive",
+  return {.name = "wait",
+          .type = ParamType::String,
+          .def = "adaptive",
           .choices = {"spin", "spin_yield", "futex", "adaptive"},
-          .help = "how a side waits for its peer: spin (pause), spin_yield (sched_yield), futex "
-                  "(sleep at once), adaptive (spin, then futex)",
-          .quick = std::move(quick), .full = {"spin", "spin_yield", "futex", "adaptive"}};
+          .help =
+              "how a side waits for its peer: spin (pause), spin_yield (sched_yield), futex "
+              "(sleep at once), adaptive (spin, then futex)",
+          .quick = std::move(quick),
+          .full = {"spin", "spin_yield", "futex", "adaptive"}};
 }
 
 void warn_once(const std::string& key, const std::string& text) {

@@ -13,13 +13,13 @@ namespace ipclab::messaging {
 
 /// What a mechanism can do; `check` turns it into one-line refusals.
 struct Caps {
-  int64_t max_size = 65536;    // largest message (datagram and queue limits)
-  std::string size_limit_why;  // named in the refusal when size > max_size
-  bool shared_queue = false;   // throughput with several producers/consumers on one queue
+  int64_t max_size = 65536;                  // largest message (datagram and queue limits)
+  std::string size_limit_why;                // named in the refusal when size > max_size
+  bool shared_queue = false;                 // throughput with several producers/consumers on one queue
   int max_producers = 4, max_consumers = 4;  // e.g. 1 for the sides of an SPSC ring
-  bool pairs = true;           // roundtrip with N independent pairs
-  bool processes = true;       // false for in-process queues
-  std::string topology_why;    // why several producers/consumers cannot share it
+  bool pairs = true;                         // roundtrip with N independent pairs
+  bool processes = true;                     // false for in-process queues
+  std::string topology_why;                  // why several producers/consumers cannot share it
 };
 
 /// The suite's parameters: pattern, size, producers, consumers, mode, placement, latency_sample,

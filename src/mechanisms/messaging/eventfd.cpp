@@ -53,7 +53,9 @@ class EventfdEndpoint final : public Endpoint {
   }
 
  private:
-  std::byte* slot(Channel& c, uint64_t i) { return static_cast<std::byte*>(c.slots->get()) + (i % depth_) * stride_; }
+  std::byte* slot(Channel& c, uint64_t i) {
+    return static_cast<std::byte*>(c.slots->get()) + (i % depth_) * stride_;
+  }
   Channel& out_;
   Channel& in_;
   uint64_t depth_;
@@ -109,11 +111,19 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "eventfd",
     .help = "shared-memory message slots signalled with eventfds (filled / freed counts)",
-    .params = suite_params({nonblocking(), queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)", 1 << 16)}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<EventfdTransport>(p); },
-    .check = [](const Params& p) {
-      return check(Caps{.topology_why = "one writer and one reader per slot ring (the counts are not per slot)"}, p);
+    .params = suite_params(
+        {nonblocking(),
+         queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)",
+                     1 << 16)}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<EventfdTransport>(p);
     },
+    .check =
+        [](const Params& p) {
+          return check(
+              Caps{.topology_why = "one writer and one reader per slot ring (the counts are not per slot)"},
+              p);
+        },
 });
 
 }  // namespace

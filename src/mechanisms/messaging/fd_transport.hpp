@@ -50,7 +50,8 @@ struct alignas(64) Credits {
     // through the kernel, which orders it.
     const uint64_t mine = taken.fetch_add(1, std::memory_order_relaxed);
     // Signed: other producers' credits may come back before ours, so `returned` can pass `mine`.
-    for (uint32_t spins = 0; int64_t(mine - returned.load(std::memory_order_relaxed)) >= int64_t(window); ++spins) {
+    for (uint32_t spins = 0; int64_t(mine - returned.load(std::memory_order_relaxed)) >= int64_t(window);
+         ++spins) {
       if ((spins & 63) == 63) poll_abort();
       sched_yield();  // the consumer may need this very CPU
     }
@@ -144,7 +145,8 @@ class FdTransport final : public Transport {
   std::unique_ptr<Endpoint> open(Role role, int index) override {
     const FdChannel& c = channels_[roundtrip_ ? size_t(index) : 0];
     if (role == Role::Producer)
-      return std::make_unique<FdEndpoint>(c.prod_r, c.prod_w, o_.framing, o_.socket, o_.nonblocking, credits_);
+      return std::make_unique<FdEndpoint>(c.prod_r, c.prod_w, o_.framing, o_.socket, o_.nonblocking,
+                                          credits_);
     return std::make_unique<FdEndpoint>(c.cons_r, c.cons_w, o_.framing, o_.socket, o_.nonblocking, credits_);
   }
   std::string object_name() const override {

@@ -47,7 +47,8 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "lockfree_queue",
     .help = "in-process lock-free MPMC queue (moodycamel::BlockingConcurrentQueue; threads only)",
-    .params = suite_params({queue_depth("256", "message buffers in flight (the queue itself is unbounded)", 1 << 16)}),
+    .params = suite_params({queue_depth("256", "message buffers in flight (the queue itself is unbounded)",
+                                        1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<InprocTransport<LockfreeQueue>>(p);
     },

@@ -47,30 +47,37 @@ class MqEndpoint final : public Endpoint {
   void send(const std::byte* data, size_t len) override {
     for (;;) {
       int rc;
-      if (nb_) rc = mq_send(out_, reinterpret_cast<const char*>(data), len, 0);
+      if (nb_)
+        rc = mq_send(out_, reinterpret_cast<const char*>(data), len, 0);
       else {
         timespec ts = deadline();
         rc = mq_timedsend(out_, reinterpret_cast<const char*>(data), len, 0, &ts);
       }
       if (rc == 0) return;
-      if (errno == ETIMEDOUT) poll_abort();
-      else retry_errno("mq_send", nb_);
+      if (errno == ETIMEDOUT)
+        poll_abort();
+      else
+        retry_errno("mq_send", nb_);
     }
   }
   size_t recv(std::byte* buf, size_t len) override {
     for (;;) {
       ssize_t n;
-      if (nb_) n = mq_receive(in_, reinterpret_cast<char*>(buf), len, nullptr);
+      if (nb_)
+        n = mq_receive(in_, reinterpret_cast<char*>(buf), len, nullptr);
       else {
         timespec ts = deadline();
         n = mq_timedreceive(in_, reinterpret_cast<char*>(buf), len, nullptr, &ts);
       }
       if (n >= 0) {
-        if (size_t(n) != len) throw std::runtime_error(fmt::format("mq message of {} bytes, expected {}", n, len));
+        if (size_t(n) != len)
+          throw std::runtime_error(fmt::format("mq message of {} bytes, expected {}", n, len));
         return len;
       }
-      if (errno == ETIMEDOUT) poll_abort();
-      else retry_errno("mq_receive", nb_);
+      if (errno == ETIMEDOUT)
+        poll_abort();
+      else
+        retry_errno("mq_receive", nb_);
     }
   }
 
@@ -89,8 +96,10 @@ class MqTransport final : public Transport {
     const int64_t asked = p.i64("queue_depth");
     maxmsg_ = std::min(asked, msg_max());
     if (maxmsg_ < asked)
-      warn_once("mq_msg_max", fmt::format("posix_mq: queue_depth {} capped to /proc/sys/fs/mqueue/msg_max = {} "
-                                          "(raise it with sysctl fs.mqueue.msg_max)", asked, maxmsg_));
+      warn_once("mq_msg_max",
+                fmt::format("posix_mq: queue_depth {} capped to /proc/sys/fs/mqueue/msg_max = {} "
+                            "(raise it with sysctl fs.mqueue.msg_max)",
+                            asked, maxmsg_));
     // Every queue of the run counts against RLIMIT_MSGQUEUE (bytes per user).
     rlimit rl{};
     getrlimit(RLIMIT_MSGQUEUE, &rl);
@@ -98,12 +107,15 @@ class MqTransport final : public Transport {
       const uint64_t per_queue = uint64_t(rl.rlim_cur) / uint64_t(nqueues);
       const int64_t fits = int64_t(per_queue / (uint64_t(msgsize_) + kPerMessageOverhead));
       if (fits < 1)
-        throw Skip(fmt::format("RLIMIT_MSGQUEUE ({} bytes) cannot hold {} queues of {}-byte messages; "
-                               "use fewer pairs or smaller messages", rl.rlim_cur, nqueues, msgsize_));
+        throw Skip(
+            fmt::format("RLIMIT_MSGQUEUE ({} bytes) cannot hold {} queues of {}-byte messages; "
+                        "use fewer pairs or smaller messages",
+                        rl.rlim_cur, nqueues, msgsize_));
       if (fits < maxmsg_) {
-        warn_once("mq_rlimit", fmt::format("posix_mq: queue depth capped from {} to {} so that {} queue(s) fit "
-                                           "in RLIMIT_MSGQUEUE = {} bytes (ulimit -q)", maxmsg_, fits, nqueues,
-                                           rl.rlim_cur));
+        warn_once("mq_rlimit",
+                  fmt::format("posix_mq: queue depth capped from {} to {} so that {} queue(s) fit "
+                              "in RLIMIT_MSGQUEUE = {} bytes (ulimit -q)",
+                              maxmsg_, fits, nqueues, rl.rlim_cur));
         maxmsg_ = fits;
       }
     }
@@ -150,8 +162,10 @@ class MqTransport final : public Transport {
     try {
       q.fd = ipc::create_mq(q.name, nb ? O_NONBLOCK : 0, &attr);
     } catch (const std::system_error& e) {
-      throw std::system_error(e.code(), fmt::format("mq_open {} (maxmsg {}, msgsize {}){}", q.name, maxmsg_, msgsize_,
-                                                    e.code().value() == EMFILE ? ": RLIMIT_MSGQUEUE exhausted, see ulimit -q" : ""));
+      throw std::system_error(
+          e.code(),
+          fmt::format("mq_open {} (maxmsg {}, msgsize {}){}", q.name, maxmsg_, msgsize_,
+                      e.code().value() == EMFILE ? ": RLIMIT_MSGQUEUE exhausted, see ulimit -q" : ""));
     }
     queues_.push_back(q);
   }
@@ -172,15 +186,20 @@ IPCLAB_REGISTER(Mechanism{
     .name = "posix_mq",
     .help = "POSIX message queue (mq_open O_EXCL 0600, timed send/receive); reference 002's backend",
     .params = suite_params({nonblocking(),
-                            queue_depth("10", "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
-                                              "and RLIMIT_MSGQUEUE with a warning")}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MqTransport>(p); },
-    .check = [](const Params& p) {
-      const int64_t lim = msgsize_max();
-      return check(Caps{.max_size = lim, .size_limit_why = "/proc/sys/fs/mqueue/msgsize_max; raise it with sysctl",
-                        .shared_queue = true},
-                   p);
+                            queue_depth("10",
+                                        "maxMessages: mq_maxmsg, capped to /proc/sys/fs/mqueue/msg_max "
+                                        "and RLIMIT_MSGQUEUE with a warning")}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<MqTransport>(p);
     },
+    .check =
+        [](const Params& p) {
+          const int64_t lim = msgsize_max();
+          return check(Caps{.max_size = lim,
+                            .size_limit_why = "/proc/sys/fs/mqueue/msgsize_max; raise it with sysctl",
+                            .shared_queue = true},
+                       p);
+        },
 });
 
 }  // namespace

@@ -23,7 +23,8 @@ class MpmcEndpoint final : public Endpoint {
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "shm_mpmc",
-    .help = "bounded multi-producer multi-consumer ring (Vyukov) in shared memory, wait strategy as a parameter",
+    .help =
+        "bounded multi-producer multi-consumer ring (Vyukov) in shared memory, wait strategy as a parameter",
     .params = suite_params({wait_strategy({"adaptive"}),
                             queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {

@@ -174,7 +174,7 @@ struct MpmcRing {
   alignas(kCacheLine) std::atomic<uint64_t> dequeue_pos{0};
   EventCount not_empty, not_full;
   alignas(kCacheLine) uint64_t capacity = 0;  // a power of two
-  uint64_t stride = 0;                         // slot: sequence word, then the message
+  uint64_t stride = 0;                        // slot: sequence word, then the message
 
   static size_t bytes(uint64_t capacity, size_t msg) {
     return sizeof(MpmcRing) + capacity * round_up(msg + 8, kCacheLine);

@@ -40,7 +40,8 @@ class SysvEndpoint final : public Endpoint {
       if (errno == ENOMSG) errno = EAGAIN;  // IPC_NOWAIT on an empty queue
       retry_errno("msgrcv", nb_);
     }
-    if (size_t(n) != len) throw std::runtime_error(fmt::format("SysV message of {} bytes, expected {}", n, len));
+    if (size_t(n) != len)
+      throw std::runtime_error(fmt::format("SysV message of {} bytes, expected {}", n, len));
     std::memcpy(buf, buf_.data() + sizeof(long), len);
     return len;
   }
@@ -62,8 +63,10 @@ class SysvTransport final : public Transport {
     qbytes_ = std::min<uint64_t>(asked, uint64_t(msgmnb()));
     qbytes_ = std::max<uint64_t>(qbytes_, size_);
     if (qbytes_ < asked)
-      warn_once("sysv_msgmnb", fmt::format("sysv_mq: queue of {} bytes capped to /proc/sys/kernel/msgmnb = {} "
-                                           "(raise it with sysctl kernel.msgmnb)", asked, qbytes_));
+      warn_once("sysv_msgmnb",
+                fmt::format("sysv_mq: queue of {} bytes capped to /proc/sys/kernel/msgmnb = {} "
+                            "(raise it with sysctl kernel.msgmnb)",
+                            asked, qbytes_));
     try {
       for (int i = 0; i < nqueues; ++i) create();
     } catch (...) {
@@ -117,14 +120,19 @@ IPCLAB_REGISTER(Mechanism{
     .name = "sysv_mq",
     .help = "System V message queue (msgget IPC_EXCL 0600, msgsnd/msgrcv)",
     .params = suite_params({nonblocking(),
-                            queue_depth("16", "messages the queue holds (msg_qbytes = queue_depth x size, capped "
-                                              "to /proc/sys/kernel/msgmnb with a warning)")}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<SysvTransport>(p); },
-    .check = [](const Params& p) {
-      return check(Caps{.max_size = msgmax(), .size_limit_why = "/proc/sys/kernel/msgmax; raise it with sysctl",
-                        .shared_queue = true},
-                   p);
+                            queue_depth("16",
+                                        "messages the queue holds (msg_qbytes = queue_depth x size, capped "
+                                        "to /proc/sys/kernel/msgmnb with a warning)")}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<SysvTransport>(p);
     },
+    .check =
+        [](const Params& p) {
+          return check(Caps{.max_size = msgmax(),
+                            .size_limit_why = "/proc/sys/kernel/msgmax; raise it with sysctl",
+                            .shared_queue = true},
+                       p);
+        },
 });
 
 }  // namespace

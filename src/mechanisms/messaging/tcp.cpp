@@ -24,7 +24,8 @@ FdChannel connect_pair() {
     check_rc(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), "connect");
     s = check_rc(::accept4(l, nullptr, nullptr, SOCK_CLOEXEC), "accept");
     int one = 1;
-    for (int fd : {c, s}) check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
+    for (int fd : {c, s})
+      check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
   } catch (...) {
     for (int fd : {l, c, s})
       if (fd >= 0) ::close(fd);
@@ -34,7 +35,8 @@ FdChannel connect_pair() {
   return FdChannel{.prod_r = c, .prod_w = c, .cons_r = s, .cons_w = s};
 }
 
-const Caps kCaps{.topology_why = "a TCP connection is a byte stream: several writers or readers would split messages"};
+const Caps kCaps{.topology_why =
+                     "a TCP connection is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -43,7 +45,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")}, connect_pair);
+          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
+          connect_pair);
     },
     .check = [](const Params& p) { return check(kCaps, p); },
 });

@@ -65,8 +65,9 @@ IPCLAB_REGISTER(Mechanism{
     .help = "UDP over loopback; throughput: producers share one socket, consumers the other, "
             "with credits so that nothing is dropped",
     .params = suite_params({nonblocking(),
-                            queue_depth("256", "throughput: messages in flight (credit window; UDP has "
-                                               "no back-pressure and would drop)")}),
+                            queue_depth("256",
+                                        "throughput: messages in flight (credit window; UDP has "
+                                        "no back-pressure and would drop)")}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       FdChannel probe = connect_pair();
       int rcvbuf = 0;
@@ -74,10 +75,11 @@ IPCLAB_REGISTER(Mechanism{
       ::getsockopt(probe.cons_r, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
       ::close(probe.prod_r);
       ::close(probe.cons_r);
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking"),
-                                  .credit_window = credit_window(p, rcvbuf)},
-          connect_pair);
+      return std::make_unique<FdTransport>(p,
+                                           FdTransport::Options{.framing = Framing::Message,
+                                                                .nonblocking = p.flag("nonblocking"),
+                                                                .credit_window = credit_window(p, rcvbuf)},
+                                           connect_pair);
     },
     .check = [](const Params& p) { return check(kCaps, p); },
 });

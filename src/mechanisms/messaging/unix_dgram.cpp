@@ -11,7 +11,8 @@ const Caps kCaps{.max_size = 65536, .shared_queue = true};
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "unix_dgram",
-    .help = "Unix-domain datagram socketpair; throughput: every producer sends on one end, every consumer receives on the other",
+    .help = "Unix-domain datagram socketpair; throughput: every producer sends on one end, every consumer "
+            "receives on the other",
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(

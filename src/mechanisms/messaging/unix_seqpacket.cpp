@@ -11,7 +11,8 @@ const Caps kCaps{.max_size = 65536, .shared_queue = true};
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
     .name = "unix_seqpacket",
-    .help = "Unix-domain seqpacket socketpair (connected, ordered, message boundaries kept); throughput shares one connection among every producer and consumer",
+    .help = "Unix-domain seqpacket socketpair (connected, ordered, message boundaries kept); throughput "
+            "shares one connection among every producer and consumer",
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(

@@ -4,7 +4,8 @@
 namespace ipclab::messaging {
 namespace {
 
-const Caps kCaps{.topology_why = "a stream socket is a byte stream: several writers or readers would split messages"};
+const Caps kCaps{.topology_why =
+                     "a stream socket is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",

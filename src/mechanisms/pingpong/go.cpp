@@ -17,9 +17,7 @@ IPCLAB_REGISTER(Mechanism{
     .help = "shared-memory slot ping-pong (reference 004) with a Go process as the guest "
             "(goroutine per slot, cgo semaphores)",
     .params = pingpong::suite_params(),
-    .workload = [](Session& s) {
-      pingpong::run(s, pingpong::GuestKind::Go, IPCLAB_PINGPONG_GO_GUEST);
-    },
+    .workload = [](Session& s) { pingpong::run(s, pingpong::GuestKind::Go, IPCLAB_PINGPONG_GO_GUEST); },
     .check = [](const Params& p) { return pingpong::check(p, pingpong::GuestKind::Go); },
 });
 

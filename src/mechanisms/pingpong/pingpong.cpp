@@ -245,9 +245,7 @@ CpuUsage usage_of(const Header& h) {
 // Starts the Go guest on the region, pinned to `cpu`.
 Process start_go_guest(const std::string& path, const Params& p, const Objects& o, int pairs, Wait wait,
                        int cpu) {
-  std::vector<std::string> argv{path,
-                                "--shm=" + o.base,
-                                fmt::format("--pairs={}", pairs),
+  std::vector<std::string> argv{path, "--shm=" + o.base, fmt::format("--pairs={}", pairs),
                                 "--wait=" + p.str("wait"),
                                 fmt::format("--spin-limit={}", p.i64("spin_limit"))};
   if (uses_sem(wait)) argv.push_back("--sem=" + o.base);
@@ -313,29 +311,49 @@ void record_figures(Session& s, const Control& ctl, int first_host, int pairs, u
 
 std::vector<ParamSpec> suite_params() {
   return {
-      {.name = "wait", .type = ParamType::String, .def = "adaptive_sem", .choices = wait_names(),
+      {.name = "wait",
+       .type = ParamType::String,
+       .def = "adaptive_sem",
+       .choices = wait_names(),
        .help = "how each side waits: spin (pause), spin_yield, adaptive_futex / adaptive_sem (spin "
                "spin_limit times, then sleep; adaptive_sem is the reference's design), sem, futex, "
                "eventfd",
        .quick = {"spin", "adaptive_futex", "adaptive_sem", "sem"},
        .full = wait_names()},
-      {.name = "pairs", .type = ParamType::Int, .def = "1",
+      {.name = "pairs",
+       .type = ParamType::Int,
+       .def = "1",
        .help = "host/guest pairs, one slot each (more pairs than cores on purpose, as the reference)",
-       .quick = {"1", "4"}, .full = {"1", "2", "3", "4", "8"}, .min = 1, .max = kMaxPairs},
-      {.name = "round_trips", .type = ParamType::Int, .def = "100000",
+       .quick = {"1", "4"},
+       .full = {"1", "2", "3", "4", "8"},
+       .min = 1,
+       .max = kMaxPairs},
+      {.name = "round_trips",
+       .type = ParamType::Int,
+       .def = "100000",
        .help = "round trips per pair (the reference's 100000); --duration caps the measured window",
-       .min = 1, .max = int64_t(1) << 40},
-      {.name = "spin_limit", .type = ParamType::Int, .def = "2000",
-       .help = "spins before an adaptive wait sleeps (the reference's 2000)", .min = 0,
+       .min = 1,
+       .max = int64_t(1) << 40},
+      {.name = "spin_limit",
+       .type = ParamType::Int,
+       .def = "2000",
+       .help = "spins before an adaptive wait sleeps (the reference's 2000)",
+       .min = 0,
        .max = 100'000'000},
-      {.name = "placement", .type = ParamType::String, .def = "unpinned",
+      {.name = "placement",
+       .type = ParamType::String,
+       .def = "unpinned",
        .choices = {"unpinned", "cross", "same"},
        .help = "unpinned: the scheduler decides (the reference); cross: hosts on the first --cpus "
                "CPU, guests on the second; same: everything on the first",
-       .quick = {"unpinned"}, .full = {"unpinned", "cross"}},
-      {.name = "latency_sample", .type = ParamType::Int, .def = "8",
+       .quick = {"unpinned"},
+       .full = {"unpinned", "cross"}},
+      {.name = "latency_sample",
+       .type = ParamType::Int,
+       .def = "8",
        .help = "time every Nth round trip for the RTT histogram (a clock read costs ~20-30 ns)",
-       .min = 1, .max = 1'000'000},
+       .min = 1,
+       .max = 1'000'000},
   };
 }
 
@@ -347,9 +365,10 @@ std::string check(const Params& p, GuestKind kind) {
   const int64_t workers = pairs * per_pair + others;
   if (workers <= kMaxWorkers) return "";
   return fmt::format("pairs={} takes {} session workers ({}), at most {} run at once: use pairs <= {}", pairs,
-                     workers, kind == GuestKind::Thread ? "a host and a guest thread per pair"
-                              : kind == GuestKind::Process ? "a host per pair and the guest process"
-                                                           : "a host per pair",
+                     workers,
+                     kind == GuestKind::Thread    ? "a host and a guest thread per pair"
+                     : kind == GuestKind::Process ? "a host per pair and the guest process"
+                                                  : "a host per pair",
                      kMaxWorkers, (kMaxWorkers - others) / per_pair);
 }
 
@@ -360,8 +379,9 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const uint64_t round_trips = uint64_t(p.i64("round_trips"));
   const int host_cpu = s.cpu_for(0), guest_cpu = s.cpu_for(1);
   if (kind == GuestKind::Go && go_guest.empty())
-    throw Skip("the Go guest was not built (`go` not found at configure time, or "
-               "IPCLAB_WITH_GO_PEERS=OFF as in the sanitizer presets); use the release preset with Go installed");
+    throw Skip(
+        "the Go guest was not built (`go` not found at configure time, or "
+        "IPCLAB_WITH_GO_PEERS=OFF as in the sanitizer presets); use the release preset with Go installed");
   if (kind == GuestKind::Go && access(go_guest.c_str(), X_OK) != 0)
     throw Skip(fmt::format("the Go guest {} is missing; rebuild (target pingpong_go_guest)", go_guest));
 
@@ -378,10 +398,14 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   std::vector<WorkerSpec> workers;
   if (kind == GuestKind::Thread)
     for (int i = 0; i < pairs; ++i)
-      workers.push_back({"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
+      workers.push_back(
+          {"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
   if (kind == GuestKind::Process)
-    workers.push_back({.role = "guest", .index = 0, .cpu = guest_cpu,
-                       .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); }, .process = true});
+    workers.push_back({.role = "guest",
+                       .index = 0,
+                       .cpu = guest_cpu,
+                       .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); },
+                       .process = true});
   const int first_host = int(workers.size());
   for (int i = 0; i < pairs; ++i)
     workers.push_back({"host", i, host_cpu, [i, &hs](Worker& w) { host(w, i, hs); }});
@@ -397,8 +421,13 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     guest = start_go_guest(go_guest, p, o, pairs, wait, guest_cpu);
     // Its CPU is its own report (finish_go_guest), with the user/system split and context
     // switches that the session's schedstat sample lacks: the session charges it nothing.
-    s.add_peer({.role = "guest", .index = 0, .process = &guest, .cpu = guest_cpu, .progress = trips,
-                .cpu_usage = [] { return CpuUsage{}; }, .may_exit = true});
+    s.add_peer({.role = "guest",
+                .index = 0,
+                .process = &guest,
+                .cpu = guest_cpu,
+                .progress = trips,
+                .cpu_usage = [] { return CpuUsage{}; },
+                .may_exit = true});
   }
   // The guest processes (process, Go) open their CPU window on the first request they answer once
   // this is set; thread guests follow the phases through their Worker.

@@ -24,7 +24,7 @@ enum class Wait { Spin, SpinYield, AdaptiveFutex, AdaptiveSem, Sem, Futex, Event
 
 inline const std::vector<std::string>& wait_names() {
   static const std::vector<std::string> names{"spin", "spin_yield", "adaptive_futex", "adaptive_sem",
-                                              "sem", "futex", "eventfd"};
+                                              "sem",  "futex",      "eventfd"};
   return names;
 }
 inline Wait wait_of(const std::string& name) {
@@ -48,7 +48,8 @@ constexpr uint32_t bit(uint32_t state) { return 1u << state; }
 class Strategy {
  public:
   Strategy(Wait w, int spin_limit, bool futex_private)
-      : wait_(w), spin_limit_(w == Wait::Sem || w == Wait::Futex ? 0 : spin_limit),
+      : wait_(w),
+        spin_limit_(w == Wait::Sem || w == Wait::Futex ? 0 : spin_limit),
         futex_op_private_(futex_private ? FUTEX_PRIVATE_FLAG : 0) {}
 
   Wait wait() const { return wait_; }
@@ -94,7 +95,7 @@ class Strategy {
       _mm_pause();
     }
     for (;;) {
-      mine.store(1, std::memory_order_seq_cst);           // Dekker: flag, then state
+      mine.store(1, std::memory_order_seq_cst);  // Dekker: flag, then state
       st = s.state.load(std::memory_order_seq_cst);
       if (bit(st) & mask) {
         mine.store(0, std::memory_order_relaxed);  // a stale 1 costs one spare post, never a hang
@@ -107,8 +108,8 @@ class Strategy {
         // The kernel re-checks state == st atomically, so a hand-over between our load and the
         // sleep makes this return at once. The timeout lets a host notice an abort.
         timespec ts{0, 100'000'000};
-        ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.state), FUTEX_WAIT | futex_op_private_,
-                  st, abort ? &ts : nullptr, nullptr, 0);
+        ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.state), FUTEX_WAIT | futex_op_private_, st,
+                  abort ? &ts : nullptr, nullptr, 0);
       }
       mine.store(0, std::memory_order_relaxed);
       st = s.state.load(std::memory_order_acquire);
@@ -137,8 +138,10 @@ class Strategy {
   /// Ends the slot: DONE, and an unconditional wake-up so that a sleeping guest sees it.
   void finish(Slot& s, const SideSync& io) const {
     s.state.store(kDone, std::memory_order_seq_cst);
-    if (wait_ == Wait::Eventfd) post_efd(io.peer_efd);
-    else if (uses_sem(wait_) || uses_futex(wait_)) wake(s, io, INT_MAX);
+    if (wait_ == Wait::Eventfd)
+      post_efd(io.peer_efd);
+    else if (uses_sem(wait_) || uses_futex(wait_))
+      wake(s, io, INT_MAX);
   }
 
  private:
@@ -151,10 +154,11 @@ class Strategy {
     }
   }
   void wake(Slot& s, const SideSync& io, int n) const {
-    if (uses_sem(wait_)) sem_post(io.peer_sem);
+    if (uses_sem(wait_))
+      sem_post(io.peer_sem);
     else
-      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.state), FUTEX_WAKE | futex_op_private_, n,
-                nullptr, nullptr, 0);
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.state), FUTEX_WAKE | futex_op_private_, n, nullptr,
+                nullptr, 0);
   }
 
   Wait wait_;

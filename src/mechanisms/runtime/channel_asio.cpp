@@ -1,7 +1,7 @@
 // runtime/channel_asio: n messages through one Asio experimental::channel from a producer
 // coroutine to a consumer coroutine (reference 003's "channel, number of messages").
-#include "core/session.hpp"
 #include "mechanisms/runtime/channel_asio.hpp"
+#include "core/session.hpp"
 
 namespace ipclab::rt {
 namespace {
@@ -16,9 +16,9 @@ void workload(Session& s) {
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_asio",
-    .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one producer and one consumer coroutine",
-    .params = {channel_n(),
-               capacity_param()},
+    .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one "
+            "producer and one consumer coroutine",
+    .params = {channel_n(), capacity_param()},
     .workload = workload,
 });
 

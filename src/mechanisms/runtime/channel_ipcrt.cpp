@@ -22,8 +22,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_ipcrt",
     .help = "ipcrt: n messages through channel<uint64_t>(capacity), one producer and one consumer task",
-    .params = {channel_n(),
-               capacity_param()},
+    .params = {channel_n(), capacity_param()},
     .workload = workload,
 });
 

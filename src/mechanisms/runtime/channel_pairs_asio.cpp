@@ -18,8 +18,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_asio",
     .help = "Asio: P pairs of producer/consumer coroutines, n messages each through experimental::channel",
-    .params = {pairs_param(), pairs_n(),
-               capacity_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param()},
     .workload = workload,
 });
 

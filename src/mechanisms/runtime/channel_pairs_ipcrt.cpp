@@ -22,8 +22,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_ipcrt",
     .help = "ipcrt: P pairs of producer/consumer tasks, n messages each through channel<uint64_t>",
-    .params = {pairs_param(), pairs_n(),
-               capacity_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param()},
     .workload = workload,
 });
 

@@ -21,14 +21,16 @@ void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t wan
   // of that count gets.
   const Params& p = s.params();
   const double deadline = counted_timeout_s(s, double(ops), p.has("delay_us") && p.i64("delay_us") > 0);
-  s.measure([&] {
-    const Integrity run = verify(want_count, want_sum, body());
-    seen.lost += run.lost;
-    seen.duplicated += run.duplicated;
-    seen.corrupt += run.corrupt;
-    seen.sent = run.sent;  // the timed run's counts, which comes last
-    seen.received = run.received;
-  }, deadline);
+  s.measure(
+      [&] {
+        const Integrity run = verify(want_count, want_sum, body());
+        seen.lost += run.lost;
+        seen.duplicated += run.duplicated;
+        seen.corrupt += run.corrupt;
+        seen.sent = run.sent;  // the timed run's counts, which comes last
+        seen.received = run.received;
+      },
+      deadline);
   s.record().integrity += seen;
   s.record().ops = ops;
 }
@@ -46,8 +48,14 @@ double peer_timeout_s(const Session& s, bool ms_timer) {
 namespace {
 ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string> quick,
                   std::vector<std::string> full) {
-  return {.name = "n", .type = ParamType::Int, .def = std::to_string(def), .help = what,
-          .quick = std::move(quick), .full = std::move(full), .min = 1, .max = int64_t(1) << 30};
+  return {.name = "n",
+          .type = ParamType::Int,
+          .def = std::to_string(def),
+          .help = what,
+          .quick = std::move(quick),
+          .full = std::move(full),
+          .min = 1,
+          .max = int64_t(1) << 30};
 }
 }  // namespace
 
@@ -71,27 +79,45 @@ ParamSpec timer_n() {
 }
 
 ParamSpec capacity_param() {
-  return {.name = "capacity", .type = ParamType::Int, .def = "1024",
-          .help = "channel capacity in messages (the same for both runtimes; ipcrt allows 0 = rendezvous, Asio too)",
-          .min = 0, .max = 1 << 20};
+  return {
+      .name = "capacity",
+      .type = ParamType::Int,
+      .def = "1024",
+      .help =
+          "channel capacity in messages (the same for both runtimes; ipcrt allows 0 = rendezvous, Asio too)",
+      .min = 0,
+      .max = 1 << 20};
 }
 
 ParamSpec pairs_param() {
-  return {.name = "pairs", .type = ParamType::Int, .def = "4",
+  return {.name = "pairs",
+          .type = ParamType::Int,
+          .def = "4",
           .help = "producer/consumer pairs, each with its own channel, all on one thread",
-          .quick = {"1", "32"}, .full = {"1", "2", "4", "8", "16", "32"}, .min = 1, .max = 4096};
+          .quick = {"1", "32"},
+          .full = {"1", "2", "4", "8", "16", "32"},
+          .min = 1,
+          .max = 4096};
 }
 
 ParamSpec delay_param() {
-  return {.name = "delay_us", .type = ParamType::Int, .def = "0",
+  return {.name = "delay_us",
+          .type = ParamType::Int,
+          .def = "0",
           .help = "timer delay in microseconds (0 = already due when armed)",
-          .quick = {"0", "1"}, .full = {"0", "1"}, .min = 0, .max = 1000000};
+          .quick = {"0", "1"},
+          .full = {"0", "1"},
+          .min = 0,
+          .max = 1000000};
 }
 
 ParamSpec batch_param() {
-  return {.name = "batch", .type = ParamType::Int, .def = "1024",
+  return {.name = "batch",
+          .type = ParamType::Int,
+          .def = "1024",
           .help = "tasks spawned before they are joined; spawn+join runs n/batch such rounds",
-          .min = 1, .max = 1 << 24};
+          .min = 1,
+          .max = 1 << 24};
 }
 
 }  // namespace ipclab::rt

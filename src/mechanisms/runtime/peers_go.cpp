@@ -32,8 +32,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_go",
     .help = "Go: `go leaf(i)` n goroutines, joined with a sync.WaitGroup per batch",
-    .params = {spawn_n(),
-               batch_param(), go::gomaxprocs_param()},
+    .params = {spawn_n(), batch_param(), go::gomaxprocs_param()},
     .workload = run_go("spawn"),
 });
 
@@ -41,8 +40,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_go",
     .help = "Go: runtime.Gosched() n times in one goroutine",
-    .params = {switch_n(),
-               go::gomaxprocs_param()},
+    .params = {switch_n(), go::gomaxprocs_param()},
     .workload = run_go("switch"),
 });
 
@@ -50,8 +48,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_go",
     .help = "Go: n messages through a chan uint64 of capacity, one producer and one consumer goroutine",
-    .params = {channel_n(),
-               capacity_param(), go::gomaxprocs_param()},
+    .params = {channel_n(), capacity_param(), go::gomaxprocs_param()},
     .workload = run_go("channel"),
 });
 
@@ -59,8 +56,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_go",
     .help = "Go: P pairs of producer/consumer goroutines, n messages each through a chan uint64",
-    .params = {pairs_param(), pairs_n(),
-               capacity_param(), go::gomaxprocs_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param(), go::gomaxprocs_param()},
     .workload = run_go("channel_pairs"),
 });
 
@@ -68,8 +64,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "timer_go",
     .help = "Go: one time.Timer, Reset(delay) + receive from its channel n times (arm + fire, sequential)",
-    .params = {delay_param(), timer_n(),
-               go::gomaxprocs_param()},
+    .params = {delay_param(), timer_n(), go::gomaxprocs_param()},
     .workload = run_go("timer"),
 });
 

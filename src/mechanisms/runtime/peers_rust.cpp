@@ -32,22 +32,39 @@ struct Bench {
 };
 
 const Bench kBenches[] = {
-    {"spawn", "spawn", "", [] { return std::vector<ParamSpec>{spawn_n(), batch_param()}; },
+    {"spawn", "spawn", "",
+     [] {
+       return std::vector<ParamSpec>{spawn_n(), batch_param()};
+     },
      "spawn n tasks returning their index and join every handle (in batches)"},
     {"switch", "switch", "", [] { return std::vector<ParamSpec>{switch_n()}; },
      "yield n times in one task (tokio::task::yield_now; a self-wake for Monoio and Compio)"},
-    {"channel", "channel", "native", [] { return std::vector<ParamSpec>{channel_n(), peer_capacity()}; },
-     "n messages through the runtime's own channel (tokio::sync::mpsc / local_sync::mpsc::bounded), one producer and one consumer task"},
+    {"channel", "channel", "native",
+     [] {
+       return std::vector<ParamSpec>{channel_n(), peer_capacity()};
+     },
+     "n messages through the runtime's own channel (tokio::sync::mpsc / local_sync::mpsc::bounded), one "
+     "producer and one consumer task"},
     {"channel_futures", "channel", "futures",
-     [] { return std::vector<ParamSpec>{channel_n(), peer_capacity()}; },
-     "n messages through futures::channel::mpsc (the reference's choice), one producer and one consumer task"},
+     [] {
+       return std::vector<ParamSpec>{channel_n(), peer_capacity()};
+     },
+     "n messages through futures::channel::mpsc (the reference's choice), one producer and one consumer "
+     "task"},
     {"channel_pairs", "channel_pairs", "native",
-     [] { return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()}; },
+     [] {
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()};
+     },
      "P producer/consumer pairs, n messages each, over the runtime's own channel"},
     {"channel_pairs_futures", "channel_pairs", "futures",
-     [] { return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()}; },
+     [] {
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()};
+     },
      "P producer/consumer pairs, n messages each, over futures::channel::mpsc"},
-    {"timer", "timer", "", [] { return std::vector<ParamSpec>{delay_param(), timer_n()}; },
+    {"timer", "timer", "",
+     [] {
+       return std::vector<ParamSpec>{delay_param(), timer_n()};
+     },
      "sleep(delay) n times in one task (arm + fire, sequential; Tokio's and Monoio's timers tick in ms)"},
 };
 

@@ -31,9 +31,9 @@ void workload(Session& s) {
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_asio",
-    .help = "Asio: co_spawn n empty awaitables on an io_context, joined by their completion handlers (in batches)",
-    .params = {spawn_n(),
-               batch_param()},
+    .help = "Asio: co_spawn n empty awaitables on an io_context, joined by their completion handlers (in "
+            "batches)",
+    .params = {spawn_n(), batch_param()},
     .workload = workload,
 });
 

@@ -35,8 +35,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_ipcrt",
     .help = "ipcrt: spawn(task) n empty tasks, co_await every join_handle (in batches)",
-    .params = {spawn_n(),
-               batch_param()},
+    .params = {spawn_n(), batch_param()},
     .workload = workload,
 });
 

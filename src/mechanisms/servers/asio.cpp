@@ -16,12 +16,14 @@ asio::awaitable<void> connection(tcp::socket sock) {
   std::string out;
   char buf[512];
   for (;;) {
-    auto [ec, n] = co_await sock.async_read_some(asio::buffer(buf), asio::experimental::as_tuple(asio::use_awaitable));
+    auto [ec, n] =
+        co_await sock.async_read_some(asio::buffer(buf), asio::experimental::as_tuple(asio::use_awaitable));
     if (ec || n == 0) break;
     out.clear();
     auto st = pc.feed(buf, n, out);
     if (!out.empty()) {
-      auto [wec, w] = co_await asio::async_write(sock, asio::buffer(out), asio::experimental::as_tuple(asio::use_awaitable));
+      auto [wec, w] = co_await asio::async_write(sock, asio::buffer(out),
+                                                 asio::experimental::as_tuple(asio::use_awaitable));
       if (wec) break;
     }
     if (st != ProtocolConn::State::Open) break;
@@ -39,12 +41,13 @@ asio::awaitable<void> acceptor(tcp::acceptor& acc) {
 IPCLAB_REGISTER(make_mechanism({
     .name = "asio",
     .help = "standalone Asio (epoll reactor), one io_context, a coroutine per connection",
-    .serve = [](int lfd, const Params&, const std::vector<int>&, int) {
-      asio::io_context io(1);
-      tcp::acceptor acc(io, tcp::v4(), lfd);
-      asio::co_spawn(io, acceptor(acc), asio::detached);
-      io.run();
-    },
+    .serve =
+        [](int lfd, const Params&, const std::vector<int>&, int) {
+          asio::io_context io(1);
+          tcp::acceptor acc(io, tcp::v4(), lfd);
+          asio::co_spawn(io, acceptor(acc), asio::detached);
+          io.run();
+        },
 }));
 
 }  // namespace

@@ -12,12 +12,13 @@ IPCLAB_REGISTER(make_mechanism({
     .name = "blocking_1th",
     .help = "one thread, blocking accept then blocking reads: one client at a time",
     .event_driven = false,
-    .serve = [](int lfd, const Params&, const std::vector<int>&, int) {
-      for (;;) {
-        int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) serve_blocking(fd);
-      }
-    },
+    .serve =
+        [](int lfd, const Params&, const std::vector<int>&, int) {
+          for (;;) {
+            int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd >= 0) serve_blocking(fd);
+          }
+        },
 }));
 
 }  // namespace

@@ -43,7 +43,9 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
   a.sin_port = htons(uint16_t(cfg.port));
   int left = n;
   // One writer, this thread: a relaxed store, no read-modify-write.
-  auto beat = [&progress] { progress.store(progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); };
+  auto beat = [&progress] {
+    progress.store(progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  };
 
   auto finish = [&](Client& c) {
     if (c.fd >= 0) ::close(c.fd);  // close also removes it from the epoll set
@@ -54,10 +56,14 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
   };
   auto reject = [&](Client& c, int err) {
     ++out.rejected;
-    if (err == ECONNREFUSED) ++out.rejected_refused;
-    else if (err == ECONNRESET) ++out.rejected_reset;
-    else if (err == ETIMEDOUT) ++out.rejected_timeout;
-    else ++out.rejected_other;
+    if (err == ECONNREFUSED)
+      ++out.rejected_refused;
+    else if (err == ECONNRESET)
+      ++out.rejected_reset;
+    else if (err == ETIMEDOUT)
+      ++out.rejected_timeout;
+    else
+      ++out.rejected_other;
     finish(c);
   };
   auto lose = [&](Client& c, bool timeout) {
@@ -107,8 +113,10 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
     const int err = r == 0 ? 0 : errno;
     epoll_event ev{.events = EPOLLOUT, .data = {.u64 = uint64_t(i)}};
     epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
-    if (r == 0) connected(c, now_ns());
-    else if (err != EINPROGRESS) reject(c, err);
+    if (r == 0)
+      connected(c, now_ns());
+    else if (err != EINPROGRESS)
+      reject(c, err);
   }
 
   std::vector<epoll_event> evs(1024);
@@ -117,8 +125,10 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
   while (left > 0) {
     if (!w.running()) {  // the run stopped mid-wave: what has not ended never will
       for (auto& c : cs) {
-        if (c.st == St::Connecting) reject(c, ECONNRESET);
-        else if (c.st != St::Done) lose(c, false);
+        if (c.st == St::Connecting)
+          reject(c, ECONNRESET);
+        else if (c.st != St::Done)
+          lose(c, false);
       }
       break;
     }
@@ -132,8 +142,10 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
         int err = 0;
         socklen_t len = sizeof err;
         getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err) reject(c, err);
-        else if (evs[size_t(e)].events & EPOLLOUT) connected(c, now);
+        if (err)
+          reject(c, err);
+        else if (evs[size_t(e)].events & EPOLLOUT)
+          connected(c, now);
         continue;
       }
       // Session or Closing: drain what arrived, checking every byte against `pong\n`.
@@ -163,8 +175,10 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
           if (++c.got == kPongLen) {
             c.got = 0;
             beat();
-            if (i + 1 != r) bad = true;  // the client waits for each reply: nothing may follow
-            else if (++c.step + 1 == uint8_t(kMessages.size())) c.st = St::Closing;
+            if (i + 1 != r)
+              bad = true;  // the client waits for each reply: nothing may follow
+            else if (++c.step + 1 == uint8_t(kMessages.size()))
+              c.st = St::Closing;
             if (!bad && !send_line(c)) break;
           }
         }

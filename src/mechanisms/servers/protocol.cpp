@@ -9,9 +9,8 @@
 
 namespace ipclab::servers {
 
-const std::vector<std::string> kMessages = {"hi",      "hello",   "guten tag",       "ping",
-                                            "wake up", "how r u", "have a nice day", "bye-bye",
-                                            "see you", "exit"};
+const std::vector<std::string> kMessages = {"hi",      "hello",           "guten tag", "ping",    "wake up",
+                                            "how r u", "have a nice day", "bye-bye",   "see you", "exit"};
 
 ProtocolConn::State ProtocolConn::feed(const char* data, size_t n, std::string& out) {
   for (size_t i = 0; i < n; ++i) {

@@ -27,18 +27,33 @@ IPCLAB_REGISTER(Suite{
 
 std::vector<ParamSpec> suite_params(const ServerModel& m) {
   std::vector<ParamSpec> ps = {
-      {.name = "concurrency", .type = ParamType::Int, .def = "100",
+      {.name = "concurrency",
+       .type = ParamType::Int,
+       .def = "100",
        .help = "clients started at once, one session each (the reference's concurrency)",
-       .quick = {"100", "1000"}, .full = {"100", "2000", "10000"}, .min = 1, .max = 100000},
-      {.name = "backlog", .type = ParamType::Int, .def = "4096",
-       .help = "listen backlog (the kernel caps it to net.core.somaxconn)", .min = 1, .max = 1 << 20},
+       .quick = {"100", "1000"},
+       .full = {"100", "2000", "10000"},
+       .min = 1,
+       .max = 100000},
+      {.name = "backlog",
+       .type = ParamType::Int,
+       .def = "4096",
+       .help = "listen backlog (the kernel caps it to net.core.somaxconn)",
+       .min = 1,
+       .max = 1 << 20},
   };
   for (auto& p : m.extra_params) ps.push_back(p);
-  ps.push_back({.name = "connect_timeout_ms", .type = ParamType::Int, .def = "3000",
-                .help = "a connect not completed by then counts as rejected", .min = 1,
+  ps.push_back({.name = "connect_timeout_ms",
+                .type = ParamType::Int,
+                .def = "3000",
+                .help = "a connect not completed by then counts as rejected",
+                .min = 1,
                 .max = 3'600'000});
-  ps.push_back({.name = "session_timeout_ms", .type = ParamType::Int, .def = "10000",
-                .help = "a started session not completed by then counts as lost", .min = 1,
+  ps.push_back({.name = "session_timeout_ms",
+                .type = ParamType::Int,
+                .def = "10000",
+                .help = "a started session not completed by then counts as lost",
+                .min = 1,
                 .max = 3'600'000});
   ps.push_back(std_params::placement({"cross", "same", "unpinned"}, {"cross"}));
   return ps;
@@ -56,10 +71,11 @@ std::vector<int> reactor_cpus(const ServerModel& m, const Session& s) {
 
 ServerLaunch server_launch(const ServerModel& m, const Session& s) {
   const int backlog = backlog_of(s.params());
-  return {.serve = [serve = m.serve, p = s.params(), cpus = reactor_cpus(m, s), backlog](int lfd) {
-            serve(lfd, p, cpus, backlog);
-          },
-          .backlog = backlog, .nonblocking = m.event_driven, .reuseport = m.reuseport};
+  return {.serve = [serve = m.serve, p = s.params(), cpus = reactor_cpus(m, s),
+                    backlog](int lfd) { serve(lfd, p, cpus, backlog); },
+          .backlog = backlog,
+          .nonblocking = m.event_driven,
+          .reuseport = m.reuseport};
 }
 
 // What the load generator's worker shares with the workload: on the heap, since a worker thread
@@ -83,13 +99,17 @@ void run_model(const ServerModel& m, Session& s) {
   const int client_cpu = s.cpu_for(0), server_cpu = s.cpu_for(1);
   ServerProcess server = ServerProcess::start(s.mechanism().server(s), m.reuseport ? -1 : server_cpu);
 
-  const LoadConfig cfg{.port = server.port(), .clients = clients,
+  const LoadConfig cfg{.port = server.port(),
+                       .clients = clients,
                        .connect_timeout_s = double(p.i64("connect_timeout_ms")) * 1e-3,
                        .session_timeout_s = double(p.i64("session_timeout_ms")) * 1e-3};
   auto waves = std::make_unique<Waves>();
   Waves* wv = waves.get();
   // The server shows progress only through the sessions the load generator sees advance.
-  s.add_peer({.role = "server", .index = 0, .process = &server.process(), .cpu = m.reuseport ? -1 : server_cpu,
+  s.add_peer({.role = "server",
+              .index = 0,
+              .process = &server.process(),
+              .cpu = m.reuseport ? -1 : server_cpu,
               .progress = [wv] { return wv->progress.load(std::memory_order_relaxed); }});
   // One wave, whatever --duration says: it ends when each client connected (or timed out) and
   // finished its session (or timed out), so its bound is that, after the run's own time-out.
@@ -97,27 +117,29 @@ void run_model(const ServerModel& m, Session& s) {
   // --warmup > 0: one unmeasured wave first, as the measured one.
   const bool warm = s.options().warmup_s > 0;
   const bool event_driven = m.event_driven;
-  Control& ctl = s.run_workers({{"client", 0, client_cpu, [cfg, wv, warm, event_driven](Worker& w) {
-                    if (warm) w.hold_warmup();
-                    w.ready();
-                    if (warm) {
-                      run_load(cfg, w, wv->progress, wv->warmup);
-                      w.warmed();
-                    }
-                    while (w.running() && !w.measuring()) sleep_ns(20'000);
-                    if (!w.measuring()) return;
-                    LoadResult& r = wv->measured;
-                    run_load(cfg, w, wv->progress, r);
-                    auto& out = w.out();
-                    out.ops = r.processed;
-                    out.hist.merge(r.session);
-                    out.integrity.sent = uint64_t(cfg.clients);
-                    out.integrity.received = r.processed;
-                    out.integrity.corrupt = r.corrupt;
-                    // A blocking model's lost sessions are its documented weakness, not a fault.
-                    if (event_driven) out.integrity.lost = r.lost;
-                  }}},
-                false, "session");
+  Control& ctl = s.run_workers({{"client", 0, client_cpu,
+                                 [cfg, wv, warm, event_driven](Worker& w) {
+                                   if (warm) w.hold_warmup();
+                                   w.ready();
+                                   if (warm) {
+                                     run_load(cfg, w, wv->progress, wv->warmup);
+                                     w.warmed();
+                                   }
+                                   while (w.running() && !w.measuring()) sleep_ns(20'000);
+                                   if (!w.measuring()) return;
+                                   LoadResult& r = wv->measured;
+                                   run_load(cfg, w, wv->progress, r);
+                                   auto& out = w.out();
+                                   out.ops = r.processed;
+                                   out.hist.merge(r.session);
+                                   out.integrity.sent = uint64_t(cfg.clients);
+                                   out.integrity.received = r.processed;
+                                   out.integrity.corrupt = r.corrupt;
+                                   // A blocking model's lost sessions are its documented weakness, not a
+                                   // fault.
+                                   if (event_driven) out.integrity.lost = r.lost;
+                                 }}},
+                               false, "session");
   const CpuUsage whole = server.stop();
   if (s.stuck()) {  // the record failed; the stuck worker may still use the waves
     waves.release();
@@ -133,8 +155,10 @@ void run_model(const ServerModel& m, Session& s) {
   x["processed"] = res.processed;
   x["rejected"] = res.rejected;
   x["lost"] = res.lost;
-  x["rejected_by"] = {{"refused", res.rejected_refused}, {"reset", res.rejected_reset},
-                      {"timeout", res.rejected_timeout}, {"other", res.rejected_other}};
+  x["rejected_by"] = {{"refused", res.rejected_refused},
+                      {"reset", res.rejected_reset},
+                      {"timeout", res.rejected_timeout},
+                      {"other", res.rejected_other}};
   x["lost_by"] = {{"timeout", res.lost_timeout}, {"closed", res.lost_closed}};
   if (res.connect.count()) {
     Latency c = Latency::from("connect", res.connect);
@@ -151,8 +175,8 @@ void run_model(const ServerModel& m, Session& s) {
     for (Side& side : rec.placement.sides)
       if (side.role == "server") side.pinned = s.options().cpus;
   if (m.event_driven && (res.rejected || res.lost))
-    rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost",
-                         res.rejected, res.lost));
+    rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost", res.rejected,
+                         res.lost));
 }
 
 }  // namespace

@@ -17,8 +17,8 @@ struct ServerModel {
   std::string name, help;
   /// Event-driven models must serve every client (0 rejected, 0 lost) or the record fails.
   bool event_driven = true;
-  bool reuseport = false;           // one listener per reactor thread, a thread per --cpus CPU
-  size_t max_concurrency = 0;       // 0 = no own limit (select: FD_SETSIZE)
+  bool reuseport = false;      // one listener per reactor thread, a thread per --cpus CPU
+  size_t max_concurrency = 0;  // 0 = no own limit (select: FD_SETSIZE)
   std::string max_why;
   std::vector<ParamSpec> extra_params;
   /// Serves `listen_fd` forever. `cpus`: the reactor threads' CPUs (reuseport models; -1 for

@@ -48,11 +48,12 @@ ipcrt::task<void> acceptor(int lfd) {
 IPCLAB_REGISTER(make_mechanism({
     .name = "uring",
     .help = "ipcrt io_uring runtime: multishot accept, a coroutine per connection",
-    .serve = [](int lfd, const Params&, const std::vector<int>&, int) {
-      ipcrt::runtime rt(ipcrt::options().entries(4096));
-      auto body = [&]() { return acceptor(lfd); };
-      rt.block_on(body());
-    },
+    .serve =
+        [](int lfd, const Params&, const std::vector<int>&, int) {
+          ipcrt::runtime rt(ipcrt::options().entries(4096));
+          auto body = [&]() { return acceptor(lfd); };
+          rt.block_on(body());
+        },
 }));
 
 }  // namespace
