@@ -19,6 +19,9 @@
 
 namespace {
 
+using ipclab::Process;
+using ipclab::Spawn;
+
 std::string ipclab_binary() {
   // The unit binary is built next to ipclab.
   char self[4096];
