@@ -132,10 +132,10 @@ TABLES = {
               (("messages/s", _rate()), ("MiB/s", _mib), ("one-way p50", _pct("p50")),
                ("one-way p99", _pct("p99")), ("CPU/message", _cpu), ("ctx/message", _ctx)),
               where=_is("pattern", "throughput")),
-        Table("pingpong", "Ping-pong: one request in flight, echoed back",
+        Table("roundtrip", "Round trips: one request in flight, echoed back",
               (("round trips/s", _rate()), ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")),
                ("CPU/round trip", _cpu), ("ctx/round trip", _ctx)),
-              where=_is("pattern", "pingpong")),
+              where=_is("pattern", "roundtrip")),
     ),
     "pingpong": (
         Table("ops", "System effective OPS: round trips of all pairs per second of wall time",
@@ -408,9 +408,9 @@ def machine_text(ctx) -> str:
 def headline(rf, readme_dir: str, pages_dir: str) -> str:
     """The main transports at the smallest message size: round trip and one-way throughput."""
     msgs = [r for r in summaries(rf) if r.suite == "messaging"]
-    pp = [r for r in msgs if r.dim("pattern") == "pingpong" and is_number(r.dim("size"))]
+    pp = [r for r in msgs if r.dim("pattern") == "roundtrip" and is_number(r.dim("size"))]
     if not pp:
-        raise UsageError(f"{rf.path} has no messaging ping-pong result for the README's table; "
+        raise UsageError(f"{rf.path} has no messaging round-trip result for the README's table; "
                          "run the messaging suite (the quick preset does)")
     size = min(r.dim("size") for r in pp)
     pp = [r for r in pp if r.dim("size") == size]
