@@ -54,16 +54,6 @@ def _connect(p):
     return lambda r: fmt_time_ns(r.num("extra", "connect_ns", p))
 
 
-def _ratio(key):
-    """echo/ab's b/a ratios: the median over the pairs of slices, [p10, p90]."""
-    def text(r):
-        m, lo, hi = (r.num("extra", key, k) for k in ("median", "p10", "p90"))
-        if m is None:
-            return "—"
-        return f"{m:.3f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
-    return text
-
-
 def _time(r):
     return fmt_time_ns(r.time_per_op_ns)
 
@@ -161,14 +151,7 @@ TABLES = {
               (("echoes/s", _rate()), ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")),
                ("server CPU/echo", _extra_ns("server_cpu_per_echo_ns")),
                ("client CPU/echo", _extra_ns("client_cpu_per_echo_ns"))),
-              where=lambda r: r.mechanism != "ab", label="server"),
-        Table("ab", "Two servers loaded in alternating slices of one run (echo/ab)",
-              (("pairs of slices", _extra_number("pairs")), ("echoes/s b/a [p10, p90]", _ratio("rate_ratio_b_over_a")),
-               ("server CPU/echo b/a [p10, p90]", _ratio("cpu_per_echo_ratio_b_over_a")),
-               ("a: echoes/s", lambda r: fmt_si(r.num("extra", "a", "echoes_per_s"), "/s")),
-               ("b: echoes/s", lambda r: fmt_si(r.num("extra", "b", "echoes_per_s"), "/s"))),
-              where=lambda r: r.mechanism == "ab", label="a → b",
-              name=lambda r: f"{r.dim('a')} → {r.dim('b')}"),
+              label="server"),
     ),
     "fileio": tuple(
         Table(pattern, title,
