@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -16,24 +18,35 @@
 
 namespace ipclab {
 
-PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s) {
+PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s, const PeerPhases* phases) {
   PeerRun run;
   if (argv.empty()) throw std::logic_error("run_peer: empty argv");
   if (access(argv[0].c_str(), X_OK) != 0)
     throw Skip(fmt::format("peer {} is not built; run `make peers`", argv[0]));
   int out[2] = {-1, -1}, err[2] = {-1, -1};
+  // The phases go down a socket rather than a pipe: send(MSG_NOSIGNAL) to a peer that died is an
+  // error to ignore, not a SIGPIPE.
+  int in[2] = {-1, -1};
   Process peer;
   try {
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        (phases && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0))
       throw std::system_error(errno, std::generic_category(), "pipe");
-    peer = Process::exec(Spawn{.cpu = cpu, .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
+    peer =
+        Process::exec(Spawn{.cpu = cpu, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
   } catch (...) {
-    for (int fd : {out[0], out[1], err[0], err[1]})
+    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]})
       if (fd >= 0) close(fd);
     throw;
   }
   close(out[1]);
   close(err[1]);
+  if (in[0] >= 0) close(in[0]);
+  // The phases' times (now_ns), set once the peer says it is ready; 0: not yet.
+  uint64_t measure_at = 0, stop_at = 0;
+  auto send_phase = [&](const char* line) {
+    [[maybe_unused]] ssize_t n = send(in[1], line, strlen(line), MSG_NOSIGNAL);
+  };
   std::string out_buf, err_buf;
   const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
   bool timed_out = false;
@@ -45,7 +58,19 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       timed_out = true;
       break;
     }
-    int ms = int(std::min<uint64_t>((deadline - now) / 1'000'000 + 1, 1000));
+    if (in[1] >= 0 && measure_at && now >= measure_at) {
+      send_phase("measure\n");
+      measure_at = UINT64_MAX;  // sent
+    }
+    if (in[1] >= 0 && stop_at && now >= stop_at) {
+      send_phase("stop\n");
+      close(in[1]);
+      in[1] = -1;
+    }
+    uint64_t next = deadline;
+    if (in[1] >= 0 && measure_at && measure_at != UINT64_MAX) next = std::min(next, measure_at);
+    if (in[1] >= 0 && stop_at) next = std::min(next, stop_at);
+    int ms = int(std::min<uint64_t>((next - std::min(next, now)) / 1'000'000 + 1, 1000));
     int r = poll(fds, 2, ms);
     if (r < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
@@ -59,8 +84,15 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
         continue;
       }
       (i == 0 ? out_buf : err_buf).append(buf, size_t(n));
+      if (i == 0 && in[1] >= 0 && !stop_at && out_buf.rfind("ready\n", 0) == 0) {
+        // Ready: the warm-up runs from now on the harness's clock, then the measured window.
+        const uint64_t ready = now_ns();
+        measure_at = ready + uint64_t(phases->warmup_s * 1e9);
+        stop_at = measure_at + uint64_t(phases->duration_s * 1e9);
+      }
     }
   }
+  if (in[1] >= 0) close(in[1]);
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
   // A peer that closed its output but goes on is given what is left of its time.
@@ -93,6 +125,7 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
     pos = nl == std::string::npos ? out_buf.size() : nl + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (phases && line_no == 1 && line == "ready") continue;  // the phases' handshake
     try {
       run.records.push_back(record_from_json(nlohmann::json::parse(line)));
     } catch (const std::exception& e) {
@@ -112,7 +145,7 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
 }
 
 void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args,
-               double timeout_s) {
+               double timeout_s, bool phased) {
   auto& opts = s.options();
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -122,7 +155,8 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   std::string cpus;
   for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   argv.push_back("--cpus=" + cpus);
-  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s());
+  const PeerPhases phases{opts.warmup_s, opts.duration_s};
+  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s(), phased ? &phases : nullptr);
   Record& rec = s.record();
   if (!run.error.empty()) throw std::runtime_error(run.error);
   if (run.records.size() != 1)

@@ -19,15 +19,28 @@ struct PeerRun {
   std::string stderr_tail;  // last lines of its stderr, for the error message
 };
 
-/// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`.
-PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s);
+/// The harness's phases for a duration-driven peer, so that the harness's clock bounds its
+/// window: the peer prints `ready` as its first line on stdout once set up (then warms up); the
+/// harness writes `measure` on the peer's stdin `warmup_s` later and `stop` `duration_s` after
+/// that, then closes it (an end of input is a stop too). The peer's window is the one between the
+/// two lines as it sees them (docs/json-schema.md#peers).
+struct PeerPhases {
+  double warmup_s = 0, duration_s = 0;
+};
+
+/// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`. With `phases`, drives
+/// its phases (PeerPhases).
+PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s,
+                 const PeerPhases* phases = nullptr);
 
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
 /// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and
 /// --cpus, and folds its single record into the session's record (the peer's extra is merged
 /// into what the mechanism already put there). `timeout_s` 0 is the session's
-/// (set by --duration); a count-based peer, whose time is set by its n, passes its own.
+/// (set by --duration); a count-based peer, whose time is set by its n, passes its own. A
+/// duration-driven peer (`phased`) gets its phases from the session's --warmup and --duration
+/// (PeerPhases); a count-based one times its n operations itself.
 void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args = {},
-               double timeout_s = 0);
+               double timeout_s = 0, bool phased = false);
 
 }  // namespace ipclab

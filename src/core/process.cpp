@@ -109,6 +109,7 @@ Process Process::exec(const Spawn& how, const std::vector<std::string>& argv) {
   // The child's stdout is the readiness pipe when there is one, else the given descriptor.
   return fork(how, [&args, &how](int ready_fd) {
     const int out = ready_fd >= 0 ? ready_fd : how.stdout_fd;
+    if (how.stdin_fd >= 0) dup2(how.stdin_fd, 0);
     if (out >= 0) dup2(out, 1);  // the copy on 1 is not close-on-exec
     if (how.stderr_fd >= 0) dup2(how.stderr_fd, 2);
     for (int fd : how.keep_fds) fcntl(fd, F_SETFD, 0);

@@ -37,6 +37,7 @@ struct Spawn {
   /// argument, an exec'd program as its stdout) and writes one line on it once it is ready — a
   /// server its port. The parent reads that line with await_ready().
   bool ready_pipe = false;
+  int stdin_fd = -1;                   // exec: put on the child's stdin (-1: inherited)
   int stdout_fd = -1, stderr_fd = -1;  // exec: put on the child's stdout / stderr (-1: inherited)
   std::vector<int> keep_fds;           // exec: descriptors that stay open across the exec
 };

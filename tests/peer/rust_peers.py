@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 ipclab, peer_dir = sys.argv[1], sys.argv[2]
 RUNTIMES = ["tokio_ct", "tokio_mt", "monoio", "compio"]
@@ -50,13 +51,18 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(zeros, "wb") as f:
         f.write(bytes(1 << 20))
     for rt in ["tokio", "monoio", "compio"]:
-        proc = subprocess.run([os.path.join(peer_dir, f"ipclab-peer-{rt}"), "--bench=fileio",
-                               f"--file={zeros}", "--file_bytes=1048576", "--variant=buffered",
-                               "--qd=2", "--duration=0.05", "--warmup=0"],
-                              capture_output=True, text=True, timeout=60)
-        i = json.loads(proc.stdout)["integrity"] if proc.returncode == 0 else {}
+        # Driven as the harness drives it (PeerPhases): `ready`, then `measure` and `stop` on stdin.
+        proc = subprocess.Popen([os.path.join(peer_dir, f"ipclab-peer-{rt}"), "--bench=fileio",
+                                 f"--file={zeros}", "--file_bytes=1048576", "--variant=buffered", "--qd=2"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready = proc.stdout.readline()
+        proc.stdin.write("measure\n")
+        proc.stdin.flush()
+        time.sleep(0.05)
+        out, err = proc.communicate("stop\n", timeout=60)
+        i = json.loads(out)["integrity"] if proc.returncode == 0 and ready == "ready\n" else {}
         if not i.get("received") or i["corrupt"] != i["received"]:
-            problems.append(f"{rt}: zeros read as {i or proc.stderr[-300:]}, not all corrupt")
+            problems.append(f"{rt}: zeros read as {i or (ready + err)[-300:]}, not all corrupt")
 if seen != WANT:
     problems.append(f"records per suite {seen}, expected {WANT}")
 for p in problems:

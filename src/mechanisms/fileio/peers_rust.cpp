@@ -2,8 +2,9 @@
 // file in a loop and verifying every block, as fileio/ipcrt does. Monoio and Compio read
 // through their io_uring drivers (File::read_at); Tokio has no io_uring file IO, so fileio/tokio is
 // tokio::task::spawn_blocking(pread) on a current_thread runtime — what tokio::fs does. The harness
-// prepares the file and the page cache (prepare()) and passes the path; the peer runs its own
-// warm-up and measured window and reports IOPS, MB/s and the blocks it verified.
+// prepares the file and the page cache (prepare()) and passes the path; the harness's clock sets
+// the peer's warm-up and measured window (PeerPhases, on its stdin), and the peer reports IOPS,
+// MB/s and the blocks it verified.
 #include <fmt/format.h>
 
 #include "core/peer.hpp"
@@ -33,7 +34,7 @@ void workload(Session& s, const Engine& e) {
   std::vector<std::string> args{"--bench=fileio", "--file=" + su.path,
                                 fmt::format("--file_bytes={}", su.file_size)};
   if (std::string(e.binary) == "tokio") args.push_back("--flavor=ct");
-  fold_peer(s, peer, -1, args);
+  fold_peer(s, peer, -1, args, 0, /*phased=*/true);
   Record& rec = s.record();
   rec.extra["variant"] = s.params().str("variant");
   rec.extra["verified_blocks"] = rec.integrity.received;

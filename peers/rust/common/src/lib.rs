@@ -12,7 +12,7 @@ pub mod fileio;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// `--name=value` arguments. A bare `--name` counts as `true`.
 pub struct Args {
@@ -279,13 +279,16 @@ pub enum Phase {
     Stop,
 }
 
-/// A duration-driven run's clock (warm-up, then the measured window, then stop), checked by the
-/// workers between operations. Single-threaded (the peers' IO loops run on one thread); the
-/// first worker to see a boundary samples the process's CPU there.
+/// The harness's phase, as the stdin reader thread last saw it: 0 warm-up, 1 measure, 2 stop.
+static HARNESS_PHASE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// A duration-driven run's window, bounded by the harness's clock (PeerPhases in
+/// src/core/peer.hpp): `new` prints `ready` on stdout, and a thread then reads the harness's lines
+/// on stdin — `measure` opens the window, `stop` (or the end of input: a harness that died)
+/// closes it. The workers check the phase between operations; the first to see a boundary
+/// samples the time and the process's CPU there. Single-threaded (the peers' IO loops run on one
+/// thread).
 pub struct Window {
-    start: Instant,
-    warmup: Duration,
-    end: Duration,
     phase: std::cell::Cell<Phase>,
     t0: std::cell::Cell<Option<Instant>>,
     t1: std::cell::Cell<Option<Instant>>,
@@ -294,20 +297,30 @@ pub struct Window {
 }
 
 impl Window {
-    pub fn new(warmup_s: f64, duration_s: f64) -> Window {
-        let warmup = Duration::from_secs_f64(warmup_s.max(0.0));
-        let w = Window {
-            start: Instant::now(),
-            warmup,
-            end: warmup + Duration::from_secs_f64(duration_s.max(0.0)),
+    pub fn new() -> Window {
+        std::thread::spawn(|| {
+            use std::io::BufRead;
+            let mut lines = std::io::stdin().lock().lines();
+            loop {
+                let next = match lines.next() {
+                    Some(Ok(l)) if l.trim() == "measure" => 1,
+                    Some(Ok(l)) if l.trim() != "stop" => continue,
+                    _ => 2,
+                };
+                HARNESS_PHASE.fetch_max(next, std::sync::atomic::Ordering::Release);
+                if next == 2 {
+                    return;
+                }
+            }
+        });
+        println!("ready");
+        Window {
             phase: std::cell::Cell::new(Phase::Warmup),
             t0: Default::default(),
             t1: Default::default(),
             c0: Default::default(),
             c1: Default::default(),
-        };
-        w.tick();
-        w
+        }
     }
 
     /// The phase now; crossing a boundary is recorded by whoever sees it first.
@@ -317,16 +330,13 @@ impl Window {
         if ph == Phase::Stop {
             return ph;
         }
-        let now = Instant::now();
-        let el = now - self.start;
-        let want = if el < self.warmup {
-            Phase::Warmup
-        } else if el < self.end {
-            Phase::Measure
-        } else {
-            Phase::Stop
+        let want = match HARNESS_PHASE.load(std::sync::atomic::Ordering::Acquire) {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            _ => Phase::Stop,
         };
         if want != ph {
+            let now = Instant::now();
             if self.t0.get().is_none() {
                 self.t0.set(Some(now));
                 self.c0.set(Cpu::now());

@@ -121,7 +121,7 @@ impl compio::buf::IoBufMut for Buf {
 fn fileio(a: &Args) {
     let job = Rc::new(Job::from_args(a));
     let rt = runtime((job.qd as u32).next_power_of_two().max(8));
-    let win = Rc::new(Window::new(a.f64_or("warmup", 0.0), a.f64_or("duration", 1.0)));
+    let win = Rc::new(Window::new());
     let total = rt.block_on(async {
         // SAFETY: the descriptor comes from a File this hands over.
         let file = Rc::new(unsafe { compio::fs::File::from_raw_fd(job.open_std().into_raw_fd()) });

@@ -117,7 +117,7 @@ unsafe impl monoio::buf::IoBufMut for Buf {
 fn fileio(a: &Args) {
     let job = Rc::new(Job::from_args(a));
     let mut rt = runtime((job.qd as u32).next_power_of_two().max(8));
-    let win = Rc::new(Window::new(a.f64_or("warmup", 0.0), a.f64_or("duration", 1.0)));
+    let win = Rc::new(Window::new());
     let total = rt.block_on(async {
         let file = Rc::new(monoio::fs::File::from_std(job.open_std()).expect("monoio file"));
         let next = Rc::new(Cell::new(0u64));

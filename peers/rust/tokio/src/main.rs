@@ -183,7 +183,7 @@ fn fileio(a: &Args) {
     let (rt, name) = Rt::new(a);
     let job = std::sync::Arc::new(Job::from_args(a));
     let file = std::sync::Arc::new(job.open_std());
-    let win = Window::new(a.f64_or("warmup", 0.0), a.f64_or("duration", 1.0));
+    let win = Window::new();
     let win = std::sync::Arc::new(std::sync::Mutex::new(win));
     let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let total = rt.rt.block_on(async {
