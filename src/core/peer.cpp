@@ -42,11 +42,11 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   close(out[1]);
   close(err[1]);
   if (in[0] >= 0) close(in[0]);
-  // The phases' times (now_ns), set once the peer says it is ready; 0: not yet.
-  uint64_t measure_at = 0, stop_at = 0;
-  auto send_phase = [&](const char* line) {
-    [[maybe_unused]] ssize_t n = send(in[1], line, strlen(line), MSG_NOSIGNAL);
-  };
+  // The phases' lines and their times (now_ns), set once the peer says it is ready (0: not yet);
+  // `sent` of them are written.
+  constexpr const char* kLines[2] = {"measure\n", "stop\n"};
+  uint64_t at[2] = {0, 0};
+  int sent = 0;
   std::string out_buf, err_buf;
   const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
   bool timed_out = false;
@@ -58,18 +58,14 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       timed_out = true;
       break;
     }
-    if (in[1] >= 0 && measure_at && now >= measure_at) {
-      send_phase("measure\n");
-      measure_at = UINT64_MAX;  // sent
+    for (; in[1] >= 0 && at[0] && now >= at[sent]; ++sent) {
+      [[maybe_unused]] ssize_t n = send(in[1], kLines[sent], strlen(kLines[sent]), MSG_NOSIGNAL);
+      if (sent == 1) {
+        close(in[1]);  // after stop, the end of input
+        in[1] = -1;
+      }
     }
-    if (in[1] >= 0 && stop_at && now >= stop_at) {
-      send_phase("stop\n");
-      close(in[1]);
-      in[1] = -1;
-    }
-    uint64_t next = deadline;
-    if (in[1] >= 0 && measure_at && measure_at != UINT64_MAX) next = std::min(next, measure_at);
-    if (in[1] >= 0 && stop_at) next = std::min(next, stop_at);
+    const uint64_t next = in[1] >= 0 && at[0] ? std::min(deadline, at[sent]) : deadline;
     int ms = int(std::min<uint64_t>((next - std::min(next, now)) / 1'000'000 + 1, 1000));
     int r = poll(fds, 2, ms);
     if (r < 0 && errno != EINTR) break;
@@ -84,11 +80,10 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
         continue;
       }
       (i == 0 ? out_buf : err_buf).append(buf, size_t(n));
-      if (i == 0 && in[1] >= 0 && !stop_at && out_buf.rfind("ready\n", 0) == 0) {
+      if (i == 0 && in[1] >= 0 && !at[0] && out_buf.rfind("ready\n", 0) == 0) {
         // Ready: the warm-up runs from now on the harness's clock, then the measured window.
-        const uint64_t ready = now_ns();
-        measure_at = ready + uint64_t(phases->warmup_s * 1e9);
-        stop_at = measure_at + uint64_t(phases->duration_s * 1e9);
+        at[0] = now_ns() + uint64_t(phases->warmup_s * 1e9);
+        at[1] = at[0] + uint64_t(phases->duration_s * 1e9);
       }
     }
   }

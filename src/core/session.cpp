@@ -134,9 +134,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (workers.size() > size_t(kMaxWorkers))
     throw UsageError(
         fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
+  for (auto& w : workers) w.process = w.process || processes;
   int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
   for (int i = 0; i < int(workers.size()); ++i)
-    if (workers[size_t(i)].process_cpu && !workers[size_t(i)].process && !processes) {
+    if (workers[size_t(i)].process_cpu && !workers[size_t(i)].process) {
       if (process_cpu >= 0)
         throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
       process_cpu = i;
@@ -153,11 +154,9 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   ctl_ = new (mem) Control();
   Control& ctl = *ctl_;
   g_current.store(ctl_);
-  std::vector<PeerSpec> peers = std::move(peers_);
-  peers_.clear();
+  const std::vector<PeerSpec> peers = std::exchange(peers_, {});
   peer_cpu_.assign(peers.size(), CpuUsage{});
-  const auto on_phase = std::move(on_phase_);
-  on_phase_ = nullptr;
+  const auto on_phase = std::exchange(on_phase_, nullptr);
   const double until_done = std::exchange(until_done_s_, 0.0);
   auto set_phase = [&](Phase ph) {
     ctl.phase.store(ph, std::memory_order_release);
@@ -170,9 +169,6 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     u.sys_s = peers[k].process->cpu_seconds();
     return u;
   };
-  for (auto& w : workers) {
-    w.process = w.process || processes;
-  }
   for (auto& w : workers)
     if (w.role == "producer" || w.role == "client")
       ctl.producers_left.fetch_add(1);

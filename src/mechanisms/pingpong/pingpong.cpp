@@ -392,9 +392,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const Strategy st(wait, int(p.i64("spin_limit")), kind == GuestKind::Thread);
   const HostSpec hs{r, o, st, round_trips, uint64_t(p.i64("latency_sample"))};
 
-  // The guest's workers come first, as the session starts them in order: the process guest is
-  // forked before any host thread runs. A child forked while threads run inherits the locks they
-  // held (ASan's allocator, seen), and the guest's first allocation could then deadlock.
+  // The guests' workers, then the hosts' (first_host on). The session forks the process guest
+  // before it starts any thread.
   std::vector<WorkerSpec> workers;
   if (kind == GuestKind::Thread)
     for (int i = 0; i < pairs; ++i)
