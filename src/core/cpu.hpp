@@ -10,6 +10,9 @@ struct CpuUsage {
   double user_s = 0, sys_s = 0;
   int64_t ctx_vol = 0, ctx_invol = 0;
 
+  /// User and system time together.
+  double total_s() const { return user_s + sys_s; }
+
   CpuUsage& operator+=(const CpuUsage& o) {
     user_s += o.user_s;
     sys_s += o.sys_s;

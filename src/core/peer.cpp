@@ -169,7 +169,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   for (auto& [k, v] : p.rates.items())
     if (k != "ops_per_s" && k != "bytes_per_s" && k != "MiB_per_s") rec.rates[k] = v;
   // The peer's own measured-window CPU when it reports one, else its whole run from wait4.
-  bool has_cpu = p.cpu.user_s + p.cpu.sys_s > 0;
+  bool has_cpu = p.cpu.total_s() > 0;
   rec.cpu = has_cpu ? p.cpu : run.cpu;
   rec.extra["cpu_source"] = has_cpu ? "peer" : "wait4 (whole peer run)";
   rec.placement.layout = s.placement();

@@ -220,7 +220,7 @@ bool Process::clean() const { return reaped_ && WIFEXITED(status_) && WEXITSTATU
 std::string Process::death() const { return reaped_ && !stopped_ ? describe_exit(status_) : std::string(); }
 
 double Process::cpu_seconds() const {
-  if (!running()) return usage_.user_s + usage_.sys_s;
+  if (!running()) return usage_.total_s();
   // Nanoseconds on CPU of every thread (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
   double sum = 0;
   bool any = false;

@@ -46,7 +46,6 @@ int sleep_forever() {
 
 TEST(Process, DeathWording) {
   EXPECT_EQ(describe_exit(0), "exited with 0");
-  int st = 0;
   // Real statuses, not hand-built ones: a child that exits 3, one killed by SIGKILL.
   Process a = Process::fork(-1, [] { return 3; });
   ASSERT_TRUE(a.wait(30));

@@ -98,7 +98,7 @@ void run_echo(Session& s) {
   auto& rec = s.record();
   const CpuUsage& srv = s.peer_cpu().at(0);
   const CpuUsage& cli = ctl.slots[0].cpu;
-  const double server_cpu_s = srv.user_s + srv.sys_s;
+  const double server_cpu_s = srv.total_s();
   rec.placement.layout = layout_of(o);  // the suite's fixed layout (it has no placement parameter)
   rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
   rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
@@ -106,8 +106,8 @@ void run_echo(Session& s) {
   x["client"] = uring ? "io_uring" : "epoll";
   x["server_cpu_s"] = server_cpu_s;
   x["server_cpu_per_echo_ns"] = rec.ops ? server_cpu_s * 1e9 / double(rec.ops) : 0.0;
-  x["client_cpu_per_echo_ns"] = rec.ops ? (cli.user_s + cli.sys_s) * 1e9 / double(rec.ops) : 0.0;
-  x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
+  x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
+  x["server_cpu_whole_life_s"] = whole.total_s();
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
 }
 

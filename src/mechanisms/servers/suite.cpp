@@ -147,8 +147,8 @@ void run_model(const ServerModel& m, Session& s) {
   }
 
   const LoadResult& res = wv->measured;
-  const double server_cpu_s = s.peer_cpu().at(0).user_s + s.peer_cpu().at(0).sys_s;
-  const double client_cpu_s = ctl.slots[0].cpu.user_s + ctl.slots[0].cpu.sys_s;
+  const double server_cpu_s = s.peer_cpu().at(0).total_s();
+  const double client_cpu_s = ctl.slots[0].cpu.total_s();
   rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
   auto& x = rec.extra;
   x["concurrency"] = clients;
@@ -167,7 +167,7 @@ void run_model(const ServerModel& m, Session& s) {
   x["server_cpu_s"] = server_cpu_s;
   x["server_cpu_per_session_ns"] = res.processed ? server_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
-  x["server_cpu_whole_life_s"] = whole.user_s + whole.sys_s;
+  x["server_cpu_whole_life_s"] = whole.total_s();
   x["server_pid_cpu"] = m.reuseport ? "one reactor thread per --cpus CPU" : std::to_string(server_cpu);
   x["client_cpu"] = client_cpu;
   // The reuseport server's process is unpinned; its reactor threads are pinned, one per CPU.
