@@ -120,4 +120,26 @@ ParamSpec batch_param() {
           .max = 1 << 24};
 }
 
+ParamSpec drive_param() {
+  return {.name = "drive",
+          .type = ParamType::String,
+          .def = "block_on",
+          .choices = {"block_on", "spawned"},
+          .help = "block_on: the bench runs as the runtime's root task (block_on / main goroutine); "
+                  "spawned: it is spawned onto the scheduler and awaited from the root",
+          .quick = {"block_on", "spawned"},
+          .full = {"block_on", "spawned"}};
+}
+
+ParamSpec tasks_param() {
+  return {.name = "tasks",
+          .type = ParamType::Int,
+          .def = "64",
+          .help = "tasks yielding round-robin; n switches in all (n/tasks each)",
+          .quick = {"64"},
+          .full = {"2", "64", "1024"},
+          .min = 1,
+          .max = 1 << 20};
+}
+
 }  // namespace ipclab::rt

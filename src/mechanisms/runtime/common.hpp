@@ -63,5 +63,13 @@ ParamSpec pairs_param();
 ParamSpec delay_param();
 /// Spawned tasks in flight at once (spawn+join goes in batches of this many).
 ParamSpec batch_param();
+/// How the bench's root task is driven (issue 20: measured as each runtime's authors measure
+/// it): `block_on` runs it as the runtime's root future / main task (condy-bench's way: Monoio's
+/// yields inside block_on), `spawned` spawns it onto the runtime's scheduler and waits for it
+/// from the root, so each step goes through the run queue.
+ParamSpec drive_param();
+/// Tasks of the many-task switch (switch_many_<rt>): N tasks yielding round-robin, n switches in
+/// all, so the driver's cost per poll is shared by N tasks.
+ParamSpec tasks_param();
 
 }  // namespace ipclab::rt
