@@ -25,6 +25,12 @@ TEST(CachecalcCalc, EmptyCountsAsTenThousandAndEachCalcAddsOne) {
   EXPECT_EQ(keys().back(), "hello9");
 }
 
+Params one_param(const std::string& name, const std::string& value) {
+  Params p;
+  p.set(name, value);
+  return p;
+}
+
 // Both calcs, N times over a fresh map: every key holds 10000 + N, and they agree value for value.
 TEST(CachecalcCalc, BothCalcsCountFromTenThousandAndAgree) {
   for (int n : {1, 2, 7, 2 * kTasks}) {
@@ -69,8 +75,8 @@ TEST(CachecalcCalc, BothCalcsParseAndIncrementANonEmptyValue) {
 TEST(CachecalcCalc, TheCalcParameterPicksTheCalc) {
   const ParamSpec spec = calc_param();
   EXPECT_EQ(spec.def, "reference");
-  EXPECT_EQ(calc_of(Params({{"calc", "reference"}})), CalcFn(calc_reference));
-  const CalcFn lean = calc_of(Params({{"calc", "lean"}}));
+  EXPECT_EQ(calc_of(one_param("calc", "reference")), CalcFn(calc_reference));
+  const CalcFn lean = calc_of(one_param("calc", "lean"));
   EXPECT_NE(lean, CalcFn(calc_reference));
   Cache c = fresh_cache();
   c["hello3"] = "7";
@@ -110,9 +116,9 @@ TEST(CachecalcDelay, KindsAreTheVariantsOwnWithTheReferencesDefault) {
     if (spec.name.empty()) continue;  // not built here
     EXPECT_EQ(spec.def, "timer") << v;
   }
-  EXPECT_EQ(delay_kind_of(Params({{"delay_kind", "devzero"}})), DelayKind::Devzero);
-  EXPECT_EQ(delay_kind_of(Params({{"delay_kind", "sleep"}})), DelayKind::Sleep);
-  EXPECT_EQ(delay_kind_of(Params({{"delay_kind", "timer"}})), DelayKind::Timer);
+  EXPECT_EQ(delay_kind_of(one_param("delay_kind", "devzero")), DelayKind::Devzero);
+  EXPECT_EQ(delay_kind_of(one_param("delay_kind", "sleep")), DelayKind::Sleep);
+  EXPECT_EQ(delay_kind_of(one_param("delay_kind", "timer")), DelayKind::Timer);
 }
 
 TEST(CachecalcVerify, AcceptsTwoCalcsPerTask) {
