@@ -38,6 +38,21 @@ TEST(CachecalcStress, CatchesLostUpdatesOfEightThreadsWithASplitLock) {
 TEST(CachecalcStress, StdMutexVerifies) { testing::expect_verified("std_mutex"); }
 TEST(CachecalcStress, StdAsyncVerifies) { testing::expect_verified("std_async"); }
 TEST(CachecalcStress, ThreadpoolVerifies) { testing::expect_verified("threadpool"); }
+TEST(CachecalcStress, ThreadpoolVerifiesWithAPoolPerRunAndSleep) {
+  testing::expect_verified("threadpool", "8", {{"pool", "per_run"}, {"delay_kind", "sleep"}});
+}
+TEST(CachecalcStress, StdAsyncVerifiesWithTheLeanCalc) {
+  testing::expect_verified("std_async", "8", {{"calc", "lean"}});
+}
+TEST(CachecalcStress, StdMutexVerifiesWithSleep) {
+  testing::expect_verified("std_mutex", "8", {{"delay_kind", "sleep"}});
+}
+TEST(CachecalcStress, AsioThreadpoolStrandVerifiesWithDevzero) {
+  testing::expect_verified("asio_threadpool_strand", "8", {{"delay_kind", "devzero"}});
+}
+TEST(CachecalcStress, AsioCoroutineVerifiesWithSleepAndTheLeanCalc) {
+  testing::expect_verified("asio_coroutine", "8", {{"delay_kind", "sleep"}, {"calc", "lean"}});
+}
 TEST(CachecalcStress, AsioThreadpoolStrandVerifies) { testing::expect_verified("asio_threadpool_strand"); }
 TEST(CachecalcStress, AsioCoroutineVerifies) { testing::expect_verified("asio_coroutine"); }
 TEST(CachecalcStress, AsioCoroutineStrandVerifies) { testing::expect_verified("asio_coroutine_strand"); }

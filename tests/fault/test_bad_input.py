@@ -244,6 +244,13 @@ BAD = [
     case("cachecalc-idle-poll-over", "run", "cachecalc/sharded", "-p", "idle_poll_us=100001", expect="idle_poll_us"),
     case("cachecalc-param-of-another-mechanism", "run", "cachecalc/calc_only", "-p", "delay_us=8",
          expect="unknown parameter 'delay_us'"),
+    case("cachecalc-calc-unknown", "run", "cachecalc/calc_only", "-p", "calc=fast", expect="reference|lean"),
+    case("cachecalc-timer-in-plain-threads", "run", "cachecalc/std_mutex", "-p", "delay_kind=timer",
+         expect="devzero|sleep"),
+    case("cachecalc-blocking-delay-on-one-thread", "run", "cachecalc/ipcrt", "-p", "delay_kind=devzero",
+         expect="use one of timer"),
+    case("cachecalc-pool-unknown", "run", "cachecalc/threadpool", "-p", "pool=forever",
+         expect="per_iteration|per_run"),
     # --interleave and its seed.
     case("seed-without-interleave", "run", "harness/null", *QUICK, "--seed", "7", expect="add --interleave"),
     case("seed-not-a-number", "run", "harness/null", *QUICK, "--interleave", "--seed", "x", expect="--seed 'x'"),

@@ -1,5 +1,6 @@
-// cachecalc/asio_coroutine: C++20 coroutines on an asio::thread_pool, hopping to a strand for the
-// calcs and back to the pool for the timer (BM_cachecalc_boost_coroutine).
+// cachecalc/asio_coroutine: C++20 coroutines on an asio::thread_pool, switching (dispatch) to a
+// strand on that same pool for the calcs and back to the pool for the delay
+// (BM_cachecalc_boost_coroutine).
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
@@ -10,14 +11,18 @@
 namespace ipclab::cachecalc {
 namespace {
 
-asio::awaitable<void> task(PoolIteration& it, std::chrono::microseconds delay) {
-  co_await asio::post(it.strand, asio::use_awaitable);
-  calc(it.cache);
-  co_await asio::post(it.pool.get_executor(), asio::use_awaitable);
-  asio::steady_timer timer(it.pool.get_executor(), delay);
-  co_await timer.async_wait(asio::use_awaitable);
-  co_await asio::post(it.strand, asio::use_awaitable);
-  calc(it.cache);
+asio::awaitable<void> task(PoolIteration& it, int64_t us, DelayKind kind) {
+  co_await asio::dispatch(it.strand, asio::use_awaitable);
+  it.calc(it.cache);
+  co_await asio::dispatch(it.pool.get_executor(), asio::use_awaitable);
+  if (kind == DelayKind::Timer) {
+    asio::steady_timer timer(it.pool.get_executor(), std::chrono::microseconds(us));
+    co_await timer.async_wait(asio::use_awaitable);
+  } else {
+    blocking_delay(kind, us);  // holds the pool thread, as a std-thread variant's delay
+  }
+  co_await asio::dispatch(it.strand, asio::use_awaitable);
+  it.calc(it.cache);
   it.done.count_down();
 }
 
@@ -25,14 +30,17 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "asio_coroutine",
     .help = "BM_cachecalc_boost_coroutine: 1000 asio::awaitable tasks on an asio::thread_pool of 8 "
-            "(started once per run); each switches to one strand for a calc, back to the pool for "
-            "an asynchronous steady_timer wait, and to the strand again",
-    .params = {delay_param()},
+            "(started once per run); each dispatches to one strand on that pool for a calc, back to "
+            "the pool for the delay (an asynchronous steady_timer by default, as the reference; "
+            "devzero or sleep block a pool thread), and to the strand again",
+    .params = {delay_param(), calc_param(), delay_kind_param({"timer", "devzero", "sleep"})},
     .workload =
         [](Session& s) {
-          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-          run_on_pool(s,
-                      [&](PoolIteration& it) { asio::co_spawn(it.pool, task(it, delay), asio::detached); });
+          const int64_t us = s.params().i64("delay_us");
+          const DelayKind kind = delay_kind_of(s.params());
+          run_on_pool(s, {.threads = kConcurrency}, [us, kind](PoolIteration& it) {
+            asio::co_spawn(it.pool, task(it, us, kind), asio::detached);
+          });
         },
 });
 

@@ -1,5 +1,5 @@
-// cachecalc/asio_coroutine_strand: coroutines that live on the strand, timer included
-// (BM_cachecalc_boost_coroutine_strand).
+// cachecalc/asio_coroutine_strand: coroutines spawned on a strand of a one-thread asio::thread_pool,
+// timer included (BM_cachecalc_boost_coroutine_strand: its pool has one thread).
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
@@ -11,24 +11,25 @@ namespace ipclab::cachecalc {
 namespace {
 
 asio::awaitable<void> task(PoolIteration& it, std::chrono::microseconds delay) {
-  calc(it.cache);
-  asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+  it.calc(it.cache);
+  asio::steady_timer timer(it.pool.get_executor(), delay);
   co_await timer.async_wait(asio::use_awaitable);
-  calc(it.cache);
+  it.calc(it.cache);
   it.done.count_down();
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "asio_coroutine_strand",
-    .help = "BM_cachecalc_boost_coroutine_strand: 1000 asio::awaitable tasks spawned on one strand of "
-            "an asio::thread_pool of 8 (started once per run); calcs and the asynchronous "
-            "steady_timer wait all run on the strand, so no hop between pool and strand",
-    .params = {delay_param()},
+    .help = "BM_cachecalc_boost_coroutine_strand: 1000 asio::awaitable tasks spawned on a strand of an "
+            "asio::thread_pool of one thread (started once per run), as the reference; calcs and the "
+            "asynchronous steady_timer wait all run on that thread. delay_kind is timer only: a "
+            "blocking delay on the one thread would serialise all 1000 waits",
+    .params = {delay_param(), calc_param(), delay_kind_param({"timer"})},
     .workload =
         [](Session& s) {
           const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-          run_on_pool(s,
+          run_on_pool(s, {.threads = 1},
                       [&](PoolIteration& it) { asio::co_spawn(it.strand, task(it, delay), asio::detached); });
         },
 });

@@ -15,23 +15,34 @@ namespace {
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "asio_threadpool_strand",
-    .help = "BM_cachecalc_boost_threadpool: asio::thread_pool of 8 (started once per run); each task "
-            "posts its calc to one strand, waits on an asynchronous steady_timer on the pool, then "
-            "posts the second calc to the strand",
-    .params = {delay_param()},
+    .help = "BM_cachecalc_boost_threadpool: asio::thread_pool of 8 and, beside it, a single-thread "
+            "pool that runs the strand (both started once per run); each task posts its calc to the "
+            "strand, waits on the pool (an asynchronous steady_timer by default, as the reference; "
+            "devzero or sleep block a pool thread), then posts the second calc to the strand",
+    .params = {delay_param(), calc_param(), delay_kind_param({"timer", "devzero", "sleep"})},
     .workload =
         [](Session& s) {
-          const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-          run_on_pool(s, [&](PoolIteration& it) {
-            asio::post(it.strand, [&it, delay] {
-              calc(it.cache);
-              auto timer = std::make_shared<asio::steady_timer>(it.pool.get_executor(), delay);
-              timer->async_wait([&it, timer](const asio::error_code&) {
+          const int64_t us = s.params().i64("delay_us");
+          const DelayKind kind = delay_kind_of(s.params());
+          run_on_pool(s, {.threads = kConcurrency, .strand_pool = true}, [us, kind](PoolIteration& it) {
+            asio::post(it.strand, [&it, us, kind] {
+              it.calc(it.cache);
+              auto second = [&it] {
                 asio::post(it.strand, [&it] {
-                  calc(it.cache);
+                  it.calc(it.cache);
                   it.done.count_down();
                 });
-              });
+              };
+              if (kind == DelayKind::Timer) {
+                auto timer = std::make_shared<asio::steady_timer>(it.pool.get_executor(),
+                                                                  std::chrono::microseconds(us));
+                timer->async_wait([timer, second](const asio::error_code&) { second(); });
+              } else {
+                asio::post(it.pool, [us, kind, second] {
+                  blocking_delay(kind, us);
+                  second();
+                });
+              }
             });
           });
         },

@@ -12,9 +12,11 @@ IPCLAB_REGISTER(Mechanism{
     .name = "calc_only",
     .help = "BM_cachecalc_only: 1000 tasks of calc, calc with no delay, one thread — the compute "
             "floor of an iteration",
+    .params = {calc_param()},
     .workload =
         [](Session& s) {
-          run_iterations(s, [] {
+          const CalcFn calc = calc_of(s.params());
+          run_iterations(s, [calc] {
             Cache c = fresh_cache();
             for (int t = 0; t < kTasks; ++t) {
               calc(c);

@@ -12,16 +12,16 @@
 namespace ipclab::cachecalc {
 namespace {
 
-ipcrt::task<void> task(Cache& c, std::chrono::microseconds delay) {
+ipcrt::task<void> task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
   calc(c);
   co_await ipcrt::sleep_for(delay);
   calc(c);
 }
 
-ipcrt::task<void> iteration(Cache& c, std::chrono::microseconds delay) {
+ipcrt::task<void> iteration(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
   std::vector<ipcrt::join_handle<void>> tasks;
   tasks.reserve(kTasks);
-  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(task(c, delay)));
+  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(task(c, calc, delay)));
   for (auto& h : tasks) co_await h;
 }
 
@@ -30,18 +30,20 @@ IPCLAB_REGISTER(Mechanism{
     .name = "ipcrt",
     .help = "ours: 1000 ipcrt coroutines spawned on one runtime (one thread, created once per run) "
             "and joined; the delay an ipcrt sleep_for timer, so all waits overlap and the calcs "
-            "need no lock — the io_context pattern on io_uring",
-    .params = {delay_param()},
+            "need no lock — the io_context pattern on io_uring. delay_kind is timer only: a blocking "
+            "delay on the one thread would serialise all 1000 waits",
+    .params = {delay_param(), calc_param(), delay_kind_param({"timer"})},
     .workload =
         [](Session& s) {
           const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-          run_worker(s, [delay](Worker& w) {
+          const CalcFn calc = calc_of(s.params());
+          run_worker(s, [delay, calc](Worker& w) {
             ipcrt::runtime rt;  // on the worker's thread: a runtime is its creating thread's
             Iterations it(w);
             w.ready();
             while (it.next()) {
               Cache c = fresh_cache();
-              rt.block_on(iteration(c, delay));
+              rt.block_on(iteration(c, calc, delay));
               it.done(verify(c));
             }
           });

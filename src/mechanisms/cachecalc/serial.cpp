@@ -9,18 +9,19 @@ namespace {
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "serial",
-    .help = "BM_cachecalc: 1000 tasks calc -> delay -> calc one after another on one thread; the "
-            "delay is the busy /dev/zero kind, as the reference's CPU = wall shows — nothing overlaps",
-    .params = {delay_param()},
+    .help = "BM_cachecalc: 1000 tasks calc -> delay -> calc one after another on one thread, "
+            "nothing overlaps; the delay a blocking one (devzero by default, as the reference)",
+    .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
           const int64_t us = s.params().i64("delay_us");
-          DevZero dz;
+          const CalcFn calc = calc_of(s.params());
+          const DelayKind kind = delay_kind_of(s.params());
           run_iterations(s, [&] {
             Cache c = fresh_cache();
             for (int t = 0; t < kTasks; ++t) {
               calc(c);
-              dz.delay(us);
+              blocking_delay(kind, us);
               calc(c);
             }
             return verify(c);

@@ -9,15 +9,14 @@ namespace {
 IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "sleep_devzero",
-    .help = "BM_sleep_devzero: one busy delay of delay_us (reads /dev/zero until it passed); an op "
-            "is one delay, CPU = wall by construction",
+    .help = "BM_sleep_devzero: one busy delay of delay_us (opens /dev/zero and reads it until the "
+            "time passed); an op is one delay, CPU = wall by construction",
     .params = {delay_param()},
     .workload =
         [](Session& s) {
           const int64_t us = s.params().i64("delay_us");
-          DevZero dz;
-          run_iterations(s, [&] {
-            dz.delay(us);
+          run_iterations(s, [us] {
+            devzero_delay(us);
             return std::string();
           });
         },

@@ -1,7 +1,8 @@
-// cachecalc/std_async: std::async per task, 8 in flight at a time (BM_cachecalc_async).
+// cachecalc/std_async: std::async per task, a sliding window of 8 in flight (BM_cachecalc_async):
+// as soon as the oldest of 8 running tasks is done, the next one starts.
+#include <deque>
 #include <future>
 #include <mutex>
-#include <vector>
 
 #include "core/mechanism.hpp"
 #include "core/session.hpp"
@@ -14,13 +15,16 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "std_async",
     .help = "BM_cachecalc_async: each task is a std::async(launch::async) — a thread created and "
-            "joined per task — launched in windows of 8 that are awaited together; calcs under a "
-            "std::mutex, the delay a blocking nanosleep",
-    .params = {delay_param()},
+            "joined per task — with a sliding window of 8 in flight (the next starts once the "
+            "oldest is awaited); calcs under a std::mutex, the delay a blocking one (devzero by "
+            "default, as the reference)",
+    .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
           const int64_t us = s.params().i64("delay_us");
-          run_iterations(s, [us] {
+          const CalcFn calc = calc_of(s.params());
+          const DelayKind kind = delay_kind_of(s.params());
+          run_iterations(s, [us, calc, kind] {
             Cache c = fresh_cache();
             std::mutex m;
             auto task = [&] {
@@ -28,19 +32,23 @@ IPCLAB_REGISTER(Mechanism{
                 std::lock_guard g(m);
                 calc(c);
               }
-              sleep_delay(us);
+              blocking_delay(kind, us);
               {
                 std::lock_guard g(m);
                 calc(c);
               }
             };
-            std::vector<std::future<void>> window;
-            for (int t = 0; t < kTasks; t += kConcurrency) {
-              for (int i = t; i < t + kConcurrency && i < kTasks; ++i)
-                window.push_back(std::async(std::launch::async, task));
-              for (auto& f : window) f.get();
-              window.clear();
+            // FIFO as the reference's: after each launch, the oldest tasks are awaited until
+            // fewer than 8 are left in the window.
+            std::deque<std::future<void>> window;
+            for (int t = 0; t < kTasks; ++t) {
+              window.push_back(std::async(std::launch::async, task));
+              while (window.size() >= size_t(kConcurrency)) {
+                window.front().get();
+                window.pop_front();
+              }
             }
+            for (auto& f : window) f.get();
             return verify(c);
           });
         },

@@ -14,12 +14,15 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "std_mutex",
     .help = "BM_cachecalc_mutex: 8 std::threads started per iteration, each runs 125 of the 1000 "
-            "tasks; calcs under one std::mutex, the delay a blocking nanosleep outside the lock",
-    .params = {delay_param()},
+            "tasks; calcs under one std::mutex, the delay a blocking one outside the lock (devzero by "
+            "default, as the reference)",
+    .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
           const int64_t us = s.params().i64("delay_us");
-          run_iterations(s, [us] {
+          const CalcFn calc = calc_of(s.params());
+          const DelayKind kind = delay_kind_of(s.params());
+          run_iterations(s, [us, calc, kind] {
             Cache c = fresh_cache();
             std::mutex m;
             std::vector<std::thread> threads;
@@ -30,7 +33,7 @@ IPCLAB_REGISTER(Mechanism{
                     std::lock_guard g(m);
                     calc(c);
                   }
-                  sleep_delay(us);
+                  blocking_delay(kind, us);
                   {
                     std::lock_guard g(m);
                     calc(c);

@@ -1,10 +1,12 @@
 // cachecalc/threadpool: a small thread-pool class, 8 workers fed through a condition variable
-// (BM_cachecalc_simple_threadpool_class).
+// (BM_cachecalc_simple_threadpool_class). As the reference, the pool is created and joined inside
+// each iteration and the caller waits for the 1000 tasks by yielding on a counter.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -61,31 +63,50 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "cachecalc",
     .name = "threadpool",
     .help = "BM_cachecalc_simple_threadpool_class: a pool class of 8 workers (mutex + condition "
-            "variable queue, started once per run) takes the 1000 tasks; calcs under a std::mutex, "
-            "the delay a blocking nanosleep in the worker",
-    .params = {delay_param()},
+            "variable queue) takes the 1000 tasks while the caller yields until a counter reaches "
+            "1000; calcs under a std::mutex, the delay a blocking one in the worker (devzero by "
+            "default, as the reference). pool=per_iteration (the reference's) creates and joins the "
+            "pool inside each iteration, so its 8 thread starts and joins are in the iteration's "
+            "time; per_run starts it once",
+    .params = {delay_param(),
+               calc_param(),
+               delay_kind_param({"devzero", "sleep"}),
+               {.name = "pool",
+                .type = ParamType::String,
+                .def = "per_iteration",
+                .choices = {"per_iteration", "per_run"},
+                .help = "the pool's lifetime: per_iteration (the reference's) or per_run",
+                .full = {"per_iteration", "per_run"}}},
     .workload =
         [](Session& s) {
           const int64_t us = s.params().i64("delay_us");
-          ThreadPool pool(kConcurrency);
+          const CalcFn calc = calc_of(s.params());
+          const DelayKind kind = delay_kind_of(s.params());
+          std::optional<ThreadPool> run_pool;
+          if (s.params().str("pool") == "per_run") run_pool.emplace(kConcurrency);
           run_iterations(s, [&] {
             Cache c = fresh_cache();
             std::mutex m;
-            std::latch done(kTasks);
-            for (int t = 0; t < kTasks; ++t)
-              pool.submit([&] {
-                {
-                  std::lock_guard g(m);
-                  calc(c);
-                }
-                sleep_delay(us);
-                {
-                  std::lock_guard g(m);
-                  calc(c);
-                }
-                done.count_down();
-              });
-            done.wait();
+            std::atomic<int> completed{0};
+            {
+              std::optional<ThreadPool> iteration_pool;
+              if (!run_pool) iteration_pool.emplace(kConcurrency);
+              ThreadPool& pool = run_pool ? *run_pool : *iteration_pool;
+              for (int t = 0; t < kTasks; ++t)
+                pool.submit([&] {
+                  {
+                    std::lock_guard g(m);
+                    calc(c);
+                  }
+                  blocking_delay(kind, us);
+                  {
+                    std::lock_guard g(m);
+                    calc(c);
+                  }
+                  completed.fetch_add(1, std::memory_order_release);
+                });
+              while (completed.load(std::memory_order_acquire) < kTasks) std::this_thread::yield();
+            }  // a per-iteration pool is joined here, inside the iteration
             return verify(c);
           });
         },

@@ -38,11 +38,35 @@ int64_t parse_value(const std::string& v) {
   return x;
 }
 
-void calc(Cache& c, std::span<const std::string> subset) {
+void calc_reference(Cache& c) {
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = "hello" + std::to_string(i);  // built on every access, as the reference
+    const std::string v = c[key];                         // lookup 1: a copy of the value
+    c[key] = v.empty() ? std::to_string(kEmpty + 1) : std::to_string(std::stoi(v) + 1);  // lookup 2
+  }
+}
+
+void calc_lean(Cache& c, std::span<const std::string> subset) {
   for (const auto& k : subset) {
     std::string& v = c[k];
     v = std::to_string(parse_value(v) + 1);
   }
+}
+
+ParamSpec calc_param() {
+  return {.name = "calc",
+          .type = ParamType::String,
+          .def = "reference",
+          .choices = {"reference", "lean"},
+          .help =
+              "reference: the reference's calc (key string built per access, two map lookups, "
+              "stoi); lean: prebuilt keys, one lookup, the value rewritten in place",
+          .full = {"reference", "lean"}};
+}
+
+CalcFn calc_of(const Params& p) {
+  if (p.str("calc") == "lean") return [](Cache& c) { calc_lean(c); };
+  return calc_reference;
 }
 
 std::string verify(const Cache& c, int tasks, std::span<const std::string> subset) {
@@ -65,18 +89,21 @@ void sleep_delay(int64_t us) {
   }
 }
 
-DevZero::DevZero() : fd_(::open("/dev/zero", O_RDONLY | O_CLOEXEC)) {
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open /dev/zero");
-}
-DevZero::~DevZero() { ::close(fd_); }
-
-void DevZero::delay(int64_t us) {
-  char buf[64];
+void devzero_delay(int64_t us) {
+  if (us <= 0) return;
+  // The end is taken before the open, so the open and close are inside the delay as there.
   const uint64_t end = now_ns() + uint64_t(us) * 1000;
-  do {
-    if (::read(fd_, buf, sizeof buf) < 0)
-      throw std::system_error(errno, std::generic_category(), "read /dev/zero");
-  } while (now_ns() < end);
+  const int fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open /dev/zero");
+  char buf[1024];
+  while (now_ns() < end) {
+    if (::read(fd, buf, sizeof buf) < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw std::system_error(e, std::generic_category(), "read /dev/zero");
+    }
+  }
+  ::close(fd);
 }
 
 ParamSpec delay_param() {
@@ -88,6 +115,31 @@ ParamSpec delay_param() {
           .full = {"8", "64"},
           .min = 0,
           .max = 1'000'000};
+}
+
+ParamSpec delay_kind_param(std::vector<std::string> kinds) {
+  return {.name = "delay_kind",
+          .type = ParamType::String,
+          .def = kinds.front(),
+          .choices = kinds,
+          .help =
+              "how a task waits: devzero = busy /dev/zero reads, sleep = blocking nanosleep, "
+              "timer = the event loop's asynchronous timer (default: the reference's choice)",
+          .full = kinds};
+}
+
+DelayKind delay_kind_of(const Params& p) {
+  const std::string& k = p.str("delay_kind");
+  if (k == "sleep") return DelayKind::Sleep;
+  if (k == "timer") return DelayKind::Timer;
+  return DelayKind::Devzero;
+}
+
+void blocking_delay(DelayKind kind, int64_t us) {
+  if (kind == DelayKind::Sleep)
+    sleep_delay(us);
+  else
+    devzero_delay(us);
 }
 
 bool Iterations::next() {

@@ -2,6 +2,7 @@
 // The cachecalc workload (reference 000, "cache calc"), shared by every variant: a calc walks the
 // 10 keys of a string map, parses each value (empty = 10000), adds one and stores it back as text;
 // a task is calc -> delay -> calc; an iteration is 1000 tasks on a fresh map, verified at the end.
+// Two calcs: the reference's (the default) and our lean one; both end on the same values.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -32,28 +33,40 @@ const std::vector<std::string>& keys();
 Cache fresh_cache(std::span<const std::string> subset = keys());
 /// The value as the calc reads it: empty counts as kEmpty.
 int64_t parse_value(const std::string& v);
-/// One calc over `subset` (all 10 keys by default).
-void calc(Cache& c, std::span<const std::string> subset = keys());
+/// The reference's calc: per key, the key string is built anew ("hello" + its index), the value
+/// copied out by one map lookup and stored back by a second, parsed with std::stoi (empty counts
+/// as kEmpty). Its allocations and double hashing are part of the reference's cost.
+void calc_reference(Cache& c);
+/// Our lean calc over `subset` (all 10 keys by default): the prebuilt key names, one lookup per
+/// key, the value rewritten in place.
+void calc_lean(Cache& c, std::span<const std::string> subset = keys());
+/// A calc over all 10 keys.
+using CalcFn = void (*)(Cache&);
+/// The `calc` parameter: reference (the default) or lean.
+ParamSpec calc_param();
+/// The calc the `calc` parameter names.
+CalcFn calc_of(const Params& p);
 /// "" when every key of `subset` holds kEmpty + 2 * tasks, else what is wrong.
 std::string verify(const Cache& c, int tasks = kTasks, std::span<const std::string> subset = keys());
 
 /// The delay as a blocking sleep (nanosleep): the reference's BM_sleep.
 void sleep_delay(int64_t us);
-/// The delay as busy work: reads /dev/zero until `us` passed (the reference's BM_sleep_devzero).
-class DevZero {
- public:
-  DevZero();
-  ~DevZero();
-  DevZero(const DevZero&) = delete;
-  DevZero& operator=(const DevZero&) = delete;
-  void delay(int64_t us);
-
- private:
-  int fd_;
-};
+/// The delay as busy work, as the reference's devzero_io (BM_sleep_devzero and every std-thread
+/// variant): opens /dev/zero, reads it in 1 KiB blocks until `us` passed, closes it; 0 does nothing.
+void devzero_delay(int64_t us);
 
 /// The `delay_us` parameter: 8 and 64 as in the reference's /8 and /64.
 ParamSpec delay_param();
+
+/// How a task waits between its calcs: busy /dev/zero reads, a blocking sleep, or an asynchronous
+/// timer of the variant's event loop (which frees the thread meanwhile).
+enum class DelayKind { Devzero, Sleep, Timer };
+/// The `delay_kind` parameter of a variant that can wait in the ways `kinds` names ("devzero",
+/// "sleep", "timer"); the first is the default, the reference's choice for that variant.
+ParamSpec delay_kind_param(std::vector<std::string> kinds);
+DelayKind delay_kind_of(const Params& p);
+/// A blocking delay of `kind` (Devzero or Sleep; Timer is the variant's own).
+void blocking_delay(DelayKind kind, int64_t us);
 
 /// The iteration loop of one session worker: the session's phases decide when it warms up, when
 /// it measures and when it stops; the worker's own window holds whole iterations only, at least
