@@ -1,26 +1,34 @@
 #include "core/patterns.hpp"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <vector>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/message.hpp"
+#include "core/reservoir.hpp"
 #include "core/std_params.hpp"
 
 namespace ipclab {
 
 namespace {
 
+// Seeds of the latency reservoirs (consumer i: + i) and of their merge.
+constexpr uint64_t kReservoirSeed = 0x5eed'0002'7e5e'7701ull;
+
 struct TransportShape {
   bool roundtrip;
   size_t size;
   bool random;
   uint64_t sample;
+  uint64_t reservoir;  // latency_reservoir: 0, or the reference's reservoir size
   int producers, consumers;
   bool processes;
 };
@@ -31,6 +39,7 @@ TransportShape shape_of(const Params& p) {
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
   t.sample = uint64_t(p.i64_or("latency_sample", 1));
+  t.reservoir = uint64_t(p.i64_or("latency_reservoir", 0));
   t.producers = int(p.i64_or("producers", 1));
   t.consumers = int(p.i64_or("consumers", 1));
   t.processes = p.str_or("mode", "threads") == "processes";
@@ -135,7 +144,8 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
 // (e.g. a lock-free MPMC queue) may see the markers overtake data, so the last consumer to stop
 // drains until every message the producers sent is accounted for: the others have finished, so
 // whatever is still queued can only come to it.
-void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
+void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index,
+                         Reservoir* reservoir) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   Control& ctl = w.control();
@@ -163,7 +173,10 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
     if (d.h.flags & msg::kMeasured) {
       out.ops++;
       out.bytes += t.size;
-      if (d.h.send_ns) out.hist.record(arrived - d.h.send_ns);
+      if (d.h.send_ns) {
+        out.hist.record(arrived - d.h.send_ns);
+        if (reservoir) reservoir->offer(arrived - d.h.send_ns);
+      }
     }
     return true;
   };
@@ -195,6 +208,22 @@ void run_transport(Session& s) {
     throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
   if (t.producers > kMaxPeersTracked)
     throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
+  if (t.roundtrip && t.reservoir > 0)
+    throw UsageError(
+        "latency_reservoir samples one-way latencies (the reference's); use pattern=throughput or "
+        "latency_reservoir=0");
+
+  // The consumers' latency reservoirs, one block each, in memory forked consumers share.
+  const size_t res_words = t.reservoir ? Reservoir::block_words(t.reservoir) : 0;
+  const size_t res_bytes = res_words * size_t(t.consumers) * sizeof(uint64_t);
+  uint64_t* res_mem = nullptr;
+  if (res_bytes) {
+    void* m = mmap(nullptr, res_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap latency reservoir");
+    res_mem = static_cast<uint64_t*>(m);
+  }
+  auto unmap = [res_bytes](uint64_t* m) { munmap(m, res_bytes); };
+  std::unique_ptr<uint64_t, decltype(unmap)> res_owner(res_mem, unmap);
 
   std::unique_ptr<Transport> transport = s.mechanism().transport(s.params());
   Transport* tp = transport.get();
@@ -220,14 +249,19 @@ void run_transport(Session& s) {
                            throughput_producer(w, *ep, fault, t, i);
                        }});
   for (int i = 0; i < t.consumers; ++i)
-    workers.push_back({receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver](Worker& w) {
-                         auto ep = tp->open(Role::Consumer, i);
-                         FaultPoint fault(mech, dur, receiver, w);
-                         if (t.roundtrip)
-                           roundtrip_server(w, *ep, fault, t);
-                         else
-                           throughput_consumer(w, *ep, fault, t, i);
-                       }});
+    workers.push_back(
+        {receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver, res_mem, res_words](Worker& w) {
+           auto ep = tp->open(Role::Consumer, i);
+           FaultPoint fault(mech, dur, receiver, w);
+           // Seeded per consumer from fixed constants: the same stream keeps the same sample.
+           std::optional<Reservoir> res;
+           if (res_mem)
+             res.emplace(res_mem + size_t(i) * res_words, t.reservoir, kReservoirSeed + uint64_t(i));
+           if (t.roundtrip)
+             roundtrip_server(w, *ep, fault, t);
+           else
+             throughput_consumer(w, *ep, fault, t, i, res ? &*res : nullptr);
+         }});
 
   Control& ctl = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
@@ -252,10 +286,31 @@ void run_transport(Session& s) {
     }
     rec.integrity.lost += missing - std::min(missing, rec.integrity.corrupt);
   }
+  if (res_mem) {
+    std::vector<const uint64_t*> blocks;
+    uint64_t seen = 0;
+    for (int c = 0; c < t.consumers; ++c) {
+      blocks.push_back(res_mem + size_t(c) * res_words);
+      seen += Reservoir::seen(blocks.back());
+    }
+    auto kept = Reservoir::merge(blocks, t.reservoir, kReservoirSeed);
+    nlohmann::json r = {{"size", t.reservoir}, {"seen", seen}, {"kept", kept.size()}};
+    if (!kept.empty())
+      for (auto [key, q] : {std::pair{"p50_us", 0.5},
+                            {"p90_us", 0.9},
+                            {"p95_us", 0.95},
+                            {"p99_us", 0.99},
+                            {"p999_us", 0.999}})
+        r[key] = Reservoir::quantile(kept, q) / 1000.0;
+    rec.extra["reservoir"] = r;
+  }
   if (!rec.integrity.clean())
     rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent", rec.integrity.lost,
                          rec.integrity.duplicated, rec.integrity.corrupt, rec.integrity.sent));
-  if (s.stuck()) transport.release();  // a stuck thread may still use it
+  if (s.stuck()) {  // a stuck thread may still use them
+    transport.release();
+    res_owner.release();
+  }
 }
 
 void run_loop(Session& s) {

@@ -58,6 +58,17 @@ ParamSpec latency_sample() {
           .max = 1'000'000};
 }
 
+ParamSpec latency_reservoir() {
+  return {.name = "latency_reservoir",
+          .type = ParamType::Int,
+          .def = "0",
+          .help =
+              "also keep a uniform sample of N one-way latencies (the POSIX mq benchmark's "
+              "latencySample reservoir) for its CSV percentiles; 0 = off",
+          .min = 0,
+          .max = 1'000'000};
+}
+
 ParamSpec random() {
   return {.name = "random",
           .type = ParamType::Bool,

@@ -20,8 +20,10 @@ ParamSpec mode();
 /// same / cross / unpinned (see placement.hpp); `choices` narrows it for single-sided benchmarks.
 ParamSpec placement(std::vector<std::string> choices = {"same", "cross", "unpinned"},
                     std::vector<std::string> quick = {"same", "cross"});
-/// Timestamp every Nth message (the reference's latencySample).
+/// Timestamp every Nth message (ours; the reference timestamps every message).
 ParamSpec latency_sample();
+/// Size of a reservoir of one-way latencies (the reference's latencySample); 0 = none.
+ParamSpec latency_reservoir();
 /// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
 ParamSpec random();
 

@@ -43,6 +43,7 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
       mode,
       placement,
       std_params::latency_sample(),
+      std_params::latency_reservoir(),
       std_params::random(),
   };
   for (auto& e : extra) v.push_back(std::move(e));
