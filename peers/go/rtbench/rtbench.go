@@ -2,6 +2,14 @@
 // goroutine spawn+join, runtime.Gosched switches, channel messages (1 pair and P pairs) and timer
 // arm+fire, each counting its results into a Tally that Verify checks the same way as the C++
 // benches (src/mechanisms/runtime/common.cpp).
+//
+// Drive modes (issue 20; condy-bench, the reference, has no Go benches): Go has no block_on, so
+// "block_on" runs the bench on the calling goroutine — the peer's main goroutine, the root the
+// runtime starts with — and "spawned" runs it in a new goroutine that main waits for on a
+// channel. Either way runtime.Gosched puts the goroutine on the global run queue and enters the
+// scheduler; the netpoller is consulted by the scheduler only when it finds nothing to run, so
+// no driver sits on the switch's path in either mode. SwitchMany runs tasks goroutines yielding
+// round-robin.
 package rtbench
 
 import (
