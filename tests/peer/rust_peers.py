@@ -15,11 +15,15 @@ ipclab, peer_dir = sys.argv[1], sys.argv[2]
 RUNTIMES = ["tokio_ct", "tokio_mt", "monoio", "compio"]
 RUNS = [
     ["run", *[f"runtime/*_{rt}" for rt in RUNTIMES], "-p", "n=256", "-p", "pairs=3"],
+    # drive=spawned (the default is block_on) on one runtime of each kind; n=250 over tasks=64
+    # leaves switch_many 192 switches (3 per task).
+    ["run", *[f"runtime/{b}_{rt}" for rt in ["monoio", "tokio_mt"] for b in ["switch", "switch_many", "channel"]],
+     "-p", "n=250", "-p", "drive=spawned"],
     ["run", *[f"echo/{rt}" for rt in RUNTIMES], "-p", "connections=4"],
     ["run", "fileio/tokio", "fileio/monoio", "fileio/compio", "-p", "file_size=4M",
      "-p", "pattern=seq,rand", "-p", "variant=buffered,direct", "-p", "qd=4"],
 ]
-WANT = {"runtime": 7 * len(RUNTIMES), "echo": len(RUNTIMES), "fileio": 3 * 4}
+WANT = {"runtime": 8 * len(RUNTIMES) + 6, "echo": len(RUNTIMES), "fileio": 3 * 4}
 
 problems, seen = [], {}
 with tempfile.TemporaryDirectory() as tmp:
@@ -47,6 +51,10 @@ with tempfile.TemporaryDirectory() as tmp:
             elif b["mechanism"].startswith("channel") and ("futures" in b["mechanism"]) != (
                     b["extra"].get("channel") == "futures::channel::mpsc"):
                 problems.append(f'{b["name"]}: ran on {b["extra"].get("channel")}')
+            elif b["suite"] == "runtime" and "drive" in b["params"] and b["extra"].get("drive") != b["params"]["drive"]:
+                problems.append(f'{b["name"]}: the peer ran drive={b["extra"].get("drive")}')
+            elif b["mechanism"].startswith("switch_many") and b["ops"] != b["params"]["n"] // 64 * 64:
+                problems.append(f'{b["name"]}: {b["ops"]} switches, not n rounded down to a multiple of tasks')
             elif b["suite"] == "fileio" and not ("file" in b["extra"] and "engine" in b["extra"]):
                 problems.append(f'{b["name"]}: extra lacks the harness\'s or the peer\'s fields')
     # The peers' own verification must be able to fail: a file of zeros is all corrupt blocks.

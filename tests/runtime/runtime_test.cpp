@@ -76,6 +76,22 @@ TEST(RuntimeSuite, GoPeersRunAndVerify) {
   }
 }
 
+// Both drive modes reach the Go peer (it echoes the mode it ran), and switch_many_go does n
+// rounded down to a multiple of tasks: 1000 over 7 goroutines is 142 each, 994 in all.
+TEST(RuntimeSuite, GoPeersDriveModesAndSwitchMany) {
+  for (const std::string drive : {"block_on", "spawned"}) {
+    SCOPED_TRACE(drive);
+    const Record sw = run("switch_go", {{"n", {"300"}}, {"drive", {drive}}});
+    if (sw.status == Status::Skipped) GTEST_SKIP() << sw.error;
+    expect_verified(sw, 300);
+    EXPECT_EQ(sw.extra.value("drive", ""), drive);
+    const Record many = run("switch_many_go", {{"n", {"1000"}}, {"tasks", {"7"}}, {"drive", {drive}}});
+    expect_verified(many, 994);
+    EXPECT_EQ(many.extra.value("drive", ""), drive);
+    EXPECT_EQ(many.extra.value("tasks", 0), 7);
+  }
+}
+
 TEST(RuntimeSuite, DefaultGridIsOnePointPerMechanism) {
   int mechs = 0;
   for (auto& m : Registry::get().mechanisms()) {

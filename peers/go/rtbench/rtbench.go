@@ -2,6 +2,14 @@
 // goroutine spawn+join, runtime.Gosched switches, channel messages (1 pair and P pairs) and timer
 // arm+fire, each counting its results into a Tally that Verify checks the same way as the C++
 // benches (src/mechanisms/runtime/common.cpp).
+//
+// Drive modes (issue 20; condy-bench, the reference, has no Go benches): Go has no block_on, so
+// "block_on" runs the bench on the calling goroutine — the peer's main goroutine, the root the
+// runtime starts with — and "spawned" runs it in a new goroutine that main waits for on a
+// channel. Either way runtime.Gosched puts the goroutine on the global run queue and enters the
+// scheduler; the netpoller is consulted by the scheduler only when it finds nothing to run, so
+// no driver sits on the switch's path in either mode. SwitchMany runs tasks goroutines yielding
+// round-robin.
 package rtbench
 
 import (
@@ -65,6 +73,8 @@ type Params struct {
 	Capacity int    // channel buffer in messages (0 = unbuffered, a rendezvous)
 	Pairs    uint64 // channel_pairs: producer/consumer pairs
 	Delay    time.Duration
+	Tasks    uint64 // switch_many: goroutines yielding round-robin, N/Tasks yields each
+	Drive    string // block_on: the bench on the calling goroutine; spawned: in a new one awaited
 }
 
 // Bench is one benchmark: its ops and expected tally for p, and the body that produces a tally.
@@ -79,6 +89,9 @@ func nOps(p Params) uint64 { return p.N }
 var Benches = map[string]Bench{
 	"spawn":  {nOps, func(p Params) Tally { return Spawn(p.N, p.Batch) }},
 	"switch": {nOps, func(p Params) Tally { return Switch(p.N) }},
+	"switch_many": {func(p Params) uint64 { return p.N / p.Tasks * p.Tasks }, func(p Params) Tally {
+		return SwitchMany(p.Tasks, p.N/p.Tasks)
+	}},
 	"channel": {nOps, func(p Params) Tally {
 		return Pairs(1, p.N, p.Capacity)
 	}},
@@ -91,7 +104,7 @@ var Benches = map[string]Bench{
 // Check names the first parameter out of range for bench.
 func Check(bench string, p Params) error {
 	if _, ok := Benches[bench]; !ok {
-		return fmt.Errorf("--bench=%s: want spawn, switch, channel, channel_pairs or timer", bench)
+		return fmt.Errorf("--bench=%s: want spawn, switch, switch_many, channel, channel_pairs or timer", bench)
 	}
 	switch {
 	case p.N < 1 || p.N > 1<<30:
@@ -104,6 +117,10 @@ func Check(bench string, p Params) error {
 		return fmt.Errorf("--pairs=%d: want 1..4096", p.Pairs)
 	case p.Delay < 0 || p.Delay > time.Second:
 		return fmt.Errorf("--delay_us=%d: want 0..1000000", p.Delay.Microseconds())
+	case p.Drive != "block_on" && p.Drive != "spawned":
+		return fmt.Errorf("--drive=%s: want block_on or spawned", p.Drive)
+	case bench == "switch_many" && (p.Tasks < 1 || p.Tasks > p.N):
+		return fmt.Errorf("--tasks=%d: want 1..n (--n=%d)", p.Tasks, p.N)
 	}
 	return nil
 }
@@ -157,6 +174,44 @@ func Switch(n uint64) Tally {
 		t.Take(i, i)
 	}
 	return t
+}
+
+// SwitchMany starts tasks goroutines that each call runtime.Gosched per times, and waits for
+// them all. Goroutine k counts its yields as k*per..k*per+per-1 in its own slot, so the sum over
+// all is IndexSum of the switches done: a lost goroutine comes short, a duplicated one over.
+func SwitchMany(tasks, per uint64) Tally {
+	var wg sync.WaitGroup
+	tallies := make([]Tally, tasks)
+	wg.Add(int(tasks))
+	for k := uint64(0); k < tasks; k++ {
+		go func(out *Tally, first uint64) {
+			var t Tally
+			for i := first; i < first+per; i++ {
+				runtime.Gosched()
+				t.Take(i, i)
+			}
+			*out = t
+			wg.Done()
+		}(&tallies[k], k*per)
+	}
+	wg.Wait()
+	var all Tally
+	for _, t := range tallies {
+		all.Add(t)
+	}
+	return all
+}
+
+// Drive runs body as p.Drive says: on the calling goroutine (block_on, the analogue of a Rust
+// runtime's block_on root: the peer's main goroutine) or in a new goroutine the caller waits for
+// on a channel (spawned).
+func Drive(p Params, body func(Params) Tally) Tally {
+	if p.Drive != "spawned" {
+		return body(p)
+	}
+	done := make(chan Tally)
+	go func() { done <- body(p) }()
+	return <-done
 }
 
 // Pairs runs pairs producer/consumer goroutine pairs, each over its own chan uint64 of capacity
@@ -233,7 +288,7 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 	want := IndexSum(ops)
 	var seen contract.Integrity
 	if warmup {
-		w := Verify(ops, want, b.Body(p))
+		w := Verify(ops, want, Drive(p, b.Body))
 		seen.Lost, seen.Duplicated, seen.Corrupt = w.Lost, w.Duplicated, w.Corrupt
 	}
 	runtime.GC()
@@ -242,7 +297,7 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 	gc0 := ms.NumGC
 	c0 := contract.Usage()
 	t0 := time.Now()
-	got := b.Body(p)
+	got := Drive(p, b.Body)
 	wall := time.Since(t0)
 	cpu := contract.Usage().Sub(c0)
 	runtime.ReadMemStats(&ms)
@@ -258,6 +313,10 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 		"runtime":    runtime.Version(),
 		"gomaxprocs": runtime.GOMAXPROCS(0),
 		"gc_cycles":  ms.NumGC - gc0,
+		"drive":      p.Drive,
+	}
+	if bench == "switch_many" {
+		r.Extra["tasks"] = p.Tasks
 	}
 	return r
 }

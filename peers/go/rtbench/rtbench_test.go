@@ -15,6 +15,8 @@ func TestBenchesCountEveryResult(t *testing.T) {
 		{"spawn", Params{N: 1000, Batch: 64}}, // 1000 = 15 full batches + 40
 		{"spawn", Params{N: 3, Batch: 1024}},
 		{"switch", Params{N: 1000}},
+		{"switch_many", Params{N: 1000, Tasks: 7}}, // 142 yields each, 994 in all
+		{"switch_many", Params{N: 5, Tasks: 5}},
 		{"channel", Params{N: 1000, Capacity: 16}},
 		{"channel", Params{N: 1000, Capacity: 0}},
 		{"channel_pairs", Params{N: 500, Pairs: 3, Capacity: 8}},
@@ -29,6 +31,40 @@ func TestBenchesCountEveryResult(t *testing.T) {
 		if in := Verify(ops, IndexSum(ops), got); !in.Clean() || in.Received != ops {
 			t.Errorf("%s %+v: integrity %+v from tally %+v", c.bench, c.p, in, got)
 		}
+	}
+}
+
+// The many-task switch's tally catches a goroutine lost or counted twice, and both drive modes
+// produce a clean record of the switches actually done.
+func TestSwitchManyAndDrive(t *testing.T) {
+	full := SwitchMany(4, 10)
+	if in := Verify(40, IndexSum(40), full); !in.Clean() {
+		t.Fatalf("4 tasks x 10: integrity %+v", in)
+	}
+	short := SwitchMany(3, 10) // one of 4 tasks missing
+	if in := Verify(40, IndexSum(40), short); in.Lost != 10 {
+		t.Errorf("a missing task: integrity %+v, want 10 lost", in)
+	}
+	twice := full
+	twice.Add(SwitchMany(1, 10)) // task 0 counted twice
+	if in := Verify(40, IndexSum(40), twice); in.Duplicated != 10 {
+		t.Errorf("a duplicated task: integrity %+v, want 10 duplicated", in)
+	}
+	for _, d := range []string{"block_on", "spawned"} {
+		p := Params{N: 1000, Tasks: 64, Batch: 1, Pairs: 1, Drive: d}
+		if err := Check("switch_many", p); err != nil {
+			t.Fatal(err)
+		}
+		r := Run("switch_many", p, true)
+		if !r.Integrity.Clean() || r.Integrity.Received != 960 || r.Extra["drive"] != d {
+			t.Errorf("drive=%s: record %+v", d, r)
+		}
+	}
+	if Check("switch", Params{N: 10, Batch: 1, Pairs: 1, Drive: "spawn"}) == nil {
+		t.Error("--drive=spawn accepted")
+	}
+	if Check("switch_many", Params{N: 10, Tasks: 11, Batch: 1, Pairs: 1, Drive: "block_on"}) == nil {
+		t.Error("--tasks above --n accepted")
 	}
 }
 
@@ -87,7 +123,7 @@ func TestRunRecord(t *testing.T) {
 }
 
 func TestCheckNamesTheBadParameter(t *testing.T) {
-	ok := Params{N: 1, Batch: 1, Pairs: 1}
+	ok := Params{N: 1, Batch: 1, Pairs: 1, Drive: "block_on"}
 	if err := Check("switch", ok); err != nil {
 		t.Fatal(err)
 	}

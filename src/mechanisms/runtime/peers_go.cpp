@@ -3,6 +3,8 @@
 // same parameters and grids: goroutine spawn+join, runtime.Gosched switch, channel messages (1
 // pair and P pairs) and time.Timer arm+fire. The peer verifies every result (sums, sequence
 // numbers, fire counts) and reports ns/op and its CPU over the timed run; see docs/runtime.md.
+// `drive` (issue 20) runs the bench on the peer's main goroutine or in one main waits for;
+// switch_many_go has `tasks` goroutines Gosched round-robin.
 #include <string>
 
 #include "core/peer.hpp"
@@ -16,6 +18,13 @@
 
 namespace ipclab::rt {
 namespace {
+
+// The drive parameter outside switch: the default alone in the quick grid, so quick does not double.
+ParamSpec drive_default_quick() {
+  ParamSpec p = drive_param();
+  p.quick = {p.def};
+  return p;
+}
 
 std::function<void(Session&)> run_go(const std::string& bench) {
   return [bench](Session& s) {
@@ -32,7 +41,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_go",
     .help = "Go: `go leaf(i)` n goroutines, joined with a sync.WaitGroup per batch",
-    .params = {spawn_n(), batch_param(), go::gomaxprocs_param()},
+    .params = {spawn_n(), batch_param(), drive_default_quick(), go::gomaxprocs_param()},
     .workload = run_go("spawn"),
 });
 
@@ -40,15 +49,24 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_go",
     .help = "Go: runtime.Gosched() n times in one goroutine",
-    .params = {switch_n(), go::gomaxprocs_param()},
+    .params = {switch_n(), drive_param(), go::gomaxprocs_param()},
     .workload = run_go("switch"),
+});
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "runtime",
+    .name = "switch_many_go",
+    .help =
+        "Go: `tasks` goroutines each calling runtime.Gosched() n/tasks times, joined with a sync.WaitGroup",
+    .params = {switch_n(), tasks_param(), drive_default_quick(), go::gomaxprocs_param()},
+    .workload = run_go("switch_many"),
 });
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_go",
     .help = "Go: n messages through a chan uint64 of capacity, one producer and one consumer goroutine",
-    .params = {channel_n(), capacity_param(), go::gomaxprocs_param()},
+    .params = {channel_n(), capacity_param(), drive_default_quick(), go::gomaxprocs_param()},
     .workload = run_go("channel"),
 });
 
@@ -56,7 +74,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_go",
     .help = "Go: P pairs of producer/consumer goroutines, n messages each through a chan uint64",
-    .params = {pairs_param(), pairs_n(), capacity_param(), go::gomaxprocs_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param(), drive_default_quick(), go::gomaxprocs_param()},
     .workload = run_go("channel_pairs"),
 });
 

@@ -4,7 +4,9 @@
 // the bench itself (warm-up run, then the timed run, like Session::measure) and reports the tally
 // it verified; fold_peer takes its record. Channels come twice: channel_<rt> on the runtime's own
 // fastest channel (tokio::sync::mpsc; local_sync::mpsc::bounded for Monoio and Compio) and
-// channel_futures_<rt> on futures::channel::mpsc, the reference's choice.
+// channel_futures_<rt> on futures::channel::mpsc, the reference's choice. `drive` (issue 20) runs the
+// body as block_on's root future, as condy-bench does, or spawned and joined from block_on;
+// switch_many_<rt> has `tasks` tasks yield round-robin, sharing the driver's cost between them.
 #include <fmt/format.h>
 
 #include "core/peer.hpp"
@@ -23,6 +25,13 @@ ParamSpec peer_capacity() {
   return p;
 }
 
+// The drive parameter outside switch: the default alone in the quick grid, so quick does not double.
+ParamSpec drive_default_quick() {
+  ParamSpec p = drive_param();
+  p.quick = {p.def};
+  return p;
+}
+
 struct Bench {
   const char* name;     // mechanism prefix
   const char* peer;     // --bench=
@@ -34,31 +43,39 @@ struct Bench {
 const Bench kBenches[] = {
     {"spawn", "spawn", "",
      [] {
-       return std::vector<ParamSpec>{spawn_n(), batch_param()};
+       return std::vector<ParamSpec>{spawn_n(), batch_param(), drive_default_quick()};
      },
      "spawn n tasks returning their index and join every handle (in batches)"},
-    {"switch", "switch", "", [] { return std::vector<ParamSpec>{switch_n()}; },
+    {"switch", "switch", "",
+     [] {
+       return std::vector<ParamSpec>{switch_n(), drive_param()};
+     },
      "yield n times in one task (tokio::task::yield_now; a self-wake for Monoio and Compio)"},
+    {"switch_many", "switch_many", "",
+     [] {
+       return std::vector<ParamSpec>{switch_n(), tasks_param(), drive_default_quick()};
+     },
+     "spawn `tasks` tasks that yield n/tasks times each, round-robin, and join them"},
     {"channel", "channel", "native",
      [] {
-       return std::vector<ParamSpec>{channel_n(), peer_capacity()};
+       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_default_quick()};
      },
      "n messages through the runtime's own channel (tokio::sync::mpsc / local_sync::mpsc::bounded), one "
      "producer and one consumer task"},
     {"channel_futures", "channel", "futures",
      [] {
-       return std::vector<ParamSpec>{channel_n(), peer_capacity()};
+       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_default_quick()};
      },
      "n messages through futures::channel::mpsc (the reference's choice), one producer and one consumer "
      "task"},
     {"channel_pairs", "channel_pairs", "native",
      [] {
-       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()};
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_default_quick()};
      },
      "P producer/consumer pairs, n messages each, over the runtime's own channel"},
     {"channel_pairs_futures", "channel_pairs", "futures",
      [] {
-       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity()};
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_default_quick()};
      },
      "P producer/consumer pairs, n messages each, over futures::channel::mpsc"},
     {"timer", "timer", "",

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 
-use crate::{index_sum, measure_counted, unknown_bench, usage, Args, ChannelKind, Record, Tally};
+use crate::{
+    index_sum, measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Record, Tally,
+};
 
 /// What the switch and timer benches need of a runtime. Tokio implements it too: a future built
 /// from these is Send whenever the runtime's own yield and sleep futures are.
@@ -31,9 +33,20 @@ pub trait Spawn: Sched {
         F: Future + 'static,
         F::Output: 'static;
 
-    /// Runs `f` as a spawned task joined from block_on: the bench's task then goes through the
-    /// scheduler's run queue like any task (the block_on future is polled by a loop of its own).
-    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally;
+    /// Runs `f` as the root future of the runtime's block_on.
+    fn block_on<F: Future + 'static>(&mut self, f: F) -> F::Output;
+
+    /// Runs `f` as `drive` says: as block_on's root future (Monoio's and Compio's block_on poll
+    /// it in a loop of their own, apart from the run queue, as condy-bench measures them), or as
+    /// a spawned task joined from block_on (its wake-ups then go through the run queue, and the
+    /// runtime's loop visits the driver between rounds of the queue).
+    fn run<F: Future<Output = Tally> + 'static>(&mut self, drive: Drive, f: F) -> Tally {
+        match drive {
+            Drive::BlockOn => self.block_on(f),
+            // Spawned at block_on's first poll: spawning needs the runtime's context.
+            Drive::Spawned => self.block_on(async move { Self::spawn(f).await }),
+        }
+    }
 }
 
 /// A bounded channel of u64 for the channel benches.
@@ -117,6 +130,28 @@ pub async fn switch<R: Sched>(n: u64) -> Tally {
     t
 }
 
+/// `tasks` tasks yielding `per` times each, round-robin through the run queue, joined in order.
+/// Task k counts its yields as k*per .. k*per+per-1, so the sum over all tasks is index_sum of
+/// the switches done: a lost task comes short, a duplicated one over, a misplaced one off in sum.
+pub async fn switch_many<R: Spawn>(tasks: u64, per: u64) -> Tally {
+    let hs: Vec<_> = (0..tasks).map(|k| R::spawn(switch_task::<R>(k * per, per))).collect();
+    let mut all = Tally::default();
+    for h in hs {
+        all.merge(h.await);
+    }
+    all
+}
+
+/// One task of the many-task switch: `per` yields, counted from `first`.
+pub async fn switch_task<R: Sched>(first: u64, per: u64) -> Tally {
+    let mut t = Tally::default();
+    for i in first..first + per {
+        R::yield_now().await;
+        t.take(i, i);
+    }
+    t
+}
+
 pub async fn timer<R: Sched>(n: u64, delay: Duration) -> Tally {
     let mut t = Tally::default();
     for i in 0..n {
@@ -163,16 +198,23 @@ pub async fn pairs<R: Spawn, C: Channel>(pairs: u64, n: u64, cap: usize) -> Tall
 pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str) -> Record {
     let n = a.u64_or("n", 16384);
     let warmup = a.f64_or("warmup", 0.0);
+    let drive = Drive::from_args(a);
     let mut rec = Record { name: format!("runtime/{bench}_{runtime}"), ..Default::default() };
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(spawn_join::<R>(n, batch)));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, spawn_join::<R>(n, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(switch::<R>(n))),
+        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, switch::<R>(n))),
+        "switch_many" => {
+            let (tasks, per) = switch_many_split(a);
+            let ops = tasks * per;
+            measure_counted(&mut rec, warmup, ops, ops, index_sum(ops), || rt.run(drive, switch_many::<R>(tasks, per)));
+            rec.extra("tasks", tasks);
+        }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(timer::<R>(n, d)));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, timer::<R>(n, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -185,13 +227,13 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
             let name = match kind {
                 ChannelKind::Native => {
                     measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
-                        rt.run(pairs::<R, LocalSync>(p, n, cap))
+                        rt.run(drive, pairs::<R, LocalSync>(p, n, cap))
                     });
                     LocalSync::NAME
                 }
                 ChannelKind::Futures => {
                     measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
-                        rt.run(pairs::<R, FuturesMpsc>(p, n, cap))
+                        rt.run(drive, pairs::<R, FuturesMpsc>(p, n, cap))
                     });
                     FuturesMpsc::NAME
                 }
@@ -200,7 +242,7 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
         }
         _ => unknown_bench(bench),
     }
-    rec.extra("runtime", runtime);
+    rec.extra("runtime", runtime).extra("drive", drive.name());
     rec
 }
 

@@ -399,6 +399,45 @@ impl ChannelKind {
     }
 }
 
+/// How a runtime bench's body is driven, from `--drive` (issue 20: measured as each runtime's
+/// authors measure it). `BlockOn` polls the body as the root future of `block_on`, as condy-bench
+/// does; `Spawned` spawns it as a task and awaits its join handle from `block_on`, so the body's
+/// wake-ups go through the scheduler's run queue like any task's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Drive {
+    BlockOn,
+    Spawned,
+}
+
+impl Drive {
+    pub fn from_args(a: &Args) -> Drive {
+        match a.str_or("drive", "block_on") {
+            "block_on" => Drive::BlockOn,
+            "spawned" => Drive::Spawned,
+            other => usage(&format!("--drive={other}: use block_on or spawned")),
+        }
+    }
+
+    /// The record's `drive` extra.
+    pub fn name(self) -> &'static str {
+        match self {
+            Drive::BlockOn => "block_on",
+            Drive::Spawned => "spawned",
+        }
+    }
+}
+
+/// Tasks and yields per task of the many-task switch, from `--tasks` and `--n` (n switches in
+/// all, rounded down to a multiple of tasks).
+pub fn switch_many_split(a: &Args) -> (u64, u64) {
+    let n = a.u64_or("n", 16384);
+    let tasks = a.u64_or("tasks", 64);
+    if tasks == 0 || tasks > n {
+        usage(&format!("--tasks={tasks}: use 1..n (--n={n})"));
+    }
+    (tasks, n / tasks)
+}
+
 /// A peer's main: parses the command line and runs `--bench`, echo and fileio by their own
 /// functions, every other name by `runtime` (which rejects what it does not know).
 pub fn peer_main(echo: fn(&Args), fileio: fn(&Args), runtime: fn(&Args, &str)) {
@@ -413,7 +452,7 @@ pub fn peer_main(echo: fn(&Args), fileio: fn(&Args), runtime: fn(&Args, &str)) {
 /// The peer's exit path for a benchmark it does not know.
 pub fn unknown_bench(bench: &str) -> ! {
     usage(&format!(
-        "--bench={bench}: use spawn, switch, channel, channel_pairs, timer, echo or fileio"
+        "--bench={bench}: use spawn, switch, switch_many, channel, channel_pairs, timer, echo or fileio"
     ))
 }
 
@@ -452,6 +491,16 @@ mod tests {
         assert_eq!(a.u64_or("m", 7), 7);
         assert_eq!(a.cpus(), vec![0, 1]);
         assert_eq!(a.str("flag"), Some("true"));
+    }
+
+    #[test]
+    fn drive_and_switch_many_args() {
+        let a = Args::parse(["--drive=spawned".to_string(), "--n=1000".to_string(), "--tasks=64".to_string()]);
+        assert_eq!(Drive::from_args(&a), Drive::Spawned);
+        assert_eq!(Drive::from_args(&Args::parse([])), Drive::BlockOn);
+        // 1000 switches over 64 tasks: 15 each, 960 in all.
+        assert_eq!(switch_many_split(&a), (64, 15));
+        assert_eq!(switch_many_split(&Args::parse(["--n=7".to_string(), "--tasks=7".to_string()])), (7, 1));
     }
 
     #[test]

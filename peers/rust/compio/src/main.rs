@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{usage, Args, Phase, Tally, Window};
+use ipclab_peer_common::{usage, Args, Phase, Window};
 use compio::io::{AsyncRead, AsyncReadAt, AsyncWriteExt};
 use std::os::fd::{FromRawFd, IntoRawFd};
 
@@ -49,11 +49,8 @@ impl Spawn for Compio {
         async move { h.await.ok().expect("task failed") }
     }
 
-    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally {
-        self.0.block_on(async move {
-            let h = compio::runtime::spawn(f);
-            h.await.ok().expect("bench task failed")
-        })
+    fn block_on<F: Future + 'static>(&mut self, f: F) -> F::Output {
+        self.0.block_on(f)
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ipclab_peer_common::bench::{self, Sched, Spawn};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{usage, Args, Phase, Tally, Window};
+use ipclab_peer_common::{usage, Args, Phase, Window};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 
 type Runtime = monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>;
@@ -44,11 +44,8 @@ impl Spawn for Monoio {
         monoio::spawn(f)
     }
 
-    fn run<F: Future<Output = Tally> + 'static>(&mut self, f: F) -> Tally {
-        self.0.block_on(async move {
-            let h = monoio::spawn(f);
-            h.await
-        })
+    fn block_on<F: Future + 'static>(&mut self, f: F) -> F::Output {
+        self.0.block_on(f)
     }
 }
 

@@ -7,7 +7,10 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use ipclab_peer_common::bench::{self, Sched};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
-use ipclab_peer_common::{index_sum, measure_counted, unknown_bench, usage, Args, ChannelKind, Phase, Record, Tally, Window};
+use ipclab_peer_common::{
+    index_sum, measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Phase, Record, Tally,
+    Window,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ECHO_MAX: usize = 65536;
@@ -32,11 +35,17 @@ impl Rt {
         (Rt { rt, mt }, name)
     }
 
-    /// Runs `f` as a spawned task joined from block_on: the bench's task then goes through the
-    /// scheduler's run queue like any task (block_on's future is polled by a loop of its own, on
-    /// the calling thread, not on a multi_thread worker).
-    fn run<F: std::future::Future<Output = Tally> + Send + 'static>(&self, f: F) -> Tally {
-        self.rt.block_on(async { tokio::spawn(f).await.expect("bench task panicked") })
+    /// Runs `f` as `drive` says: as block_on's root future (polled by block_on's own loop on the
+    /// calling thread, for multi_thread too), or as a task joined from block_on (on a worker for
+    /// multi_thread). tokio::task::yield_now defers its wake-up until the scheduler has polled its
+    /// driver: on current_thread, in both modes, a lone yielding task costs a driver poll
+    /// (park_yield) per yield, and N yielding tasks share one per round. Outside a scheduler's
+    /// context (multi_thread's block_on thread) it wakes at once, with no driver poll.
+    fn run<F: std::future::Future<Output = Tally> + Send + 'static>(&self, drive: Drive, f: F) -> Tally {
+        match drive {
+            Drive::BlockOn => self.rt.block_on(f),
+            Drive::Spawned => self.rt.block_on(async { tokio::spawn(f).await.expect("bench task panicked") }),
+        }
     }
 }
 
@@ -68,6 +77,17 @@ async fn spawn_join(n: u64, batch: u64) -> Tally {
         base = end;
     }
     t
+}
+
+/// The many-task switch (bench::switch_many, written again for Tokio's Send spawn): `tasks`
+/// tasks yielding `per` times each, task k counting k*per .. k*per+per-1, joined in order.
+async fn switch_many(tasks: u64, per: u64) -> Tally {
+    let hs: Vec<_> = (0..tasks).map(|k| tokio::spawn(bench::switch_task::<Rt>(k * per, per))).collect();
+    let mut all = Tally::default();
+    for h in hs {
+        all.merge(h.await.expect("task panicked"));
+    }
+    all
 }
 
 /// `pairs` producer/consumer pairs, n messages each; pair p's message i carries p*n + i.
@@ -124,16 +144,23 @@ fn runtime_bench(a: &Args, bench: &str) {
     let (rt, name) = Rt::new(a);
     let n = a.u64_or("n", 16384);
     let warmup = a.f64_or("warmup", 0.0);
+    let drive = Drive::from_args(a);
     let mut rec = Record { name: format!("runtime/{bench}_{name}"), ..Default::default() };
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(spawn_join(n, batch)));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, spawn_join(n, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(bench::switch::<Rt>(n))),
+        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, bench::switch::<Rt>(n))),
+        "switch_many" => {
+            let (tasks, per) = switch_many_split(a);
+            let ops = tasks * per;
+            measure_counted(&mut rec, warmup, ops, ops, index_sum(ops), || rt.run(drive, switch_many(tasks, per)));
+            rec.extra("tasks", tasks);
+        }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(bench::timer::<Rt>(n, d)));
+            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, bench::timer::<Rt>(n, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -143,12 +170,15 @@ fn runtime_bench(a: &Args, bench: &str) {
                 usage("--capacity=0: Tokio's and futures' channels need at least 1");
             }
             let total = p * n;
-            measure_counted(&mut rec, warmup, total, total, index_sum(total), || rt.run(pairs(kind, p, n, cap)));
+            measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
+                rt.run(drive, pairs(kind, p, n, cap))
+            });
             rec.extra("channel", if kind == ChannelKind::Native { "tokio::sync::mpsc" } else { "futures::channel::mpsc" });
         }
         _ => unknown_bench(bench),
     }
-    rec.extra("runtime", name).extra("tokio_workers", if rt.mt { a.worker_threads() } else { 1 });
+    rec.extra("runtime", name).extra("drive", drive.name());
+    rec.extra("tokio_workers", if rt.mt { a.worker_threads() } else { 1 });
     rec.print();
 }
 
