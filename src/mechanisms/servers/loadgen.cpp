@@ -26,6 +26,7 @@ struct Client {
   uint8_t step = 0;  // index of the message whose reply is awaited
   uint8_t got = 0;   // bytes of that reply received
   uint64_t t0 = 0, t_conn = 0;
+  uint64_t t_req = 0;  // when the awaited request was queued
 };
 
 }  // namespace
@@ -71,8 +72,9 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
     ++(timeout ? out.lost_timeout : out.lost_closed);
     finish(c);
   };
-  auto send_line = [&](Client& c) {
+  auto send_line = [&](Client& c, uint64_t now) {
     const std::string& l = lines[c.step];
+    c.t_req = now;
     const ssize_t sent = ::send(c.fd, l.data(), l.size(), MSG_NOSIGNAL);
     if (sent != ssize_t(l.size())) {  // a few bytes into an empty socket buffer: only a dead peer refuses
       lose(c, false);
@@ -87,7 +89,7 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
     c.st = St::Session;
     c.step = 0;
     c.got = 0;
-    if (!send_line(c)) return;
+    if (!send_line(c, now_ns())) return;
     epoll_event ev{.events = EPOLLIN, .data = {.u64 = uint64_t(&c - cs.data())}};
     epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev);
   };
@@ -173,13 +175,15 @@ void run_load(const LoadConfig& cfg, Worker& w, std::atomic<uint64_t>& progress,
             break;
           }
           if (++c.got == kPongLen) {
+            const uint64_t t = now_ns();  // this reply's end, the next request's start
+            out.request.record(t - c.t_req);
             c.got = 0;
             beat();
             if (i + 1 != r)
               bad = true;  // the client waits for each reply: nothing may follow
             else if (++c.step + 1 == uint8_t(kMessages.size()))
               c.st = St::Closing;
-            if (!bad && !send_line(c)) break;
+            if (!bad && !send_line(c, t)) break;
           }
         }
         if (c.st == St::Done) break;

@@ -20,6 +20,11 @@ struct LoadResult {
   uint64_t rejected_refused = 0, rejected_reset = 0, rejected_timeout = 0, rejected_other = 0;
   uint64_t lost_timeout = 0, lost_closed = 0;
   Histogram session, connect;  // ns
+  /// Each request line's round trip, ns: from the moment it is queued (the clock read just before
+  /// its send(), which on a connected loopback socket with room completes at once) to the moment
+  /// the loop sees the last byte of its `pong\n`. One clock read per request, no extra syscall: the
+  /// reply's stamp is the next request's start.
+  Histogram request;
 };
 
 /// One wave on the calling thread (a Session worker): `clients` sessions started at once,

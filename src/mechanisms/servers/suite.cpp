@@ -70,6 +70,7 @@ std::vector<int> reactor_cpus(const ServerModel& m, const Session& s) {
 }
 
 ServerLaunch server_launch(const ServerModel& m, const Session& s) {
+  if (m.argv) return {.argv = m.argv(s.params())};
   const int backlog = backlog_of(s.params());
   return {.serve = [serve = m.serve, p = s.params(), cpus = reactor_cpus(m, s),
                     backlog](int lfd) { serve(lfd, p, cpus, backlog); },
@@ -136,7 +137,7 @@ void run_model(const ServerModel& m, Session& s) {
                                    out.integrity.received = r.processed;
                                    out.integrity.corrupt = r.corrupt;
                                    // A blocking model's lost sessions are its documented weakness, not a
-                                   // fault.
+                                   // fault (nor an external server's, which may be anything).
                                    if (event_driven) out.integrity.lost = r.lost;
                                  }}},
                                false, "session");
@@ -164,10 +165,16 @@ void run_model(const ServerModel& m, Session& s) {
     Latency c = Latency::from("connect", res.connect);
     x["connect_ns"] = {{"p50", c.p50}, {"p90", c.p90}, {"p99", c.p99}, {"max", c.max}};
   }
+  if (res.request.count()) {  // each request line's round trip (loadgen.hpp), beside the session's
+    Latency q = Latency::from("request", res.request);
+    x["request_ns"] = {{"p50", q.p50},   {"p90", q.p90}, {"p99", q.p99},
+                       {"p999", q.p999}, {"max", q.max}, {"count", q.count}};
+  }
   x["server_cpu_s"] = server_cpu_s;
   x["server_cpu_per_session_ns"] = res.processed ? server_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
+  if (m.argv) x["server"] = m.argv(p);
   x["server_pid_cpu"] = m.reuseport ? "one reactor thread per --cpus CPU" : std::to_string(server_cpu);
   x["client_cpu"] = client_cpu;
   // The reuseport server's process is unpinned; its reactor threads are pinned, one per CPU.

@@ -21,6 +21,9 @@ struct ServerModel {
   size_t max_concurrency = 0;  // 0 = no own limit (select: FD_SETSIZE)
   std::string max_why;
   std::vector<ParamSpec> extra_params;
+  /// An external server executable instead of `serve` (servers/peer): its command line from the
+  /// parameters, started under core/server's exec contract (docs/servers.md).
+  std::function<std::vector<std::string>(const Params& p)> argv;
   /// Serves `listen_fd` forever. `cpus`: the reactor threads' CPUs (reuseport models; -1 for
   /// unpinned); `backlog`: the listen backlog in effect, for the listeners it opens itself.
   std::function<void(int listen_fd, const Params& p, const std::vector<int>& cpus, int backlog)> serve;
