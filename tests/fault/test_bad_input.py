@@ -238,6 +238,11 @@ BAD = [
     case("runtime-n-over", "run", "runtime/channel_ipcrt", "-p", "n=2147483648000", expect="parameter 'n'"),
     case("runtime-capacity-negative", "run", "runtime/channel_ipcrt", "-p", "capacity=-1", expect="capacity"),
     case("runtime-pairs-zero", "run", "runtime/channel_pairs_ipcrt", "-p", "pairs=0", expect="pairs"),
+    case("runtime-drive-unknown", "run", "runtime/switch_asio", "-p", "drive=detached",
+         expect="use one of block_on|spawned"),
+    case("runtime-tasks-zero", "run", "runtime/switch_many_asio", "-p", "tasks=0", expect="tasks"),
+    case("runtime-tasks-over-n", "run", "runtime/switch_many_asio", "-p", "n=10", "-p", "tasks=64",
+         expect="pick tasks <= n"),
     # cachecalc.
     case("cachecalc-delay-negative", "run", "cachecalc/serial", "-p", "delay_us=-1", expect="delay_us"),
     case("cachecalc-delay-over", "run", "cachecalc/serial", "-p", "delay_us=1000001", expect="delay_us"),

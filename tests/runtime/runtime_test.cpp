@@ -2,8 +2,10 @@
 // verification catches a lost, duplicated, reordered or wrong result.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/runner.hpp"
 #include "core/session.hpp"
 #include "mechanisms/runtime/common.hpp"
@@ -30,6 +32,7 @@ struct Case {
   std::string bench;
   Overrides params;
   uint64_t ops;
+  uint64_t results = 0;  // results checked, when not one per operation (switch_many: one per task)
 };
 
 const Case kCases[] = {
@@ -42,11 +45,12 @@ const Case kCases[] = {
     {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
 };
 
-void expect_verified(const Record& r, uint64_t ops) {
+void expect_verified(const Record& r, uint64_t ops, uint64_t results = 0) {
+  if (results == 0) results = ops;
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_EQ(r.ops, ops);
-  EXPECT_EQ(r.integrity.sent, ops);
-  EXPECT_EQ(r.integrity.received, ops);
+  EXPECT_EQ(r.integrity.sent, results);
+  EXPECT_EQ(r.integrity.received, results);
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_GT(r.wall_s, 0.0);
 }
@@ -60,6 +64,73 @@ TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
       expect_verified(run(mech, c.params), c.ops);
     }
   }
+}
+
+// Issue 20's drive modes and many-task switch, on the C++ runtimes: every bench under either
+// drive, and switch_many with n not a multiple of tasks (ops = the switches done, 77 * 10) and with
+// one task per switch.
+const Case kDriveCases[] = {
+    {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},
+    {"switch", {{"n", {"777"}}}, 777},
+    {"channel", {{"n", {"300"}}, {"capacity", {"0"}}}, 300},
+    {"channel_pairs", {{"n", {"200"}}, {"pairs", {"3"}}}, 600},
+    {"switch_many", {{"n", {"777"}}, {"tasks", {"10"}}}, 770, 10},
+    {"switch_many", {{"n", {"64"}}, {"tasks", {"64"}}}, 64, 64},
+};
+
+TEST(RuntimeSuite, EveryDriveModeRunsAndVerifies) {
+  for (const std::string rt : {"ipcrt", "asio"}) {
+    for (const std::string drive : {"block_on", "spawned"}) {
+      for (const auto& c : kDriveCases) {
+        const std::string mech = c.bench + "_" + rt;
+        if (rt == "ipcrt" && !registered(mech)) GTEST_SKIP() << "built without ipcrt";
+        SCOPED_TRACE(mech + " drive=" + drive);
+        Overrides o = c.params;
+        o["drive"] = {drive};
+        const Record r = run(mech, o);
+        expect_verified(r, c.ops, c.results);
+        EXPECT_EQ(r.params.str("drive"), drive);  // the record says how it was driven
+      }
+    }
+  }
+}
+
+// The quick preset runs both drives of the switch benches and only block_on of the others, so
+// that it does not double.
+TEST(RuntimeSuite, QuickRunsBothDrivesOnlyForSwitch) {
+  for (const std::string mech :
+       {"switch_asio", "switch_many_asio", "spawn_asio", "channel_asio", "channel_pairs_asio"}) {
+    SCOPED_TRACE(mech);
+    std::set<std::string> drives;
+    for (auto& p : plan(select_mechanisms({"runtime/" + mech}), Preset::Quick, {}))
+      drives.insert(p.params.str("drive"));
+    const std::set<std::string> want = mech.starts_with("switch")
+                                           ? std::set<std::string>{"block_on", "spawned"}
+                                           : std::set<std::string>{"block_on"};
+    EXPECT_EQ(drives, want);
+  }
+}
+
+// More tasks than switches is refused while planning (each task yields n/tasks times).
+TEST(RuntimeSuite, SwitchManyRefusesMoreTasksThanSwitches) {
+  EXPECT_THROW(plan(select_mechanisms({"runtime/switch_many_asio"}), Preset::Default,
+                    {{"n", {"10"}}, {"tasks", {"64"}}}),
+               UsageError);
+}
+
+// A task whose result is joined to the wrong index, or which lost a yield, is caught.
+TEST(RuntimeVerify, SwitchManyResultsNameTheirTask) {
+  const uint64_t tasks = 4, per = 5, want_sum = per * rt::index_sum(tasks + 1);
+  rt::Tally good, swapped, short_one;
+  for (uint64_t i = 0; i < tasks; ++i) {
+    good.take(rt::switch_many_result(i, per, per), rt::switch_many_result(i, per, per));
+    swapped.take(rt::switch_many_result(i ^ 1, per, per), rt::switch_many_result(i, per, per));
+    short_one.take(rt::switch_many_result(i, i == 2 ? per - 1 : per, per),
+                   rt::switch_many_result(i, per, per));
+  }
+  EXPECT_TRUE(rt::verify(tasks, want_sum, good).clean());
+  EXPECT_EQ(rt::verify(tasks, want_sum, swapped).corrupt, tasks);
+  EXPECT_GE(rt::verify(tasks, want_sum, short_one).corrupt, 1u);
 }
 
 // The Go peers (peers/go/cmd/runtime-peer) through the harness's peer contract: the record is

@@ -9,8 +9,9 @@ namespace {
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const size_t cap = size_t(s.params().i64("capacity"));
+  const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  measure_counted(s, n, n, index_sum(n), [&] { return asio_pairs(ctx, 1, n, cap); });
+  measure_counted(s, n, n, index_sum(n), [&] { return asio_pairs(ctx, spawned, 1, n, cap); });
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -18,7 +19,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "channel_asio",
     .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one "
             "producer and one consumer coroutine",
-    .params = {channel_n(), capacity_param()},
+    .params = {channel_n(), capacity_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

@@ -21,16 +21,19 @@ inline asio::awaitable<void> asio_consumer(asio_channel& ch, uint64_t first, uin
   for (uint64_t i = 0; i < n; ++i) t.take(co_await ch.async_receive(asio::use_awaitable), first + i);
 }
 
-/// Runs `pairs` pairs of n messages each on `ctx`; the tally's sum is index_sum(pairs * n).
-inline Tally asio_pairs(asio::io_context& ctx, uint64_t pairs, uint64_t n, size_t cap) {
+/// Runs `pairs` pairs of n messages each on `ctx`, driven as `spawned` says (the consumers are
+/// what the driver joins: each ends after its producer's last message); the tally's sum is
+/// index_sum(pairs * n).
+inline Tally asio_pairs(asio::io_context& ctx, bool spawned, uint64_t pairs, uint64_t n, size_t cap) {
   std::vector<std::unique_ptr<asio_channel>> chans;
   Tally t;
-  for (uint64_t p = 0; p < pairs; ++p) {
-    chans.push_back(std::make_unique<asio_channel>(ctx, cap));
-    asio::co_spawn(ctx, asio_consumer(*chans.back(), p * n, n, t), asio::detached);
-    asio::co_spawn(ctx, asio_producer(*chans.back(), p * n, n), asio::detached);
-  }
-  run_to_completion(ctx);
+  run_driven(ctx, spawned, pairs, [&](asio::io_context& c, const asio_done& done) {
+    for (uint64_t p = 0; p < pairs; ++p) {
+      chans.push_back(std::make_unique<asio_channel>(c, cap));
+      asio::co_spawn(c, asio_consumer(*chans.back(), p * n, n, t), then(done));
+      asio::co_spawn(c, asio_producer(*chans.back(), p * n, n), then([] {}));
+    }
+  });
   return t;
 }
 

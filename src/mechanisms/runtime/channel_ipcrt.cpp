@@ -6,7 +6,7 @@
 
 #include "core/session.hpp"
 #include "mechanisms/runtime/channel_ipcrt.hpp"
-#include "mechanisms/runtime/common.hpp"
+#include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {
 namespace {
@@ -14,15 +14,16 @@ namespace {
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const size_t cap = size_t(s.params().i64("capacity"));
+  const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(ipcrt_pairs(1, n, cap)); });
+  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, ipcrt_pairs(1, n, cap)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_ipcrt",
     .help = "ipcrt: n messages through channel<uint64_t>(capacity), one producer and one consumer task",
-    .params = {channel_n(), capacity_param()},
+    .params = {channel_n(), capacity_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

@@ -9,16 +9,17 @@ namespace {
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
   const size_t cap = size_t(s.params().i64("capacity"));
+  const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
   measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
-                  [&] { return asio_pairs(ctx, pairs, n, cap); });
+                  [&] { return asio_pairs(ctx, spawned, pairs, n, cap); });
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_asio",
     .help = "Asio: P pairs of producer/consumer coroutines, n messages each through experimental::channel",
-    .params = {pairs_param(), pairs_n(), capacity_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

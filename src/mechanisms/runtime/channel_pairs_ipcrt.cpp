@@ -5,7 +5,7 @@
 
 #include "core/session.hpp"
 #include "mechanisms/runtime/channel_ipcrt.hpp"
-#include "mechanisms/runtime/common.hpp"
+#include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {
 namespace {
@@ -13,16 +13,17 @@ namespace {
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
   const size_t cap = size_t(s.params().i64("capacity"));
+  const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
   measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
-                  [&] { return rt.block_on(ipcrt_pairs(pairs, n, cap)); });
+                  [&] { return run_driven(rt, spawned, ipcrt_pairs(pairs, n, cap)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_ipcrt",
     .help = "ipcrt: P pairs of producer/consumer tasks, n messages each through channel<uint64_t>",
-    .params = {pairs_param(), pairs_n(), capacity_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

@@ -125,10 +125,26 @@ ParamSpec drive_param() {
           .type = ParamType::String,
           .def = "block_on",
           .choices = {"block_on", "spawned"},
-          .help = "block_on: the bench runs as the runtime's root task (block_on / main goroutine); "
-                  "spawned: it is spawned onto the scheduler and awaited from the root",
+          .help =
+              "block_on: the bench runs as the runtime's root task (block_on / main goroutine); "
+              "spawned: it is spawned onto the scheduler and awaited from the root",
           .quick = {"block_on", "spawned"},
           .full = {"block_on", "spawned"}};
+}
+
+ParamSpec drive_param_default_quick() {
+  ParamSpec d = drive_param();
+  d.quick = {d.def};
+  return d;
+}
+
+bool drive_spawned(const Params& p) { return p.str("drive") == "spawned"; }
+
+std::string switch_many_check(const Params& p) {
+  if (p.i64("tasks") > p.i64("n"))
+    return "tasks=" + std::to_string(p.i64("tasks")) + " exceeds n=" + std::to_string(p.i64("n")) +
+           ": each task yields n/tasks times; pick tasks <= n";
+  return "";
 }
 
 ParamSpec tasks_param() {

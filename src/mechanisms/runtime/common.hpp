@@ -68,8 +68,21 @@ ParamSpec batch_param();
 /// yields inside block_on), `spawned` spawns it onto the runtime's scheduler and waits for it
 /// from the root, so each step goes through the run queue.
 ParamSpec drive_param();
+/// drive_param() as the non-switch benches take it: its quick grid only the default, so that the
+/// quick preset does not double (the switch benches take both values).
+ParamSpec drive_param_default_quick();
+/// True when the run's `drive` is `spawned`.
+bool drive_spawned(const Params& p);
 /// Tasks of the many-task switch (switch_many_<rt>): N tasks yielding round-robin, n switches in
 /// all, so the driver's cost per poll is shared by N tasks.
 ParamSpec tasks_param();
+/// The many-task switch's rule for its params ("" when they can run): n switches shared by
+/// `tasks` tasks, n/tasks each (n rounded down to a multiple of tasks), so tasks may not exceed n.
+std::string switch_many_check(const Params& p);
+/// A many-task switch task's result: its index and the yields it did, (index + 1) * per_task when
+/// it did them all; a result joined to the wrong task or a lost yield shows.
+constexpr uint64_t switch_many_result(uint64_t index, uint64_t yields, uint64_t per_task) {
+  return index * per_task + yields;
+}
 
 }  // namespace ipclab::rt

@@ -13,16 +13,20 @@ asio::awaitable<uint64_t> leaf(uint64_t i) { co_return i; }
 
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
+  const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
   measure_counted(s, n, n, index_sum(n), [&] {
     Tally t;
     for (uint64_t base = 0; base < n; base += batch) {
       const uint64_t end = std::min(n, base + batch);
-      for (uint64_t i = base; i < end; ++i)
-        asio::co_spawn(ctx, leaf(i), [&t, i](std::exception_ptr e, uint64_t v) {
-          if (!e) t.take(v, i);
-        });
-      run_to_completion(ctx);
+      run_driven(ctx, spawned, end - base, [&](asio::io_context& c, const asio_done& done) {
+        for (uint64_t i = base; i < end; ++i)
+          asio::co_spawn(c, leaf(i), [&t, &done, i](std::exception_ptr e, uint64_t v) {
+            if (e) std::rethrow_exception(e);
+            t.take(v, i);
+            done();
+          });
+      });
     }
     return t;
   });
@@ -33,7 +37,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "spawn_asio",
     .help = "Asio: co_spawn n empty awaitables on an io_context, joined by their completion handlers (in "
             "batches)",
-    .params = {spawn_n(), batch_param()},
+    .params = {spawn_n(), batch_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

@@ -4,7 +4,7 @@
 #include <ipcrt/ipcrt.hpp>
 
 #include "core/session.hpp"
-#include "mechanisms/runtime/common.hpp"
+#include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {
 namespace {
@@ -27,15 +27,16 @@ ipcrt::task<Tally> spawn_join(uint64_t n, uint64_t batch) {
 
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
+  const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(spawn_join(n, batch)); });
+  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, spawn_join(n, batch)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_ipcrt",
     .help = "ipcrt: spawn(task) n empty tasks, co_await every join_handle (in batches)",
-    .params = {spawn_n(), batch_param()},
+    .params = {spawn_n(), batch_param(), drive_param_default_quick()},
     .workload = workload,
 });
 

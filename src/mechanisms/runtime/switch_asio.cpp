@@ -20,11 +20,13 @@ asio::awaitable<void> poster(uint64_t n, Tally& t) {
 
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
+  const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
   measure_counted(s, n, n, index_sum(n), [&] {
     Tally t;
-    asio::co_spawn(ctx, poster(n, t), asio::detached);
-    run_to_completion(ctx);
+    run_driven(ctx, spawned, 1, [&](asio::io_context& c, const asio_done& done) {
+      asio::co_spawn(c, poster(n, t), then(done));
+    });
     return t;
   });
 }
@@ -33,7 +35,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_asio",
     .help = "Asio: co_await asio::post(ex, asio::use_awaitable) n times in one coroutine",
-    .params = {switch_n()},
+    .params = {switch_n(), drive_param()},
     .workload = workload,
 });
 

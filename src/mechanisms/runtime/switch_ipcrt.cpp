@@ -4,7 +4,7 @@
 #include <ipcrt/ipcrt.hpp>
 
 #include "core/session.hpp"
-#include "mechanisms/runtime/common.hpp"
+#include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {
 namespace {
@@ -20,15 +20,16 @@ ipcrt::task<Tally> yielder(uint64_t n) {
 
 void workload(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
+  const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(yielder(n)); });
+  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, yielder(n)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "switch_ipcrt",
     .help = "ipcrt: co_await yield() n times in one task",
-    .params = {switch_n()},
+    .params = {switch_n(), drive_param()},
     .workload = workload,
 });
 
