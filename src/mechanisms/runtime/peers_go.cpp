@@ -19,13 +19,6 @@
 namespace ipclab::rt {
 namespace {
 
-// The drive parameter outside switch: the default alone in the quick grid, so quick does not double.
-ParamSpec drive_default_quick() {
-  ParamSpec p = drive_param();
-  p.quick = {p.def};
-  return p;
-}
-
 std::function<void(Session&)> run_go(const std::string& bench) {
   return [bench](Session& s) {
     const std::string peer = go::peer_path(IPCLAB_GO_RUNTIME_PEER, "go_peers");
@@ -41,7 +34,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "spawn_go",
     .help = "Go: `go leaf(i)` n goroutines, joined with a sync.WaitGroup per batch",
-    .params = {spawn_n(), batch_param(), drive_default_quick(), go::gomaxprocs_param()},
+    .params = {spawn_n(), batch_param(), drive_param_default_quick(), go::gomaxprocs_param()},
     .workload = run_go("spawn"),
 });
 
@@ -58,15 +51,16 @@ IPCLAB_REGISTER(Mechanism{
     .name = "switch_many_go",
     .help =
         "Go: `tasks` goroutines each calling runtime.Gosched() n/tasks times, joined with a sync.WaitGroup",
-    .params = {switch_n(), tasks_param(), drive_default_quick(), go::gomaxprocs_param()},
+    .params = {switch_n(), tasks_param(), drive_param(), go::gomaxprocs_param()},
     .workload = run_go("switch_many"),
+    .check = switch_many_check,
 });
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_go",
     .help = "Go: n messages through a chan uint64 of capacity, one producer and one consumer goroutine",
-    .params = {channel_n(), capacity_param(), drive_default_quick(), go::gomaxprocs_param()},
+    .params = {channel_n(), capacity_param(), drive_param_default_quick(), go::gomaxprocs_param()},
     .workload = run_go("channel"),
 });
 
@@ -74,7 +68,8 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "runtime",
     .name = "channel_pairs_go",
     .help = "Go: P pairs of producer/consumer goroutines, n messages each through a chan uint64",
-    .params = {pairs_param(), pairs_n(), capacity_param(), drive_default_quick(), go::gomaxprocs_param()},
+    .params = {pairs_param(), pairs_n(), capacity_param(), drive_param_default_quick(),
+               go::gomaxprocs_param()},
     .workload = run_go("channel_pairs"),
 });
 

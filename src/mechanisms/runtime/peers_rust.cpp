@@ -9,6 +9,8 @@
 // switch_many_<rt> has `tasks` tasks yield round-robin, sharing the driver's cost between them.
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "core/peer.hpp"
 #include "core/session.hpp"
 #include "mechanisms/runtime/common.hpp"
@@ -25,13 +27,6 @@ ParamSpec peer_capacity() {
   return p;
 }
 
-// The drive parameter outside switch: the default alone in the quick grid, so quick does not double.
-ParamSpec drive_default_quick() {
-  ParamSpec p = drive_param();
-  p.quick = {p.def};
-  return p;
-}
-
 struct Bench {
   const char* name;     // mechanism prefix
   const char* peer;     // --bench=
@@ -43,7 +38,7 @@ struct Bench {
 const Bench kBenches[] = {
     {"spawn", "spawn", "",
      [] {
-       return std::vector<ParamSpec>{spawn_n(), batch_param(), drive_default_quick()};
+       return std::vector<ParamSpec>{spawn_n(), batch_param(), drive_param_default_quick()};
      },
      "spawn n tasks returning their index and join every handle (in batches)"},
     {"switch", "switch", "",
@@ -53,29 +48,29 @@ const Bench kBenches[] = {
      "yield n times in one task (tokio::task::yield_now; a self-wake for Monoio and Compio)"},
     {"switch_many", "switch_many", "",
      [] {
-       return std::vector<ParamSpec>{switch_n(), tasks_param(), drive_default_quick()};
+       return std::vector<ParamSpec>{switch_n(), tasks_param(), drive_param()};
      },
      "spawn `tasks` tasks that yield n/tasks times each, round-robin, and join them"},
     {"channel", "channel", "native",
      [] {
-       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_default_quick()};
+       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_param_default_quick()};
      },
      "n messages through the runtime's own channel (tokio::sync::mpsc / local_sync::mpsc::bounded), one "
      "producer and one consumer task"},
     {"channel_futures", "channel", "futures",
      [] {
-       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_default_quick()};
+       return std::vector<ParamSpec>{channel_n(), peer_capacity(), drive_param_default_quick()};
      },
      "n messages through futures::channel::mpsc (the reference's choice), one producer and one consumer "
      "task"},
     {"channel_pairs", "channel_pairs", "native",
      [] {
-       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_default_quick()};
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_param_default_quick()};
      },
      "P producer/consumer pairs, n messages each, over the runtime's own channel"},
     {"channel_pairs_futures", "channel_pairs", "futures",
      [] {
-       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_default_quick()};
+       return std::vector<ParamSpec>{pairs_param(), pairs_n(), peer_capacity(), drive_param_default_quick()};
      },
      "P producer/consumer pairs, n messages each, over futures::channel::mpsc"},
     {"timer", "timer", "",
@@ -103,6 +98,7 @@ const bool registered = [] {
           .help = fmt::format("{}: {} (Rust peer, peers/rust)", rt.what, b.what),
           .params = b.params(),
           .workload = [&rt, &b](Session& s) { run(s, rt, b); },
+          .check = std::string_view(b.name) == "switch_many" ? switch_many_check : nullptr,
       });
   return true;
 }();
