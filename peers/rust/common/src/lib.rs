@@ -376,7 +376,10 @@ impl std::future::Future for YieldNow {
             return std::task::Poll::Ready(());
         }
         self.0 = true;
-        cx.waker().wake_by_ref();
+        // black_box: the wake stays a real call through the waker's vtable. Inlined into Monoio's
+        // block_on, whose root waker is a known constant, LLVM otherwise proved the whole yield
+        // loop pure and deleted it (1,048,576 yields "took" 40 ns).
+        std::hint::black_box(cx.waker()).wake_by_ref();
         std::task::Poll::Pending
     }
 }
