@@ -1,47 +1,66 @@
 #!/usr/bin/env python3
 """A minimal external server of the servers suite's protocol, following docs/servers.md (the default
-of servers/peer): every line but `exit` is answered `pong`; after `exit` the connection is closed."""
+of servers/peer): every line but `exit` is answered `pong`; after `exit` the connection is closed.
+`serve` takes the reply as a function, so that tests/servers/faulty_server.py is this server with
+faults."""
 import selectors
 import socket
 
-sel = selectors.DefaultSelector()
-lsock = socket.socket()
-lsock.bind(("127.0.0.1", 0))
-lsock.listen(4096)
-lsock.setblocking(False)
-sel.register(lsock, selectors.EVENT_READ)
-print(lsock.getsockname()[1], flush=True)
-pending = {}  # connection -> bytes of an unfinished line
-while True:
-    for key, _ in sel.select():
-        if key.fileobj is lsock:
-            try:
-                conn, _ = lsock.accept()
-            except BlockingIOError:
+
+def pong(index, n):
+    return b"pong\n"
+
+
+def serve(reply=pong, backlog=4096):
+    """Serves forever. reply(index, n): the bytes to send for the n-th line (from 1) of the
+    index-th connection accepted (from 0); None closes the connection instead."""
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(backlog)
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ)
+    print(lsock.getsockname()[1], flush=True)
+    conns = {}  # connection -> [index, lines seen, unfinished line]
+    accepted = 0
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is lsock:
+                try:
+                    conn, _ = lsock.accept()
+                except BlockingIOError:
+                    continue
+                conn.setblocking(True)  # replies are a few bytes: a send never waits
+                sel.register(conn, selectors.EVENT_READ)
+                conns[conn] = [accepted, 0, b""]
+                accepted += 1
                 continue
-            conn.setblocking(True)  # replies are a few bytes: a send never waits
-            sel.register(conn, selectors.EVENT_READ)
-            pending[conn] = b""
-            continue
-        conn = key.fileobj
-        try:
-            data = conn.recv(4096)
-        except ConnectionError:
-            data = b""
-        done = not data
-        *lines, pending[conn] = (pending[conn] + data).split(b"\n")
-        reply = b""
-        for line in lines:
-            if line == b"exit":
+            conn = key.fileobj
+            st = conns[conn]
+            try:
+                data = conn.recv(4096)
+            except ConnectionError:
+                data = b""
+            done = not data
+            *lines, st[2] = (st[2] + data).split(b"\n")
+            out = b""
+            for line in lines:
+                st[1] += 1
+                r = None if line == b"exit" else reply(st[0], st[1])
+                if r is None:
+                    done = True
+                    break
+                out += r
+            try:
+                if out:
+                    conn.sendall(out)
+            except ConnectionError:
                 done = True
-                break
-            reply += b"pong\n"
-        try:
-            if reply:
-                conn.sendall(reply)
-        except ConnectionError:
-            done = True
-        if done:
-            sel.unregister(conn)
-            del pending[conn]
-            conn.close()
+            if done:
+                sel.unregister(conn)
+                del conns[conn]
+                conn.close()
+
+
+if __name__ == "__main__":
+    serve()
