@@ -208,10 +208,6 @@ void run_transport(Session& s) {
     throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
   if (t.producers > kMaxPeersTracked)
     throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
-  if (t.roundtrip && t.reservoir > 0)
-    throw UsageError(
-        "latency_reservoir samples one-way latencies (the reference's); use pattern=throughput or "
-        "latency_reservoir=0");
 
   // The consumers' latency reservoirs, one block each, in memory forked consumers share.
   const size_t res_words = t.reservoir ? Reservoir::block_words(t.reservoir) : 0;

@@ -61,6 +61,9 @@ std::string check(const Caps& caps, const Params& p) {
   if (!caps.processes && p.str("mode") == "processes")
     return "an in-process queue cannot cross processes; use mode=threads";
   if (roundtrip) {
+    if (p.i64_or("latency_reservoir", 0) > 0)
+      return "latency_reservoir samples one-way latencies (the reference's); use pattern=throughput or "
+             "latency_reservoir=0";
     if (prod != cons) return "roundtrip pairs one producer with one consumer; set producers = consumers";
     if (prod > 1 && !caps.pairs)
       return "this mechanism runs one round-trip pair; use producers=1 consumers=1";
