@@ -86,9 +86,13 @@ def _is(dim, value):
 
 
 def _bench(r):
-    """runtime's benchmark: switch_ipcrt -> switch, channel_pairs_go -> channel_pairs."""
+    """runtime's benchmark: switch_ipcrt -> switch, channel_pairs_go -> channel_pairs,
+    switch_many_monoio -> switch_many."""
     m = r.mechanism
-    return "channel_pairs" if m.startswith("channel_pairs_") else m.split("_")[0]
+    for two_words in ("channel_pairs", "switch_many"):
+        if m.startswith(two_words + "_"):
+            return two_words
+    return m.split("_")[0]
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ TABLES = {
         for pattern, title in (("rand", "Random 4 KiB reads"), ("seq", "Sequential 64 KiB reads"))),
     "runtime": (
         _runtime_table("switch", "Switch: a task yields and is resumed"),
+        _runtime_table("switch_many", "Switch with many tasks: tasks yield round-robin"),
         _runtime_table("spawn", "Spawn and join a task"),
         _runtime_table("channel", "Channel: a message from one task to another"),
         _runtime_table("channel_pairs", "Channel pairs: many producer/consumer pairs on one thread"),
