@@ -50,8 +50,9 @@ def _extra_number(key):
     return lambda r: fmt_number(r.num("extra", key))
 
 
-def _connect(p):
-    return lambda r: fmt_time_ns(r.num("extra", "connect_ns", p))
+def _extra_pct(key, p):
+    """A percentile of a latency summary in extra (servers' connect_ns, request_ns)."""
+    return lambda r: fmt_time_ns(r.num("extra", key, p))
 
 
 def _time(r):
@@ -146,8 +147,10 @@ TABLES = {
         Table("sessions", "Sessions: every client connects at once, makes its requests and closes",
               (("processed", _extra_number("processed")), ("rejected", _extra_number("rejected")),
                ("lost", _extra_number("lost")), ("sessions/s", _rate("sessions_per_s")),
-               ("session p50", _pct("p50")), ("session p99", _pct("p99")), ("connect p50", _connect("p50")),
-               ("connect p99", _connect("p99")), ("server CPU/session", _extra_ns("server_cpu_per_session_ns"))),
+               ("session p50", _pct("p50")), ("session p99", _pct("p99")),
+               ("request p50", _extra_pct("request_ns", "p50")), ("request p99", _extra_pct("request_ns", "p99")),
+               ("connect p50", _extra_pct("connect_ns", "p50")), ("connect p99", _extra_pct("connect_ns", "p99")),
+               ("server CPU/session", _extra_ns("server_cpu_per_session_ns"))),
               label="server"),
     ),
     "echo": (
