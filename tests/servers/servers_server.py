@@ -2,25 +2,29 @@
 """A minimal external server of the servers suite's protocol, following docs/servers.md (the default
 of servers/peer): every line but `exit` is answered `pong`; after `exit` the connection is closed.
 `serve` takes the reply as a function, so that tests/servers/faulty_server.py is this server with
-faults."""
+faults. Given `HOST PORT`, it listens there and prints nothing, as reference 001's servers do
+(servers/peer `address=argv`)."""
 import selectors
 import socket
+import sys
 
 
 def pong(index, n):
     return b"pong\n"
 
 
-def serve(reply=pong, backlog=4096):
+def serve(reply=pong, backlog=4096, address=None):
     """Serves forever. reply(index, n): the bytes to send for the n-th line (from 1) of the
-    index-th connection accepted (from 0); None closes the connection instead."""
+    index-th connection accepted (from 0); None closes the connection instead. address: (host,
+    port) to listen on, or None for a port of the kernel's choice, printed."""
     sel = selectors.DefaultSelector()
     lsock = socket.socket()
-    lsock.bind(("127.0.0.1", 0))
+    lsock.bind(address or ("127.0.0.1", 0))
     lsock.listen(backlog)
     lsock.setblocking(False)
     sel.register(lsock, selectors.EVENT_READ)
-    print(lsock.getsockname()[1], flush=True)
+    if not address:
+        print(lsock.getsockname()[1], flush=True)
     conns = {}  # connection -> [index, lines seen, unfinished line]
     accepted = 0
     while True:
@@ -63,4 +67,4 @@ def serve(reply=pong, backlog=4096):
 
 
 if __name__ == "__main__":
-    serve()
+    serve(address=(sys.argv[1], int(sys.argv[2])) if len(sys.argv) == 3 else None)

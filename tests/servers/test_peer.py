@@ -7,6 +7,7 @@ Run by ctest (`servers.peer`) with the binary in IPCLAB_BIN; by hand:
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,23 @@ def test_default_server_serves_every_client(run):
     rc, err, rec = run()
     assert_served_all(rc, err, rec)
     assert rec["extra"]["server"] == [str(HERE / "servers_server.py")]
+
+
+def test_server_taking_its_address_on_the_command_line(run):
+    # address=argv: scripts/serve-on-port.py gives the server `127.0.0.1 PORT` and prints the port
+    # for it (reference 001's servers print nothing); the server dies with the run.
+    server = HERE / "servers_server.py"
+    rc, err, rec = run("-p", f"server={server}", "-p", "address=argv")
+    assert_served_all(rc, err, rec)
+    cmd = rec["extra"]["server"]
+    assert cmd[0].endswith("/scripts/serve-on-port.py") and cmd[1] == str(server), cmd
+    # The server gets SIGKILL when the wrapper dies (PR_SET_PDEATHSIG): gone within a second.
+    for _ in range(100):
+        left = subprocess.run(["pgrep", "-f", f"{server} 127.0.0.1"], capture_output=True, text=True).stdout
+        if not left:
+            break
+        time.sleep(0.01)
+    assert left == "", f"server left running: {left}"
 
 
 def test_faulty_server_healthy_mode_serves_every_client(run):

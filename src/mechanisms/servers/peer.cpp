@@ -8,9 +8,17 @@
 namespace ipclab::servers {
 namespace {
 
+const std::string& wrapper() {
+  static const std::string path = IPCLAB_SOURCE_DIR "/scripts/serve-on-port.py";
+  return path;
+}
+
 // `server_args`: the words joined by '+' (parameter values hold no spaces); "none" for none.
+// address=argv: the server takes its address as its last two arguments and prints nothing (reference
+// 001's); scripts/serve-on-port.py gives it a free port and prints the port for it.
 std::vector<std::string> server_argv(const Params& p) {
-  std::vector<std::string> argv = {p.str("server")};
+  std::vector<std::string> argv{p.str("server")};
+  if (p.str("address") == "argv") argv.insert(argv.begin(), wrapper());
   const std::string& a = p.str("server_args");
   if (a == "none") return argv;
   for (size_t b = 0;;) {
@@ -37,7 +45,14 @@ IPCLAB_REGISTER(make_mechanism({
                      {.name = "server_args",
                       .type = ParamType::String,
                       .def = "none",
-                      .help = "the server's arguments, joined by '+' (e.g. hang+3); none for none"}},
+                      .help = "the server's arguments, joined by '+' (e.g. hang+3); none for none"},
+                     {.name = "address",
+                      .type = ParamType::String,
+                      .def = "stdout",
+                      .choices = {"stdout", "argv"},
+                      .help = "stdout: the server picks its port and prints it (the contract); argv: it "
+                              "takes `127.0.0.1 PORT` as its last arguments and prints nothing "
+                              "(reference 001's servers), run through scripts/serve-on-port.py"}},
     .argv = server_argv,
 }));
 
