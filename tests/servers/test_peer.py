@@ -65,11 +65,12 @@ def test_default_server_serves_every_client(run):
 
 
 def test_server_taking_its_address_on_the_command_line(run):
-    # address=argv: scripts/serve-on-port.py gives the server `127.0.0.1 PORT` and prints the port
-    # for it (reference 001's servers print nothing); the server dies with the run.
+    # address=argv: scripts/serve-on-port.py becomes the server with `127.0.0.1 PORT` and prints the
+    # port for it (reference 001's servers print nothing); its CPU is charged; it dies with the run.
     server = HERE / "servers_server.py"
     rc, err, rec = run("-p", f"server={server}", "-p", "address=argv")
     assert_served_all(rc, err, rec)
+    assert rec["extra"]["server_cpu_s"] > 0, rec["extra"]  # the server itself, not a parent of it
     cmd = rec["extra"]["server"]
     assert cmd[0].endswith("/scripts/serve-on-port.py") and cmd[1] == str(server), cmd
     # The server gets SIGKILL when the wrapper dies (PR_SET_PDEATHSIG): gone within a second.
