@@ -1,0 +1,60 @@
+#include "core/arrivals.hpp"
+
+#include <immintrin.h>
+
+#include <cerrno>
+#include <cmath>
+#include <ctime>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
+namespace ipclab {
+
+ArrivalKind arrival_kind_of(const std::string& name) {
+  if (name == "fixed") return ArrivalKind::Fixed;
+  if (name == "poisson") return ArrivalKind::Poisson;
+  throw UsageError("arrivals '" + name + "': use fixed or poisson");
+}
+
+Pace pace_of(const std::string& name) {
+  if (name == "spin") return Pace::Spin;
+  if (name == "sleep") return Pace::Sleep;
+  throw UsageError("pace '" + name + "': use spin or sleep");
+}
+
+Arrivals::Arrivals(ArrivalKind kind, double rate_per_s, uint64_t seed, uint64_t start_ns)
+    : kind_(kind), gap_ns_(1e9 / rate_per_s), start_ns_(start_ns), t_ns_(double(start_ns)), rng_(seed) {
+  if (!(rate_per_s > 0) || !std::isfinite(rate_per_s))
+    throw UsageError("a rate must be a positive number of messages per second");
+}
+
+uint64_t Arrivals::next() {
+  const uint64_t k = n_++;
+  if (kind_ == ArrivalKind::Fixed) return start_ns_ + uint64_t(std::llround(double(k) * gap_ns_));
+  // The first message is due at the start, as with fixed gaps; the gaps follow it.
+  if (k > 0) t_ns_ += exp_(rng_) * gap_ns_;
+  return uint64_t(t_ns_);
+}
+
+namespace {
+void sleep_until(uint64_t t_ns) {
+  const timespec ts{.tv_sec = time_t(t_ns / 1'000'000'000u), .tv_nsec = long(t_ns % 1'000'000'000u)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+}  // namespace
+
+uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns) {
+  uint64_t now = now_ns();
+  if (now >= due_ns) return now;
+  if (pace == Pace::Sleep) {
+    sleep_until(due_ns);
+    return now_ns();
+  }
+  if (due_ns - now > spin_ns) sleep_until(due_ns - spin_ns);
+  while ((now = now_ns()) < due_ns) _mm_pause();
+  return now;
+}
+
+}  // namespace ipclab

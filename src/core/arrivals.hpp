@@ -1,0 +1,50 @@
+#pragma once
+// Open-loop load (pattern=rate): when each message of a sender is due, and the wait until then.
+// A sender draws its intended send times from Arrivals — fixed gaps of 1/rate, or Poisson
+// arrivals (exponential gaps of mean 1/rate from a seeded generator, so a run can be repeated) —
+// and waits for each with pace_until. What it does with a late send time is its caller's: the
+// message is sent at once and carries its intended time, so the receiver measures the latency a
+// user would see from the intended time (coordinated omission corrected) as well as from the
+// actual one, and the lateness is the scheduling error.
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace ipclab {
+
+enum class ArrivalKind { Fixed, Poisson };
+enum class Pace { Spin, Sleep };
+
+/// "fixed" / "poisson" and "spin" / "sleep"; anything else is a UsageError naming the choices.
+ArrivalKind arrival_kind_of(const std::string& name);
+Pace pace_of(const std::string& name);
+
+/// The intended send times of one sender at `rate_per_s` messages per second, from `start_ns`
+/// (now_ns's clock). Fixed times are computed from their index, so they do not drift; Poisson
+/// times accumulate exponential gaps drawn from `seed`.
+class Arrivals {
+ public:
+  Arrivals(ArrivalKind kind, double rate_per_s, uint64_t seed, uint64_t start_ns);
+  /// The intended time of the next message.
+  uint64_t next();
+  /// Messages whose times next() has given.
+  uint64_t count() const { return n_; }
+
+ private:
+  ArrivalKind kind_;
+  double gap_ns_;
+  uint64_t start_ns_;
+  double t_ns_;  // Poisson: the last time, as a real number so that sub-ns gaps add up
+  uint64_t n_ = 0;
+  std::mt19937_64 rng_;
+  std::exponential_distribution<double> exp_{1.0};
+};
+
+/// Waits until `due_ns` and returns now_ns() once there (or at once, if it has passed: the caller
+/// is late by the difference). Sleep: one absolute clock_nanosleep, the kernel's timer slack
+/// included in the lateness. Spin: an absolute sleep until `spin_ns` before the time, then a
+/// spin on the clock with pause; the last `spin_ns` of every gap costs CPU, which the sender's
+/// CPU shows.
+uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns = 50'000);
+
+}  // namespace ipclab
