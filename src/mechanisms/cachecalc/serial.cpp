@@ -14,16 +14,10 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
-          const int64_t us = s.params().i64("delay_us");
-          const CalcFn calc = calc_of(s.params());
-          const DelayKind kind = delay_kind_of(s.params());
+          const BlockingTask task(s.params());
           run_iterations(s, [&] {
             Cache c = fresh_cache();
-            for (int t = 0; t < kTasks; ++t) {
-              calc(c);
-              blocking_delay(kind, us);
-              calc(c);
-            }
+            for (int t = 0; t < kTasks; ++t) task(c);
             return verify(c);
           });
         },

@@ -21,23 +21,11 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
-          const int64_t us = s.params().i64("delay_us");
-          const CalcFn calc = calc_of(s.params());
-          const DelayKind kind = delay_kind_of(s.params());
-          run_iterations(s, [us, calc, kind] {
+          const BlockingTask blocking(s.params());
+          run_iterations(s, [blocking] {
             Cache c = fresh_cache();
             std::mutex m;
-            auto task = [&] {
-              {
-                std::lock_guard g(m);
-                calc(c);
-              }
-              blocking_delay(kind, us);
-              {
-                std::lock_guard g(m);
-                calc(c);
-              }
-            };
+            auto task = [&] { blocking(c, m); };
             // FIFO as the reference's: after each launch, the oldest tasks are awaited until
             // fewer than 8 are left in the window.
             std::deque<std::future<void>> window;

@@ -19,26 +19,14 @@ IPCLAB_REGISTER(Mechanism{
     .params = {delay_param(), calc_param(), delay_kind_param({"devzero", "sleep"})},
     .workload =
         [](Session& s) {
-          const int64_t us = s.params().i64("delay_us");
-          const CalcFn calc = calc_of(s.params());
-          const DelayKind kind = delay_kind_of(s.params());
-          run_iterations(s, [us, calc, kind] {
+          const BlockingTask task(s.params());
+          run_iterations(s, [task] {
             Cache c = fresh_cache();
             std::mutex m;
             std::vector<std::thread> threads;
             for (int w = 0; w < kConcurrency; ++w)
               threads.emplace_back([&, w] {
-                for (int t = w; t < kTasks; t += kConcurrency) {
-                  {
-                    std::lock_guard g(m);
-                    calc(c);
-                  }
-                  blocking_delay(kind, us);
-                  {
-                    std::lock_guard g(m);
-                    calc(c);
-                  }
-                }
+                for (int t = w; t < kTasks; t += kConcurrency) task(c, m);
               });
             for (auto& t : threads) t.join();
             return verify(c);

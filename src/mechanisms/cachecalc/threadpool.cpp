@@ -79,9 +79,7 @@ IPCLAB_REGISTER(Mechanism{
                 .full = {"per_iteration", "per_run"}}},
     .workload =
         [](Session& s) {
-          const int64_t us = s.params().i64("delay_us");
-          const CalcFn calc = calc_of(s.params());
-          const DelayKind kind = delay_kind_of(s.params());
+          const BlockingTask task(s.params());
           std::optional<ThreadPool> run_pool;
           if (s.params().str("pool") == "per_run") run_pool.emplace(kConcurrency);
           run_iterations(s, [&] {
@@ -94,15 +92,7 @@ IPCLAB_REGISTER(Mechanism{
               ThreadPool& pool = run_pool ? *run_pool : *iteration_pool;
               for (int t = 0; t < kTasks; ++t)
                 pool.submit([&] {
-                  {
-                    std::lock_guard g(m);
-                    calc(c);
-                  }
-                  blocking_delay(kind, us);
-                  {
-                    std::lock_guard g(m);
-                    calc(c);
-                  }
+                  task(c, m);
                   completed.fetch_add(1, std::memory_order_release);
                 });
               while (completed.load(std::memory_order_acquire) < kTasks) std::this_thread::yield();

@@ -142,6 +142,27 @@ void blocking_delay(DelayKind kind, int64_t us) {
     devzero_delay(us);
 }
 
+BlockingTask::BlockingTask(const Params& p)
+    : calc(calc_of(p)), kind(delay_kind_of(p)), us(p.i64("delay_us")) {}
+
+void BlockingTask::operator()(Cache& c) const {
+  calc(c);
+  blocking_delay(kind, us);
+  calc(c);
+}
+
+void BlockingTask::operator()(Cache& c, std::mutex& m) const {
+  {
+    std::lock_guard g(m);
+    calc(c);
+  }
+  blocking_delay(kind, us);
+  {
+    std::lock_guard g(m);
+    calc(c);
+  }
+}
+
 bool Iterations::next() {
   if (!w_.running()) return false;
   measuring_ = w_.measuring();

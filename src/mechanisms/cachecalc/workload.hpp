@@ -5,6 +5,7 @@
 // Two calcs: the reference's (the default) and our lean one; both end on the same values.
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -67,6 +68,20 @@ ParamSpec delay_kind_param(std::vector<std::string> kinds);
 DelayKind delay_kind_of(const Params& p);
 /// A blocking delay of `kind` (Devzero or Sleep; Timer is the variant's own).
 void blocking_delay(DelayKind kind, int64_t us);
+
+/// A task of the thread variants (serial, std_mutex, std_async, threadpool) as the `calc`,
+/// `delay_kind` and `delay_us` parameters say: calc, a blocking delay, calc.
+struct BlockingTask {
+  explicit BlockingTask(const Params& p);
+  /// On one thread: nothing is shared.
+  void operator()(Cache& c) const;
+  /// Among threads: each calc under `m`, the delay outside it.
+  void operator()(Cache& c, std::mutex& m) const;
+
+  CalcFn calc;
+  DelayKind kind;
+  int64_t us;
+};
 
 /// The iteration loop of one session worker: the session's phases decide when it warms up, when
 /// it measures and when it stops; the worker's own window holds whole iterations only, at least
