@@ -33,9 +33,12 @@ void cmd_list(const std::optional<std::string>& suite_filter) {
       for (auto& q : p.quick) quick += (quick.empty() ? "" : ",") + q;
       std::string full;
       for (auto& q : p.full) full += (full.empty() ? "" : ",") + q;
-      fmt::print("    -p {}={:<12} {} ({}{}{}{})\n", p.name, p.def, p.help, type_name(p.type),
+      std::string only;
+      for (auto& v : p.only_with.second)
+        only += (only.empty() ? "; only with " + p.only_with.first + "=" : "|") + v;
+      fmt::print("    -p {}={:<12} {} ({}{}{}{}{})\n", p.name, p.def, p.help, type_name(p.type),
                  vals.empty() ? "" : ": " + vals, quick.empty() ? "" : "; quick " + quick,
-                 full.empty() ? "" : "; full " + full);
+                 full.empty() ? "" : "; full " + full, only);
     }
   }
   if (!any)

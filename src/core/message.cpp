@@ -41,11 +41,16 @@ void encode(std::byte* buf, size_t len, const Header& h, bool random) {
   store64(buf, w0);
   store64(buf + 8, h.send_ns);
   store64(buf + 16, uint64_t(h.flags) | (uint64_t(len) << 32));
+  size_t head = kHeaderSize;
+  if ((h.flags & kIntended) && len >= kIntendedHeaderSize) {
+    store64(buf + 24, h.intended_ns);
+    head = kIntendedHeaderSize;
+  }
   const uint64_t key = w0 * 0x9e3779b97f4a7c15ull;
-  size_t words = (len - kHeaderSize) / 8;
-  std::byte* p = buf + kHeaderSize;
+  size_t words = (len - head) / 8;
+  std::byte* p = buf + head;
   for (size_t i = 0; i < words; ++i) store64(p + i * 8, payload_word(key, i, random));
-  for (size_t i = kHeaderSize + words * 8; i < len; ++i) buf[i] = std::byte(key >> (8 * (i % 8)));
+  for (size_t i = head + words * 8; i < len; ++i) buf[i] = std::byte(key >> (8 * (i % 8)));
 }
 
 Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq) {
@@ -68,14 +73,18 @@ Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_se
   d.h.send_ns = load64(buf + 8);
   uint64_t w2 = load64(buf + 16);
   d.h.flags = uint32_t(w2);
+  size_t head = kHeaderSize;
+  if ((d.h.flags & kIntended) && len >= kIntendedHeaderSize) {
+    d.h.intended_ns = load64(buf + 24);
+    head = kIntendedHeaderSize;
+  }
   const uint64_t key = w0 * 0x9e3779b97f4a7c15ull;
-  size_t words = (len - kHeaderSize) / 8;
-  const std::byte* p = buf + kHeaderSize;
+  size_t words = (len - head) / 8;
+  const std::byte* p = buf + head;
   // Accumulate differences rather than branching per word, so the check streams like a memcmp.
   uint64_t diff = (w2 >> 32) ^ uint64_t(len);
   for (size_t i = 0; i < words; ++i) diff |= load64(p + i * 8) ^ payload_word(key, i, random);
-  for (size_t i = kHeaderSize + words * 8; i < len; ++i)
-    diff |= uint64_t(buf[i] != std::byte(key >> (8 * (i % 8))));
+  for (size_t i = head + words * 8; i < len; ++i) diff |= uint64_t(buf[i] != std::byte(key >> (8 * (i % 8))));
   d.ok = diff == 0;
   return d;
 }

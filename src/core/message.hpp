@@ -6,6 +6,7 @@
 //   word 0: sequence number (48 bits) | producer index (16 bits)
 //   word 1: send timestamp, ns on CLOCK_MONOTONIC (0 = not sampled)
 //   word 2: flags (low 32 bits) | size (high 32 bits)
+//   word 3: only with flag kIntended (open-loop load): the intended send time, ns
 // and continue with payload words derived from (sequence, producer, word index).
 // Smaller messages (round trips only) hold byte i = (seq + i) mod 255; a stop message is all 0xFF.
 #include <cstddef>
@@ -14,13 +15,16 @@
 namespace ipclab::msg {
 
 constexpr size_t kHeaderSize = 24;
-enum Flags : uint32_t { kStop = 1, kMeasured = 2 };
+/// The header of a message that carries its intended send time (kIntended).
+constexpr size_t kIntendedHeaderSize = 32;
+enum Flags : uint32_t { kStop = 1, kMeasured = 2, kIntended = 4 };
 
 struct Header {
   uint64_t seq = 0;
   uint32_t producer = 0;
   uint64_t send_ns = 0;
   uint32_t flags = 0;
+  uint64_t intended_ns = 0;  // with kIntended (needs len >= kIntendedHeaderSize)
 };
 
 /// Fills `buf` (len bytes). `random` derives payload words from a hash rather than a constant.

@@ -24,6 +24,8 @@ const char* type_name(ParamType t) {
       return "string";
     case ParamType::Bool:
       return "bool";
+    case ParamType::Rate:
+      return "rate";
   }
   return "?";
 }
@@ -60,6 +62,26 @@ std::string size_text(int64_t bytes) {
   return std::to_string(bytes);
 }
 
+std::optional<int64_t> parse_rate(std::string_view text) {
+  double mult = 1;
+  if (!text.empty() && (text.back() == 'k' || text.back() == 'M')) {
+    mult = text.back() == 'k' ? 1e3 : 1e6;
+    text.remove_suffix(1);
+  }
+  auto v = parse_real(text);
+  if (!v) return std::nullopt;
+  // Rounded to whole messages per second, and only when the text meant one (2.5k, not 2.5).
+  const double r = *v * mult;
+  if (!(r >= 1 && r <= 1e12) || std::abs(r - std::round(r)) > 1e-6 * r) return std::nullopt;
+  return int64_t(std::llround(r));
+}
+
+std::string rate_text(int64_t per_s) {
+  if (per_s != 0 && per_s % 1'000'000 == 0) return std::to_string(per_s / 1'000'000) + "M";
+  if (per_s != 0 && per_s % 1000 == 0) return std::to_string(per_s / 1000) + "k";
+  return std::to_string(per_s);
+}
+
 std::optional<double> parse_real(std::string_view text) {
   // std::from_chars: the whole text in plain decimal or scientific form; nan, inf and values
   // that overflow a double are not numbers here.
@@ -94,6 +116,17 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       if (!d || *d < double(spec.min) || *d > double(spec.max))
         throw bad(fmt::format("a finite number from {} to {}", spec.min, spec.max));
       break;
+    }
+    case ParamType::Rate: {
+      if (std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end()) break;
+      auto r = parse_rate(value);
+      if (!r || *r < std::max<int64_t>(1, spec.min) || *r > spec.max) {
+        std::string words;
+        for (auto& c : spec.choices) words += " or " + c;
+        throw bad(fmt::format("a rate per second from {} to {} (e.g. 500, 10k, 2.5M){}",
+                              std::max<int64_t>(1, spec.min), rate_text(spec.max), words));
+      }
+      return rate_text(*r);
     }
     case ParamType::Bool:
       if (value == "1" || value == "true" || value == "yes" || value == "on")
@@ -228,11 +261,20 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
                     "several, with fewer values per -p",
                     points == SIZE_MAX ? "too many" : std::to_string(points), kMaxGridPoints));
   std::vector<Params> out;
+  std::set<std::vector<std::pair<std::string, std::string>>> kept;  // points left the same by dropping
   std::vector<size_t> idx(specs.size(), 0);
   while (true) {
     std::vector<std::pair<std::string, std::string>> kv;
-    for (size_t i = 0; i < specs.size(); ++i) kv.emplace_back(specs[i].name, axes[i][idx[i]]);
-    out.emplace_back(std::move(kv));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      // A conditional parameter is left out where its condition does not hold (ParamSpec::only_with).
+      if (const auto& [on, values] = specs[i].only_with; !on.empty()) {
+        auto cond = std::find_if(kv.begin(), kv.end(), [&](auto& e) { return e.first == on; });
+        if (cond == kv.end() || std::find(values.begin(), values.end(), cond->second) == values.end())
+          continue;
+      }
+      kv.emplace_back(specs[i].name, axes[i][idx[i]]);
+    }
+    if (kept.insert(kv).second) out.emplace_back(std::move(kv));
     // Odometer over the axes: the last parameter varies fastest, like nested loops.
     size_t k = specs.size();
     while (k > 0) {

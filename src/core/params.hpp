@@ -13,7 +13,9 @@
 
 namespace ipclab {
 
-enum class ParamType { Int, Size, Double, String, Bool };
+/// Rate: a positive count per second, decimal with an optional k (1e3) or M (1e6) suffix (`10k`,
+/// `2.5M`), or one of the spec's `choices` words (e.g. `auto`), which are allowed besides numbers.
+enum class ParamType { Int, Size, Double, String, Bool, Rate };
 
 struct ParamSpec {
   std::string name;
@@ -29,6 +31,10 @@ struct ParamSpec {
   int64_t min = INT64_MIN, max = INT64_MAX;  // bounds for Int and Size
   /// String holding an absolute filesystem path: '/' allowed (written as %2F in result names).
   bool path = false;
+  /// A parameter that means something only when an earlier one has one of some values (the open-
+  /// loop rate only with pattern=rate): {"pattern", {"rate"}}. Points where it does not apply leave
+  /// it out (of the name and the JSON); asking for it where it never applies is a UsageError.
+  std::pair<std::string, std::vector<std::string>> only_with;
 };
 
 /// `text` as a base-10 integer, whole (no blanks, '+', prefixes or junk), with a size suffix
@@ -38,6 +44,12 @@ std::optional<int64_t> parse_integer(std::string_view text, bool size_suffix = f
 /// `bytes` as the shortest text parse_integer(text, true) reads back: 1024 → "1K", 1073741824 →
 /// "1G", 1000 → "1000" (the size suffixes are powers of 1024).
 std::string size_text(int64_t bytes);
+/// `text` as a rate per second (decimal, optional k = 1e3 or M = 1e6 suffix), whole and > 0;
+/// nothing otherwise or when it is not a whole number of messages per second.
+std::optional<int64_t> parse_rate(std::string_view text);
+/// `per_s` as the shortest text parse_rate reads back: 10000 → "10k", 2500000 → "2500k",
+/// 1000000 → "1M", 2500 → "2500".
+std::string rate_text(int64_t per_s);
 /// `text` as a finite decimal number, whole (no blanks, '+', hex, nan or inf); nothing otherwise.
 std::optional<double> parse_real(std::string_view text);
 

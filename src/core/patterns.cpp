@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/message.hpp"
+#include "core/openloop.hpp"
 #include "core/reservoir.hpp"
 #include "core/std_params.hpp"
 
@@ -25,6 +26,8 @@ constexpr uint64_t kReservoirSeed = 0x5eed'0002'7e5e'7701ull;
 
 struct TransportShape {
   bool roundtrip;
+  bool rate;  // pattern=rate: open loop (core/openloop)
+  uint64_t window_ns;
   size_t size;
   bool random;
   uint64_t sample;
@@ -36,6 +39,8 @@ struct TransportShape {
 TransportShape shape_of(const Params& p) {
   TransportShape t;
   t.roundtrip = std_params::is_roundtrip(p);
+  t.rate = std_params::is_rate(p);
+  t.window_ns = 0;  // the session's (transport_point)
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
   t.sample = uint64_t(p.i64_or("latency_sample", 1));
@@ -114,6 +119,15 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   }
 }
 
+// The last producer to finish tells every consumer to stop; FIFO order puts the markers behind
+// all data of every producer (the others have finished sending already).
+void send_stop_markers(Worker& w, Endpoint& ep, const TransportShape& t, std::vector<std::byte>& buf) {
+  if (w.control().producers_left.fetch_sub(1) == 1) {
+    msg::encode(buf.data(), t.size, {.flags = msg::kStop}, t.random);
+    for (int c = 0; c < t.consumers; ++c) ep.send(buf.data(), t.size);
+  }
+}
+
 void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
@@ -132,12 +146,35 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
     // how many were sent, so the missing ones count as lost.
     out.integrity.sent = ++seq;
   }
-  // The last producer to finish tells every consumer to stop; FIFO order puts the markers
-  // behind all data of every producer (the others have finished sending already).
-  if (w.control().producers_left.fetch_sub(1) == 1) {
-    msg::encode(buf.data(), t.size, {.flags = msg::kStop}, t.random);
-    for (int c = 0; c < t.consumers; ++c) ep.send(buf.data(), t.size);
+  send_stop_markers(w, ep, t, buf);
+}
+
+// Open-loop producer: message k leaves at its intended time (Arrivals), or at once when that has
+// passed, and carries that time; it never waits for anything but the schedule and the transport.
+void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index,
+                   const RateSpec& spec, int64_t rate) {
+  std::vector<std::byte> buf(t.size);
+  auto& out = w.out();
+  uint64_t seq = 0;
+  w.ready();
+  Arrivals arrivals = spec.arrivals_for(rate, index, t.producers, now_ns());
+  while (w.running()) {
+    const uint64_t due = arrivals.next();
+    pace_until(due, spec.pace);
+    fault.before_send();  // a stalled sender is late: its messages keep their intended times
+    const bool measuring = w.measuring();
+    const uint64_t at = now_ns();
+    msg::Header h{.seq = seq,
+                  .producer = uint32_t(index),
+                  .send_ns = at,
+                  .flags = msg::kIntended | (measuring ? uint32_t(msg::kMeasured) : 0u),
+                  .intended_ns = due};
+    msg::encode(buf.data(), t.size, h, t.random);
+    ep.send(buf.data(), t.size);
+    if (measuring) out.rate.sent_one(due, at);
+    out.integrity.sent = ++seq;
   }
+  send_stop_markers(w, ep, t, buf);
 }
 
 // Consumers stop on a stop marker. Several consumers on a queue that is FIFO only per producer
@@ -173,7 +210,10 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
     if (d.h.flags & msg::kMeasured) {
       out.ops++;
       out.bytes += t.size;
-      if (d.h.send_ns) {
+      if (d.h.flags & msg::kIntended) {  // open loop: latency from the intended send time
+        out.hist.record(arrived > d.h.intended_ns ? arrived - d.h.intended_ns : 0);
+        out.rate.received(d.h.intended_ns, d.h.send_ns, arrived, t.window_ns);
+      } else if (d.h.send_ns) {
         out.hist.record(arrived - d.h.send_ns);
         if (reservoir) reservoir->offer(arrived - d.h.send_ns);
       }
@@ -195,6 +235,8 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   }
 }
 
+std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate);
+
 }  // namespace
 
 void run_transport(Session& s) {
@@ -209,6 +251,25 @@ void run_transport(Session& s) {
   if (t.producers > kMaxPeersTracked)
     throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
 
+  if (t.rate && t.size < msg::kIntendedHeaderSize)
+    throw UsageError(fmt::format("pattern=rate needs messages of at least {} bytes; use -p size={}",
+                                 msg::kIntendedHeaderSize, msg::kIntendedHeaderSize));
+  if (t.rate) {
+    run_rate(s, [t](Session& ss, int64_t rate) {
+      const RateSpec spec = RateSpec::of(ss.params());
+      return *transport_point(ss, t, &spec, rate);
+    });
+    return;
+  }
+  transport_point(s, t, nullptr, 0);
+}
+
+namespace {
+
+// One run of a transport: throughput, round trips, or (spec given) open loop at `rate`, whose
+// figures it returns.
+std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate) {
+  t.window_ns = uint64_t(s.options().duration_s * 1e9);
   // The consumers' latency reservoirs, one block each, in memory forked consumers share.
   const size_t res_words = t.reservoir ? Reservoir::block_words(t.reservoir) : 0;
   const size_t res_bytes = res_words * size_t(t.consumers) * sizeof(uint64_t);
@@ -232,18 +293,22 @@ void run_transport(Session& s) {
   // registry's): a stuck thread may outlive both.
   const Mechanism& mech = s.mechanism();
   const double dur = s.options().duration_s;
+  const RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the workers' bodies
   const std::string sender = t.roundtrip ? "client" : "producer",
                     receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back({sender, i, s.cpu_for(0), [tp, t, i, &mech, dur, sender](Worker& w) {
-                         auto ep = tp->open(Role::Producer, i);
-                         FaultPoint fault(mech, dur, sender, w);
-                         if (t.roundtrip)
-                           roundtrip_client(w, *ep, fault, t, i);
-                         else
-                           throughput_producer(w, *ep, fault, t, i);
-                       }});
+    workers.push_back(
+        {sender, i, s.cpu_for(0), [tp, t, i, &mech, dur, sender, spec, rate_spec, rate](Worker& w) {
+           auto ep = tp->open(Role::Producer, i);
+           FaultPoint fault(mech, dur, sender, w);
+           if (t.roundtrip)
+             roundtrip_client(w, *ep, fault, t, i);
+           else if (spec)
+             rate_producer(w, *ep, fault, t, i, rate_spec, rate);
+           else
+             throughput_producer(w, *ep, fault, t, i);
+         }});
   for (int i = 0; i < t.consumers; ++i)
     workers.push_back(
         {receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver, res_mem, res_words](Worker& w) {
@@ -259,6 +324,7 @@ void run_transport(Session& s) {
              throughput_consumer(w, *ep, fault, t, i, res ? &*res : nullptr);
          }});
 
+  const size_t workers_n = workers.size();
   Control& ctl = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
 
@@ -303,11 +369,16 @@ void run_transport(Session& s) {
   if (!rec.integrity.clean())
     rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent", rec.integrity.lost,
                          rec.integrity.duplicated, rec.integrity.corrupt, rec.integrity.sent));
+  std::optional<RatePoint> point;
+  if (spec) point = fold_rate(rec, *spec, rate, ctl, int(workers_n));
   if (s.stuck()) {  // a stuck thread may still use them
     transport.release();
     res_owner.release();
   }
+  return point;
 }
+
+}  // namespace
 
 void run_loop(Session& s) {
   std::unique_ptr<Loop> loop = s.mechanism().loop(s.params());

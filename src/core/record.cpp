@@ -32,6 +32,20 @@ Latency Latency::from(const std::string& kind, const Histogram& h) {
   return l;
 }
 
+nlohmann::json to_json(const Latency& l) {
+  return {{"kind", l.kind},
+          {"count", l.count},
+          {"mean", l.mean},
+          {"min", l.min},
+          {"p50", l.p50},
+          {"p90", l.p90},
+          {"p95", l.p95},
+          {"p99", l.p99},
+          {"p999", l.p999},
+          {"max", l.max},
+          {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
+}
+
 void Record::fail(const std::string& why) {
   if (status == Status::Failed) return;
   status = Status::Failed;
@@ -67,23 +81,7 @@ nlohmann::json to_json(const Record& r) {
     }
   }
   j["rates"] = rates;
-  if (r.latency) {
-    auto& l = *r.latency;
-    j["latency_ns"] = {
-        {"kind", l.kind},
-        {"count", l.count},
-        {"mean", l.mean},
-        {"min", l.min},
-        {"p50", l.p50},
-        {"p90", l.p90},
-        {"p95", l.p95},
-        {"p99", l.p99},
-        {"p999", l.p999},
-        {"max", l.max},
-        {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
-  } else {
-    j["latency_ns"] = nullptr;
-  }
+  j["latency_ns"] = r.latency ? to_json(*r.latency) : nlohmann::json(nullptr);
   j["cpu"] = {{"user_s", r.cpu.user_s},   {"sys_s", r.cpu.sys_s},         {"per_op_ns", r.cpu_per_op_ns()},
               {"ctx_vol", r.cpu.ctx_vol}, {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()}};
   json sides = json::array();

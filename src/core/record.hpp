@@ -78,6 +78,8 @@ struct Record {
 };
 
 nlohmann::json to_json(const Record& r);
+/// A latency summary with its histogram, as `latency_ns` (and the open-loop figures) hold it.
+nlohmann::json to_json(const Latency& l);
 /// Where each side was seen running, for tables: `producer0@0 consumer0@1+0` (`?`: not seen).
 std::string observed_text(const Placement& p);
 /// Reads a record (a peer's line, or a result file's entry); throws std::runtime_error on bad shape.

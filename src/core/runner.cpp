@@ -93,6 +93,20 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   }
   if (out.empty())
     throw UsageError(fmt::format("nothing to run: every combination is impossible here, e.g. {}", dropped));
+  // A parameter asked for that no point takes applies only with values not asked for.
+  for (auto& [name, _] : overrides) {
+    bool used = false;
+    for (auto& b : out) used = used || b.params.has(name);
+    if (used) continue;
+    for (auto* m : mechs)
+      for (auto& p : m->params)
+        if (p.name == name && !p.only_with.first.empty()) {
+          std::string vals;
+          for (auto& v : p.only_with.second) vals += (vals.empty() ? "" : ",") + v;
+          throw UsageError(fmt::format("parameter '{}' applies only with {}={}; add -p {}={}", name,
+                                       p.only_with.first, vals, p.only_with.first, p.only_with.second[0]));
+        }
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "core/cpu.hpp"
 #include "core/histogram.hpp"
 #include "core/mechanism.hpp"
+#include "core/openloop.hpp"
 #include "core/record.hpp"
 
 namespace ipclab {
@@ -41,6 +42,7 @@ struct WorkerResult {
   // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
   uint64_t seen_count[kMaxPeersTracked] = {};
   uint64_t seen_seqsum[kMaxPeersTracked] = {};
+  RateTrace rate;  // open-loop runs only (core/openloop.hpp)
   // Heartbeat for the stall watchdog: the worker's iteration count, a relaxed store per
   // iteration (no read-modify-write, no clock read), and the thread that runs it.
   std::atomic<uint64_t> progress{0};

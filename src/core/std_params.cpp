@@ -7,13 +7,63 @@ ParamSpec pattern() {
   return {.name = "pattern",
           .type = ParamType::String,
           .def = "roundtrip",
-          .choices = {"throughput", "roundtrip"},
+          .choices = {"throughput", "roundtrip", "rate"},
           .aliases = {{"pingpong", "roundtrip"}},
           .help =
               "throughput: producers send for the duration, one-way latency from the send "
-              "timestamp; roundtrip (or its old name pingpong): round trips, RTT",
+              "timestamp; roundtrip (or its old name pingpong): round trips, RTT; rate: producers "
+              "send on a schedule (-p rate=), one-way latency from each message's intended time",
           .quick = {"throughput", "roundtrip"}};
 }
+
+ParamSpec closed_or_rate() {
+  return {.name = "pattern",
+          .type = ParamType::String,
+          .def = "closed",
+          .choices = {"closed", "rate"},
+          .help =
+              "closed: the client's connections each keep their requests in flight back to back; "
+              "rate: requests start on a schedule (-p rate=), latency from each one's intended time"};
+}
+
+std::vector<ParamSpec> rate_params() {
+  const std::pair<std::string, std::vector<std::string>> on_rate{"pattern", {"rate"}};
+  return {{.name = "rate",
+           .type = ParamType::Rate,
+           .def = "10k",
+           .choices = {"auto"},
+           .help = "offered load per second, all senders together (e.g. 10k, 2.5M); auto: the highest "
+                   "rate whose corrected p99 stays within slo_p99_us (bisection over short trials)",
+           .max = 100'000'000,
+           .only_with = on_rate},
+          {.name = "arrivals",
+           .type = ParamType::String,
+           .def = "fixed",
+           .choices = {"fixed", "poisson"},
+           .help = "fixed gaps of 1/rate, or Poisson arrivals (exponential gaps from -p seed=)",
+           .only_with = on_rate},
+          {.name = "pace",
+           .type = ParamType::String,
+           .def = "spin",
+           .choices = {"spin", "sleep"},
+           .help = "how a sender waits for a send time: sleep to 50 us before it then spin, or sleep only",
+           .only_with = on_rate},
+          {.name = "seed",
+           .type = ParamType::Int,
+           .def = "1",
+           .help = "seed of the Poisson arrivals (sender i uses seed + i)",
+           .min = 0,
+           .only_with = on_rate},
+          {.name = "slo_p99_us",
+           .type = ParamType::Double,
+           .def = "50",
+           .help = "rate=auto: the corrected p99 latency bound, microseconds",
+           .min = 1,
+           .max = 10'000'000,
+           .only_with = {"rate", {"auto"}}}};
+}
+
+bool is_rate(const Params& p) { return p.str_or("pattern", "") == "rate"; }
 
 bool is_roundtrip(const Params& p) { return p.str_or("pattern", "roundtrip") == "roundtrip"; }
 

@@ -11,6 +11,13 @@ namespace ipclab::std_params {
 /// throughput (one-way, for a duration) or roundtrip (request and echo; `pingpong`, its old
 /// name, is still accepted).
 ParamSpec pattern();
+/// closed (the suite's closed-loop client) or rate (open loop, below): echo and servers.
+ParamSpec closed_or_rate();
+/// The open-loop parameters, each only with pattern=rate: rate (aggregate per second, or auto:
+/// the capacity search), arrivals, pace, seed, and slo_p99_us (only with rate=auto).
+std::vector<ParamSpec> rate_params();
+/// True when `p` asks for open-loop load (pattern=rate).
+bool is_rate(const Params& p);
 /// True when `p` asks for round trips: pattern=roundtrip, or no pattern parameter at all.
 bool is_roundtrip(const Params& p);
 /// Message size in bytes.

@@ -46,6 +46,7 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
       std_params::latency_reservoir(),
       std_params::random(),
   };
+  for (auto& r : std_params::rate_params()) v.push_back(std::move(r));
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
 }
@@ -53,8 +54,15 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
 std::string check(const Caps& caps, const Params& p) {
   const bool roundtrip = std_params::is_roundtrip(p);
   const int64_t size = p.i64("size"), prod = p.i64("producers"), cons = p.i64("consumers");
-  if (!roundtrip && size < 24)
+  if (std_params::is_rate(p)) {
+    if (size < 32)
+      return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the "
+             "message)";
+    if (p.i64_or("latency_reservoir", 0) > 0)
+      return "latency_reservoir samples the throughput pattern's latencies; use latency_reservoir=0";
+  } else if (!roundtrip && size < 24) {
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
+  }
   if (size > caps.max_size)
     return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size", size,
                        caps.max_size, caps.size_limit_why);

@@ -1,0 +1,210 @@
+#include "core/openloop.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/record.hpp"
+#include "core/session.hpp"
+
+namespace ipclab {
+
+namespace {
+
+// The capacity search's bounds and steps.
+constexpr int64_t kSearchStart = 1000, kSearchFloor = 10, kSearchCeiling = 100'000'000;
+constexpr double kSearchPrecision = 1.05;  // bisection ends when hi / lo is within this
+constexpr int kMaxTrials = 40;
+constexpr int kConfirmAttempts = 3;
+constexpr double kTrialDuration_s = 0.5, kTrialWarmup_s = 0.1;
+
+}  // namespace
+
+RateSpec RateSpec::of(const Params& p) {
+  RateSpec r;
+  const std::string& rate = p.str("rate");
+  r.search = rate == "auto";
+  if (r.search) {
+    r.slo_p99_us = p.f64("slo_p99_us");
+  } else {
+    auto v = parse_rate(rate);
+    if (!v) throw UsageError(fmt::format("rate '{}': give a rate per second such as 10k, or auto", rate));
+    r.rate = *v;
+  }
+  r.arrivals = arrival_kind_of(p.str("arrivals"));
+  r.pace = pace_of(p.str("pace"));
+  r.seed = uint64_t(p.i64("seed"));
+  return r;
+}
+
+Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t start_ns) const {
+  return Arrivals(arrivals, double(rate) / double(std::max(1, senders)), seed + uint64_t(index), start_ns);
+}
+
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n) {
+  // Histograms are large (tens of KiB): on the heap, not the stack.
+  auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
+  uint64_t sent = 0;
+  double slice_sum[RateTrace::kSlices] = {}, slice_n[RateTrace::kSlices] = {};
+  for (int i = 0; i < n; ++i) {
+    const RateTrace& t = ctl.slots[i].rate;
+    raw->merge(t.raw);
+    late->merge(t.lateness);
+    sent += t.sent;
+    for (int k = 0; k < RateTrace::kSlices; ++k) {
+      slice_sum[k] += double(t.slice_sum[k]);
+      slice_n[k] += double(t.slice_n[k]);
+    }
+  }
+  RatePoint pt;
+  pt.requested = double(rate);
+  pt.achieved = rec.wall_s > 0 ? double(sent) / rec.wall_s : 0.0;
+
+  // Backlog: the mean corrected latency of the window's last slice against its first. A queue
+  // that keeps up returns to its mean; one that does not grows by (offered − served) × time.
+  int first = -1, last = -1;
+  for (int k = 0; k < RateTrace::kSlices; ++k)
+    if (slice_n[k] > 0) {
+      if (first < 0) first = k;
+      last = k;
+    }
+  double growth_ns = 0, first_mean = 0;
+  if (first >= 0 && last > first) {
+    first_mean = slice_sum[first] / slice_n[first];
+    growth_ns = slice_sum[last] / slice_n[last] - first_mean;
+  }
+
+  std::string why;
+  // Short by more than 1%, and by more than the one message a window's edges can cost.
+  if (double(sent) + 1 < 0.99 * pt.requested * rec.wall_s || !(rec.wall_s > 0))
+    why = fmt::format("achieved {:.0f}/s of {}/s requested ({:+.1f}%)", pt.achieved, rate,
+                      100.0 * (pt.achieved / pt.requested - 1.0));
+  else if (growth_ns > std::max(1e6, first_mean))
+    // More than doubled, and by more than a millisecond: noise in a queue that keeps up is far less.
+    why = fmt::format(
+        "backlog grew: corrected latency {:.2f} ms higher at the end of the window than at its start",
+        growth_ns / 1e6);
+  pt.saturated = !why.empty();
+
+  nlohmann::json r = {{"requested_per_s", pt.requested},
+                      {"achieved_per_s", pt.achieved},
+                      {"arrivals", spec.arrivals == ArrivalKind::Fixed ? "fixed" : "poisson"},
+                      {"pace", spec.pace == Pace::Spin ? "spin" : "sleep"},
+                      {"seed", spec.seed},
+                      {"saturated", pt.saturated},
+                      {"saturation", why},
+                      {"backlog_growth_us", growth_ns / 1e3}};
+  const std::string kind = rec.latency ? rec.latency->kind : "one_way";
+  r["raw_ns"] = pt.saturated || !raw->count() ? nlohmann::json(nullptr) : to_json(Latency::from(kind, *raw));
+  r["sched_error_ns"] = to_json(Latency::from("sched_error", *late));
+  rec.extra["rate"] = r;
+  if (pt.saturated) {
+    rec.latency.reset();  // a saturated point is never a latency figure
+  } else if (rec.latency) {
+    pt.p50_us = double(rec.latency->p50) / 1e3;
+    pt.p99_us = double(rec.latency->p99) / 1e3;
+    pt.p999_us = double(rec.latency->p999) / 1e3;
+  }
+  return pt;
+}
+
+void run_rate(Session& s, const RatePointFn& point) {
+  const RateSpec spec = RateSpec::of(s.params());
+  if (!spec.search) {
+    point(s, spec.rate);
+    return;
+  }
+  // Trials: short runs, each a session of its own with a record of its own.
+  RunOptions trial_opts = s.options();
+  trial_opts.duration_s = std::min(trial_opts.duration_s, kTrialDuration_s);
+  trial_opts.warmup_s = std::min(trial_opts.warmup_s, kTrialWarmup_s);
+  nlohmann::json trials = nlohmann::json::array();
+  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= spec.slo_p99_us; };
+  auto entry = [&](const RatePoint& p, double duration_s) {
+    auto us = [&](double v) { return p.saturated ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    trials.push_back({{"requested_per_s", p.requested},
+                      {"achieved_per_s", p.achieved},
+                      {"p50_us", us(p.p50_us)},
+                      {"p99_us", us(p.p99_us)},
+                      {"p999_us", us(p.p999_us)},
+                      {"saturated", p.saturated},
+                      {"meets_slo", meets(p)},
+                      {"duration_s", duration_s}});
+  };
+  bool failed = false;
+  auto trial = [&](int64_t rate) {
+    Record rec;
+    rec.name = s.record().name;
+    rec.suite = s.record().suite;
+    rec.mechanism = s.record().mechanism;
+    rec.params = s.record().params;
+    RatePoint p;
+    {
+      Session t(s.mechanism(), s.params(), trial_opts, rec);
+      p = point(t, rate);
+    }
+    if (rec.status == Status::Failed) {
+      s.record().fail(fmt::format("capacity search, trial at {}/s: {}", rate, rec.error));
+      failed = true;
+      return false;
+    }
+    entry(p, trial_opts.duration_s);
+    return meets(p);
+  };
+
+  // Bracket [lo, hi): lo met the bound (0: none yet), hi did not (0: none yet).
+  int64_t lo = 0, hi = 0;
+  int walked = 0;
+  if (trial(kSearchStart)) {
+    lo = kSearchStart;
+    while (!failed && ++walked < kMaxTrials && lo * 2 <= kSearchCeiling) {
+      if (trial(lo * 2)) {
+        lo *= 2;
+      } else {
+        hi = lo * 2;
+        break;
+      }
+    }
+  } else {
+    hi = kSearchStart;
+    while (!failed && ++walked < kMaxTrials && hi / 2 >= kSearchFloor) {
+      if (trial(hi / 2)) {
+        lo = hi / 2;
+        break;
+      }
+      hi /= 2;
+    }
+  }
+  while (!failed && lo > 0 && hi > 0 && double(hi) > double(lo) * kSearchPrecision && ++walked < kMaxTrials) {
+    const auto mid = int64_t(std::llround(std::sqrt(double(lo) * double(hi))));
+    if (trial(mid))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  if (failed) return;
+
+  // The confirming run: full length on the session's own record; when it misses, step down
+  // (each attempt on a fresh copy of the record, so that nothing of a missed one remains).
+  const Record pristine = s.record();
+  bool confirmed = false;
+  int64_t rate = lo > 0 ? lo : kSearchFloor;
+  for (int attempt = 0; attempt < kConfirmAttempts; ++attempt) {
+    if (attempt > 0) s.record() = pristine;
+    const RatePoint p = point(s, rate);
+    entry(p, s.options().duration_s);
+    if (s.record().status == Status::Failed) break;
+    confirmed = lo > 0 && meets(p);
+    if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
+    rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
+  }
+  s.record().extra["capacity"] = {{"slo_p99_us", spec.slo_p99_us},
+                                  {"capacity_per_s", confirmed ? double(rate) : double(lo)},
+                                  {"confirmed", confirmed},
+                                  {"trials", trials}};
+}
+
+}  // namespace ipclab

@@ -1,0 +1,94 @@
+#pragma once
+// Open-loop load (pattern=rate), written once for every suite that offers it (messaging, echo,
+// servers): the parameters read once, what senders and receivers keep in their worker slots, the
+// saturation rule, the rate record (docs/json-schema.md, `extra.rate`) and the capacity search
+// (rate=auto, `extra.capacity`).
+//
+// A sender draws each message's intended send time from Arrivals and waits for it (pace_until);
+// the message carries that time. Latency is then measured from the intended time — the delay a
+// user sending on that schedule would see, coordinated omission corrected — into the worker's own
+// histogram (the record's latency), from the actual send time (raw), and the sender's lateness
+// (actual − intended) as the scheduling error.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/arrivals.hpp"
+#include "core/histogram.hpp"
+#include "core/params.hpp"
+
+namespace ipclab {
+
+class Session;
+struct Record;
+struct Control;
+
+struct RateSpec {
+  int64_t rate = 0;  // per second, all senders together; 0 when searching
+  bool search = false;
+  double slo_p99_us = 0;  // search only
+  ArrivalKind arrivals = ArrivalKind::Fixed;
+  Pace pace = Pace::Spin;
+  uint64_t seed = 1;
+
+  /// The open-loop parameters of a pattern=rate point (std_params::rate_params).
+  static RateSpec of(const Params& p);
+  /// Sender `index` of `senders`: an equal share of `rate`, its own seed (seed + index).
+  Arrivals arrivals_for(int64_t rate, int index, int senders, uint64_t start_ns) const;
+};
+
+/// What one worker of an open-loop run keeps beside its histogram (which holds the corrected
+/// latency): plain data, in the worker's shared slot.
+struct RateTrace {
+  static constexpr int kSlices = 16;  // of the window, for the backlog rule
+  Histogram raw;                      // receiver: from the actual send time
+  Histogram lateness;                 // sender: actual − intended send time
+  uint64_t sent = 0;                  // sender: messages sent inside the measured window
+  uint64_t first_intended = 0;        // receiver: intended time of its first measured message
+  uint64_t slice_ns = 0;              // receiver: the window's 1/kSlices (set by begin_slices)
+  uint64_t slice_sum[kSlices] = {}, slice_n[kSlices] = {};
+
+  /// Sender, per message sent in the measured window.
+  void sent_one(uint64_t intended, uint64_t actual) {
+    lateness.record(actual > intended ? actual - intended : 0);
+    ++sent;
+  }
+  /// Receiver, per measured message received at `now`, after recording the corrected latency
+  /// (now − intended) in the worker's histogram. `window_ns`: the run's --duration.
+  void received(uint64_t intended, uint64_t actual, uint64_t now, uint64_t window_ns) {
+    raw.record(now > actual ? now - actual : 0);
+    if (!first_intended) {
+      first_intended = intended;
+      slice_ns = window_ns / kSlices ? window_ns / kSlices : 1;
+    }
+    uint64_t k = intended > first_intended ? (intended - first_intended) / slice_ns : 0;
+    if (k >= uint64_t(kSlices)) k = kSlices - 1;
+    slice_sum[k] += now > intended ? now - intended : 0;
+    slice_n[k]++;
+  }
+};
+
+/// One point's outcome, as the capacity search reads it.
+struct RatePoint {
+  double requested = 0, achieved = 0;
+  bool saturated = false;
+  double p50_us = 0, p99_us = 0, p999_us = 0;  // corrected; 0 when saturated
+};
+
+/// After Session::run_workers of an open-loop run at `rate`: folds the workers' traces (slots
+/// 0..n-1) into `rec` as `extra.rate`, and applies the saturation rule — a point whose achieved
+/// rate is more than 1% short of the request, or whose backlog grew through the window, is
+/// saturated: its latency is removed from the record (never a latency figure).
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n);
+
+/// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).
+using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;
+
+/// pattern=rate: one point at the requested rate on `s`, or with rate=auto the capacity search —
+/// the highest rate whose corrected p99 stays within slo_p99_us and that is not saturated:
+/// doubling from 1000/s (halving below it) over short trials, bisection to within 5%, then a
+/// full-length confirming run on `s` (stepping down when it misses); every trial is recorded in
+/// `extra.capacity`.
+void run_rate(Session& s, const RatePointFn& point);
+
+}  // namespace ipclab
