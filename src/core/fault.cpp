@@ -20,6 +20,7 @@ struct Fault {
   uint64_t slow_ns = 0;
   std::string stall_role;
   uint64_t stall_ms = 0;
+  uint64_t stall_every_ms = 0;  // 0: once
 };
 
 // A decimal count >= 1, or 0 when `s` is anything else.
@@ -54,13 +55,15 @@ Fault parse() {
   } else if (parts[0] == "slow" && parts.size() == 3 && !parts[1].empty()) {
     f.mech = parts[1];
     if (!(f.slow_ns = count_of(parts[2]))) throw bad();
-  } else if (parts[0] == "stall" && parts.size() == 4 && !parts[1].empty()) {
+  } else if (parts[0] == "stall" && (parts.size() == 4 || parts.size() == 5) && !parts[1].empty()) {
     f.mech = parts[1];
     f.stall_role = parts[2];
     if (f.stall_role != "producer" && f.stall_role != "consumer" && f.stall_role != "client" &&
         f.stall_role != "server")
       throw bad();
     if (!(f.stall_ms = count_of(parts[3]))) throw bad();
+    if (parts.size() == 5 && (!(f.stall_every_ms = count_of(parts[4])) || f.stall_every_ms <= f.stall_ms))
+      throw bad();
   } else {
     throw bad();
   }
@@ -84,7 +87,10 @@ FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::stri
   // Only what applies to this side: corrupt and slow act on receivers, stall on its own role.
   if (receiver) corrupt_every_ = f.corrupt_every;
   if (receiver && this_mech) slow_ns_ = f.slow_ns;
-  if (this_mech && f.stall_role == role) stall_ns_ = f.stall_ms * 1'000'000;
+  if (this_mech && f.stall_role == role) {
+    stall_ns_ = f.stall_ms * 1'000'000;
+    period_ns_ = f.stall_every_ms * 1'000'000;
+  }
   armed_ = corrupt_every_ || slow_ns_ || stall_ns_;
 }
 
@@ -95,13 +101,21 @@ void FaultPoint::received(std::byte* buf, size_t n) {
   maybe_stall();
 }
 
-// Once, at the first operation past the middle of the measured window as this side sees it.
+// Once, at the first operation past the middle of the measured window as this side sees it; or,
+// periodic, at the first operation past each period's end from the window's start (as this side
+// saw it), the periods counted on that start so that late stalls do not shift later ones.
 void FaultPoint::maybe_stall() {
   if (!stall_ns_ || stalled_ || !w_.measuring()) return;
   const uint64_t now = now_ns();
-  if (!window_seen_) window_seen_ = now;
-  if (now < window_seen_ + half_window_ns_) return;
-  stalled_ = true;
+  if (!window_seen_) {
+    window_seen_ = now;
+    next_stall_ = now + (period_ns_ ? period_ns_ : half_window_ns_);
+  }
+  if (now < next_stall_) return;
+  if (period_ns_)
+    next_stall_ += period_ns_;
+  else
+    stalled_ = true;
   spin_until(now + stall_ns_);
 }
 

@@ -8,7 +8,9 @@
 //                       freezes once for MS ms in the middle of the measured window — for the
 //                       frozen-peer tests of thread-based runs, where SIGSTOP cannot stop one side
 //                       alone. It spins (state R, as a side stuck in its own work would), and lets
-//                       go early once the session aborts.
+//                       go early once the session aborts;
+//   stall:MECH:ROLE:MS:EVERY_MS  the same, every EVERY_MS ms of the window (> MS), from EVERY_MS
+//                       after its start: the periodic stall of the open-loop tests.
 // MECH is a mechanism's name (`pipe`) or full name (`messaging/pipe`). A worker that moves
 // messages makes one FaultPoint and calls it around each send and receive; where IPCLAB_FAULT asks
 // nothing of that side, each call is one inlined test of a bool.
@@ -22,7 +24,7 @@ struct Mechanism;
 class Worker;
 
 /// The valid forms, for error messages.
-inline constexpr const char* kFaultForms = "corrupt:N, slow:MECH:NS or stall:MECH:ROLE:MS";
+inline constexpr const char* kFaultForms = "corrupt:N, slow:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
 
 /// Checks IPCLAB_FAULT up front: UsageError naming the valid forms when it is set but malformed.
 void check_fault_env();
@@ -52,9 +54,9 @@ class FaultPoint {
 
   const Worker& w_;
   bool armed_ = false;  // any hook below applies to this side
-  uint64_t corrupt_every_ = 0, slow_ns_ = 0, stall_ns_ = 0;
+  uint64_t corrupt_every_ = 0, slow_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
   uint64_t half_window_ns_ = 0;
-  uint64_t count_ = 0, window_seen_ = 0;
+  uint64_t count_ = 0, window_seen_ = 0, next_stall_ = 0;
   bool stalled_ = false;
 };
 

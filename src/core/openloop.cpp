@@ -47,13 +47,14 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
 RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n) {
   // Histograms are large (tens of KiB): on the heap, not the stack.
   auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
-  uint64_t sent = 0;
+  uint64_t sent = 0, overdue = 0;
   double slice_sum[RateTrace::kSlices] = {}, slice_n[RateTrace::kSlices] = {};
   for (int i = 0; i < n; ++i) {
     const RateTrace& t = ctl.slots[i].rate;
     raw->merge(t.raw);
     late->merge(t.lateness);
     sent += t.sent;
+    overdue += t.overdue;
     for (int k = 0; k < RateTrace::kSlices; ++k) {
       slice_sum[k] += double(t.slice_sum[k]);
       slice_n[k] += double(t.slice_n[k]);
@@ -78,10 +79,12 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   }
 
   std::string why;
-  // Short by more than 1%, and by more than the one message a window's edges can cost.
-  if (double(sent) + 1 < 0.99 * pt.requested * rec.wall_s || !(rec.wall_s > 0))
-    why = fmt::format("achieved {:.0f}/s of {}/s requested ({:+.1f}%)", pt.achieved, rate,
-                      100.0 * (pt.achieved / pt.requested - 1.0));
+  // Short by more than 1% of what was due, and by more than the one message a window's edge
+  // can cost.
+  const uint64_t due = sent + overdue;
+  if (!(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1)
+    why = fmt::format("achieved {:.0f}/s of {}/s requested: {} of the {} messages due in the window not sent",
+                      pt.achieved, rate, overdue, due);
   else if (growth_ns > std::max(1e6, first_mean))
     // More than doubled, and by more than a millisecond: noise in a queue that keeps up is far less.
     why = fmt::format(
@@ -91,6 +94,8 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
 
   nlohmann::json r = {{"requested_per_s", pt.requested},
                       {"achieved_per_s", pt.achieved},
+                      {"due", due},
+                      {"sent", sent},
                       {"arrivals", spec.arrivals == ArrivalKind::Fixed ? "fixed" : "poisson"},
                       {"pace", spec.pace == Pace::Spin ? "spin" : "sleep"},
                       {"seed", spec.seed},

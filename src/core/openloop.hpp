@@ -44,6 +44,7 @@ struct RateTrace {
   Histogram raw;                      // receiver: from the actual send time
   Histogram lateness;                 // sender: actual − intended send time
   uint64_t sent = 0;                  // sender: messages sent inside the measured window
+  uint64_t overdue = 0;               // sender: due inside the window but not sent by its end
   uint64_t first_intended = 0;        // receiver: intended time of its first measured message
   uint64_t slice_ns = 0;              // receiver: the window's 1/kSlices (set by begin_slices)
   uint64_t slice_sum[kSlices] = {}, slice_n[kSlices] = {};
@@ -52,6 +53,12 @@ struct RateTrace {
   void sent_one(uint64_t intended, uint64_t actual) {
     lateness.record(actual > intended ? actual - intended : 0);
     ++sent;
+  }
+  /// Sender, once it has seen the stop: counts what its schedule made due inside the window but
+  /// it had not sent (a sender that kept up has none; one held back by its transport many).
+  void stopped(Arrivals& arrivals, uint64_t stop_ns) {
+    if (sent)
+      while (arrivals.next() <= stop_ns) ++overdue;
   }
   /// Receiver, per measured message received at `now`, after recording the corrected latency
   /// (now − intended) in the worker's histogram. `window_ns`: the run's --duration.
@@ -76,9 +83,11 @@ struct RatePoint {
 };
 
 /// After Session::run_workers of an open-loop run at `rate`: folds the workers' traces (slots
-/// 0..n-1) into `rec` as `extra.rate`, and applies the saturation rule — a point whose achieved
-/// rate is more than 1% short of the request, or whose backlog grew through the window, is
-/// saturated: its latency is removed from the record (never a latency figure).
+/// 0..n-1) into `rec` as `extra.rate`, and applies the saturation rule — a point whose senders
+/// sent more than 1% fewer messages than their schedules made due inside the window (the achieved
+/// rate short of the request; counted against the schedule itself, so that a Poisson window's
+/// own spread is no shortfall), or whose backlog grew through the window, is saturated: its
+/// latency is removed from the record (never a latency figure).
 RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n);
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).

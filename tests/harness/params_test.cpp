@@ -285,3 +285,77 @@ TEST(Params, SizeTextIsTheShortestTextParseIntegerReadsBack) {
   for (int64_t v : {int64_t(0), int64_t(64), int64_t(4096), int64_t(3) << 20, int64_t(1) << 40})
     EXPECT_EQ(parse_integer(size_text(v), true), v) << v;
 }
+
+TEST(Params, RatesAreDecimalWithThousandsSuffixesAndWholePerSecond) {
+  EXPECT_EQ(parse_rate("500"), 500);
+  EXPECT_EQ(parse_rate("10k"), 10000);
+  EXPECT_EQ(parse_rate("2.5k"), 2500);
+  EXPECT_EQ(parse_rate("1.5M"), 1500000);
+  EXPECT_EQ(parse_rate("1e3"), 1000);
+  EXPECT_EQ(parse_rate("0.1k"), 100);
+  for (const char* bad :
+       {"", "0", "-5", "abc", "10K", "10kk", "2.5", "0.0001k", "nan", "inf", "k", " 10", "1e13"})
+    EXPECT_FALSE(parse_rate(bad)) << bad;
+  EXPECT_EQ(rate_text(10000), "10k");
+  EXPECT_EQ(rate_text(2500), "2500");
+  EXPECT_EQ(rate_text(2500000), "2500k");
+  EXPECT_EQ(rate_text(3000000), "3M");
+  for (int64_t v : {1, 999, 1000, 12345, 1500000, 100000000}) EXPECT_EQ(parse_rate(rate_text(v)), v) << v;
+
+  const ParamSpec rate{
+      .name = "rate", .type = ParamType::Rate, .def = "10k", .choices = {"auto"}, .max = 1000000};
+  EXPECT_EQ(canonical_value(rate, "10000"), "10k") << "one point has one name";
+  EXPECT_EQ(canonical_value(rate, "auto"), "auto");
+  for (const char* bad : {"0", "-1", "fast", "2M", "Auto"})
+    EXPECT_THROW(canonical_value(rate, bad), UsageError) << bad;
+}
+
+TEST(Params, AConditionalParameterExistsOnlyWhereItsConditionHolds) {
+  const std::vector<ParamSpec> s = {
+      {.name = "pattern", .type = ParamType::String, .def = "closed", .choices = {"closed", "rate"}},
+      {.name = "rate",
+       .type = ParamType::Rate,
+       .def = "10k",
+       .choices = {"auto"},
+       .max = 1000000,
+       .only_with = {"pattern", {"rate"}}},
+      {.name = "slo",
+       .type = ParamType::Int,
+       .def = "50",
+       .min = 1,
+       .max = 1000,
+       .only_with = {"rate", {"auto"}}}};
+  auto one = expand_grid(s, Preset::Default, {});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].path(), "pattern:closed") << "left out of the name and the JSON";
+  EXPECT_FALSE(one[0].to_json().contains("rate"));
+
+  Overrides o;
+  parse_override("pattern=closed,rate", o);
+  parse_override("rate=1k,auto", o);
+  auto g = expand_grid(s, Preset::Default, o);
+  ASSERT_EQ(g.size(), 3u) << "the closed points that differ only in a dropped rate are one";
+  EXPECT_EQ(g[0].path(), "pattern:closed");
+  EXPECT_EQ(g[1].path(), "pattern:rate/rate:1k");
+  EXPECT_EQ(g[2].path(), "pattern:rate/rate:auto/slo:50") << "a condition on a conditional parameter";
+}
+
+TEST(Params, AskingForAParameterWhereItNeverAppliesIsAUsageError) {
+  const auto pipe = select_mechanisms({"messaging/pipe"});
+  Overrides o;
+  parse_override("rate=10k", o);
+  try {
+    plan(pipe, Preset::Default, o);
+    ADD_FAILURE() << "rate without pattern=rate was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pattern=rate"), std::string::npos) << e.what();
+  }
+  parse_override("pattern=rate", o);
+  EXPECT_EQ(plan(pipe, Preset::Default, o).size(), 1u);
+  parse_override("slo_p99_us=20", o);
+  EXPECT_THROW(plan(pipe, Preset::Default, o), UsageError) << "slo_p99_us without rate=auto";
+  Overrides bad;
+  parse_override("pattern=rate", bad);
+  parse_override("rate=0", bad);
+  EXPECT_THROW(plan(pipe, Preset::Default, bad), UsageError);
+}

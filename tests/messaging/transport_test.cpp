@@ -98,6 +98,40 @@ TEST_P(Messaging, SharedQueueWithSeveralProducersAndConsumers) {
   expect_clean(run(c.mech, o));
 }
 
+// Open loop: every message sent on its schedule arrives intact, its latency recorded from its
+// intended send time (corrected), from its actual one (raw), and the sender's lateness.
+TEST_P(Messaging, OpenLoopDeliversEveryMessageOnItsSchedule) {
+  const auto& c = GetParam();
+  Overrides o{{"pattern", {"rate"}},
+              {"rate", {"2k"}},
+              {"arrivals", {"poisson"}},
+              {"pace", {"sleep"}},
+              {"placement", {"unpinned"}},
+              {"size", {size_for(c.mech, 100)}},
+              {"mode", {c.processes ? "processes" : "threads"}}};
+  if (c.shared) o["producers"] = o["consumers"] = {"2"};
+  const Record r = run(c.mech, o);
+  expect_clean(r);
+  const auto& rate = r.extra.at("rate");
+  EXPECT_EQ(rate.at("requested_per_s").get<double>(), 2000.0);
+  EXPECT_EQ(rate.at("arrivals"), "poisson");
+  // What the senders sent inside the window is what the receivers counted as measured.
+  EXPECT_EQ(rate.at("sent").get<uint64_t>(), r.ops) << r.name;
+  EXPECT_EQ(rate.at("sched_error_ns").at("count").get<uint64_t>(), r.ops) << r.name;
+  if (rate.at("saturated").get<bool>()) {  // possible on a crowded machine; then never a latency
+    EXPECT_FALSE(r.latency) << r.name;
+    EXPECT_TRUE(rate.at("raw_ns").is_null()) << r.name;
+    return;
+  }
+  ASSERT_TRUE(r.latency) << r.name;
+  EXPECT_EQ(r.latency->count, r.ops);
+  const auto& raw = rate.at("raw_ns");
+  EXPECT_EQ(raw.at("count").get<uint64_t>(), r.ops);
+  // Each message's intended time is at or before its actual one: corrected >= raw, quantile by quantile.
+  for (auto [q, v] : {std::pair{"p50", r.latency->p50}, {"p99", r.latency->p99}, {"max", r.latency->max}})
+    EXPECT_GE(double(v) * 1.01, raw.at(q).get<double>()) << r.name << " " << q;
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Messaging,
                          ::testing::Values(Case{"pipe", true, false}, Case{"fifo", true, false},
                                            Case{"unix_stream", true, false}, Case{"unix_dgram", true, true},

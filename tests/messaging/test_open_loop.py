@@ -1,0 +1,162 @@
+"""Open-loop load (pattern=rate) end to end, held against what queueing theory says it must show.
+
+The transport is messaging/shm_spsc with spinning sides on two CPUs (no wake-ups: its own latency
+is well under a microsecond), made into a single server with a deterministic service time by the
+`slow` fault hook (the consumer busy-waits D after each receive). Then:
+  - Poisson arrivals make it an M/D/1 queue: the mean wait must be Wq = rho / (2 mu (1 - rho));
+  - a sender that stalls S every P shows in the corrected p99.9 as the analytic value, while the
+    raw latency (from the actual send) does not see it: coordinated omission, corrected;
+  - a rate above capacity is saturated (never a latency), by either rule;
+  - rate=auto finds a capacity below the service rate and records the curve it walked;
+  - bad values are usage errors (exit 2) before any work.
+
+Run by ctest (messaging.open_loop) with the binary in IPCLAB_BIN; by hand:
+    IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/messaging/test_open_loop.py
+"""
+import json
+import math
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+D_NS = 20_000  # the deterministic service time
+RING = ["messaging/shm_spsc", "-p", "wait=spin", "-p", "placement=cross", "-p", "size=64"]
+
+needs_binary = pytest.mark.skipif(not BINARY, reason="IPCLAB_BIN is not set (ctest sets it)")
+# Both sides spin: on one CPU they would take turns by time slices, and no queue model holds.
+needs_two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                                    reason="needs 2 CPUs for the two spinning sides; "
+                                           f"this process may use {len(os.sched_getaffinity(0))}")
+
+
+def run(args, fault=None, duration=1.0, warmup=0.2):
+    env = {k: v for k, v in os.environ.items() if k != "IPCLAB_FAULT"}
+    if fault:
+        env["IPCLAB_FAULT"] = fault
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        p = subprocess.run([BINARY, "run", *args, "--duration", str(duration), "--warmup", str(warmup),
+                            "--repetitions", "1", "--json", out],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        recs = [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"]
+    assert len(recs) == 1 and recs[0]["status"] == "ok", recs
+    return recs[0]
+
+
+def rate_run(rate, extra=(), fault=None, duration=1.0):
+    return run([*RING, "-p", "pattern=rate", "-p", f"rate={rate}", *extra], fault=fault, duration=duration)
+
+
+def service_rate():
+    """mu: the consumer's service rate with the slow hook, flat out (its whole cost per message)."""
+    r = run([*RING, "-p", "pattern=throughput", "-p", "queue_depth=4096"], fault=f"slow:shm_spsc:{D_NS}")
+    return r["rates"]["ops_per_s"]
+
+
+def md1_wait_ns(rho, mu):
+    return rho / (2 * mu * (1 - rho)) * 1e9
+
+
+@needs_binary
+@needs_two_cpus
+def test_poisson_arrivals_on_a_deterministic_server_wait_as_m_d_1():
+    mu = service_rate()
+    assert 0.8e9 / D_NS < mu < 1e9 / D_NS, mu  # the hook's service time dominates
+
+    def mean_latency(rho):
+        r = rate_run(round(rho * mu), ["-p", "arrivals=poisson", "-p", "queue_depth=4096"],
+                     fault=f"slow:shm_spsc:{D_NS}", duration=3.0)
+        assert not r["extra"]["rate"]["saturated"], r["extra"]["rate"]
+        # The sender keeps its schedule: its lateness is no part of what the queue shows.
+        assert r["extra"]["rate"]["sched_error_ns"]["p99"] < 5_000, r["extra"]["rate"]["sched_error_ns"]
+        return r["latency_ns"]["mean"]
+
+    # What a message costs besides waiting (its service and the ring), from a nearly idle server.
+    low = 0.05
+    base = mean_latency(low) - md1_wait_ns(low, mu)
+    for rho in (0.5, 0.8):
+        want = md1_wait_ns(rho, mu)
+        got = mean_latency(rho) - base
+        assert abs(got - want) <= 0.10 * want, f"rho {rho}: Wq {got:.0f} ns, M/D/1 says {want:.0f} ns"
+
+
+@needs_binary
+@needs_two_cpus
+def test_a_periodic_sender_stall_shows_in_the_corrected_latency_not_the_raw():
+    stall_ms, every_ms, rate = 5, 90, 20_000
+    r = rate_run("20k", ["-p", "queue_depth=4096"], fault=f"stall:shm_spsc:producer:{stall_ms}:{every_ms}")
+    # Stalls at every_ms, 2 every_ms, ... inside the window: each delays the messages due during it
+    # by S - x (x uniform over the stall), a fraction f of all, so P(delay > x) = f (1 - x / S).
+    stalls = math.floor(r["wall_s"] * 1000 / every_ms)
+    f = stalls * stall_ms * 1e-3 * rate / r["ops"]
+    want = stall_ms * 1e6 * (1 - 0.001 / f)
+    corrected, raw = r["latency_ns"]["p999"], r["extra"]["rate"]["raw_ns"]["p999"]
+    assert abs(corrected - want) <= 0.05 * want, f"corrected p99.9 {corrected} ns, analytic {want:.0f} ns"
+    assert raw < 0.1 * want, f"raw p99.9 {raw} ns should not see the sender's stalls"
+
+
+@needs_binary
+@needs_two_cpus
+def test_a_rate_above_capacity_is_saturated_by_either_rule():
+    fault = f"slow:shm_spsc:{5 * D_NS}"  # ~10k/s
+    # A short ring holds the sender back: it cannot send what its schedule makes due.
+    held = rate_run("30k", ["-p", "queue_depth=64"], fault=fault)
+    assert held["extra"]["rate"]["saturated"]
+    assert "achieved" in held["extra"]["rate"]["saturation"]
+    assert held["extra"]["rate"]["achieved_per_s"] < 0.5 * 30_000
+    # A ring deep enough for the whole run lets the sender keep its schedule: the queue grows.
+    deep = rate_run("30k", ["-p", "queue_depth=65536"], fault=fault)
+    assert deep["extra"]["rate"]["saturated"]
+    assert "backlog grew" in deep["extra"]["rate"]["saturation"], deep["extra"]["rate"]["saturation"]
+    for r in (held, deep):
+        assert r["latency_ns"] is None and r["extra"]["rate"]["raw_ns"] is None, "never a latency figure"
+    # Well below capacity, neither rule fires.
+    fine = rate_run("2k", ["-p", "queue_depth=64"], fault=fault)
+    assert not fine["extra"]["rate"]["saturated"], fine["extra"]["rate"]
+    assert fine["latency_ns"]["count"] == fine["ops"]
+
+
+@needs_binary
+@needs_two_cpus
+def test_rate_auto_finds_a_capacity_below_the_service_rate():
+    mu = 1e9 / (2.5 * D_NS)
+    r = run([*RING, "-p", "pattern=rate", "-p", "rate=auto", "-p", "slo_p99_us=500", "-p", "queue_depth=4096"],
+            fault=f"slow:shm_spsc:{int(2.5 * D_NS)}")
+    cap = r["extra"]["capacity"]
+    assert cap["slo_p99_us"] == 500
+    assert 0.3 * mu < cap["capacity_per_s"] < mu, cap
+    trials = cap["trials"]
+    assert any(t["meets_slo"] for t in trials) and any(not t["meets_slo"] for t in trials)
+    # The record is the confirming run (the last entry of the walk, full length).
+    assert trials[-1]["requested_per_s"] == r["extra"]["rate"]["requested_per_s"]
+    if cap["confirmed"]:
+        assert cap["capacity_per_s"] == trials[-1]["requested_per_s"]
+        assert r["latency_ns"]["p99"] <= 500_000
+
+
+@needs_binary
+@pytest.mark.parametrize("args, says", [
+    (["-p", "rate=0"], "rate per second"),
+    (["-p", "rate=abc"], "rate per second"),
+    (["-p", "rate=-5"], "rate per second"),
+    (["-p", "arrivals=bursty"], "fixed|poisson"),
+    (["-p", "slo_p99_us=20"], "rate=auto"),
+    (["-p", "size=24"], "size >= 32"),
+])
+def test_bad_values_are_usage_errors(args, says):
+    p = subprocess.run([BINARY, "run", "messaging/pipe", "-p", "pattern=rate", *args, "--duration", "0.05"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+@needs_binary
+def test_rate_parameters_without_pattern_rate_are_usage_errors():
+    p = subprocess.run([BINARY, "run", "messaging/pipe", "-p", "rate=10k", "--duration", "0.05"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "add -p pattern=rate" in p.stderr, p.stderr
