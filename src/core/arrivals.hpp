@@ -41,8 +41,8 @@ class Arrivals {
 };
 
 /// Waits until `due_ns` and returns now_ns() once there (or at once, if it has passed: the caller
-/// is late by the difference). Sleep: one absolute clock_nanosleep, the kernel's timer slack
-/// included in the lateness. Spin: an absolute sleep until `spin_ns` before the time, then a
+/// is late by the difference). Sleep: one absolute clock_nanosleep (the calling thread's timer
+/// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin: an absolute sleep until `spin_ns` before the time, then a
 /// spin on the clock with pause; the last `spin_ns` of every gap costs CPU, which the sender's
 /// CPU shows.
 uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns = 50'000);
