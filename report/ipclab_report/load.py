@@ -97,14 +97,52 @@ class Record:
             v = b / (1 << 20) if b is not None else None
         return v
 
-    def latency(self, pct: str):
-        """p50, p99, ... from the record, or from its histogram when the figure is missing."""
-        v = self.num("latency_ns", pct)
+    def latency(self, pct: str, *path):
+        """p50, p99, ... of the latency object at `path` (the record's `latency_ns` by default; a rate
+        record's raw latency is at "extra", "rate", "raw_ns"), or from its histogram when the figure
+        is missing. None when the object is (a saturated point's latency is null)."""
+        path = path or ("latency_ns",)
+        v = self.num(*path, pct)
         if v is None and pct.startswith("p"):
             q = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}.get(pct)
             if q is not None:
-                v = histogram_percentile(self.get("latency_ns", "histogram"), q)
+                v = histogram_percentile(self.get(*path, "histogram"), q)
         return v
+
+    # --- open-loop records (pattern=rate): docs/json-schema.md, "Rate records" ---
+
+    @property
+    def is_rate(self) -> bool:
+        return self.params.get("pattern") == "rate"
+
+    @property
+    def is_capacity(self) -> bool:
+        """A capacity search (rate=auto): its figures are those of the confirming run."""
+        return self.is_rate and self.params.get("rate") == "auto"
+
+    @property
+    def saturated(self) -> bool:
+        """A saturated point is never a latency figure: its rates are, its latencies are not."""
+        return self.is_rate and self.get("extra", "rate", "saturated") is True
+
+    def rate_latency(self, pct: str, which: str = "corrected"):
+        """A percentile of a rate record's corrected (from the intended send time), raw (from the
+        actual send time) or sched (actual - intended send time) latency; None when saturated,
+        except the scheduling error, which is measured either way."""
+        if which == "sched":
+            return self.latency(pct, "extra", "rate", "sched_error_ns")
+        if self.saturated:
+            return None
+        return self.latency(pct) if which == "corrected" else self.latency(pct, "extra", "rate", "raw_ns")
+
+    def role_cpu(self, role: str):
+        """CPU per operation of one role (producer, consumer, server, client): extra.cpu_by_role."""
+        return self.num("extra", "cpu_by_role", role, "per_op_ns")
+
+    @property
+    def roles(self) -> list:
+        by_role = self.get("extra", "cpu_by_role")
+        return [k for k, v in by_role.items() if isinstance(v, dict)] if isinstance(by_role, dict) else []
 
     def dim(self, key):
         """A parameter value; 'mechanism' and 'placement' have fallbacks outside params."""
