@@ -338,21 +338,35 @@ def summaries(rf: ResultFile) -> list:
     return out
 
 
+# What compare compares of a record: (label, getter, higher is better). An open-loop point is
+# judged by its corrected p99 (a saturated repetition has none), a capacity search by its capacity.
+TIME_PER_OP = ("time/op", lambda r: r.time_per_op_ns, False)
+P99 = ("p99", lambda r: r.rate_latency("p99"), False)
+CAPACITY = ("capacity", lambda r: r.num("extra", "capacity", "capacity_per_s"), True)
+
+
+def compared(r):
+    return CAPACITY if r.is_capacity else P99 if r.is_rate else TIME_PER_OP
+
+
 def samples(rf: ResultFile) -> dict:
-    """name -> (status, error, [time_per_op_ns of each ok repetition]) for compare.
+    """name -> (status, error, [the compared figure of each ok repetition]) for compare: time per op,
+    or a rate record's corrected p99 or capacity (`compared`).
 
     Iteration records give the samples; a file holding only aggregates falls back to the
-    aggregate's spread.values (the per-repetition times the harness kept).
+    aggregate's spread.values (the per-repetition times the harness kept) for time per op, and to
+    the aggregate's own figure otherwise.
     """
     out = {}
     for s in summaries(rf):
+        _, get, _ = compared(s)
         reps = [r for r in rf.iterations if r.name == s.name]
         if reps:
-            vals = [r.time_per_op_ns for r in reps if r.ok and r.time_per_op_ns is not None]
+            vals = [get(r) for r in reps if r.ok and get(r) is not None]
         else:
-            spread = s.get("spread", "values")
+            spread = s.get("spread", "values") if compared(s) is TIME_PER_OP else None
             vals = [v for v in spread if is_number(v)] if isinstance(spread, list) else []
-            if not vals and s.time_per_op_ns is not None:
-                vals = [s.time_per_op_ns]
+            if not vals and get(s) is not None:
+                vals = [get(s)]
         out[s.name] = (s.status, s.error, vals)
     return out
