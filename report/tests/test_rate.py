@@ -248,3 +248,21 @@ def test_compare_mixed_files_keep_the_time_per_op_verdicts(tmp_path):
     for c in only_plain.rows:
         assert got[c.name] == (c.verdict, "time/op")
     assert got["runtime/asio/bench:spawn/n:131072"][0] == "slower"
+
+
+def test_reduce_drops_every_histogram_of_a_rate_record_and_keeps_its_tables(tmp_path):
+    out = tmp_path / "small.json"
+    assert main(["report", RATE, "--reduce", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    for b in doc["benchmarks"]:
+        rate = b["extra"]["rate"]
+        assert "histogram" not in (b.get("latency_ns") or {}) and "histogram" not in rate["sched_error_ns"]
+        assert "histogram" not in (rate.get("raw_ns") or {})
+        assert rate["sched_error_ns"]["p99"] > 0
+    full, small = tmp_path / "full", tmp_path / "small"
+    for d, src in ((full, RATE), (small, str(out))):
+        d.mkdir()
+        assert main(["report", src, "--pages", str(d)]) == 0
+    for suite in ("messaging", "echo"):
+        assert _table((full / f"{suite}.md").read_text(), "Open-loop load") == \
+            _table((small / f"{suite}.md").read_text(), "Open-loop load")
