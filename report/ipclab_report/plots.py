@@ -137,10 +137,12 @@ def _spans(values, ratio):
     return len(pos) == len(values) and pos and max(pos) / min(pos) >= ratio
 
 
-def _log_y(ax):
-    """A log y axis labelled at 1, 2 and 5 of each decade, the other ticks unlabelled."""
+def _log_y(ax, ys):
+    """A log y axis; under three decades of `ys` labelled at 1, 2 and 5 of each, the minor ticks
+    unlabelled (matplotlib would label them too on a short range)."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    if max(ys) / min(ys) < 1000:
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
@@ -228,9 +230,7 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     log_y = _spans(ys_all, 50) and not y_min_zero
     for ax in axes:
         if log_y:
-            ax.set_yscale("log")
-            if max(ys_all) / min(ys_all) < 1000:
-                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            _log_y(ax, ys_all)
         elif y_fixed:
             ax.set_ylim(*y_fixed)
         elif y_min_zero or not log_y:
@@ -347,7 +347,7 @@ def achieved(r):
 
 
 def saturation_text(r) -> str:
-    """'mechanism, size=64: 120 k/s requested, 98.2 k/s achieved' for the note under a plot."""
+    """'200 k/s requested, 146 k/s achieved (why)' for the note under a plot."""
     reason = r.get("extra", "rate", "saturation")
     return (f"{fmt_si(r.num('extra', 'rate', 'requested_per_s'), '/s')} requested, "
             f"{fmt_si(achieved(r), '/s')} achieved" + (f" ({reason})" if isinstance(reason, str) and reason else ""))
@@ -437,7 +437,7 @@ def vs_load(records, panels, *, title, ylabel, multi=False, y_time=True):
         _si_axis(ax.xaxis)
         ax.set_xlabel("achieved rate (per second)")
         if _spans(ys_all, 50):
-            _log_y(ax)
+            _log_y(ax, ys_all)
         else:
             ax.set_ylim(bottom=0)
         (_time_axis if y_time else _si_axis)(ax.yaxis)
@@ -465,7 +465,7 @@ def capacity_walk(records, *, multi=False):
         return None
     fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
     name = compact_labels(recs)
-    drawn = False
+    ys = []
     for i, r in enumerate(recs):
         color = PALETTE[i % len(PALETTE)]
         label = name(r) + (f" · {r.source.tag}" if multi else "")
@@ -475,7 +475,7 @@ def capacity_walk(records, *, multi=False):
         if pts:
             ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker="o", markersize=4,
                     linewidth=1.3, label=label)
-            drawn = True
+            ys += [y for _, y in pts]
         for t in trials:
             if t.get("saturated") and is_number(t.get("achieved_per_s")):
                 ax.plot([t["achieved_per_s"]], [1.0], transform=ax.get_xaxis_transform(), marker="x",
@@ -483,15 +483,17 @@ def capacity_walk(records, *, multi=False):
         slo = r.num("extra", "capacity", "slo_p99_us")
         if slo is not None:
             ax.axhline(slo * 1e3, color=color, linestyle=":", linewidth=1.2)
-        cap, p99 = r.num("extra", "capacity", "capacity_per_s"), r.latency("p99")
+            ys.append(slo * 1e3)
+        cap, p99 = r.num("extra", "capacity", "capacity_per_s"), r.rate_latency("p99")
         if cap and p99 is not None:
             ax.plot([cap], [p99], marker="*", markersize=13, color=color, linestyle="none")
-    if not drawn:
+            ys.append(p99)
+    if not any(y > 0 for y in ys):
         plt.close(fig)
         return None
     ax.set_xscale("log")
     _si_axis(ax.xaxis)
-    _log_y(ax)
+    _log_y(ax, [y for y in ys if y > 0])
     _time_axis(ax.yaxis)
     ax.set_xlabel("achieved rate of the trial (per second)")
     ax.set_ylabel("corrected p99")

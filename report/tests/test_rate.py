@@ -266,3 +266,15 @@ def test_reduce_drops_every_histogram_of_a_rate_record_and_keeps_its_tables(tmp_
     for suite in ("messaging", "echo"):
         assert _table((full / f"{suite}.md").read_text(), "Open-loop load") == \
             _table((small / f"{suite}.md").read_text(), "Open-loop load")
+
+
+def test_markdown_summary_has_the_capacity_table(tmp_path):
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", RATE, "-o", str(html), "--markdown", str(md)]) == 0
+    text = md.read_text()
+    cap = _summary(PIPE_AUTO).raw["extra"]["capacity"]
+    table = text.split("Capacity under a latency bound (messaging):")[1]
+    line = next(ln for ln in table.splitlines() if ln.startswith(f"| `{PIPE_AUTO}`"))
+    assert line.split(" | ")[2] == fmt_si(cap["capacity_per_s"], "/s")
+    assert line.rstrip(" |").endswith(str(len(cap["trials"])))
+    assert text.count("Capacity under a latency bound") == 1  # echo has no capacity search
