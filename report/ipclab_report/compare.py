@@ -9,6 +9,12 @@ then correctly says "these two runs differ", which is not "these two builds diff
 the size of change the two runs themselves show without any change of code; see
 docs/methodology.md (Comparing two runs) for the model and the measurements behind its constants.
 
+Open-loop records (pattern=rate) are compared on their corrected p99 (lower is better), capacity
+searches (rate=auto) on their capacity (higher is better: "faster" is more capacity); a point
+saturated on one side only is a state change, shown as such ("became saturated", "no longer
+saturated"), and a point saturated on both sides is not compared. Their band is the threshold and
+the noise floor: the anchors and the other mechanisms move in time per op, not in tail latency.
+
 With r = ln(median(new) / median(base)) and time per op (lower is better):
   * |r| <= band                        -> "same" (the threshold or the noise band covers it)
   * beyond band, sizes cannot reach p < alpha at all (the smallest two-sided exact p of the U
@@ -34,9 +40,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .load import load_all, samples, summaries
+from .load import CAPACITY, TIME_PER_OP, compared, load_all, samples, summaries
 from .stats import median
-from .util import fmt_time_ns
+from .util import fmt_si, fmt_time_ns
 
 DEFAULT_NOISE_PCT = 25.0
 SPREAD_QUANTILE = 0.75   # heavy-tailed between-run changes: the median deviation understates them
@@ -69,6 +75,8 @@ class Comparison:
     regression: bool = False
     band: Band | None = None
     placement: str = ""
+    metric: str = TIME_PER_OP[0]
+    state: str = ""        # a change no ratio describes: "became saturated", "no longer saturated"
 
 
 def min_p_value(n1: int, n2: int) -> float:
@@ -91,8 +99,10 @@ def threshold_band(threshold_pct: float) -> Band:
     return Band(math.log1p(threshold_pct / 100.0), "threshold")
 
 
-def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05, band: Band | None = None) -> Comparison:
-    """Verdict for one benchmark from its per-repetition times (ns/op).
+def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05, band: Band | None = None,
+                    higher_better=False) -> Comparison:
+    """Verdict for one benchmark from its per-repetition times (ns/op), or from another figure
+    (`higher_better`: a capacity, where a lower NEW is "slower").
 
     `band` is the noise band from `noise_band`; without it only the threshold guards (one
     benchmark alone carries no evidence of how much the machine moved between the runs).
@@ -104,7 +114,7 @@ def compare_samples(name, base, new, threshold_pct=5.0, alpha=0.05, band: Band |
         c.verdict = "no data"  # a ratio of times needs two positive times
         return c
     c.ratio = c.new_median / c.base_median
-    direction = "slower" if c.ratio > 1 else "faster"
+    direction = "slower" if (c.ratio > 1) != higher_better else "faster"
     if min_p_value(len(base), len(new)) < 1.0:
         c.p_value = mann_whitney_p(base, new)
     # A hair of slack: a ratio exactly on the band's edge (e.g. 1.30 against --noise 30) is inside.
@@ -179,11 +189,29 @@ class CompareResult:
         return [r for r in self.rows if r.regression]
 
 
+def saturation_change(name, base_rec, new_rec) -> Comparison | None:
+    """The row of an open-loop point saturated on either side: a state, never a ratio of latencies
+    (a saturated point has none); None when neither side is saturated or it is a capacity search
+    (compared on its capacity, whatever its confirming run did)."""
+    if base_rec.is_capacity or not (base_rec.saturated or new_rec.saturated):
+        return None
+    c = Comparison(name=name, base_n=0, new_n=0, metric="p99")
+    if base_rec.saturated and new_rec.saturated:
+        c.verdict, c.state = "both saturated (not compared)", "both saturated"
+    else:
+        sat = new_rec if new_rec.saturated else base_rec
+        why = sat.get("extra", "rate", "saturation") or "achieved rate short of the request"
+        c.state = "became saturated" if new_rec.saturated else "no longer saturated"
+        c.verdict = f"{c.state} ({'NEW' if new_rec.saturated else 'BASE'}: {why})"
+    return c
+
+
 def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=DEFAULT_NOISE_PCT) -> CompareResult:
     base_file, new_file = load_all([base_path, new_path])
     base, new = samples(base_file), samples(new_file)
     info = {s.name: s for s in summaries(base_file)}
-    matched, failed = [], []
+    info_new = {s.name: s for s in summaries(new_file)}
+    matched, failed, states = [], [], {}
     for name in base:
         if name not in new:
             continue
@@ -193,25 +221,47 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
                 if st != "ok":
                     failed.append((name, where, st, err))
             continue
+        state = saturation_change(name, info[name], info_new[name])
+        if state:
+            state.placement, state.base_n, state.new_n = placement_class(info[name]), len(bv), len(nv)
+            states[name] = state
         matched.append((name, bv, nv))
     points = {}
     for name, bv, nv in matched:
         mb, mn = median(bv), median(nv)
-        if mb and mn and mb > 0 and mn > 0:
+        # The noise model is of time per op: a rate record's band is the threshold and the floor.
+        if mb and mn and mb > 0 and mn > 0 and compared(info[name]) is TIME_PER_OP:
             rec = info[name]
             points[name] = Point(name=name, placement=placement_class(rec), mechanism=f"{rec.suite}/{rec.mechanism}",
                                  anchor=rec.suite == "anchors", log_ratio=math.log(mn / mb))
     plist = list(points.values())
     rows = []
     for name, bv, nv in matched:
+        if name in states:
+            rows.append(states[name])
+            continue
         p = points.get(name)
-        band = noise_band(p, plist, threshold_pct, noise_pct) if p else None
-        c = compare_samples(name, bv, nv, threshold_pct, alpha, band)
+        metric, _, higher_better = compared(info[name])
+        if p:
+            band = noise_band(p, plist, threshold_pct, noise_pct)
+        elif metric != TIME_PER_OP[0]:
+            band = Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")
+        else:
+            band = None
+        c = compare_samples(name, bv, nv, threshold_pct, alpha, band, higher_better=higher_better)
         c.placement = p.placement if p else placement_class(info[name])
+        c.metric = metric
         rows.append(c)
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
     return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new)
+
+
+def _figure(metric: str, v) -> str:
+    """A compared figure: a time per op as a time, the others named ('p99 12.3 µs', 'capacity 182 k/s')."""
+    if metric == CAPACITY[0]:
+        return f"capacity {fmt_si(v, '/s')}"
+    return fmt_time_ns(v) if metric == TIME_PER_OP[0] else f"{metric} {fmt_time_ns(v)}"
 
 
 def _band_text(c: Comparison) -> str:
@@ -225,7 +275,12 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
     for c in result.rows:
         change = f"{(c.ratio - 1) * 100:+.1f}%" if c.ratio is not None else "—"
         p = f"{c.p_value:.3g}" if c.p_value is not None else "—"
-        body.append((c.name, fmt_time_ns(c.base_median), fmt_time_ns(c.new_median), change, _band_text(c), p,
+        if c.state:
+            base_v, new_v = ("saturated" if c.state in ("both saturated", "no longer saturated") else "—",
+                             "saturated" if c.state in ("both saturated", "became saturated") else "—")
+        else:
+            base_v, new_v = (_figure(c.metric, c.base_median), _figure(c.metric, c.new_median))
+        body.append((c.name, base_v, new_v, change, _band_text(c) if not c.state else "—", p,
                      f"{c.base_n}/{c.new_n}", c.verdict))
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
     right = {1, 2, 3, 4, 5, 6}
@@ -260,8 +315,14 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
         key = "same within noise" if key == "same" else key
         counts[key] = counts.get(key, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    out.append(f"{len(result.rows)} compared ({summary or 'none'}); time per op, threshold {threshold_pct:g}%, "
+    metrics = {c.metric for c in result.rows}
+    what = "time per op" + ("; open-loop points: corrected p99 (the band is the noise floor)" if "p99" in metrics else "") + (
+        "; capacity searches: capacity, higher is better" if CAPACITY[0] in metrics else "")
+    out.append(f"{len(result.rows)} compared ({summary or 'none'}); {what}, threshold {threshold_pct:g}%, "
                f"noise floor {noise_pct:g}%, Mann-Whitney U two-sided, alpha {alpha:g}")
+    became = [c for c in result.rows if c.state == "became saturated"]
+    if became:
+        out.append(f"SATURATED: {len(became)} open-loop point(s) saturated in NEW that were not in BASE")
     if result.regressions:
         out.append(f"REGRESSION: {len(result.regressions)} benchmark(s) significantly slower "
                    f"beyond the threshold and the noise band")

@@ -97,14 +97,52 @@ class Record:
             v = b / (1 << 20) if b is not None else None
         return v
 
-    def latency(self, pct: str):
-        """p50, p99, ... from the record, or from its histogram when the figure is missing."""
-        v = self.num("latency_ns", pct)
+    def latency(self, pct: str, *path):
+        """p50, p99, ... of the latency object at `path` (the record's `latency_ns` by default; a rate
+        record's raw latency is at "extra", "rate", "raw_ns"), or from its histogram when the figure
+        is missing. None when the object is (a saturated point's latency is null)."""
+        path = path or ("latency_ns",)
+        v = self.num(*path, pct)
         if v is None and pct.startswith("p"):
             q = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}.get(pct)
             if q is not None:
-                v = histogram_percentile(self.get("latency_ns", "histogram"), q)
+                v = histogram_percentile(self.get(*path, "histogram"), q)
         return v
+
+    # --- open-loop records (pattern=rate): docs/json-schema.md, "Rate records" ---
+
+    @property
+    def is_rate(self) -> bool:
+        return self.params.get("pattern") == "rate"
+
+    @property
+    def is_capacity(self) -> bool:
+        """A capacity search (rate=auto): its figures are those of the confirming run."""
+        return self.is_rate and self.params.get("rate") == "auto"
+
+    @property
+    def saturated(self) -> bool:
+        """A saturated point is never a latency figure: its rates are, its latencies are not."""
+        return self.is_rate and self.get("extra", "rate", "saturated") is True
+
+    def rate_latency(self, pct: str, which: str = "corrected"):
+        """A percentile of a rate record's corrected (from the intended send time), raw (from the
+        actual send time) or sched (actual - intended send time) latency; None when saturated,
+        except the scheduling error, which is measured either way."""
+        if which == "sched":
+            return self.latency(pct, "extra", "rate", "sched_error_ns")
+        if self.saturated:
+            return None
+        return self.latency(pct) if which == "corrected" else self.latency(pct, "extra", "rate", "raw_ns")
+
+    def role_cpu(self, role: str):
+        """CPU per operation of one role (producer, consumer, server, client): extra.cpu_by_role."""
+        return self.num("extra", "cpu_by_role", role, "per_op_ns")
+
+    @property
+    def roles(self) -> list:
+        by_role = self.get("extra", "cpu_by_role")
+        return [k for k, v in by_role.items() if isinstance(v, dict)] if isinstance(by_role, dict) else []
 
     def dim(self, key):
         """A parameter value; 'mechanism' and 'placement' have fallbacks outside params."""
@@ -300,21 +338,35 @@ def summaries(rf: ResultFile) -> list:
     return out
 
 
+# What compare compares of a record: (label, getter, higher is better). An open-loop point is
+# judged by its corrected p99 (a saturated repetition has none), a capacity search by its capacity.
+TIME_PER_OP = ("time/op", lambda r: r.time_per_op_ns, False)
+P99 = ("p99", lambda r: r.rate_latency("p99"), False)
+CAPACITY = ("capacity", lambda r: r.num("extra", "capacity", "capacity_per_s"), True)
+
+
+def compared(r):
+    return CAPACITY if r.is_capacity else P99 if r.is_rate else TIME_PER_OP
+
+
 def samples(rf: ResultFile) -> dict:
-    """name -> (status, error, [time_per_op_ns of each ok repetition]) for compare.
+    """name -> (status, error, [the compared figure of each ok repetition]) for compare: time per op,
+    or a rate record's corrected p99 or capacity (`compared`).
 
     Iteration records give the samples; a file holding only aggregates falls back to the
-    aggregate's spread.values (the per-repetition times the harness kept).
+    aggregate's spread.values (the per-repetition times the harness kept) for time per op, and to
+    the aggregate's own figure otherwise.
     """
     out = {}
     for s in summaries(rf):
+        _, get, _ = compared(s)
         reps = [r for r in rf.iterations if r.name == s.name]
         if reps:
-            vals = [r.time_per_op_ns for r in reps if r.ok and r.time_per_op_ns is not None]
+            vals = [get(r) for r in reps if r.ok and get(r) is not None]
         else:
-            spread = s.get("spread", "values")
+            spread = s.get("spread", "values") if compared(s) is TIME_PER_OP else None
             vals = [v for v in spread if is_number(v)] if isinstance(spread, list) else []
-            if not vals and s.time_per_op_ns is not None:
-                vals = [s.time_per_op_ns]
+            if not vals and get(s) is not None:
+                vals = [get(s)]
         out[s.name] = (s.status, s.error, vals)
     return out

@@ -36,4 +36,12 @@ def render(files) -> str:
                 cells.append(cell(v))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        if s.capacity:
+            out += [f"Capacity under a latency bound ({s.name}):", ""]
+            out.append("| " + " | ".join(s.capacity_columns) + " |")
+            out.append("|" + "|".join(":--" if c in ("name", "run") else "--:" for c in s.capacity_columns) + "|")
+            for r in s.capacity:
+                out.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "name" else len(r[c]) if c == "trials" else r[c])
+                                             for c in s.capacity_columns) + " |")
+            out.append("")
     return "\n".join(out)

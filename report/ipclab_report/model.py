@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .load import summaries
 from .suites import ordered_suites, suite_plots
-from .tables import columns, suite_rows
+from .tables import capacity_columns, capacity_rows, columns, suite_rows
 from .util import fmt_bytes_param, fmt_memory
 
 
@@ -18,6 +18,8 @@ class Suite:
     rows: list
     columns: list
     plots: list = field(default_factory=list)
+    capacity: list = field(default_factory=list)          # capacity_rows: the rate=auto records
+    capacity_columns: list = field(default_factory=list)
 
     @property
     def problems(self):
@@ -157,7 +159,8 @@ def build(files, with_plots=True) -> Report:
     for name in ordered_suites(names):
         srecs = [r for r in recs if r.suite == name]
         s = Suite(name=name, anchor=anchor(name), records=srecs, rows=suite_rows(srecs, multi),
-                  columns=columns(multi))
+                  columns=columns(multi), capacity=capacity_rows(srecs, multi),
+                  capacity_columns=capacity_columns(multi))
         if with_plots:
             s.plots = suite_plots(name, srecs, multi)
         suites.append(s)

@@ -96,6 +96,45 @@ def _bench(r):
     return m.split("_")[0]
 
 
+def _not_rate(r):
+    return not r.is_rate
+
+
+def _rate_per_s(key):
+    """extra.rate's requested or achieved rate."""
+    return lambda r: fmt_si(r.num("extra", "rate", key), "/s")
+
+
+def _rate_pct(p, which="corrected"):
+    """A percentile of a rate record's corrected, raw or sched latency; — when saturated."""
+    return lambda r: fmt_time_ns(r.rate_latency(p, which))
+
+
+def _cpu_by_role(r):
+    return ", ".join(f"{role} {fmt_time_ns(r.role_cpu(role))}" for role in r.roles) or "—"
+
+
+def _saturated(r):
+    if not r.saturated:
+        return "no"
+    reason = r.get("extra", "rate", "saturation")
+    return f"yes: {reason}" if isinstance(reason, str) and reason else "yes"
+
+
+def _capacity(r):
+    v = r.num("extra", "capacity", "capacity_per_s")
+    return "none met the bound" if v == 0 else fmt_si(v, "/s")
+
+
+def _confirmed(r):
+    return {True: "yes", False: "no"}.get(r.get("extra", "capacity", "confirmed"), "—")
+
+
+def _trials(r):
+    t = r.get("extra", "capacity", "trials")
+    return str(len(t)) if isinstance(t, list) else "—"
+
+
 @dataclass(frozen=True)
 class Table:
     """One table of a page. Its rows are the suite's records that `where` accepts; the first
@@ -109,6 +148,7 @@ class Table:
     label: str = "mechanism"
     name: Callable = lambda r: r.mechanism
     across: str | None = None
+    hide: tuple = ()             # parameters a metric column shows already (rate: requested)
 
 
 GENERIC_METRICS = (("time/op", _time), ("rate", _rate()), ("p50", _pct("p50")), ("p99", _pct("p99")),
@@ -121,6 +161,24 @@ def _runtime_table(bench, title):
                  name=lambda r: r.mechanism[len(bench) + 1:])
 
 
+def _rate_tables(op, what, label="mechanism"):
+    """An open-loop suite's two tables: the points at a requested rate, and the capacity searches."""
+    return (
+        Table("rate", f"Open-loop load: {what}; latency from each {op}'s intended send time",
+              (("requested", _rate_per_s("requested_per_s")), ("achieved", _rate_per_s("achieved_per_s")),
+               ("p50", _rate_pct("p50")), ("p99", _rate_pct("p99")), ("p99.9", _rate_pct("p999")),
+               ("raw p99", _rate_pct("p99", "raw")), ("sched error p99", _rate_pct("p99", "sched")),
+               (f"CPU/{op}", _cpu), (f"CPU/{op} by role", _cpu_by_role), ("saturated", _saturated)),
+              where=lambda r: r.is_rate and not r.is_capacity, label=label, hide=("rate",)),
+        Table("capacity", "Capacity: the highest rate whose p99 (from the intended send time) meets the bound",
+              (("p99 bound", lambda r: fmt_time_ns(r.num("extra", "capacity", "slo_p99_us") * 1e3)
+                if r.num("extra", "capacity", "slo_p99_us") is not None else "—"),
+               ("capacity", _capacity), ("confirmed", _confirmed), ("p99 at capacity", _rate_pct("p99")),
+               ("trials", _trials)),
+              where=lambda r: r.is_capacity, label=label, hide=("rate", "slo_p99_us")),
+    )
+
+
 TABLES = {
     "messaging": (
         Table("throughput", "Throughput: producers send as fast as consumers take",
@@ -131,7 +189,7 @@ TABLES = {
               (("round trips/s", _rate()), ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")),
                ("CPU/round trip", _cpu), ("ctx/round trip", _ctx)),
               where=_is("pattern", "roundtrip")),
-    ),
+    ) + _rate_tables("message", "each producer sends on a schedule"),
     "pingpong": (
         Table("ops", "System effective OPS: round trips of all pairs per second of wall time",
               (("", _rate("system_effective_ops")),), label="guest", across="pairs"),
@@ -151,15 +209,15 @@ TABLES = {
                ("request p50", _extra_pct("request_ns", "p50")), ("request p99", _extra_pct("request_ns", "p99")),
                ("connect p50", _extra_pct("connect_ns", "p50")), ("connect p99", _extra_pct("connect_ns", "p99")),
                ("server CPU/session", _extra_ns("server_cpu_per_session_ns"))),
-              label="server"),
-    ),
+              where=_not_rate, label="server"),
+    ) + _rate_tables("session", "sessions arrive at a rate", "server"),
     "echo": (
         Table("servers", "Echo servers: one message in flight per connection",
               (("echoes/s", _rate()), ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")),
                ("server CPU/echo", _extra_ns("server_cpu_per_echo_ns")),
                ("client CPU/echo", _extra_ns("client_cpu_per_echo_ns"))),
-              label="server"),
-    ),
+              where=_not_rate, label="server"),
+    ) + _rate_tables("echo", "the client sends at an aggregate rate across its connections", "server"),
     "fileio": tuple(
         Table(pattern, title,
               (("IOs/s", _rate()), ("MB/s", _mb), ("p50", _pct("p50")), ("p99", _pct("p99")), ("CPU/IO", _cpu)),
@@ -248,7 +306,7 @@ def _table_lines(header, align, rows):
 
 def render_table(t: Table, recs) -> list:
     """The table's lines, the parameters it holds fixed, and its records that have no figures."""
-    lay = layout(recs, skip=(t.across,) if t.across else ())
+    lay = layout(recs, skip=((t.across,) if t.across else ()) + t.hide)
     ident = [t.label] + lay.columns
 
     def key(r):

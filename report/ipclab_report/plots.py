@@ -137,6 +137,15 @@ def _spans(values, ratio):
     return len(pos) == len(values) and pos and max(pos) / min(pos) >= ratio
 
 
+def _log_y(ax, ys):
+    """A log y axis; under three decades of `ys` labelled at 1, 2 and 5 of each, the minor ticks
+    unlabelled (matplotlib would label them too on a short range)."""
+    ax.set_yscale("log")
+    if max(ys) / min(ys) < 1000:
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _legend(fig, axes, n):
     seen = {}
     for ax in axes:
@@ -221,9 +230,7 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     log_y = _spans(ys_all, 50) and not y_min_zero
     for ax in axes:
         if log_y:
-            ax.set_yscale("log")
-            if max(ys_all) / min(ys_all) < 1000:
-                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            _log_y(ax, ys_all)
         elif y_fixed:
             ax.set_ylim(*y_fixed)
         elif y_min_zero or not log_y:
@@ -330,4 +337,168 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
                 vals.append(median(hits))
             series[key] = vals
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
+                used={id(r) for r in recs})
+
+
+# --- open-loop load (pattern=rate) ---------------------------------------------------------------
+
+def achieved(r):
+    return r.num("extra", "rate", "achieved_per_s")
+
+
+def saturation_text(r) -> str:
+    """'200 k/s requested, 146 k/s achieved (why)' for the note under a plot."""
+    reason = r.get("extra", "rate", "saturation")
+    return (f"{fmt_si(r.num('extra', 'rate', 'requested_per_s'), '/s')} requested, "
+            f"{fmt_si(achieved(r), '/s')} achieved" + (f" ({reason})" if isinstance(reason, str) and reason else ""))
+
+
+@dataclass
+class LoadCurves:
+    """What a plot against load draws, computed apart from the drawing: `lines` maps (series key,
+    metric) to its (achieved rate, value) points, sorted by rate; `saturated` holds (series key,
+    record) of the points that are no figure at all, only a mark at their achieved rate."""
+
+    lines: dict
+    saturated: list
+    labels: dict             # series key -> legend label
+    fixed: dict
+    used: set
+
+
+def load_curves(records, metrics, *, multi=False) -> LoadCurves | None:
+    """Open-loop records (rate=auto excluded: capacity_walk draws those) against their achieved
+    rate, one series per mechanism and whatever else varies but the requested rate (the x axis is
+    what it became). `metrics` maps a label to a getter; a saturated point gives no value, whatever
+    its record holds."""
+    recs = [r for r in records if r.ok and r.is_rate and not r.is_capacity and is_number(achieved(r))]
+    if not recs:
+        return None
+    used = {id(r) for r in recs}
+    others = varying(recs, exclude=("mechanism", "rate"))
+    fixed = {}
+
+    def keyf(r):
+        return (r.source.label if multi else "", r.mechanism) + tuple(hashable(r.dim(d)) for d in others)
+
+    if len({keyf(r) for r in recs}) > MAX_SERIES:
+        recs, fixed = slice_records(recs, keep=("mechanism", "rate"))
+        others = []
+    labels = {keyf(r): series_label(r, ["mechanism"] + others, multi) for r in recs}
+    lines, saturated = {}, []
+    for r in recs:
+        if r.saturated:
+            saturated.append((keyf(r), r))
+            continue
+        for m, get in metrics.items():
+            v = get(r)
+            if is_number(v):
+                lines.setdefault((keyf(r), m), []).append((achieved(r), v))
+    for pts in lines.values():
+        pts.sort()
+    if not lines and not saturated:
+        return None
+    return LoadCurves(lines=lines, saturated=saturated, labels=labels, fixed=fixed, used=used)
+
+
+def vs_load(records, panels, *, title, ylabel, multi=False, y_time=True):
+    """Metrics against the achieved rate: one colour per series, one line style per metric, one
+    panel per entry of `panels` ({panel title: {metric: getter}}, sharing the y axis). Saturated
+    points are marked x at the top of the axes at their achieved rate and named in the note."""
+    flat = {(p, m): g for p, ms in panels.items() for m, g in ms.items()}
+    curves = load_curves(records, flat, multi=multi)
+    if curves is None or not curves.lines:
+        return None
+    from matplotlib.lines import Line2D
+
+    keys = list(curves.labels)
+    metric_names = list(dict.fromkeys(m for _, m in flat))
+    fig, axes = plt.subplots(1, len(panels), figsize=(9.2, 3.9), sharey=True, squeeze=False,
+                             layout="constrained")
+    axes = list(axes[0])
+    xs_all = [x for pts in curves.lines.values() for x, _ in pts] + [achieved(r) for _, r in curves.saturated]
+    ys_all = [y for pts in curves.lines.values() for _, y in pts]
+    for ax, panel in zip(axes, panels):
+        for (key, pm), pts in curves.lines.items():
+            if pm[0] != panel:
+                continue
+            i = keys.index(key)
+            ax.plot([x for x, _ in pts], [y for _, y in pts], color=PALETTE[i % len(PALETTE)],
+                    marker=MARKERS[i % len(MARKERS)], linestyle=DASHES[metric_names.index(pm[1]) % len(DASHES)],
+                    linewidth=1.5, markersize=4)
+        for key, r in curves.saturated:
+            i = keys.index(key)
+            ax.plot([achieved(r)], [1.0], transform=ax.get_xaxis_transform(), marker="x", markersize=8,
+                    markeredgewidth=2, color=PALETTE[i % len(PALETTE)], linestyle="none", clip_on=False)
+        if len(panels) > 1:
+            ax.set_title(panel, fontsize=9.5, fontweight="normal")
+        if _spans(xs_all, 8):
+            ax.set_xscale("log")
+        _si_axis(ax.xaxis)
+        ax.set_xlabel("achieved rate (per second)")
+        if _spans(ys_all, 50):
+            _log_y(ax, ys_all)
+        else:
+            ax.set_ylim(bottom=0)
+        (_time_axis if y_time else _si_axis)(ax.yaxis)
+    axes[0].set_ylabel(ylabel)
+    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker=MARKERS[i % len(MARKERS)],
+                      label=curves.labels[k]) for i, k in enumerate(keys)]
+    handles += [Line2D([], [], color="#444", linestyle=DASHES[j % len(DASHES)], label=m)
+                for j, m in enumerate(metric_names)]
+    if curves.saturated:
+        handles.append(Line2D([], [], color="#444", marker="x", linestyle="none", label="saturated"))
+    fig.legend(handles=handles, loc="outside right upper")
+    fig.suptitle(title, fontweight="bold", fontsize=11.5)
+    notes = [fixed_note(curves.fixed)] if curves.fixed else []
+    if curves.saturated:
+        notes.append("Saturated, so no figure (marked × at the top at the rate achieved): " + "; ".join(
+            f"{curves.labels[k]}: {saturation_text(r)}" for k, r in curves.saturated) + ".")
+    return Plot(title=title, uri=_svg_uri(fig), note=" ".join(notes), used=curves.used)
+
+
+def capacity_walk(records, *, multi=False):
+    """The trials of each capacity search (rate=auto): corrected p99 against the achieved rate, the
+    SLO as a dotted line, the capacity found as a star; saturated trials marked x at the top."""
+    recs = [r for r in records if r.ok and r.is_capacity and isinstance(r.get("extra", "capacity", "trials"), list)]
+    if not recs:
+        return None
+    fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
+    name = compact_labels(recs)
+    ys = []
+    for i, r in enumerate(recs):
+        color = PALETTE[i % len(PALETTE)]
+        label = name(r) + (f" · {r.source.tag}" if multi else "")
+        trials = [t for t in r.get("extra", "capacity", "trials") if isinstance(t, dict)]
+        pts = sorted((t["achieved_per_s"], t["p99_us"] * 1e3) for t in trials
+                     if not t.get("saturated") and is_number(t.get("achieved_per_s")) and is_number(t.get("p99_us")))
+        if pts:
+            ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker="o", markersize=4,
+                    linewidth=1.3, label=label)
+            ys += [y for _, y in pts]
+        for t in trials:
+            if t.get("saturated") and is_number(t.get("achieved_per_s")):
+                ax.plot([t["achieved_per_s"]], [1.0], transform=ax.get_xaxis_transform(), marker="x",
+                        markersize=8, markeredgewidth=2, color=color, linestyle="none", clip_on=False)
+        slo = r.num("extra", "capacity", "slo_p99_us")
+        if slo is not None:
+            ax.axhline(slo * 1e3, color=color, linestyle=":", linewidth=1.2)
+            ys.append(slo * 1e3)
+        cap, p99 = r.num("extra", "capacity", "capacity_per_s"), r.rate_latency("p99")
+        if cap and p99 is not None:
+            ax.plot([cap], [p99], marker="*", markersize=13, color=color, linestyle="none")
+            ys.append(p99)
+    if not any(y > 0 for y in ys):
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    _si_axis(ax.xaxis)
+    _log_y(ax, [y for y in ys if y > 0])
+    _time_axis(ax.yaxis)
+    ax.set_xlabel("achieved rate of the trial (per second)")
+    ax.set_ylabel("corrected p99")
+    title = "Capacity search: the trials walked (★ capacity found, dotted: the p99 bound)"
+    ax.set_title(title)
+    _legend(fig, [ax], len(recs))
+    return Plot(title=title, uri=_svg_uri(fig), note="Saturated trials are marked × at the top.",
                 used={id(r) for r in recs})

@@ -1,7 +1,8 @@
 """A result file reduced to its medians: small enough to commit, still read by report and compare.
 
 What goes: the per-repetition records (each benchmark keeps its median aggregate, computed here
-when the file has none), the latency histograms' buckets (the percentiles stay), the spread's
+when the file has none), the latency histograms' buckets (the percentiles stay; an open-loop
+record's raw and scheduling-error latencies too), the spread's
 min/max/stddev (its cv and per-repetition values stay: compare's samples), the CPU totals and
 switch counts (CPU and switches per op stay), texts longer than LONG_TEXT characters in `extra`
 (commands, paths, descriptions: the figures stay) and null fields.
@@ -53,6 +54,10 @@ def reduce_record(raw: dict) -> dict:
             out[key] = {k: v for k, v in out[key].items() if k in keep}
     if isinstance(out.get("extra"), dict):
         out["extra"] = _short(out["extra"])
+        rate = out["extra"].get("rate")
+        if isinstance(rate, dict):  # an open-loop record's other latency objects (docs/json-schema.md)
+            out["extra"]["rate"] = {k: ({x: y for x, y in v.items() if x != "histogram"} if isinstance(v, dict) else v)
+                                    for k, v in rate.items()}
     return _round(out)
 
 

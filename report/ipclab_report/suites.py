@@ -4,7 +4,7 @@ suite's plots (a parameter renamed, a new mechanism), get the generic time-per-o
 from __future__ import annotations
 
 from . import plots
-from .plots import record_bars, slice_records, sweep, latency_cdf
+from .plots import capacity_walk, latency_cdf, record_bars, slice_records, sweep, vs_load
 from .util import is_number
 
 SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
@@ -141,6 +141,23 @@ def generic(recs, multi, title="Time per operation"):
                        xlabel="time per operation", time_axis=True)
 
 
+def open_loop(recs, multi):
+    """Any suite's open-loop records (pattern=rate): latency and CPU per operation against the
+    achieved rate, and the trials of the capacity searches."""
+    pct = (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"))
+    panels = {f"{which} ({origin})": {label: (lambda r, p=p, w=which: r.rate_latency(p, w)) for label, p in pct}
+              for which, origin in (("corrected", "from the intended send time"),
+                                    ("raw", "from the actual send time"))}
+    roles = list(dict.fromkeys(role for r in recs if r.is_rate for role in r.roles))
+    cpu = {"total": _cpu} | {role: (lambda r, role=role: r.role_cpu(role)) for role in roles}
+    return [
+        vs_load(recs, panels, title="Latency vs load", ylabel="latency", multi=multi),
+        vs_load(recs, {"": cpu}, title="CPU per operation vs load", ylabel="CPU (user+sys) per operation",
+                multi=multi),
+        capacity_walk(recs, multi=multi),
+    ]
+
+
 BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
             "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc}
 
@@ -149,14 +166,17 @@ def suite_plots(suite, recs, multi):
     """Plots for one suite's summary records (all files); never raises on odd data."""
     builder = BUILDERS.get(suite)
     out = []
-    if builder:
+    # Open-loop records have plots of their own in every suite; the suite's plots get the rest.
+    rate = [r for r in recs if r.is_rate]
+    for build, part in ((builder, [r for r in recs if not r.is_rate]), (open_loop, rate)):
+        if not build or not part:
+            continue
         try:
-            out = [p for p in builder(recs, multi) if p is not None]
+            out += [p for p in build(part, multi) if p is not None]
         except Exception as e:  # a plot must never take the whole report down
             import sys
             print(f"ipclab report: warning: {suite} plots failed ({e!r}); using the generic chart",
                   file=sys.stderr)
-            out = []
     used = set().union(*(p.used for p in out)) if out else set()
     rest = [r for r in recs if r.ok and id(r) not in used]
     if rest:

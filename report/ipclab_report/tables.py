@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .util import fmt_float, fmt_si, fmt_time_ns
+from .util import fmt_float, fmt_si, fmt_time_ns, is_number
 
 COLUMNS = ["name", "time/op", "rate", "p50", "p99", "CPU/op", "ctx/op", "status"]
 
@@ -21,7 +21,8 @@ def row(r, multi=False) -> dict:
         "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns")) if ok else "—",
         "ctx/op": fmt_float(r.num("cpu", "ctx_per_op")) if ok else "—",
         "status": r.status,
-        "error": r.error or "",
+        "error": r.error or (f"saturated: {r.get('extra', 'rate', 'saturation') or 'achieved rate short of the request'}"
+                             if r.saturated else ""),
         "reps": reps if isinstance(reps, int) else None,
         "cv": r.num("spread", "cv"),
     }
@@ -38,3 +39,40 @@ def suite_rows(recs, multi=False):
     files = list(dict.fromkeys(r.source.label for r in recs))
     recs = sorted(recs, key=lambda r: (order.index(r.name), files.index(r.source.label)))
     return [row(r, multi) for r in recs]
+
+
+CAPACITY_COLUMNS = ["name", "SLO p99", "capacity", "confirmed", "p99 at capacity", "trials"]
+
+
+def _us(v):
+    return fmt_time_ns(v * 1e3) if is_number(v) else "—"
+
+
+def capacity_rows(recs, multi=False):
+    """The capacity searches (rate=auto) of a suite: the highest rate whose corrected p99 met the
+    bound, and each trial walked (`trials`: requested, achieved, p50/p99/p99.9, saturated, meets)."""
+    out = []
+    for r in recs:
+        if not (r.ok and r.is_capacity):
+            continue
+        cap = r.num("extra", "capacity", "capacity_per_s")
+        confirmed = r.get("extra", "capacity", "confirmed")
+        trials = r.get("extra", "capacity", "trials")
+        out.append({
+            "name": r.name, "run": r.source.tag or r.source.label,
+            "SLO p99": _us(r.num("extra", "capacity", "slo_p99_us")),
+            "capacity": "none met the bound" if cap == 0 else fmt_si(cap, "/s"),
+            "confirmed": {True: "yes", False: "no"}.get(confirmed, "—"),
+            "p99 at capacity": fmt_time_ns(r.rate_latency("p99")) if cap else "—",
+            "trials": [{"requested": fmt_si(t.get("requested_per_s"), "/s"),
+                        "achieved": fmt_si(t.get("achieved_per_s"), "/s"),
+                        "p50": _us(t.get("p50_us")), "p99": _us(t.get("p99_us")), "p99.9": _us(t.get("p999_us")),
+                        "saturated": "yes" if t.get("saturated") else "no",
+                        "meets SLO": "yes" if t.get("meets_slo") else "no"}
+                       for t in trials if isinstance(t, dict)] if isinstance(trials, list) else [],
+        })
+    return out
+
+
+def capacity_columns(multi: bool):
+    return (["name", "run"] + CAPACITY_COLUMNS[1:]) if multi else CAPACITY_COLUMNS

@@ -245,3 +245,100 @@ if __name__ == "__main__":
                                                       date="2024-05-02T09:30:00Z", aggregates=False,
                                                       speed={"messaging/pipe": 0.8, "fileio/psync": 1.3}))
     print(out)
+
+
+# --- open-loop records (pattern=rate): the contract of issue 21 (docs/json-schema.md) --------------
+
+RATES = {"10k": 10_000, "50k": 50_000, "100k": 100_000, "200k": 200_000}
+# mechanism -> (capacity per second, unloaded one-way latency ns): a point at or above the capacity
+# is saturated.
+OPEN_LOOP = {"messaging": ({"pipe": (150_000, 4_000), "shm_spsc": (400_000, 900)}, "one_way", ("producer", "consumer")),
+             "echo": ({"epoll": (120_000, 20_000)}, "rtt", ("client", "server"))}
+
+
+def _rate_extra(rng, requested, cap, lat_ns, kind, seed, samples, slow=1.0):
+    """(latency_ns, extra.rate, achieved) of one open-loop point; M/D/1-like growth of the wait."""
+    rho = requested / cap
+    saturated = rho >= 1.0
+    achieved = min(requested, cap) * (1 - rng.uniform(0, 0.002)) if not saturated else cap * 0.97
+    sched = latency_block([rng.uniform(50, 400) for _ in range(samples)], "sched_error")
+    if saturated:
+        short = (achieved - requested) / requested * 100
+        return None, {"requested_per_s": float(requested), "achieved_per_s": achieved, "arrivals": "poisson",
+                      "pace": "spin", "seed": seed, "saturated": True,
+                      "saturation": f"achieved {achieved:.0f}/s of {requested:.0f}/s requested ({short:.1f}%)",
+                      "backlog_growth_us": 3200.0, "raw_ns": None, "sched_error_ns": sched}, achieved
+    mean = lat_ns * slow * (1 + rho / (2 * (1 - rho)))
+    corrected = [rng.lognormvariate(math.log(mean), 0.3) for _ in range(samples)]
+    raw = [c * 0.85 for c in corrected]
+    return latency_block(corrected, kind), {
+        "requested_per_s": float(requested), "achieved_per_s": achieved, "arrivals": "poisson", "pace": "spin",
+        "seed": seed, "saturated": False, "saturation": "", "backlog_growth_us": rng.uniform(-0.5, 0.5),
+        "raw_ns": latency_block(raw, kind), "sched_error_ns": sched}, achieved
+
+
+def make_rate_result(seed=1, repetitions=2, samples=200, slow=None, capacity=None, hostname="lab1"):
+    """A result with open-loop points of messaging and echo (10k..200k/s, 200k saturating pipe and
+    epoll) and one capacity search (messaging/pipe rate=auto, slo 50 us). `slow` maps a mechanism
+    to a latency factor, `capacity` to a capacity factor (a factor < 1 can saturate a point)."""
+    rng = random.Random(seed)
+    slow, capacity = slow or {}, capacity or {}
+    benchmarks = []
+    for suite, (mechs, kind, roles) in OPEN_LOOP.items():
+        for mech, (cap, lat_ns) in mechs.items():
+            cap *= capacity.get(mech, 1.0)
+            points = [({"rate": text}, rps) for text, rps in RATES.items()]
+            if suite == "messaging" and mech == "pipe":
+                points.append(({"rate": "auto", "slo_p99_us": 50}, None))
+            for extra_params, rps in points:
+                params = {"pattern": "rate", **extra_params, "arrivals": "poisson", "pace": "spin", "seed": seed,
+                          "size": 64}
+                name = name_of(suite, mech, params)
+                iters = []
+                for rep in range(repetitions):
+                    trials = None
+                    if rps is None:  # capacity search: bisection over short trials, then the found rate
+                        trials, lo, hi = [], 1000.0, 400_000.0
+                        for req in [1000.0, 400_000.0] + [None] * 5:
+                            req = req if req is not None else round((lo + hi) / 2, -3)
+                            lat, rx, ach = _rate_extra(rng, req, cap, lat_ns, kind, seed, 50, slow.get(mech, 1.0))
+                            meets = lat is not None and lat["p99"] <= 50_000
+                            trials.append({"requested_per_s": req, "achieved_per_s": ach,
+                                           **{f"{p}_us": (lat[p] / 1e3 if lat else None) for p in ("p50", "p99", "p999")},
+                                           "saturated": rx["saturated"], "meets_slo": meets, "duration_s": 0.05})
+                            if req not in (1000.0, 400_000.0):
+                                lo, hi = (req, hi) if meets else (lo, req)
+                        found = max((t["requested_per_s"] for t in trials if t["meets_slo"]), default=0.0)
+                        lat, rx, ach = _rate_extra(rng, found or 1000.0, cap, lat_ns, kind, seed, samples,
+                                                   slow.get(mech, 1.0))
+                    else:
+                        lat, rx, ach = _rate_extra(rng, rps, cap, lat_ns, kind, seed, samples, slow.get(mech, 1.0))
+                    wall = 0.5
+                    ops = int(ach * wall)
+                    cpu_s = {role: wall * (0.3 + 0.5 * ach / cap) * (1.0 if i == 0 else 0.7)
+                             for i, role in enumerate(roles)}
+                    total = sum(cpu_s.values())
+                    extra = {"rate": rx, "cpu_by_role": {role: {"user_s": s * 0.7, "sys_s": s * 0.3,
+                                                                "per_op_ns": s * 1e9 / ops}
+                                                         for role, s in cpu_s.items()}}
+                    if trials is not None:
+                        extra["capacity"] = {"slo_p99_us": 50.0, "capacity_per_s": found,
+                                             "confirmed": lat is not None and lat["p99"] <= 50_000, "trials": trials}
+                    iters.append({
+                        "name": name, "suite": suite, "mechanism": mech, "params": dict(params),
+                        "run_type": "iteration", "repetition": rep, "status": "ok", "error": None,
+                        "ops": ops, "bytes": ops * 64, "wall_s": wall, "time_per_op_ns": wall * 1e9 / ops,
+                        "rates": {"ops_per_s": ops / wall, "bytes_per_s": ops * 64 / wall,
+                                  "MiB_per_s": ops * 64 / wall / (1 << 20)},
+                        "latency_ns": lat,
+                        "cpu": {"user_s": total * 0.7, "sys_s": total * 0.3, "per_op_ns": total * 1e9 / ops,
+                                "ctx_vol": ops // 10, "ctx_invol": 3, "ctx_per_op": (ops // 10 + 3) / ops},
+                        "placement": {"layout": "cross", "cpus": "0,1",
+                                      "sides": [{"role": roles[0], "index": 0, "pinned": [0], "observed": [0]},
+                                                {"role": roles[1], "index": 0, "pinned": [1], "observed": [1]}]},
+                        "integrity": {"sent": ops, "received": ops, "lost": 0, "duplicated": 0, "corrupt": 0},
+                        "extra": extra,
+                    })
+                benchmarks += iters
+                benchmarks.append(_aggregate(iters))
+    return {"schema_version": 1, "context": context(hostname=hostname), "benchmarks": benchmarks}
