@@ -67,7 +67,7 @@ def parser():
                    help="with --pages: replace what lies between F's <!-- reference:begin --> and "
                         "<!-- reference:end --> lines with the headline table")
     r.add_argument("--reduce", metavar="OUT.json",
-                   help="write one RESULT.json reduced to its medians (no repetitions, no histogram buckets) "
+                   help="write RESULT.json reduced to its medians (no repetitions, no histogram buckets) "
                         "to OUT.json: small enough to commit, still read by report and compare")
     c = sub.add_parser("compare", help="per-benchmark ratios with a Mann-Whitney U test and a noise band",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -97,13 +97,14 @@ def cmd_report(args):
         raise UsageError("name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json")
     if args.readme and not args.pages:
         raise UsageError("--readme goes with --pages DIR (the README links to the pages)")
-    if (args.pages or args.reduce) and len(args.results) != 1:
-        raise UsageError(f"--pages and --reduce take one result file, not {len(args.results)}; run once per file")
+    if args.pages and len(args.results) != 1:
+        raise UsageError(f"--pages takes one result file, not {len(args.results)}; merge parts of one run "
+                         "with --reduce first")
     files = load_all(args.results)  # before importing matplotlib: bad input fails fast
     if args.reduce:
         from . import reduce
 
-        reduce.write(files[0], args.reduce)
+        reduce.write(files, args.reduce)
         print(f"wrote {args.reduce}", file=sys.stderr)
     if args.pages:
         from .pages import write_pages

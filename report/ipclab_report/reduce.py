@@ -61,11 +61,27 @@ def reduce_record(raw: dict) -> dict:
     return _round(out)
 
 
-def reduce(rf) -> dict:
-    """The reduced document of one loaded result file."""
-    context = dict(rf.context, reduced_from=rf.path)
-    return {"schema_version": SCHEMA_VERSION, "context": context,
-            "benchmarks": [reduce_record(s.raw) for s in summaries(rf)]}
+def reduce(rfs) -> dict:
+    """The reduced document of one loaded result file, or of several parts of one run on one
+    machine (the reference: the quick preset and the open-loop curves), merged: the first file's
+    context, every file's benchmarks; a machine or a benchmark name seen twice is refused."""
+    rfs = rfs if isinstance(rfs, list) else [rfs]
+    first = rfs[0]
+    context = dict(first.context, reduced_from=first.path)
+    if len(rfs) > 1:
+        context["merged_from"] = [rf.path for rf in rfs]
+    benchmarks, seen = [], set()
+    for rf in rfs:
+        if rf.context.get("hostname") != first.context.get("hostname"):
+            raise UsageError(f"--reduce: {rf.path} is from {rf.context.get('hostname')}, {first.path} from "
+                             f"{first.context.get('hostname')}; merge only parts of one run on one machine")
+        for s in summaries(rf):
+            if s.name in seen:
+                raise UsageError(f"--reduce: {s.name} is in more than one file; merge files of different "
+                                 "benchmarks only")
+            seen.add(s.name)
+            benchmarks.append(reduce_record(s.raw))
+    return {"schema_version": SCHEMA_VERSION, "context": context, "benchmarks": benchmarks}
 
 
 def dumps(doc: dict) -> str:
@@ -75,13 +91,15 @@ def dumps(doc: dict) -> str:
     return head[:-2] + ',\n "benchmarks": [\n' + ",\n".join(lines) + "\n ]\n}\n"
 
 
-def write(rf, path: str) -> None:
-    """Write the reduced `rf` to `path`, replacing only a reduced result (one with `reduced_from`):
-    never the input itself, nor any other file ipclab did not reduce."""
+def write(rfs, path: str) -> None:
+    """Write the reduced `rfs` (one loaded file or several, see reduce) to `path`, replacing only
+    a reduced result (one with `reduced_from`): never an input itself, nor any other file ipclab did
+    not reduce."""
+    rfs = rfs if isinstance(rfs, list) else [rfs]
     if os.path.lexists(path):
         if os.path.islink(path) or not os.path.isfile(path):
             raise UsageError(f"--reduce {path} is a link, a folder or a special file; name a file")
-        if os.path.samefile(path, rf.path):
+        if any(os.path.samefile(path, rf.path) for rf in rfs):
             raise UsageError(f"--reduce {path} is the result being reduced; name another file")
         try:
             with open(path, encoding="utf-8") as f:
@@ -90,4 +108,4 @@ def write(rf, path: str) -> None:
             ours = False
         if not ours:
             raise UsageError(f"--reduce {path} exists and is not a reduced result; move it away or name another file")
-    write_atomic(path, dumps(reduce(rf)))
+    write_atomic(path, dumps(reduce(rfs)))

@@ -291,7 +291,7 @@ def test_report_needs_an_output_and_pages_one_file(tmp_path, capsys):
     assert main(["report", DEV]) == 2
     assert "name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json" in capsys.readouterr().err
     assert main(["report", DEV, DEV, "--pages", str(tmp_path)]) == 2
-    assert "--pages and --reduce take one result file, not 2" in capsys.readouterr().err
+    assert "--pages takes one result file, not 2" in capsys.readouterr().err
     assert main(["report", DEV, "-o", str(tmp_path / "r.html"), "--readme", str(tmp_path / "README.md")]) == 2
     assert "--readme goes with --pages DIR" in capsys.readouterr().err
     assert main(["report", DEV, "--pages", str(tmp_path / "nope")]) == 2
@@ -324,6 +324,31 @@ def test_reduce_keeps_the_medians_and_drops_the_bulk(tmp_path):
     assert main(["report", it, "--reduce", str(tmp_path / "it-small.json")]) == 0
     red = json.load(open(tmp_path / "it-small.json"))["benchmarks"]
     assert len(red) == 4 and all(b["run_type"] == "aggregate" and len(b["spread"]["values"]) == 3 for b in red)
+
+
+def test_reduce_merges_parts_of_one_run_on_one_machine(tmp_path, capsys):
+    # The reference is the quick preset and the open-loop curves: two files, one reduced result.
+    rate = os.path.join(HERE, "data", "rate-result.json")
+    dev, rdoc = json.load(open(DEV)), json.load(open(rate))
+    rdoc["context"]["hostname"] = dev["context"]["hostname"]
+    part = tmp_path / "rate.json"
+    part.write_text(json.dumps(rdoc))
+    out = tmp_path / "merged.json"
+    assert main(["report", DEV, str(part), "--reduce", str(out)]) == 0
+    merged = json.load(open(out))
+    names = [b["name"] for b in merged["benchmarks"]]
+    want = {s.name for f in (DEV, str(part)) for s in summaries(load(f))}
+    assert set(names) == want and len(names) == len(want)
+    assert merged["context"]["merged_from"] == [DEV, str(part)]
+    assert merged["context"]["hostname"] == dev["context"]["hostname"]
+    # Not parts of one run: another machine, or the same benchmarks twice.
+    rdoc["context"]["hostname"] = "elsewhere"
+    part.write_text(json.dumps(rdoc))
+    assert main(["report", DEV, str(part), "--reduce", str(tmp_path / "x.json")]) == 2
+    assert "merge only parts of one run on one machine" in capsys.readouterr().err
+    assert main(["report", DEV, DEV, "--reduce", str(tmp_path / "y.json")]) == 2
+    assert "is in more than one file" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()
 
 
 def test_reduce_replaces_only_a_reduced_result(tmp_path, capsys):

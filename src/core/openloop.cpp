@@ -83,13 +83,10 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   // can cost.
   const uint64_t due = sent + overdue;
   if (!(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1)
-    why = fmt::format("achieved {:.0f}/s of {}/s requested: {} of the {} messages due in the window not sent",
-                      pt.achieved, rate, overdue, due);
+    why = fmt::format("achieved {:.0f}/s of {}/s: {} of {} due not sent", pt.achieved, rate, overdue, due);
   else if (growth_ns > std::max(1e6, first_mean))
     // More than doubled, and by more than a millisecond: noise in a queue that keeps up is far less.
-    why = fmt::format(
-        "backlog grew: corrected latency {:.2f} ms higher at the end of the window than at its start",
-        growth_ns / 1e6);
+    why = fmt::format("backlog grew: corrected latency +{:.2f} ms over the window", growth_ns / 1e6);
   pt.saturated = !why.empty();
 
   nlohmann::json r = {{"requested_per_s", pt.requested},
