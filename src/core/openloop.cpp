@@ -44,7 +44,8 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
   return Arrivals(arrivals, double(rate) / double(std::max(1, senders)), seed + uint64_t(index), start_ns);
 }
 
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n) {
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+                    const std::string& cause) {
   // Histograms are large (tens of KiB): on the heap, not the stack.
   auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
   uint64_t sent = 0;
@@ -77,16 +78,19 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
     growth_ns = slice_sum[last] / slice_n[last] - first_mean;
   }
 
-  std::string why;
+  std::string why = cause;
   // Short by more than 1%, and by more than the one message a window's edges can cost.
-  if (double(sent) + 1 < 0.99 * pt.requested * rec.wall_s || !(rec.wall_s > 0))
+  if (!why.empty()) {
+    // The caller's cause, known to it alone.
+  } else if (double(sent) + 1 < 0.99 * pt.requested * rec.wall_s || !(rec.wall_s > 0)) {
     why = fmt::format("achieved {:.0f}/s of {}/s requested ({:+.1f}%)", pt.achieved, rate,
                       100.0 * (pt.achieved / pt.requested - 1.0));
-  else if (growth_ns > std::max(1e6, first_mean))
+  } else if (growth_ns > std::max(1e6, first_mean)) {
     // More than doubled, and by more than a millisecond: noise in a queue that keeps up is far less.
     why = fmt::format(
         "backlog grew: corrected latency {:.2f} ms higher at the end of the window than at its start",
         growth_ns / 1e6);
+  }
   pt.saturated = !why.empty();
 
   nlohmann::json r = {{"requested_per_s", pt.requested},

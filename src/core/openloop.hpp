@@ -78,8 +78,11 @@ struct RatePoint {
 /// After Session::run_workers of an open-loop run at `rate`: folds the workers' traces (slots
 /// 0..n-1) into `rec` as `extra.rate`, and applies the saturation rule — a point whose achieved
 /// rate is more than 1% short of the request, or whose backlog grew through the window, is
-/// saturated: its latency is removed from the record (never a latency figure).
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n);
+/// saturated: its latency is removed from the record (never a latency figure). `cause`: a reason
+/// the caller knows the point is saturated (e.g. sessions due beyond a suite's cap were not
+/// started), which comes before the rule's own; empty: the rule alone.
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+                    const std::string& cause = {});
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).
 using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;
