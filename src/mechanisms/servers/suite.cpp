@@ -1,5 +1,5 @@
-// The servers suite's workload: start the model's server, run the load generator's wave against
-// it under the Session, record the wave (see suite.hpp).
+// The servers suite's workload: start the model's server, run the load generator against it under
+// the Session — a wave, or an open loop at a rate — and record it (see suite.hpp).
 #include "mechanisms/servers/suite.hpp"
 
 #include <fmt/format.h>
