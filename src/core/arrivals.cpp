@@ -38,12 +38,14 @@ uint64_t Arrivals::next() {
   return uint64_t(t_ns_);
 }
 
-namespace {
-void sleep_until(uint64_t t_ns) {
-  // A normal thread's timers may fire up to its timer slack late (50 us by default), which would be
-  // every paced send's lateness: the pacing thread asks for the least (1 ns), once.
+void least_timer_slack() {
   thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0;
   (void)slack_set;
+}
+
+namespace {
+void sleep_until(uint64_t t_ns) {
+  least_timer_slack();
   const timespec ts{.tv_sec = time_t(t_ns / 1'000'000'000u), .tv_nsec = long(t_ns % 1'000'000'000u)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
   }

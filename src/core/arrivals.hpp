@@ -40,11 +40,16 @@ class Arrivals {
   std::exponential_distribution<double> exp_{1.0};
 };
 
+/// Sets the calling thread's timer slack to the least (1 ns), once per thread: a normal thread's
+/// timers may fire up to its slack late (50 us by default), which would be every paced send's
+/// lateness. pace_until calls it; an event loop that paces with its own timed waits calls it too.
+void least_timer_slack();
+
 /// Waits until `due_ns` and returns now_ns() once there (or at once, if it has passed: the caller
 /// is late by the difference). Sleep: one absolute clock_nanosleep (the calling thread's timer
-/// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin: an absolute sleep until `spin_ns` before the time, then a
-/// spin on the clock with pause; the last `spin_ns` of every gap costs CPU, which the sender's
-/// CPU shows.
+/// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin: an absolute
+/// sleep until `spin_ns` before the time, then a spin on the clock with pause; the last `spin_ns` of every
+/// gap costs CPU, which the sender's CPU shows.
 uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns = 50'000);
 
 }  // namespace ipclab

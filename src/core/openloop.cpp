@@ -44,7 +44,8 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
   return Arrivals(arrivals, double(rate) / double(std::max(1, senders)), seed + uint64_t(index), start_ns);
 }
 
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n) {
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+                    const std::string& cause) {
   // Histograms are large (tens of KiB): on the heap, not the stack.
   auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
   uint64_t sent = 0, overdue = 0;
@@ -64,29 +65,32 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   pt.requested = double(rate);
   pt.achieved = rec.wall_s > 0 ? double(sent) / rec.wall_s : 0.0;
 
-  // Backlog: the mean corrected latency of the window's last slice against its first. A queue
-  // that keeps up returns to its mean; one that does not grows by (offered − served) × time.
-  int first = -1, last = -1;
-  for (int k = 0; k < RateTrace::kSlices; ++k)
-    if (slice_n[k] > 0) {
-      if (first < 0) first = k;
-      last = k;
-    }
-  double growth_ns = 0, first_mean = 0;
-  if (first >= 0 && last > first) {
-    first_mean = slice_sum[first] / slice_n[first];
-    growth_ns = slice_sum[last] / slice_n[last] - first_mean;
+  // Backlog: the mean corrected latency of the window's quarters (of the messages by their
+  // intended times). A queue that keeps up returns to its mean; one that does not grows by
+  // (offered − served) × time, quarter after quarter. Growing: the last quarter's mean more than
+  // doubled over the first's and by more than 1 ms, and the third above the second — so that
+  // the noise of a few sessions per quarter, or one stall, is no backlog.
+  double q_sum[4] = {}, q_n[4] = {};
+  for (int k = 0; k < RateTrace::kSlices; ++k) {
+    q_sum[k * 4 / RateTrace::kSlices] += slice_sum[k];
+    q_n[k * 4 / RateTrace::kSlices] += slice_n[k];
   }
+  double q_mean[4];
+  for (int k = 0; k < 4; ++k) q_mean[k] = q_n[k] > 0 ? q_sum[k] / q_n[k] : 0.0;
+  const bool quarters = q_n[0] > 0 && q_n[1] > 0 && q_n[2] > 0 && q_n[3] > 0;
+  const double growth_ns = quarters ? q_mean[3] - q_mean[0] : 0.0;
+  const bool growing = quarters && growth_ns > std::max(1e6, q_mean[0]) && q_mean[2] > q_mean[1];
 
-  std::string why;
+  std::string why = cause;  // the caller's, known to it alone, comes first
   // Short by more than 1% of what was due, and by more than the one message a window's edge
   // can cost.
   const uint64_t due = sent + overdue;
-  if (!(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1)
+  if (!why.empty()) {
+  } else if (!(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1) {
     why = fmt::format("achieved {:.0f}/s of {}/s: {} of {} due not sent", pt.achieved, rate, overdue, due);
-  else if (growth_ns > std::max(1e6, first_mean))
-    // More than doubled, and by more than a millisecond: noise in a queue that keeps up is far less.
+  } else if (growing) {
     why = fmt::format("backlog grew: corrected latency +{:.2f} ms over the window", growth_ns / 1e6);
+  }
   pt.saturated = !why.empty();
 
   nlohmann::json r = {{"requested_per_s", pt.requested},

@@ -87,8 +87,11 @@ struct RatePoint {
 /// sent more than 1% fewer messages than their schedules made due inside the window (the achieved
 /// rate short of the request; counted against the schedule itself, so that a Poisson window's
 /// own spread is no shortfall), or whose backlog grew through the window, is saturated: its
-/// latency is removed from the record (never a latency figure).
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n);
+/// latency is removed from the record (never a latency figure). `cause`: a reason the caller
+/// knows the point is saturated (e.g. sessions due beyond a suite's cap were not started), which
+/// comes before the rule's own; empty: the rule alone.
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+                    const std::string& cause = {});
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).
 using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;

@@ -158,6 +158,14 @@ def test_servers_frozen_server(lab):
     assert_stopped_named(rc, err, "server", pid, wall, 2)
 
 
+def test_servers_rate_frozen_server(lab):
+    # Open loop: new sessions keep arriving and connecting (the kernel completes them into the
+    # backlog) while the server is stopped; only its replies count as its progress.
+    rc, err, pid, wall = frozen_process_run(
+        lab, ["servers/epoll_et", "-p", "pattern=rate", "-p", "rate=1k"], child=0, hold=2.5, delay=0.15, window=2)
+    assert_stopped_named(rc, err, "server", pid, wall, 2)
+
+
 def test_fileio_frozen_worker(lab):
     data = lab.root / "data"
     data.mkdir()

@@ -1,16 +1,21 @@
-// The servers suite's workload: start the model's server, run the load generator's wave against
-// it under the Session, record the wave (see suite.hpp).
+// The servers suite's workload: start the model's server, run the load generator against it under
+// the Session — a wave, or an open loop at a rate — and record it (see suite.hpp).
 #include "mechanisms/servers/suite.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/listener.hpp"
+#include "core/openloop.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -25,8 +30,19 @@ IPCLAB_REGISTER(Suite{
             "to 10,000 concurrent clients of the reference protocol (reference 001)",
 });
 
+// The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
+// model's own limit and the descriptors RLIMIT_NOFILE leaves.
+constexpr int64_t kMaxSessions = 100000;
+// The harness's own descriptors, beside one per session.
+constexpr uint64_t kOwnFds = 64;
+
 std::vector<ParamSpec> suite_params(const ServerModel& m) {
+  ParamSpec pattern = std_params::closed_or_rate();
+  pattern.help =
+      "closed: one wave of `concurrency` sessions started at once; rate: sessions arrive on a schedule "
+      "(-p rate= sessions/s), latency from each one's intended start";
   std::vector<ParamSpec> ps = {
+      pattern,
       {.name = "concurrency",
        .type = ParamType::Int,
        .def = "100",
@@ -34,7 +50,8 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
        .quick = {"100", "1000"},
        .full = {"100", "2000", "10000"},
        .min = 1,
-       .max = 100000},
+       .max = kMaxSessions,
+       .only_with = {"pattern", {"closed"}}},
       {.name = "backlog",
        .type = ParamType::Int,
        .def = "4096",
@@ -56,6 +73,7 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
                 .min = 1,
                 .max = 3'600'000});
   ps.push_back(std_params::placement({"cross", "same", "unpinned"}, {"cross"}));
+  for (auto& r : std_params::rate_params()) ps.push_back(std::move(r));
   return ps;
 }
 
@@ -86,11 +104,28 @@ struct Waves {
   LoadResult warmup, measured;
 };
 
-void run_model(const ServerModel& m, Session& s) {
+// pattern=rate: the most sessions open at once — what RLIMIT_NOFILE (raised to its hard limit, which
+// the server inherits) leaves beside the harness's own, the model's own limit (select: FD_SETSIZE),
+// and the suite's bound.
+size_t open_cap(const ServerModel& m) {
+  ensure_nofile(kOwnFds + 1, "pattern=rate");
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  uint64_t cap = uint64_t(kMaxSessions);
+  if (rl.rlim_cur != RLIM_INFINITY) cap = std::min<uint64_t>(cap, rl.rlim_cur - kOwnFds);
+  if (m.max_concurrency) cap = std::min<uint64_t>(cap, m.max_concurrency);
+  return size_t(cap);
+}
+
+// One run against a fresh server: the closed wave (`ol` null), or the open loop at `ol->rate`,
+// whose figures it returns.
+std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenLoop* ol) {
   const Params& p = s.params();
-  const int clients = int(p.i64("concurrency"));
-  if (m.max_concurrency && size_t(clients) > m.max_concurrency) throw Skip(m.max_why);
-  ensure_nofile(uint64_t(clients) + 64, fmt::format("concurrency {}", clients));
+  const int clients = ol ? 0 : int(p.i64("concurrency"));
+  if (!ol) {
+    if (m.max_concurrency && size_t(clients) > m.max_concurrency) throw Skip(m.max_why);
+    ensure_nofile(uint64_t(clients) + kOwnFds, fmt::format("concurrency {}", clients));
+  }
   const int backlog = backlog_of(p);
   auto& rec = s.record();
   rec.extra["backlog"] = backlog;
@@ -112,39 +147,52 @@ void run_model(const ServerModel& m, Session& s) {
               .process = &server.process(),
               .cpu = m.reuseport ? -1 : server_cpu,
               .progress = [wv] { return wv->progress.load(std::memory_order_relaxed); }});
-  // One wave, whatever --duration says: it ends when each client connected (or timed out) and
-  // finished its session (or timed out), so its bound is that, after the run's own time-out.
-  s.until_done(s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
-  // --warmup > 0: one unmeasured wave first, as the measured one.
-  const bool warm = s.options().warmup_s > 0;
   const bool event_driven = m.event_driven;
-  Control& ctl = s.run_workers({{"client", 0, client_cpu,
-                                 [cfg, wv, warm, event_driven](Worker& w) {
-                                   if (warm) w.hold_warmup();
-                                   w.ready();
-                                   if (warm) {
-                                     run_load(cfg, w, wv->progress, wv->warmup);
-                                     w.warmed();
-                                   }
-                                   while (w.running() && !w.measuring()) sleep_ns(20'000);
-                                   if (!w.measuring()) return;
-                                   LoadResult& r = wv->measured;
-                                   run_load(cfg, w, wv->progress, r);
-                                   auto& out = w.out();
-                                   out.ops = r.processed;
-                                   out.hist.merge(r.session);
-                                   out.integrity.sent = uint64_t(cfg.clients);
-                                   out.integrity.received = r.processed;
-                                   out.integrity.corrupt = r.corrupt;
-                                   // A blocking model's lost sessions are its documented weakness, not a
-                                   // fault (nor an external server's, which may be anything).
-                                   if (event_driven) out.integrity.lost = r.lost;
-                                 }}},
-                               false, "session");
+  // What the measured sessions come to, into the worker's slot.
+  auto report = [event_driven](Worker& w, const LoadResult& r, uint64_t sent) {
+    auto& out = w.out();
+    out.ops = r.processed;
+    out.hist.merge(r.session);
+    out.integrity.sent = sent;
+    out.integrity.received = r.processed;
+    out.integrity.corrupt = r.corrupt;
+    // A blocking model's lost sessions are its documented weakness, not a fault (nor an external
+    // server's, which may be anything).
+    if (event_driven) out.integrity.lost = r.lost;
+  };
+  std::function<void(Worker&)> body;
+  if (ol) {
+    // Time-bounded: sessions arrive through --warmup and --duration; those started inside the
+    // window are measured, and are served to their end after it.
+    body = [cfg, o = *ol, wv, report](Worker& w) {
+      run_open_loop(cfg, o, w, wv->progress, wv->warmup, wv->measured);
+      report(w, wv->measured, wv->measured.started);
+      // A corrupt reply is the server's fault whenever it comes: one in the warm-up fails the run too.
+      w.out().integrity.corrupt += wv->warmup.corrupt;
+    };
+  } else {
+    // One wave, whatever --duration says: it ends when each client connected (or timed out) and
+    // finished its session (or timed out), so its bound is that, after the run's own time-out.
+    s.until_done(s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
+    // --warmup > 0: one unmeasured wave first, as the measured one.
+    body = [cfg, wv, warm = s.options().warmup_s > 0, report](Worker& w) {
+      if (warm) w.hold_warmup();
+      w.ready();
+      if (warm) {
+        run_load(cfg, w, wv->progress, wv->warmup);
+        w.warmed();
+      }
+      while (w.running() && !w.measuring()) sleep_ns(20'000);
+      if (!w.measuring()) return;
+      run_load(cfg, w, wv->progress, wv->measured);
+      report(w, wv->measured, uint64_t(cfg.clients));
+    };
+  }
+  Control& ctl = s.run_workers({{"client", 0, client_cpu, std::move(body)}}, false, "session");
   const CpuUsage whole = server.stop();
   if (s.stuck()) {  // the record failed; the stuck worker may still use the waves
     waves.release();
-    return;
+    return std::nullopt;
   }
 
   const LoadResult& res = wv->measured;
@@ -152,7 +200,14 @@ void run_model(const ServerModel& m, Session& s) {
   const double client_cpu_s = ctl.slots[0].cpu.total_s();
   rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
   auto& x = rec.extra;
-  x["concurrency"] = clients;
+  if (ol) {
+    x["max_open"] = ol->max_open;
+    x["peak_open"] = res.peak_open;
+    x["started"] = res.started;
+    x["over_cap"] = res.over_cap;
+  } else {
+    x["concurrency"] = clients;
+  }
   x["processed"] = res.processed;
   x["rejected"] = res.rejected;
   x["lost"] = res.lost;
@@ -184,6 +239,30 @@ void run_model(const ServerModel& m, Session& s) {
   if (m.event_driven && (res.rejected || res.lost))
     rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost", res.rejected,
                          res.lost));
+  if (!ol) return std::nullopt;
+  // Sessions not started at the cap: the load asked for was not offered, whatever else the rates say.
+  const std::string cause =
+      res.over_cap
+          ? fmt::format("{} sessions due while {} were open (the most at once here) were not started",
+                        res.over_cap, ol->max_open)
+          : "";
+  return fold_rate(rec, ol->spec, ol->rate, ctl, 1, cause);
+}
+
+void run_model(const ServerModel& m, Session& s) {
+  if (!std_params::is_rate(s.params())) {
+    run_point(m, s, nullptr);
+    return;
+  }
+  const size_t cap = open_cap(m);
+  run_rate(s, [&m, cap](Session& ss, int64_t rate) {
+    const OpenLoop ol{.spec = RateSpec::of(ss.params()),
+                      .rate = rate,
+                      .max_open = cap,
+                      .window_ns = uint64_t(ss.options().duration_s * 1e9)};
+    // A stuck worker (the record failed) leaves no figures: the point is saturated, never a figure.
+    return run_point(m, ss, &ol).value_or(RatePoint{.requested = double(rate), .saturated = true});
+  });
 }
 
 }  // namespace

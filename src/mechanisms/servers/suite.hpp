@@ -1,7 +1,8 @@
 #pragma once
 // The servers suite (reference 001): each server model runs as its own process, started from the
-// mechanism's `server` hook (core/server), and serves one wave of `concurrency` clients of the
-// protocol (protocol.hpp) from the load generator (loadgen.hpp), a Session worker. A model file
+// mechanism's `server` hook (core/server), and serves clients of the protocol (protocol.hpp) from
+// the load generator (loadgen.hpp), a Session worker: one wave of `concurrency` sessions
+// (pattern=closed), or sessions arriving at a rate (pattern=rate, core/openloop). A model file
 // fills in a ServerModel and registers make_mechanism(model).
 #include <cstddef>
 #include <functional>
