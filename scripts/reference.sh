@@ -1,7 +1,7 @@
 #!/bin/bash
 # The reference result behind docs/results/ and the README's table (`make reference`): the quick
-# preset over every suite, reduced to its medians in docs/reference/result.json, then the pages
-# and the README's table regenerated from it. It measures: run it on the reference machine, with
+# preset over every suite and the open-loop curves (scripts/open-loop.sh), reduced to their medians
+# in docs/reference/result.json, then the pages and the README's table regenerated from it. It measures: run it on the reference machine, with
 # nothing else running. The full result stays in results/reference-<UTC time>/ (not committed).
 #
 #   scripts/reference.sh [IPCLAB]      (default build/release/ipclab)
@@ -25,6 +25,12 @@ if [ "$rc" -ne 0 ]; then
   echo "reference.sh: ipclab run exited with $rc (see above); $reference and the pages are unchanged" >&2
   exit "$rc"
 fi
-"$ipclab" report "$out/full.json" --reduce "$reference"
+# The open-loop curves and capacities (scripts/open-loop.sh), merged into the same reference.
+bash scripts/open-loop.sh "$ipclab" "$out" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "reference.sh: scripts/open-loop.sh exited with $rc (see above); $reference and the pages are unchanged" >&2
+  exit "$rc"
+fi
+"$ipclab" report "$out/full.json" "$out"/open-loop-*.json --reduce "$reference"
 "$ipclab" report "$reference" --pages docs/results --readme README.md
 echo "reference: $reference (full result: $out/full.json); review and commit $reference, docs/results/ and README.md"
