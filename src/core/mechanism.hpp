@@ -58,6 +58,10 @@ struct ServerLaunch {
   int backlog = 1024;
   bool nonblocking = true;
   bool reuseport = false;  // SO_REUSEPORT, for a server that opens more listeners on the same port
+  /// TCP_NODELAY on the listener, which accepted sockets inherit: for a client with several
+  /// requests in flight per connection (echo pattern=rate), whose echoes Nagle would otherwise
+  /// hold until the client's delayed ACK (40 ms).
+  bool nodelay = false;
   /// Exec'd instead (argv[0] an absolute path): it listens on 127.0.0.1 port 0 itself and prints
   /// the port as one decimal line on stdout (docs/echo.md, peer server contract).
   std::vector<std::string> argv;

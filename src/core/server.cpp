@@ -1,6 +1,9 @@
 #include "core/server.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -26,6 +29,7 @@ ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu) {
     signal(SIGPIPE, SIG_IGN);
     try {
       const int lfd = listen_tcp(0, launch.backlog, launch.nonblocking, launch.reuseport);
+      if (const int one = 1; launch.nodelay) setsockopt(lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       const std::string line = fmt::format("{}\n", local_port(lfd));
       if (write(ready, line.data(), line.size()) != ssize_t(line.size())) return 1;
       ::close(ready);

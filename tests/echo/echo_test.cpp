@@ -1,6 +1,7 @@
 // echo suite: every server echoes verified bytes under the harness's client, an external
-// executable joins through the peer contract, a server that dies fails the record quickly, and a
-// run leaves no descriptor behind.
+// executable joins through the peer contract, a server that dies fails the record quickly, a run
+// leaves no descriptor behind, and the open-loop client (pattern=rate) keeps its schedule with
+// several requests in flight per connection and marks a rate beyond its reach saturated.
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -249,11 +250,22 @@ TEST(Echo, MissingPeerExecutableIsSkipped) {
   EXPECT_THROW(run(*m, test::params_of(*m, {{"server", "/nonexistent/echo-server"}})), Skip);
 }
 
-// The checks every client loop must make, run against each loop.
+// The checks every client loop must make, run against each loop: the closed ones (client=epoll,
+// client=uring) and the open-loop one (pattern=rate).
 class EveryClient : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "uring" && !have_uring_client()) GTEST_SKIP() << "no io_uring client in this build";
+  }
+  // The parameters that select the loop, with `over`.
+  std::map<std::string, std::string> with(std::map<std::string, std::string> over) const {
+    if (GetParam() == "rate") {
+      over["pattern"] = "rate";
+      over["rate"] = "2k";
+    } else {
+      over["client"] = GetParam();
+    }
+    return over;
   }
 };
 
@@ -266,7 +278,7 @@ TEST_P(EveryClient, ServerDyingMidRunFailsQuickly) {
   };
   const int fds0 = test::open_fds();
   const uint64_t t0 = now_ns();
-  Record rec = run_against(dies, test::params_of(*m, {{"connections", "4"}, {"client", GetParam()}}));
+  Record rec = run_against(dies, test::params_of(*m, with({{"connections", "4"}})));
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 3.0);
   EXPECT_EQ(rec.status, Status::Failed);
   // The death, not the connection it broke, is the reason.
@@ -296,16 +308,111 @@ TEST_P(EveryClient, AlteredEchoFailsTheRecord) {
     }
   };
   const int fds0 = test::open_fds();
-  Record rec = run_against(
-      flips, test::params_of(*m, {{"connections", "1"}, {"size", "256"}, {"client", GetParam()}}));
+  Record rec = run_against(flips, test::params_of(*m, with({{"connections", "1"}, {"size", "256"}})));
   EXPECT_EQ(rec.status, Status::Failed);
   EXPECT_EQ(rec.integrity.corrupt, 1u);
   EXPECT_NE(rec.error.find("message 20: echoed bytes differ"), std::string::npos) << rec.error;
   EXPECT_EQ(test::open_fds(), fds0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Echo, EveryClient, ::testing::Values("epoll", "uring"),
+INSTANTIATE_TEST_SUITE_P(Echo, EveryClient, ::testing::Values("epoll", "uring", "rate"),
                          [](const auto& info) { return info.param; });
+
+// pattern=rate against echo/epoll's own server: a record of echo/epoll's parameters with `over`.
+Params rate_params(std::map<std::string, std::string> over) {
+  const Mechanism* m = test::find_mechanism("echo", "epoll");
+  EXPECT_NE(m, nullptr);
+  over["pattern"] = "rate";
+  return test::params_of(*m, over);
+}
+
+// A server that reads what has arrived, holds it 2 ms and echoes it all: one request at a time
+// would make at most 500 round trips a second on one connection; an open-loop client at 2000/s
+// keeps about four in flight and keeps its rate, each echo 2 ms or more after its intended start.
+TEST(EchoRate, PipelinesRequestsOnAConnectionAtTheRequestedRate) {
+  auto holds = [](int lfd, const Params&) {
+    pollfd pfd{.fd = lfd, .events = POLLIN, .revents = 0};
+    ::poll(&pfd, 1, 5000);
+    const int fd = ::accept(lfd, nullptr, nullptr);
+    std::vector<char> buf(1 << 16);
+    for (;;) {
+      const ssize_t r = ::recv(fd, buf.data(), buf.size(), 0);
+      if (r <= 0) _exit(0);
+      usleep(2000);
+      if (::send(fd, buf.data(), size_t(r), MSG_NOSIGNAL) != r) _exit(0);
+    }
+  };
+  const int fds0 = test::open_fds();
+  Record rec = run_against(holds, rate_params({{"connections", "1"}, {"size", "64"}, {"rate", "2k"}}));
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  const auto& r = rec.extra["rate"];
+  EXPECT_FALSE(r["saturated"].get<bool>()) << r["saturation"];
+  EXPECT_EQ(r["requested_per_s"].get<double>(), 2000.0);
+  EXPECT_NEAR(r["achieved_per_s"].get<double>(), 2000.0, 20.0);
+  // 0.2 s at 2000/s, less the window's last few still in flight at its end.
+  EXPECT_NEAR(double(rec.ops), 400.0, 20.0);
+  EXPECT_EQ(rec.integrity.corrupt, 0u);
+  ASSERT_TRUE(rec.latency.has_value());
+  EXPECT_EQ(rec.latency->kind, "rtt");
+  EXPECT_GE(rec.latency->p50, 2'000'000u);
+  ASSERT_TRUE(r["raw_ns"].is_object());
+  EXPECT_GE(r["raw_ns"]["p50"].get<double>(), 2e6);
+  // One scheduling error per request started in the window.
+  EXPECT_NEAR(r["sched_error_ns"]["count"].get<double>(), r["achieved_per_s"].get<double>() * rec.wall_s,
+              0.5);
+  EXPECT_EQ(test::open_fds(), fds0);
+}
+
+// echo/epoll at a modest rate over several connections: clean, on schedule, a latency that is
+// never less than the raw one (a request starts at or after its intended time), and the server's
+// CPU per echo in the record on its own.
+TEST(EchoRate, ModestRateRunsCleanWithServerCpuPerEcho) {
+  const Mechanism* m = test::find_mechanism("echo", "epoll");
+  ASSERT_NE(m, nullptr);
+  const int fds0 = test::open_fds();
+  // 0.5 s at 20000/s: each 1/16 of the window (the backlog rule's slices) holds 625 requests, and a
+  // few milliseconds lost to other work on a shared machine are well under 1% of the window, so
+  // that neither reads as saturation.
+  Record rec =
+      test::run_workload(*m, rate_params({{"connections", "4"}, {"size", "64"}, {"rate", "20k"}}), 0.5, 0.05);
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  const auto& r = rec.extra["rate"];
+  EXPECT_FALSE(r["saturated"].get<bool>()) << r["saturation"];
+  EXPECT_EQ(r["arrivals"], "fixed");
+  EXPECT_NEAR(r["achieved_per_s"].get<double>(), 20000.0, 200.0);
+  ASSERT_TRUE(rec.latency.has_value());
+  EXPECT_EQ(rec.latency->kind, "rtt");
+  EXPECT_GT(rec.latency->count, 9000u);
+  ASSERT_TRUE(r["raw_ns"].is_object());
+  EXPECT_EQ(r["raw_ns"]["count"].get<uint64_t>(), rec.latency->count);
+  EXPECT_GE(double(rec.latency->p50), r["raw_ns"]["p50"].get<double>());
+  EXPECT_EQ(rec.extra["client"], "epoll");
+  const auto& by_role = rec.extra["cpu_by_role"];
+  ASSERT_TRUE(by_role.contains("server")) << by_role.dump();
+  EXPECT_GT(by_role["server"]["per_op_ns"].get<double>(), 0.0);
+  EXPECT_GT(by_role["client"]["per_op_ns"].get<double>(), 0.0);
+  EXPECT_EQ(test::open_fds(), fds0);
+}
+
+// A rate far beyond what one client thread can start (a send per request) is saturated: both
+// rates recorded, no latency figure.
+TEST(EchoRate, RateBeyondReachIsSaturatedWithoutLatency) {
+  const Mechanism* m = test::find_mechanism("echo", "epoll");
+  ASSERT_NE(m, nullptr);
+  const int fds0 = test::open_fds();
+  Record rec = run(*m, rate_params({{"connections", "4"}, {"size", "64"}, {"rate", "20M"}}));
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  const auto& r = rec.extra["rate"];
+  EXPECT_TRUE(r["saturated"].get<bool>());
+  EXPECT_NE(r["saturation"].get<std::string>().find("of 20000000/s requested"), std::string::npos)
+      << r["saturation"];
+  EXPECT_LT(r["achieved_per_s"].get<double>(), 0.99 * 20e6);
+  EXPECT_GT(r["achieved_per_s"].get<double>(), 0.0);
+  EXPECT_FALSE(rec.latency.has_value());
+  EXPECT_TRUE(r["raw_ns"].is_null());
+  EXPECT_GT(rec.ops, 0u);
+  EXPECT_EQ(test::open_fds(), fds0);
+}
 
 }  // namespace
 }  // namespace ipclab::echo

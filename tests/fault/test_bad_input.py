@@ -217,6 +217,13 @@ BAD = [
     case("echo-client-non-utf8", "run", "echo/epoll", "-p", b"client=ep\xffoll", expect="\\xff"),
     case("echo-uring-wait-nr-zero", "run", "echo/uring", "-p", "wait_nr=0", expect="wait_nr"),
     case("echo-peer-relative-server", "run", "echo/peer", "-p", "server=echo_server.py", expect="absolute path"),
+    case("echo-rate-zero", "run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=0", expect="rate"),
+    case("echo-rate-non-numeric", "run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=abc", expect="rate"),
+    case("echo-rate-without-pattern", "run", "echo/epoll", "-p", "rate=10k", expect="pattern=rate"),
+    case("echo-slo-without-auto", "run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=10k", "-p",
+         "slo_p99_us=50", expect="rate=auto"),
+    case("echo-rate-with-client", "run", "echo/epoll", "-p", "pattern=rate", "-p", "client=uring",
+         expect="pattern=closed"),
     # servers.
     case("servers-concurrency-zero", "run", "servers/epoll_lt", "-p", "concurrency=0", expect="concurrency"),
     case("servers-connect-timeout-huge", "run", "servers/epoll_lt", "-p", "connect_timeout_ms=99999999999999999",
@@ -321,6 +328,8 @@ GOOD = [
     pytest.param(["run", "harness/null", "-p", "placement=same,unpinned", *QUICK], id="null-grid"),
     pytest.param(["run", "messaging/pipe", "-p", "size=1K", "-p", "pattern=roundtrip", *QUICK], id="pipe-size-suffix"),
     pytest.param(["run", "messaging/pipe", "-p", "size=64K", *QUICK], id="pipe-size-at-the-limit"),
+    pytest.param(["run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=2k,1500", "-p", "size=64", *QUICK],
+                 id="echo-rate-grid"),
 ] + ([pytest.param(["run", "messaging/pipe", "-p", "placement=cross", "--cpus", f"{A},{B}", *QUICK],
                    id="pipe-cross-on-two-cpus")] if B else [])
 

@@ -18,11 +18,11 @@
 namespace ipclab::echo {
 namespace {
 
-// Messages are windows into one random pattern, at an offset that changes with every message and
-// connection, so a byte from a stale, duplicated or foreign message does not compare equal.
+// Messages are windows into one random pattern (Client::message).
 constexpr size_t kSpread = 4096;
 
-// Sends what is left of connection idx's message; arms EPOLLOUT while the socket buffer is full.
+}  // namespace
+
 bool pump(Client& cl, int ep, size_t idx) {
   Conn& c = cl.cs[idx];
   while (c.sent < cl.size) {
@@ -42,8 +42,6 @@ bool pump(Client& cl, int ep, size_t idx) {
   }
   return true;
 }
-
-}  // namespace
 
 Client::Client(size_t message_size) : size(message_size), pattern(message_size + kSpread) {
   std::mt19937_64 rng(42);
@@ -73,9 +71,13 @@ void Client::connect(int port, size_t n) {
   }
 }
 
+const unsigned char* Client::message(size_t idx, uint64_t seq) const {
+  return pattern.data() + (seq * 61 + idx * 997) % kSpread;
+}
+
 void Client::start_msg(size_t idx) {
   Conn& c = cs[idx];
-  c.msg = pattern.data() + (c.seq * 61 + idx * 997) % kSpread;
+  c.msg = message(idx, c.seq);
   c.sent = c.got = 0;
   c.t_send = now_ns();
 }

@@ -2,12 +2,14 @@
 // The echo suite's client, a Session worker: one thread, pinned, keeping one message in flight per
 // connection. What both of its event loops share (which messages to send, checking every echoed
 // byte, following the Session's phases, counting into the worker's slot) is here; the loops
-// themselves are `drive_epoll` (client.cpp) and `drive_uring` (client_uring.cpp).
+// themselves are `drive_epoll` (client.cpp) and `drive_uring` (client_uring.cpp). With
+// pattern=rate the client is open loop instead: `drive_epoll_rate` (client_rate.cpp).
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/openloop.hpp"
 #include "core/session.hpp"
 
 namespace ipclab::echo {
@@ -51,6 +53,10 @@ struct Client {
   /// completed in the measured window is counted, its round trip recorded. On a mismatch, sets
   /// `error`, counts a corrupt message, returns false.
   bool received(size_t idx, const unsigned char* data, size_t n);
+  /// Message `seq` of connection idx: a window into `pattern` at an offset that changes with every
+  /// message and connection, so a byte from a stale, duplicated or foreign message does not
+  /// compare equal.
+  const unsigned char* message(size_t idx, uint64_t seq) const;
 
  private:
   void start_msg(size_t idx);
@@ -60,6 +66,13 @@ struct Client {
 /// The client loops: run until `tick()` says stop or `error` is set.
 void drive_epoll(Client& c);
 void drive_uring(Client& c);
+/// pattern=rate: requests start on the schedule of `spec` at `rate` per second, all connections
+/// together, taken in turn, whatever is in flight on them (client_rate.cpp). `window_ns`: the
+/// run's --duration (RateTrace::received).
+void drive_epoll_rate(Client& c, const RateSpec& spec, int64_t rate, uint64_t window_ns);
+/// Writes what is left of connection idx's message (Conn::msg from Conn::sent); arms EPOLLOUT on
+/// `ep` while the socket buffer is full. False, with `error` set, when the send fails.
+bool pump(Client& c, int ep, size_t idx);
 /// False when this build has no io_uring client (no runtime library).
 bool have_uring_client();
 

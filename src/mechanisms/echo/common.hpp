@@ -1,7 +1,8 @@
 #pragma once
 // The echo suite (reference 003's echo server): a server process pinned to one CPU, and one
-// event-driven client thread pinned to the other that keeps one message in flight per connection,
-// verifies every echoed byte and times each round trip. The server is the mechanism's `server`
+// event-driven client thread pinned to the other that keeps one message in flight per connection
+// (pattern=closed) or starts requests on a schedule (pattern=rate, open loop), verifies every
+// echoed byte and times each round trip. The server is the mechanism's `server`
 // hook: a function forked from the harness, or any executable that follows the contract in
 // docs/echo.md; its workload is run_echo.
 #include <algorithm>
@@ -17,7 +18,8 @@ namespace ipclab::echo {
 /// The suite's common parameters (connections, size, client), then `extra`.
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
 /// Runs one echo benchmark: start the mechanism's server, run the client through the Session's
-/// warm-up and measured window, verify, stop.
+/// warm-up and measured window, verify, stop; with pattern=rate, one such run per point of
+/// run_rate (each trial of rate=auto too).
 void run_echo(Session& s);
 
 /// Largest message: servers size their buffers from it.
