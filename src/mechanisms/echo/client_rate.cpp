@@ -115,9 +115,9 @@ class RateLoop {
     WorkerResult& out = cl_.worker->out();
     out.hist.record(t > f.intended ? t - f.intended : 0);
     out.rate.received(f.intended, f.actual, t, window_ns_);
-    // The record's ops are the echoes completed inside the window; the latency also has those
-    // of the window's last requests that complete after it (dropping them would drop the latest).
-    if (!cl_.worker->measuring()) return;
+    // The record's ops are the requests started inside the window, counted as they complete
+    // (also after it: dropping the window's last requests would drop the latest), as the
+    // messaging pattern counts the messages sent inside it: ops, latencies and `sent` agree.
     ++out.ops;
     out.bytes += cl_.size;
     ++out.integrity.sent;
@@ -150,6 +150,7 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
   RateLoop loop(cl, ep, window_ns);
   std::vector<epoll_event> evs(256);
   // One sender: the whole rate on one schedule, dealt to the connections in turn.
+  least_timer_slack();
   Arrivals arrivals = spec.arrivals_for(rate, 0, 1, now_ns());
   uint64_t due = arrivals.next();
   bool blocked = false;  // the due request waits for its connection's socket buffer
@@ -186,6 +187,12 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
     for (int e = 0; e < k && cl.error.empty(); ++e)
       if (!start_due() || !loop.handle(evs[size_t(e)])) break;
   }
+
+  // What the schedule made due inside the window but was not started: the one drawn, and more.
+  RateTrace& trace = cl.worker->out().rate;
+  const uint64_t stop = now_ns();
+  if (trace.sent && due <= stop) ++trace.overdue;
+  trace.stopped(arrivals, stop);
 
   // The window is over: its requests still in flight come back (for at most kDrainNs), none starts.
   // The stall watchdog watches this too (the heartbeat); an aborted session ends it.
