@@ -21,7 +21,8 @@ ArrivalKind arrival_kind_of(const std::string& name) {
 Pace pace_of(const std::string& name) {
   if (name == "spin") return Pace::Spin;
   if (name == "sleep") return Pace::Sleep;
-  throw UsageError("pace '" + name + "': use spin or sleep");
+  if (name == "busy") return Pace::Busy;
+  throw UsageError("pace '" + name + "': use spin, sleep or busy");
 }
 
 Arrivals::Arrivals(ArrivalKind kind, double rate_per_s, uint64_t seed, uint64_t start_ns)
@@ -59,7 +60,7 @@ uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns) {
     sleep_until(due_ns);
     return now_ns();
   }
-  if (due_ns - now > spin_ns) sleep_until(due_ns - spin_ns);
+  if (pace == Pace::Spin && due_ns - now > spin_ns) sleep_until(due_ns - spin_ns);
   while ((now = now_ns()) < due_ns) _mm_pause();
   return now;
 }

@@ -13,7 +13,7 @@
 namespace ipclab {
 
 enum class ArrivalKind { Fixed, Poisson };
-enum class Pace { Spin, Sleep };
+enum class Pace { Spin, Sleep, Busy };
 
 /// "fixed" / "poisson" and "spin" / "sleep"; anything else is a UsageError naming the choices.
 ArrivalKind arrival_kind_of(const std::string& name);
@@ -47,9 +47,11 @@ void least_timer_slack();
 
 /// Waits until `due_ns` and returns now_ns() once there (or at once, if it has passed: the caller
 /// is late by the difference). Sleep: one absolute clock_nanosleep (the calling thread's timer
-/// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin: an absolute
-/// sleep until `spin_ns` before the time, then a spin on the clock with pause; the last `spin_ns` of every
-/// gap costs CPU, which the sender's CPU shows.
+/// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin:
+/// an absolute sleep until `spin_ns` before the time, then a spin on the clock with pause; the
+/// last `spin_ns` of every gap costs CPU, which the sender's CPU shows. Busy: the spin over the
+/// whole gap — no sleep, so no wake-up delay (which on a virtual CPU that halts when idle can
+/// exceed `spin_ns`), at the cost of a whole CPU.
 uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns = 50'000);
 
 }  // namespace ipclab

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -16,8 +18,9 @@ namespace {
 
 struct Fault {
   uint64_t corrupt_every = 0;
-  std::string mech;  // slow and stall: the mechanism they apply to
+  std::string mech;  // slow, queue and stall: the mechanism they apply to
   uint64_t slow_ns = 0;
+  uint64_t queue_ns = 0;
   std::string stall_role;
   uint64_t stall_ms = 0;
   uint64_t stall_every_ms = 0;  // 0: once
@@ -52,6 +55,9 @@ Fault parse() {
   const auto parts = split(env);
   if (parts[0] == "corrupt" && parts.size() == 2) {
     if (!(f.corrupt_every = count_of(parts[1]))) throw bad();
+  } else if (parts[0] == "queue" && parts.size() == 3 && !parts[1].empty()) {
+    f.mech = parts[1];
+    if (!(f.queue_ns = count_of(parts[2]))) throw bad();
   } else if (parts[0] == "slow" && parts.size() == 3 && !parts[1].empty()) {
     f.mech = parts[1];
     if (!(f.slow_ns = count_of(parts[2]))) throw bad();
@@ -87,17 +93,30 @@ FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::stri
   // Only what applies to this side: corrupt and slow act on receivers, stall on its own role.
   if (receiver) corrupt_every_ = f.corrupt_every;
   if (receiver && this_mech) slow_ns_ = f.slow_ns;
+  if (receiver && this_mech) queue_ns_ = f.queue_ns;
   if (this_mech && f.stall_role == role) {
     stall_ns_ = f.stall_ms * 1'000'000;
     period_ns_ = f.stall_every_ms * 1'000'000;
   }
-  armed_ = corrupt_every_ || slow_ns_ || stall_ns_;
+  armed_ = corrupt_every_ || slow_ns_ || queue_ns_ || stall_ns_;
 }
 
 void FaultPoint::received(std::byte* buf, size_t n) {
   if (corrupt_every_ && !msg::is_stop(buf, n) && ++count_ % corrupt_every_ == 0 && n > msg::kHeaderSize)
     buf[n - 1] ^= std::byte(0x5a);
   if (slow_ns_) spin_until(now_ns() + slow_ns_);
+  if (queue_ns_ && n >= msg::kHeaderSize && !msg::is_stop(buf, n)) {
+    // A single server in virtual time: message k is done at max(its send time, k-1's done) + NS,
+    // whenever this side actually got to it — so that the machine taking this side away for a
+    // while delays only the messages due meanwhile, not every later one (the wait stays the
+    // queue's own). Returns once it is done.
+    // It arrives at its intended send time when it carries one (open loop: the queue sees the
+    // schedule itself, and a sender's lateness shows only beyond the wait), else its send time.
+    const auto h = msg::decode(buf, n, false);
+    const uint64_t at = (h.h.flags & msg::kIntended) ? h.h.intended_ns : h.h.send_ns;
+    queue_done_ = std::max(queue_done_, at ? at : now_ns()) + queue_ns_;
+    spin_until(queue_done_);
+  }
   maybe_stall();
 }
 

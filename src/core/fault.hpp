@@ -4,6 +4,10 @@
 //   corrupt:N           flips one byte of every Nth message a consumer (roundtrip: the server)
 //                       receives; the run must fail with corrupt = the messages flipped;
 //   slow:MECH:NS        busy-waits NS ns after every receive of mechanism MECH (compare must flag it);
+//   queue:MECH:NS       the receiver of MECH becomes a single server of deterministic service time
+//                       NS in virtual time: each message is done at max(its intended send time, or
+//                       its send time, the previous one's done) + NS, and the receive returns then,
+//                       or when it arrives if later (the open-loop queueing tests);
 //   stall:MECH:ROLE:MS  the ROLE side (producer, consumer, client, server) of mechanism MECH
 //                       freezes once for MS ms in the middle of the measured window — for the
 //                       frozen-peer tests of thread-based runs, where SIGSTOP cannot stop one side
@@ -24,7 +28,8 @@ struct Mechanism;
 class Worker;
 
 /// The valid forms, for error messages.
-inline constexpr const char* kFaultForms = "corrupt:N, slow:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
+inline constexpr const char* kFaultForms =
+    "corrupt:N, slow:MECH:NS, queue:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
 
 /// Checks IPCLAB_FAULT up front: UsageError naming the valid forms when it is set but malformed.
 void check_fault_env();
@@ -54,7 +59,8 @@ class FaultPoint {
 
   const Worker& w_;
   bool armed_ = false;  // any hook below applies to this side
-  uint64_t corrupt_every_ = 0, slow_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
+  uint64_t corrupt_every_ = 0, slow_ns_ = 0, queue_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
+  uint64_t queue_done_ = 0;  // queue: when the last message is done
   uint64_t half_window_ns_ = 0;
   uint64_t count_ = 0, window_seen_ = 0, next_stall_ = 0;
   bool stalled_ = false;

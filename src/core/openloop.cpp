@@ -98,7 +98,9 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
                       {"due", due},
                       {"sent", sent},
                       {"arrivals", spec.arrivals == ArrivalKind::Fixed ? "fixed" : "poisson"},
-                      {"pace", spec.pace == Pace::Spin ? "spin" : "sleep"},
+                      {"pace", spec.pace == Pace::Spin    ? "spin"
+                               : spec.pace == Pace::Sleep ? "sleep"
+                                                          : "busy"},
                       {"seed", spec.seed},
                       {"saturated", pt.saturated},
                       {"saturation", why},

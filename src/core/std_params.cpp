@@ -45,8 +45,9 @@ std::vector<ParamSpec> rate_params() {
           {.name = "pace",
            .type = ParamType::String,
            .def = "spin",
-           .choices = {"spin", "sleep"},
-           .help = "how a sender waits for a send time: sleep to 50 us before it then spin, or sleep only",
+           .choices = {"spin", "sleep", "busy"},
+           .help = "how a sender waits for a send time: sleep to 50 us before it then spin; sleep only; or "
+                   "busy: spin all the way (no wake-up delay, a whole CPU per sender)",
            .only_with = on_rate},
           {.name = "seed",
            .type = ParamType::Int,

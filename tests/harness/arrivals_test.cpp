@@ -72,11 +72,12 @@ TEST(Arrivals, KindsAndPacesByName) {
   EXPECT_THROW(arrival_kind_of("uniform"), UsageError);
   EXPECT_EQ(pace_of("spin"), Pace::Spin);
   EXPECT_EQ(pace_of("sleep"), Pace::Sleep);
-  EXPECT_THROW(pace_of("busy"), UsageError);
+  EXPECT_EQ(pace_of("busy"), Pace::Busy);
+  EXPECT_THROW(pace_of("yield"), UsageError);
 }
 
 TEST(PaceUntil, NeverReturnsBeforeItsTime) {
-  for (Pace pace : {Pace::Spin, Pace::Sleep}) {
+  for (Pace pace : {Pace::Spin, Pace::Sleep, Pace::Busy}) {
     for (uint64_t ahead : {0u, 1'000u, 100'000u, 2'000'000u}) {
       const uint64_t due = now_ns() + ahead;
       const uint64_t got = pace_until(due, pace);

@@ -182,6 +182,7 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
       const uint64_t now = now_ns();
       ns = std::min(ns, due > now ? due - now : 0);
       if (spec.pace == Pace::Spin) ns = ns > kSpinNs ? ns - kSpinNs : 0;
+      if (spec.pace == Pace::Busy) ns = 0;  // polls all the way
     }
     const int k = wait(ns);
     for (int e = 0; e < k && cl.error.empty(); ++e)

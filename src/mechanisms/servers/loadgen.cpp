@@ -322,6 +322,7 @@ void run_open_loop(const LoadConfig& cfg, const OpenLoop& ol, Worker& w, std::at
     const uint64_t now = now_ns();
     uint64_t left = due > now ? due - now : 0;
     if (ol.spec.pace == Pace::Spin) left = left > kSpinNs ? left - kSpinNs : 0;
+    if (ol.spec.pace == Pace::Busy) left = 0;  // polls all the way
     cs.serve(std::min(left, kScanNs));
   }
   // What the schedule made due inside the window but was not started: the one drawn, and more.
