@@ -54,8 +54,9 @@ struct RateTrace {
     lateness.record(actual > intended ? actual - intended : 0);
     ++sent;
   }
-  /// Sender, once it has seen the stop: counts what its schedule made due inside the window but
-  /// it had not sent (a sender that kept up has none; one held back by its transport many).
+  /// Sender, once it has seen the stop: counts what its schedule made due inside the window (up
+  /// to `stop_ns`, the window's end: Worker::window_end) but it had not sent (a sender that kept
+  /// up has none; one held back by its transport many).
   void stopped(Arrivals& arrivals, uint64_t stop_ns) {
     if (sent)
       while (arrivals.next() <= stop_ns) ++overdue;

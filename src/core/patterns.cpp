@@ -174,7 +174,7 @@ void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportSh
     if (measuring) out.rate.sent_one(due, at);
     out.integrity.sent = ++seq;
   }
-  out.rate.stopped(arrivals, now_ns());
+  out.rate.stopped(arrivals, w.window_end());
   send_stop_markers(w, ep, t, buf);
 }
 

@@ -369,6 +369,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   }
   window_begin_ = t_begin;
   window_end_ = t_begin ? t_end : 0;
+  ctl.window_end.store(t_end, std::memory_order_release);  // before the stop the workers see
   set_phase(kStop);
 
   // Join: workers drain and stop by themselves, under the watchdog. Once the session aborts (a

@@ -63,7 +63,8 @@ struct Control {
   std::atomic<int> abort{0};
   std::atomic<int> producers_left{0};
   std::atomic<int> consumers_left{0};
-  std::atomic<int> warming{0};  // workers whose warm-up work is not done (Worker::hold_warmup)
+  std::atomic<int> warming{0};          // workers whose warm-up work is not done (Worker::hold_warmup)
+  std::atomic<uint64_t> window_end{0};  // when the measured window closed (now_ns; 0: not yet)
   WorkerResult slots[kMaxWorkers];
 };
 
@@ -99,6 +100,9 @@ class Worker {
   /// Closes the CPU window if the worker ends before it saw the stop phase.
   void finish();
   WorkerResult& out() { return out_; }
+  /// When the measured window closed, once the worker has seen the stop (Control::window_end): an
+  /// open-loop sender counts what its schedule made due up to then (RateTrace::stopped).
+  uint64_t window_end() const { return ctl_.window_end.load(std::memory_order_acquire); }
   Control& control() { return ctl_; }
   void sample_cpu();
 

@@ -191,7 +191,7 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
 
   // What the schedule made due inside the window but was not started: the one drawn, and more.
   RateTrace& trace = cl.worker->out().rate;
-  const uint64_t stop = now_ns();
+  const uint64_t stop = cl.worker->window_end();
   if (trace.sent && due <= stop) ++trace.overdue;
   trace.stopped(arrivals, stop);
 

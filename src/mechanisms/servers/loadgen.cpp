@@ -326,7 +326,7 @@ void run_open_loop(const LoadConfig& cfg, const OpenLoop& ol, Worker& w, std::at
     cs.serve(std::min(left, kScanNs));
   }
   // What the schedule made due inside the window but was not started: the one drawn, and more.
-  const uint64_t stop = now_ns();
+  const uint64_t stop = w.window_end();
   if (out.rate.sent && due <= stop) ++out.rate.overdue;
   out.rate.stopped(arrivals, stop);
   // The sessions started before the stop are served to their end (each bounded by its time-outs),
