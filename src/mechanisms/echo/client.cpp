@@ -122,16 +122,26 @@ bool Client::received(size_t idx, const unsigned char* data, size_t n) {
   return true;
 }
 
-void drive_epoll(Client& cl) {
-  int ep = epoll_create1(EPOLL_CLOEXEC);
+int Client::epoll_set() {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) {
-    cl.error = fmt::format("epoll_create1: {}", strerror(errno));
-    return;
+    error = fmt::format("epoll_create1: {}", strerror(errno));
+    return -1;
   }
-  for (size_t i = 0; i < cl.cs.size(); ++i) {
+  for (size_t i = 0; i < cs.size(); ++i) {
     epoll_event ev{.events = EPOLLIN, .data = {.u64 = i}};
-    epoll_ctl(ep, EPOLL_CTL_ADD, cl.cs[i].fd, &ev);
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev) != 0) {
+      error = fmt::format("epoll_ctl: {}", strerror(errno));
+      ::close(ep);
+      return -1;
+    }
   }
+  return ep;
+}
+
+void drive_epoll(Client& cl) {
+  const int ep = cl.epoll_set();
+  if (ep < 0) return;
   std::vector<unsigned char> rbuf(cl.size);
   cl.begin();
   std::vector<epoll_event> evs(256);

@@ -43,6 +43,9 @@ struct Client {
   /// Opens `n` connections to 127.0.0.1:`port` (TCP_NODELAY, non-blocking); sets `error` when one
   /// fails.
   void connect(int port, size_t n);
+  /// An epoll set watching every connection for input (event data: its index), for the epoll
+  /// loops; -1 with `error` set when it cannot be made.
+  int epoll_set();
   /// Starts every connection's first message, into `kick`.
   void begin();
   /// Once per loop turn: follows the Session's phases (Worker::running). False when the loop must

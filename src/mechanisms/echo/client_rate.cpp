@@ -138,15 +138,8 @@ timespec span(uint64_t ns) { return {time_t(ns / 1'000'000'000), long(ns % 1'000
 }  // namespace
 
 void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t window_ns) {
-  const int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) {
-    cl.error = fmt::format("epoll_create1: {}", strerror(errno));
-    return;
-  }
-  for (size_t i = 0; i < cl.cs.size(); ++i) {
-    epoll_event ev{.events = EPOLLIN, .data = {.u64 = i}};
-    epoll_ctl(ep, EPOLL_CTL_ADD, cl.cs[i].fd, &ev);
-  }
+  const int ep = cl.epoll_set();
+  if (ep < 0) return;
   RateLoop loop(cl, ep, window_ns);
   std::vector<epoll_event> evs(256);
   // One sender: the whole rate on one schedule, dealt to the connections in turn.
