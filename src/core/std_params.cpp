@@ -54,6 +54,7 @@ std::vector<ParamSpec> rate_params() {
            .def = "1",
            .help = "seed of the Poisson arrivals (sender i uses seed + i)",
            .min = 0,
+           .max = 1'000'000'000'000,
            .only_with = on_rate},
           {.name = "slo_p99_us",
            .type = ParamType::Double,
