@@ -67,9 +67,9 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
 
   // Backlog: the mean corrected latency of the window's quarters (of the messages by their
   // intended times). A queue that keeps up returns to its mean; one that does not grows by
-  // (offered − served) × time, quarter after quarter. Growing: the last quarter's mean more than
-  // doubled over the first's and by more than 1 ms, and the third above the second — so that
-  // the noise of a few sessions per quarter, or one stall, is no backlog.
+  // (offered − served) × time, quarter after quarter. Growing: each quarter's mean above the one
+  // before, the last more than double the first and by more than 1 ms — so that the noise of a few
+  // sessions per quarter, or one stall late in the window, is no backlog.
   double q_sum[4] = {}, q_n[4] = {};
   for (int k = 0; k < RateTrace::kSlices; ++k) {
     q_sum[k * 4 / RateTrace::kSlices] += slice_sum[k];
@@ -79,7 +79,8 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   for (int k = 0; k < 4; ++k) q_mean[k] = q_n[k] > 0 ? q_sum[k] / q_n[k] : 0.0;
   const bool quarters = q_n[0] > 0 && q_n[1] > 0 && q_n[2] > 0 && q_n[3] > 0;
   const double growth_ns = quarters ? q_mean[3] - q_mean[0] : 0.0;
-  const bool growing = quarters && growth_ns > std::max(1e6, q_mean[0]) && q_mean[2] > q_mean[1];
+  const bool growing = quarters && growth_ns > std::max(1e6, q_mean[0]) && q_mean[1] > q_mean[0] &&
+                       q_mean[2] > q_mean[1] && q_mean[3] > q_mean[2];
 
   std::string why = cause;  // the caller's, known to it alone, comes first
   // Short by more than 1% of what was due, and by more than the one message a window's edge
