@@ -25,6 +25,20 @@ Pace pace_of(const std::string& name) {
   throw UsageError("pace '" + name + "': use spin, sleep or busy");
 }
 
+const char* name_of(ArrivalKind kind) { return kind == ArrivalKind::Fixed ? "fixed" : "poisson"; }
+
+const char* name_of(Pace pace) {
+  switch (pace) {
+    case Pace::Spin:
+      return "spin";
+    case Pace::Sleep:
+      return "sleep";
+    case Pace::Busy:
+      return "busy";
+  }
+  return "?";
+}
+
 Arrivals::Arrivals(ArrivalKind kind, double rate_per_s, uint64_t seed, uint64_t start_ns)
     : kind_(kind), gap_ns_(1e9 / rate_per_s), start_ns_(start_ns), t_ns_(double(start_ns)), rng_(seed) {
   if (!(rate_per_s > 0) || !std::isfinite(rate_per_s))

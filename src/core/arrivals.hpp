@@ -18,6 +18,9 @@ enum class Pace { Spin, Sleep, Busy };
 /// "fixed" / "poisson" and "spin" / "sleep"; anything else is a UsageError naming the choices.
 ArrivalKind arrival_kind_of(const std::string& name);
 Pace pace_of(const std::string& name);
+/// The names those read, for the record.
+const char* name_of(ArrivalKind kind);
+const char* name_of(Pace pace);
 
 /// The intended send times of one sender at `rate_per_s` messages per second, from `start_ns`
 /// (now_ns's clock). Fixed times are computed from their index, so they do not drift; Poisson

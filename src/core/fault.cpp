@@ -106,14 +106,13 @@ void FaultPoint::received(std::byte* buf, size_t n) {
     buf[n - 1] ^= std::byte(0x5a);
   if (slow_ns_) spin_until(now_ns() + slow_ns_);
   if (queue_ns_ && n >= msg::kHeaderSize && !msg::is_stop(buf, n)) {
-    // A single server in virtual time: message k is done at max(its send time, k-1's done) + NS,
+    // A single server in virtual time: message k arrives at its intended send time when it
+    // carries one (open loop: the queue sees the schedule itself, and a sender's lateness shows
+    // only beyond the wait), else at its send time, and is done at max(that, k-1's done) + NS,
     // whenever this side actually got to it — so that the machine taking this side away for a
-    // while delays only the messages due meanwhile, not every later one (the wait stays the
-    // queue's own). Returns once it is done.
-    // It arrives at its intended send time when it carries one (open loop: the queue sees the
-    // schedule itself, and a sender's lateness shows only beyond the wait), else its send time.
-    const auto h = msg::decode(buf, n, false);
-    const uint64_t at = (h.h.flags & msg::kIntended) ? h.h.intended_ns : h.h.send_ns;
+    // while delays only the messages due meanwhile, not every later one. Returns once it is done.
+    const msg::Header h = msg::read_header(buf, n);
+    const uint64_t at = (h.flags & msg::kIntended) ? h.intended_ns : h.send_ns;
     queue_done_ = std::max(queue_done_, at ? at : now_ns()) + queue_ns_;
     spin_until(queue_done_);
   }

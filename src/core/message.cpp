@@ -67,17 +67,10 @@ Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_se
       if (buf[i] != std::byte((expect_seq + i) % 255)) d.ok = false;
     return d;
   }
-  uint64_t w0 = load64(buf);
-  d.h.seq = w0 & ((uint64_t(1) << 48) - 1);
-  d.h.producer = uint32_t(w0 >> 48);
-  d.h.send_ns = load64(buf + 8);
-  uint64_t w2 = load64(buf + 16);
-  d.h.flags = uint32_t(w2);
-  size_t head = kHeaderSize;
-  if ((d.h.flags & kIntended) && len >= kIntendedHeaderSize) {
-    d.h.intended_ns = load64(buf + 24);
-    head = kIntendedHeaderSize;
-  }
+  d.h = read_header(buf, len);
+  const uint64_t w0 = load64(buf), w2 = load64(buf + 16);
+  const size_t head =
+      (d.h.flags & kIntended) && len >= kIntendedHeaderSize ? kIntendedHeaderSize : kHeaderSize;
   const uint64_t key = w0 * 0x9e3779b97f4a7c15ull;
   size_t words = (len - head) / 8;
   const std::byte* p = buf + head;
@@ -87,6 +80,17 @@ Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_se
   for (size_t i = head + words * 8; i < len; ++i) diff |= uint64_t(buf[i] != std::byte(key >> (8 * (i % 8))));
   d.ok = diff == 0;
   return d;
+}
+
+Header read_header(const std::byte* buf, size_t len) {
+  Header h;
+  const uint64_t w0 = load64(buf);
+  h.seq = w0 & ((uint64_t(1) << 48) - 1);
+  h.producer = uint32_t(w0 >> 48);
+  h.send_ns = load64(buf + 8);
+  h.flags = uint32_t(load64(buf + 16));
+  if ((h.flags & kIntended) && len >= kIntendedHeaderSize) h.intended_ns = load64(buf + 24);
+  return h;
 }
 
 bool is_stop(const std::byte* buf, size_t len) {

@@ -38,6 +38,10 @@ struct Decoded {
 /// (small messages carry it only modulo 255).
 Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq = 0);
 
+/// The header of a message of at least kHeaderSize bytes, its payload unchecked (for a hook that
+/// needs its times, not a verdict).
+Header read_header(const std::byte* buf, size_t len);
+
 /// True when the message is a stop marker.
 bool is_stop(const std::byte* buf, size_t len);
 

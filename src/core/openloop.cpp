@@ -82,26 +82,23 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   const bool growing = quarters && growth_ns > std::max(1e6, q_mean[0]) && q_mean[1] > q_mean[0] &&
                        q_mean[2] > q_mean[1] && q_mean[3] > q_mean[2];
 
-  std::string why = cause;  // the caller's, known to it alone, comes first
-  // Short by more than 1% of what was due, and by more than the one message a window's edge
-  // can cost.
+  // The caller's cause, known to it alone, comes first. Short: by more than 1% of what was due,
+  // and by more than the one message a window's edge can cost.
   const uint64_t due = sent + overdue;
-  if (!why.empty()) {
-  } else if (!(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1) {
+  const bool short_of_due = !(rec.wall_s > 0) || !sent || double(overdue) > 0.01 * double(due) + 1;
+  std::string why = cause;
+  if (why.empty() && short_of_due)
     why = fmt::format("achieved {:.0f}/s of {}/s: {} of {} due not sent", pt.achieved, rate, overdue, due);
-  } else if (growing) {
+  else if (why.empty() && growing)
     why = fmt::format("backlog grew: corrected latency +{:.2f} ms over the window", growth_ns / 1e6);
-  }
   pt.saturated = !why.empty();
 
   nlohmann::json r = {{"requested_per_s", pt.requested},
                       {"achieved_per_s", pt.achieved},
                       {"due", due},
                       {"sent", sent},
-                      {"arrivals", spec.arrivals == ArrivalKind::Fixed ? "fixed" : "poisson"},
-                      {"pace", spec.pace == Pace::Spin    ? "spin"
-                               : spec.pace == Pace::Sleep ? "sleep"
-                                                          : "busy"},
+                      {"arrivals", name_of(spec.arrivals)},
+                      {"pace", name_of(spec.pace)},
                       {"seed", spec.seed},
                       {"saturated", pt.saturated},
                       {"saturation", why},

@@ -46,7 +46,7 @@ struct RateTrace {
   uint64_t sent = 0;                  // sender: messages sent inside the measured window
   uint64_t overdue = 0;               // sender: due inside the window but not sent by its end
   uint64_t first_intended = 0;        // receiver: intended time of its first measured message
-  uint64_t slice_ns = 0;              // receiver: the window's 1/kSlices (set by begin_slices)
+  uint64_t slice_ns = 0;              // receiver: the window's 1/kSlices (set with first_intended)
   uint64_t slice_sum[kSlices] = {}, slice_n[kSlices] = {};
 
   /// Sender, per message sent in the measured window.

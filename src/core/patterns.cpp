@@ -236,37 +236,6 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   }
 }
 
-std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate);
-
-}  // namespace
-
-void run_transport(Session& s) {
-  const auto t = shape_of(s.params());
-  if (!t.roundtrip && t.size < msg::kHeaderSize)
-    throw UsageError(
-        fmt::format("throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
-                    "-p size={} or pattern=roundtrip",
-                    msg::kHeaderSize, msg::kHeaderSize));
-  if (t.roundtrip && t.producers != t.consumers)
-    throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
-  if (t.producers > kMaxPeersTracked)
-    throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
-
-  if (t.rate && t.size < msg::kIntendedHeaderSize)
-    throw UsageError(fmt::format("pattern=rate needs messages of at least {} bytes; use -p size={}",
-                                 msg::kIntendedHeaderSize, msg::kIntendedHeaderSize));
-  if (t.rate) {
-    run_rate(s, [t](Session& ss, int64_t rate) {
-      const RateSpec spec = RateSpec::of(ss.params());
-      return *transport_point(ss, t, &spec, rate);
-    });
-    return;
-  }
-  transport_point(s, t, nullptr, 0);
-}
-
-namespace {
-
 // One run of a transport: throughput, round trips, or (spec given) open loop at `rate`, whose
 // figures it returns.
 std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate) {
@@ -380,6 +349,31 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
 }
 
 }  // namespace
+
+void run_transport(Session& s) {
+  const auto t = shape_of(s.params());
+  if (!t.roundtrip && t.size < msg::kHeaderSize)
+    throw UsageError(
+        fmt::format("throughput needs messages of at least {} bytes to carry sequence and timestamp; use "
+                    "-p size={} or pattern=roundtrip",
+                    msg::kHeaderSize, msg::kHeaderSize));
+  if (t.roundtrip && t.producers != t.consumers)
+    throw UsageError("roundtrip pairs one producer with one consumer; set producers = consumers");
+  if (t.producers > kMaxPeersTracked)
+    throw UsageError(fmt::format("at most {} producers are supported", kMaxPeersTracked));
+
+  if (t.rate && t.size < msg::kIntendedHeaderSize)
+    throw UsageError(fmt::format("pattern=rate needs messages of at least {} bytes; use -p size={}",
+                                 msg::kIntendedHeaderSize, msg::kIntendedHeaderSize));
+  if (t.rate) {
+    run_rate(s, [t](Session& ss, int64_t rate) {
+      const RateSpec spec = RateSpec::of(ss.params());
+      return *transport_point(ss, t, &spec, rate);
+    });
+    return;
+  }
+  transport_point(s, t, nullptr, 0);
+}
 
 void run_loop(Session& s) {
   std::unique_ptr<Loop> loop = s.mechanism().loop(s.params());

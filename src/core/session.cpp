@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <thread>
@@ -502,18 +503,14 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   }
   // Each role's CPU (workers and peers alike), so that what one side costs — a sender's pacing,
   // a server's work per echo — shows on its own.
+  std::map<std::string, CpuUsage> role_cpu;
+  for (int i = 0; i < n; ++i) role_cpu[workers[i].role] += ctl.slots[i].cpu;
+  for (size_t k = 0; k < peers.size(); ++k) role_cpu[peers[k].role] += peer_cpu_[k];
   nlohmann::json by_role = nlohmann::json::object();
-  auto charge = [&](const std::string& role, const CpuUsage& c) {
-    auto& e = by_role[role];
-    if (e.is_null()) e = {{"user_s", 0.0}, {"sys_s", 0.0}};
-    e["user_s"] = e.value("user_s", 0.0) + c.user_s;
-    e["sys_s"] = e.value("sys_s", 0.0) + c.sys_s;
-  };
-  for (int i = 0; i < n; ++i) charge(workers[i].role, ctl.slots[i].cpu);
-  for (size_t k = 0; k < peers.size(); ++k) charge(peers[k].role, peer_cpu_[k]);
-  for (auto& [role, e] : by_role.items())
-    e["per_op_ns"] =
-        rec_.ops ? (e["user_s"].get<double>() + e["sys_s"].get<double>()) * 1e9 / double(rec_.ops) : 0.0;
+  for (auto& [role, c] : role_cpu)
+    by_role[role] = {{"user_s", c.user_s},
+                     {"sys_s", c.sys_s},
+                     {"per_op_ns", rec_.ops ? c.total_s() * 1e9 / double(rec_.ops) : 0.0}};
   rec_.extra["cpu_by_role"] = by_role;
   if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
   if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
