@@ -1,4 +1,4 @@
-"""Command line: `report`, `compare`, `screenshot`. Usage errors are one line and exit 2."""
+"""Command line: `report`, `compare`, `ab`, `screenshot`. Usage errors are one line and exit 2."""
 
 from __future__ import annotations
 
@@ -144,7 +144,13 @@ def cmd_screenshot(args):
 
 def main(argv=None) -> int:
     args = None
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv[:1] == ["ab"]:  # its own parser (ab.py): the run arguments it passes on are many
+            from .ab import cmd_ab
+
+            args = argparse.Namespace(command="ab")
+            return cmd_ab(argv[1:])
         args = parser().parse_args(argv)
         if args.command is None:
             raise UsageError("name a command: report, compare or screenshot; see `ipclab --help`")

@@ -16,6 +16,7 @@ struct RunArgs {
   // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
   std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
   bool interleave = false;
+  bool plan_only = false;  // --plan: print the plan, run nothing
 };
 
 /// `ipclab list [SUITE]`: suites, mechanisms and their parameters.
@@ -24,7 +25,7 @@ void cmd_list(const std::optional<std::string>& suite_filter);
 int cmd_env(bool as_json, const std::string& cmdline);
 /// `ipclab run`: parse → plan → run → report. Exit code: 0 ok, 1 a benchmark failed.
 int cmd_run(const RunArgs& a, const std::string& cmdline);
-/// `ipclab report` and `ipclab compare` live in the Python package report/: exec it.
+/// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);
 
 }  // namespace ipclab::cli

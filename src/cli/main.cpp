@@ -1,6 +1,6 @@
 // ipclab: one entry point. The command line is declared here; each command is one function
-// (cli/commands.hpp): list, env, report and compare (cli/commands.cpp), run — parse → plan → run → report —
-// (cli/run.cpp, on core/runner).
+// (cli/commands.hpp): list, env, report, compare and ab (cli/commands.cpp), run — parse → plan → run → report
+// — (cli/run.cpp, on core/runner).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")
       ->type_name("N");
+  run->add_flag("--plan", ra.plan_only,
+                "print the planned benchmarks as JSON lines (name, suite, mechanism, params) and run nothing")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
@@ -86,7 +89,11 @@ int main(int argc, char** argv) {
                                     "--markdown F | --pages DIR | --reduce OUT.json");
   auto* compare = app.add_subcommand(
       "compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
-  for (auto* sub : {report, compare}) {
+  auto* ab = app.add_subcommand(
+      "ab",
+      "Paired A/B runs: ab BASE_BINARY NEW_BINARY [FILTER...] [-p k=v] [--pairs N] [--b-param k=v] "
+      "[--b-env K=V] ... (see `ipclab ab --help`)");
+  for (auto* sub : {report, compare, ab}) {
     sub->allow_extras();
     sub->prefix_command();
     sub->set_help_flag();
@@ -116,6 +123,7 @@ int main(int argc, char** argv) {
     if (*env) return cmd_env(env_json, cmdline);
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
+    if (*ab) exec_python("ab", ab->remaining());
     int rc = cmd_run(ra, cmdline);
     ipc::end_run();
     return rc;

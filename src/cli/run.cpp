@@ -155,6 +155,21 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   return opts;
 }
 
+// --plan: one JSON object per line and benchmark, in plan order — its name, and the parameter
+// values as `-p` takes them back (`ipclab ab` runs each benchmark alone with them). Creates nothing.
+int print_plan(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks) {
+  if (a.out_dir || a.json || a.csv || a.markdown)
+    throw UsageError("--plan runs nothing and writes no result; drop --out, --json, --csv and --markdown");
+  for (auto& b : benchmarks) {
+    nlohmann::json params = nlohmann::json::object();
+    for (auto& [k, v] : b.params.items()) params[k] = v;
+    nlohmann::json j{
+        {"name", b.name}, {"suite", b.mech->suite}, {"mechanism", b.mech->name}, {"params", params}};
+    fmt::print("{}\n", j.dump());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
@@ -171,6 +186,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // plan
   auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
+  if (a.plan_only) return print_plan(a, benchmarks);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and

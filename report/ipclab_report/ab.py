@@ -1,0 +1,486 @@
+"""`ipclab ab BASE NEW`: paired A/B runs of one selection of benchmarks.
+
+Two runs of one build on a shared VM differ 2-4x on cross-CPU benchmarks, because they see
+different machine states (where the host put the vCPUs, who else runs). `compare` therefore needs
+a wide band. Pairing in time removes most of that noise: each benchmark runs as a short slice on
+side A, then at once as a slice on side B (one `ipclab run` process each, one repetition), so that
+the two slices of a pair see nearly the same machine. Pairs alternate their order (A B, B A, A B,
+... — ABBA), so that a drift of the machine, or a first-slice effect, falls on both sides alike.
+
+Per benchmark, with r_i = metric(B_i) / metric(A_i) over the pairs:
+  * the median ratio, and its 95% confidence interval by the bootstrap (percentile method,
+    BOOTSTRAP_RESAMPLES resamples of the pairs, seeded: the same slices give the same interval);
+  * the Wilcoxon signed-rank test of ln r_i against 0 (two-sided; exact for the pair counts used
+    here), which does not assume the ratios are normal, only symmetric around their median;
+  * the verdict: "slower" / "faster" when p < alpha AND the median ratio lies beyond the
+    threshold; "slower?" / "faster?" (too few pairs) when beyond the threshold but n pairs cannot
+    reach p < alpha at all (the smallest two-sided p is 2 / 2^n: 5 pairs give 0.0625); otherwise
+    "same". Exit status 1 on any "slower" (or a failed slice), 0 otherwise, 2 on a usage error.
+
+The two sides are two ipclab binaries (two builds; the same path twice is an A/A run) and may
+differ in their filters (--a-filter/--b-filter), parameters (--a-param/--b-param) and environment
+(--a-env/--b-env). Benchmarks pair by their position in the two sides' plans (`ipclab run --plan`),
+which must have the same length. Model and measurements: docs/methodology.md, "Paired A/B runs".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from .load import compared, load
+from .stats import median
+from .util import UsageError, fmt_time_ns, is_number, write_atomic
+
+DEFAULT_PAIRS = 10
+DEFAULT_DURATION = "0.2"
+DEFAULT_WARMUP = "0.05"
+BOOTSTRAP_RESAMPLES = 2000
+KERNEL_KEYS = ("syscalls", "context_switches", "cpu_migrations", "page_faults")
+
+EPILOG = """\
+Examples:
+  ipclab ab old/ipclab new/ipclab messaging/pipe -p size=64 -p pattern=roundtrip
+  ipclab ab B B messaging/shm_spsc -p placement=cross --a-param wait=spin --b-param wait=futex
+  ipclab ab B B messaging/pipe -p pattern=roundtrip --b-env IPCLAB_FAULT=slow:pipe:800
+  ipclab ab B B --a-filter echo/epoll --b-filter echo/uring -p connections=16 --metric cpu:server
+Verdicts (r = median over pairs of metric(B) / metric(A)):
+  same      |ln r| within the threshold, or Wilcoxon p >= alpha
+  slower    beyond the threshold and p < alpha (exit status 1)
+  faster    beyond the threshold and p < alpha, the other way
+  slower? / faster?   beyond the threshold, but too few pairs to reach p < alpha (2 / 2^n)
+Metrics: time (time per op; an open-loop point's corrected p99, a capacity search's capacity),
+cpu (CPU per op), cpu:ROLE (one role's CPU per op, e.g. cpu:server), p50, p99 (latency).
+Exit: 0 no regression, 1 a regression or a failed slice, 2 usage error."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message}; see `ipclab ab --help`")
+
+
+def _int_range(option, lo, hi, example):
+    def parse(text):
+        if not re.fullmatch(r"[0-9]+", text or "") or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: give a whole number from {lo} to {hi}, "
+                                             f"e.g. {option} {example}")
+        return int(text)
+    return parse
+
+
+def _float_range(option, lo, hi, example):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not lo < v < hi:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: give a number between {lo:g} and {hi:g}, "
+                                             f"e.g. {option} {example}")
+        return v
+    return parse
+
+
+def _assignment(option, example):
+    def parse(text):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*=.*", text or ""):
+            raise argparse.ArgumentTypeError(f"{option} {text!r} is not NAME=VALUE; e.g. {option} {example}")
+        return text
+    return parse
+
+
+def _metric(text):
+    if text in ("time", "cpu", "p50", "p99") or re.fullmatch(r"cpu:[a-z_]+", text or ""):
+        return text
+    raise argparse.ArgumentTypeError(f"--metric {text!r}: use time, cpu, cpu:ROLE (e.g. cpu:server), p50 or p99")
+
+
+def parser():
+    p = Parser(prog="ipclab ab", formatter_class=argparse.RawDescriptionHelpFormatter,
+               description="Run one selection of benchmarks on two sides (two builds, or two configurations "
+                           "of one) in alternating short slices (ABBA), and judge each benchmark by the "
+                           "median of its paired ratios, a bootstrap 95% CI and a Wilcoxon signed-rank test.",
+               epilog=EPILOG)
+    p.add_argument("base", metavar="BASE_BINARY", help="side A: an ipclab binary")
+    p.add_argument("new", metavar="NEW_BINARY", help="side B: an ipclab binary (the same path: an A/A run)")
+    p.add_argument("filters", nargs="*", metavar="FILTER", help="as for `ipclab run` (both sides)")
+    p.add_argument("-p", "--param", action="append", default=[], type=_assignment("-p", "size=64"),
+                   metavar="NAME=V1,V2", help="parameter values for both sides, as for `ipclab run`")
+    p.add_argument("--preset", choices=("quick", "full"), help="the grid of `ipclab run --preset`")
+    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="SECONDS",
+                   help=f"measured seconds per slice (default {DEFAULT_DURATION})")
+    p.add_argument("--warmup", default=DEFAULT_WARMUP, metavar="SECONDS",
+                   help=f"warm-up seconds per slice (default {DEFAULT_WARMUP})")
+    p.add_argument("--cpus", metavar="LIST", help="as for `ipclab run`")
+    p.add_argument("--pairs", type=_int_range("--pairs", 2, 1000, 10), default=DEFAULT_PAIRS, metavar="N",
+                   help=f"slices per side and benchmark (default {DEFAULT_PAIRS})")
+    p.add_argument("--threshold", type=_float_range("--threshold", 0, 1000, 5), default=5.0, metavar="PCT",
+                   help="change in percent below which a benchmark is the same (default 5)")
+    p.add_argument("--alpha", type=_float_range("--alpha", 0, 1, 0.05), default=0.05,
+                   help="significance level (default 0.05)")
+    p.add_argument("--metric", type=_metric, default="time", help="what to compare (default time; see below)")
+    p.add_argument("--seed", type=_int_range("--seed", 0, 2**63 - 1, 42), default=0, metavar="N",
+                   help="seed of the bootstrap (default 0)")
+    for side in ("a", "b"):
+        p.add_argument(f"--{side}-filter", action="append", default=[], metavar="FILTER",
+                       help=f"side {side.upper()} runs these filters instead of the common ones")
+        p.add_argument(f"--{side}-param", action="append", default=[], metavar="NAME=V",
+                       type=_assignment(f"--{side}-param", "wait=spin"),
+                       help=f"a parameter value for side {side.upper()} only (replaces a common -p of that name)")
+        p.add_argument(f"--{side}-env", action="append", default=[], metavar="NAME=VALUE",
+                       type=_assignment(f"--{side}-env", "IPCLAB_FAULT=slow:pipe:800"),
+                       help=f"an environment variable for side {side.upper()}'s runs")
+    p.add_argument("--json", metavar="FILE", help="write the comparison as JSON here (atomically)")
+    return p
+
+
+# --- the two sides ------------------------------------------------------------------------------
+
+@dataclass
+class Side:
+    label: str             # "A" or "B"
+    binary: str
+    filters: list
+    params: list           # ["name=value", ...]
+    env_set: dict
+    common: list           # --preset/--cpus arguments
+    plan: list = field(default_factory=list)
+
+    @property
+    def env(self) -> dict:
+        return dict(os.environ, **self.env_set)
+
+
+def merged_params(common, own):
+    """Common -p values with this side's own replacing those of the same name, in order."""
+    out = {}
+    for text in common + own:
+        name, value = text.split("=", 1)
+        out[name] = value
+    return [f"{k}={v}" for k, v in out.items()]
+
+
+def check_binary(path: str) -> str:
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise UsageError(f"{path} is not an executable file; give the path of an ipclab binary "
+                         "(e.g. build/release/ipclab)")
+    return os.path.abspath(path)
+
+
+def check_json_target(path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--json {path}: folder {directory} does not exist; create it or choose another path")
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        raise UsageError(f"--json {path} is a link, a folder or a special file; name a file")
+
+
+def one_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def plan_side(side: Side) -> None:
+    """`BIN run ... --plan`: the side's benchmarks, checked by the binary itself (filters, -p,
+    --cpus and the environment, e.g. a malformed IPCLAB_FAULT), before any slice runs."""
+    argv = [side.binary, "run", *side.filters]
+    for p in side.params:
+        argv += ["-p", p]
+    argv += side.common + ["--plan"]
+    try:
+        proc = subprocess.run(argv, env=side.env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"side {side.label}: cannot run {side.binary} ({e}); give a working ipclab binary") from None
+    if proc.returncode != 0:
+        why = one_line(proc.stderr) or f"exit status {proc.returncode}"
+        raise UsageError(f"side {side.label} ({side.binary}): {why.removeprefix('ipclab: ')}")
+    try:
+        side.plan = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        assert all(isinstance(b.get("name"), str) and isinstance(b.get("params"), dict) for b in side.plan)
+    except (ValueError, AssertionError, AttributeError):
+        raise UsageError(f"side {side.label}: {side.binary} printed no plan; it predates `run --plan`: "
+                         "give an ipclab binary built from this version or later") from None
+
+
+# --- slices -------------------------------------------------------------------------------------
+
+@dataclass
+class Slice:
+    value: float | None = None
+    kernel: dict | None = None
+    error: str | None = None
+    skipped: str | None = None
+    context: dict | None = None
+
+
+def metric_of(rec, metric):
+    """(label, value, higher is better) of one iteration record."""
+    if metric == "time":
+        label, get, higher = compared(rec)
+        return label, get(rec), higher
+    if metric == "cpu":
+        return "cpu/op", rec.num("cpu", "per_op_ns"), False
+    if metric.startswith("cpu:"):
+        role = metric.split(":", 1)[1]
+        return f"{role} cpu/op", rec.role_cpu(role), False
+    return metric, rec.latency(metric), False
+
+
+def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
+    """One repetition of one benchmark on one side, in its own process: (Slice, metric label,
+    higher is better)."""
+    out = os.path.join(tmp, f"slice-{k}.json")
+    argv = [side.binary, "run", f"{bench['suite']}/{bench['mechanism']}"]
+    for name, value in bench["params"].items():
+        argv += ["-p", f"{name}={value}"]
+    argv += ["--repetitions", "1", "--duration", args.duration, "--warmup", args.warmup, "--json", out]
+    if args.cpus:
+        argv += ["--cpus", args.cpus]
+    # The harness has its own stall watchdog and timeout; this one only keeps ab from hanging on a
+    # binary that has none.
+    limit = 60 + 4 * (float(args.duration) + float(args.warmup))
+    try:
+        proc = subprocess.run(argv, env=side.env, capture_output=True, text=True, timeout=limit)
+        rc, err = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = -1, f"no answer within {limit:.0f} s"
+    if rc == 2:  # the plan was accepted, so this is the binary disagreeing with itself
+        raise RuntimeError(f"side {side.label}: {bench['name']}: {one_line(err)}")
+    try:
+        rf = load(out)
+        os.unlink(out)
+    except UsageError:
+        return Slice(error=f"side {side.label}: {one_line(err) or f'exit status {rc}'}"), None, False
+    recs = [r for r in rf.records if r.run_type == "iteration"]
+    if len(recs) != 1:
+        return Slice(error=f"side {side.label}: {len(recs)} records in one slice"), None, False
+    r = recs[0]
+    if r.status == "skipped":
+        return Slice(skipped=r.error or "skipped"), None, False
+    if not r.ok:
+        return Slice(error=f"side {side.label}: {r.error}"), None, False
+    label, value, higher = metric_of(r, metric)
+    kernel = r.get("kernel", "per_op")
+    return Slice(value=value if is_number(value) and value > 0 else None,
+                 kernel=kernel if isinstance(kernel, dict) else None, context=rf.context), label, higher
+
+
+# --- statistics ---------------------------------------------------------------------------------
+
+def bootstrap_median_ci(logs, seed: int, level=0.95, resamples=BOOTSTRAP_RESAMPLES):
+    """Percentile bootstrap interval of the median of `logs` (resampling the pairs)."""
+    import numpy as np
+
+    x = np.asarray(logs, dtype=float)
+    rng = np.random.default_rng(seed)
+    meds = np.median(x[rng.integers(0, len(x), size=(resamples, len(x)))], axis=1)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def wilcoxon_p(logs) -> float:
+    """Two-sided Wilcoxon signed-rank p of the log ratios against 0; 1 when every pair is equal."""
+    from scipy.stats import wilcoxon
+
+    if all(v == 0 for v in logs):
+        return 1.0
+    try:
+        return float(wilcoxon(logs, alternative="two-sided").pvalue)
+    except ValueError:
+        return 1.0
+
+
+def judge(logs, higher_better: bool, threshold_pct: float, alpha: float, seed: int) -> dict:
+    n = len(logs)
+    m = median(logs)
+    lo, hi = bootstrap_median_ci(logs, seed)
+    p = wilcoxon_p(logs)
+    beyond = abs(m) > math.log1p(threshold_pct / 100)
+    worse = (m > 0) != higher_better
+    word = "slower" if worse else "faster"
+    if not beyond:
+        verdict = "same"
+    elif 2 / 2 ** n >= alpha:
+        verdict = f"{word}? (too few pairs)"
+    elif p < alpha:
+        verdict = word
+    else:
+        verdict = f"same (not significant, p={p:.2g})"
+    return {"median_ratio": math.exp(m), "ci": [math.exp(lo), math.exp(hi)], "p": p, "verdict": verdict}
+
+
+def kernel_medians(slices):
+    out = {}
+    for key in KERNEL_KEYS:
+        v = median([s.kernel.get(key) for s in slices if s.kernel])
+        if v is not None:
+            out[key] = v
+    return out or None
+
+
+# --- output -------------------------------------------------------------------------------------
+
+def fmt_value(v, label):
+    if label == "capacity":
+        return f"{v:,.0f}/s" if is_number(v) else "—"
+    return fmt_time_ns(v)
+
+
+def short_names(plans):
+    """Names for the table: suite/mechanism and only the parameters whose values differ among the
+    planned benchmarks of both sides (the JSON keeps the full names)."""
+    every = [b for plan in plans for b in plan]
+    keys = {k for b in every for k in b["params"]}
+    varying = [k for k in sorted(keys) if len({b["params"].get(k) for b in every}) > 1]
+    return [[f"{b['suite']}/{b['mechanism']}" + "".join(f"/{k}:{b['params'][k]}" for k in varying
+                                                      if k in b["params"]) for b in plan] for plan in plans]
+
+
+def format_table(rows, head) -> str:
+    lines = [head, ""]
+    cols = ["benchmark", "metric", "A", "B", "B/A", "95% CI", "p", "sys/op A→B", "verdict"]
+    table = []
+    for r in rows:
+        ka, kb = (r.get("kernel_per_op") or {}).get("a"), (r.get("kernel_per_op") or {}).get("b")
+        sysop = (f"{ka['syscalls']:.2f}→{kb['syscalls']:.2f}"
+                 if ka and kb and "syscalls" in ka and "syscalls" in kb else "—")
+        name = r["short"] if r["short"] == r["short_b"] else f"{r['short']} ↔ {r['short_b']}"
+        if r.get("median_ratio") is None:
+            table.append([name, r.get("metric") or "", "—", "—", "—", "—", "—", sysop, r["verdict"]])
+            continue
+        table.append([name, r["metric"], fmt_value(r["a"], r["metric"]), fmt_value(r["b"], r["metric"]),
+                      f"{r['median_ratio']:.3f}", f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]", f"{r['p']:.2g}",
+                      sysop, r["verdict"]])
+    widths = [max(len(c), *(len(t[i]) for t in table)) if table else len(c) for i, c in enumerate(cols)]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+    for t in table:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(t, widths)).rstrip())
+    return "\n".join(lines)
+
+
+# --- the command --------------------------------------------------------------------------------
+
+def cmd_ab(argv) -> int:
+    args = parser().parse_intermixed_args(argv)  # filters may come after options, as for `run`
+    base, new = check_binary(args.base), check_binary(args.new)
+    for option in ("duration", "warmup"):  # the binary checks their ranges in its plan
+        try:
+            float(getattr(args, option))
+        except ValueError:
+            raise UsageError(f"--{option} {getattr(args, option)!r}: give seconds, e.g. --{option} 0.2") from None
+    if args.json:
+        check_json_target(args.json)
+    common = (["--preset", args.preset] if args.preset else []) + (["--cpus", args.cpus] if args.cpus else [])
+    # --duration and --warmup go to the plan too, so that the binary checks their ranges now.
+    check = ["--duration", args.duration, "--warmup", args.warmup]
+    sides = []
+    for label, binary in (("A", base), ("B", new)):
+        s = label.lower()
+        env = dict(e.split("=", 1) for e in getattr(args, f"{s}_env"))
+        sides.append(Side(label, binary, getattr(args, f"{s}_filter") or args.filters,
+                          merged_params(args.param, getattr(args, f"{s}_param")), env, common + check))
+    for s in sides:
+        plan_side(s)
+        s.common = common
+    a, b = sides
+    if len(a.plan) != len(b.plan):
+        raise UsageError(f"side A plans {len(a.plan)} benchmarks and side B {len(b.plan)}: the sides must pair "
+                         "one to one; make their filters and parameters select as many points")
+
+    benches = list(range(len(a.plan)))
+    slices = {i: ([], []) for i in benches}  # per benchmark: A's and B's slices, pair by pair
+    meta = {}
+    dead = {}  # benchmark -> why it stopped (a failed or skipped slice)
+    total = args.pairs * len(benches) * 2
+    progress = sys.stderr.isatty()
+    started = time.monotonic()
+    done = 0
+    tmp = tempfile.mkdtemp(prefix="ipclab-ab-")  # 0700; removed on every way out below
+    try:
+        for pair in range(args.pairs):
+            order = (0, 1) if pair % 2 == 0 else (1, 0)  # A B, B A, A B, ...: ABBA
+            for i in benches:
+                for side_index in order:
+                    done += 1
+                    if i in dead:
+                        continue
+                    side = sides[side_index]
+                    bench = side.plan[i]
+                    if progress:
+                        eta = (time.monotonic() - started) / max(done - 1, 1) * (total - done + 1)
+                        print(f"\r\033[K[{done}/{total}] pair {pair + 1} {side.label} {bench['name']} "
+                              f"(ETA {eta:.0f}s)", end="", file=sys.stderr, flush=True)
+                    sl, label, higher = run_slice(side, bench, args, tmp, done, args.metric)
+                    if sl.error or sl.skipped:
+                        dead[i] = ("failed", sl.error) if sl.error else ("skipped", sl.skipped)
+                        continue
+                    if label:
+                        meta.setdefault(i, (label, higher))
+                    slices[i][side_index].append(sl)
+        if progress:
+            print("\r\033[K", end="", file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    rows = []
+    short_a, short_b = short_names([a.plan, b.plan])
+    for i in benches:
+        name, name_b = a.plan[i]["name"], b.plan[i]["name"]
+        row = {"name": name, "short": short_a[i], "short_b": short_b[i]}
+        if name_b != name:
+            row["name_b"] = name_b
+        if i in dead:
+            status, why = dead[i]
+            row.update(verdict=status, error=why, metric=None, median_ratio=None)
+            rows.append(row)
+            continue
+        label, higher = meta.get(i, (None, False))
+        sa, sb = slices[i]
+        pairs = [(x.value, y.value) for x, y in zip(sa, sb) if x.value and y.value]
+        row.update(metric=label, higher_better=higher, a=median([x for x, _ in pairs]),
+                   b=median([y for _, y in pairs]), ratios=[y / x for x, y in pairs])
+        row["kernel_per_op"] = {"a": kernel_medians(sa), "b": kernel_medians(sb)}
+        if len(pairs) < 2:
+            row.update(verdict="failed", error=f"{len(pairs)} pairs gave the metric {label}", median_ratio=None)
+        else:
+            seed = (args.seed ^ zlib.crc32(name.encode())) & (2**63 - 1)
+            row.update(judge([math.log(r) for r in row["ratios"]], higher, args.threshold, args.alpha, seed))
+        rows.append(row)
+
+    def env_text(side):
+        return "".join(f" {k}={v}" for k, v in side.env_set.items())
+
+    load_avg = os.getloadavg()
+    head = (f"ab: A = {a.binary}{env_text(a)}\n    B = {b.binary}{env_text(b)}\n"
+            f"    {args.pairs} pairs in ABBA order, slices of {args.duration} s after {args.warmup} s warm-up; "
+            f"threshold {args.threshold:g}%, alpha {args.alpha:g}; load {' '.join(f'{x:.2f}' for x in load_avg)}")
+    print(format_table(rows, head))
+    for r in rows:
+        if r.get("error"):
+            print(f"{r['verdict'].upper()} {r['name']}: {r['error']}", file=sys.stderr)
+    regressions = [r["name"] for r in rows if r["verdict"] == "slower"]
+    failed = [r["name"] for r in rows if r["verdict"] == "failed"]
+    for r in rows:
+        del r["short"], r["short_b"]
+    if args.json:
+        context = next((s.context for i in benches for s in slices[i][0] if s.context), None)
+        doc = {"ab": {"a": {"binary": a.binary, "filters": a.filters, "params": a.params, "env": a.env_set},
+                      "b": {"binary": b.binary, "filters": b.filters, "params": b.params, "env": b.env_set},
+                      "pairs": args.pairs, "order": "ABBA", "duration_s": float(args.duration),
+                      "warmup_s": float(args.warmup), "threshold_pct": args.threshold, "alpha": args.alpha,
+                      "metric": args.metric, "seed": args.seed, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+                      "load_avg": list(load_avg), "elapsed_s": time.monotonic() - started},
+               "context": context, "benchmarks": rows, "regressions": regressions, "failed": failed}
+        write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 1 if regressions or failed else 0
