@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from .load import CAPACITY, TIME_PER_OP, compared, load_all, samples, summaries
 from .stats import median
-from .util import fmt_si, fmt_time_ns
+from .util import fmt_si, fmt_time_ns, is_number
 
 DEFAULT_NOISE_PCT = 25.0
 SPREAD_QUANTILE = 0.75   # heavy-tailed between-run changes: the median deviation understates them
@@ -77,6 +77,8 @@ class Comparison:
     placement: str = ""
     metric: str = TIME_PER_OP[0]
     state: str = ""        # a change no ratio describes: "became saturated", "no longer saturated"
+    base_ci: tuple | None = None   # the aggregate's bootstrap 95% CI of its median time per op
+    new_ci: tuple | None = None
 
 
 def min_p_value(n1: int, n2: int) -> float:
@@ -251,6 +253,8 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
         c = compare_samples(name, bv, nv, threshold_pct, alpha, band, higher_better=higher_better)
         c.placement = p.placement if p else placement_class(info[name])
         c.metric = metric
+        if metric == TIME_PER_OP[0]:
+            c.base_ci, c.new_ci = median_ci(info[name]), median_ci(info_new[name])
         rows.append(c)
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
@@ -264,13 +268,26 @@ def _figure(metric: str, v) -> str:
     return fmt_time_ns(v) if metric == TIME_PER_OP[0] else f"{metric} {fmt_time_ns(v)}"
 
 
+def median_ci(r):
+    """The harness's bootstrap 95% CI of a benchmark's median time per op (aggregate `ci`), or None."""
+    v = r.get("ci", "time_per_op_ns")
+    return (v[0], v[1]) if isinstance(v, list) and len(v) == 2 and all(is_number(x) for x in v) else None
+
+
+def _ci_text(ci, mid) -> str:
+    """A CI as its half-width relative to the median: '±1.2%'."""
+    if not ci or not mid:
+        return "—"
+    return f"±{(ci[1] - ci[0]) / 2 / mid * 100:.1f}%"
+
+
 def _band_text(c: Comparison) -> str:
     return f"x{c.band.factor:.2f}" if c.band else "—"
 
 
 def format_table(result: CompareResult, threshold_pct: float, alpha: float,
                  noise_pct: float = DEFAULT_NOISE_PCT) -> str:
-    head = ("benchmark", "base", "new", "change", "band", "p", "reps", "verdict")
+    head = ("benchmark", "base", "new", "CI base/new", "change", "band", "p", "reps", "verdict")
     body = []
     for c in result.rows:
         change = f"{(c.ratio - 1) * 100:+.1f}%" if c.ratio is not None else "—"
@@ -280,10 +297,12 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
                              "saturated" if c.state in ("both saturated", "became saturated") else "—")
         else:
             base_v, new_v = (_figure(c.metric, c.base_median), _figure(c.metric, c.new_median))
-        body.append((c.name, base_v, new_v, change, _band_text(c) if not c.state else "—", p,
+        ci = (f"{_ci_text(c.base_ci, c.base_median)}/{_ci_text(c.new_ci, c.new_median)}"
+              if c.base_ci or c.new_ci else "—")
+        body.append((c.name, base_v, new_v, ci, change, _band_text(c) if not c.state else "—", p,
                      f"{c.base_n}/{c.new_n}", c.verdict))
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
-    right = {1, 2, 3, 4, 5, 6}
+    right = {1, 2, 3, 4, 5, 6, 7}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)

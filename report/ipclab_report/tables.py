@@ -1,10 +1,11 @@
-"""The result table every output shares: name, time/op, rate, p50, p99, CPU/op, ctx/op, status."""
+"""The result table every output shares: name, time/op, rate, p50, p99, CPU/op, ctx/op, sys/op
+(system calls per op, from the kernel counters), status."""
 
 from __future__ import annotations
 
 from .util import fmt_float, fmt_si, fmt_time_ns, is_number
 
-COLUMNS = ["name", "time/op", "rate", "p50", "p99", "CPU/op", "ctx/op", "status"]
+COLUMNS = ["name", "time/op", "rate", "p50", "p99", "CPU/op", "ctx/op", "sys/op", "status"]
 
 
 def row(r, multi=False) -> dict:
@@ -20,6 +21,7 @@ def row(r, multi=False) -> dict:
         "p99": fmt_time_ns(r.latency("p99")) if ok else "—",
         "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns")) if ok else "—",
         "ctx/op": fmt_float(r.num("cpu", "ctx_per_op")) if ok else "—",
+        "sys/op": fmt_float(r.num("kernel", "per_op", "syscalls")) if ok else "—",
         "status": r.status,
         "error": r.error or (f"saturated: {r.get('extra', 'rate', 'saturation') or 'achieved rate short of the request'}"
                              if r.saturated else ""),

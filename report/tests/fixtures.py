@@ -198,12 +198,19 @@ def make_result(suites=None, repetitions=3, aggregates=True, seed=1, speed=None,
                                          "observed": [1 if params.get("placement") == "cross" else 0]}]},
                 "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
                 "extra": _extra(extra_kind, rng, params, ops),
+                "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
             })
             iters.append(rec)
         benchmarks += iters
         if aggregates:
             benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname, kernel, date), "benchmarks": benchmarks}
+
+
+def _kernel(ops, syscalls_per_op, ctx):
+    totals = {"context_switches": ctx, "cpu_migrations": 0, "page_faults": 12, "syscalls": ops * syscalls_per_op + 40}
+    return {"scope": "window", "totals": totals, "per_op": {k: v / ops for k, v in totals.items()},
+            "hardware_unavailable": "no hardware PMU"}
 
 
 def _aggregate(iters):
@@ -222,6 +229,10 @@ def _aggregate(iters):
     agg["extra"] = iters[mid]["extra"]
     agg["placement"] = iters[mid]["placement"]
     agg["integrity"] = {k: sum(r["integrity"][k] for r in iters) for k in first["integrity"]}
+    if "kernel" in first:
+        agg["kernel"] = {"scope": first["kernel"]["scope"],
+                         "per_op": {k: statistics.median(r["kernel"]["per_op"][k] for r in iters)
+                                    for k in first["kernel"]["per_op"]}}
     m = statistics.median(times)
     sd = statistics.stdev(times) if len(times) > 1 else 0.0
     agg["spread"] = {"metric": "time_per_op_ns", "min": min(times), "max": max(times), "stddev": sd,

@@ -138,3 +138,14 @@ def test_slice_keeps_mechanisms_with_parameters_of_their_own():
     # Without mechanism as a kept dimension, a partial parameter is fixed once for all records.
     sl, fixed = slice_records(recs, keep=("size",))
     assert fixed["mechanism"] == "shm_spsc" and {r.mechanism for r in sl} == {"shm_spsc"}
+
+
+def test_tables_show_system_calls_per_op(results):
+    from ipclab_report.load import load, summaries
+    from ipclab_report.tables import row
+
+    pipes = [s for s in summaries(load(results[0])) if s.ok and s.mechanism == "pipe"]
+    assert pipes
+    for s in pipes:
+        assert row(s)["sys/op"] == f"{s.num('kernel', 'per_op', 'syscalls'):.3g}"
+        assert 4 <= s.num("kernel", "per_op", "syscalls") < 4.01
