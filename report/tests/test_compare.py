@@ -308,3 +308,11 @@ def test_files_with_no_benchmark_in_common_exit_2_and_list_each_side(tmp_path, c
     assert len(err) == 1 and "share no benchmark" in err[0], captured.err
     assert "only in BASE: anchors/null" in captured.out
     assert "only in NEW: servers/epoll_lt/clients:2000" in captured.out
+
+
+def test_the_table_shows_each_sides_confidence_interval(tmp_path, capsys):
+    base, new = _pair(tmp_path)
+    main(["compare", str(base), str(new)])
+    out = capsys.readouterr().out
+    assert "CI base/new" in out.splitlines()[0]
+    assert "±1.0%/±1.0%" in out  # the fixtures' aggregates carry a CI of ±1% of their median
