@@ -338,12 +338,17 @@ def fmt_value(v, label):
 
 def short_names(plans):
     """Names for the table: suite/mechanism and only the parameters whose values differ among the
-    planned benchmarks of both sides (the JSON keeps the full names)."""
-    every = [b for plan in plans for b in plan]
-    keys = {k for b in every for k in b["params"]}
-    varying = [k for k in sorted(keys) if len({b["params"].get(k) for b in every}) > 1]
-    return [[f"{b['suite']}/{b['mechanism']}" + "".join(f"/{k}:{b['params'][k]}" for k in varying
-                                                      if k in b["params"]) for b in plan] for plan in plans]
+    planned points of that mechanism on both sides (the JSON keeps the full names)."""
+    by_mech = {}
+    for b in (b for plan in plans for b in plan):
+        by_mech.setdefault(f"{b['suite']}/{b['mechanism']}", []).append(b["params"])
+
+    def short(b):
+        mech = f"{b['suite']}/{b['mechanism']}"
+        points = by_mech[mech]
+        return mech + "".join(f"/{k}:{v}" for k, v in sorted(b["params"].items())
+                              if len({p.get(k) for p in points}) > 1)
+    return [[short(b) for b in plan] for plan in plans]
 
 
 def format_table(rows, head) -> str:
