@@ -502,3 +502,56 @@ def capacity_walk(records, *, multi=False):
     _legend(fig, [ax], len(recs))
     return Plot(title=title, uri=_svg_uri(fig), note="Saturated trials are marked × at the top.",
                 used={id(r) for r in recs})
+
+
+# --- time series ---------------------------------------------------------------------------------
+
+MAX_FLAGGED = 6
+
+
+def series_flags(r) -> list:
+    """The flags of a summary record (its aggregate's `flags`, else its repetitions' series flags)."""
+    flags = r.get("flags")
+    if isinstance(flags, list):
+        return [f for f in flags if isinstance(f, str)]
+    return sorted({f for it in r.source.iterations if it.name == r.name
+                   for f in (it.get("series", "flags") or []) if isinstance(f, str)})
+
+
+def flagged_series(records, *, multi=False):
+    """One panel per flagged benchmark (non-steady or bimodal, docs/methodology.md "Time slices"):
+    the rate of each of its repetitions over the 20 slices of the measured window, so that a trend
+    or two levels can be seen rather than read from a flag."""
+    flagged = [r for r in records if r.ok and series_flags(r)][:MAX_FLAGGED]
+    panels = []
+    for r in flagged:
+        reps = [it for it in r.source.iterations if it.name == r.name and it.ok
+                and isinstance(it.get("series", "rate_per_s"), list) and isinstance(it.get("series", "t_ns"), list)]
+        if reps:
+            panels.append((r, reps))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.2, 2.3 * len(panels) + 0.4), layout="constrained",
+                             squeeze=False)
+    name = compact_labels([r for r, _ in panels])  # the full names do not fit a panel's title
+    for ax, (r, reps) in zip(axes[:, 0], panels):
+        for i, it in enumerate(reps):
+            t, rate = it.get("series", "t_ns"), it.get("series", "rate_per_s")
+            xs = [(a + b) / 2e6 for a, b in zip(t, t[1:])]
+            pts = [(x, y) for x, y in zip(xs, rate) if is_number(y)]
+            if not pts:
+                continue
+            own = it.get("series", "flags") or []
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)], markersize=3,
+                    linewidth=1.6 if own else 0.8, color=PALETTE[i % len(PALETTE)],
+                    label=f"rep {it.get('repetition')}" + (f" ({', '.join(own)})" if own else ""))
+        _si_axis(ax.yaxis)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("ops/s")
+        ax.set_title(f"{r.suite}: {name(r)}" + (f" · {r.source.tag}" if multi else "") +
+                     f" — {', '.join(series_flags(r))}", fontsize=9, loc="left")
+        ax.legend(loc="best", fontsize=7.5)
+    axes[-1, 0].set_xlabel("time in the measured window (ms)")
+    title = "Time series of flagged runs"
+    return Plot(title=title, uri=_svg_uri(fig),
+                note="rate per slice of each repetition; bold: the repetitions flagged themselves")

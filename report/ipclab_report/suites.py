@@ -4,7 +4,7 @@ suite's plots (a parameter renamed, a new mechanism), get the generic time-per-o
 from __future__ import annotations
 
 from . import plots
-from .plots import capacity_walk, latency_cdf, record_bars, slice_records, sweep, vs_load
+from .plots import capacity_walk, flagged_series, latency_cdf, record_bars, slice_records, sweep, vs_load
 from .util import is_number
 
 SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
@@ -184,6 +184,13 @@ def suite_plots(suite, recs, multi):
         p = generic(rest, multi, title=title)
         if p:
             out.append(p)
+    try:
+        p = flagged_series(recs, multi=multi)
+        if p:
+            out.append(p)
+    except Exception as e:  # as above: a plot never takes the report down
+        import sys
+        print(f"ipclab report: warning: {suite} time series failed ({e!r})", file=sys.stderr)
     return out
 
 

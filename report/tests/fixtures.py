@@ -200,11 +200,25 @@ def make_result(suites=None, repetitions=3, aggregates=True, seed=1, speed=None,
                 "extra": _extra(extra_kind, rng, params, ops),
                 "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
             })
+            if suite == "messaging" and status == "ok":
+                # shm_spsc_futex cross-CPU runs at two levels, as the reference's shm ping-pong does
+                rec["series"] = _series(rng, ops, wall, mech == "shm_spsc_futex" and params.get("placement") == "cross")
             iters.append(rec)
         benchmarks += iters
         if aggregates:
             benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname, kernel, date), "benchmarks": benchmarks}
+
+
+def _series(rng, ops, wall, bimodal):
+    """20 slices of the window; `bimodal`: the later half at a third of the rate."""
+    t = [round(wall * 1e9 * k / 20) for k in range(21)]
+    weights = [(1 if not bimodal or k < 10 else 1 / 3) * rng.uniform(0.97, 1.03) for k in range(20)]
+    counts = [int(ops * w / sum(weights)) for w in weights]
+    counts[0] += ops - sum(counts)
+    rates = [c / ((b - a) / 1e9) for c, a, b in zip(counts, t, t[1:])]
+    return {"slices": 20, "t_ns": t, "ops": counts, "rate_per_s": rates, "p50_ns": [None] * 20,
+            "p99_ns": [None] * 20, "flags": ["bimodal"] if bimodal else []}
 
 
 def _kernel(ops, syscalls_per_op, ctx):
@@ -229,6 +243,8 @@ def _aggregate(iters):
     agg["extra"] = iters[mid]["extra"]
     agg["placement"] = iters[mid]["placement"]
     agg["integrity"] = {k: sum(r["integrity"][k] for r in iters) for k in first["integrity"]}
+    if "series" in first:
+        agg["flags"] = sorted({f for r in iters for f in r["series"]["flags"]})
     if "kernel" in first:
         agg["kernel"] = {"scope": first["kernel"]["scope"],
                          "per_op": {k: statistics.median(r["kernel"]["per_op"][k] for r in iters)

@@ -149,3 +149,11 @@ def test_tables_show_system_calls_per_op(results):
     for s in pipes:
         assert row(s)["sys/op"] == f"{s.num('kernel', 'per_op', 'syscalls'):.3g}"
         assert 4 <= s.num("kernel", "per_op", "syscalls") < 4.01
+
+
+def test_flagged_runs_get_their_time_series(report_html):
+    text = report_html.read_text()
+    m = re.search(rf'<section id="{anchor("messaging")}" class="suite">(.*?)</section>', text, re.S)
+    assert "Time series of flagged runs" in m.group(1)
+    # Only the messaging fixtures carry series, and only shm_spsc_futex cross-CPU is flagged.
+    assert text.count("Time series of flagged runs") == 1
