@@ -537,9 +537,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
   if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
   delete hist;
-  // The series, when the window ran its whole --duration and every worker counts as it goes.
+  // The series, when the window ran its whole --duration (past its last boundary: a window that
+  // its workers' finish closed may end a hair before it) and every worker counts as it goes.
   bool series = t_begin && !whole && until_done == 0 && slice_at.size() == size_t(kSlices - 1) &&
-                rec_.status == Status::Ok;
+                slice_at.back() < t_end && rec_.status == Status::Ok;
   for (int i = 0; i < n; ++i) series = series && workers[i].series;
   if (series) {
     std::vector<uint64_t> t_ns{0}, ops(kSlices, 0);

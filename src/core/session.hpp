@@ -88,7 +88,7 @@ struct Control {
   std::atomic<int> consumers_left{0};
   std::atomic<int> warming{0};          // workers whose warm-up work is not done (Worker::hold_warmup)
   std::atomic<uint64_t> window_end{0};  // when the measured window closed (now_ns; 0: not yet)
-  std::atomic<int> slice{0};  // the measured window's current slice (kSlices), set by the coordinator
+  std::atomic<int> slice{0};  // the measured window's current slice, 0..kSlices-1 (set by the coordinator)
   WorkerResult slots[kMaxWorkers];
 };
 

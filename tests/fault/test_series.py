@@ -72,7 +72,10 @@ def test_a_steady_run_has_a_series_and_flags(lab):
     assert r.returncode == 0, r.stderr
     for it in iterations(out):
         check_series(it)
-        assert all(isinstance(p, int) for p in it["series"]["p50_ns"]), it["series"]["p50_ns"]
+        # Round trips are timed: a slice has its quantiles unless the machine took it whole.
+        p50 = it["series"]["p50_ns"]
+        assert all(p is None or isinstance(p, int) for p in p50), p50
+        assert sum(isinstance(p, int) for p in p50) >= 15, p50
     agg = aggregate(out)
     assert isinstance(agg["flags"], list)
     assert "series" not in agg
