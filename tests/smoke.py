@@ -63,6 +63,15 @@ for b in doc["benchmarks"]:
             problems.append(f'{b["name"]}: latency percentiles out of order')
         elif sum(lat["histogram"]["counts"]) != lat["count"]:
             problems.append(f'{b["name"]}: histogram counts do not add up to count')
+    series = b.get("series")
+    if series is not None:
+        # docs/json-schema.md: 20 slices, 21 boundaries up to the window's length, ops adding up.
+        if len(series["t_ns"]) != series["slices"] + 1 or len(series["ops"]) != series["slices"]:
+            problems.append(f'{b["name"]}: series of the wrong length')
+        elif sum(series["ops"]) != b["ops"]:
+            problems.append(f'{b["name"]}: series ops add up to {sum(series["ops"])}, not {b["ops"]}')
+        elif sorted(series["t_ns"]) != series["t_ns"] or not isinstance(series["flags"], list):
+            problems.append(f'{b["name"]}: series boundaries out of order or flags not a list')
 for m in sorted(mechanisms - seen):
     problems.append(f"{m}: listed but produced no record")
 

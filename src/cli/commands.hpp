@@ -15,6 +15,7 @@ struct RunArgs {
   std::vector<std::string> params;
   // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
   std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
+  std::optional<std::string> ci_target, max_repetitions;  // with --repetitions auto
   bool interleave = false;
   bool plan_only = false;  // --plan: print the plan, run nothing
 };

@@ -52,7 +52,14 @@ int main(int argc, char** argv) {
   run->add_option("-p,--param", ra.params,
                   "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
   text_option(run, "--repetitions", ra.repetitions,
-              "repetitions of each benchmark, 1..1000 (default 3; full 5)")
+              "repetitions of each benchmark, 1..1000 (default 3; full 5), or auto: until the 95% CI of "
+              "the median time/op is narrow enough (--ci-target, --max-repetitions)")
+      ->type_name("N|auto");
+  text_option(run, "--ci-target", ra.ci_target,
+              "with --repetitions auto: the CI half-width to reach, in % of the median, >0..100 (default 2)")
+      ->type_name("PCT");
+  text_option(run, "--max-repetitions", ra.max_repetitions,
+              "with --repetitions auto: the most repetitions of a benchmark, 5..1000 (default 30)")
       ->type_name("N");
   text_option(run, "--duration", ra.duration,
               "measured seconds per repetition, 0.001..3600 (default 1; quick 0.25; full 2)")

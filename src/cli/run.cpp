@@ -134,11 +134,35 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
           fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", *a.warmup));
     opts.warmup_s = *v;
   }
-  if (a.repetitions) {
+  const bool autorep = a.repetitions && *a.repetitions == "auto";
+  if ((a.ci_target || a.max_repetitions) && !autorep)
+    throw UsageError(fmt::format("{} applies to --repetitions auto; add --repetitions auto or drop {}",
+                                 a.ci_target ? "--ci-target" : "--max-repetitions",
+                                 a.ci_target ? "--ci-target" : "--max-repetitions"));
+  if (autorep) {
+    opts.ci_target_pct = 2.0;
+    if (a.ci_target) {
+      auto v = parse_real(*a.ci_target);
+      if (!v || !(*v > 0 && *v <= 100))
+        throw UsageError(fmt::format(
+            "--ci-target '{}': give a percentage above 0 up to 100, e.g. --ci-target 2", *a.ci_target));
+      opts.ci_target_pct = *v;
+    }
+    if (a.max_repetitions) {
+      auto v = parse_integer(*a.max_repetitions);
+      if (!v || !(*v >= kAutoMinRepetitions && *v <= 1000))
+        throw UsageError(
+            fmt::format("--max-repetitions '{}': give a whole number from {} to 1000, e.g. "
+                        "--max-repetitions 30",
+                        *a.max_repetitions, kAutoMinRepetitions));
+      opts.max_repetitions = int(*v);
+    }
+  } else if (a.repetitions) {
     auto v = parse_integer(*a.repetitions);
     if (!v || !(*v >= 1 && *v <= 1000))
-      throw UsageError(fmt::format(
-          "--repetitions '{}': give a whole number from 1 to 1000, e.g. --repetitions 5", *a.repetitions));
+      throw UsageError(
+          fmt::format("--repetitions '{}': give a whole number from 1 to 1000, or auto, e.g. --repetitions 5",
+                      *a.repetitions));
     opts.repetitions = int(*v);
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
@@ -200,7 +224,13 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // run
   nlohmann::json context = collect_environment(cmdline);
   context["preset"] = a.preset.value_or("default");
-  context["repetitions"] = opts.repetitions;
+  if (opts.ci_target_pct > 0) {
+    context["repetitions"] = "auto";
+    context["ci_target_pct"] = opts.ci_target_pct;
+    context["max_repetitions"] = opts.max_repetitions;
+  } else {
+    context["repetitions"] = opts.repetitions;
+  }
   context["duration_s"] = opts.duration_s;
   context["warmup_s"] = opts.warmup_s;
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);

@@ -18,8 +18,9 @@ namespace {
 
 struct Fault {
   uint64_t corrupt_every = 0;
-  std::string mech;  // slow, queue and stall: the mechanism they apply to
+  std::string mech;  // slow, ramp, queue and stall: the mechanism they apply to
   uint64_t slow_ns = 0;
+  uint64_t ramp_ns = 0;
   uint64_t queue_ns = 0;
   std::string stall_role;
   uint64_t stall_ms = 0;
@@ -61,6 +62,9 @@ Fault parse() {
   } else if (parts[0] == "slow" && parts.size() == 3 && !parts[1].empty()) {
     f.mech = parts[1];
     if (!(f.slow_ns = count_of(parts[2]))) throw bad();
+  } else if (parts[0] == "ramp" && parts.size() == 3 && !parts[1].empty()) {
+    f.mech = parts[1];
+    if (!(f.ramp_ns = count_of(parts[2]))) throw bad();
   } else if (parts[0] == "stall" && (parts.size() == 4 || parts.size() == 5) && !parts[1].empty()) {
     f.mech = parts[1];
     f.stall_role = parts[2];
@@ -86,25 +90,33 @@ void spin_until(uint64_t until) {
 void check_fault_env() { parse(); }
 
 FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w)
-    : w_(w), half_window_ns_(uint64_t(duration_s * 0.5e9)) {
+    : w_(w), window_ns_(uint64_t(duration_s * 1e9)), half_window_ns_(uint64_t(duration_s * 0.5e9)) {
   const Fault f = parse();
   const bool this_mech = f.mech == mech.name || f.mech == mech.full_name();
   const bool receiver = role == "consumer" || role == "server";
-  // Only what applies to this side: corrupt and slow act on receivers, stall on its own role.
+  // Only what applies to this side: corrupt, slow and ramp act on receivers, stall on its own role.
   if (receiver) corrupt_every_ = f.corrupt_every;
   if (receiver && this_mech) slow_ns_ = f.slow_ns;
+  if (receiver && this_mech) ramp_ns_ = f.ramp_ns;
   if (receiver && this_mech) queue_ns_ = f.queue_ns;
   if (this_mech && f.stall_role == role) {
     stall_ns_ = f.stall_ms * 1'000'000;
     period_ns_ = f.stall_every_ms * 1'000'000;
   }
-  armed_ = corrupt_every_ || slow_ns_ || queue_ns_ || stall_ns_;
+  armed_ = corrupt_every_ || slow_ns_ || ramp_ns_ || queue_ns_ || stall_ns_;
 }
 
 void FaultPoint::received(std::byte* buf, size_t n) {
   if (corrupt_every_ && !msg::is_stop(buf, n) && ++count_ % corrupt_every_ == 0 && n > msg::kHeaderSize)
     buf[n - 1] ^= std::byte(0x5a);
   if (slow_ns_) spin_until(now_ns() + slow_ns_);
+  if (ramp_ns_ && w_.measuring()) {
+    // From 0 as this side first receives in the window to NS at --duration after it (and NS on).
+    const uint64_t now = now_ns();
+    if (!ramp_start_) ramp_start_ = now;
+    const double part = window_ns_ ? std::min(1.0, double(now - ramp_start_) / double(window_ns_)) : 1.0;
+    spin_until(now + uint64_t(part * double(ramp_ns_)));
+  }
   if (queue_ns_ && n >= msg::kHeaderSize && !msg::is_stop(buf, n)) {
     // A single server in virtual time: message k arrives at its intended send time when it
     // carries one (open loop: the queue sees the schedule itself, and a sender's lateness shows

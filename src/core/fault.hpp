@@ -4,6 +4,9 @@
 //   corrupt:N           flips one byte of every Nth message a consumer (roundtrip: the server)
 //                       receives; the run must fail with corrupt = the messages flipped;
 //   slow:MECH:NS        busy-waits NS ns after every receive of mechanism MECH (compare must flag it);
+//   ramp:MECH:NS        busy-waits after every receive of mechanism MECH for a time growing linearly
+//                       from 0 at the start of the measured window (as the receiver sees it) to NS
+//                       at its end: a run whose rate drifts, which the series must flag non_steady;
 //   queue:MECH:NS       the receiver of MECH becomes a single server of deterministic service time
 //                       NS in virtual time: each message is done at max(its intended send time, or
 //                       its send time, the previous one's done) + NS, and the receive returns then,
@@ -29,7 +32,7 @@ class Worker;
 
 /// The valid forms, for error messages.
 inline constexpr const char* kFaultForms =
-    "corrupt:N, slow:MECH:NS, queue:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
+    "corrupt:N, slow:MECH:NS, ramp:MECH:NS, queue:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
 
 /// Checks IPCLAB_FAULT up front: UsageError naming the valid forms when it is set but malformed.
 void check_fault_env();
@@ -38,7 +41,7 @@ void check_fault_env();
 class FaultPoint {
  public:
   /// The hooks IPCLAB_FAULT asks for on the `role` side (producer, consumer, client or server) of
-  /// mechanism `mech` in a run of `duration_s`: corrupt and slow act on receivers, stall on its
+  /// mechanism `mech` in a run of `duration_s`: corrupt, slow and ramp act on receivers, stall on its
   /// own role. (Nothing of the Session: a worker that cannot be stopped may outlive it.)
   FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w);
 
@@ -59,8 +62,9 @@ class FaultPoint {
 
   const Worker& w_;
   bool armed_ = false;  // any hook below applies to this side
-  uint64_t corrupt_every_ = 0, slow_ns_ = 0, queue_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
-  uint64_t queue_done_ = 0;  // queue: when the last message is done
+  uint64_t corrupt_every_ = 0, slow_ns_ = 0, ramp_ns_ = 0, queue_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
+  uint64_t window_ns_ = 0, ramp_start_ = 0;  // ramp: the window's length, and its start as seen here
+  uint64_t queue_done_ = 0;                  // queue: when the last message is done
   uint64_t half_window_ns_ = 0;
   uint64_t count_ = 0, window_seen_ = 0, next_stall_ = 0;
   bool stalled_ = false;

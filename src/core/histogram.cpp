@@ -49,4 +49,14 @@ void Histogram::add_sparse(const std::vector<uint64_t>& values, const std::vecto
   }
 }
 
+uint64_t CoarseHistogram::quantile(double q) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, uint64_t(std::ceil(std::clamp(q, 0.0, 1.0) * double(count_))));
+  uint64_t seen = 0;
+  int i = 0;
+  for (; i < kBuckets - 1; ++i)
+    if ((seen += counts_[i]) >= rank) break;
+  return Layout::lowest_of(i) + (Layout::width_of(i) - 1) / 2;
+}
+
 }  // namespace ipclab

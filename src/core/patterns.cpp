@@ -76,7 +76,7 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
     if (seq > 0) check(prev.data(), seq - 1);
     msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random);
     fault.after_recv(resp.data(), ep.recv(resp.data(), t.size));
-    if (timed) out.hist.record(now_ns() - t0);
+    if (timed) out.record_latency(now_ns() - t0);
     out.integrity.sent++;
     out.integrity.received++;
     if (measuring) {
@@ -212,10 +212,10 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
       out.ops++;
       out.bytes += t.size;
       if (d.h.flags & msg::kIntended) {  // open loop: latency from the intended send time
-        out.hist.record(arrived > d.h.intended_ns ? arrived - d.h.intended_ns : 0);
+        out.record_latency(arrived > d.h.intended_ns ? arrived - d.h.intended_ns : 0);
         out.rate.received(d.h.intended_ns, d.h.send_ns, arrived, t.window_ns);
       } else if (d.h.send_ns) {
-        out.hist.record(arrived - d.h.send_ns);
+        out.record_latency(arrived - d.h.send_ns);
         if (reservoir) reservoir->offer(arrived - d.h.send_ns);
       }
     }
@@ -391,7 +391,7 @@ void run_loop(Session& s) {
                       uint64_t dt = now_ns() - t0;
                       if (measuring) {
                         out.ops += kBatch;
-                        out.hist.record(dt / kBatch);
+                        out.record_latency(dt / kBatch);
                       }
                     }
                   }}},

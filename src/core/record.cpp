@@ -95,6 +95,12 @@ nlohmann::json to_json(const Record& r) {
                     {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
   if (!r.spread.is_null()) j["spread"] = r.spread;
+  if (!r.series.is_null()) j["series"] = r.series;
+  if (r.run_type == "aggregate") {
+    j["ci"] = r.ci;
+    j["flags"] = r.flags.is_null() ? json::array() : r.flags;
+    if (!r.repetitions_auto.is_null()) j["repetitions_auto"] = r.repetitions_auto;
+  }
   return j;
 }
 
@@ -155,6 +161,11 @@ Record record_from_json(const nlohmann::json& j) {
   r.integrity.duplicated = in.value("duplicated", uint64_t(0));
   r.integrity.corrupt = in.value("corrupt", uint64_t(0));
   if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
+  for (auto [key, field] : {std::pair{"series", &r.series},
+                            {"ci", &r.ci},
+                            {"flags", &r.flags},
+                            {"repetitions_auto", &r.repetitions_auto}})
+    if (j.contains(key)) *field = j[key];
   return r;
 }
 

@@ -69,6 +69,10 @@ struct Record {
   Integrity integrity;
   nlohmann::json extra = nlohmann::json::object();
   nlohmann::json spread;  // aggregates only
+  nlohmann::json series;  // iterations of run_workers runs: the time series (core/series.hpp); null: none
+  // Aggregates only (statistics.hpp, runner.hpp): bootstrap confidence intervals of the medians,
+  // the flags of the repetitions and of their spread, and --repetitions auto's outcome.
+  nlohmann::json ci, flags, repetitions_auto;
 
   double time_per_op_ns() const { return ops ? wall_s * 1e9 / double(ops) : 0.0; }
   double cpu_per_op_ns() const { return ops ? cpu.total_s() * 1e9 / double(ops) : 0.0; }

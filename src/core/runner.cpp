@@ -140,33 +140,105 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   return rec;
 }
 
+namespace {
+
+// The 95% CI half-width of an aggregate's median time per op, in % of that median (none without
+// an interval: fewer than 3 ok repetitions).
+std::optional<double> halfwidth_pct(const Record& agg) {
+  const double med = agg.time_per_op_ns();
+  if (!agg.ci.is_object() || !(med > 0)) return std::nullopt;
+  const auto& ci = agg.ci["time_per_op_ns"];
+  return 50.0 * (ci[1].get<double>() - ci[0].get<double>()) / med;
+}
+
+}  // namespace
+
 std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                              const PlanHooks& hooks, std::optional<uint64_t> interleave_seed) {
-  const size_t n = benchmarks.size(), reps = size_t(opts.repetitions);
-  std::vector<size_t> order;  // the benchmark of each repetition, in the order they run
-  for (size_t b = 0; b < n; ++b) order.insert(order.end(), reps, b);
-  if (interleave_seed) {
-    // Fisher-Yates over mt19937_64 with a plain modulo: std::shuffle's use of the generator
-    // differs between standard libraries, and one seed must give one order everywhere.
-    std::mt19937_64 rng(*interleave_seed);
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  }
+  const size_t n = benchmarks.size();
+  const bool autorep = opts.ci_target_pct > 0;
+  const size_t reps = size_t(opts.repetitions), cap = size_t(opts.max_repetitions);
+  const size_t min_auto = size_t(kAutoMinRepetitions);
   std::vector<std::vector<Record>> runs(n);
   std::vector<std::optional<Record>> aggregates(n);
+  std::vector<bool> closed(n, false);  // auto: the benchmark has what it needs
+  size_t done = 0;
+  // The repetitions still to run as far as known (auto: up to the minimum, or one more), for the
+  // progress line.
+  auto total = [&] {
+    if (!autorep) return n * reps;
+    size_t t = done;
+    for (size_t b = 0; b < n; ++b)
+      if (!closed[b]) t += std::max<size_t>(1, min_auto - std::min(min_auto, runs[b].size()));
+    return t;
+  };
+  auto run = [&](size_t b) {
+    if (hooks.starting) hooks.starting(benchmarks[b], done, total());
+    runs[b].push_back(run_one(benchmarks[b], opts, int(runs[b].size())));
+    ++done;
+    if (hooks.finished) hooks.finished(runs[b].back());
+  };
   auto aggregate = [&](size_t b) {
-    if (reps < 2) return;
-    aggregates[b] = aggregate_median(runs[b]);
+    if (runs[b].size() < 2) return;
+    if (!aggregates[b]) aggregates[b] = aggregate_median(runs[b]);
     if (hooks.finished) hooks.finished(*aggregates[b]);
   };
-  for (size_t done = 0; done < order.size(); ++done) {
-    const size_t b = order[done];
-    if (hooks.starting) hooks.starting(benchmarks[b], done, order.size());
-    runs[b].push_back(run_one(benchmarks[b], opts, int(runs[b].size())));
-    if (hooks.finished) hooks.finished(runs[b].back());
-    if (!interleave_seed && runs[b].size() == reps) aggregate(b);
-  }
-  if (interleave_seed)
+  // --repetitions auto: whether benchmark b is done — its interval narrow enough, the cap
+  // reached, or a repetition failed (a failing benchmark's interval is not worth chasing) — and
+  // then its aggregate, with the outcome.
+  auto enough = [&](size_t b) {
+    if (runs[b].size() < min_auto) return false;
+    Record agg = aggregate_median(runs[b]);
+    const auto hw = halfwidth_pct(agg);
+    const bool met = hw && *hw <= opts.ci_target_pct;
+    const bool failed =
+        std::any_of(runs[b].begin(), runs[b].end(), [](const Record& r) { return r.status != Status::Ok; });
+    if (!met && !failed && runs[b].size() < cap) return false;
+    agg.repetitions_auto = {{"target_pct", opts.ci_target_pct},
+                            {"cap", cap},
+                            {"met", met},
+                            {"halfwidth_pct", hw ? nlohmann::json(*hw) : nlohmann::json(nullptr)},
+                            {"repetitions", runs[b].size()}};
+    aggregates[b] = std::move(agg);
+    closed[b] = true;
+    return true;
+  };
+
+  if (autorep && !interleave_seed) {
+    for (size_t b = 0; b < n; ++b) {
+      while (!enough(b)) run(b);
+      aggregate(b);
+    }
+  } else if (autorep) {
+    // Rounds of one repetition of every benchmark not done yet, each round in its own random
+    // order from the seed, so that a drift of the machine falls on every benchmark alike.
+    std::mt19937_64 rng(*interleave_seed);
+    for (;;) {
+      std::vector<size_t> round;
+      for (size_t b = 0; b < n; ++b)
+        if (!closed[b]) round.push_back(b);
+      if (round.empty()) break;
+      for (size_t i = round.size(); i > 1; --i) std::swap(round[i - 1], round[rng() % i]);
+      for (size_t b : round) run(b);
+      for (size_t b : round) enough(b);
+    }
     for (size_t b = 0; b < n; ++b) aggregate(b);
+  } else {
+    std::vector<size_t> order;  // the benchmark of each repetition, in the order they run
+    for (size_t b = 0; b < n; ++b) order.insert(order.end(), reps, b);
+    if (interleave_seed) {
+      // Fisher-Yates over mt19937_64 with a plain modulo: std::shuffle's use of the generator
+      // differs between standard libraries, and one seed must give one order everywhere.
+      std::mt19937_64 rng(*interleave_seed);
+      for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    }
+    for (size_t b : order) {
+      run(b);
+      if (!interleave_seed && runs[b].size() == reps) aggregate(b);
+    }
+    if (interleave_seed)
+      for (size_t b = 0; b < n; ++b) aggregate(b);
+  }
   std::vector<Record> records;
   for (size_t b = 0; b < n; ++b) {
     records.insert(records.end(), runs[b].begin(), runs[b].end());

@@ -62,6 +62,12 @@ struct PlanHooks {
 /// interleaving), so that a slow drift of the machine falls on every benchmark alike; the
 /// aggregates come at the end. Either way the records are returned grouped per benchmark in plan
 /// order: its repetitions (numbered in the order they ran), then its aggregate.
+///
+/// With `opts.ci_target_pct` > 0 (--repetitions auto), each benchmark runs kAutoMinRepetitions
+/// repetitions, then one more at a time until the 95% CI half-width of its median time per op is
+/// within the target, `opts.max_repetitions` are run, or a repetition failed; its aggregate
+/// records which (`repetitions_auto`). Interleaved, that is rounds of one repetition of each
+/// benchmark not done yet, each round in a random order drawn from the seed.
 std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                              const PlanHooks& hooks, std::optional<uint64_t> interleave_seed = {});
 

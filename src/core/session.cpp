@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/placement.hpp"
 #include "core/process.hpp"
+#include "core/series.hpp"
 #include "core/watchdog.hpp"
 
 namespace ipclab {
@@ -74,6 +75,13 @@ int Worker::transition(int ph) {
   }
   seen_ = ph;
   return ph;
+}
+
+// What the slot counts from here on is the new slice's: its ops count as it entered each slice
+// it passed (a slice it never saw while running gets none of its ops).
+void Worker::enter_slice(int sl) {
+  for (int k = slice_ + 1; k <= sl && k < kSlices; ++k) out_.ops_at[k] = out_.ops;
+  slice_ = out_.slice = std::min(sl, kSlices - 1);
 }
 
 void Worker::hold_warmup() {
@@ -326,6 +334,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   for (int i = 0; i < n; ++i)
     if (!workers[i].process) wd.set_tid(size_t(i), ctl.slots[i].tid.load(std::memory_order_relaxed));
   uint64_t t_begin = 0, t_end = 0;
+  std::vector<uint64_t> slice_at;  // the boundaries between slices the window passed (now_ns)
   std::vector<CpuUsage> peer_cpu0(peers.size());
   if (!ctl.abort.load()) {
     set_phase(kWarmup);
@@ -349,7 +358,20 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     for (size_t k = 0; k < peers.size(); ++k) peer_cpu0[k] = peer_usage(k);
     t_begin = now_ns();
     set_phase(kMeasure);
-    watch_until(t_begin + uint64_t((until_done > 0 ? until_done : opts_.duration_s) * 1e9), true);
+    if (until_done > 0) {
+      watch_until(t_begin + uint64_t(until_done * 1e9), true);
+    } else {
+      // The time series: this thread waits for the window's end anyway, so it moves the slice
+      // index at each boundary (and notes when); the workers attribute what they count to the
+      // slice they last saw (Worker::running). A window cut short has no series.
+      const uint64_t len = uint64_t(opts_.duration_s * 1e9);
+      for (int k = 1; k <= kSlices; ++k) {
+        watch_until(t_begin + len * uint64_t(k) / kSlices, true);
+        if (k == kSlices || ctl.abort.load() || workers_finished()) break;
+        slice_at.push_back(now_ns());
+        ctl.slice.store(k, std::memory_order_relaxed);
+      }
+    }
   }
   t_end = now_ns();
   if (t_begin) {
@@ -515,6 +537,25 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
   if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
   delete hist;
+  // The series, when the window ran its whole --duration (past its last boundary: a window that
+  // its workers' finish closed may end a hair before it) and every worker counts as it goes.
+  bool series = t_begin && !whole && until_done == 0 && slice_at.size() == size_t(kSlices - 1) &&
+                slice_at.back() < t_end && rec_.status == Status::Ok;
+  for (int i = 0; i < n; ++i) series = series && workers[i].series;
+  if (series) {
+    std::vector<uint64_t> t_ns{0}, ops(kSlices, 0);
+    for (uint64_t at : slice_at) t_ns.push_back(at - t_begin);
+    t_ns.push_back(t_end - t_begin);
+    std::vector<CoarseHistogram> lat(latency_kind.empty() ? 0 : kSlices);
+    for (int i = 0; i < n; ++i) {
+      auto& s = ctl.slots[i];
+      // A slice past the last one the worker saw holds none of its ops (it stopped counting).
+      for (int k = s.slice + 1; k < kSlices; ++k) s.ops_at[k] = s.ops;
+      for (int k = 0; k < kSlices; ++k) ops[k] += (k + 1 < kSlices ? s.ops_at[k + 1] : s.ops) - s.ops_at[k];
+      for (size_t k = 0; k < lat.size(); ++k) lat[k].merge(s.slice_hist[k]);
+    }
+    rec_.series = make_series(t_ns, ops, lat);
+  }
   return ctl;
 }
 

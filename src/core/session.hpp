@@ -22,14 +22,26 @@ struct RunOptions {
   double duration_s = 1.0;
   double warmup_s = 0.2;
   int repetitions = 3;
+  // --repetitions auto (core/runner.hpp) when ci_target_pct > 0: repeat each benchmark until the
+  // 95% CI half-width of its median time per op is within ci_target_pct % of that median, from
+  // kAutoMinRepetitions up to max_repetitions.
+  double ci_target_pct = 0;
+  int max_repetitions = 30;
   std::vector<int> cpus;  // --cpus, or every allowed CPU
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
+
+/// The fewest repetitions --repetitions auto runs: below five the bootstrap interval of a median
+/// is too coarse to be worth a stopping rule.
+constexpr int kAutoMinRepetitions = 5;
 
 enum Phase : int { kInit = 0, kWarmup = 1, kMeasure = 2, kStop = 3 };
 
 constexpr int kMaxWorkers = 32;
 constexpr int kMaxPeersTracked = 16;  // producers whose sequences a consumer tracks
+/// The measured window of a run_workers run is cut into this many equal time slices, each with its
+/// own ops and latency figures (the record's `series`, core/series.hpp).
+constexpr int kSlices = 20;
 
 /// What one worker reports. Lives in memory shared with forked workers, so it is a plain struct.
 struct WorkerResult {
@@ -54,6 +66,17 @@ struct WorkerResult {
   // operations (WorkerSpec::whole_ops). Atomic: the coordinator follows a process_cpu worker's.
   std::atomic<uint64_t> t_open{0}, t_close{0};
   char error[512] = {};
+  // The time series: the slice this worker is in (Worker::running follows Control::slice), its
+  // `ops` as it entered each slice (ops_at[0] stays 0), and its latencies per slice.
+  int slice = 0;
+  uint64_t ops_at[kSlices] = {};
+  CoarseHistogram slice_hist[kSlices];
+
+  /// Records one latency into the worker's histogram and its current slice's.
+  void record_latency(uint64_t ns) {
+    hist.record(ns);
+    slice_hist[slice].record(ns);
+  }
 };
 
 /// The block every worker of a session shares with the coordinator.
@@ -65,6 +88,7 @@ struct Control {
   std::atomic<int> consumers_left{0};
   std::atomic<int> warming{0};          // workers whose warm-up work is not done (Worker::hold_warmup)
   std::atomic<uint64_t> window_end{0};  // when the measured window closed (now_ns; 0: not yet)
+  std::atomic<int> slice{0};  // the measured window's current slice, 0..kSlices-1 (set by the coordinator)
   WorkerResult slots[kMaxWorkers];
 };
 
@@ -82,6 +106,8 @@ class Worker {
     int ph = ctl_.phase.load(std::memory_order_acquire);
     if (ph != seen_) [[unlikely]]
       ph = transition(ph);
+    if (const int sl = ctl_.slice.load(std::memory_order_relaxed); sl != slice_) [[unlikely]]
+      enter_slice(sl);
     out_.progress.store(++iter_, std::memory_order_relaxed);  // the watchdog's heartbeat
     if ((iter_ & 1023) == 0) [[unlikely]]
       sample_cpu();
@@ -108,11 +134,13 @@ class Worker {
 
  private:
   int transition(int ph);  // returns the phase the worker takes (see WorkerSpec::whole_ops)
+  void enter_slice(int sl);
   Control& ctl_;
   WorkerResult& out_;
   int who_;
   bool whole_ops_;
   int seen_ = kInit;
+  int slice_ = 0;  // the slice seen last (WorkerResult::slice)
   uint64_t iter_ = 0;
   CpuUsage begin_;
   bool open_ = false;
@@ -141,6 +169,11 @@ struct WorkerSpec {
   /// measured measures one more). With several such workers, from the first opening to the last
   /// closing; used only when every worker of the run is one.
   bool whole_ops = false;
+  /// Its ops and latencies go into its slot as they happen (Worker::running between them), so
+  /// that they can be told apart by time slice. False for a worker that tallies on its own and
+  /// folds the tally in at the end (fileio's, the servers' load generator): the run then has no
+  /// series.
+  bool series = true;
 };
 
 class Process;

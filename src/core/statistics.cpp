@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <set>
+
+#include "core/series.hpp"
 
 namespace ipclab {
 
@@ -18,6 +22,34 @@ double quantile_of(std::vector<double> v, double q) {
   return v[size_t(q * double(v.size() - 1))];
 }
 
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::vector<std::array<double, 2>> bootstrap_median_ci(const std::vector<std::vector<double>>& columns,
+                                                       uint64_t seed, int resamples, double level) {
+  std::vector<std::array<double, 2>> out;
+  if (columns.empty() || columns[0].empty() || resamples < 1) return out;
+  const size_t n = columns[0].size();
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<double>> medians(columns.size());
+  std::vector<size_t> rows(n);
+  std::vector<double> draw(n);
+  for (int b = 0; b < resamples; ++b) {
+    // A plain modulo, as the runner's shuffle: one seed gives one interval everywhere.
+    for (auto& r : rows) r = size_t(rng() % n);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      for (size_t i = 0; i < n; ++i) draw[i] = columns[c][rows[i]];
+      medians[c].push_back(median_of(draw));
+    }
+  }
+  const double tail = (1 - level) / 2;
+  for (auto& m : medians) out.push_back({quantile_of(m, tail), quantile_of(m, 1 - tail)});
+  return out;
+}
+
 Record aggregate_median(const std::vector<Record>& reps) {
   Record a = reps.front();
   a.run_type = "aggregate";
@@ -26,6 +58,9 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.integrity = {};
   a.error.clear();
   a.status = Status::Ok;
+  a.series = nullptr;  // a repetition's own
+  a.ci = nullptr;
+  a.flags = nlohmann::json::array();
   std::vector<const Record*> ok;
   for (auto& r : reps) {
     a.integrity += r.integrity;
@@ -76,6 +111,36 @@ Record aggregate_median(const std::vector<Record>& reps) {
               {"stddev", sd},
               {"cv", mean > 0 ? sd / mean : 0.0},
               {"values", tpo}};
+  // Confidence intervals of the medians over the repetitions; the latency quantiles' only when
+  // every ok repetition measured latency.
+  if (ok.size() >= 3) {
+    std::vector<std::vector<double>> cols{tpo, {}, {}};
+    for (auto* r : ok)
+      if (r->latency && r->latency->count) {
+        cols[1].push_back(double(r->latency->p50));
+        cols[2].push_back(double(r->latency->p99));
+      }
+    const bool lat = cols[1].size() == ok.size();
+    if (!lat) cols.resize(1);
+    constexpr int kResamples = 2000;
+    const auto ci = bootstrap_median_ci(cols, seed_of(a.name), kResamples, 0.95);
+    a.ci = {{"level", 0.95},
+            {"method", "bootstrap-percentile"},
+            {"resamples", kResamples},
+            {"time_per_op_ns", ci[0]},
+            {"p50_ns", lat ? nlohmann::json(ci[1]) : nlohmann::json(nullptr)},
+            {"p99_ns", lat ? nlohmann::json(ci[2]) : nlohmann::json(nullptr)}};
+  }
+  // Flags: every repetition's, and the repetitions' own split into two clusters.
+  std::set<std::string> flags;
+  for (auto* r : ok)
+    if (r->series.is_object())
+      for (auto& f : r->series.value("flags", nlohmann::json::array())) flags.insert(f.get<std::string>());
+  std::vector<double> log_tpo;
+  for (double v : tpo)
+    if (v > 0) log_tpo.push_back(std::log(v));
+  if (log_tpo.size() >= 6 && is_bimodal(best_split(log_tpo))) flags.insert("bimodal_repetitions");
+  for (auto& f : flags) a.flags.push_back(f);
   return a;
 }
 

@@ -319,7 +319,7 @@ def test_clean_run_counts_nothing_missing(lab):
 
 
 @pytest.mark.parametrize("spec", ["corrupt:x", "corrupt:0", "stall:pipe:nobody:100", "stall:pipe:consumer",
-                                  "slow:pipe", "bogus"])
+                                  "slow:pipe", "ramp:pipe", "ramp:pipe:0", "bogus"])
 def test_malformed_fault_spec_is_a_usage_error(lab, spec):
     r = lab.run("run", "harness/null", *QUICK, "--duration", "0.01", env={"IPCLAB_FAULT": spec})
     assert r.returncode == 2, r.stderr

@@ -32,7 +32,9 @@ size_t terminal_columns(FILE* out) {
 
 void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) {
   names_ = table_names(plan);
-  const bool medians = context.value("repetitions", 1) > 1;
+  // "auto" (--repetitions auto) runs five or more.
+  const auto reps = context.value("repetitions", nlohmann::json(1));
+  const bool medians = reps.is_string() || (reps.is_number() && reps.get<int>() > 1);
   size_t widest = 0;
   for (auto& [_, name] : names_.short_name)
     widest = std::max(widest, name.size() + (medians ? std::string(kMedian).size() : 0));

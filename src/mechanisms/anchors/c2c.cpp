@@ -40,7 +40,7 @@ void run(Session& s) {
                            if ((++spins & 4095) == 0 && w.control().abort.load(std::memory_order_relaxed))
                              throw Aborted();
                          }
-                         if (timed) out.hist.record(now_ns() - t0);
+                         if (timed) out.record_latency(now_ns() - t0);
                          if (measuring) out.ops++;
                          ++k;
                        }

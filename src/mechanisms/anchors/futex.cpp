@@ -47,7 +47,7 @@ void run(Session& s) {
                          futex_wake(*w_);
                          futex_wait(*w_, kServerTurn);
                          if (measuring) {
-                           out.hist.record(now_ns() - t0);
+                           out.record_latency(now_ns() - t0);
                            out.ops++;
                          }
                          out.integrity.sent++;

@@ -179,7 +179,7 @@ void Iterations::done(const std::string& error) {
   }
   if (!measuring_) return;
   ++out.ops;
-  out.hist.record(t1 - t0_);
+  out.record_latency(t1 - t0_);
 }
 
 void run_worker(Session& s, const std::function<void(Worker&)>& body) {

@@ -111,7 +111,7 @@ bool Client::received(size_t idx, const unsigned char* data, size_t n) {
   const uint64_t t = now_ns();
   echoes.store(echoes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   if (measuring_) {
-    out.hist.record(t - c.t_send);
+    out.record_latency(t - c.t_send);
     ++out.ops;
     out.bytes += size;
     ++out.integrity.sent;

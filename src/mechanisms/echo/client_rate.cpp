@@ -113,7 +113,7 @@ class RateLoop {
     if (!f.measured) return;
     --measured_in_flight_;
     WorkerResult& out = cl_.worker->out();
-    out.hist.record(t > f.intended ? t - f.intended : 0);
+    out.record_latency(t > f.intended ? t - f.intended : 0);
     out.rate.received(f.intended, f.actual, t, window_ns_);
     // The record's ops are the requests started inside the window, counted as they complete
     // (also after it: dropping the window's last requests would drop the latest), as the

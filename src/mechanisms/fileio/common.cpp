@@ -478,6 +478,7 @@ void run_engine(Session& s, const Setup& su, const std::string& engine,
   // kernel's io_uring helper threads, which belong to the process.
   std::vector<WorkerSpec> ws;
   ws.push_back({"worker", 0, -1, body});
+  ws.back().series = false;  // its threads tally apart and fold in at the end (Tally::fold_into)
   const DeviceReads device(su.path);
   s.run_workers(std::move(ws), true, "op");
   Record& rec = s.record();

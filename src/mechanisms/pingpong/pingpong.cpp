@@ -154,7 +154,7 @@ void host(Worker& w, int i, const HostSpec& h) {
       slot.req_id = ++req;
       st.hand_over(slot, kReqReady, slot.guest_sleeping, io);
       st.wait_for(slot, slot.host_sleeping, io, bit(kRespReady), abort);
-      if (timed) out.hist.record(now_ns() - t0);
+      if (timed) out.record_latency(now_ns() - t0);
       if (slot.sum != a + b) out.integrity.corrupt++;
       if (!measuring) continue;
       out.integrity.sent++;

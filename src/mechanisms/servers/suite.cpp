@@ -188,7 +188,10 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
       report(w, wv->measured, uint64_t(cfg.clients));
     };
   }
-  Control& ctl = s.run_workers({{"client", 0, client_cpu, std::move(body)}}, false, "session");
+  // No series: the load generator's sessions are reported once, at the end (`report`).
+  Control& ctl = s.run_workers(
+      {{.role = "client", .index = 0, .cpu = client_cpu, .body = std::move(body), .series = false}}, false,
+      "session");
   const CpuUsage whole = server.stop();
   if (s.stuck()) {  // the record failed; the stuck worker may still use the waves
     waves.release();

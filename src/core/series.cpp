@@ -1,0 +1,120 @@
+#include "core/series.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/statistics.hpp"
+
+namespace ipclab {
+
+double mann_kendall_p(const std::vector<double>& y) {
+  const size_t n = y.size();
+  if (n < 3) return 1.0;
+  double s = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j) s += (y[j] > y[i]) - (y[j] < y[i]);
+  // Ties among the values shrink the variance of S: each group of t equal values takes
+  // t(t-1)(2t+5) off n(n-1)(2n+5).
+  std::vector<double> sorted = y;
+  std::sort(sorted.begin(), sorted.end());
+  double var = double(n) * double(n - 1) * double(2 * n + 5);
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && sorted[j] == sorted[i]) ++j;
+    const double t = double(j - i);
+    var -= t * (t - 1) * (2 * t + 5);
+    i = j;
+  }
+  var /= 18.0;
+  if (var <= 0) return 1.0;  // every value equal: no trend
+  return std::erfc(std::abs(s) / std::sqrt(var) / std::sqrt(2.0));
+}
+
+double theil_sen_slope(const std::vector<double>& y) {
+  std::vector<double> slopes;
+  for (size_t i = 0; i < y.size(); ++i)
+    for (size_t j = i + 1; j < y.size(); ++j) slopes.push_back((y[j] - y[i]) / double(j - i));
+  return median_of(std::move(slopes));
+}
+
+Split best_split(std::vector<double> v, size_t min_side) {
+  Split best;
+  const size_t n = v.size();
+  if (min_side < 1 || n < 2 * min_side) return best;
+  std::sort(v.begin(), v.end());
+  // Sums of squares within each side from prefix sums: SS = sum(x^2) - sum(x)^2 / k.
+  std::vector<double> sum(n + 1, 0.0), sq(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    sum[i + 1] = sum[i] + v[i];
+    sq[i + 1] = sq[i] + v[i] * v[i];
+  }
+  auto ss = [&](size_t a, size_t b) {  // over v[a, b)
+    const double k = double(b - a), s = sum[b] - sum[a];
+    return std::max(0.0, sq[b] - sq[a] - s * s / k);
+  };
+  double least = INFINITY;
+  size_t cut = 0;
+  for (size_t i = min_side; i + min_side <= n; ++i) {
+    const double within = ss(0, i) + ss(i, n);
+    if (within < least) {
+      least = within;
+      cut = i;
+    }
+  }
+  best.found = true;
+  best.low_n = cut;
+  best.high_n = n - cut;
+  best.low_median = median_of({v.begin(), v.begin() + long(cut)});
+  best.high_median = median_of({v.begin() + long(cut), v.end()});
+  best.gap = v[cut] - v[cut - 1];
+  best.pooled_sd = n > 2 ? std::sqrt(least / double(n - 2)) : 0.0;
+  return best;
+}
+
+bool is_bimodal(const Split& s) {
+  return s.found && std::exp(s.high_median - s.low_median) > 1.2 && s.gap > 3 * s.pooled_sd;
+}
+
+nlohmann::json make_series(const std::vector<uint64_t>& t_ns, const std::vector<uint64_t>& ops,
+                           const std::vector<CoarseHistogram>& lat) {
+  using nlohmann::json;
+  const size_t n = ops.size();
+  std::vector<double> rate(n), log_rate(n);
+  json p50 = json::array(), p99 = json::array();
+  for (size_t k = 0; k < n; ++k) {
+    const double len_s = double(t_ns[k + 1] - t_ns[k]) * 1e-9;
+    rate[k] = len_s > 0 ? double(ops[k]) / len_s : 0.0;
+    // A slice with no op at all (a frozen side) counts as one op per second, so that its
+    // logarithm stays finite and far below the others.
+    log_rate[k] = std::log(std::max(rate[k], 1.0));
+    const bool has = k < lat.size() && lat[k].count();
+    p50.push_back(has ? json(lat[k].quantile(0.50)) : json(nullptr));
+    p99.push_back(has ? json(lat[k].quantile(0.99)) : json(nullptr));
+  }
+  json flags = json::array();
+  // Trend: significant (p < 0.01) and large (the fitted change over the run above 10% of the
+  // median rate) — a significant trend of a few percent is the machine's drift, not the run's.
+  const double med = median_of(rate);
+  const double p = mann_kendall_p(rate);
+  const double slope_pct = med > 0 && n > 1 ? 100.0 * theil_sen_slope(rate) * double(n - 1) / med : 0.0;
+  if (p < 0.01 && std::abs(slope_pct) > 10) flags.push_back("non_steady");
+  // Clusters, on the logarithms of the slice rates (a rate twice another is as far from it
+  // whatever the scale; latency-bound runs included, whose rate is the inverse of their latency).
+  json clusters = nullptr;
+  const Split s = best_split(log_rate);
+  if (s.found) {
+    if (is_bimodal(s)) flags.push_back("bimodal");
+    clusters = {{"metric", "log_rate"},
+                {"low", {{"slices", s.low_n}, {"median_rate_per_s", std::exp(s.low_median)}}},
+                {"high", {{"slices", s.high_n}, {"median_rate_per_s", std::exp(s.high_median)}}},
+                {"apart_pct", 100.0 * (std::exp(s.high_median - s.low_median) - 1)},
+                {"gap_sd", s.pooled_sd > 0 ? json(s.gap / s.pooled_sd) : json(nullptr)}};
+  }
+  return {{"slices", n},         {"t_ns", t_ns},
+          {"ops", ops},          {"rate_per_s", rate},
+          {"p50_ns", p50},       {"p99_ns", p99},
+          {"flags", flags},      {"trend", {{"slope_pct", slope_pct}, {"p", p}}},
+          {"clusters", clusters}};
+}
+
+}  // namespace ipclab
