@@ -94,6 +94,7 @@ nlohmann::json to_json(const Record& r) {
                     {"duplicated", r.integrity.duplicated},
                     {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
+  if (!r.kernel.empty()) j["kernel"] = r.kernel;
   if (!r.spread.is_null()) j["spread"] = r.spread;
   return j;
 }
@@ -155,6 +156,7 @@ Record record_from_json(const nlohmann::json& j) {
   r.integrity.duplicated = in.value("duplicated", uint64_t(0));
   r.integrity.corrupt = in.value("corrupt", uint64_t(0));
   if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
+  if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
   return r;
 }
 
