@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/output/output.hpp"
+#include "core/record.hpp"
 #include "core/statistics.hpp"
 
 using namespace ipclab;
@@ -203,4 +206,34 @@ TEST(KernelCounters, AnAggregateHoldsTheMedianPerOpOfItsOkRepetitions) {
   EXPECT_EQ(a.kernel["scope"], "window");
   for (auto& r : reps) r.kernel = nlohmann::json::object();
   EXPECT_TRUE(aggregate_median(reps).kernel.empty());
+}
+
+TEST(KernelCounters, TheRecordCarriesThemThroughJsonAndCsv) {
+  Record r;
+  r.name = "anchors/null";
+  r.suite = "anchors";
+  r.mechanism = "null";
+  r.ops = 1000;
+  r.wall_s = 1;
+  r.kernel = {{"scope", "window"}, {"per_op", {{"syscalls", 4.0}, {"page_faults", 0.5}}}};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["kernel"], r.kernel);
+  EXPECT_EQ(record_from_json(j).kernel, r.kernel);
+  r.kernel = nlohmann::json::object();
+  EXPECT_FALSE(to_json(r).contains("kernel"));  // none taken: no field
+
+  r.kernel = {{"per_op", {{"syscalls", 4.0}}}};
+  const auto header = output::csv_header({r});
+  const auto at = std::find(header.begin(), header.end(), "syscalls_per_op");
+  ASSERT_NE(at, header.end());
+  const std::string row = output::csv_rows(header, {r});
+  std::vector<std::string> cells;
+  for (size_t from = 0, comma;; from = comma + 1) {
+    comma = row.find_first_of(",\n", from);
+    cells.push_back(row.substr(from, comma - from));
+    if (comma == std::string::npos || row[comma] == '\n') break;
+  }
+  ASSERT_EQ(cells.size(), header.size());
+  EXPECT_EQ(cells[size_t(at - header.begin())], "4");
+  EXPECT_EQ(cells[size_t(at - header.begin()) + 3], "");  // page faults not counted
 }
