@@ -23,6 +23,8 @@
 #include "core/clock.hpp"
 #include "core/output/output.hpp"
 #include "core/record.hpp"
+#include "core/runner.hpp"
+#include "core/session.hpp"
 #include "core/statistics.hpp"
 
 using namespace ipclab;
@@ -236,4 +238,59 @@ TEST(KernelCounters, TheRecordCarriesThemThroughJsonAndCsv) {
   ASSERT_EQ(cells.size(), header.size());
   EXPECT_EQ(cells[size_t(at - header.begin())], "4");
   EXPECT_EQ(cells[size_t(at - header.begin()) + 3], "");  // page faults not counted
+}
+
+namespace {
+
+// A benchmark of one system call per operation, run by run_one as the harness runs any: on a
+// worker thread the session starts (run_workers), or on the coordinator's own (Session::measure).
+Record run_getppid(bool on_coordinator) {
+  Mechanism m{.suite = "harness", .name = "getppid"};
+  m.workload = [on_coordinator](Session& s) {
+    if (on_coordinator) {
+      s.measure([] { getppids(kCalls); });
+      s.record().ops = kCalls;
+      return;
+    }
+    s.run_workers({{.role = "worker",
+                    .index = 0,
+                    .cpu = -1,
+                    .body =
+                        [](Worker& w) {
+                          w.ready();
+                          while (w.running())
+                            if (w.measuring()) {
+                              syscall(SYS_getppid);
+                              ++w.out().ops;
+                            }
+                        }}},
+                  false, "");
+  };
+  RunOptions o;
+  o.duration_s = 0.2;
+  o.warmup_s = 0.05;
+  return run_one({&m, Params{}, "harness/getppid"}, o, 0);
+}
+
+}  // namespace
+
+TEST(KernelCounters, EveryRecordOfRunOneCountsItsWorkersOnly) {
+  std::string why;
+  if (!counters(K::kSyscalls, why)) GTEST_SKIP() << why;
+  const Record r = run_getppid(false);
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_NE(r.kernel["scope"].get<std::string>().find("coordinator excluded"), std::string::npos);
+  // One call per op: the coordinator's polls (every 5 ms, with its reads of the counters) are not
+  // in it, and the worker sees the window open and close a few operations apart from the readings.
+  EXPECT_NEAR(r.kernel["per_op"]["syscalls"].get<double>(), 1.0, 0.02) << r.kernel.dump();
+}
+
+TEST(KernelCounters, ABodyOnTheCoordinatorsThreadIsCounted) {
+  std::string why;
+  if (!counters(K::kSyscalls, why)) GTEST_SKIP() << why;
+  const Record r = run_getppid(true);
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  const double per_op = r.kernel["per_op"]["syscalls"].get<double>();
+  EXPECT_GE(per_op, 1.0);
+  EXPECT_LE(per_op, 1.0 + double(kSlack) / double(kCalls)) << r.kernel.dump();
 }
