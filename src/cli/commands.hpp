@@ -16,6 +16,7 @@ struct RunArgs {
   // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
   std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
   bool interleave = false;
+  bool kernel_counters = false;
 };
 
 /// `ipclab list [SUITE]`: suites, mechanisms and their parameters.

@@ -120,9 +120,10 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   rec.repetition = repetition;
   // Opened before the session, on this thread: every thread and process the benchmark creates
   // from here on inherits them (core/kcounters.hpp).
-  const KernelCounters kernel;
+  std::optional<KernelCounters> kernel;
+  if (opts.kernel_counters) kernel.emplace();
   Session s(*b.mech, b.params, opts, rec);
-  s.count_kernel(&kernel);
+  if (kernel) s.count_kernel(&*kernel);
   try {
     if (b.mech->transport)
       run_transport(s);

@@ -23,6 +23,9 @@ struct RunOptions {
   double warmup_s = 0.2;
   int repetitions = 3;
   std::vector<int> cpus;  // --cpus, or every allowed CPU
+  // --kernel-counters: count system calls, switches, migrations and page faults (core/kcounters).
+  // Off by default: the kernel's counting slows blocking round trips (docs/methodology.md).
+  bool kernel_counters = false;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
 

@@ -244,7 +244,7 @@ namespace {
 
 // A benchmark of one system call per operation, run by run_one as the harness runs any: on a
 // worker thread the session starts (run_workers), or on the coordinator's own (Session::measure).
-Record run_getppid(bool on_coordinator) {
+Record run_getppid(bool on_coordinator, bool counters = true) {
   Mechanism m{.suite = "harness", .name = "getppid"};
   m.workload = [on_coordinator](Session& s) {
     if (on_coordinator) {
@@ -269,6 +269,7 @@ Record run_getppid(bool on_coordinator) {
   RunOptions o;
   o.duration_s = 0.2;
   o.warmup_s = 0.05;
+  o.kernel_counters = counters;
   return run_one({&m, Params{}, "harness/getppid"}, o, 0);
 }
 
@@ -293,4 +294,10 @@ TEST(KernelCounters, ABodyOnTheCoordinatorsThreadIsCounted) {
   const double per_op = r.kernel["per_op"]["syscalls"].get<double>();
   EXPECT_GE(per_op, 1.0);
   EXPECT_LE(per_op, 1.0 + double(kSlack) / double(kCalls)) << r.kernel.dump();
+}
+
+TEST(KernelCounters, NoneWithoutTheRunsOption) {
+  const Record r = run_getppid(false, false);
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_TRUE(r.kernel.empty()) << r.kernel.dump();
 }

@@ -2,7 +2,8 @@
 system calls per operation of transports whose count is known from their design.
 
   - a pipe round trip is a write and a read on each side: 4 system calls, whatever the placement;
-  - a shared-memory ring with spinning sides never enters the kernel once set up: ~0.
+  - a shared-memory ring with spinning sides never enters the kernel once set up: ~0;
+  - without --kernel-counters no record has them.
 
 The system call count needs tracefs mounted (the tracepoint's id is read there). Where it is not
 and this test runs as root, ipclab runs in a mount namespace of its own with tracefs mounted in it,
@@ -33,16 +34,21 @@ def command(args):
             'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"', "sh", BINARY, *args]
 
 
-def run(args, repetitions=1):
+def run(args, repetitions=1, counters=True):
     with tempfile.TemporaryDirectory() as d:
         out, table = os.path.join(d, "r.json"), os.path.join(d, "r.csv")
         p = subprocess.run(command(["run", *args, "--duration", "0.3", "--warmup", "0.05",
-                                    "--repetitions", str(repetitions), "--json", out, "--csv", table]),
+                                    "--repetitions", str(repetitions), "--json", out, "--csv", table]
+                                   + (["--kernel-counters"] if counters else [])),
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
-        records = json.load(open(out))["benchmarks"]
+        doc = json.load(open(out))
+        records = doc["benchmarks"]
+        assert doc["context"]["kernel_counters"] is counters
         rows = list(csv.DictReader(open(table)))
     assert records and all(r["status"] == "ok" for r in records), records
+    if not counters:
+        return records, rows, p.stdout
     kernel = records[0]["kernel"]
     if "syscalls" in kernel.get("unavailable", {}):
         pytest.skip(f'system calls not counted here: {kernel["unavailable"]["syscalls"]}')
@@ -73,3 +79,11 @@ def test_a_spinning_shared_memory_ring_makes_no_system_calls():
     records, _, _ = run(["messaging/shm_spsc", "-p", "wait=spin", "-p", "placement=cross", "-p", "size=64"])
     k = records[0]["kernel"]
     assert k["per_op"]["syscalls"] < 0.05, k
+
+
+def test_none_without_the_option():
+    records, rows, console = run(["messaging/pipe", "-p", "pattern=roundtrip", "-p", "size=64",
+                                  "-p", "placement=same"], counters=False)
+    assert "kernel" not in records[0]
+    assert rows[0]["syscalls_per_op"] == ""
+    assert console.splitlines()[2].split()[-2] == "-"  # sys/op
