@@ -135,6 +135,12 @@ class Record:
             return None
         return self.latency(pct) if which == "corrected" else self.latency(pct, "extra", "rate", "raw_ns")
 
+    def kernel_per_op(self, key: str = "syscalls"):
+        """A kernel counter per operation, kernel.per_op: syscalls, context_switches, cpu_migrations
+        or page_faults; None where the harness did not count it (no record field, or the counter
+        was unavailable on that machine: kernel.unavailable says why)."""
+        return self.num("kernel", "per_op", key)
+
     def role_cpu(self, role: str):
         """CPU per operation of one role (producer, consumer, server, client): extra.cpu_by_role."""
         return self.num("extra", "cpu_by_role", role, "per_op_ns")
@@ -302,6 +308,10 @@ def aggregate(iterations) -> dict:
     out["latency_ns"] = mid.get("latency_ns")
     out["extra"] = mid.get("extra")
     out["placement"] = mid.get("placement")
+    kernels = [r.get("kernel") for r in oks if isinstance(r.get("kernel"), dict) and "per_op" in r.get("kernel")]
+    if kernels:  # as the harness aggregates them: the median per op of each counter
+        out["kernel"] = {k: v for k, v in kernels[0].items() if k in ("scope", "unavailable", "hardware_unavailable")}
+        out["kernel"]["per_op"] = _median_dict([k.get("per_op") for k in kernels])
     integ = {}
     for r in iterations:
         for k, v in (r.get("integrity") or {}).items():

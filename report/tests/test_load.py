@@ -125,3 +125,19 @@ def test_module_entry_point_exit_2(tmp_path):
                         "-o", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "no such file" in p.stderr
+
+
+def test_kernel_counters_per_op_where_counted(tmp_path):
+    doc = fixtures.make_result(suites=["anchors"], samples=20, aggregates=False)
+    name = doc["benchmarks"][0]["name"]
+    iters = [b for b in doc["benchmarks"] if b["name"] == name]
+    for b, sys_op in zip(iters, (4.0, 6.0, 5.0)):
+        b["kernel"] = {"scope": "window", "totals": {"syscalls": sys_op * b["ops"]},
+                       "per_op": {"syscalls": sys_op, "page_faults": 0.0}}
+    rf = load(fixtures.write(tmp_path / "r.json", doc))
+    by_name = {r.name: r for r in summaries(rf)}
+    assert by_name[name].kernel_per_op() == 5.0  # the median of its repetitions
+    assert by_name[name].kernel_per_op("page_faults") == 0.0
+    assert rf.records[0].kernel_per_op() == 4.0
+    other = next(r for r in summaries(rf) if r.name != name)
+    assert other.kernel_per_op() is None  # not counted: no figure, nothing breaks

@@ -18,6 +18,7 @@ struct RunArgs {
   std::optional<std::string> ci_target, max_repetitions;  // with --repetitions auto
   bool interleave = false;
   bool plan_only = false;  // --plan: print the plan, run nothing
+  bool kernel_counters = false;
 };
 
 /// `ipclab list [SUITE]`: suites, mechanisms and their parameters.

@@ -74,6 +74,11 @@ int main(int argc, char** argv) {
          "--interleave", ra.interleave,
          "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  run->add_flag(
+         "--kernel-counters", ra.kernel_counters,
+         "count system calls, context switches, CPU migrations and page faults per op (perf_event_open; "
+         "slows blocking round trips: docs/methodology.md)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")
       ->type_name("N");
   run->add_flag("--plan", ra.plan_only,

@@ -166,6 +166,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
     opts.repetitions = int(*v);
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
+  opts.kernel_counters = a.kernel_counters;
   if (a.seed && !a.interleave)
     throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
   if (a.seed) {
@@ -234,6 +235,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["duration_s"] = opts.duration_s;
   context["warmup_s"] = opts.warmup_s;
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
+  context["kernel_counters"] = opts.kernel_counters;
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   for (auto& r : reporters) r->begin(context, benchmarks);

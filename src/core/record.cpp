@@ -94,6 +94,7 @@ nlohmann::json to_json(const Record& r) {
                     {"duplicated", r.integrity.duplicated},
                     {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
+  if (!r.kernel.empty()) j["kernel"] = r.kernel;
   if (!r.spread.is_null()) j["spread"] = r.spread;
   if (!r.series.is_null()) j["series"] = r.series;
   if (r.run_type == "aggregate") {
@@ -166,6 +167,7 @@ Record record_from_json(const nlohmann::json& j) {
                             {"flags", &r.flags},
                             {"repetitions_auto", &r.repetitions_auto}})
     if (j.contains(key)) *field = j[key];
+  if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
   return r;
 }
 

@@ -73,6 +73,9 @@ struct Record {
   // Aggregates only (statistics.hpp, runner.hpp): bootstrap confidence intervals of the medians,
   // the flags of the repetitions and of their spread, and --repetitions auto's outcome.
   nlohmann::json ci, flags, repetitions_auto;
+  // Kernel counters of the measured window (core/kcounters.hpp): scope, totals, per_op, and the
+  // counters that were not available and why. Empty object: none were taken.
+  nlohmann::json kernel = nlohmann::json::object();
 
   double time_per_op_ns() const { return ops ? wall_s * 1e9 / double(ops) : 0.0; }
   double cpu_per_op_ns() const { return ops ? cpu.total_s() * 1e9 / double(ops) : 0.0; }

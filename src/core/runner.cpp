@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/kcounters.hpp"
 #include "core/patterns.hpp"
 #include "core/placement.hpp"
 #include "core/statistics.hpp"
@@ -117,7 +118,12 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   rec.mechanism = b.mech->name;
   rec.params = b.params;
   rec.repetition = repetition;
+  // Opened before the session, on this thread: every thread and process the benchmark creates
+  // from here on inherits them (core/kcounters.hpp).
+  std::optional<KernelCounters> kernel;
+  if (opts.kernel_counters) kernel.emplace();
   Session s(*b.mech, b.params, opts, rec);
+  if (kernel) s.count_kernel(&*kernel);
   try {
     if (b.mech->transport)
       run_transport(s);
@@ -137,6 +143,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
     rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt", rec.integrity.lost,
                          rec.integrity.duplicated, rec.integrity.corrupt));
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
+  finish_kernel(rec.kernel, rec.ops);  // per op once the workload has counted its operations
   return rec;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/kcounters.hpp"
 #include "core/placement.hpp"
 #include "core/process.hpp"
 #include "core/series.hpp"
@@ -336,6 +337,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   uint64_t t_begin = 0, t_end = 0;
   std::vector<uint64_t> slice_at;  // the boundaries between slices the window passed (now_ns)
   std::vector<CpuUsage> peer_cpu0(peers.size());
+  KernelCounters::Reading kernel0, kernel1;  // at the window's opening and closing
   if (!ctl.abort.load()) {
     set_phase(kWarmup);
     // A run bounded by its work has no warm-up time, only its workers' warm-up work.
@@ -356,6 +358,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
       sleep_ns(500'000);
     }
     for (size_t k = 0; k < peers.size(); ++k) peer_cpu0[k] = peer_usage(k);
+    if (kernel_) kernel0 = kernel_->read();
     t_begin = now_ns();
     set_phase(kMeasure);
     if (until_done > 0) {
@@ -374,6 +377,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     }
   }
   t_end = now_ns();
+  if (kernel_ && t_begin) kernel1 = kernel_->read();
   if (t_begin) {
     for (size_t k = 0; k < peers.size(); ++k)
       if (peers[k].process->running()) peer_cpu_[k] = peer_usage(k) - peer_cpu0[k];
@@ -534,6 +538,10 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
                      {"sys_s", c.sys_s},
                      {"per_op_ns", rec_.ops ? c.total_s() * 1e9 / double(rec_.ops) : 0.0}};
   rec_.extra["cpu_by_role"] = by_role;
+  // The workers run on threads and processes of their own: this thread's polls are not theirs.
+  if (kernel_ && t_begin)
+    kernel_->add_window(rec_.kernel, kernel0, kernel1, true,
+                        "window: every thread and child process of the benchmark, coordinator excluded");
   if (ctl.abort.load() && rec_.status != Status::Failed) rec_.fail("run aborted");
   if (!latency_kind.empty() && hist->count()) rec_.latency = Latency::from(latency_kind, *hist);
   delete hist;
@@ -575,10 +583,18 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   auto timed = std::make_unique<Deadline>(limit, line);
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
   const int cpu_before = current_cpu();
+  // The body runs on this thread: the coordinator's own counts are the benchmark's here.
+  KernelCounters::Reading kernel0, kernel1;
+  if (kernel_) kernel0 = kernel_->read(false);
   uint64_t t0 = now_ns();
   body();
   uint64_t t1 = now_ns();
+  if (kernel_) kernel1 = kernel_->read(false);
   timed.reset();
+  if (kernel_)
+    kernel_->add_window(rec_.kernel, kernel0, kernel1, false,
+                        "window: the coordinator's thread, which runs the benchmark's body, and every thread "
+                        "and child process the benchmark created");
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);

@@ -28,6 +28,9 @@ struct RunOptions {
   double ci_target_pct = 0;
   int max_repetitions = 30;
   std::vector<int> cpus;  // --cpus, or every allowed CPU
+  // --kernel-counters: count system calls, switches, migrations and page faults (core/kcounters).
+  // Off by default: the kernel's counting slows blocking round trips (docs/methodology.md).
+  bool kernel_counters = false;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
 
@@ -177,6 +180,7 @@ struct WorkerSpec {
 };
 
 class Process;
+class KernelCounters;
 
 /// An external process taking part in a session — a server, a pingpong guest, a peer executable:
 /// started by the caller (core/process), watched by the session like a worker. Its death fails
@@ -256,6 +260,9 @@ class Session {
   int cpu_for(int side) const;
   /// True when a worker thread could not be stopped: its objects must then be leaked, not freed.
   bool stuck() const { return stuck_; }
+  /// Kernel counters opened before the session's threads and children (run_one): each measured
+  /// window adds its counts to the record's `kernel` (Record::kernel). Null: none are taken.
+  void count_kernel(const KernelCounters* k) { kernel_ = k; }
 
  private:
   const Mechanism& mech_;
@@ -269,6 +276,7 @@ class Session {
   std::function<void(Phase)> on_phase_;
   double until_done_s_ = 0;  // > 0: the next run is bounded by its work (until_done)
   uint64_t window_begin_ = 0, window_end_ = 0;
+  const KernelCounters* kernel_ = nullptr;
 
  public:
   ~Session();

@@ -50,6 +50,35 @@ std::vector<std::array<double, 2>> bootstrap_median_ci(const std::vector<std::ve
   return out;
 }
 
+namespace {
+
+/// The kernel counters of an aggregate: each figure per op (and each hardware figure) the median
+/// over the ok repetitions that have it; scope and what was unavailable from the first of them.
+nlohmann::json aggregate_kernel(const std::vector<Record>& reps) {
+  std::vector<const nlohmann::json*> ks;
+  for (auto& r : reps)
+    if (r.status == Status::Ok && r.kernel.contains("per_op")) ks.push_back(&r.kernel);
+  if (ks.empty()) return nlohmann::json::object();
+  const nlohmann::json& first = *ks.front();
+  nlohmann::json k = nlohmann::json::object();
+  for (const char* key : {"scope", "unavailable", "hardware_unavailable"})
+    if (first.contains(key)) k[key] = first[key];
+  for (const char* section : {"per_op", "hardware"}) {
+    if (!first.contains(section)) continue;
+    k[section] = nlohmann::json::object();
+    for (auto& [name, _] : first[section].items()) {
+      std::vector<double> v;
+      for (auto* r : ks)
+        if (r->contains(section) && (*r)[section].value(name, nlohmann::json()).is_number())
+          v.push_back((*r)[section][name].get<double>());
+      if (!v.empty()) k[section][name] = median_of(v);
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
 Record aggregate_median(const std::vector<Record>& reps) {
   Record a = reps.front();
   a.run_type = "aggregate";
@@ -61,6 +90,8 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.series = nullptr;  // a repetition's own
   a.ci = nullptr;
   a.flags = nlohmann::json::array();
+  // Kernel counters per op: medians of their own (aggregate_kernel).
+  a.kernel = aggregate_kernel(reps);
   std::vector<const Record*> ok;
   for (auto& r : reps) {
     a.integrity += r.integrity;

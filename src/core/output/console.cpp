@@ -14,8 +14,9 @@ namespace ipclab::output {
 namespace {
 
 constexpr const char* kMedian = " (median)";
-// What a row holds after the name: five 10-wide figures, ctx/op, and the status ("ok" mostly).
-constexpr size_t kFigures = 5 * 11 + 8 + 2 + 6;
+// What a row holds after the name: five 10-wide figures, ctx/op, sys/op, and the status ("ok"
+// mostly).
+constexpr size_t kFigures = 5 * 11 + 8 + 8 + 2 + 6;
 constexpr size_t kMinName = 20;
 
 std::string row_name(const TableNames& names, const Record& r) {
@@ -42,8 +43,9 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
   // line of its own, its figures on the next (see record), never cut.
   const size_t room = columns_ > kFigures ? columns_ - kFigures : 0;
   width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
-  std::string h = fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}  {}", "Benchmark", width_,
-                              "Time/op", "Rate", "p50", "p99", "CPU/op", "ctx/op", "Status");
+  std::string h =
+      fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}  {}", "Benchmark", width_, "Time/op",
+                  "Rate", "p50", "p99", "CPU/op", "ctx/op", "sys/op", "Status");
   fmt::print(out_, "{}\n{}\n", h, std::string(h.size() + 4, '-'));
   fflush(out_);
 }
@@ -56,11 +58,14 @@ void ConsoleReporter::record(const Record& r) {
   }
   std::string status = status_name(r.status);
   if (!r.error.empty()) status += ": " + r.error;
-  fmt::print(out_, "{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.2f}  {}\n", name, width_,
+  // System calls per operation, when the kernel counted them (core/kcounters.hpp).
+  const nlohmann::json sys =
+      r.kernel.value("per_op", nlohmann::json::object()).value("syscalls", nlohmann::json());
+  fmt::print(out_, "{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.2f} {:>7}  {}\n", name, width_,
              human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
              r.latency ? human_ns(double(r.latency->p50)) : "-",
              r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()), r.ctx_per_op(),
-             status);
+             sys.is_number() ? fmt::format("{:.2f}", sys.get<double>()) : "-", status);
   fflush(out_);
 }
 

@@ -22,12 +22,12 @@ namespace ipclab::output {
 namespace {
 
 const std::vector<std::string> kCommonColumns = {
-    "name",          "suite",         "mechanism",  "run_type",       "repetition", "status",
-    "ops",           "bytes",         "wall_s",     "time_per_op_ns", "ops_per_s",  "MiB_per_s",
-    "lat_kind",      "lat_p50_ns",    "lat_p99_ns", "lat_p999_ns",    "lat_max_ns", "cpu_user_s",
-    "cpu_sys_s",     "cpu_per_op_ns", "ctx_vol",    "ctx_invol",      "ctx_per_op", "placement",
-    "cpus_observed", "sent",          "received",   "lost",           "duplicated", "corrupt",
-    "error"};
+    "name", "suite", "mechanism", "run_type", "repetition", "status", "ops", "bytes", "wall_s",
+    "time_per_op_ns", "ops_per_s", "MiB_per_s", "lat_kind", "lat_p50_ns", "lat_p99_ns", "lat_p999_ns",
+    "lat_max_ns", "cpu_user_s", "cpu_sys_s", "cpu_per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op",
+    // The kernel's counts per op (Record::kernel), empty where they were not taken.
+    "syscalls_per_op", "ctx_switches_per_op", "cpu_migrations_per_op", "page_faults_per_op", "placement",
+    "cpus_observed", "sent", "received", "lost", "duplicated", "corrupt", "error"};
 
 std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -39,6 +39,11 @@ std::string csv_escape(const std::string& s) {
 std::string num(double v) {
   if (!std::isfinite(v)) return "";
   return fmt::format("{:.6g}", v);
+}
+
+std::string kernel_per_op(const Record& r, const char* key) {
+  const nlohmann::json v = r.kernel.value("per_op", nlohmann::json::object()).value(key, nlohmann::json());
+  return v.is_number() ? num(v.get<double>()) : "";
 }
 
 std::vector<std::string> common_cells(const Record& r) {
@@ -68,6 +73,10 @@ std::vector<std::string> common_cells(const Record& r) {
           std::to_string(r.cpu.ctx_vol),
           std::to_string(r.cpu.ctx_invol),
           num(r.ctx_per_op()),
+          kernel_per_op(r, "syscalls"),
+          kernel_per_op(r, "context_switches"),
+          kernel_per_op(r, "cpu_migrations"),
+          kernel_per_op(r, "page_faults"),
           r.placement.layout,
           observed_text(r.placement),
           std::to_string(r.integrity.sent),
