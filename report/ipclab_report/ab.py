@@ -122,6 +122,9 @@ def parser():
     p.add_argument("--warmup", default=DEFAULT_WARMUP, metavar="SECONDS",
                    help=f"warm-up seconds per slice (default {DEFAULT_WARMUP})")
     p.add_argument("--cpus", metavar="LIST", help="as for `ipclab run`")
+    p.add_argument("--kernel-counters", action="store_true",
+                   help="count system calls, context switches, migrations and page faults per op on both "
+                        "sides (`ipclab run --kernel-counters`; slows blocking benchmarks: both sides alike)")
     p.add_argument("--pairs", type=_int_range("--pairs", 2, 1000, 10), default=DEFAULT_PAIRS, metavar="N",
                    help=f"slices per side and benchmark (default {DEFAULT_PAIRS})")
     p.add_argument("--threshold", type=_float_range("--threshold", 0, 1000, 5), default=5.0, metavar="PCT",
@@ -246,6 +249,8 @@ def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
     argv += ["--repetitions", "1", "--duration", args.duration, "--warmup", args.warmup, "--json", out]
     if args.cpus:
         argv += ["--cpus", args.cpus]
+    if args.kernel_counters:
+        argv.append("--kernel-counters")
     # The harness has its own stall watchdog and timeout; this one only keeps ab from hanging on a
     # binary that has none.
     limit = 60 + 4 * (float(args.duration) + float(args.warmup))
@@ -483,7 +488,7 @@ def cmd_ab(argv) -> int:
                       "b": {"binary": b.binary, "filters": b.filters, "params": b.params, "env": b.env_set},
                       "pairs": args.pairs, "order": "ABBA", "duration_s": float(args.duration),
                       "warmup_s": float(args.warmup), "threshold_pct": args.threshold, "alpha": args.alpha,
-                      "metric": args.metric, "seed": args.seed, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+                      "metric": args.metric, "seed": args.seed, "kernel_counters": args.kernel_counters, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
                       "load_avg": list(load_avg), "elapsed_s": time.monotonic() - started},
                "context": context, "benchmarks": rows, "regressions": regressions, "failed": failed}
         write_atomic(args.json, json.dumps(doc, indent=1) + "\n")

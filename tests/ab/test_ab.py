@@ -7,6 +7,7 @@ Run by ctest (`ab.end_to_end`) with the binary in IPCLAB_BIN; by hand:
 """
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -75,6 +76,29 @@ def test_an_injected_slowdown_is_slower_and_exits_one(tmp_path):
     assert row["verdict"] == "slower" and row["p"] < 0.05 and row["median_ratio"] > 2
     assert doc["regressions"] == [row["name"]]
     assert doc["ab"]["b"]["env"] == {"IPCLAB_FAULT": "slow:pipe:30000"}
+
+
+def test_kernel_counters_give_system_calls_per_op_on_both_sides(tmp_path):
+    # System calls are counted through the raw_syscalls tracepoint, whose id lives in tracefs: where
+    # it is not mounted, mount it in a private mount namespace that only this ab and its slices see.
+    wrap = []
+    if not os.path.exists("/sys/kernel/tracing/events/raw_syscalls/sys_enter/id"):
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            pytest.skip("tracefs is not mounted and this user cannot mount it in a private namespace")
+        wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"', "sh"]
+    out = tmp_path / "ab.json"
+    proc = subprocess.run([*wrap, BINARY, "ab", BINARY, BINARY, *SHORT, *PIPE, "--pairs", "2", "--kernel-counters",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    [row] = doc["benchmarks"]
+    assert doc["ab"]["kernel_counters"] is True
+    for side in ("a", "b"):
+        k = row["kernel_per_op"][side]
+        assert 3.9 <= k["syscalls"] <= 4.1  # a pipe round trip: a write and a read on each side
+        assert k["context_switches"] > 0    # both sides on one CPU: they take turns
+    assert "→" in proc.stdout.split("\n")[-2]  # the table's sys/op A→B column
 
 
 def test_a_side_parameter_pairs_two_configurations(tmp_path):
