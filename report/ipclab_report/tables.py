@@ -21,7 +21,7 @@ def row(r, multi=False) -> dict:
         "p99": fmt_time_ns(r.latency("p99")) if ok else "—",
         "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns")) if ok else "—",
         "ctx/op": fmt_float(r.num("cpu", "ctx_per_op")) if ok else "—",
-        "sys/op": fmt_float(r.num("kernel", "per_op", "syscalls")) if ok else "—",
+        "sys/op": fmt_float(r.kernel_per_op()) if ok else "—",
         "status": r.status,
         "error": r.error or (f"saturated: {r.get('extra', 'rate', 'saturation') or 'achieved rate short of the request'}"
                              if r.saturated else ""),
