@@ -193,6 +193,10 @@ def one_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+class NoPlan(Exception):
+    """The side's binary predates `run --plan`."""
+
+
 def plan_side(side: Side) -> None:
     """`BIN run ... --plan`: the side's benchmarks, checked by the binary itself (filters, -p,
     --cpus and the environment, e.g. a malformed IPCLAB_FAULT), before any slice runs."""
@@ -206,6 +210,8 @@ def plan_side(side: Side) -> None:
         raise UsageError(f"side {side.label}: cannot run {side.binary} ({e}); give a working ipclab binary") from None
     if proc.returncode != 0:
         why = one_line(proc.stderr) or f"exit status {proc.returncode}"
+        if "--plan" in why:
+            raise NoPlan(side.label)
         raise UsageError(f"side {side.label} ({side.binary}): {why.removeprefix('ipclab: ')}")
     try:
         side.plan = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
@@ -399,10 +405,22 @@ def cmd_ab(argv) -> int:
         env = dict(e.split("=", 1) for e in getattr(args, f"{s}_env"))
         sides.append(Side(label, binary, getattr(args, f"{s}_filter") or args.filters,
                           merged_params(args.param, getattr(args, f"{s}_param")), env, common + check))
+    old = []
     for s in sides:
-        plan_side(s)
+        try:
+            plan_side(s)
+        except NoPlan:
+            old.append(s)
         s.common = common
     a, b = sides
+    # A build from before `run --plan` (a baseline older than ab) runs the other side's plan: its
+    # slices name every parameter of each point, and a point it cannot run fails its slice.
+    for s in old:
+        other = b if s is a else a
+        if other in old or (s.filters, s.params) != (other.filters, other.params):
+            raise UsageError(f"side {s.label} ({s.binary}) predates `ipclab run --plan`: give both sides the same "
+                             "filters and parameters (the other side plans for it), or a newer binary")
+        s.plan = other.plan
     if len(a.plan) != len(b.plan):
         raise UsageError(f"side A plans {len(a.plan)} benchmarks and side B {len(b.plan)}: the sides must pair "
                          "one to one; make their filters and parameters select as many points")

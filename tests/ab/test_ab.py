@@ -116,6 +116,24 @@ def test_a_failing_side_fails_the_benchmark(tmp_path):
     assert row["verdict"] == "failed" and "corrupt" in row["error"] and doc["failed"] == [row["name"]]
 
 
+def test_a_baseline_built_before_plan_runs_the_other_sides_plan(tmp_path):
+    # A binary from before `run --plan`: it refuses the option as such binaries do, runs the rest.
+    old = tmp_path / "old-ipclab"
+    old.write_text("#!/bin/sh\n"
+                   'for a in "$@"; do [ "$a" = --plan ] && { echo "ipclab: The following argument was not '
+                   'expected: --plan; see \\`ipclab --help\\`" >&2; exit 2; }; done\n'
+                   f'exec {BINARY} "$@"\n')
+    old.chmod(0o755)
+    out = tmp_path / "ab.json"
+    proc = ipclab("ab", str(old), BINARY, *SHORT, *PIPE, "--pairs", "2", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(out.read_text())["benchmarks"]
+    assert len(row["ratios"]) == 2 and "name_b" not in row
+    # Its sides must then select alike: the newer side cannot plan for different parameters.
+    proc = ipclab("ab", str(old), BINARY, *SHORT, *PIPE, "--b-param", "size=4096")
+    assert proc.returncode == 2 and "predates `ipclab run --plan`" in proc.stderr
+
+
 @pytest.mark.parametrize("args, says", [
     (["--b-env", "IPCLAB_FAULT=slow:pipe"], "side B"),
     (["--a-param", "size=0"], "side A"),
