@@ -49,6 +49,15 @@ void Histogram::add_sparse(const std::vector<uint64_t>& values, const std::vecto
   }
 }
 
+CoarseHistogram CoarseHistogram::of(const Histogram& h) {
+  CoarseHistogram c;
+  h.for_each_bucket([&c](uint64_t lowest, uint64_t n) {
+    c.counts_[std::min(Layout::index_of(lowest), kBuckets - 1)] += n;
+    c.count_ += n;
+  });
+  return c;
+}
+
 uint64_t CoarseHistogram::quantile(double q) const {
   if (count_ == 0) return 0;
   const uint64_t rank = std::max<uint64_t>(1, uint64_t(std::ceil(std::clamp(q, 0.0, 1.0) * double(count_))));

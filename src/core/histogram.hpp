@@ -52,6 +52,12 @@ class Histogram {
   }
   /// Adds every count of `o` (histograms of different threads or processes).
   void merge(const Histogram& o);
+  /// Calls f(lowest value, count) for every non-empty bucket, in order of value.
+  template <class F>
+  void for_each_bucket(F&& f) const {
+    for (int i = 0; i < kBuckets; ++i)
+      if (counts_[i]) f(lowest_of(i), counts_[i]);
+  }
   void reset();
 
   uint64_t count() const { return count_; }
@@ -99,6 +105,15 @@ class CoarseHistogram {
     for (int i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
     count_ += o.count_;
   }
+  /// This histogram less `o`, which must hold a subset of its samples (an earlier image of it).
+  void subtract(const CoarseHistogram& o) {
+    for (int i = 0; i < kBuckets; ++i) counts_[i] -= o.counts_[i];
+    count_ -= o.count_;
+  }
+  /// The coarse image of a full histogram: each of its buckets counted where its lowest value
+  /// falls (the full buckets nest in the coarse ones: both are log-linear, the coarse one with
+  /// fewer sub-buckets).
+  static CoarseHistogram of(const Histogram& h);
   uint64_t count() const { return count_; }
   /// Value at quantile q in [0,1]: the midpoint of the bucket holding it (0 when empty).
   uint64_t quantile(double q) const;

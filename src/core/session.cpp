@@ -81,7 +81,11 @@ int Worker::transition(int ph) {
 // What the slot counts from here on is the new slice's: its ops count as it entered each slice
 // it passed (a slice it never saw while running gets none of its ops).
 void Worker::enter_slice(int sl) {
-  for (int k = slice_ + 1; k <= sl && k < kSlices; ++k) out_.ops_at[k] = out_.ops;
+  const CoarseHistogram lat = CoarseHistogram::of(out_.hist);
+  for (int k = slice_ + 1; k <= sl && k < kSlices; ++k) {
+    out_.ops_at[k] = out_.ops;
+    out_.lat_at[k] = lat;
+  }
   slice_ = out_.slice = std::min(sl, kSlices - 1);
 }
 
@@ -558,9 +562,17 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     for (int i = 0; i < n; ++i) {
       auto& s = ctl.slots[i];
       // A slice past the last one the worker saw holds none of its ops (it stopped counting).
-      for (int k = s.slice + 1; k < kSlices; ++k) s.ops_at[k] = s.ops;
+      const CoarseHistogram lat_end = CoarseHistogram::of(s.hist);
+      for (int k = s.slice + 1; k < kSlices; ++k) {
+        s.ops_at[k] = s.ops;
+        s.lat_at[k] = lat_end;
+      }
       for (int k = 0; k < kSlices; ++k) ops[k] += (k + 1 < kSlices ? s.ops_at[k + 1] : s.ops) - s.ops_at[k];
-      for (size_t k = 0; k < lat.size(); ++k) lat[k].merge(s.slice_hist[k]);
+      for (size_t k = 0; k < lat.size(); ++k) {
+        CoarseHistogram part = k + 1 < size_t(kSlices) ? s.lat_at[k + 1] : lat_end;
+        part.subtract(s.lat_at[k]);
+        lat[k].merge(part);
+      }
     }
     rec_.series = make_series(t_ns, ops, lat);
   }
