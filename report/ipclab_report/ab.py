@@ -66,7 +66,8 @@ Exit: 0 no regression, 1 a regression or a failed slice, 2 usage error."""
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise UsageError(f"{message}; see `ipclab ab --help`")
+        # parse_intermixed_args names the optional FILTER... among the missing arguments too.
+        raise UsageError(f"{message.replace(', FILTER', '')}; see `ipclab ab --help`")
 
 
 def _int_range(option, lo, hi, example):
