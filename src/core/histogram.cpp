@@ -34,11 +34,10 @@ uint64_t Histogram::quantile(double q) const {
 void Histogram::sparse(std::vector<uint64_t>& values, std::vector<uint64_t>& counts) const {
   values.clear();
   counts.clear();
-  for (int i = 0; i < kBuckets; ++i)
-    if (counts_[i]) {
-      values.push_back(lowest_of(i));
-      counts.push_back(counts_[i]);
-    }
+  for_each_bucket([&](uint64_t lowest, uint64_t n) {
+    values.push_back(lowest);
+    counts.push_back(n);
+  });
 }
 
 void Histogram::add_sparse(const std::vector<uint64_t>& values, const std::vector<uint64_t>& counts) {

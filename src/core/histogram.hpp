@@ -52,10 +52,13 @@ class Histogram {
   }
   /// Adds every count of `o` (histograms of different threads or processes).
   void merge(const Histogram& o);
-  /// Calls f(lowest value, count) for every non-empty bucket, in order of value.
+  /// Calls f(lowest value, count) for every non-empty bucket, in order of value. Scans only the
+  /// buckets from the smallest value to the largest: a worker takes an image of its histogram at
+  /// every slice boundary, inside the measured window.
   template <class F>
   void for_each_bucket(F&& f) const {
-    for (int i = 0; i < kBuckets; ++i)
+    if (!count_) return;
+    for (int i = index_of(min_), last = index_of(max_); i <= last; ++i)
       if (counts_[i]) f(lowest_of(i), counts_[i]);
   }
   void reset();
