@@ -231,6 +231,8 @@ class Slice:
     error: str | None = None
     skipped: str | None = None
     context: dict | None = None
+    metric: str | None = None      # the metric's label: time/op, p99, capacity, cpu/op, ...
+    higher_better: bool = False
 
 
 def metric_of(rec, metric):
@@ -247,8 +249,7 @@ def metric_of(rec, metric):
 
 
 def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
-    """One repetition of one benchmark on one side, in its own process: (Slice, metric label,
-    higher is better)."""
+    """One repetition of one benchmark on one side, in its own process."""
     out = os.path.join(tmp, f"slice-{k}.json")
     argv = [side.binary, "run", f"{bench['suite']}/{bench['mechanism']}"]
     for name, value in bench["params"].items():
@@ -272,19 +273,20 @@ def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
         rf = load(out)
         os.unlink(out)
     except UsageError:
-        return Slice(error=f"side {side.label}: {one_line(err) or f'exit status {rc}'}"), None, False
+        return Slice(error=f"side {side.label}: {one_line(err) or f'exit status {rc}'}")
     recs = [r for r in rf.records if r.run_type == "iteration"]
     if len(recs) != 1:
-        return Slice(error=f"side {side.label}: {len(recs)} records in one slice"), None, False
+        return Slice(error=f"side {side.label}: {len(recs)} records in one slice")
     r = recs[0]
     if r.status == "skipped":
-        return Slice(skipped=r.error or "skipped"), None, False
+        return Slice(skipped=r.error or "skipped")
     if not r.ok:
-        return Slice(error=f"side {side.label}: {r.error}"), None, False
+        return Slice(error=f"side {side.label}: {r.error}")
     label, value, higher = metric_of(r, metric)
     kernel = r.get("kernel", "per_op")
     return Slice(value=value if is_number(value) and value > 0 else None,
-                 kernel=kernel if isinstance(kernel, dict) else None, context=rf.context), label, higher
+                 kernel=kernel if isinstance(kernel, dict) else None, context=rf.context,
+                 metric=label, higher_better=higher)
 
 
 # --- statistics ---------------------------------------------------------------------------------
@@ -428,7 +430,6 @@ def cmd_ab(argv) -> int:
 
     benches = list(range(len(a.plan)))
     slices = {i: ([], []) for i in benches}  # per benchmark: A's and B's slices, pair by pair
-    meta = {}
     dead = {}  # benchmark -> why it stopped (a failed or skipped slice)
     total = args.pairs * len(benches) * 2
     progress = sys.stderr.isatty()
@@ -449,12 +450,10 @@ def cmd_ab(argv) -> int:
                         eta = (time.monotonic() - started) / max(done - 1, 1) * (total - done + 1)
                         print(f"\r\033[K[{done}/{total}] pair {pair + 1} {side.label} {bench['name']} "
                               f"(ETA {eta:.0f}s)", end="", file=sys.stderr, flush=True)
-                    sl, label, higher = run_slice(side, bench, args, tmp, done, args.metric)
+                    sl = run_slice(side, bench, args, tmp, done, args.metric)
                     if sl.error or sl.skipped:
                         dead[i] = ("failed", sl.error) if sl.error else ("skipped", sl.skipped)
                         continue
-                    if label:
-                        meta.setdefault(i, (label, higher))
                     slices[i][side_index].append(sl)
         if progress:
             print("\r\033[K", end="", file=sys.stderr)
@@ -473,8 +472,9 @@ def cmd_ab(argv) -> int:
             row.update(verdict=status, error=why, metric=None, median_ratio=None)
             rows.append(row)
             continue
-        label, higher = meta.get(i, (None, False))
         sa, sb = slices[i]
+        first = (sa + sb)[0] if sa or sb else Slice()
+        label, higher = first.metric, first.higher_better
         pairs = [(x.value, y.value) for x, y in zip(sa, sb) if x.value and y.value]
         row.update(metric=label, higher_better=higher, a=median([x for x, _ in pairs]),
                    b=median([y for _, y in pairs]), ratios=[y / x for x, y in pairs])
