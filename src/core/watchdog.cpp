@@ -71,13 +71,19 @@ std::string Watchdog::check() {
                          double(longest) * 1e-9, rule);
   }
   // A side that is neither waiting nor stopped while a stalled peer waits: it is the one stuck.
+  // It need not be past the limit itself: the peer that waits on it went quiet first whenever it
+  // blocked a moment before this side's last operation (a producer on a full pipe while the
+  // consumer still drained it), so a busy side quiet for over half the limit is taken too.
   std::vector<const Side*> busy;
   bool someone_waits = false;
-  for (const Side* s : stalled) {
-    if (s->pid <= 0 && s->tid == self) continue;  // the caller itself is running, of course
-    const char st = task_state(s->pid, s->tid);
-    if (st == 'R' || st == 'D') busy.push_back(s);
-    if (st == 'S') someone_waits = true;
+  for (const Side* s : stalled)
+    if (task_state(s->pid, s->tid) == 'S') someone_waits = true;
+  for (const Side& s : sides_) {
+    if (s.done && s.done()) continue;
+    if (s.pid <= 0 && s.tid == self) continue;  // the caller itself is running, of course
+    if (now - s.since <= limit_ns_ / 2) continue;
+    const char st = task_state(s.pid, s.tid);
+    if (st == 'R' || st == 'D') busy.push_back(&s);
   }
   std::string names;
   for (const Side* s : (someone_waits && !busy.empty()) ? busy : stalled)

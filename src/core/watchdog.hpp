@@ -13,8 +13,9 @@
 //
 // Naming the cause: a side that waits on a frozen peer stalls too, so check() looks at the state
 // of every side it knows a process or thread of (/proc/<pid>/stat, /proc/self/task/<tid>/stat):
-// one that is stopped (T, t: SIGSTOP, a debugger) is named as the cause; else, among the stalled
-// sides, one that is not waiting (R running, D in the kernel) while another waits (S) is; else
+// one that is stopped (T, t: SIGSTOP, a debugger) is named as the cause; else, while a stalled
+// side waits (S), the sides quiet for over half the limit that are not waiting (R running, D in
+// the kernel) are — stalled or nearly so, since the waiting side may have gone quiet first; else
 // every stalled side is named.
 #include <sys/types.h>
 
