@@ -1,5 +1,5 @@
 #pragma once
-// CPU time and context switches from getrusage: per thread, per process, or of reaped children.
+// CPU time, context switches and page faults from getrusage: per thread, per process, or of reaped children.
 #include <sys/resource.h>
 
 #include <cstdint>
@@ -9,6 +9,7 @@ namespace ipclab {
 struct CpuUsage {
   double user_s = 0, sys_s = 0;
   int64_t ctx_vol = 0, ctx_invol = 0;
+  int64_t faults = 0;  // page faults, minor and major (a first touch of a page, a mapping's fill)
 
   /// User and system time together.
   double total_s() const { return user_s + sys_s; }
@@ -18,6 +19,7 @@ struct CpuUsage {
     sys_s += o.sys_s;
     ctx_vol += o.ctx_vol;
     ctx_invol += o.ctx_invol;
+    faults += o.faults;
     return *this;
   }
   friend CpuUsage operator+(CpuUsage a, const CpuUsage& b) { return a += b; }
@@ -26,6 +28,7 @@ struct CpuUsage {
     a.sys_s -= b.sys_s;
     a.ctx_vol -= b.ctx_vol;
     a.ctx_invol -= b.ctx_invol;
+    a.faults -= b.faults;
     return a;
   }
 };
@@ -37,6 +40,7 @@ inline CpuUsage usage_of(const rusage& ru) {
   u.sys_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
   u.ctx_vol = ru.ru_nvcsw;
   u.ctx_invol = ru.ru_nivcsw;
+  u.faults = ru.ru_minflt + ru.ru_majflt;
   return u;
 }
 

@@ -23,6 +23,7 @@
 // nothing of that side, each call is one inlined test of a bool.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace ipclab {
@@ -50,10 +51,18 @@ class FaultPoint {
     if (armed_) [[unlikely]]
       maybe_stall();
   }
-  /// Call after each receive, with the message received (`n` bytes of `buf`), before looking at it.
-  void after_recv(std::byte* buf, size_t n) {
-    if (armed_) [[unlikely]]
-      received(buf, n);
+  /// Call after each receive, with the message received (`n` bytes at `got`), before looking at
+  /// it; returns where to look. A message received in place (`got` is the transport's memory, maybe
+  /// read-only, not the side's own buffer `own`) is corrupted in a copy in `own`.
+  std::byte* after_recv(std::byte* got, std::byte* own, size_t n) {
+    if (armed_) [[unlikely]] {
+      if (corrupt_every_ && got != own) {
+        std::memcpy(own, got, n);
+        got = own;
+      }
+      received(got, n);
+    }
+    return got;
   }
 
  private:

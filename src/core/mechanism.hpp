@@ -8,6 +8,7 @@
 // A mechanism that is a server (echo, servers) also says how to start it (`server`): its suite's
 // workload starts it as a process (core/server) and drives it with the suite's client.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +33,22 @@ class Endpoint {
   /// Receives one message into `buf` (room for `len` bytes: every message of a run has that size);
   /// returns its length.
   virtual size_t recv(std::byte* buf, size_t len) = 0;
+
+  // Zero copy (the bulk transports): a transport whose memory the two sides share can let the
+  // sender write a message where the receiver will read it. The harness asks for both; the
+  // defaults copy through the caller's buffer.
+  /// Where the next message is to be written before send() (the transport's own memory, given to
+  /// send() as `data`), or nullptr: send() takes it from the caller's buffer.
+  virtual std::byte* send_buffer(size_t len) {
+    (void)len;
+    return nullptr;
+  }
+  /// Receives one message of `len` bytes and returns where it lies: in `buf` (the default), or in
+  /// the transport's own memory, valid until this endpoint's next receive.
+  virtual std::byte* recv_in_place(std::byte* buf, size_t len) {
+    recv(buf, len);
+    return buf;
+  }
 };
 
 /// Kernel or shared-memory objects of one run: created in the coordinating process before any
@@ -72,6 +89,10 @@ class Loop {
  public:
   virtual ~Loop() = default;
   virtual void op() = 0;
+  /// Bytes one op moves (counted into the record's bytes), 0 for none.
+  virtual uint64_t bytes_per_op() const { return 0; }
+  /// Ops timed together by one pair of clock reads: many for a cheap op, one for a long one.
+  virtual uint64_t batch() const { return 1000; }
 };
 
 struct Mechanism {
@@ -95,6 +116,10 @@ struct Suite {
   std::string name, help;
   std::vector<std::string> csv_columns;
   std::function<std::vector<std::string>(const Record&)> csv_row;
+  /// Called after each repetition of the suite's benchmarks that completed (status ok), with its
+  /// session: figures every record of the suite states (the bulk suite's bandwidth, CPU per MiB
+  /// and fraction of memcpy), added to the record's `extra`.
+  std::function<void(Session&)> finish;
 };
 
 class Registry {

@@ -26,9 +26,17 @@ inline uint64_t load64(const std::byte* p) {
 }
 inline void store64(std::byte* p, uint64_t v) { std::memcpy(p, &v, 8); }
 
+// verify=sample: payload word 0, one word per kSampleStride bytes of payload, and the last.
+template <class F>
+inline void for_each_sample(size_t words, F f) {
+  constexpr size_t stride = kSampleStride / 8;
+  for (size_t i = 0; i < words; i += stride) f(i);
+  if (words && (words - 1) % stride) f(words - 1);
+}
+
 }  // namespace
 
-void encode(std::byte* buf, size_t len, const Header& h, bool random) {
+void encode(std::byte* buf, size_t len, const Header& h, bool random, bool sampled) {
   if (len < kHeaderSize) {
     if (h.flags & kStop) {
       std::memset(buf, 0xFF, len);
@@ -49,11 +57,14 @@ void encode(std::byte* buf, size_t len, const Header& h, bool random) {
   const uint64_t key = w0 * 0x9e3779b97f4a7c15ull;
   size_t words = (len - head) / 8;
   std::byte* p = buf + head;
-  for (size_t i = 0; i < words; ++i) store64(p + i * 8, payload_word(key, i, random));
+  if (sampled)
+    for_each_sample(words, [&](size_t i) { store64(p + i * 8, payload_word(key, i, random)); });
+  else
+    for (size_t i = 0; i < words; ++i) store64(p + i * 8, payload_word(key, i, random));
   for (size_t i = head + words * 8; i < len; ++i) buf[i] = std::byte(key >> (8 * (i % 8)));
 }
 
-Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq) {
+Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq, bool sampled) {
   Decoded d;
   if (len < kHeaderSize) {
     if (is_stop(buf, len)) {
@@ -76,7 +87,10 @@ Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_se
   const std::byte* p = buf + head;
   // Accumulate differences rather than branching per word, so the check streams like a memcmp.
   uint64_t diff = (w2 >> 32) ^ uint64_t(len);
-  for (size_t i = 0; i < words; ++i) diff |= load64(p + i * 8) ^ payload_word(key, i, random);
+  if (sampled)
+    for_each_sample(words, [&](size_t i) { diff |= load64(p + i * 8) ^ payload_word(key, i, random); });
+  else
+    for (size_t i = 0; i < words; ++i) diff |= load64(p + i * 8) ^ payload_word(key, i, random);
   for (size_t i = head + words * 8; i < len; ++i) diff |= uint64_t(buf[i] != std::byte(key >> (8 * (i % 8))));
   d.ok = diff == 0;
   return d;

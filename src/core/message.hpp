@@ -27,8 +27,14 @@ struct Header {
   uint64_t intended_ns = 0;  // with kIntended (needs len >= kIntendedHeaderSize)
 };
 
-/// Fills `buf` (len bytes). `random` derives payload words from a hash rather than a constant.
-void encode(std::byte* buf, size_t len, const Header& h, bool random);
+/// verify=sample (the bulk suite): only the header, the tail and one payload word per 4 KiB page
+/// are written and checked, the same words a full encode writes there — so a message left stale
+/// is still caught page by page, and what touching every byte costs shows against verify=full.
+constexpr size_t kSampleStride = 4096;
+
+/// Fills `buf` (len bytes). `random` derives payload words from a hash rather than a constant;
+/// `sampled`: only the words verify=sample checks.
+void encode(std::byte* buf, size_t len, const Header& h, bool random, bool sampled = false);
 
 struct Decoded {
   bool ok = false;  // every byte as expected
@@ -36,7 +42,7 @@ struct Decoded {
 };
 /// Checks every byte of `buf`. For small messages `expect_seq` is the sequence number expected
 /// (small messages carry it only modulo 255).
-Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq = 0);
+Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq = 0, bool sampled = false);
 
 /// The header of a message of at least kHeaderSize bytes, its payload unchecked (for a hook that
 /// needs its times, not a verdict).

@@ -30,6 +30,7 @@ struct TransportShape {
   uint64_t window_ns;
   size_t size;
   bool random;
+  bool sampled;  // verify=sample: the header, the tail and a word per 4 KiB page (message.hpp)
   uint64_t sample;
   uint64_t reservoir;  // latency_reservoir: 0, or the reference's reservoir size
   int producers, consumers;
@@ -43,6 +44,7 @@ TransportShape shape_of(const Params& p) {
   t.window_ns = 0;  // the session's (transport_point)
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
+  t.sampled = p.str_or("verify", "full") == "sample";
   t.sample = uint64_t(p.i64_or("latency_sample", 1));
   t.reservoir = uint64_t(p.i64_or("latency_reservoir", 0));
   t.producers = int(p.i64_or("producers", 1));
@@ -59,23 +61,33 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   std::vector<std::byte> req(t.size), next(t.size), resp(t.size), prev(t.size);
   auto& out = w.out();
   auto check = [&](const std::byte* r, uint64_t seq) {
-    auto d = msg::decode(r, t.size, t.random, seq);
+    auto d = msg::decode(r, t.size, t.random, seq, t.sampled);
     // Small messages carry the sequence only implicitly: decode() checked it byte by byte.
     if (!d.ok || (t.size >= msg::kHeaderSize && (d.h.seq != seq || d.h.producer != uint32_t(index))))
       out.integrity.corrupt++;
   };
   uint64_t seq = 0;
-  msg::encode(req.data(), t.size, {.seq = seq, .producer = uint32_t(index)}, t.random);
+  msg::encode(req.data(), t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
+  const std::byte* last = prev.data();  // where the previous echo lies (in place: the transport's)
   w.ready();
   while (w.running()) {
     const bool measuring = w.measuring();
     const bool timed = measuring && seq % t.sample == 0;
     const uint64_t t0 = timed ? now_ns() : 0;
     fault.before_send();
-    ep.send(req.data(), t.size);
-    if (seq > 0) check(prev.data(), seq - 1);
-    msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random);
-    fault.after_recv(resp.data(), ep.recv(resp.data(), t.size));
+    // Zero copy: the request is written where the server reads it, on the round trip (that write
+    // is the transfer); otherwise it was encoded ahead into `req` and the send copies it.
+    std::byte* place = ep.send_buffer(t.size);
+    if (place) {
+      msg::encode(place, t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
+      ep.send(place, t.size);
+    } else {
+      ep.send(req.data(), t.size);
+    }
+    if (seq > 0) check(last, seq - 1);
+    if (!place)
+      msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random, t.sampled);
+    std::byte* got = fault.after_recv(ep.recv_in_place(resp.data(), t.size), resp.data(), t.size);
     if (timed) out.record_latency(now_ns() - t0);
     out.integrity.sent++;
     out.integrity.received++;
@@ -84,12 +96,19 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
       out.bytes += 2 * t.size;
     }
     req.swap(next);
-    resp.swap(prev);
+    if (got == resp.data()) {
+      resp.swap(prev);
+      last = prev.data();
+    } else {
+      last = got;
+    }
     ++seq;
   }
-  if (seq > 0) check(prev.data(), seq - 1);
-  msg::encode(req.data(), t.size, {.flags = msg::kStop}, t.random);
-  ep.send(req.data(), t.size);
+  if (seq > 0) check(last, seq - 1);
+  std::byte* place = ep.send_buffer(t.size);
+  if (!place) place = req.data();
+  msg::encode(place, t.size, {.flags = msg::kStop}, t.random, t.sampled);
+  ep.send(place, t.size);
 }
 
 // Round-trip server: echoes each request at once, then checks that it arrived in order while the
@@ -101,12 +120,20 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   uint64_t expect = 0;
   w.ready();
   for (;;) {
-    fault.after_recv(buf.data(), ep.recv(buf.data(), t.size));
+    std::byte* got = fault.after_recv(ep.recv_in_place(buf.data(), t.size), buf.data(), t.size);
     w.running();  // follows the phase for its CPU window
-    if (msg::is_stop(buf.data(), t.size)) break;
+    if (msg::is_stop(got, t.size)) break;
     fault.before_send();
-    ep.send(buf.data(), t.size);
-    auto d = msg::decode(buf.data(), t.size, t.random, expect);
+    msg::Decoded d;
+    if (got == buf.data()) {
+      ep.send(got, t.size);
+      d = msg::decode(got, t.size, t.random, expect, t.sampled);
+    } else {
+      // In place: the echo hands these very bytes back to the client, so this side reads the
+      // sequence number before it echoes and leaves the bytes to the client's end-to-end check.
+      d = {.ok = true, .h = msg::read_header(got, t.size)};
+      ep.send(got, t.size);
+    }
     if (!d.ok) {  // its sequence number cannot be trusted: take it as the one expected
       ++expect;
       continue;
@@ -123,8 +150,12 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
 // all data of every producer (the others have finished sending already).
 void send_stop_markers(Worker& w, Endpoint& ep, const TransportShape& t, std::vector<std::byte>& buf) {
   if (w.control().producers_left.fetch_sub(1) == 1) {
-    msg::encode(buf.data(), t.size, {.flags = msg::kStop}, t.random);
-    for (int c = 0; c < t.consumers; ++c) ep.send(buf.data(), t.size);
+    for (int c = 0; c < t.consumers; ++c) {
+      std::byte* place = ep.send_buffer(t.size);
+      if (!place) place = buf.data();
+      msg::encode(place, t.size, {.flags = msg::kStop}, t.random, t.sampled);
+      ep.send(place, t.size);
+    }
   }
 }
 
@@ -139,9 +170,11 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
                   .producer = uint32_t(index),
                   .send_ns = seq % t.sample == 0 ? now_ns() : 0,
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
-    msg::encode(buf.data(), t.size, h, t.random);
+    std::byte* place = ep.send_buffer(t.size);  // zero copy: written where the consumer reads it
+    if (!place) place = buf.data();
+    msg::encode(place, t.size, h, t.random, t.sampled);
     fault.before_send();
-    ep.send(buf.data(), t.size);
+    ep.send(place, t.size);
     // Stored as it goes (a plain store to its own slot): a run that fails midway still knows
     // how many were sent, so the missing ones count as lost.
     out.integrity.sent = ++seq;
@@ -169,8 +202,10 @@ void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportSh
                   .send_ns = at,
                   .flags = msg::kIntended | (measuring ? uint32_t(msg::kMeasured) : 0u),
                   .intended_ns = due};
-    msg::encode(buf.data(), t.size, h, t.random);
-    ep.send(buf.data(), t.size);
+    std::byte* place = ep.send_buffer(t.size);
+    if (!place) place = buf.data();
+    msg::encode(place, t.size, h, t.random, t.sampled);
+    ep.send(place, t.size);
     if (measuring) out.rate.sent_one(due, at);
     out.integrity.sent = ++seq;
   }
@@ -190,10 +225,10 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   std::vector<uint64_t> next(size_t(t.producers), 0);
   // Returns false on a stop marker.
   auto take = [&]() {
-    fault.after_recv(buf.data(), ep.recv(buf.data(), t.size));
+    std::byte* got = fault.after_recv(ep.recv_in_place(buf.data(), t.size), buf.data(), t.size);
     uint64_t arrived = now_ns();
     w.running();
-    auto d = msg::decode(buf.data(), t.size, t.random);
+    auto d = msg::decode(got, t.size, t.random, 0, t.sampled);
     if (d.ok && (d.h.flags & msg::kStop)) return false;
     if (!d.ok || d.h.producer >= uint32_t(t.producers)) {
       out.integrity.corrupt++;
@@ -378,20 +413,22 @@ void run_transport(Session& s) {
 void run_loop(Session& s) {
   std::unique_ptr<Loop> loop = s.mechanism().loop(s.params());
   Loop* lp = loop.get();
-  // Ops are timed in batches: one clock read costs ~30 ns here, far more than a null op.
-  constexpr uint64_t kBatch = 1000;
+  // Ops are timed in batches: one clock read costs ~30 ns here, far more than a null op (a loop
+  // whose op takes milliseconds, a 64 MiB memcpy, asks for batches of one).
+  const uint64_t batch = std::max<uint64_t>(1, lp->batch()), bytes = lp->bytes_per_op();
   s.run_workers({{"worker", 0, s.cpu_for(0),
-                  [lp](Worker& w) {
+                  [lp, batch, bytes](Worker& w) {
                     auto& out = w.out();
                     w.ready();
                     while (w.running()) {
                       const bool measuring = w.measuring();
                       uint64_t t0 = now_ns();
-                      for (uint64_t i = 0; i < kBatch; ++i) lp->op();
+                      for (uint64_t i = 0; i < batch; ++i) lp->op();
                       uint64_t dt = now_ns() - t0;
                       if (measuring) {
-                        out.ops += kBatch;
-                        out.record_latency(dt / kBatch);
+                        out.ops += batch;
+                        out.bytes += batch * bytes;
+                        out.record_latency(dt / batch);
                       }
                     }
                   }}},

@@ -83,7 +83,8 @@ nlohmann::json to_json(const Record& r) {
   j["rates"] = rates;
   j["latency_ns"] = r.latency ? to_json(*r.latency) : nlohmann::json(nullptr);
   j["cpu"] = {{"user_s", r.cpu.user_s},   {"sys_s", r.cpu.sys_s},         {"per_op_ns", r.cpu_per_op_ns()},
-              {"ctx_vol", r.cpu.ctx_vol}, {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()}};
+              {"ctx_vol", r.cpu.ctx_vol}, {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()},
+              {"faults", r.cpu.faults},   {"faults_per_op", r.faults_per_op()}};
   json sides = json::array();
   for (auto& s : r.placement.sides)
     sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
@@ -154,6 +155,7 @@ Record record_from_json(const nlohmann::json& j) {
     r.cpu.sys_s = c.value("sys_s", 0.0);
     r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
     r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
+    r.cpu.faults = c.value("faults", int64_t(0));
   }
   auto& in = j.at("integrity");
   r.integrity.sent = in.value("sent", uint64_t(0));

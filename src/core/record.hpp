@@ -80,6 +80,7 @@ struct Record {
   double time_per_op_ns() const { return ops ? wall_s * 1e9 / double(ops) : 0.0; }
   double cpu_per_op_ns() const { return ops ? cpu.total_s() * 1e9 / double(ops) : 0.0; }
   double ctx_per_op() const { return ops ? double(cpu.ctx_vol + cpu.ctx_invol) / double(ops) : 0.0; }
+  double faults_per_op() const { return ops ? double(cpu.faults) / double(ops) : 0.0; }
   /// Marks the record failed with `why` unless it already failed (the first reason is kept).
   void fail(const std::string& why);
 };

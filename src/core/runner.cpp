@@ -143,6 +143,13 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
     rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt", rec.integrity.lost,
                          rec.integrity.duplicated, rec.integrity.corrupt));
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
+  if (const Suite* suite = Registry::get().suite(rec.suite); suite && suite->finish && rec.status == Status::Ok) {
+    try {
+      suite->finish(s);
+    } catch (const std::exception& e) {
+      rec.fail(e.what());
+    }
+  }
   finish_kernel(rec.kernel, rec.ops);  // per op once the workload has counted its operations
   return rec;
 }

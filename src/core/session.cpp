@@ -487,6 +487,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     }
     c.ctx_vol = std::max<int64_t>(0, c.ctx_vol - own.ctx_vol);
     c.ctx_invol = std::max<int64_t>(0, c.ctx_invol - own.ctx_invol);
+    c.faults = std::max<int64_t>(0, c.faults - own.faults);
   }
   // Workers of whole operations bound the window by their own (WorkerSpec::whole_ops).
   bool whole = n > 0;

@@ -120,6 +120,8 @@ Record aggregate_median(const std::vector<Record>& reps) {
       std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
   a.cpu.ctx_invol = int64_t(
       std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
+  a.cpu.faults = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.faults) / r.ops : 0; }) * a.ops));
   a.rates = nlohmann::json::object();
   for (auto& [k, v] : ok.front()->rates.items())
     if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });

@@ -4,6 +4,9 @@
 // inherit them. Throughput uses one channel shared by every producer and consumer (datagram and
 // seqpacket sockets keep message boundaries, so several readers and writers can share one);
 // roundtrip uses one channel per pair.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -26,6 +29,12 @@
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
+
+/// Throws std::system_error naming `what` when `rc` < 0.
+inline int check_rc(int rc, const char* what) {
+  if (rc < 0) throw std::system_error(errno, std::generic_category(), what);
+  return rc;
+}
 
 /// The descriptors each side of one channel reads and writes (the same fd for a socket).
 struct FdChannel {
@@ -58,6 +67,56 @@ struct alignas(64) Credits {
   }
   void give() { returned.fetch_add(1, std::memory_order_relaxed); }
 };
+
+/// Anonymous pipes (pipe2): `up` from the producer/client to the consumer/server, and in
+/// roundtrip `down` back.
+inline FdChannel pipe_channel(bool roundtrip, bool nonblocking) {
+  const int flags = O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0);
+  int up[2], down[2] = {-1, -1};
+  check_rc(::pipe2(up, flags), "pipe2");
+  if (roundtrip && ::pipe2(down, flags) != 0) {
+    ::close(up[0]);
+    ::close(up[1]);
+    check_rc(-1, "pipe2");
+  }
+  return FdChannel{.prod_r = down[0], .prod_w = up[1], .cons_r = up[0], .cons_w = down[1]};
+}
+
+/// A connected AF_UNIX SOCK_STREAM socketpair, both directions on each side's one descriptor.
+inline FdChannel stream_socketpair_channel() {
+  int sv[2];
+  check_rc(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), "socketpair");
+  return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
+}
+
+/// A TCP connection over loopback (127.0.0.1, port chosen by the kernel), TCP_NODELAY on both
+/// ends so that small messages leave at once instead of waiting for Nagle's coalescing.
+inline FdChannel tcp_loopback_channel() {
+  int l = check_rc(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t alen = sizeof a;
+  int c = -1, s = -1;
+  try {
+    check_rc(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), "bind 127.0.0.1");
+    check_rc(::listen(l, 1), "listen");
+    check_rc(::getsockname(l, reinterpret_cast<sockaddr*>(&a), &alen), "getsockname");
+    c = check_rc(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+    // A loopback connect completes against the listen backlog, before accept.
+    check_rc(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), "connect");
+    s = check_rc(::accept4(l, nullptr, nullptr, SOCK_CLOEXEC), "accept");
+    int one = 1;
+    for (int fd : {c, s})
+      check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
+  } catch (...) {
+    for (int fd : {l, c, s})
+      if (fd >= 0) ::close(fd);
+    throw;
+  }
+  ::close(l);
+  return FdChannel{.prod_r = c, .prod_w = c, .cons_r = s, .cons_w = s};
+}
 
 class FdEndpoint final : public Endpoint {
  public:
@@ -119,7 +178,7 @@ class FdTransport final : public Transport {
   /// Makes one channel per round-trip pair, or one shared channel for throughput.
   FdTransport(const Params& p, Options o, const std::function<FdChannel()>& make) : o_(o) {
     const bool roundtrip = std_params::is_roundtrip(p);
-    const int n = roundtrip ? int(p.i64("producers")) : 1;
+    const int n = roundtrip ? int(p.i64_or("producers", 1)) : 1;
     try {
       for (int i = 0; i < n; ++i) channels_.push_back(make());
     } catch (...) {
@@ -173,11 +232,5 @@ class FdTransport final : public Transport {
   std::vector<FdChannel> channels_;
   Credits* credits_ = nullptr;
 };
-
-/// Throws std::system_error naming `what` when `rc` < 0.
-inline int check_rc(int rc, const char* what) {
-  if (rc < 0) throw std::system_error(errno, std::generic_category(), what);
-  return rc;
-}
 
 }  // namespace ipclab::messaging

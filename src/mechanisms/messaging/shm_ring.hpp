@@ -123,13 +123,21 @@ struct SpscRing {
    public:
     Producer(SpscRing& r, WaitStrategy w) : r_(r), w_(w), tail_(r.tail.load(std::memory_order_relaxed)) {}
     void push(const std::byte* data, size_t len) {
+      std::memcpy(claim(), data, len);
+      publish();
+    }
+    /// In place (bulk/shm_bulk): waits for a free slot and returns it to be written; publish()
+    /// then hands it to the consumer. push() is claim, copy, publish.
+    std::byte* claim() {
       if (tail_ - head_cache_ == r_.capacity)
         r_.not_full.wait(w_, [&] {
           // acquire: the consumer has finished reading the slots it released.
           head_cache_ = r_.head.load(std::memory_order_acquire);
           return tail_ - head_cache_ < r_.capacity;
         });
-      std::memcpy(r_.slot(tail_), data, len);
+      return r_.slot(tail_);
+    }
+    void publish() {
       // release: the payload is visible before the consumer can see the new tail.
       r_.tail.store(++tail_, std::memory_order_release);
       if (sleeps(w_)) r_.not_empty.notify(false);
@@ -145,13 +153,21 @@ struct SpscRing {
    public:
     Consumer(SpscRing& r, WaitStrategy w) : r_(r), w_(w), head_(r.head.load(std::memory_order_relaxed)) {}
     void pop(std::byte* buf, size_t len) {
+      std::memcpy(buf, peek(), len);
+      release();
+    }
+    /// In place (bulk/shm_bulk): waits for a full slot and returns it to be read where the
+    /// producer wrote it; release() then gives it back. pop() is peek, copy, release.
+    std::byte* peek() {
       if (head_ == tail_cache_)
         r_.not_empty.wait(w_, [&] {
           // acquire: pairs with the producer's release of tail, so the payload is visible.
           tail_cache_ = r_.tail.load(std::memory_order_acquire);
           return head_ != tail_cache_;
         });
-      std::memcpy(buf, r_.slot(head_), len);
+      return r_.slot(head_);
+    }
+    void release() {
       // release: our reads of the slot are done before the producer may overwrite it.
       r_.head.store(++head_, std::memory_order_release);
       if (sleeps(w_)) r_.not_full.notify(false);

@@ -1,31 +1,9 @@
 // messaging/shm_spsc: a single-producer single-consumer ring of message slots in shared memory
 // (shm_ring.hpp), with a choice of how each side waits for the other.
-#include <optional>
-
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::messaging {
 namespace {
-
-// In roundtrip a side pushes to one ring and pops from another; in throughput it uses only
-// its own end of the one ring. Ring ends are single-owner: each endpoint builds only those it uses.
-class SpscEndpoint final : public Endpoint {
- public:
-  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
-    const bool same = &out == &in;
-    if (!same || role == Role::Producer) tx_.emplace(out, w);
-    if (!same || role == Role::Consumer) rx_.emplace(in, w);
-  }
-  void send(const std::byte* d, size_t len) override { tx_->push(d, len); }
-  size_t recv(std::byte* buf, size_t len) override {
-    rx_->pop(buf, len);
-    return len;
-  }
-
- private:
-  std::optional<SpscRing::Producer> tx_;
-  std::optional<SpscRing::Consumer> rx_;
-};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",

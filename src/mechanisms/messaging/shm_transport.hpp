@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -39,7 +40,7 @@ class RingTransport final : public Transport {
  public:
   explicit RingTransport(const Params& p) {
     const bool roundtrip = std_params::is_roundtrip(p);
-    const int n = roundtrip ? 2 * int(p.i64("producers")) : 1;
+    const int n = roundtrip ? 2 * int(p.i64_or("producers", 1)) : 1;
     size_ = size_t(p.i64("size"));
     capacity_ = pow2_at_least(uint64_t(p.i64("queue_depth")));
     wait_ = parse_wait(p.str("wait"));
@@ -69,6 +70,27 @@ class RingTransport final : public Transport {
   uint64_t capacity_ = 0;
   WaitStrategy wait_ = WaitStrategy::Adaptive;
   bool roundtrip_ = false;
+};
+
+/// An endpoint of SPSC rings (messaging/shm_spsc, bulk/shm_spsc). In roundtrip a side pushes to
+/// one ring and pops from another; in throughput it uses only its own end of the one ring. Ring
+/// ends are single-owner: each endpoint builds only those it uses.
+class SpscEndpoint final : public Endpoint {
+ public:
+  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
+    const bool same = &out == &in;
+    if (!same || role == Role::Producer) tx_.emplace(out, w);
+    if (!same || role == Role::Consumer) rx_.emplace(in, w);
+  }
+  void send(const std::byte* d, size_t len) override { tx_->push(d, len); }
+  size_t recv(std::byte* buf, size_t len) override {
+    rx_->pop(buf, len);
+    return len;
+  }
+
+ private:
+  std::optional<SpscRing::Producer> tx_;
+  std::optional<SpscRing::Consumer> rx_;
 };
 
 }  // namespace ipclab::messaging

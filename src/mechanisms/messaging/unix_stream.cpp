@@ -14,11 +14,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")}, [] {
-            int sv[2];
-            check_rc(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), "socketpair");
-            return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
-          });
+          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
+          stream_socketpair_channel);
     },
     .check = [](const Params& p) { return check(kCaps, p); },
 });

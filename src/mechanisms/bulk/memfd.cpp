@@ -1,0 +1,235 @@
+// bulk/memfd: shared memory passed as a file descriptor over a Unix socket (SCM_RIGHTS).
+// handoff=seal: every message is a new memfd — the sender creates it, writes the message into
+// its mapping, unmaps it and seals it against writing, shrinking and growing, then passes the
+// descriptor; the receiver checks the seals (a sealed memfd cannot change under it, so it may
+// read it in place without a defensive copy), maps it read-only and checks the bytes there. The
+// cost is the kernel's: creating, mapping, faulting and freeing the pages of every message.
+// handoff=ring: one memfd per direction with two message-sized slots, mapped by both sides once
+// and reused; a note on the socket says "message in slot k", another gives the slot back.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <system_error>
+
+#include "core/std_params.hpp"
+#include "mechanisms/bulk/common.hpp"
+#include "mechanisms/messaging/common.hpp"
+#include "mechanisms/messaging/fd_transport.hpp"
+
+namespace ipclab::bulk {
+namespace {
+
+using messaging::check_rc;
+
+constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+constexpr uint32_t kSlots = 2;
+
+int new_memfd(const char* name, size_t bytes) {
+  const int fd = check_rc(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), "memfd_create");
+  if (ftruncate(fd, off_t(bytes)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::system_error(e, std::generic_category(), "ftruncate memfd");
+  }
+  return fd;
+}
+
+std::byte* map_fd(int fd, size_t bytes, int prot) {
+  // MAP_POPULATE: the pages are mapped in one call rather than faulted in one by one.
+  void* m = mmap(nullptr, bytes, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap memfd");
+  return static_cast<std::byte*>(m);
+}
+
+// ---- handoff=seal ----------------------------------------------------------------------------
+
+class SealEndpoint final : public Endpoint {
+ public:
+  explicit SealEndpoint(int sock) : notes_(sock) {}
+  ~SealEndpoint() override {
+    drop_writing();
+    drop_received();
+  }
+
+  std::byte* send_buffer(size_t len) override {
+    drop_writing();
+    // At most two messages in flight: each is a whole message's worth of pages until its
+    // receiver lets go of it (and says so with a credit).
+    if (inflight_ == kSlots) {
+      notes_.credit();
+      --inflight_;
+    }
+    wfd_ = new_memfd("ipclab-bulk", len);
+    wlen_ = len;
+    return wmap_ = map_fd(wfd_, len, PROT_READ | PROT_WRITE);
+  }
+
+  void send(const std::byte* data, size_t len) override {
+    if (data == rmap_ && rfd_ >= 0) {  // an echo: the sealed memfd received goes back as it is
+      if (inflight_ == kSlots) {
+        notes_.credit();
+        --inflight_;
+      }
+      notes_.send({.kind = Note::Data, .len = len}, rfd_);
+      ++inflight_;
+      return;
+    }
+    if (data != wmap_) std::memcpy(send_buffer(len), data, len);
+    munmap(wmap_, wlen_);  // no writable mapping may remain when the write seal goes on
+    wmap_ = nullptr;
+    check_rc(fcntl(wfd_, F_ADD_SEALS, kSeals), "F_ADD_SEALS");
+    notes_.send({.kind = Note::Data, .len = len}, wfd_);
+    ++inflight_;
+    ::close(wfd_);
+    wfd_ = -1;
+  }
+
+  std::byte* recv_in_place(std::byte*, size_t len) override {
+    if (rfd_ >= 0) {
+      drop_received();
+      notes_.send({.kind = Note::Credit});
+    }
+    int fd = -1;
+    const Note n = notes_.data(&fd);
+    if (fd < 0) throw std::runtime_error("a memfd note arrived without its descriptor");
+    rfd_ = fd;
+    const int seals = check_rc(fcntl(fd, F_GET_SEALS), "F_GET_SEALS");
+    if ((seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK))
+      throw std::runtime_error(fmt::format("a memfd arrived unsealed (seals {:#x}): its sender could still change it", seals));
+    struct stat st {};
+    check_rc(fstat(fd, &st), "fstat memfd");
+    if (n.len != len || size_t(st.st_size) < len)
+      throw std::runtime_error(fmt::format("a memfd of {} bytes announced as {}, expected {}", st.st_size, n.len, len));
+    rlen_ = len;
+    return rmap_ = map_fd(fd, len, PROT_READ);
+  }
+
+  size_t recv(std::byte* buf, size_t len) override {
+    std::memcpy(buf, recv_in_place(buf, len), len);
+    return len;
+  }
+
+ private:
+  void drop_writing() {
+    if (wmap_) munmap(wmap_, wlen_);
+    if (wfd_ >= 0) ::close(wfd_);
+    wmap_ = nullptr;
+    wfd_ = -1;
+  }
+  void drop_received() {
+    if (rmap_) munmap(rmap_, rlen_);
+    if (rfd_ >= 0) ::close(rfd_);
+    rmap_ = nullptr;
+    rfd_ = -1;
+  }
+  Notes notes_;
+  int wfd_ = -1, rfd_ = -1;
+  uint32_t inflight_ = 0;  // sent, not yet credited back
+  std::byte *wmap_ = nullptr, *rmap_ = nullptr;
+  size_t wlen_ = 0, rlen_ = 0;
+};
+
+// ---- handoff=ring ----------------------------------------------------------------------------
+
+class RingEndpoint final : public Endpoint {
+ public:
+  // out_fd: the memfd this side writes (-1: none); in_fd: the one it reads.
+  RingEndpoint(int sock, int out_fd, int in_fd, size_t size) : notes_(sock), size_(size) {
+    if (out_fd >= 0) out_ = map_fd(out_fd, kSlots * size, PROT_READ | PROT_WRITE);
+    if (in_fd >= 0) {
+      in_ = map_fd(in_fd, kSlots * size, PROT_READ);
+      for (uint32_t k = 0; k < kSlots; ++k) notes_.send({.kind = Note::Credit, .slot = k});
+    }
+  }
+  ~RingEndpoint() override {
+    if (out_) munmap(out_, kSlots * size_);
+    if (in_) munmap(in_, kSlots * size_);
+  }
+
+  std::byte* send_buffer(size_t) override {
+    if (!claimed_) claimed_ = notes_.credit().slot + 1;  // the slot the receiver gave back
+    return out_ + (claimed_ - 1) * size_;
+  }
+
+  void send(const std::byte* data, size_t len) override {
+    std::byte* slot = send_buffer(len);
+    if (data != slot) std::memcpy(slot, data, len);  // an echo of what was received
+    notes_.send({.kind = Note::Data, .slot = claimed_ - 1, .len = len});
+    claimed_ = 0;
+  }
+
+  std::byte* recv_in_place(std::byte*, size_t len) override {
+    if (held_) notes_.send({.kind = Note::Credit, .slot = held_ - 1});  // read: the slot goes back
+    const Note n = notes_.data();
+    if (n.slot >= kSlots || n.len != len)
+      throw std::runtime_error(fmt::format("a note for slot {} of {} bytes, expected < {} and {}", n.slot, n.len,
+                                           kSlots, len));
+    held_ = n.slot + 1;
+    return in_ + n.slot * size_;
+  }
+
+  size_t recv(std::byte* buf, size_t len) override {
+    std::memcpy(buf, recv_in_place(buf, len), len);
+    return len;
+  }
+
+ private:
+  Notes notes_;
+  size_t size_;
+  std::byte *out_ = nullptr, *in_ = nullptr;
+  uint32_t claimed_ = 0, held_ = 0;  // slot + 1; 0: none
+};
+
+class MemfdTransport final : public Transport {
+ public:
+  explicit MemfdTransport(const Params& p)
+      : size_(size_t(p.i64("size"))), ring_(p.str("handoff") == "ring"), roundtrip_(std_params::is_roundtrip(p)) {
+    notify_pair(sock_);
+    if (ring_) {
+      up_ = new_memfd("ipclab-bulk-ring", kSlots * size_);
+      if (roundtrip_) down_ = new_memfd("ipclab-bulk-ring", kSlots * size_);
+    }
+  }
+  ~MemfdTransport() override {
+    for (int fd : {sock_[0], sock_[1], up_, down_})
+      if (fd >= 0) ::close(fd);
+  }
+  std::unique_ptr<Endpoint> open(Role role, int) override {
+    const bool producer = role == Role::Producer;
+    const int sock = producer ? sock_[0] : sock_[1];
+    if (!ring_) return std::make_unique<SealEndpoint>(sock);
+    return std::make_unique<RingEndpoint>(sock, producer ? up_ : down_, producer ? down_ : up_, size_);
+  }
+
+ private:
+  size_t size_;
+  bool ring_, roundtrip_;
+  int sock_[2] = {-1, -1};
+  int up_ = -1, down_ = -1;
+};
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "bulk",
+    .name = "memfd",
+    .help = "memfds passed over a Unix socket: a new sealed one per message, or a mapped two-slot ring reused",
+    .params = suite_params({{.name = "handoff",
+                             .type = ParamType::String,
+                             .def = "seal",
+                             .choices = {"seal", "ring"},
+                             .help = "seal: a new memfd per message, sealed and passed with SCM_RIGHTS; ring: one "
+                                     "mapped memfd of two slots per direction, slots handed over by notes",
+                             .quick = {"seal", "ring"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MemfdTransport>(p); },
+    .check = [](const Params& p) { return check(Caps{}, p); },
+});
+
+}  // namespace
+}  // namespace ipclab::bulk

@@ -1,0 +1,47 @@
+// verify=sample: the sampled words are the ones a full encode writes there, so either check
+// accepts a fully written message; a sampled check sees a changed header, tail or sampled word,
+// and — what it gives up — not a change between two samples.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/message.hpp"
+
+namespace ipclab {
+namespace {
+
+constexpr size_t kLen = 3 * msg::kSampleStride + 100;  // words past the last stride, and a tail
+
+TEST(Message, SampledCheckAcceptsAFullEncodeAndFullCheckRefusesASampledOne) {
+  std::vector<std::byte> buf(kLen);
+  msg::encode(buf.data(), kLen, {.seq = 7, .producer = 1}, false);
+  EXPECT_TRUE(msg::decode(buf.data(), kLen, false, 0, true).ok);
+  EXPECT_TRUE(msg::decode(buf.data(), kLen, false, 0, false).ok);
+
+  std::vector<std::byte> sampled(kLen);  // zeros between the samples
+  msg::encode(sampled.data(), kLen, {.seq = 7, .producer = 1}, false, true);
+  EXPECT_TRUE(msg::decode(sampled.data(), kLen, false, 0, true).ok);
+  EXPECT_FALSE(msg::decode(sampled.data(), kLen, false, 0, false).ok);
+}
+
+TEST(Message, SampledCheckSeesTheSampledWordsAndNotTheOthers) {
+  std::vector<std::byte> buf(kLen);
+  const msg::Header h{.seq = 12345, .producer = 3};
+  auto fresh = [&] { msg::encode(buf.data(), kLen, h, true); };
+  auto sampled_ok = [&] { return msg::decode(buf.data(), kLen, true, 0, true).ok; };
+  // The first payload word, the word one stride on, the last word, the tail, the header.
+  for (size_t at : {msg::kHeaderSize, msg::kHeaderSize + msg::kSampleStride,
+                    msg::kHeaderSize + (kLen - msg::kHeaderSize) / 8 * 8 - 8, kLen - 1, size_t(0)}) {
+    fresh();
+    buf[at] ^= std::byte(1);
+    EXPECT_FALSE(sampled_ok()) << "a change at byte " << at << " went unseen";
+  }
+  // Between two samples: only a full check sees it.
+  fresh();
+  buf[msg::kHeaderSize + 8 * 5] ^= std::byte(1);
+  EXPECT_TRUE(sampled_ok());
+  EXPECT_FALSE(msg::decode(buf.data(), kLen, true, 0, false).ok);
+}
+
+}  // namespace
+}  // namespace ipclab
