@@ -3,6 +3,7 @@
 // arrived once, in order, with every byte intact, and its record states the bulk figures.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ std::vector<Variant> variants() {
           {"zerocopy", {{"send", {"msg_zerocopy"}}}, "tcp_msg_zerocopy"},
           {"zerocopy", {{"send", {"uring_send_zc"}}}, "tcp_uring_send_zc"}};
 }
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 class Bulk : public ::testing::TestWithParam<Variant> {};
 

@@ -1,6 +1,7 @@
 #include "mechanisms/bulk/common.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -136,6 +137,14 @@ void read_all(int fd, void* data, size_t len) {
     len -= size_t(n);
   }
 }
+
+Pages::Pages(size_t bytes) : bytes_(bytes) {
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  mem_ = static_cast<std::byte*>(m);
+}
+
+Pages::~Pages() { munmap(mem_, bytes_); }
 
 Notes::~Notes() {
   for (int fd : fds_)

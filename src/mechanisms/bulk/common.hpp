@@ -39,6 +39,21 @@ int recv_record(int sock, void* data, size_t len);
 void write_all(int fd, const void* data, size_t len);
 void read_all(int fd, void* data, size_t len);
 
+/// Private anonymous memory, page-aligned, mapped with the object and released with it: the
+/// buffers a side sends from or receives into in place.
+class Pages {
+ public:
+  explicit Pages(size_t bytes);
+  ~Pages();
+  Pages(const Pages&) = delete;
+  Pages& operator=(const Pages&) = delete;
+  std::byte* get() const { return mem_; }
+
+ private:
+  std::byte* mem_;
+  size_t bytes_;
+};
+
 /// The notes two bulk endpoints exchange over a SEQPACKET socket beside their data: "message in
 /// slot k" (Data, possibly with a descriptor) and "slot k is yours again" (Credit). One socket
 /// carries both kinds both ways in a round trip, so each wait keeps the notes of the other kind

@@ -6,7 +6,6 @@
 // with process_vm_writev, and the receiver checks it there. Notes travel on a Unix socket.
 // Reading another process's memory needs ptrace access to it (same user, and Yama's
 // ptrace_scope, when present, at 0 for processes that are not each other's ancestors).
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -50,23 +49,11 @@ void cross_copy(bool pull, pid_t pid, std::byte* local, uint64_t remote, size_t 
 
 class Slots {
  public:
-  explicit Slots(size_t size) : size_(size) {
-    void* m = mmap(nullptr, kSlots * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-    mem_ = static_cast<std::byte*>(m);
-  }
-  ~Slots() { munmap(mem_, kSlots * size_); }
-  Slots(const Slots&) = delete;
-  Slots& operator=(const Slots&) = delete;
-  std::byte* at(uint32_t k) const { return mem_ + k * size_; }
-  uint32_t of(const std::byte* p) const {
-    for (uint32_t k = 0; k < kSlots; ++k)
-      if (p == at(k)) return k;
-    return kSlots;
-  }
+  explicit Slots(size_t size) : mem_(kSlots * size), size_(size) {}
+  std::byte* at(uint32_t k) const { return mem_.get() + k * size_; }
 
  private:
-  std::byte* mem_;
+  Pages mem_;
   size_t size_;
 };
 

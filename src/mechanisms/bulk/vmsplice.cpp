@@ -27,24 +27,6 @@ namespace {
 using messaging::check_rc;
 using messaging::retry_errno;
 
-/// Page-aligned private memory, mapped and released with the object.
-class Region {
- public:
-  explicit Region(size_t bytes) : bytes_(bytes) {
-    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-    mem_ = static_cast<std::byte*>(m);
-  }
-  ~Region() { munmap(mem_, bytes_); }
-  Region(const Region&) = delete;
-  Region& operator=(const Region&) = delete;
-  std::byte* get() const { return mem_; }
-
- private:
-  std::byte* mem_;
-  size_t bytes_;
-};
-
 class VmspliceEndpoint final : public Endpoint {
  public:
   VmspliceEndpoint(int rfd, int wfd, size_t size, size_t pipe_size, bool gift, bool splice_drain)
@@ -52,7 +34,7 @@ class VmspliceEndpoint final : public Endpoint {
     if (wfd_ >= 0) {
       regions_ = 1 + (pipe_size + size - 1) / size;
       if (regions_ < 2) regions_ = 2;
-      out_ = std::make_unique<Region>(regions_ * size_);
+      out_ = std::make_unique<Pages>(regions_ * size_);
     }
     if (rfd_ >= 0 && splice_drain) {
       sink_ = check_rc(memfd_create("ipclab-bulk-vmsplice", MFD_CLOEXEC), "memfd_create");
@@ -120,7 +102,7 @@ class VmspliceEndpoint final : public Endpoint {
   int rfd_, wfd_;
   size_t size_, regions_ = 0, next_ = 0;
   bool gift_;
-  std::unique_ptr<Region> out_;
+  std::unique_ptr<Pages> out_;
   int sink_ = -1;
   std::byte* view_ = nullptr;
   size_t view_len_ = 0;

@@ -10,7 +10,6 @@
 #include <liburing.h>
 #include <linux/errqueue.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,29 +67,12 @@ std::string memlock_why(const Params& p) {
                      size_text(p.i64("size")), size_text(int64_t(need)), size_text(int64_t(rl.rlim_cur)));
 }
 
-// The sender's buffers, written in turn; `busy(k)` tells whether the kernel still holds k.
-class Buffers {
- public:
-  explicit Buffers(size_t size) : size_(size) {
-    void* m = mmap(nullptr, kBuffers * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-    mem_ = static_cast<std::byte*>(m);
-  }
-  ~Buffers() { munmap(mem_, kBuffers * size_); }
-  Buffers(const Buffers&) = delete;
-  Buffers& operator=(const Buffers&) = delete;
-  std::byte* at(size_t k) const { return mem_ + k * size_; }
-
- private:
-  std::byte* mem_;
-  size_t size_;
-};
-
 class ZerocopyEndpoint final : public Endpoint {
  public:
   ZerocopyEndpoint(int fd, Api api, size_t size, bool sends) : fd_(fd), api_(api) {
     if (!sends || api_ == Api::Copy) return;
-    bufs_ = std::make_unique<Buffers>(size);
+    bufs_ = std::make_unique<Pages>(kBuffers * size);
+    size_ = size;
     pending_.assign(kBuffers, 0);
     if (api_ == Api::UringSendZc) {
       const int rc = io_uring_queue_init(16, &ring_, 0);
@@ -105,7 +87,7 @@ class ZerocopyEndpoint final : public Endpoint {
   std::byte* send_buffer(size_t) override {
     if (!bufs_) return nullptr;
     while (pending_[next_]) reap(true);  // the kernel still sends from it
-    return bufs_->at(next_);
+    return buffer(next_);
   }
 
   void send(const std::byte* data, size_t len) override {
@@ -138,6 +120,8 @@ class ZerocopyEndpoint final : public Endpoint {
   }
 
  private:
+  std::byte* buffer(size_t k) const { return bufs_->get() + k * size_; }
+
   // send() until all `len` bytes are taken; with MSG_ZEROCOPY (`buffer` = k + 1) each call that
   // took bytes gets the next notification id, whose completion frees buffer k.
   void write_stream(const std::byte* data, size_t len, size_t buffer) {
@@ -256,7 +240,8 @@ class ZerocopyEndpoint final : public Endpoint {
   static constexpr size_t kDone = SIZE_MAX;
   int fd_;
   Api api_;
-  std::unique_ptr<Buffers> bufs_;
+  std::unique_ptr<Pages> bufs_;  // the sender's buffers, written in turn
+  size_t size_ = 0;
   std::vector<uint32_t> pending_;  // per buffer: sends or notifications the kernel still owes
   size_t next_ = 0;
   std::vector<size_t> ids_;  // MSG_ZEROCOPY: the buffer of each id from first_id_ on

@@ -3,7 +3,8 @@
 // straight into the receiver's ring (IORING_OP_MSG_RING: user_data = the slot, res = the length);
 // the receiver finds it in its completion queue — by a peek, without a system call, when it is
 // already there, else it waits in io_uring_enter — copies it out and gives the slot back the same
-// way. IORING_MSG_RING_CQE_SKIP keeps the sender's own ring free of completions for its posts.
+// way. IOSQE_CQE_SKIP_SUCCESS keeps the sender's own ring free of completions for its posts
+// (a failed post still completes there, and fails the run).
 // Threads only: a ring belongs to its process.
 #include <liburing.h>
 #include <sched.h>
@@ -85,8 +86,9 @@ class MsgRingEndpoint final : public Endpoint {
   void post(size_t len, uint64_t data) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (!sqe) throw std::runtime_error("io_uring: no free submission entry");
-    io_uring_prep_msg_ring(sqe, peer_, unsigned(len), data, IORING_MSG_RING_CQE_SKIP);
+    io_uring_prep_msg_ring(sqe, peer_, unsigned(len), data, 0);
     io_uring_sqe_set_data64(sqe, data);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     const int rc = io_uring_submit(&ring_);
     if (rc < 0) throw std::system_error(-rc, std::generic_category(), "io_uring_submit MSG_RING");
   }
@@ -156,7 +158,7 @@ class MsgRingTransport final : public Transport {
       }
       pairs_.push_back(std::move(pr));
     }
-    // MSG_RING came with Linux 5.18, CQE_SKIP with 6.0: a ring that refuses it skips.
+    // MSG_RING came with Linux 5.18: a ring without it skips.
     io_uring probe_ring;
     if (io_uring_queue_init(2, &probe_ring, 0) < 0) throw Skip("io_uring is not available");
     io_uring_probe* probe = io_uring_get_probe_ring(&probe_ring);
