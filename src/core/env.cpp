@@ -13,10 +13,24 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "core/placement.hpp"
 
 namespace ipclab {
+
+namespace {
+std::vector<std::pair<std::string, std::function<std::string()>>>& library_versions() {
+  static std::vector<std::pair<std::string, std::function<std::string()>>> v;
+  return v;
+}
+}  // namespace
+
+LibraryVersion::LibraryVersion(std::string name, std::function<std::string()> version) {
+  library_versions().emplace_back(std::move(name), std::move(version));
+}
+
 
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
@@ -195,6 +209,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
       {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                     NLOHMANN_JSON_VERSION_PATCH)},
       {"glibc", run_command("getconf GNU_LIBC_VERSION")}};
+  for (const auto& [name, version] : library_versions()) c["libraries"][name] = version();
 
   // Warnings, each naming its remedy.
   if (load[0] > 0.25 * double(logical))

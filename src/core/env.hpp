@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,5 +12,12 @@ nlohmann::json collect_environment(const std::string& command_line);
 
 /// Reads a small file's first line ("" when missing).
 std::string read_first_line(const std::string& path);
+
+/// A library a mechanism links, named with its version in every result's environment block
+/// (`libraries`): `const LibraryVersion kVersion{"libzmq", [] { return std::string("4.3.4"); }};`
+/// at namespace scope in the mechanism's file.
+struct LibraryVersion {
+  LibraryVersion(std::string name, std::function<std::string()> version);
+};
 
 }  // namespace ipclab

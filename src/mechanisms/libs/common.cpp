@@ -1,0 +1,99 @@
+#include "mechanisms/libs/common.hpp"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+
+#include "core/ipc_names.hpp"
+#include "core/std_params.hpp"
+#include "mechanisms/messaging/common.hpp"
+
+namespace ipclab::libs {
+
+std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
+  auto pattern = std_params::pattern();
+  pattern.choices = {"throughput", "roundtrip"};
+  pattern.help = "throughput: the sender streams messages, one-way latency from each send; roundtrip: each "
+                 "message is echoed back before the next, RTT";
+  auto mode = std_params::mode();
+  mode.quick = {"threads"};
+  mode.full = {"threads", "processes"};
+  std::vector<ParamSpec> v = {
+      pattern,
+      std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, 1 << 20),
+      mode,
+      std_params::placement({"same", "cross", "unpinned"}, {"same", "cross"}),
+      {.name = "endpoint",
+       .type = ParamType::String,
+       .def = "ipc",
+       .choices = {"ipc", "tcp", "inproc"},
+       .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
+               "inside the process (threads only)",
+       .quick = {"ipc", "tcp", "inproc"}},
+  };
+  for (auto& e : extra) v.push_back(std::move(e));
+  return v;
+}
+
+std::string check(const Params& p) {
+  if (p.str("endpoint") == "inproc" && p.str("mode") == "processes")
+    return "inproc stays inside one process; use mode=threads or endpoint=ipc";
+  if (p.str("pattern") == "throughput" && p.i64("size") < 24)
+    return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
+  return "";
+}
+
+const char* kernel_transport(const std::string& endpoint) {
+  return endpoint == "ipc" ? "unix_stream" : endpoint == "tcp" ? "tcp" : "none (in-process)";
+}
+
+void Rendezvous::publish(const std::string& a) {
+  if (a.size() >= sizeof address) throw std::runtime_error("endpoint address too long: " + a);
+  std::memcpy(address, a.c_str(), a.size() + 1);
+  ready.store(1, std::memory_order_release);
+}
+
+std::string Rendezvous::wait() const {
+  for (uint32_t spins = 0; !ready.load(std::memory_order_acquire); ++spins) {
+    if ((spins & 63) == 63) messaging::poll_abort();
+    sched_yield();
+  }
+  return address;
+}
+
+RendezvousSet::RendezvousSet(size_t n) : n_(n) {
+  void* m = mmap(nullptr, n * sizeof(Rendezvous), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap rendezvous");
+  at_ = static_cast<Rendezvous*>(m);
+  for (size_t i = 0; i < n; ++i) new (&at_[i]) Rendezvous();
+}
+
+RendezvousSet::~RendezvousSet() { munmap(at_, n_ * sizeof(Rendezvous)); }
+
+std::string listen_address(const std::string& endpoint, const std::string& tag) {
+  if (endpoint == "tcp") return "tcp://127.0.0.1";  // the library adds the port syntax it wants
+  const std::string name = ipc::unique_name(tag);  // "/ipclab.<run>.<n>.<tag>"
+  if (endpoint == "inproc") return "inproc:/" + name;
+  // The run's folder is private to the run: a short name in it is unique, and a Unix socket's
+  // path must fit sun_path (107 bytes).
+  static std::atomic<uint64_t> n{0};
+  const std::string path = fmt::format("{}/{}{}", ipc::run_dir(), tag, ++n);
+  if (path.size() > 107)
+    throw std::runtime_error(fmt::format("the ipc socket path {} is {} bytes, over the 107 a Unix socket takes; set "
+                                         "TMPDIR to a shorter folder",
+                                         path, path.size()));
+  ipc::track_path(path);  // the library creates the socket; the run removes it
+  return "ipc://" + path;
+}
+
+void release_address(const std::string& address) {
+  if (address.rfind("ipc://", 0) == 0) ipc::remove(ipc::Kind::Path, address.substr(6));
+}
+
+}  // namespace ipclab::libs

@@ -1,0 +1,152 @@
+// libs/nng: nng (nanomsg-next-gen) pair1 sockets between the two sides, over ipc:// (a Unix stream
+// socket), tcp:// (loopback) or inproc:// (threads only). The receiving side listens, the
+// sending side dials. A message is sent with nng_send (the library copies it) and received with
+// nng_recvmsg, looked at where the library put it. Every wait is bounded (100 ms timeouts,
+// retried) so that an aborted run ends. nng has no linger: a socket closed with a message still
+// queued drops it, so the side that sent a stop marker waits (at most 5 s) for the receiver's
+// one-byte acknowledgement of it before it closes. nng's threads are process-wide and do not survive
+// fork: once a run of threads has started nng in this process, a forked side could not start it
+// again (it aborts), so mode=processes is then skipped with the reason — run it in an ipclab run
+// of its own, which never starts nng in the parent.
+#include <nng/nng.h>
+#include <nng/protocol/pair1/pair.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/mechanism.hpp"
+#include "core/message.hpp"
+#include "core/std_params.hpp"
+#include "mechanisms/libs/common.hpp"
+#include "mechanisms/messaging/common.hpp"
+
+namespace ipclab::libs {
+namespace {
+
+std::atomic<bool> g_started_here{false};  // nng has run in this process (threads mode)
+
+void check_nng(int rc, const std::string& what) {
+  if (rc != 0) throw std::runtime_error(fmt::format("{}: {}", what, nng_strerror(rc)));
+}
+
+std::string version() { return nng_version(); }
+
+class NngEndpoint final : public Endpoint {
+ public:
+  NngEndpoint(Rendezvous& rv, const std::string& address, bool listens) {
+    check_nng(nng_pair1_open(&sock_), "nng_pair1_open");
+    open_ = true;
+    check_nng(nng_socket_set_ms(sock_, NNG_OPT_RECVTIMEO, 100), "recv-timeout");
+    check_nng(nng_socket_set_ms(sock_, NNG_OPT_SENDTIMEO, 100), "send-timeout");
+    if (listens) {
+      const std::string at = address == "tcp://127.0.0.1" ? address + ":0" : address;
+      nng_listener l;
+      check_nng(nng_listen(sock_, at.c_str(), &l, 0), "nng_listen " + at);
+      std::string bound = at;
+      if (address == "tcp://127.0.0.1") {
+        int port = 0;
+        check_nng(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port), "tcp-bound-port");
+        bound = fmt::format("tcp://127.0.0.1:{}", port);
+      }
+      rv.publish(bound);
+    } else {
+      const std::string at = rv.wait();
+      // Non-blocking: the dialer retries in the background until the listener is there.
+      check_nng(nng_dial(sock_, at.c_str(), nullptr, NNG_FLAG_NONBLOCK), "nng_dial " + at);
+    }
+  }
+  ~NngEndpoint() override {
+    if (msg_) nng_msg_free(msg_);
+    msg_ = nullptr;
+    for (int tries = 0; stop_sent_ && tries < 50; ++tries) {  // 50 x the 100 ms receive timeout
+      nng_msg* m = nullptr;
+      if (nng_recvmsg(sock_, &m, 0) != 0) continue;
+      const bool ack = nng_msg_len(m) == 1;
+      nng_msg_free(m);
+      if (ack) break;
+    }
+    if (open_) nng_close(sock_);
+  }
+
+  void send(const std::byte* data, size_t len) override {
+    for (int rc; (rc = nng_send(sock_, const_cast<std::byte*>(data), len, 0)) != 0;) retry(rc, "nng_send");
+    if (msg::is_stop(data, len)) stop_sent_ = true;
+  }
+
+  std::byte* recv_in_place(std::byte*, size_t len) override {
+    if (msg_) nng_msg_free(msg_);
+    msg_ = nullptr;
+    for (int rc; (rc = nng_recvmsg(sock_, &msg_, 0)) != 0;) retry(rc, "nng_recvmsg");
+    if (nng_msg_len(msg_) != len)
+      throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", nng_msg_len(msg_), len));
+    auto* body = static_cast<std::byte*>(nng_msg_body(msg_));
+    if (msg::is_stop(body, len)) {  // its sender waits for this before it closes
+      char ack = 1;
+      for (int rc; (rc = nng_send(sock_, &ack, 1, 0)) != 0;) retry(rc, "nng_send");
+    }
+    return body;
+  }
+
+  size_t recv(std::byte* buf, size_t len) override {
+    std::memcpy(buf, recv_in_place(buf, len), len);
+    return len;
+  }
+
+ private:
+  static void retry(int rc, const char* what) {
+    if (rc == NNG_ETIMEDOUT || rc == NNG_EAGAIN || rc == NNG_EINTR) {
+      messaging::poll_abort();
+      return;
+    }
+    check_nng(rc, what);
+  }
+  nng_socket sock_ = NNG_SOCKET_INITIALIZER;
+  bool open_ = false, stop_sent_ = false;
+  nng_msg* msg_ = nullptr;
+};
+
+class NngTransport final : public Transport {
+ public:
+  explicit NngTransport(const Params& p)
+      : endpoint_(p.str("endpoint")), processes_(p.str("mode") == "processes"), rv_(1) {
+    if (processes_ && g_started_here.load())
+      throw Skip("nng already ran in this process (mode=threads), and its threads do not survive fork: run "
+                 "mode=processes in an ipclab run of its own");
+    if (!processes_) g_started_here.store(true);
+    address_ = listen_address(endpoint_, "nng");
+  }
+  ~NngTransport() override { release_address(address_); }
+  std::unique_ptr<Endpoint> open(Role role, int) override {
+    return std::make_unique<NngEndpoint>(rv_[0], address_, role == Role::Consumer);
+  }
+  void describe(nlohmann::json& extra) const override {
+    extra["library"] = "nng " + version();
+    extra["kernel_transport"] = kernel_transport(endpoint_);
+  }
+
+ private:
+  std::string endpoint_, address_;
+  bool processes_;
+  RendezvousSet rv_;
+};
+
+const LibraryVersion kVersion{"nng", version};  // in every result's environment block
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "libs",
+    .name = "nng",
+    .help = "nng (nanomsg-next-gen): pair1 sockets over ipc, tcp or inproc",
+    .params = suite_params(),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<NngTransport>(p); },
+    .check = [](const Params& p) { return check(p); },
+});
+
+}  // namespace
+}  // namespace ipclab::libs

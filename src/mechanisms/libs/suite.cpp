@@ -1,0 +1,16 @@
+// The libs suite: messaging libraries under the harness's patterns, integrity checks and CPU
+// accounting, each record naming the library's version and the kernel transport it rode on
+// (extra.library, extra.kernel_transport), so that it can be read beside that transport's own
+// figures in the messaging suite.
+#include "core/mechanism.hpp"
+
+namespace ipclab {
+namespace {
+
+IPCLAB_REGISTER(Suite{
+    .name = "libs",
+    .help = "messaging libraries (ZeroMQ, nng) over ipc, tcp and inproc, beside the kernel transports they use",
+});
+
+}  // namespace
+}  // namespace ipclab

@@ -1,0 +1,158 @@
+// libs/zmq: ZeroMQ (libzmq's C API) between the two sides: PAIR sockets for both patterns, or
+// REQ/REP for round trips, over ipc:// (a Unix stream socket), tcp:// (loopback) or inproc://
+// (threads only). The receiving side binds, the sending side connects. A message is sent with
+// zmq_send (the library copies it into its own message) and received with zmq_msg_recv, looked at
+// where the library put it (no copy out). Each side has its own context when the sides are
+// processes (a context does not survive fork); threads share one. Every wait is bounded (100 ms
+// timeouts, retried) so that an aborted run ends.
+#include <zmq.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "core/env.hpp"
+#include "core/mechanism.hpp"
+#include "core/std_params.hpp"
+#include "mechanisms/libs/common.hpp"
+#include "mechanisms/messaging/common.hpp"
+
+namespace ipclab::libs {
+namespace {
+
+[[noreturn]] void fail(const char* what) { throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(zmq_errno()))); }
+
+std::string version() {
+  int major, minor, patch;
+  zmq_version(&major, &minor, &patch);
+  return fmt::format("{}.{}.{}", major, minor, patch);
+}
+
+class ZmqEndpoint final : public Endpoint {
+ public:
+  ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens)
+      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx) {
+    if (!ctx_) fail("zmq_ctx_new");
+    sock_ = zmq_socket(ctx_, type);
+    if (!sock_) {
+      if (own_ctx_) zmq_ctx_term(ctx_);
+      fail("zmq_socket");
+    }
+    const int timeout = 100, linger = 5000;
+    zmq_setsockopt(sock_, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_setsockopt(sock_, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+    // The stop marker must still leave when the sender closes at once; a peer gone for good
+    // cannot hold the close longer than this.
+    zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_msg_init(&msg_);
+    if (listens) {
+      const std::string at = address == "tcp://127.0.0.1" ? address + ":*" : address;
+      if (zmq_bind(sock_, at.c_str()) != 0) fail(("zmq_bind " + at).c_str());
+      char bound[256];
+      size_t n = sizeof bound;
+      zmq_getsockopt(sock_, ZMQ_LAST_ENDPOINT, bound, &n);
+      rv.publish(bound);
+    } else {
+      const std::string at = rv.wait();
+      if (zmq_connect(sock_, at.c_str()) != 0) fail(("zmq_connect " + at).c_str());
+    }
+  }
+  ~ZmqEndpoint() override {
+    zmq_msg_close(&msg_);
+    zmq_close(sock_);
+    if (own_ctx_) zmq_ctx_term(ctx_);
+  }
+
+  void send(const std::byte* data, size_t len) override {
+    while (zmq_send(sock_, data, len, 0) < 0) retry("zmq_send");
+  }
+
+  std::byte* recv_in_place(std::byte*, size_t len) override {
+    int n;
+    while ((n = zmq_msg_recv(&msg_, sock_, 0)) < 0) retry("zmq_msg_recv");
+    if (size_t(n) != len) throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", n, len));
+    return static_cast<std::byte*>(zmq_msg_data(&msg_));
+  }
+
+  size_t recv(std::byte* buf, size_t len) override {
+    std::memcpy(buf, recv_in_place(buf, len), len);
+    return len;
+  }
+
+ private:
+  static void retry(const char* what) {
+    const int e = zmq_errno();
+    if (e == EAGAIN || e == EINTR) {
+      messaging::poll_abort();
+      return;
+    }
+    throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(e)));
+  }
+  void* ctx_;
+  bool own_ctx_;
+  void* sock_ = nullptr;
+  zmq_msg_t msg_;
+};
+
+class ZmqTransport final : public Transport {
+ public:
+  explicit ZmqTransport(const Params& p)
+      : endpoint_(p.str("endpoint")),
+        reqrep_(p.str("socket") == "reqrep"),
+        processes_(p.str("mode") == "processes"),
+        roundtrip_(std_params::is_roundtrip(p)),
+        rv_(1) {
+    address_ = listen_address(endpoint_, "zmq");
+    if (!processes_ && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
+  }
+  ~ZmqTransport() override {
+    if (ctx_) zmq_ctx_term(ctx_);
+    release_address(address_);
+  }
+  std::unique_ptr<Endpoint> open(Role role, int) override {
+    const bool producer = role == Role::Producer;
+    const int type = !reqrep_ ? ZMQ_PAIR : producer ? ZMQ_REQ : ZMQ_REP;
+    return std::make_unique<ZmqEndpoint>(ctx_, rv_[0], address_, type, !producer);
+  }
+  void describe(nlohmann::json& extra) const override {
+    extra["library"] = "libzmq " + version();
+    extra["kernel_transport"] = kernel_transport(endpoint_);
+  }
+
+ private:
+  std::string endpoint_, address_;
+  bool reqrep_, processes_, roundtrip_;
+  void* ctx_ = nullptr;
+  RendezvousSet rv_;
+};
+
+const LibraryVersion kVersion{"libzmq", version};  // in every result's environment block
+
+IPCLAB_REGISTER(Mechanism{
+    .suite = "libs",
+    .name = "zmq",
+    .help = "ZeroMQ (libzmq): PAIR, or REQ/REP for round trips, over ipc, tcp or inproc",
+    .params = suite_params({{.name = "socket",
+                             .type = ParamType::String,
+                             .def = "pair",
+                             .choices = {"pair", "reqrep"},
+                             .help = "pair: ZMQ_PAIR both ways; reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only)",
+                             .quick = {"pair"},
+                             .full = {"pair", "reqrep"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<ZmqTransport>(p); },
+    .check =
+        [](const Params& p) {
+          if (p.str("socket") == "reqrep" && !std_params::is_roundtrip(p))
+            return std::string("REQ/REP answers every request: use pattern=roundtrip or socket=pair");
+          return check(p);
+        },
+});
+
+}  // namespace
+}  // namespace ipclab::libs
