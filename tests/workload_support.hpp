@@ -1,7 +1,9 @@
 #pragma once
 // What the tests of workload suites (servers, echo, cachecalc) share: find a registered
-// mechanism, give it parameters, run it in a Session the way the harness does, count our fds.
+// mechanism, give it parameters, run it in a Session the way the harness does, count our fds;
+// and run one planned point of a selection as `ipclab run` would (run_point).
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <functional>
 #include <map>
@@ -10,6 +12,7 @@
 #include "core/mechanism.hpp"
 #include "core/placement.hpp"
 #include "core/record.hpp"
+#include "core/runner.hpp"
 #include "core/session.hpp"
 
 namespace ipclab::test {
@@ -45,6 +48,19 @@ inline Record run_workload(const Mechanism& m, const Params& p, double duration_
   else
     m.workload(s);
   return rec;
+}
+
+/// The one point that `selection` (e.g. "bulk/pipe") and `o` plan, run once as `ipclab run` runs
+/// it: a short window after a short warm-up.
+inline Record run_point(const std::string& selection, Overrides o, double duration_s = 0.05,
+                        double warmup_s = 0.01) {
+  auto planned = plan(select_mechanisms({selection}), Preset::Default, o);
+  EXPECT_EQ(planned.size(), 1u);
+  RunOptions opts;
+  opts.duration_s = duration_s;
+  opts.warmup_s = warmup_s;
+  opts.repetitions = 1;
+  return run_one(planned.at(0), opts, 0);
 }
 
 /// Descriptors open in this process.

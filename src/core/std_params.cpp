@@ -16,6 +16,14 @@ ParamSpec pattern() {
           .quick = {"throughput", "roundtrip"}};
 }
 
+ParamSpec throughput_or_roundtrip() {
+  auto p = pattern();
+  p.choices = {"throughput", "roundtrip"};
+  p.help = "throughput: the sender streams messages, one-way latency from each send; roundtrip: each message is "
+           "echoed back before the next, RTT";
+  return p;
+}
+
 ParamSpec closed_or_rate() {
   return {.name = "pattern",
           .type = ParamType::String,

@@ -5,22 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/runner.hpp"
+#include "../workload_support.hpp"
 
 namespace ipclab {
 namespace {
 
-Record run(const std::string& mech, Overrides o) {
-  auto plan_ = plan(select_mechanisms({"libs/" + mech}), Preset::Default, o);
-  EXPECT_EQ(plan_.size(), 1u);
-  RunOptions opts;
-  opts.duration_s = 0.05;
-  opts.warmup_s = 0.01;
-  opts.repetitions = 1;
-  return run_one(plan_.at(0), opts, 0);
-}
+Record run(const std::string& mech, Overrides o) { return test::run_point("libs/" + mech, std::move(o)); }
 
 class Libs : public ::testing::TestWithParam<std::string> {};
 

@@ -21,10 +21,7 @@ using messaging::check_rc;
 using messaging::retry_errno;
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
-  auto pattern = std_params::pattern();
-  pattern.choices = {"throughput", "roundtrip"};  // a bulk transfer at a rate: not offered
-  pattern.help = "throughput: the sender streams messages, one-way latency from each send; roundtrip: each "
-                 "message is echoed back before the next, RTT";
+  auto pattern = std_params::throughput_or_roundtrip();
   auto mode = std_params::mode();
   mode.quick = {"threads"};
   mode.full = {"threads", "processes"};

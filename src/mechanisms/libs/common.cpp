@@ -17,10 +17,7 @@
 namespace ipclab::libs {
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
-  auto pattern = std_params::pattern();
-  pattern.choices = {"throughput", "roundtrip"};
-  pattern.help = "throughput: the sender streams messages, one-way latency from each send; roundtrip: each "
-                 "message is echoed back before the next, RTT";
+  auto pattern = std_params::throughput_or_roundtrip();
   auto mode = std_params::mode();
   mode.quick = {"threads"};
   mode.full = {"threads", "processes"};
