@@ -88,13 +88,14 @@ ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, in
           .max = max};
 }
 
-ParamSpec mode() {
+ParamSpec mode(std::vector<std::string> quick, std::vector<std::string> full) {
   return {.name = "mode",
           .type = ParamType::String,
           .def = "threads",
           .choices = {"threads", "processes"},
           .help = "sides as threads of one process, or as separate processes",
-          .quick = {"threads", "processes"}};
+          .quick = std::move(quick),
+          .full = std::move(full)};
 }
 
 ParamSpec placement(std::vector<std::string> choices, std::vector<std::string> quick) {

@@ -25,7 +25,7 @@ bool is_roundtrip(const Params& p);
 /// Message size in bytes.
 ParamSpec size(std::vector<std::string> quick, std::vector<std::string> full, int64_t max = 65536);
 /// Workers as threads of one process or as separate processes.
-ParamSpec mode();
+ParamSpec mode(std::vector<std::string> quick = {"threads", "processes"}, std::vector<std::string> full = {});
 /// same / cross / unpinned (see placement.hpp); `choices` narrows it for single-sided benchmarks.
 ParamSpec placement(std::vector<std::string> choices = {"same", "cross", "unpinned"},
                     std::vector<std::string> quick = {"same", "cross"});

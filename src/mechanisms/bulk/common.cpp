@@ -22,9 +22,7 @@ using messaging::retry_errno;
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   auto pattern = std_params::throughput_or_roundtrip();
-  auto mode = std_params::mode();
-  mode.quick = {"threads"};
-  mode.full = {"threads", "processes"};
+  auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   std::vector<ParamSpec> v = {
       pattern,
       {.name = "size",

@@ -18,9 +18,7 @@ namespace ipclab::libs {
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   auto pattern = std_params::throughput_or_roundtrip();
-  auto mode = std_params::mode();
-  mode.quick = {"threads"};
-  mode.full = {"threads", "processes"};
+  auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   std::vector<ParamSpec> v = {
       pattern,
       std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, 1 << 20),

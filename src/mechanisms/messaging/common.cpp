@@ -16,10 +16,8 @@
 namespace ipclab::messaging {
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
-  auto mode = std_params::mode();
   // Quick: threads only (the quick preset is a few points); the full preset adds processes.
-  mode.quick = {"threads"};
-  mode.full = {"threads", "processes"};
+  auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   // Quick and full: cross-CPU. Same-CPU and unpinned on request (-p placement=same,unpinned).
   auto placement = std_params::placement({"same", "cross", "unpinned"}, {"cross"});
   placement.full = {"cross"};
