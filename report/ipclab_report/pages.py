@@ -82,6 +82,34 @@ def _bulk(key, fmt=fmt_number):
     return lambda r: fmt(r.num("extra", "bulk", key))
 
 
+# The libs suite: a library's record beside the kernel transport it rides on (extra.kernel_transport),
+# the messaging suite's record of that mechanism at the same pattern, size, placement and mode in
+# the same file (attach_baselines), and the ratio of their p50s.
+BASELINE_DIMS = ("pattern", "size", "placement", "mode")
+
+
+def attach_baselines(recs):
+    """Sets `baseline` on each libs record: its kernel transport's messaging record, or None."""
+    index = {}
+    for r in recs:
+        if r.suite == "messaging":
+            index.setdefault((r.mechanism,) + tuple(r.dim(d) for d in BASELINE_DIMS), r)
+    for r in recs:
+        if r.suite == "libs":
+            kernel = r.get("extra", "kernel_transport")
+            r.baseline = index.get((kernel,) + tuple(r.dim(d) for d in BASELINE_DIMS))
+
+
+def _baseline_pct(p):
+    return lambda r: fmt_time_ns(r.baseline.latency(p)) if getattr(r, "baseline", None) else "—"
+
+
+def _overhead(r):
+    b = getattr(r, "baseline", None)
+    mine, theirs = r.latency("p50"), b.latency("p50") if b else None
+    return f"{mine / theirs:.2f}×" if is_number(mine) and is_number(theirs) and theirs > 0 else "—"
+
+
 def _faults(r):
     return fmt_number(r.num("cpu", "faults_per_op"))
 
@@ -210,6 +238,13 @@ TABLES = {
                ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")), ("user µs/MiB", _bulk("cpu_user_us_per_MiB")),
                ("sys µs/MiB", _bulk("cpu_sys_us_per_MiB")), ("faults/round trip", _faults)),
               where=_is("pattern", "roundtrip")),
+    ),
+    "libs": (
+        Table("libs", "Libraries beside the kernel transport under them (p50 and p99: RTT or one-way)",
+              (("library", lambda r: r.get("extra", "library") or "—"),
+               ("kernel", lambda r: r.get("extra", "kernel_transport") or "—"),
+               ("rate", _rate()), ("p50", _pct("p50")), ("p99", _pct("p99")), ("CPU/op", _cpu),
+               ("kernel p50", _baseline_pct("p50")), ("p50 over kernel", _overhead))),
     ),
     "pingpong": (
         Table("ops", "System effective OPS: round trips of all pairs per second of wall time",
@@ -545,6 +580,7 @@ def write_pages(rf, pages_dir: str, readme: str | None = None) -> list:
     if not os.path.isdir(pages_dir):
         raise UsageError(f"--pages {pages_dir} is not a folder; create it or name another")
     recs = summaries(rf)
+    attach_baselines(recs)
     suites = list(dict.fromkeys(r.suite for r in recs))
     out = {}
     for suite in suites:

@@ -387,3 +387,31 @@ def test_a_reduced_result_is_still_input_to_report_and_compare(tmp_path, capsys)
     for r in summaries(load(DEV)):
         assert f"`{r.name}`" in text
     assert "<svg" in html.read_text() or "data:image/svg+xml" in html.read_text()
+
+
+def test_a_library_stands_beside_its_kernel_transport(tmp_path):
+    # A libs/zmq record over tcp whose p50 is twice messaging/tcp's at the same pattern, size,
+    # placement and mode; and one whose kernel transport the file lacks.
+    doc = json.load(open(DEV))
+    tcp = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["mechanism"] == "tcp"
+               and b["run_type"] == "aggregate" and b["status"] == "ok" and b.get("latency_ns"))
+    lib = json.loads(json.dumps(tcp))
+    lib.update(suite="libs", mechanism="zmq", name="libs/zmq/" + tcp["name"].split("/", 2)[2])
+    lib["params"] = {k: tcp["params"][k] for k in ("pattern", "size", "mode", "placement")}
+    lib["params"]["endpoint"] = "tcp"
+    lib["latency_ns"]["p50"] = 2 * tcp["latency_ns"]["p50"]
+    lib["extra"] = {"library": "libzmq 4.3.4", "kernel_transport": "tcp"}
+    orphan = json.loads(json.dumps(lib))
+    orphan["params"]["endpoint"] = "ipc"
+    orphan["name"] += "-ipc"
+    orphan["extra"]["kernel_transport"] = "unix_stream"
+    doc["benchmarks"] += [lib, orphan]
+    pages, _ = _render(tmp_path, doc=doc)
+    md = open(os.path.join(pages, "libs.md")).read()
+    [title] = [t for t in _sections(md) if t.startswith("Libraries beside")]
+    _, rows = _rows(_sections(md)[title])
+    by_endpoint = {r["endpoint"]: r for r in rows}
+    assert by_endpoint["tcp"]["p50 over kernel"] == "2.00×"
+    assert by_endpoint["tcp"]["kernel p50"] == fmt_time_ns(tcp["latency_ns"]["p50"])
+    assert by_endpoint["tcp"]["library"] == "libzmq 4.3.4"
+    assert by_endpoint["ipc"]["p50 over kernel"] == "—" and by_endpoint["ipc"]["kernel"] == "unix_stream"
