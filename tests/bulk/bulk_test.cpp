@@ -63,7 +63,9 @@ TEST_P(Bulk, EveryByteArrivesAndTheRecordStatesTheBulkFigures) {
         EXPECT_GT(r.ops, 0u) << r.name;
         EXPECT_TRUE(r.integrity.clean()) << r.name;
         EXPECT_GT(r.integrity.received, 0u) << r.name;
-        if (pattern == "throughput") EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+        if (pattern == "throughput") {
+          EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+        }
         // Each op moved one message (throughput) or a request and its echo (roundtrip).
         const uint64_t per_op = uint64_t(parse_integer(size, true).value()) * (pattern == "roundtrip" ? 2 : 1);
         EXPECT_EQ(r.bytes, r.ops * per_op) << r.name;

@@ -30,7 +30,9 @@ TEST_P(Libs, EveryEndpointAndPatternDeliversEveryMessageIntact) {
         ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
         EXPECT_GT(r.ops, 0u) << r.name;
         EXPECT_TRUE(r.integrity.clean()) << r.name;
-        if (pattern == "throughput") EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+        if (pattern == "throughput") {
+          EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+        }
         const std::string library = r.extra.at("library");
         EXPECT_EQ(library.rfind(lib == "zmq" ? "libzmq " : "nng ", 0), 0u) << library;
         EXPECT_EQ(r.extra.at("kernel_transport"),
