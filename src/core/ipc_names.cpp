@@ -359,7 +359,12 @@ void begin_run() {
 void end_run() {
   std::lock_guard lk(g_mu);
   if (g_run.pid.load() != getpid()) return;
-  clean_run(g_run.base_fd, g_run.folder, g_run.dir_fd, g_run.journal_fd, g_run.id);
+  // The journal is written through an append-only descriptor, which cannot be read: what the run
+  // still lists as open (a path another program created, an object whose owner never got to
+  // remove it) is read through a descriptor of its own.
+  const int rfd = g_run.dir_fd >= 0 ? openat(g_run.dir_fd, kJournal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  clean_run(g_run.base_fd, g_run.folder, g_run.dir_fd, rfd >= 0 ? rfd : g_run.journal_fd, g_run.id);
+  if (rfd >= 0) close(rfd);
   for (auto& e : g_entries) e.used.store(0);
   for (int* fd : {&g_run.base_fd, &g_run.dir_fd, &g_run.journal_fd, &g_run.shm_fd}) close_fd(*fd);
   g_run.pid.store(0);

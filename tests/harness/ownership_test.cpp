@@ -193,6 +193,20 @@ TEST_F(Ownership, ObjectsAreCreatedWithModes0600WhateverTheUmask) {
   EXPECT_FALSE(exists(file));
 }
 
+// At a normal end the run removes what its journal still lists as open — here a path another
+// program created in the run's folder (a library's socket) — and then the folder.
+TEST_F(Ownership, ANormalEndRemovesWhatTheJournalStillLists) {
+  const std::string folder = ipc::run_dir();
+  const std::string path = folder + "/made-by-another";
+  ipc::track_path(path);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ipc::end_run();
+  EXPECT_FALSE(exists(path));
+  EXPECT_FALSE(exists(folder));
+}
+
 TEST_F(Ownership, TheSweepRemovesWhatADeadRunListedAndSaysSo) {
   Created c;
   Process child = child_run(dir_, c, nullptr);
