@@ -31,7 +31,6 @@ LibraryVersion::LibraryVersion(std::string name, std::function<std::string()> ve
   library_versions().emplace_back(std::move(name), std::move(version));
 }
 
-
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
   std::string line;

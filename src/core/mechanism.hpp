@@ -9,6 +9,7 @@
 // workload starts it as a process (core/server) and drives it with the suite's client.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,11 +38,11 @@ class Endpoint {
   // Zero copy (the bulk transports): a transport whose memory the two sides share can let the
   // sender write a message where the receiver will read it. The harness asks for both; the
   // defaults copy through the caller's buffer.
-  /// Where the next message is to be written before send() (the transport's own memory, given to
-  /// send() as `data`), or nullptr: send() takes it from the caller's buffer.
-  virtual std::byte* send_buffer(size_t len) {
+  /// Where the next message is to be written before send(), which then takes that place as
+  /// `data`: the caller's own buffer `own` (the default), or the transport's own memory.
+  virtual std::byte* send_buffer(std::byte* own, size_t len) {
     (void)len;
-    return nullptr;
+    return own;
   }
   /// Receives one message of `len` bytes and returns where it lies: in `buf` (the default), or in
   /// the transport's own memory, valid until this endpoint's next receive.
@@ -49,6 +50,18 @@ class Endpoint {
     recv(buf, len);
     return buf;
   }
+};
+
+/// An endpoint that receives in place (it implements recv_in_place): a plain recv() is the same
+/// receive with the message copied out to the caller's buffer.
+class InPlaceEndpoint : public Endpoint {
+ public:
+  size_t recv(std::byte* buf, size_t len) final {
+    const std::byte* at = recv_in_place(buf, len);
+    if (at != buf) std::memcpy(buf, at, len);
+    return len;
+  }
+  std::byte* recv_in_place(std::byte* buf, size_t len) override = 0;
 };
 
 /// Kernel or shared-memory objects of one run: created in the coordinating process before any

@@ -9,7 +9,6 @@
 // so page faults are not part of the figure.
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 namespace ipclab::membw {
 

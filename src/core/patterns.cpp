@@ -77,15 +77,12 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
     fault.before_send();
     // Zero copy: the request is written where the server reads it, on the round trip (that write
     // is the transfer); otherwise it was encoded ahead into `req` and the send copies it.
-    std::byte* place = ep.send_buffer(t.size);
-    if (place) {
-      msg::encode(place, t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
-      ep.send(place, t.size);
-    } else {
-      ep.send(req.data(), t.size);
-    }
+    std::byte* place = ep.send_buffer(req.data(), t.size);
+    const bool in_place = place != req.data();
+    if (in_place) msg::encode(place, t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
+    ep.send(place, t.size);
     if (seq > 0) check(last, seq - 1);
-    if (!place)
+    if (!in_place)
       msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random, t.sampled);
     std::byte* got = fault.after_recv(ep.recv_in_place(resp.data(), t.size), resp.data(), t.size);
     if (timed) out.record_latency(now_ns() - t0);
@@ -105,8 +102,7 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
     ++seq;
   }
   if (seq > 0) check(last, seq - 1);
-  std::byte* place = ep.send_buffer(t.size);
-  if (!place) place = req.data();
+  std::byte* place = ep.send_buffer(req.data(), t.size);
   msg::encode(place, t.size, {.flags = msg::kStop}, t.random, t.sampled);
   ep.send(place, t.size);
 }
@@ -151,8 +147,7 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
 void send_stop_markers(Worker& w, Endpoint& ep, const TransportShape& t, std::vector<std::byte>& buf) {
   if (w.control().producers_left.fetch_sub(1) == 1) {
     for (int c = 0; c < t.consumers; ++c) {
-      std::byte* place = ep.send_buffer(t.size);
-      if (!place) place = buf.data();
+      std::byte* place = ep.send_buffer(buf.data(), t.size);
       msg::encode(place, t.size, {.flags = msg::kStop}, t.random, t.sampled);
       ep.send(place, t.size);
     }
@@ -170,8 +165,7 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
                   .producer = uint32_t(index),
                   .send_ns = seq % t.sample == 0 ? now_ns() : 0,
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
-    std::byte* place = ep.send_buffer(t.size);  // zero copy: written where the consumer reads it
-    if (!place) place = buf.data();
+    std::byte* place = ep.send_buffer(buf.data(), t.size);  // zero copy: where the consumer reads it
     msg::encode(place, t.size, h, t.random, t.sampled);
     fault.before_send();
     ep.send(place, t.size);
@@ -202,8 +196,7 @@ void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportSh
                   .send_ns = at,
                   .flags = msg::kIntended | (measuring ? uint32_t(msg::kMeasured) : 0u),
                   .intended_ns = due};
-    std::byte* place = ep.send_buffer(t.size);
-    if (!place) place = buf.data();
+    std::byte* place = ep.send_buffer(buf.data(), t.size);
     msg::encode(place, t.size, h, t.random, t.sampled);
     ep.send(place, t.size);
     if (measuring) out.rate.sent_one(due, at);

@@ -51,7 +51,7 @@ std::byte* map_fd(int fd, size_t bytes, int prot) {
 
 // ---- handoff=seal ----------------------------------------------------------------------------
 
-class SealEndpoint final : public Endpoint {
+class SealEndpoint final : public InPlaceEndpoint {
  public:
   explicit SealEndpoint(int sock) : notes_(sock) {}
   ~SealEndpoint() override {
@@ -59,7 +59,7 @@ class SealEndpoint final : public Endpoint {
     drop_received();
   }
 
-  std::byte* send_buffer(size_t len) override {
+  std::byte* send_buffer(std::byte*, size_t len) override {
     drop_writing();
     // At most two messages in flight: each is a whole message's worth of pages until its
     // receiver lets go of it (and says so with a credit).
@@ -82,7 +82,7 @@ class SealEndpoint final : public Endpoint {
       ++inflight_;
       return;
     }
-    if (data != wmap_) std::memcpy(send_buffer(len), data, len);
+    if (data != wmap_) std::memcpy(send_buffer(nullptr, len), data, len);
     munmap(wmap_, wlen_);  // no writable mapping may remain when the write seal goes on
     wmap_ = nullptr;
     check_rc(fcntl(wfd_, F_ADD_SEALS, kSeals), "F_ADD_SEALS");
@@ -112,11 +112,6 @@ class SealEndpoint final : public Endpoint {
     return rmap_ = map_fd(fd, len, PROT_READ);
   }
 
-  size_t recv(std::byte* buf, size_t len) override {
-    std::memcpy(buf, recv_in_place(buf, len), len);
-    return len;
-  }
-
  private:
   void drop_writing() {
     if (wmap_) munmap(wmap_, wlen_);
@@ -139,7 +134,7 @@ class SealEndpoint final : public Endpoint {
 
 // ---- handoff=ring ----------------------------------------------------------------------------
 
-class RingEndpoint final : public Endpoint {
+class RingEndpoint final : public InPlaceEndpoint {
  public:
   // out_fd: the memfd this side writes (-1: none); in_fd: the one it reads.
   RingEndpoint(int sock, int out_fd, int in_fd, size_t size) : notes_(sock), size_(size) {
@@ -154,13 +149,13 @@ class RingEndpoint final : public Endpoint {
     if (in_) munmap(in_, kSlots * size_);
   }
 
-  std::byte* send_buffer(size_t) override {
+  std::byte* send_buffer(std::byte*, size_t) override {
     if (!claimed_) claimed_ = notes_.credit().slot + 1;  // the slot the receiver gave back
     return out_ + (claimed_ - 1) * size_;
   }
 
   void send(const std::byte* data, size_t len) override {
-    std::byte* slot = send_buffer(len);
+    std::byte* slot = send_buffer(nullptr, len);
     if (data != slot) std::memcpy(slot, data, len);  // an echo of what was received
     notes_.send({.kind = Note::Data, .slot = claimed_ - 1, .len = len});
     claimed_ = 0;
@@ -174,11 +169,6 @@ class RingEndpoint final : public Endpoint {
                                            kSlots, len));
     held_ = n.slot + 1;
     return in_ + n.slot * size_;
-  }
-
-  size_t recv(std::byte* buf, size_t len) override {
-    std::memcpy(buf, recv_in_place(buf, len), len);
-    return len;
   }
 
  private:

@@ -57,7 +57,7 @@ class Slots {
   size_t size_;
 };
 
-class ProcessVmEndpoint final : public Endpoint {
+class ProcessVmEndpoint final : public InPlaceEndpoint {
  public:
   ProcessVmEndpoint(int sock, bool pull, size_t size, bool sends, bool receives)
       : notes_(sock), pull_(pull), size_(size), pid_(getpid()) {
@@ -80,8 +80,8 @@ class ProcessVmEndpoint final : public Endpoint {
     }
   }
 
-  std::byte* send_buffer(size_t) override {
-    if (!pull_) return nullptr;  // push: the message goes from the caller's buffer
+  std::byte* send_buffer(std::byte* own, size_t) override {
+    if (!pull_) return own;  // push: the message goes from the caller's buffer
     return out_->at(claim());
   }
 
@@ -111,12 +111,6 @@ class ProcessVmEndpoint final : public Endpoint {
     cross_copy(true, n.pid, buf, n.addr, len);
     notes_.send({.kind = Note::Credit, .slot = n.slot});  // copied: the sender may reuse it
     return buf;
-  }
-
-  size_t recv(std::byte* buf, size_t len) override {
-    const std::byte* at = recv_in_place(buf, len);
-    if (at != buf) std::memcpy(buf, at, len);
-    return len;
   }
 
  private:

@@ -16,14 +16,14 @@ namespace {
 using messaging::SpscRing;
 using messaging::WaitStrategy;
 
-class InPlaceEndpoint final : public Endpoint {
+class SlotEndpoint final : public InPlaceEndpoint {
  public:
-  InPlaceEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
+  SlotEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
     const bool same = &out == &in;
     if (!same || role == Role::Producer) tx_.emplace(out, w);
     if (!same || role == Role::Consumer) rx_.emplace(in, w);
   }
-  std::byte* send_buffer(size_t) override { return claimed_ = tx_->claim(); }
+  std::byte* send_buffer(std::byte*, size_t) override { return claimed_ = tx_->claim(); }
   void send(const std::byte* d, size_t len) override {
     if (d != claimed_) std::memcpy(tx_->claim(), d, len);  // an echo of what was received
     claimed_ = nullptr;
@@ -33,10 +33,6 @@ class InPlaceEndpoint final : public Endpoint {
     if (held_) rx_->release();  // the previous message is read: its slot goes back
     held_ = true;
     return rx_->peek();
-  }
-  size_t recv(std::byte* buf, size_t len) override {
-    std::memcpy(buf, recv_in_place(buf, len), len);
-    return len;
   }
 
  private:
@@ -66,7 +62,7 @@ IPCLAB_REGISTER(Mechanism{
       q.set("queue_depth", "2");
       if (p.str("copy") == "inout")
         return std::make_unique<messaging::RingTransport<SpscRing, messaging::SpscEndpoint>>(q);
-      return std::make_unique<messaging::RingTransport<SpscRing, InPlaceEndpoint>>(q);
+      return std::make_unique<messaging::RingTransport<SpscRing, SlotEndpoint>>(q);
     },
     .check = [](const Params& p) { return check(Caps{}, p); },
 });

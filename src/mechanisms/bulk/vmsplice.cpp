@@ -27,7 +27,7 @@ namespace {
 using messaging::check_rc;
 using messaging::retry_errno;
 
-class VmspliceEndpoint final : public Endpoint {
+class VmspliceEndpoint final : public InPlaceEndpoint {
  public:
   VmspliceEndpoint(int rfd, int wfd, size_t size, size_t pipe_size, bool gift, bool splice_drain)
       : rfd_(rfd), wfd_(wfd), size_(round_up(size)), gift_(gift) {
@@ -53,7 +53,7 @@ class VmspliceEndpoint final : public Endpoint {
     if (sink_ >= 0) ::close(sink_);
   }
 
-  std::byte* send_buffer(size_t) override { return out_->get() + next_ * size_; }
+  std::byte* send_buffer(std::byte*, size_t) override { return out_->get() + next_ * size_; }
 
   void send(const std::byte* data, size_t len) override {
     std::byte* mine = out_->get() + next_ * size_;
@@ -86,12 +86,6 @@ class VmspliceEndpoint final : public Endpoint {
       if (n == 0) throw std::runtime_error("peer closed the channel");
     }
     return view_;
-  }
-
-  size_t recv(std::byte* buf, size_t len) override {
-    const std::byte* at = recv_in_place(buf, len);
-    if (at != buf) std::memcpy(buf, at, len);
-    return len;
   }
 
  private:

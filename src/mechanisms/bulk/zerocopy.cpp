@@ -84,8 +84,8 @@ class ZerocopyEndpoint final : public Endpoint {
     if (have_ring_) io_uring_queue_exit(&ring_);
   }
 
-  std::byte* send_buffer(size_t) override {
-    if (!bufs_) return nullptr;
+  std::byte* send_buffer(std::byte* own, size_t) override {
+    if (!bufs_) return own;
     while (pending_[next_]) reap(true);  // the kernel still sends from it
     return buffer(next_);
   }
@@ -95,7 +95,7 @@ class ZerocopyEndpoint final : public Endpoint {
       write_stream(data, len, 0);
       return;
     }
-    std::byte* mine = send_buffer(len);
+    std::byte* mine = send_buffer(nullptr, len);
     if (data != mine) std::memcpy(mine, data, len);  // an echo of what was received
     const size_t k = next_;
     next_ = (next_ + 1) % kBuffers;
@@ -106,16 +106,7 @@ class ZerocopyEndpoint final : public Endpoint {
   }
 
   size_t recv(std::byte* buf, size_t len) override {
-    size_t done = 0;
-    while (done < len) {
-      const ssize_t n = ::recv(fd_, buf + done, len - done, 0);
-      if (n < 0) {
-        retry_errno("recv", false);
-        continue;
-      }
-      if (n == 0) throw std::runtime_error("peer closed the channel");
-      done += size_t(n);
-    }
+    read_all(fd_, buf, len);
     return len;
   }
 

@@ -1,14 +1,13 @@
 #include "mechanisms/libs/common.hpp"
 
 #include <sched.h>
-#include <sys/mman.h>
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <new>
 #include <stdexcept>
-#include <system_error>
+#include <utility>
 
 #include "core/ipc_names.hpp"
 #include "core/std_params.hpp"
@@ -44,10 +43,6 @@ std::string check(const Params& p) {
   return "";
 }
 
-const char* kernel_transport(const std::string& endpoint) {
-  return endpoint == "ipc" ? "unix_stream" : endpoint == "tcp" ? "tcp" : "none (in-process)";
-}
-
 void Rendezvous::publish(const std::string& a) {
   if (a.size() >= sizeof address) throw std::runtime_error("endpoint address too long: " + a);
   std::memcpy(address, a.c_str(), a.size() + 1);
@@ -62,17 +57,15 @@ std::string Rendezvous::wait() const {
   return address;
 }
 
-RendezvousSet::RendezvousSet(size_t n) : n_(n) {
-  void* m = mmap(nullptr, n * sizeof(Rendezvous), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap rendezvous");
-  at_ = static_cast<Rendezvous*>(m);
-  for (size_t i = 0; i < n; ++i) new (&at_[i]) Rendezvous();
+namespace {
+
+// The kernel transport an endpoint kind rides on, for the record and the report's baseline.
+const char* kernel_transport(const std::string& endpoint) {
+  return endpoint == "ipc" ? "unix_stream" : endpoint == "tcp" ? "tcp" : "none (in-process)";
 }
 
-RendezvousSet::~RendezvousSet() { munmap(at_, n_ * sizeof(Rendezvous)); }
-
 std::string listen_address(const std::string& endpoint, const std::string& tag) {
-  if (endpoint == "tcp") return "tcp://127.0.0.1";  // the library adds the port syntax it wants
+  if (endpoint == "tcp") return "tcp://127.0.0.1";
   const std::string name = ipc::unique_name(tag);  // "/ipclab.<run>.<n>.<tag>"
   if (endpoint == "inproc") return "inproc:/" + name;
   // The run's folder is private to the run: a short name in it is unique, and a Unix socket's
@@ -87,8 +80,24 @@ std::string listen_address(const std::string& endpoint, const std::string& tag) 
   return "ipc://" + path;
 }
 
-void release_address(const std::string& address) {
-  if (address.rfind("ipc://", 0) == 0) ipc::remove(ipc::Kind::Path, address.substr(6));
+}  // namespace
+
+LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std::string library)
+    : endpoint_(p.str("endpoint")),
+      address_(listen_address(endpoint_, tag)),
+      library_(std::move(library)),
+      rv_(sizeof(Rendezvous)) {
+  new (rv_.get()) Rendezvous();
+}
+
+// The library leaves its ipc socket behind (libzmq does) once the sides have closed.
+LibraryTransport::~LibraryTransport() {
+  if (address_.rfind("ipc://", 0) == 0) ipc::remove(ipc::Kind::Path, address_.substr(6));
+}
+
+void LibraryTransport::describe(nlohmann::json& extra) const {
+  extra["library"] = library_;
+  extra["kernel_transport"] = kernel_transport(endpoint_);
 }
 
 }  // namespace ipclab::libs

@@ -1,13 +1,15 @@
 #pragma once
-// Shared by the library transports (ZeroMQ, nng): one parameter set, the refusals, and the
-// rendezvous through which the side that listens tells the side that connects where it listens
-// (a TCP port the kernel chose), in memory a forked side shares.
+// Shared by the library transports (ZeroMQ, nng): one parameter set, the refusals, and the base
+// of their transports — the address, and the rendezvous through which the side that listens
+// tells the side that connects where it listens (a TCP port the kernel chose), in memory a
+// forked side shares.
 #include <atomic>
-#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "core/mechanism.hpp"
 #include "core/params.hpp"
+#include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::libs {
 
@@ -15,9 +17,6 @@ namespace ipclab::libs {
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run ("" when it can): inproc crosses no process.
 std::string check(const Params& p);
-/// The kernel transport an endpoint kind rides on, for the record and the report's baseline.
-const char* kernel_transport(const std::string& endpoint);
-
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it.
 struct Rendezvous {
   std::atomic<int> ready{0};
@@ -27,26 +26,25 @@ struct Rendezvous {
   std::string wait() const;
 };
 
-/// Rendezvous in MAP_SHARED memory, one per channel, made before any worker forks.
-class RendezvousSet {
+/// What every library transport holds: the address its listening side listens on (ipc:// a
+/// socket in the run's private folder, removed with the transport; tcp:// 127.0.0.1 with the port
+/// left to the kernel; inproc:// a name), the rendezvous in memory a forked side shares, and
+/// what the record says of it (extra.library, extra.kernel_transport).
+class LibraryTransport : public Transport {
  public:
-  explicit RendezvousSet(size_t n);
-  ~RendezvousSet();
-  RendezvousSet(const RendezvousSet&) = delete;
-  RendezvousSet& operator=(const RendezvousSet&) = delete;
-  Rendezvous& operator[](size_t i) { return at_[i]; }
+  /// `tag` names its ipc socket; `library` is its name and version, e.g. "libzmq 4.3.4".
+  LibraryTransport(const Params& p, const std::string& tag, std::string library);
+  ~LibraryTransport() override;
+  void describe(nlohmann::json& extra) const override;
+
+ protected:
+  const std::string endpoint_;
+  std::string address_;  // a tcp:// address before the port: the library adds the syntax it wants
+  Rendezvous& rendezvous() { return *static_cast<Rendezvous*>(rv_.get()); }
 
  private:
-  Rendezvous* at_;
-  size_t n_;
+  std::string library_;
+  messaging::SharedMapping rv_;
 };
-
-/// The address a channel listens on before the port is known: ipc:// a socket in the run's
-/// private folder (removed with the run), tcp:// 127.0.0.1 port 0 (chosen by the kernel), or
-/// inproc:// a name.
-std::string listen_address(const std::string& endpoint, const std::string& tag);
-/// Removes what listen_address() made a place for (an ipc socket the library left behind), once
-/// the sides have closed.
-void release_address(const std::string& address);
 
 }  // namespace ipclab::libs

@@ -38,7 +38,7 @@ void check_nng(int rc, const std::string& what) {
 
 std::string version() { return nng_version(); }
 
-class NngEndpoint final : public Endpoint {
+class NngEndpoint final : public InPlaceEndpoint {
  public:
   NngEndpoint(Rendezvous& rv, const std::string& address, bool listens) {
     check_nng(nng_pair1_open(&sock_), "nng_pair1_open");
@@ -94,11 +94,6 @@ class NngEndpoint final : public Endpoint {
     return body;
   }
 
-  size_t recv(std::byte* buf, size_t len) override {
-    std::memcpy(buf, recv_in_place(buf, len), len);
-    return len;
-  }
-
  private:
   static void retry(int rc, const char* what) {
     if (rc == NNG_ETIMEDOUT || rc == NNG_EAGAIN || rc == NNG_EINTR) {
@@ -112,29 +107,18 @@ class NngEndpoint final : public Endpoint {
   nng_msg* msg_ = nullptr;
 };
 
-class NngTransport final : public Transport {
+class NngTransport final : public LibraryTransport {
  public:
-  explicit NngTransport(const Params& p)
-      : endpoint_(p.str("endpoint")), processes_(p.str("mode") == "processes"), rv_(1) {
-    if (processes_ && g_started_here.load())
+  explicit NngTransport(const Params& p) : LibraryTransport(p, "nng", "nng " + version()) {
+    const bool processes = p.str("mode") == "processes";
+    if (processes && g_started_here.load())
       throw Skip("nng already ran in this process (mode=threads), and its threads do not survive fork: run "
                  "mode=processes in an ipclab run of its own");
-    if (!processes_) g_started_here.store(true);
-    address_ = listen_address(endpoint_, "nng");
+    if (!processes) g_started_here.store(true);
   }
-  ~NngTransport() override { release_address(address_); }
   std::unique_ptr<Endpoint> open(Role role, int) override {
-    return std::make_unique<NngEndpoint>(rv_[0], address_, role == Role::Consumer);
+    return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer);
   }
-  void describe(nlohmann::json& extra) const override {
-    extra["library"] = "nng " + version();
-    extra["kernel_transport"] = kernel_transport(endpoint_);
-  }
-
- private:
-  std::string endpoint_, address_;
-  bool processes_;
-  RendezvousSet rv_;
 };
 
 const LibraryVersion kVersion{"nng", version};  // in every result's environment block

@@ -34,7 +34,7 @@ std::string version() {
   return fmt::format("{}.{}.{}", major, minor, patch);
 }
 
-class ZmqEndpoint final : public Endpoint {
+class ZmqEndpoint final : public InPlaceEndpoint {
  public:
   ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens)
       : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx) {
@@ -80,11 +80,6 @@ class ZmqEndpoint final : public Endpoint {
     return static_cast<std::byte*>(zmq_msg_data(&msg_));
   }
 
-  size_t recv(std::byte* buf, size_t len) override {
-    std::memcpy(buf, recv_in_place(buf, len), len);
-    return len;
-  }
-
  private:
   static void retry(const char* what) {
     const int e = zmq_errno();
@@ -100,36 +95,24 @@ class ZmqEndpoint final : public Endpoint {
   zmq_msg_t msg_;
 };
 
-class ZmqTransport final : public Transport {
+class ZmqTransport final : public LibraryTransport {
  public:
   explicit ZmqTransport(const Params& p)
-      : endpoint_(p.str("endpoint")),
-        reqrep_(p.str("socket") == "reqrep"),
-        processes_(p.str("mode") == "processes"),
-        roundtrip_(std_params::is_roundtrip(p)),
-        rv_(1) {
-    address_ = listen_address(endpoint_, "zmq");
-    if (!processes_ && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
+      : LibraryTransport(p, "zmq", "libzmq " + version()), reqrep_(p.str("socket") == "reqrep") {
+    if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
   }
   ~ZmqTransport() override {
     if (ctx_) zmq_ctx_term(ctx_);
-    release_address(address_);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
     const int type = !reqrep_ ? ZMQ_PAIR : producer ? ZMQ_REQ : ZMQ_REP;
-    return std::make_unique<ZmqEndpoint>(ctx_, rv_[0], address_, type, !producer);
-  }
-  void describe(nlohmann::json& extra) const override {
-    extra["library"] = "libzmq " + version();
-    extra["kernel_transport"] = kernel_transport(endpoint_);
+    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, type, !producer);
   }
 
  private:
-  std::string endpoint_, address_;
-  bool reqrep_, processes_, roundtrip_;
+  bool reqrep_;
   void* ctx_ = nullptr;
-  RendezvousSet rv_;
 };
 
 const LibraryVersion kVersion{"libzmq", version};  // in every result's environment block
