@@ -21,9 +21,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/fdio.hpp"
@@ -57,6 +59,7 @@ struct Run {
 };
 Run g_run;
 std::recursive_mutex g_mu;  // begin/end and journal appends
+std::vector<std::function<void()>> g_at_end;  // at_end(): run by end_run, last first
 
 const char* kind_word(Kind k) {
   switch (k) {
@@ -125,14 +128,16 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
     case Kind::Path:  // a bare name inside the run folder
       return std::strchr(name, '/') == nullptr && owned_entry(dir_fd, name, false) &&
              unlinkat(dir_fd, name, 0) == 0;
-    case Kind::File: {  // an absolute path
+    case Kind::File: {  // an absolute path: a regular file, or a socket another program made
       const char* slash = std::strrchr(name, '/');
       if (name[0] != '/' || !slash || size_t(slash - name) >= kNameMax) return false;
       char folder[kNameMax];
       std::memcpy(folder, name, size_t(slash - name));
       folder[slash - name] = 0;
       const int d = open(folder[0] ? folder : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      const bool ok = owned_entry(d, slash + 1, true) && unlinkat(d, slash + 1, 0) == 0;
+      struct stat st {};
+      const bool ok = owned_entry(d, slash + 1, false) && fstatat(d, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                      (S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) && unlinkat(d, slash + 1, 0) == 0;
       if (d >= 0) close(d);
       return ok;
     }
@@ -357,6 +362,22 @@ void begin_run() {
 }
 
 void end_run() {
+  if (g_run.pid.load() != getpid()) return;
+  // Daemons that live as long as the run stop first (they may remove objects themselves).
+  for (;;) {
+    std::function<void()> f;
+    {
+      std::lock_guard lk(g_mu);
+      if (g_at_end.empty()) break;
+      f = std::move(g_at_end.back());
+      g_at_end.pop_back();
+    }
+    try {
+      f();
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "ipclab: at the end of the run: {}\n", printable(e.what()));
+    }
+  }
   std::lock_guard lk(g_mu);
   if (g_run.pid.load() != getpid()) return;
   // The journal is written through an append-only descriptor, which cannot be read: what the run
@@ -511,6 +532,27 @@ void track_path(const std::string& path) {
   const std::string base = base_in_run_dir(path);
   journal('+', Kind::Path, base);
   remember(Kind::Path, base, 0);
+}
+
+void track_file(const std::string& path) {
+  ensure_run();
+  if (path.empty() || path[0] != '/') throw std::logic_error("track_file: not an absolute path: " + path);
+  journal('+', Kind::File, path);
+  remember(Kind::File, path, 0);
+}
+
+void track_shm(const std::string& name) {
+  ensure_run();
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos)
+    throw std::logic_error("track_shm: not a POSIX shared memory name: " + name);
+  journal('+', Kind::PosixShm, name);
+  remember(Kind::PosixShm, name, 0);
+}
+
+void at_end(std::function<void()> f) {
+  ensure_run();
+  std::lock_guard lk(g_mu);
+  g_at_end.push_back(std::move(f));
 }
 
 void remove(Kind kind, const std::string& name) {

@@ -14,6 +14,7 @@
 #include <semaphore.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,18 @@ bool commit_file(const std::string& path, const std::string& target, bool replac
 
 /// Journals a path in run_dir() that another program will create (e.g. fio's output file).
 void track_path(const std::string& path);
+/// Journals a file or socket at an absolute path outside run_dir() that another program will
+/// create (a library's socket under a fixed folder). A run's end and a later sweep remove it only
+/// when its name carries the run's tag (".ipclab.<run_id>."); a fixed name another program chose
+/// is removed by its owner's remove() or on a signal, never by a sweep, which cannot tell whose
+/// it is by then.
+void track_file(const std::string& path);
+/// Journals a POSIX shared memory name ("/name") another program will create, with the same rule.
+void track_shm(const std::string& name);
+/// Runs `f` when the run ends normally or by an error (end_run), before its objects are removed,
+/// the last registered first: for a daemon that lives as long as the run, to be stopped while
+/// its folder still exists.
+void at_end(std::function<void()> f);
 /// Removes an object this run created (if still its own) and journals that it is gone.
 void remove(Kind kind, const std::string& name);
 

@@ -76,6 +76,11 @@ class Transport {
   /// Adds what the transport actually used to the record's `extra` (e.g. a queue depth capped
   /// to a kernel limit), so that results state the real configuration.
   virtual void describe(nlohmann::json& extra) const { (void)extra; }
+  /// Called in the coordinating process once the transport exists, before any worker starts: a
+  /// transport that rides on a process of its own (a library's daemon, core/daemon.hpp) makes it
+  /// a peer of the session there (Session::add_peer), so that its death fails the run and its CPU
+  /// over the window is charged to the record under its role.
+  virtual void attach(Session& s) { (void)s; }
 };
 
 /// How a server mechanism starts, as its own process (core/server.hpp): a function forked to serve

@@ -284,6 +284,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   Transport* tp = transport.get();
   s.record().extra["object"] = tp->object_name();
   tp->describe(s.record().extra);
+  tp->attach(s);
   s.record().extra["duration_s"] = s.options().duration_s;
 
   // Each side opens its endpoint and its fault hooks inside its worker (thread or child process).

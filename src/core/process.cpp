@@ -36,10 +36,10 @@ namespace {
 
 // The child's first steps after fork, before its body or exec: system calls only, no allocation
 // (another thread of the harness may have held the allocator's lock at the fork).
-void child_setup(pid_t parent, int cpu) {
+void child_setup(pid_t parent, int cpu, int death_signal) {
   // The child dies with the harness, so a killed harness never leaves an orphan behind; a parent
   // already gone before the prctl took effect would never send that signal, so check.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_PDEATHSIG, death_signal);
   if (getppid() != parent) _exit(127);
   if (cpu >= 0 && !set_affinity(cpu)) _exit(126);
 }
@@ -79,7 +79,7 @@ Process Process::fork(const Spawn& how, const std::function<int(int)>& body) {
     throw std::system_error(e, std::generic_category(), "fork");
   }
   if (pid == 0) {
-    child_setup(parent, how.cpu);
+    child_setup(parent, how.cpu, how.death_signal);
     if (p[0] >= 0) ::close(p[0]);
     int rc = 127;
     try {

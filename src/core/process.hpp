@@ -18,6 +18,8 @@
 //   stopped with grace 0: SIGKILL at once.
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,6 +42,9 @@ struct Spawn {
   int stdin_fd = -1;                   // exec: put on the child's stdin (-1: inherited)
   int stdout_fd = -1, stderr_fd = -1;  // exec: put on the child's stdout / stderr (-1: inherited)
   std::vector<int> keep_fds;           // exec: descriptors that stay open across the exec
+  /// What the child gets when the harness dies (PR_SET_PDEATHSIG): SIGKILL, or SIGTERM for an
+  /// exec'd daemon that removes its own objects as it ends (core/daemon.hpp).
+  int death_signal = SIGKILL;
 };
 
 /// The scheduler state letter of a process (pid > 0) or of a thread of this process (tid > 0):

@@ -15,7 +15,7 @@
 
 namespace ipclab::libs {
 
-std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
+std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra) {
   auto pattern = std_params::throughput_or_roundtrip();
   auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   std::vector<ParamSpec> v = {
@@ -23,20 +23,21 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
       std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, 1 << 20),
       mode,
       std_params::placement({"same", "cross", "unpinned"}, {"same", "cross"}),
-      {.name = "endpoint",
-       .type = ParamType::String,
-       .def = "ipc",
-       .choices = {"ipc", "tcp", "inproc"},
-       .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
-               "inside the process (threads only)",
-       .quick = {"ipc", "tcp", "inproc"}},
   };
+  if (!endpoints.empty())
+    v.push_back({.name = "endpoint",
+                 .type = ParamType::String,
+                 .def = endpoints.front(),
+                 .choices = endpoints,
+                 .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
+                         "inside the process (threads only)",
+                 .quick = endpoints});
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
 }
 
 std::string check(const Params& p) {
-  if (p.str("endpoint") == "inproc" && p.str("mode") == "processes")
+  if (p.str_or("endpoint", "") == "inproc" && p.str("mode") == "processes")
     return "inproc stays inside one process; use mode=threads or endpoint=ipc";
   if (p.str("pattern") == "throughput" && p.i64("size") < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
@@ -82,10 +83,12 @@ std::string listen_address(const std::string& endpoint, const std::string& tag) 
 
 }  // namespace
 
-LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std::string library)
-    : endpoint_(p.str("endpoint")),
-      address_(listen_address(endpoint_, tag)),
+LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std::string library,
+                                   std::string kernel_transport)
+    : endpoint_(p.str_or("endpoint", "")),
+      address_(endpoint_.empty() ? "" : listen_address(endpoint_, tag)),
       library_(std::move(library)),
+      kernel_transport_(std::move(kernel_transport)),
       rv_(sizeof(Rendezvous)) {
   new (rv_.get()) Rendezvous();
 }
@@ -97,7 +100,7 @@ LibraryTransport::~LibraryTransport() {
 
 void LibraryTransport::describe(nlohmann::json& extra) const {
   extra["library"] = library_;
-  extra["kernel_transport"] = kernel_transport(endpoint_);
+  extra["kernel_transport"] = kernel_transport_.empty() ? kernel_transport(endpoint_) : kernel_transport_;
 }
 
 }  // namespace ipclab::libs

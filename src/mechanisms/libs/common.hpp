@@ -13,8 +13,9 @@
 
 namespace ipclab::libs {
 
-/// pattern, size, mode, placement, endpoint (ipc | tcp | inproc), then `extra`.
-std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
+/// pattern, size, mode, placement, endpoint (those of `endpoints`, the first the default: ipc | tcp |
+/// inproc; none for a library that has one way only), then `extra`.
+std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run ("" when it can): inproc crosses no process.
 std::string check(const Params& p);
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it.
@@ -32,8 +33,9 @@ struct Rendezvous {
 /// what the record says of it (extra.library, extra.kernel_transport).
 class LibraryTransport : public Transport {
  public:
-  /// `tag` names its ipc socket; `library` is its name and version, e.g. "libzmq 4.3.4".
-  LibraryTransport(const Params& p, const std::string& tag, std::string library);
+  /// `tag` names its ipc socket; `library` is its name and version, e.g. "libzmq 4.3.4";
+  /// `kernel_transport` what it rides on when the endpoint does not say (no endpoint parameter).
+  LibraryTransport(const Params& p, const std::string& tag, std::string library, std::string kernel_transport = "");
   ~LibraryTransport() override;
   void describe(nlohmann::json& extra) const override;
 
@@ -43,7 +45,7 @@ class LibraryTransport : public Transport {
   Rendezvous& rendezvous() { return *static_cast<Rendezvous*>(rv_.get()); }
 
  private:
-  std::string library_;
+  std::string library_, kernel_transport_;
   messaging::SharedMapping rv_;
 };
 

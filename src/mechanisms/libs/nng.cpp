@@ -127,7 +127,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "nng",
     .help = "nng (nanomsg-next-gen): pair1 sockets over ipc, tcp or inproc",
-    .params = suite_params(),
+    .params = suite_params({"ipc", "tcp", "inproc"}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<NngTransport>(p); },
     .check = [](const Params& p) { return check(p); },
 });
