@@ -82,22 +82,37 @@ def _bulk(key, fmt=fmt_number):
     return lambda r: fmt(r.num("extra", "bulk", key))
 
 
-# The libs suite: a library's record beside the kernel transport it rides on (extra.kernel_transport),
-# the messaging suite's record of that mechanism at the same pattern, size, placement and mode in
-# the same file (attach_baselines), and the ratio of their p50s.
+# The libs suite: a library's record beside what it is fairly compared with (extra.baseline: a
+# messaging mechanism and the values of its own parameters, e.g. shm_spsc wait=futex for iceoryx;
+# older records name only extra.kernel_transport), the messaging suite's record of it at the same
+# pattern, size, placement and mode in the same file (attach_baselines), and the ratio of their p50s.
 BASELINE_DIMS = ("pattern", "size", "placement", "mode")
 
 
+def _baseline_of(r):
+    """(mechanism, {param: value}) the libs record `r` is set beside."""
+    b = r.get("extra", "baseline")
+    if isinstance(b, dict) and b.get("mechanism"):
+        return b["mechanism"], b.get("params") or {}
+    return r.get("extra", "kernel_transport"), {}
+
+
 def attach_baselines(recs):
-    """Sets `baseline` on each libs record: its kernel transport's messaging record, or None."""
+    """Sets `baseline` on each libs record: its baseline's messaging record, or None."""
     index = {}
     for r in recs:
         if r.suite == "messaging":
-            index.setdefault((r.mechanism,) + tuple(r.dim(d) for d in BASELINE_DIMS), r)
+            index.setdefault((r.mechanism,) + tuple(r.dim(d) for d in BASELINE_DIMS), []).append(r)
     for r in recs:
         if r.suite == "libs":
-            kernel = r.get("extra", "kernel_transport")
-            r.baseline = index.get((kernel,) + tuple(r.dim(d) for d in BASELINE_DIMS))
+            mechanism, params = _baseline_of(r)
+            candidates = index.get((mechanism,) + tuple(r.dim(d) for d in BASELINE_DIMS), [])
+            r.baseline = next((m for m in candidates if all(m.dim(k) == v for k, v in params.items())), None)
+
+
+def _baseline_name(r):
+    mechanism, params = _baseline_of(r)
+    return " ".join([mechanism or "—"] + [f"{k}={v}" for k, v in sorted(params.items())])
 
 
 def _baseline_pct(p):
@@ -240,11 +255,11 @@ TABLES = {
               where=_is("pattern", "roundtrip")),
     ),
     "libs": (
-        Table("libs", "Libraries beside the kernel transport under them (p50 and p99: RTT or one-way)",
+        Table("libs", "Libraries beside the transport under them (p50 and p99: RTT or one-way)",
               (("library", lambda r: r.get("extra", "library") or "—"),
                ("kernel", lambda r: r.get("extra", "kernel_transport") or "—"),
                ("rate", _rate()), ("p50", _pct("p50")), ("p99", _pct("p99")), ("CPU/op", _cpu),
-               ("kernel p50", _baseline_pct("p50")), ("p50 over kernel", _overhead))),
+               ("beside", _baseline_name), ("its p50", _baseline_pct("p50")), ("p50 over it", _overhead))),
     ),
     "pingpong": (
         Table("ops", "System effective OPS: round trips of all pairs per second of wall time",

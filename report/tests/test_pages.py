@@ -411,7 +411,36 @@ def test_a_library_stands_beside_its_kernel_transport(tmp_path):
     [title] = [t for t in _sections(md) if t.startswith("Libraries beside")]
     _, rows = _rows(_sections(md)[title])
     by_endpoint = {r["endpoint"]: r for r in rows}
-    assert by_endpoint["tcp"]["p50 over kernel"] == "2.00×"
-    assert by_endpoint["tcp"]["kernel p50"] == fmt_time_ns(tcp["latency_ns"]["p50"])
+    assert by_endpoint["tcp"]["p50 over it"] == "2.00×"
+    assert by_endpoint["tcp"]["its p50"] == fmt_time_ns(tcp["latency_ns"]["p50"])
     assert by_endpoint["tcp"]["library"] == "libzmq 4.3.4"
-    assert by_endpoint["ipc"]["p50 over kernel"] == "—" and by_endpoint["ipc"]["kernel"] == "unix_stream"
+    assert by_endpoint["ipc"]["p50 over it"] == "—" and by_endpoint["ipc"]["kernel"] == "unix_stream"
+
+
+def test_a_library_stands_beside_the_baseline_it_names_with_its_parameters(tmp_path):
+    # iceoryx names shm_spsc wait=futex: the futex record is its baseline, not a spinning one.
+    doc = json.load(open(DEV))
+    base = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["run_type"] == "aggregate"
+                and b["status"] == "ok" and b.get("latency_ns"))
+    recs = []
+    for wait, p50 in (("spin", 1000.0), ("futex", 4000.0)):
+        m = json.loads(json.dumps(base))
+        m.update(mechanism="shm_spsc", name=f"messaging/shm_spsc/wait:{wait}")
+        m["params"] = {k: base["params"][k] for k in ("pattern", "size", "mode", "placement")}
+        m["params"]["wait"] = wait
+        m["latency_ns"]["p50"] = p50
+        recs.append(m)
+    lib = json.loads(json.dumps(recs[1]))
+    lib.update(suite="libs", mechanism="iceoryx", name="libs/iceoryx/wait:waitset")
+    lib["params"]["wait"] = "waitset"
+    lib["latency_ns"]["p50"] = 6000.0
+    lib["extra"] = {"library": "iceoryx 2.0.3", "kernel_transport": "none (shared memory)",
+                    "baseline": {"mechanism": "shm_spsc", "params": {"wait": "futex"}}}
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["mechanism"] != "shm_spsc"] + recs + [lib]
+    pages, _ = _render(tmp_path, doc=doc)
+    md = open(os.path.join(pages, "libs.md")).read()
+    [title] = [t for t in _sections(md) if t.startswith("Libraries beside")]
+    _, rows = _rows(_sections(md)[title])
+    [row] = [r for r in rows if r["library"] == "iceoryx 2.0.3"]
+    assert row["beside"] == "shm_spsc wait=futex"
+    assert row["p50 over it"] == "1.50×"

@@ -137,4 +137,15 @@ ParamSpec random() {
           .help = "payload derived from a hash (incompressible) instead of a counter"};
 }
 
+ParamSpec verify(std::vector<std::string> quick) {
+  return {.name = "verify",
+          .type = ParamType::String,
+          .def = "full",
+          .choices = {"full", "sample"},
+          .help = "full: the sender writes and the receiver checks every byte; sample: the header, the tail "
+                  "and one word per 4 KiB page (what touching every byte costs)",
+          .quick = std::move(quick),
+          .full = {"full", "sample"}};
+}
+
 }  // namespace ipclab::std_params

@@ -35,5 +35,9 @@ ParamSpec latency_sample();
 ParamSpec latency_reservoir();
 /// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
 ParamSpec random();
+/// full: the sender writes and the receiver checks every byte; sample: the header, the tail and one
+/// word per 4 KiB page (core/message.hpp) — what touching every byte costs, or a large message
+/// moved without being touched.
+ParamSpec verify(std::vector<std::string> quick = {"full"});
 
 }  // namespace ipclab::std_params

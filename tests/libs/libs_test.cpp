@@ -3,6 +3,7 @@
 // in order, intact, and the record names the library's version and the kernel transport under it.
 // (Processes: tests/libs/test_libs_cli.py, in runs of their own — see libs/nng.cpp.)
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <string>
 #include <utility>
@@ -47,6 +48,37 @@ TEST(Libs, ZmqRequestReplyRunsRoundTripsOnly) {
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_THROW(run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"throughput"}}}), UsageError);
+}
+
+// iceoryx through the harness's own RouDi: both patterns, both ways of waiting, 64 B to 64 KiB,
+// every message received where the sender wrote it. Skipped (with iceoryx's reason) where another
+// RouDi's fixed names exist.
+TEST(Libs, IceoryxDeliversEveryMessageInPlace) {
+  cpu_set_t allowed;
+  const bool two_cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2;
+  for (std::string wait : {"waitset", "spin"})
+    for (std::string pattern : {"throughput", "roundtrip"})
+      for (std::string size : {"64", "4K", "64K"}) {
+        // Spinning needs the other side on a CPU of its own (refused on one).
+        if (wait == "spin" && !two_cpus) continue;
+        const Record r = run("iceoryx", {{"wait", {wait}},
+                                         {"pattern", {pattern}},
+                                         {"size", {size}},
+                                         {"placement", {wait == "spin" ? "cross" : "unpinned"}}});
+        if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
+        ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+        EXPECT_GT(r.ops, 0u) << r.name;
+        EXPECT_TRUE(r.integrity.clean()) << r.name;
+        if (pattern == "throughput") {
+          EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+        }
+        EXPECT_EQ(r.extra.at("library"), "iceoryx 2.0.3");
+        EXPECT_EQ(r.extra.at("baseline").at("mechanism"), "shm_spsc");
+        EXPECT_EQ(r.extra.at("baseline").at("params").at("wait"), wait == "spin" ? "spin" : "futex");
+        // RouDi is a peer of the session: its CPU over the window is charged apart.
+        EXPECT_TRUE(r.extra.at("cpu_by_role").contains("roudi")) << r.extra.dump();
+      }
+  EXPECT_THROW(run("iceoryx", {{"wait", {"spin"}}, {"placement", {"same"}}}), UsageError);
 }
 
 TEST(Libs, InprocCrossesNoProcess) {

@@ -35,14 +35,7 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
        .max = kMaxSize},
       mode,
       std_params::placement({"same", "cross", "unpinned"}, {"same", "cross"}),
-      {.name = "verify",
-       .type = ParamType::String,
-       .def = "full",
-       .choices = {"full", "sample"},
-       .help = "full: the sender writes and the receiver checks every byte; sample: the header, the tail "
-               "and one word per 4 KiB page (what touching every byte costs)",
-       .quick = {"full"},
-       .full = {"full", "sample"}},
+      std_params::verify(),
   };
   for (auto& e : extra) v.push_back(std::move(e));
   return v;

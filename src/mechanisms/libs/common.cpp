@@ -23,6 +23,7 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
       std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, 1 << 20),
       mode,
       std_params::placement({"same", "cross", "unpinned"}, {"same", "cross"}),
+      std_params::verify(),
   };
   if (!endpoints.empty())
     v.push_back({.name = "endpoint",
@@ -91,6 +92,7 @@ LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std:
       kernel_transport_(std::move(kernel_transport)),
       rv_(sizeof(Rendezvous)) {
   new (rv_.get()) Rendezvous();
+  if (endpoint_ == "ipc" || endpoint_ == "tcp") set_baseline(libs::kernel_transport(endpoint_));
 }
 
 // The library leaves its ipc socket behind (libzmq does) once the sides have closed.
@@ -101,6 +103,7 @@ LibraryTransport::~LibraryTransport() {
 void LibraryTransport::describe(nlohmann::json& extra) const {
   extra["library"] = library_;
   extra["kernel_transport"] = kernel_transport_.empty() ? kernel_transport(endpoint_) : kernel_transport_;
+  if (!baseline_.is_null()) extra["baseline"] = baseline_;
 }
 
 }  // namespace ipclab::libs

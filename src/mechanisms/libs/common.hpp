@@ -4,6 +4,8 @@
 // tells the side that connects where it listens (a TCP port the kernel chose), in memory a
 // forked side shares.
 #include <atomic>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,12 +42,19 @@ class LibraryTransport : public Transport {
   void describe(nlohmann::json& extra) const override;
 
  protected:
+  /// The messaging mechanism the report sets beside this one (extra.baseline), with the values of
+  /// its own parameters that make it the fair comparison (e.g. shm_spsc wait=futex); by default
+  /// the kernel transport of the endpoint (unix_stream, tcp; none in-process).
+  void set_baseline(std::string mechanism, nlohmann::json params = nlohmann::json::object()) {
+    baseline_ = {{"mechanism", std::move(mechanism)}, {"params", std::move(params)}};
+  }
   const std::string endpoint_;
   std::string address_;  // a tcp:// address before the port: the library adds the syntax it wants
   Rendezvous& rendezvous() { return *static_cast<Rendezvous*>(rv_.get()); }
 
  private:
   std::string library_, kernel_transport_;
+  nlohmann::json baseline_;
   messaging::SharedMapping rv_;
 };
 
