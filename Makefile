@@ -56,6 +56,7 @@ reference: build
 docs: build
 	$(PRESET_BUILD)/ipclab report $(REFERENCE) --pages docs/results --readme README.md
 	@if [ -f docs/reference/bulk.json ]; then $(PRESET_BUILD)/ipclab report docs/reference/bulk.json --pages docs/results; fi
+	@if [ -f docs/reference/libs.json ]; then $(PRESET_BUILD)/ipclab report docs/reference/libs.json --pages docs/results --suites libs; fi
 
 # Each test is built and run once per preset: the release build runs the end-to-end tests (every
 # benchmark, the CLI, the fault injection, the Go and Rust peers); the unit and concurrent tests

@@ -1,9 +1,11 @@
 #!/bin/bash
 # The reference result behind docs/results/ and the README's table (`make reference`): the quick
-# preset over every suite but bulk and the open-loop curves (scripts/open-loop.sh), reduced to
-# their medians in docs/reference/result.json; the bulk suite's grid apart, in
+# preset over every suite but bulk and libs and the open-loop curves (scripts/open-loop.sh), reduced
+# to their medians in docs/reference/result.json; the bulk suite's grid apart, in
 # docs/reference/bulk.json (its 64 MiB messages need longer windows than the quick preset's
-# 0.25 s); then the pages and the README's table regenerated from them. It measures: run it on the reference machine, with
+# 0.25 s); the libs grid apart, with the transports each library is set beside, in
+# docs/reference/libs.json (scripts/libs-grid.sh); then the pages and the README's table
+# regenerated from them. It measures: run it on the reference machine, with
 # nothing else running. The full result stays in results/reference-<UTC time>/ (not committed).
 #
 #   scripts/reference.sh [IPCLAB]      (default build/release/ipclab)
@@ -21,7 +23,7 @@ mkdir -p results docs/reference
 mkdir "$out"  # a new folder: nothing of an earlier run is overwritten
 
 rc=0
-suites=$("$ipclab" list | awk '/^[a-z]/ { split($1, a, "/"); print a[1] }' | sort -u | grep -vx bulk)
+suites=$("$ipclab" list | awk '/^[a-z]/ { split($1, a, "/"); print a[1] }' | sort -u | grep -vx -e bulk -e libs)
 # shellcheck disable=SC2086  # one word per suite
 "$ipclab" run $suites --preset quick --json "$out/full.json" || rc=$?
 if [ "$rc" -ne 0 ]; then
@@ -42,8 +44,16 @@ if [ "$rc" -ne 0 ]; then
   echo "reference.sh: the bulk grid exited with $rc (see above); $reference and the pages are unchanged" >&2
   exit "$rc"
 fi
+# The libs grid: every library beside its baselines, threads and processes.
+bash scripts/libs-grid.sh "$ipclab" "$out/libs" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "reference.sh: the libs grid exited with $rc (see above); $reference and the pages are unchanged" >&2
+  exit "$rc"
+fi
 "$ipclab" report "$out/full.json" "$out"/open-loop-*.json --reduce "$reference"
+cp "$out/libs/libs.json" docs/reference/libs.json
 "$ipclab" report "$out/bulk.json" --reduce docs/reference/bulk.json
 "$ipclab" report "$reference" --pages docs/results --readme README.md
 "$ipclab" report docs/reference/bulk.json --pages docs/results
-echo "reference: $reference (full result: $out/full.json); review and commit $reference, docs/reference/bulk.json, docs/results/ and README.md"
+"$ipclab" report docs/reference/libs.json --pages docs/results --suites libs
+echo "reference: $reference (full result: $out/full.json); review and commit $reference, docs/reference/bulk.json, docs/reference/libs.json, docs/results/ and README.md"

@@ -63,6 +63,9 @@ def parser():
     r.add_argument("--pages", metavar="DIR",
                    help="write one Markdown page per suite of one RESULT.json to DIR/<suite>.md, with the text "
                         "under each table from DIR/notes/<suite>.md")
+    r.add_argument("--suites", metavar="S[,S...]",
+                   help="with --pages: write the pages of these suites only (a result that carries other "
+                        "suites' records as baselines, e.g. the libs grid's messaging records)")
     r.add_argument("--readme", metavar="F",
                    help="with --pages: replace what lies between F's <!-- reference:begin --> and "
                         "<!-- reference:end --> lines with the headline table")
@@ -95,6 +98,8 @@ def cmd_report(args):
 
     if not (args.output or args.markdown or args.pages or args.reduce):
         raise UsageError("name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json")
+    if args.suites and not args.pages:
+        raise UsageError("--suites goes with --pages DIR (it names the pages to write)")
     if args.readme and not args.pages:
         raise UsageError("--readme goes with --pages DIR (the README links to the pages)")
     if args.pages and len(args.results) != 1:
@@ -109,7 +114,8 @@ def cmd_report(args):
     if args.pages:
         from .pages import write_pages
 
-        for path in write_pages(files[0], args.pages, args.readme):
+        only = [x for x in args.suites.split(",") if x] if args.suites else None
+        for path in write_pages(files[0], args.pages, args.readme, only):
             print(f"wrote {path}", file=sys.stderr)
     if args.output:
         from . import html

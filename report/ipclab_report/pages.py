@@ -588,15 +588,22 @@ def _ours(path: str) -> bool:
         return False
 
 
-def write_pages(rf, pages_dir: str, readme: str | None = None) -> list:
+def write_pages(rf, pages_dir: str, readme: str | None = None, only: list | None = None) -> list:
     """Every page (and the README's table) rendered first, then written: bad notes or markers, or a
     page's name taken by a file ipclab did not generate, stop the command before any file changes.
+    `only`: the suites whose pages to write (the others' records still serve as baselines).
     Returns the paths written."""
     if not os.path.isdir(pages_dir):
         raise UsageError(f"--pages {pages_dir} is not a folder; create it or name another")
     recs = summaries(rf)
     attach_baselines(recs)
     suites = list(dict.fromkeys(r.suite for r in recs))
+    if only:
+        missing = [x for x in only if x not in suites]
+        if missing:
+            raise UsageError(f"--suites {','.join(missing)}: no such suite in {rf.path}; name one of "
+                             f"{', '.join(suites)}")
+        suites = [x for x in suites if x in only]
     out = {}
     for suite in suites:
         path = os.path.join(pages_dir, f"{suite}.md")

@@ -444,3 +444,25 @@ def test_a_library_stands_beside_the_baseline_it_names_with_its_parameters(tmp_p
     [row] = [r for r in rows if r["library"] == "iceoryx 2.0.3"]
     assert row["beside"] == "shm_spsc wait=futex"
     assert row["p50 over it"] == "1.50×"
+
+
+def test_pages_of_some_suites_only_keep_the_others_as_baselines(tmp_path, capsys):
+    # The libs grid carries messaging records as its baselines: its pages must not replace the
+    # messaging page, while the libs page still sets each library beside them.
+    doc = json.load(open(DEV))
+    tcp = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["mechanism"] == "tcp"
+               and b["run_type"] == "aggregate" and b["status"] == "ok" and b.get("latency_ns"))
+    lib = json.loads(json.dumps(tcp))
+    lib.update(suite="libs", mechanism="zmq", name="libs/zmq/" + tcp["name"].split("/", 2)[2])
+    lib["params"] = {k: tcp["params"][k] for k in ("pattern", "size", "mode", "placement")}
+    lib["latency_ns"]["p50"] = 3 * tcp["latency_ns"]["p50"]
+    lib["extra"] = {"library": "libzmq 4.3.4", "kernel_transport": "tcp", "baseline": {"mechanism": "tcp"}}
+    doc["benchmarks"].append(lib)
+    ref, pages, _ = _tree(tmp_path, doc=doc)
+    assert main(["report", ref, "--pages", pages, "--suites", "libs"]) == 0
+    assert sorted(f for f in os.listdir(pages) if f.endswith(".md")) == ["libs.md"]
+    md = open(os.path.join(pages, "libs.md")).read()
+    assert "3.00×" in md
+    # A suite the file lacks is named, with the fix, before anything is written.
+    assert main(["report", ref, "--pages", pages, "--suites", "nosuch"]) == 2
+    assert "--suites nosuch" in capsys.readouterr().err
