@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -201,12 +202,19 @@ class Host {
 
   /// The runtime the threads of this process share, made on first use.
   void ensure_runtime() {
-    if (!g_runtime.load()) make_runtime(new_runtime_name("t"));
+    if (g_runtime.load()) return;
+    make_runtime(new_runtime_name("t"));
+    // Ending a runtime uses iceoryx's own statics (its log manager among them), which exit()
+    // destroys in the reverse order of their making: a handler registered after the runtime was
+    // made runs before any of them goes. The run's end (at_end) usually comes first; then this
+    // finds nothing left to do.
+    std::atexit([] { Host::get().stop(); });
   }
 
   Daemon& roudi() { return *roudi_; }
 
   void stop() {
+    if (!roudi_) return;  // never started, or stopped already
     // A runtime ends by telling RouDi: only while RouDi is there to answer.
     if (roudi_ && roudi_->process().alive()) end_runtime();
     roudi_.reset();  // SIGTERM: RouDi removes its names itself
