@@ -11,6 +11,7 @@
 // survive fork: mode=processes after mode=threads in one ipclab process is skipped (ForkRule);
 // nothing here starts gRPC in the coordinating process, only the endpoints in the workers do.
 #include <google/protobuf/stubs/common.h>
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 
 #include <fmt/format.h>
@@ -45,6 +46,15 @@ ForkRule g_fork_rule("gRPC");
 std::string version() {
   return fmt::format("{} (protobuf {})", grpc::Version(),
                      google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION));
+}
+
+// Started once by the first endpoint of the process and never shut down: the last grpc_shutdown()
+// tears gRPC down at once and waits (up to 10 s) for connections its threads are still closing, so
+// the side that let go of gRPC last would hang there now and then. A forked side exits after its
+// run; a process that ran threads keeps gRPC's idle threads until it exits (see ForkRule).
+void keep_grpc_started() {
+  static const bool started = (grpc_init(), true);
+  (void)started;
 }
 
 std::chrono::system_clock::time_point in(std::chrono::milliseconds ms) { return std::chrono::system_clock::now() + ms; }
@@ -111,6 +121,7 @@ std::byte* bytes_of(Payload& m, size_t len) {
 class GrpcServer final : public InPlaceEndpoint {
  public:
   GrpcServer(Rendezvous& rv, const std::string& address, bool unary) : unary_(unary) {
+    keep_grpc_started();
     const bool tcp = address.rfind("tcp://", 0) == 0;
     grpc::ServerBuilder builder;
     int port = 0;  // tcp: the port the kernel chose; a Unix socket: 1 once it listens
@@ -184,6 +195,7 @@ class GrpcServer final : public InPlaceEndpoint {
 class GrpcClient final : public InPlaceEndpoint {
  public:
   GrpcClient(Rendezvous& rv, bool unary) : unary_(unary) {
+    keep_grpc_started();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxMessage);
     channel_ = grpc::CreateCustomChannel(rv.wait(), grpc::InsecureChannelCredentials(), args);
