@@ -37,8 +37,8 @@ using grpcbench::Bench;
 using grpcbench::Payload;
 using namespace std::chrono_literals;
 
-// gRPC refuses messages over 4 MiB by default, and a limit is a limit on what the peer may send:
-// both sides take the suite's largest message and protobuf's few bytes of framing around it.
+// The most either side accepts: the suite's largest message and protobuf's few bytes of framing,
+// set rather than left to gRPC's default (4 MiB), so that it follows the suite's sizes.
 constexpr int kMaxMessage = int(kMaxSize) + 4096;
 
 ForkRule g_fork_rule("gRPC");
