@@ -16,6 +16,7 @@ DEB_PACKAGES=(
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   linux-perf fio sockperf procps iproute2
   golang-go
   chromium

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
@@ -20,7 +21,7 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
   auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   std::vector<ParamSpec> v = {
       pattern,
-      std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, 1 << 20),
+      std_params::size({"64", "4K", "64K"}, {"64", "4K", "64K"}, kMaxSize),
       mode,
       std_params::placement({"same", "cross", "unpinned"}, {"same", "cross"}),
       std_params::verify(),
@@ -43,6 +44,15 @@ std::string check(const Params& p) {
   if (p.str("pattern") == "throughput" && p.i64("size") < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
   return "";
+}
+
+void ForkRule::admit(const Params& p) {
+  const bool processes = p.str("mode") == "processes";
+  if (processes && started_here_.load())
+    throw Skip(fmt::format("{} already ran in this process (mode=threads), and {}: run mode=processes in an ipclab "
+                           "run of its own",
+                           library_, why_));
+  if (!processes) started_here_.store(true);
 }
 
 void Rendezvous::publish(const std::string& a) {

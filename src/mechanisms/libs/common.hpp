@@ -1,13 +1,14 @@
 #pragma once
-// Shared by the library transports (ZeroMQ, nng): one parameter set, the refusals, and the base
+// Shared by the library transports (ZeroMQ, nng, gRPC, iceoryx, D-Bus): one parameter set, the refusals, and the base
 // of their transports — the address, and the rendezvous through which the side that listens
 // tells the side that connects where it listens (a TCP port the kernel chose), in memory a
 // forked side shares.
 #include <atomic>
-
-#include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/mechanism.hpp"
 #include "core/params.hpp"
@@ -15,11 +16,32 @@
 
 namespace ipclab::libs {
 
+/// The suite's largest message (the size parameter's maximum).
+constexpr int64_t kMaxSize = 1 << 20;
+
 /// pattern, size, mode, placement, endpoint (those of `endpoints`, the first the default: ipc | tcp |
 /// inproc; none for a library that has one way only), then `extra`.
 std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run ("" when it can): inproc crosses no process.
 std::string check(const Params& p);
+/// For a library whose threads are process-wide and do not survive fork (nng, gRPC): once a run of
+/// threads has started it in this process, a forked side could not start it again, so a
+/// mode=processes point is then skipped with the reason (an ipclab run of its own never starts the
+/// library in the parent). Asked in the transport's constructor, in the coordinating process.
+class ForkRule {
+ public:
+  /// `why`: what a forked side cannot do once the library ran in its parent.
+  explicit ForkRule(const char* library, const char* why = "its threads do not survive fork")
+      : library_(library), why_(why) {}
+  /// Throws Skip for mode=processes once mode=threads has run; notes a run of threads.
+  void admit(const Params& p);
+
+ private:
+  const char* library_;
+  const char* why_;
+  std::atomic<bool> started_here_{false};
+};
+
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it.
 struct Rendezvous {
   std::atomic<int> ready{0};

@@ -13,14 +13,12 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "core/env.hpp"
-#include "core/error.hpp"
 #include "core/mechanism.hpp"
 #include "core/message.hpp"
 #include "core/std_params.hpp"
@@ -30,7 +28,7 @@
 namespace ipclab::libs {
 namespace {
 
-std::atomic<bool> g_started_here{false};  // nng has run in this process (threads mode)
+ForkRule g_fork_rule("nng");
 
 void check_nng(int rc, const std::string& what) {
   if (rc != 0) throw std::runtime_error(fmt::format("{}: {}", what, nng_strerror(rc)));
@@ -109,13 +107,7 @@ class NngEndpoint final : public InPlaceEndpoint {
 
 class NngTransport final : public LibraryTransport {
  public:
-  explicit NngTransport(const Params& p) : LibraryTransport(p, "nng", "nng " + version()) {
-    const bool processes = p.str("mode") == "processes";
-    if (processes && g_started_here.load())
-      throw Skip("nng already ran in this process (mode=threads), and its threads do not survive fork: run "
-                 "mode=processes in an ipclab run of its own");
-    if (!processes) g_started_here.store(true);
-  }
+  explicit NngTransport(const Params& p) : LibraryTransport(p, "nng", "nng " + version()) { g_fork_rule.admit(p); }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer);
   }
