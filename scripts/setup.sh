@@ -15,7 +15,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
-  libzmq3-dev libnng-dev
+  libzmq3-dev libnng-dev libsystemd-dev dbus-daemon
   linux-perf fio sockperf procps iproute2
   golang-go
   chromium

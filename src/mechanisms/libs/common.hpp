@@ -18,6 +18,9 @@ namespace ipclab::libs {
 std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra = {});
 /// Why `p` cannot run ("" when it can): inproc crosses no process.
 std::string check(const Params& p);
+/// A fresh path for a Unix socket in the run's private folder ("<run folder>/<tag><n>"), journaled
+/// for the library that creates the socket; throws when it would not fit sun_path.
+std::string socket_path(const std::string& tag);
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it.
 struct Rendezvous {
   std::atomic<int> ready{0};
