@@ -15,8 +15,9 @@
 // `window` messages unacknowledged (4 MiB at most, below): window x size stays far below the
 // daemon's queue limit set here, so nothing is dropped. Should a message still be lost, nothing
 // hides it: the consumer's count falls short of the producer's and the harness reports it as lost.
-// The stop marker is confirmed by its receiver (an empty reply, or an Ack), and its sender stays
-// connected until then (see send).
+// The stop marker is confirmed by its receiver (an empty reply, or an Ack), its sender stays
+// connected until then, and the receiver until the sender has gone (send, confirm_stop): a
+// connection that closes right after its last message can lose it in dbus-daemon.
 // Messages are received in place: sd_bus_message_read_array points into the message, which is
 // kept referenced until the next receive. Every wait is bounded (sd_bus_wait, 100 ms, then
 // poll_abort); a connection the daemon dropped ends the run with an error naming it. The sd-bus
@@ -174,8 +175,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
     }
     // The stop marker: this side stays connected until the other side confirms it (an empty
     // reply, or an Ack of kStopSeen). Without that, the last messages of a sender that closed at
-    // once after them (often with mode=processes, at 64 KiB and 1 MiB) never reached the receiver
-    // here: dbus-daemon seems to drop what it has not yet routed from a connection that is gone.
+    // once after them (64 KiB and 1 MiB, a run in a few) never reached the receiver here:
+    // dbus-daemon can drop what it has not yet read from a connection that has hung up.
     if (!roundtrip_) return pump([&] { return stop_acked_; }, "waiting for the consumer to confirm the stop marker");
     pump([&] { return !pending_.empty(); }, "waiting for the server to confirm the stop marker");
     sd_bus_message_unref(pending_.front());
@@ -197,13 +198,9 @@ class DbusEndpoint final : public InPlaceEndpoint {
     must(sd_bus_message_read_array(held_.get(), 'y', &body, &n), "read ay");
     if (n != len) throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", n, len));
     auto* at = static_cast<std::byte*>(const_cast<void*>(body));
-    if (msg::is_stop(at, len)) {  // confirmed (see send)
-      if (roundtrip_)
-        must(sd_bus_reply_method_return(held_.get(), "ay", 0), "reply to the stop marker");
-      else
-        must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", kStopSeen), "sd_bus_emit_signal Ack");
-      drain();
-    } else if (!roundtrip_ && ++received_ % cfg_.ack_every == 0) {
+    if (msg::is_stop(at, len))
+      confirm_stop();
+    else if (!roundtrip_ && ++received_ % cfg_.ack_every == 0) {
       must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", received_), "sd_bus_emit_signal Ack");
     }
     return at;
@@ -239,6 +236,32 @@ class DbusEndpoint final : public InPlaceEndpoint {
       messaging::poll_abort();
     }
   }
+  // Confirms the stop marker in `held_` (see send), then stays connected until its sender has
+  // closed, which it does once it has the confirmation: so that the confirmation, the last message,
+  // is not lost in turn. The daemon says when the sender's unique name goes (NameOwnerChanged);
+  // the match is in place before the confirmation leaves, hence before the sender can go.
+  void confirm_stop() {
+    const char* sender = sd_bus_message_get_sender(held_.get());
+    if (!sender) throw std::runtime_error("a stop marker without a sender");
+    const std::string rule = fmt::format(
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+        "member='NameOwnerChanged',arg0='{}',arg2=''",
+        sender);
+    sd_bus_slot* slot = nullptr;
+    must(sd_bus_add_match(bus_.get(), &slot, rule.c_str(), on_sender_gone, this), "sd_bus_add_match NameOwnerChanged");
+    gone_slot_.reset(slot);
+    if (roundtrip_)
+      must(sd_bus_reply_method_return(held_.get(), "ay", 0), "reply to the stop marker");
+    else
+      must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", kStopSeen), "sd_bus_emit_signal Ack");
+    drain();
+    pump([&] { return sender_gone_; }, "waiting for the sender of the stop marker to close");
+  }
+  static int on_sender_gone(sd_bus_message*, void* self, sd_bus_error*) {
+    static_cast<DbusEndpoint*>(self)->sender_gone_ = true;
+    return 1;
+  }
+
   // sd-bus queues what the socket does not take at once, and writes that queue only when asked
   // (process, wait, flush): a send completes once the daemon has the whole message.
   void drain() {
@@ -257,12 +280,13 @@ class DbusEndpoint final : public InPlaceEndpoint {
   bool producer_, roundtrip_;
   // Closed last (flushed first: nothing is queued by then).
   std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> bus_{nullptr, sd_bus_flush_close_unref};
-  std::unique_ptr<sd_bus_slot, decltype(&sd_bus_slot_unref)> slot_{nullptr, sd_bus_slot_unref};
+  std::unique_ptr<sd_bus_slot, decltype(&sd_bus_slot_unref)> slot_{nullptr, sd_bus_slot_unref},
+      gone_slot_{nullptr, sd_bus_slot_unref};
   std::deque<sd_bus_message*> pending_;
   // The message the last receive points into.
   std::unique_ptr<sd_bus_message, decltype(&sd_bus_message_unref)> held_{nullptr, sd_bus_message_unref};
   uint64_t sent_ = 0, acked_ = 0, received_ = 0;
-  bool stop_acked_ = false;
+  bool stop_acked_ = false, sender_gone_ = false;
 };
 
 // A file or socket of the run, removed with the transport.
