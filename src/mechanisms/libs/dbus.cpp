@@ -92,10 +92,12 @@ std::string daemon_version() {
   return v;
 }
 
-std::string library() { return fmt::format("sd-bus (libsystemd {}), dbus-daemon {}", libsystemd_version(), daemon_version()); }
+std::string library() {
+  return fmt::format("sd-bus (libsystemd {}), dbus-daemon {}", libsystemd_version(), daemon_version());
+}
 
 [[noreturn]] void fail(int r, const std::string& what) {
-  throw std::runtime_error(fmt::format("{}: {}", what, std::error_code(-r, std::generic_category()).message()));
+  throw std::system_error(-r, std::generic_category(), what);
 }
 void must(int r, const std::string& what) {
   if (r < 0) fail(r, what);
@@ -127,7 +129,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
           SD_BUS_METHOD("Echo", "ay", "ay", on_message, SD_BUS_VTABLE_UNPRIVILEGED),
           SD_BUS_VTABLE_END,
       };
-      must(sd_bus_add_object_vtable(bus_.get(), &slot, kPath, kInterface, vtable, this), "sd_bus_add_object_vtable");
+      must(sd_bus_add_object_vtable(bus_.get(), &slot, kPath, kInterface, vtable, this),
+           "sd_bus_add_object_vtable");
       slot_.reset(slot);
       must(sd_bus_request_name(bus_.get(), cfg_.name.c_str(), 0), "sd_bus_request_name " + cfg_.name);
       rv.publish(cfg_.name);
@@ -152,10 +155,12 @@ class DbusEndpoint final : public InPlaceEndpoint {
 
   void send(const std::byte* data, size_t len) override {
     const bool stop = msg::is_stop(data, len);
-    if (!roundtrip_ && !stop) pump([&] { return sent_ - acked_ < cfg_.window; }, "waiting for the consumer's Ack");
+    if (!roundtrip_ && !stop)
+      pump([&] { return sent_ - acked_ < cfg_.window; }, "waiting for the consumer's Ack");
     sd_bus_message* m = nullptr;
     if (roundtrip_ && producer_)
-      must(sd_bus_message_new_method_call(bus_.get(), &m, cfg_.name.c_str(), kPath, kInterface, "Echo"), "new method call");
+      must(sd_bus_message_new_method_call(bus_.get(), &m, cfg_.name.c_str(), kPath, kInterface, "Echo"),
+           "new method call");
     else if (roundtrip_)
       must(sd_bus_message_new_method_return(held_.get(), &m), "new method return");
     else
@@ -177,7 +182,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
     // reply, or an Ack of kStopSeen). Without that, the last messages of a sender that closed at
     // once after them (64 KiB and 1 MiB, a run in a few) never reached the receiver here:
     // dbus-daemon can drop what it has not yet read from a connection that has hung up.
-    if (!roundtrip_) return pump([&] { return stop_acked_; }, "waiting for the consumer to confirm the stop marker");
+    if (!roundtrip_)
+      return pump([&] { return stop_acked_; }, "waiting for the consumer to confirm the stop marker");
     pump([&] { return !pending_.empty(); }, "waiting for the server to confirm the stop marker");
     sd_bus_message_unref(pending_.front());
     pending_.pop_front();
@@ -201,7 +207,7 @@ class DbusEndpoint final : public InPlaceEndpoint {
     if (msg::is_stop(at, len))
       confirm_stop();
     else if (!roundtrip_ && ++received_ % cfg_.ack_every == 0) {
-      must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", received_), "sd_bus_emit_signal Ack");
+      must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", received_), "emit Ack");
     }
     return at;
   }
@@ -232,7 +238,7 @@ class DbusEndpoint final : public InPlaceEndpoint {
       int r = sd_bus_process(bus_.get(), nullptr);
       if (r > 0) continue;
       if (r == 0) r = sd_bus_wait(bus_.get(), kWaitUs);
-      if (r < 0 && r != -EINTR) lost(r, what);
+      if (r < 0 && r != -EINTR) failed(r, what);
       messaging::poll_abort();
     }
   }
@@ -244,16 +250,16 @@ class DbusEndpoint final : public InPlaceEndpoint {
     const char* sender = sd_bus_message_get_sender(held_.get());
     if (!sender) throw std::runtime_error("a stop marker without a sender");
     const std::string rule = fmt::format(
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-        "member='NameOwnerChanged',arg0='{}',arg2=''",
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+        "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='{}',arg2=''",
         sender);
     sd_bus_slot* slot = nullptr;
-    must(sd_bus_add_match(bus_.get(), &slot, rule.c_str(), on_sender_gone, this), "sd_bus_add_match NameOwnerChanged");
+    must(sd_bus_add_match(bus_.get(), &slot, rule.c_str(), on_sender_gone, this), "AddMatch");
     gone_slot_.reset(slot);
     if (roundtrip_)
       must(sd_bus_reply_method_return(held_.get(), "ay", 0), "reply to the stop marker");
     else
-      must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", kStopSeen), "sd_bus_emit_signal Ack");
+      must(sd_bus_emit_signal(bus_.get(), kPath, kInterface, "Ack", "t", kStopSeen), "emit Ack");
     drain();
     pump([&] { return sender_gone_; }, "waiting for the sender of the stop marker to close");
   }
@@ -272,8 +278,10 @@ class DbusEndpoint final : public InPlaceEndpoint {
         },
         "sending");
   }
-  [[noreturn]] void lost(int r, const char* what) const {
-    fail(r, fmt::format("lost the connection to the private dbus-daemon ({}) {}", cfg_.address, what));
+  [[noreturn]] void failed(int r, const char* what) const {
+    if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
+      fail(r, fmt::format("lost the connection to the private dbus-daemon ({}) {}", cfg_.address, what));
+    fail(r, fmt::format("sd-bus {}", what));
   }
 
   Bus cfg_;
@@ -344,7 +352,8 @@ class DbusTransport final : public LibraryTransport {
     if (!written) throw std::system_error(errno, std::generic_category(), "write " + conf_.path);
     daemon_ = std::make_unique<Daemon>(Daemon::Options{
         .name = "dbus-daemon",
-        .argv = {kDaemon, "--config-file=" + conf_.path, "--nofork", "--nopidfile", "--nosyslog", "--print-address=1"},
+        .argv = {kDaemon, "--config-file=" + conf_.path, "--nofork", "--nopidfile", "--nosyslog",
+                 "--print-address=1"},
         .ready_text = "unix:path="});
     bus_.address = daemon_->ready_line();  // with the bus's guid, which sd-bus checks
   }
