@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the library transports (ZeroMQ, nng): one parameter set, the refusals, and the base
+// Shared by the library transports (ZeroMQ, nng, D-Bus): one parameter set, the refusals, and the base
 // of their transports — the address, and the rendezvous through which the side that listens
 // tells the side that connects where it listens (a TCP port the kernel chose), in memory a
 // forked side shares.

@@ -9,7 +9,7 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "libs",
-    .help = "messaging libraries (ZeroMQ, nng) over ipc, tcp and inproc, beside the kernel transports they use",
+    .help = "messaging libraries (ZeroMQ, nng over ipc, tcp and inproc; D-Bus through a private dbus-daemon), beside the kernel transports they use",
 });
 
 }  // namespace
