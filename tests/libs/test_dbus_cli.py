@@ -13,21 +13,11 @@ import time
 
 import pytest
 
-BINARY = os.environ.get("IPCLAB_BIN", "")
-SHORT = ["--duration", "0.1", "--warmup", "0.02", "--repetitions", "1", "-p", "placement=unpinned"]
-
-
-def ipclab(*args, env=None):
-    e = dict(os.environ)
-    e.pop("IPCLAB_FAULT", None)
-    e.update(env or {})
-    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300, env=e)
+from libs_cli import BINARY, SHORT, ipclab, run_records
 
 
 @pytest.fixture(autouse=True)
-def binary():
-    if not BINARY or not os.path.isabs(BINARY):
-        pytest.fail("set IPCLAB_BIN to the absolute path of the ipclab binary")
+def daemon_installed():
     if not os.access("/usr/bin/dbus-daemon", os.X_OK):
         pytest.skip("dbus-daemon is not installed (scripts/setup.sh installs it)")
 
@@ -64,12 +54,8 @@ def assert_nothing_left(tmp_path):
 
 @pytest.mark.parametrize("mode", ["threads", "processes"])
 def test_every_message_arrives_and_the_daemon_is_accounted_apart(tmp_path, mode):
-    out = tmp_path / "r.json"
-    r = ipclab("run", "libs/dbus", "-p", f"mode={mode}", "-p", "pattern=throughput,roundtrip", "-p", "size=64,64K",
-               *SHORT, "--json", str(out), env={"TMPDIR": str(tmp_path)})
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
-    recs = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
+    doc, recs = run_records(tmp_path, "libs/dbus", "-p", f"mode={mode}", "-p", "pattern=throughput,roundtrip",
+                            "-p", "size=64,64K")
     assert len(recs) == 4
     for b in recs:
         assert b["status"] == "ok", b["error"]
