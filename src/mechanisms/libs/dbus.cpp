@@ -37,6 +37,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "core/daemon.hpp"
 #include "core/env.hpp"
@@ -132,19 +133,22 @@ class DbusEndpoint final : public InPlaceEndpoint {
       must(sd_bus_add_object_vtable(bus_.get(), &slot, kPath, kInterface, vtable, this),
            "sd_bus_add_object_vtable");
       slot_.reset(slot);
-      must(sd_bus_request_name(bus_.get(), cfg_.name.c_str(), 0), "sd_bus_request_name " + cfg_.name);
+      await_daemon(sd_bus_request_name_async(bus_.get(), nullptr, cfg_.name.c_str(), 0, on_answer, this),
+                   "RequestName");
       rv.publish(cfg_.name);
     } else if (!roundtrip_ && !producer_) {
       // The match is in place before the producer learns that it may emit.
-      must(sd_bus_match_signal(bus_.get(), &slot, nullptr, kPath, kInterface, "Data", on_message, this),
-           "sd_bus_match_signal Data");
+      const int r = sd_bus_match_signal_async(bus_.get(), &slot, nullptr, kPath, kInterface, "Data", on_message,
+                                              on_answer, this);
       slot_.reset(slot);
+      await_daemon(r, "AddMatch Data");
       rv.publish(cfg_.name);
     } else {
       if (!roundtrip_) {
-        must(sd_bus_match_signal(bus_.get(), &slot, nullptr, kPath, kInterface, "Ack", on_ack, this),
-             "sd_bus_match_signal Ack");
+        const int r = sd_bus_match_signal_async(bus_.get(), &slot, nullptr, kPath, kInterface, "Ack", on_ack,
+                                                on_answer, this);
         slot_.reset(slot);
+        await_daemon(r, "AddMatch Ack");
       }
       rv.wait();
     }
@@ -254,8 +258,9 @@ class DbusEndpoint final : public InPlaceEndpoint {
         "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='{}',arg2=''",
         sender);
     sd_bus_slot* slot = nullptr;
-    must(sd_bus_add_match(bus_.get(), &slot, rule.c_str(), on_sender_gone, this), "AddMatch");
+    const int r = sd_bus_add_match_async(bus_.get(), &slot, rule.c_str(), on_sender_gone, on_answer, this);
     gone_slot_.reset(slot);
+    await_daemon(r, "AddMatch NameOwnerChanged");
     if (roundtrip_)
       must(sd_bus_reply_method_return(held_.get(), "ay", 0), "reply to the stop marker");
     else
@@ -265,6 +270,21 @@ class DbusEndpoint final : public InPlaceEndpoint {
   }
   static int on_sender_gone(sd_bus_message*, void* self, sd_bus_error*) {
     static_cast<DbusEndpoint*>(self)->sender_gone_ = true;
+    return 1;
+  }
+
+  // The daemon's answer to a request made with `on_answer` (RequestName, AddMatch), waited for
+  // as every wait here: bounded, and ended by the run's abort.
+  void await_daemon(int r, const char* what) {
+    must(r, what);
+    pump([&] { return answered_; }, what);
+    answered_ = false;
+    if (const int e = std::exchange(answer_error_, 0)) fail(-e, what);
+  }
+  static int on_answer(sd_bus_message* m, void* self, sd_bus_error*) {
+    auto* e = static_cast<DbusEndpoint*>(self);
+    e->answered_ = true;
+    if (sd_bus_message_is_method_error(m, nullptr)) e->answer_error_ = std::max(1, sd_bus_message_get_errno(m));
     return 1;
   }
 
@@ -294,7 +314,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
   // The message the last receive points into.
   std::unique_ptr<sd_bus_message, decltype(&sd_bus_message_unref)> held_{nullptr, sd_bus_message_unref};
   uint64_t sent_ = 0, acked_ = 0, received_ = 0;
-  bool stop_acked_ = false, sender_gone_ = false;
+  bool stop_acked_ = false, sender_gone_ = false, answered_ = false;
+  int answer_error_ = 0;  // errno of the daemon's error answer
 };
 
 // A file or socket of the run, removed with the transport.
