@@ -375,7 +375,8 @@ class DbusTransport final : public LibraryTransport {
         .name = "dbus-daemon",
         .argv = {kDaemon, "--config-file=" + conf_.path, "--nofork", "--nopidfile", "--nosyslog",
                  "--print-address=1"},
-        .ready_text = "unix:path="});
+        // The address it prints ("unix:path=...,guid=..."): an error naming the path has no guid.
+        .ready_text = ",guid="});
     bus_.address = daemon_->ready_line();  // with the bus's guid, which sd-bus checks
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
