@@ -17,6 +17,7 @@ DEB_PACKAGES=(
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libsystemd-dev dbus-daemon
   linux-perf fio sockperf procps iproute2
   golang-go
   chromium

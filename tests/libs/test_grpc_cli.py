@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from test_libs_cli import SHORT, binary, ipclab  # noqa: F401 (binary: the autouse check of IPCLAB_BIN)
+from libs_cli import SHORT, ipclab
 
 
 def iterations(path):

@@ -15,16 +15,15 @@ import time
 
 import pytest
 
-BINARY = os.environ.get("IPCLAB_BIN", "")
-SHORT = ["--duration", "0.1", "--warmup", "0.02", "--repetitions", "1", "-p", "placement=unpinned"]
+from libs_cli import BINARY, SHORT
+from libs_cli import ipclab as run_ipclab
+
 FIXED = ["/tmp/roudi", "/tmp/roudi.lock", "/tmp/iox-unique-roudi.lock", "/dev/shm/iceoryx_mgmt",
          "/dev/shm/" + grp.getgrgid(os.getegid()).gr_name]
 
 
 def ipclab(*args, tmp):
-    env = dict(os.environ, TMPDIR=str(tmp))
-    env.pop("IPCLAB_FAULT", None)
-    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300, env=env)
+    return run_ipclab(*args, env={"TMPDIR": str(tmp)})
 
 
 def roudis():
@@ -39,8 +38,6 @@ def ours_left():
 
 @pytest.fixture(autouse=True)
 def clean_machine():
-    if not BINARY or not os.path.isabs(BINARY):
-        pytest.fail("set IPCLAB_BIN to the absolute path of the ipclab binary")
     if not os.access("/usr/bin/iox-roudi", os.X_OK):
         pytest.skip("iceoryx's RouDi (package iceoryx) is not installed")
     if roudis() or ours_left():

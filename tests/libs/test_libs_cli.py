@@ -7,36 +7,16 @@ Run by ctest (`libs.cli`) with the binary in IPCLAB_BIN; by hand:
 """
 import json
 import os
-import subprocess
 
 import pytest
 
-BINARY = os.environ.get("IPCLAB_BIN", "")
-SHORT = ["--duration", "0.1", "--warmup", "0.02", "--repetitions", "1", "-p", "placement=unpinned"]
-
-
-def ipclab(*args, env=None):
-    e = dict(os.environ)
-    e.pop("IPCLAB_FAULT", None)
-    e.update(env or {})
-    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300, env=e)
-
-
-@pytest.fixture(autouse=True)
-def binary():
-    if not BINARY or not os.path.isabs(BINARY):
-        pytest.fail("set IPCLAB_BIN to the absolute path of the ipclab binary")
+from libs_cli import SHORT, ipclab, run_records
 
 
 @pytest.mark.parametrize("lib", ["zmq", "nng"])
 def test_processes_deliver_every_message_over_ipc_and_tcp(tmp_path, lib):
-    out = tmp_path / "r.json"
-    r = ipclab("run", f"libs/{lib}", "-p", "mode=processes", "-p", "endpoint=ipc,tcp",
-               "-p", "pattern=throughput,roundtrip", "-p", "size=64,64K", *SHORT, "--json", str(out),
-               env={"TMPDIR": str(tmp_path)})
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
-    recs = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
+    doc, recs = run_records(tmp_path, f"libs/{lib}", "-p", "mode=processes", "-p", "endpoint=ipc,tcp",
+                            "-p", "pattern=throughput,roundtrip", "-p", "size=64,64K")
     assert len(recs) == 8
     for b in recs:
         assert b["status"] == "ok", b["error"]

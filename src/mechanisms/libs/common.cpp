@@ -80,6 +80,12 @@ std::string listen_address(const std::string& endpoint, const std::string& tag) 
   if (endpoint == "tcp") return "tcp://127.0.0.1";
   const std::string name = ipc::unique_name(tag);  // "/ipclab.<run>.<n>.<tag>"
   if (endpoint == "inproc") return "inproc:/" + name;
+  return "ipc://" + socket_path(tag);
+}
+
+}  // namespace
+
+std::string socket_path(const std::string& tag) {
   // The run's folder is private to the run: a short name in it is unique, and a Unix socket's
   // path must fit sun_path (107 bytes).
   static std::atomic<uint64_t> n{0};
@@ -88,11 +94,9 @@ std::string listen_address(const std::string& endpoint, const std::string& tag) 
     throw std::runtime_error(fmt::format("the ipc socket path {} is {} bytes, over the 107 a Unix socket takes; set "
                                          "TMPDIR to a shorter folder",
                                          path, path.size()));
-  ipc::track_path(path);  // the library creates the socket; the run removes it
-  return "ipc://" + path;
+  ipc::track_path(path);  // the library (or its daemon) creates the socket; the run removes it
+  return path;
 }
-
-}  // namespace
 
 LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std::string library,
                                    std::string kernel_transport)

@@ -1,8 +1,8 @@
 #pragma once
-// Shared by the library transports (ZeroMQ, nng, gRPC, iceoryx, D-Bus): one parameter set, the refusals, and the base
-// of their transports — the address, and the rendezvous through which the side that listens
-// tells the side that connects where it listens (a TCP port the kernel chose), in memory a
-// forked side shares.
+// Shared by the library transports (ZeroMQ, nng, gRPC, iceoryx, D-Bus): one parameter set, the
+// refusals, and the base of their transports — the address, and the rendezvous through which the
+// side that listens tells the side that connects where it listens (a TCP port the kernel chose),
+// in memory a forked side shares.
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -41,6 +41,10 @@ class ForkRule {
   const char* why_;
   std::atomic<bool> started_here_{false};
 };
+
+/// A fresh path for a Unix socket in the run's private folder ("<run folder>/<tag><n>"), journaled
+/// for the library that creates the socket; throws when it would not fit sun_path.
+std::string socket_path(const std::string& tag);
 
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it.
 struct Rendezvous {
