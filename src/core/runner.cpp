@@ -76,8 +76,19 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   std::vector<PlannedBenchmark> out;
   std::string dropped;  // why the first impossible point was left out
   for (auto* m : mechs) {
-    bool asked = false;
-    for (auto& p : m->params) asked = asked || overrides.count(p.name);
+    // An impossible point is refused when the user asked for it: some of its values were asked
+    // for (-p) and the rest are defaults. One that a preset's own spread of values made (with
+    // --preset, a parameter not asked for that takes several values) is left out, as in a preset
+    // grid with nothing asked.
+    bool asked = false, spread = false;
+    for (auto& p : m->params) {
+      asked = asked || overrides.count(p.name);
+      const auto& values = preset == Preset::Full && !p.full.empty() ? p.full
+                           : preset != Preset::Default                ? p.quick
+                                                                      : std::vector<std::string>{};
+      spread = spread || (!overrides.count(p.name) && values.size() > 1);
+    }
+    asked = asked && !spread;
     for (auto& point : expand_grid(m->params, preset, overrides)) {
       // A layout needs as many distinct CPUs as it places sides on; then the mechanism's own rules.
       std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);

@@ -79,6 +79,15 @@ TEST(Runner, PlanNamesEveryPointAndRejectsImpossibleRequests) {
   // Presets silently leave impossible points out: throughput at 1 and 4 bytes.
   for (auto& b : plan(select_mechanisms({"messaging/pipe"}), Preset::Full, {}))
     EXPECT_FALSE(b.params.str("pattern") == "throughput" && b.params.i64("size") < 24) << b.name;
+  // ...also beside values asked for: a preset's own spread (inproc among its endpoints) meeting a
+  // value asked for (processes) is left out, while the same point asked for whole is refused.
+  Overrides processes;
+  parse_override("mode=processes", processes);
+  auto zmq = plan(select_mechanisms({"libs/zmq"}), Preset::Quick, processes);
+  ASSERT_FALSE(zmq.empty());
+  for (auto& b : zmq) EXPECT_NE(b.params.str("endpoint"), "inproc") << b.name;
+  parse_override("endpoint=inproc", processes);
+  EXPECT_THROW(plan(select_mechanisms({"libs/zmq"}), Preset::Default, processes), UsageError);
 }
 
 TEST(Runner, PipeBothPatternsThreadsAndProcessesAreClean) {
