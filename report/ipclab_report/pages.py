@@ -115,6 +115,26 @@ def _baseline_name(r):
     return " ".join([mechanism or "—"] + [f"{k}={v}" for k, v in sorted(params.items())])
 
 
+# The roles of a libs record's daemon (its broker), charged apart in extra.cpu_by_role.
+DAEMON_ROLES = ("roudi", "dbus-daemon")
+
+
+def _daemon_cpu(r):
+    v = [r.role_cpu(role) for role in DAEMON_ROLES if role in r.roles]
+    return fmt_time_ns(sum(x for x in v if is_number(x))) if v else "—"
+
+
+def _baseline_rate(r):
+    b = getattr(r, "baseline", None)
+    return fmt_si(b.rate("ops_per_s"), "/s") if b else "—"
+
+
+def _rate_ratio(r):
+    b = getattr(r, "baseline", None)
+    mine, theirs = r.rate("ops_per_s"), b.rate("ops_per_s") if b else None
+    return f"{mine / theirs:.2f}×" if is_number(mine) and is_number(theirs) and theirs > 0 else "—"
+
+
 def _baseline_pct(p):
     return lambda r: fmt_time_ns(r.baseline.latency(p)) if getattr(r, "baseline", None) else "—"
 
@@ -255,11 +275,18 @@ TABLES = {
               where=_is("pattern", "roundtrip")),
     ),
     "libs": (
-        Table("libs", "Libraries beside the transport under them (p50 and p99: RTT or one-way)",
+        Table("roundtrip", "Round trips beside the transport under each library (RTT; CPU of every side and daemon per round trip)",
               (("library", lambda r: r.get("extra", "library") or "—"),
                ("kernel", lambda r: r.get("extra", "kernel_transport") or "—"),
-               ("rate", _rate()), ("p50", _pct("p50")), ("p99", _pct("p99")), ("CPU/op", _cpu),
-               ("beside", _baseline_name), ("its p50", _baseline_pct("p50")), ("p50 over it", _overhead))),
+               ("RTT p50", _pct("p50")), ("RTT p99", _pct("p99")), ("CPU/rt", _cpu), ("daemon CPU/rt", _daemon_cpu),
+               ("beside", _baseline_name), ("its p50", _baseline_pct("p50")), ("p50 over it", _overhead)),
+              where=_is("pattern", "roundtrip")),
+        Table("throughput", "Throughput beside the transport under each library (messages per second; CPU per message)",
+              (("library", lambda r: r.get("extra", "library") or "—"),
+               ("kernel", lambda r: r.get("extra", "kernel_transport") or "—"),
+               ("msg/s", _rate()), ("CPU/msg", _cpu), ("daemon CPU/msg", _daemon_cpu),
+               ("beside", _baseline_name), ("its msg/s", _baseline_rate), ("rate of it", _rate_ratio)),
+              where=_is("pattern", "throughput")),
     ),
     "pingpong": (
         Table("ops", "System effective OPS: round trips of all pairs per second of wall time",
