@@ -389,28 +389,46 @@ def test_a_reduced_result_is_still_input_to_report_and_compare(tmp_path, capsys)
     assert "<svg" in html.read_text() or "data:image/svg+xml" in html.read_text()
 
 
+def _roundtrip_tcp(doc):
+    """A messaging/tcp round-trip record of the development result (the libs tests' baseline),
+    under the pattern's current name (the file has the old one, pingpong)."""
+    tcp = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["mechanism"] == "tcp"
+               and b["run_type"] == "aggregate" and b["status"] == "ok" and b.get("latency_ns")
+               and b["params"].get("pattern") in ("roundtrip", "pingpong"))
+    tcp["params"]["pattern"] = "roundtrip"
+    return tcp
+
+
+def _library_beside(base, mechanism, p50_factor, extra):
+    """A libs record at `base`'s pattern, size, placement and mode, its p50 `p50_factor` times."""
+    lib = json.loads(json.dumps(base))
+    lib.update(suite="libs", mechanism=mechanism, name=f"libs/{mechanism}/" + base["name"].split("/", 2)[2])
+    lib["params"] = {k: base["params"][k] for k in ("pattern", "size", "mode", "placement")}
+    lib["latency_ns"]["p50"] = p50_factor * base["latency_ns"]["p50"]
+    lib["extra"] = extra
+    return lib
+
+
+def _libs_rows(pages):
+    md = open(os.path.join(pages, "libs.md")).read()
+    [title] = [t for t in _sections(md) if t.startswith("Round trips beside")]
+    return _rows(_sections(md)[title])[1]
+
+
 def test_a_library_stands_beside_its_kernel_transport(tmp_path):
     # A libs/zmq record over tcp whose p50 is twice messaging/tcp's at the same pattern, size,
     # placement and mode; and one whose kernel transport the file lacks.
     doc = json.load(open(DEV))
-    tcp = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["mechanism"] == "tcp"
-               and b["run_type"] == "aggregate" and b["status"] == "ok" and b.get("latency_ns"))
-    lib = json.loads(json.dumps(tcp))
-    lib.update(suite="libs", mechanism="zmq", name="libs/zmq/" + tcp["name"].split("/", 2)[2])
-    lib["params"] = {k: tcp["params"][k] for k in ("pattern", "size", "mode", "placement")}
+    tcp = _roundtrip_tcp(doc)
+    lib = _library_beside(tcp, "zmq", 2, {"library": "libzmq 4.3.4", "kernel_transport": "tcp"})
     lib["params"]["endpoint"] = "tcp"
-    lib["latency_ns"]["p50"] = 2 * tcp["latency_ns"]["p50"]
-    lib["extra"] = {"library": "libzmq 4.3.4", "kernel_transport": "tcp"}
     orphan = json.loads(json.dumps(lib))
     orphan["params"]["endpoint"] = "ipc"
     orphan["name"] += "-ipc"
     orphan["extra"]["kernel_transport"] = "unix_stream"
     doc["benchmarks"] += [lib, orphan]
     pages, _ = _render(tmp_path, doc=doc)
-    md = open(os.path.join(pages, "libs.md")).read()
-    [title] = [t for t in _sections(md) if t.startswith("Libraries beside")]
-    _, rows = _rows(_sections(md)[title])
-    by_endpoint = {r["endpoint"]: r for r in rows}
+    by_endpoint = {r["endpoint"]: r for r in _libs_rows(pages)}
     assert by_endpoint["tcp"]["p50 over it"] == "2.00×"
     assert by_endpoint["tcp"]["its p50"] == fmt_time_ns(tcp["latency_ns"]["p50"])
     assert by_endpoint["tcp"]["library"] == "libzmq 4.3.4"
@@ -420,8 +438,7 @@ def test_a_library_stands_beside_its_kernel_transport(tmp_path):
 def test_a_library_stands_beside_the_baseline_it_names_with_its_parameters(tmp_path):
     # iceoryx names shm_spsc wait=futex: the futex record is its baseline, not a spinning one.
     doc = json.load(open(DEV))
-    base = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["run_type"] == "aggregate"
-                and b["status"] == "ok" and b.get("latency_ns"))
+    base = _roundtrip_tcp(doc)
     recs = []
     for wait, p50 in (("spin", 1000.0), ("futex", 4000.0)):
         m = json.loads(json.dumps(base))
@@ -438,10 +455,7 @@ def test_a_library_stands_beside_the_baseline_it_names_with_its_parameters(tmp_p
                     "baseline": {"mechanism": "shm_spsc", "params": {"wait": "futex"}}}
     doc["benchmarks"] = [b for b in doc["benchmarks"] if b["mechanism"] != "shm_spsc"] + recs + [lib]
     pages, _ = _render(tmp_path, doc=doc)
-    md = open(os.path.join(pages, "libs.md")).read()
-    [title] = [t for t in _sections(md) if t.startswith("Libraries beside")]
-    _, rows = _rows(_sections(md)[title])
-    [row] = [r for r in rows if r["library"] == "iceoryx 2.0.3"]
+    [row] = [r for r in _libs_rows(pages) if r["library"] == "iceoryx 2.0.3"]
     assert row["beside"] == "shm_spsc wait=futex"
     assert row["p50 over it"] == "1.50×"
 
@@ -450,13 +464,8 @@ def test_pages_of_some_suites_only_keep_the_others_as_baselines(tmp_path, capsys
     # The libs grid carries messaging records as its baselines: its pages must not replace the
     # messaging page, while the libs page still sets each library beside them.
     doc = json.load(open(DEV))
-    tcp = next(b for b in doc["benchmarks"] if b["suite"] == "messaging" and b["mechanism"] == "tcp"
-               and b["run_type"] == "aggregate" and b["status"] == "ok" and b.get("latency_ns"))
-    lib = json.loads(json.dumps(tcp))
-    lib.update(suite="libs", mechanism="zmq", name="libs/zmq/" + tcp["name"].split("/", 2)[2])
-    lib["params"] = {k: tcp["params"][k] for k in ("pattern", "size", "mode", "placement")}
-    lib["latency_ns"]["p50"] = 3 * tcp["latency_ns"]["p50"]
-    lib["extra"] = {"library": "libzmq 4.3.4", "kernel_transport": "tcp", "baseline": {"mechanism": "tcp"}}
+    lib = _library_beside(_roundtrip_tcp(doc), "zmq", 3,
+                          {"library": "libzmq 4.3.4", "kernel_transport": "tcp", "baseline": {"mechanism": "tcp"}})
     doc["benchmarks"].append(lib)
     ref, pages, _ = _tree(tmp_path, doc=doc)
     assert main(["report", ref, "--pages", pages, "--suites", "libs"]) == 0
