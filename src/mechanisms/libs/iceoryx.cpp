@@ -193,11 +193,16 @@ class Host {
     if (!written) throw std::runtime_error("write RouDi's configuration " + config_);
     for (const auto& f : fixed_files()) ipc::track_file(f);
     for (const auto& m : fixed_shm()) ipc::track_shm(m);
+    try {
+      roudi_.emplace(Daemon::Options{.name = "roudi",
+                                     .argv = {kRoudi, "-c", config_, "-l", "warning"},
+                                     .ready_text = "RouDi is ready for clients",
+                                     .timeout_s = 20});
+    } catch (...) {  // not installed (Skip), or it ended or hung before it served: what it made goes
+      release_names();
+      throw;
+    }
     ipc::at_end([this] { stop(); });
-    roudi_.emplace(Daemon::Options{.name = "roudi",
-                                   .argv = {kRoudi, "-c", config_, "-l", "warning"},
-                                   .ready_text = "RouDi is ready for clients",
-                                   .timeout_s = 20});
   }
 
   /// The runtime the threads of this process share, made on first use.
@@ -216,15 +221,21 @@ class Host {
   void stop() {
     if (!roudi_) return;  // never started, or stopped already
     // A runtime ends by telling RouDi: only while RouDi is there to answer.
-    if (roudi_ && roudi_->process().alive()) end_runtime();
+    if (roudi_->process().alive()) end_runtime();
     roudi_.reset();  // SIGTERM: RouDi removes its names itself
+    release_names();
+  }
+
+ private:
+  // What a RouDi of ours may have left (it was none of them before it started), and its
+  // configuration.
+  void release_names() {
     for (const auto& f : fixed_files()) ipc::remove(ipc::Kind::File, f);
     for (const auto& m : fixed_shm()) ipc::remove(ipc::Kind::PosixShm, m);
     if (!config_.empty()) ipc::remove(ipc::Kind::File, config_);
     config_.clear();
   }
 
- private:
   std::optional<Daemon> roudi_;
   std::string config_, died_;
 };
