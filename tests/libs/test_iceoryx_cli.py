@@ -116,3 +116,23 @@ def test_someone_elses_fixed_names_skip_the_benchmark_and_stay(tmp_path):
         assert roudis() == []
     finally:
         os.unlink(stale)
+
+
+def test_a_roudi_that_cannot_start_skips_with_its_reason(tmp_path):
+    # /dev/shm of 1 MiB (a mount namespace of this test's own) cannot hold RouDi's management
+    # segment: RouDi ends before it serves, and the benchmark is skipped with the last lines of its
+    # log, leaving nothing behind.
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
+    if os.geteuid() != 0 or probe.returncode != 0:
+        pytest.skip(f"needs root and a mount namespace of its own (unshare -m: {probe.stderr.strip() or 'not root'})")
+    out = tmp_path / "r.json"
+    script = ('mount -t tmpfs -o size=1M tmpfs /dev/shm && "$0" run libs/iceoryx -p size=64 -p pattern=roundtrip '
+              + " ".join(SHORT) + f' --json {out} && echo "left in /dev/shm: [$(ls -A /dev/shm)]"')
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script, BINARY], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "left in /dev/shm: []", r.stdout
+    [b] = [b for b in json.loads(out.read_text())["benchmarks"] if b["run_type"] == "iteration"]
+    assert b["status"] == "skipped"
+    assert "RouDi could not start" in b["error"] and "shared memory" in b["error"]
+    assert state_is_empty(tmp_path)

@@ -198,9 +198,12 @@ class Host {
                                      .argv = {kRoudi, "-c", config_, "-l", "warning"},
                                      .ready_text = "RouDi is ready for clients",
                                      .timeout_s = 20});
-    } catch (...) {  // not installed (Skip), or it ended or hung before it served: what it made goes
+    } catch (const Skip&) {  // not installed
       release_names();
       throw;
+    } catch (const std::exception& e) {  // it ended or hung before it served (its log's last lines)
+      release_names();
+      throw Skip(fmt::format("iceoryx's RouDi could not start: {}", e.what()));
     }
     ipc::at_end([this] { stop(); });
   }
