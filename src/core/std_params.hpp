@@ -13,7 +13,7 @@ namespace ipclab::std_params {
 ParamSpec pattern();
 /// closed (the suite's closed-loop client) or rate (open loop, below): echo and servers.
 ParamSpec closed_or_rate();
-/// throughput | roundtrip: pattern() for transports that offer no open loop (bulk, libs).
+/// throughput | roundtrip: pattern() for transports that offer no open loop (bulk).
 ParamSpec throughput_or_roundtrip();
 /// The open-loop parameters, each only with pattern=rate: rate (aggregate per second, or auto:
 /// the capacity search), arrivals, pace, seed, and slo_p99_us (only with rate=auto).

@@ -17,7 +17,10 @@
 namespace ipclab::libs {
 
 std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra) {
-  auto pattern = std_params::throughput_or_roundtrip();
+  // Open loop too (pattern=rate: the sender on a schedule, latency from each message's intended
+  // time), as the messaging suite offers it, so that a library reads beside its kernel transport
+  // under the same offered load.
+  auto pattern = std_params::pattern();
   auto mode = std_params::mode({"threads"}, {"threads", "processes"});
   std::vector<ParamSpec> v = {
       pattern,
@@ -34,6 +37,7 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
                  .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
                          "inside the process (threads only)",
                  .quick = endpoints});
+  for (auto& r : std_params::rate_params()) v.push_back(std::move(r));
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
 }
@@ -43,6 +47,8 @@ std::string check(const Params& p) {
     return "inproc stays inside one process; use mode=threads or endpoint=ipc";
   if (p.str("pattern") == "throughput" && p.i64("size") < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
+  if (std_params::is_rate(p) && p.i64("size") < 32)
+    return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the message)";
   return "";
 }
 
