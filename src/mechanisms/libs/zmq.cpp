@@ -19,6 +19,7 @@
 
 #include "core/env.hpp"
 #include "core/mechanism.hpp"
+#include "core/message.hpp"
 #include "core/std_params.hpp"
 #include "mechanisms/libs/common.hpp"
 #include "mechanisms/messaging/common.hpp"
@@ -37,7 +38,7 @@ std::string version() {
 class ZmqEndpoint final : public InPlaceEndpoint {
  public:
   ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens)
-      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx) {
+      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), pair_(type == ZMQ_PAIR) {
     if (!ctx_) fail("zmq_ctx_new");
     sock_ = zmq_socket(ctx_, type);
     if (!sock_) {
@@ -64,6 +65,15 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     }
   }
   ~ZmqEndpoint() override {
+    // The sender of the stop marker closes only once the receiver has it (at most 5 s): closed at
+    // once, with its last messages still queued, a PAIR sender sometimes left them undelivered
+    // for over a second (the stall watchdog's limit; seen under ASan, where the sides run slower
+    // than libzmq's I/O thread), linger notwithstanding.
+    for (int tries = 0; stop_sent_ && tries < 50; ++tries) {  // 50 x the 100 ms receive timeout
+      const int n = zmq_msg_recv(&msg_, sock_, 0);
+      if (n == 1) break;
+      if (n < 0 && zmq_errno() != EAGAIN && zmq_errno() != EINTR) break;
+    }
     zmq_msg_close(&msg_);
     zmq_close(sock_);
     if (own_ctx_) zmq_ctx_term(ctx_);
@@ -71,13 +81,19 @@ class ZmqEndpoint final : public InPlaceEndpoint {
 
   void send(const std::byte* data, size_t len) override {
     while (zmq_send(sock_, data, len, 0) < 0) retry("zmq_send");
+    if (pair_ && msg::is_stop(data, len)) stop_sent_ = true;
   }
 
   std::byte* recv_in_place(std::byte*, size_t len) override {
     int n;
     while ((n = zmq_msg_recv(&msg_, sock_, 0)) < 0) retry("zmq_msg_recv");
     if (size_t(n) != len) throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", n, len));
-    return static_cast<std::byte*>(zmq_msg_data(&msg_));
+    auto* body = static_cast<std::byte*>(zmq_msg_data(&msg_));
+    if (pair_ && msg::is_stop(body, len)) {  // its sender waits for this before it closes
+      const char ack = 1;
+      while (zmq_send(sock_, &ack, 1, 0) < 0) retry("zmq_send");
+    }
+    return body;
   }
 
  private:
@@ -90,7 +106,8 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(e)));
   }
   void* ctx_;
-  bool own_ctx_;
+  bool own_ctx_, pair_;
+  bool stop_sent_ = false;
   void* sock_ = nullptr;
   zmq_msg_t msg_;
 };
