@@ -39,11 +39,13 @@ def check_series(rec):
 
 
 def test_a_periodic_stall_is_bimodal(lab):
-    # The consumer freezes 25 ms of every 100 ms: of the window's 50 ms slices, every other one
-    # holds a stall and moves about half as many messages.
+    # The consumer freezes 50 ms of every 200 ms: of each four of the window's 50 ms slices, two
+    # hold no stall and one loses at least half its time to it, wherever the stall falls against
+    # the slice boundaries. (25 ms of every 100 ms split evenly over two slices when the window
+    # opened half-way through a stall, leaving no slice apart: about half the runs here missed.)
     out = lab.work / "r.json"
     r = lab.run("run", *PIPE, "-p", "pattern=throughput", "--duration", "1", "--repetitions", "3",
-                "--json", out, env={"IPCLAB_FAULT": "stall:pipe:consumer:25:100"})
+                "--json", out, env={"IPCLAB_FAULT": "stall:pipe:consumer:50:200"})
     assert r.returncode == 0, r.stderr
     flagged = [check_series(i)["flags"] for i in iterations(out)]
     assert any("bimodal" in f for f in flagged), [i["series"]["clusters"] for i in iterations(out)]
