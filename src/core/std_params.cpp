@@ -137,6 +137,15 @@ ParamSpec random() {
           .help = "payload derived from a hash (incompressible) instead of a counter"};
 }
 
+std::string size_problem(const Params& p) {
+  const int64_t size = p.i64("size");
+  if (is_rate(p) && size < 32)
+    return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the message)";
+  if (!is_rate(p) && !is_roundtrip(p) && size < 24)
+    return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
+  return "";
+}
+
 ParamSpec verify(std::vector<std::string> quick) {
   return {.name = "verify",
           .type = ParamType::String,

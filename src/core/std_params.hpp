@@ -20,6 +20,9 @@ ParamSpec throughput_or_roundtrip();
 std::vector<ParamSpec> rate_params();
 /// True when `p` asks for open-loop load (pattern=rate).
 bool is_rate(const Params& p);
+/// Why `p`'s messages are too small for its pattern ("" when they are not): throughput carries a
+/// sequence and a timestamp (24 bytes), rate also the intended send time (32).
+std::string size_problem(const Params& p);
 /// True when `p` asks for round trips: pattern=roundtrip, or no pattern parameter at all.
 bool is_roundtrip(const Params& p);
 /// Message size in bytes.

@@ -45,11 +45,7 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
 std::string check(const Params& p) {
   if (p.str_or("endpoint", "") == "inproc" && p.str("mode") == "processes")
     return "inproc stays inside one process; use mode=threads or endpoint=ipc";
-  if (p.str("pattern") == "throughput" && p.i64("size") < 24)
-    return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
-  if (std_params::is_rate(p) && p.i64("size") < 32)
-    return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the message)";
-  return "";
+  return std_params::size_problem(p);
 }
 
 void ForkRule::admit(const Params& p) {

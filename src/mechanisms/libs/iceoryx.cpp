@@ -314,23 +314,21 @@ class IoxEndpoint final : public InPlaceEndpoint {
     if (own_runtime_) end_runtime();
   }
 
-  std::byte* send_buffer(std::byte* own, size_t len) override {
+  std::byte* send_buffer(std::byte*, size_t len) override {
     if (loaned_) return static_cast<std::byte*>(loaned_);
     auto r = pub_->loan(uint32_t(len), alignof(std::max_align_t));
-    if (r.has_error()) {
-      (void)own;
+    if (r.has_error())
       throw std::runtime_error(fmt::format("iceoryx: no chunk of {} bytes to loan (error {})", len, int(r.get_error())));
-    }
     loaned_ = r.value();
     return static_cast<std::byte*>(loaned_);
   }
 
   void send(const std::byte* data, size_t len) override {
     // A message written elsewhere (an echo of the chunk just received) is copied into a loan.
+    // Whether it is the stop marker is read before publishing: a published chunk is the receiver's.
+    stop_sent_ = stop_sent_ || msg::is_stop(data, len);
     if (data != loaned_) std::memcpy(send_buffer(nullptr, len), data, len);
-    void* chunk = std::exchange(loaned_, nullptr);
-    pub_->publish(chunk);
-    if (msg::is_stop(data == chunk ? static_cast<const std::byte*>(chunk) : data, len)) stop_sent_ = true;
+    pub_->publish(std::exchange(loaned_, nullptr));
   }
 
   std::byte* recv_in_place(std::byte*, size_t len) override {

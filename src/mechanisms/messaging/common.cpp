@@ -52,15 +52,9 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
 std::string check(const Caps& caps, const Params& p) {
   const bool roundtrip = std_params::is_roundtrip(p);
   const int64_t size = p.i64("size"), prod = p.i64("producers"), cons = p.i64("consumers");
-  if (std_params::is_rate(p)) {
-    if (size < 32)
-      return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the "
-             "message)";
-    if (p.i64_or("latency_reservoir", 0) > 0)
-      return "latency_reservoir samples the throughput pattern's latencies; use latency_reservoir=0";
-  } else if (!roundtrip && size < 24) {
-    return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
-  }
+  if (auto why = std_params::size_problem(p); !why.empty()) return why;
+  if (std_params::is_rate(p) && p.i64_or("latency_reservoir", 0) > 0)
+    return "latency_reservoir samples the throughput pattern's latencies; use latency_reservoir=0";
   if (size > caps.max_size)
     return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size", size,
                        caps.max_size, caps.size_limit_why);
