@@ -1,5 +1,6 @@
 #include "core/message.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ipclab::msg {
@@ -112,6 +113,21 @@ bool is_stop(const std::byte* buf, size_t len) {
   for (size_t i = 0; i < len; ++i)
     if (buf[i] != std::byte(0xFF)) return false;
   return true;
+}
+
+SeqWindow::Verdict SeqWindow::take(uint64_t seq) {
+  if (seq >= next_) {
+    if (seq - next_ >= kBits)
+      std::fill(seen_.begin(), seen_.end(), 0);
+    else
+      for (uint64_t s = next_; s <= seq; ++s) word(s) &= ~mask(s);  // the slots next_..seq reuse
+    word(seq) |= mask(seq);
+    next_ = seq + 1;
+    return kNew;
+  }
+  if (next_ - seq > kBits || (word(seq) & mask(seq))) return kRepeat;
+  word(seq) |= mask(seq);
+  return kLate;
 }
 
 }  // namespace ipclab::msg

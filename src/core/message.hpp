@@ -11,6 +11,7 @@
 // Smaller messages (round trips only) hold byte i = (seq + i) mod 255; a stop message is all 0xFF.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ipclab::msg {
 
@@ -50,5 +51,23 @@ Header read_header(const std::byte* buf, size_t len);
 
 /// True when the message is a stop marker.
 bool is_stop(const std::byte* buf, size_t len);
+
+/// What a receiver has seen of one sender's sequence numbers: the highest + 1, and as a ring of
+/// bits which of the last kBits arrived — a sliding window like IPsec's anti-replay check (RFC 4303
+/// 3.4.3), wide enough for a copy put back into a queue long after the original passed — so that
+/// a repeat (duplicated) is told from a late first arrival (reordered). One older than the window
+/// is taken as a repeat. The common step (the next number) clears and sets one bit.
+class SeqWindow {
+ public:
+  enum Verdict { kNew, kLate, kRepeat };
+  static constexpr uint64_t kBits = uint64_t(1) << 16;
+  Verdict take(uint64_t seq);
+
+ private:
+  uint64_t& word(uint64_t s) { return seen_[(s % kBits) / 64]; }
+  static uint64_t mask(uint64_t s) { return uint64_t(1) << (s % 64); }
+  uint64_t next_ = 0;
+  std::vector<uint64_t> seen_ = std::vector<uint64_t>(kBits / 64, 0);
+};
 
 }  // namespace ipclab::msg

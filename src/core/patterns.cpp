@@ -53,18 +53,49 @@ TransportShape shape_of(const Params& p) {
   return t;
 }
 
-// Round-trip client: sends request `seq`, waits for the echo, checks it is that very request.
-// Only the hand-over is on the round trip: the next request is encoded, and the previous reply
-// checked, while the server works on the current one (two buffers each way), so the RTT measures
-// the transport rather than the harness's own checking.
+// What a message that reached the client while it waits for the echo of request `seq` is, by its
+// sequence number: that echo (its bytes are checked later, off the round trip), the echo of an
+// earlier request (a duplicate, intact: read on), or no echo of this client's at all (junk: corrupt,
+// read on) — so that a duplicate or an injected message counts once and the exchange goes on in
+// step, rather than every later echo being taken for the wrong one. An echo whose sequence number
+// itself was damaged is junk, and the client then waits for an echo that never comes: the run
+// stalls with that request lost. Only the rare paths decode a whole message here.
+enum class Echo { Mine, Stale, Junk };
+Echo classify_echo(const std::byte* r, const TransportShape& t, uint64_t seq, int index) {
+  if (t.size >= msg::kHeaderSize) {
+    const msg::Header h = msg::read_header(r, t.size);
+    if (h.producer != uint32_t(index)) return Echo::Junk;
+    if (h.seq == seq) return Echo::Mine;
+    return h.seq < seq && msg::decode(r, t.size, t.random, h.seq, t.sampled).ok ? Echo::Stale : Echo::Junk;
+  }
+  // Small messages carry the sequence number modulo 255, as their first byte.
+  const uint64_t first = uint64_t(r[0]);
+  if (first == seq % 255) return Echo::Mine;
+  if (first < 255) {
+    const uint64_t back = (seq % 255 + 255 - first) % 255;  // to the latest request with that residue
+    if (back <= seq && msg::decode(r, t.size, t.random, seq - back, t.sampled).ok) return Echo::Stale;
+  }
+  return Echo::Junk;
+}
+
+// Round-trip client: sends request `seq`, waits for its echo (classify_echo), checks it is that
+// very request. Only the hand-over is on the round trip: the next request is encoded, and the
+// previous echo checked, while the server works on the current one (two buffers each way), so the
+// RTT measures the transport rather than the harness's own checking.
+//
+// Its slot's counts hold at every moment, also when the run ends mid-exchange (a stall, a dead
+// server): sent = received + corrupt echoes of its own + lost, where lost is the request still
+// unanswered (0 or 1); junk and duplicates count apart, and received <= sent.
 void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index) {
   std::vector<std::byte> req(t.size), next(t.size), resp(t.size), prev(t.size);
   auto& out = w.out();
   auto check = [&](const std::byte* r, uint64_t seq) {
     auto d = msg::decode(r, t.size, t.random, seq, t.sampled);
     // Small messages carry the sequence only implicitly: decode() checked it byte by byte.
-    if (!d.ok || (t.size >= msg::kHeaderSize && (d.h.seq != seq || d.h.producer != uint32_t(index))))
+    if (!d.ok || (t.size >= msg::kHeaderSize && (d.h.seq != seq || d.h.producer != uint32_t(index)))) {
+      out.integrity.received--;  // taken as received when it came; its bytes say otherwise
       out.integrity.corrupt++;
+    }
   };
   uint64_t seq = 0;
   msg::encode(req.data(), t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
@@ -81,12 +112,23 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
     const bool in_place = place != req.data();
     if (in_place) msg::encode(place, t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
     ep.send(place, t.size);
+    out.integrity.sent = seq + 1;
+    out.integrity.lost = 1;  // until its echo comes
     if (seq > 0) check(last, seq - 1);
     if (!in_place)
       msg::encode(next.data(), t.size, {.seq = seq + 1, .producer = uint32_t(index)}, t.random, t.sampled);
-    std::byte* got = fault.after_recv(ep.recv_in_place(resp.data(), t.size), resp.data(), t.size);
+    std::byte* got;
+    for (;;) {
+      got = fault.after_recv(ep.recv_in_place(resp.data(), t.size), resp.data(), t.size);
+      const Echo e = classify_echo(got, t, seq, index);
+      if (e == Echo::Mine) break;
+      if (e == Echo::Stale)
+        out.integrity.duplicated++;
+      else
+        out.integrity.corrupt++;
+    }
     if (timed) out.record_latency(now_ns() - t0);
-    out.integrity.sent++;
+    out.integrity.lost = 0;
     out.integrity.received++;
     if (measuring) {
       out.ops++;
@@ -107,38 +149,27 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   ep.send(place, t.size);
 }
 
-// Round-trip server: echoes each request at once, then checks that it arrived in order while the
-// client waits for the echo. Whether a message arrived intact is the client's verdict alone (its
-// check of the echo is end to end): one corrupted message counts once, not once per side.
+// A stop marker, checked whole: a message that only claims to be one (a junk message whose flag
+// bit happens to be set) is not, and is passed on like any other for the client to judge.
+bool is_stop_marker(const std::byte* m, const TransportShape& t) {
+  if (!msg::is_stop(m, t.size)) return false;
+  if (t.size < msg::kHeaderSize) return true;  // all 0xFF: no data message has a byte 0xFF
+  const auto d = msg::decode(m, t.size, t.random, 0, t.sampled);
+  return d.ok && d.h.seq == 0 && d.h.producer == 0;
+}
+
+// Round-trip server: echoes each request at once. The client's end-to-end check of the echo owns
+// every verdict (lost, duplicated, corrupt), so that each message counts once, not once per side:
+// a duplicated or injected request is echoed and judged there.
 void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t) {
   std::vector<std::byte> buf(t.size);
-  auto& out = w.out();
-  uint64_t expect = 0;
   w.ready();
   for (;;) {
     std::byte* got = fault.after_recv(ep.recv_in_place(buf.data(), t.size), buf.data(), t.size);
     w.running();  // follows the phase for its CPU window
-    if (msg::is_stop(got, t.size)) break;
+    if (is_stop_marker(got, t)) break;
     fault.before_send();
-    msg::Decoded d;
-    if (got == buf.data()) {
-      ep.send(got, t.size);
-      d = msg::decode(got, t.size, t.random, expect, t.sampled);
-    } else {
-      // In place: the echo hands these very bytes back to the client, so this side reads the
-      // sequence number before it echoes and leaves the bytes to the client's end-to-end check.
-      d = {.ok = true, .h = msg::read_header(got, t.size)};
-      ep.send(got, t.size);
-    }
-    if (!d.ok) {  // its sequence number cannot be trusted: take it as the one expected
-      ++expect;
-      continue;
-    }
-    if (d.h.seq < expect)
-      out.integrity.duplicated++;
-    else if (d.h.seq > expect)
-      out.integrity.lost += d.h.seq - expect;
-    expect = d.h.seq + 1;
+    ep.send(got, t.size);
   }
 }
 
@@ -210,12 +241,17 @@ void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportSh
 // (e.g. a lock-free MPMC queue) may see the markers overtake data, so the last consumer to stop
 // drains until every message the producers sent is accounted for: the others have finished, so
 // whatever is still queued can only come to it.
+//
+// Each message's verdict comes from its sequence number (msg::SeqWindow): new and intact → received; a
+// repeat → duplicated (not received again, so received <= sent); a late first arrival → reordered
+// (received); one that does not decode — damaged, or no message of this run — → corrupt, and the
+// window is left as it was, so the stream goes on in step rather than every later message counting.
 void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportShape& t, int index,
                          Reservoir* reservoir) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   Control& ctl = w.control();
-  std::vector<uint64_t> next(size_t(t.producers), 0);
+  std::vector<msg::SeqWindow> window(size_t(t.producers));
   // Returns false on a stop marker.
   auto take = [&]() {
     std::byte* got = fault.after_recv(ep.recv_in_place(buf.data(), t.size), buf.data(), t.size);
@@ -228,9 +264,16 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
       return true;
     }
     auto p = d.h.producer;
-    // Per producer, a FIFO transport delivers increasing sequence numbers to each consumer.
-    if (d.h.seq < next[p]) out.integrity.duplicated++;
-    next[p] = d.h.seq + 1;
+    switch (window[p].take(d.h.seq)) {
+      case msg::SeqWindow::kRepeat:
+        out.integrity.duplicated++;
+        return true;
+      case msg::SeqWindow::kLate:
+        out.integrity.reordered++;
+        break;
+      case msg::SeqWindow::kNew:
+        break;
+    }
     out.integrity.received++;
     if (p < uint32_t(kMaxPeersTracked)) {
       out.seen_count[p]++;
@@ -341,7 +384,11 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
         seqsum += ctl.slots[t.producers + c].seen_seqsum[p];
       }
       if (count < sent) missing += sent - count;
-      if (count > sent) rec.integrity.duplicated += count - sent;
+      // A repeat that reached another consumer than the first copy: counted received twice.
+      if (count > sent) {
+        rec.integrity.duplicated += count - sent;
+        rec.integrity.received -= count - sent;
+      }
       // Sequences 0..sent-1 sum to sent*(sent-1)/2; anything else was altered in flight.
       if (count == sent && seqsum != sent * (sent - 1) / 2) rec.integrity.corrupt++;
     }
@@ -365,9 +412,18 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
         r[key] = Reservoir::quantile(kept, q) / 1000.0;
     rec.extra["reservoir"] = r;
   }
-  if (!rec.integrity.clean())
-    rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt of {} sent", rec.integrity.lost,
-                         rec.integrity.duplicated, rec.integrity.corrupt, rec.integrity.sent));
+  if (!rec.integrity.clean()) {
+    // After a stall or a death the verdict joins the first reason: the run failed on both counts.
+    std::string why = "integrity: " + rec.integrity.text();
+    if (t.roundtrip)
+      for (int c = 0; c < t.producers; ++c)
+        if (const Integrity& i = ctl.slots[c].integrity; i.lost)
+          why += fmt::format(" (request {} of client {} unanswered)", i.sent - 1, c);
+    if (rec.status == Status::Failed)
+      rec.error += "; " + why;
+    else
+      rec.fail(why);
+  }
   std::optional<RatePoint> point;
   if (spec) point = fold_rate(rec, *spec, rate, ctl, int(workers_n));
   if (s.stuck()) {  // a stuck thread may still use them

@@ -15,10 +15,12 @@
 #include "core/error.hpp"
 #include "core/process.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
-PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s, const PeerPhases* phases) {
+PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s, double window_s,
+                 const PeerPhases* phases) {
   PeerRun run;
   if (argv.empty()) throw std::logic_error("run_peer: empty argv");
   if (access(argv[0].c_str(), X_OK) != 0)
@@ -50,6 +52,9 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   std::string out_buf, err_buf;
   const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
   bool timed_out = false;
+  Watchdog watchdog(window_s);
+  watchdog.watch("peer", 0, peer.pid(), -1, [&peer] { return uint64_t(peer.cpu_seconds() * 1e9); });
+  std::string stalled;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_fds = 2;
   while (open_fds > 0) {
@@ -58,6 +63,7 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       timed_out = true;
       break;
     }
+    if (stalled = watchdog.check(); !stalled.empty()) break;
     for (; in[1] >= 0 && at[0] && now >= at[sent]; ++sent) {
       [[maybe_unused]] ssize_t n = send(in[1], kLines[sent], strlen(kLines[sent]), MSG_NOSIGNAL);
       if (sent == 1) {
@@ -66,7 +72,8 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
       }
     }
     const uint64_t next = in[1] >= 0 && at[0] ? std::min(deadline, at[sent]) : deadline;
-    int ms = int(std::min<uint64_t>((next - std::min(next, now)) / 1'000'000 + 1, 1000));
+    // Woken at least every 50 ms for the watchdog (its limit is 1 s or more).
+    int ms = int(std::min<uint64_t>((next - std::min(next, now)) / 1'000'000 + 1, 50));
     int r = poll(fds, 2, ms);
     if (r < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
@@ -90,8 +97,13 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   if (in[1] >= 0) close(in[1]);
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  // A peer that closed its output but goes on is given what is left of its time.
-  if (!timed_out) timed_out = !peer.wait(double(deadline - std::min(deadline, now_ns())) * 1e-9);
+  // A peer that closed its output but goes on is given what is left of its time, watched.
+  while (!timed_out && stalled.empty() && !peer.wait(0.05)) {
+    if (now_ns() >= deadline)
+      timed_out = true;
+    else
+      stalled = watchdog.check();
+  }
   // A peer prints its record at the end only: it shows no progress before, so its timeout is
   // the watchdog's only hold on it. A stopped peer is named as such.
   const char state = timed_out ? task_state(peer.pid(), -1) : 0;
@@ -128,7 +140,9 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
         run.error = fmt::format("peer output line {} is not a valid record: {}", line_no, e.what());
     }
   }
-  if (timed_out)
+  if (!stalled.empty())
+    run.error = fmt::format("{}; peer {} was killed", stalled, argv[0]);
+  else if (timed_out)
     run.error = fmt::format(
         "stalled: peer {} (pid {}){} did not finish within {:.0f} s and was killed", argv[0], peer.pid(),
         state == 'T' || state == 't' ? fmt::format(" is stopped (state {}) and", state) : "", timeout_s);
@@ -151,7 +165,8 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   argv.push_back("--cpus=" + cpus);
   const PeerPhases phases{opts.warmup_s, opts.duration_s};
-  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s(), phased ? &phases : nullptr);
+  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s(), opts.duration_s,
+                         phased ? &phases : nullptr);
   Record& rec = s.record();
   if (!run.error.empty()) throw std::runtime_error(run.error);
   if (run.records.size() != 1)

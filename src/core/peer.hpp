@@ -29,8 +29,12 @@ struct PeerPhases {
 };
 
 /// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`. With `phases`, drives
-/// its phases (PeerPhases).
-PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s,
+/// its phases (PeerPhases). It is watched for progress like every side of a run (core/watchdog,
+/// with the stall limit of a `window_s` window): a peer prints its record only at the end, so its
+/// progress is read from outside — its threads' time on CPU (schedstat), which grows while it
+/// computes and at every wake-up, and stands still while it is stopped or blocked for good. A peer
+/// that stands still past the limit is killed and the run fails naming it.
+PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s, double window_s,
                  const PeerPhases* phases = nullptr);
 
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the

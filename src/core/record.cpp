@@ -1,5 +1,7 @@
 #include "core/record.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace ipclab {
@@ -14,6 +16,11 @@ const char* status_name(Status s) {
       return "skipped";
   }
   return "?";
+}
+
+std::string Integrity::text() const {
+  return fmt::format("{} lost, {} duplicated, {} reordered, {} corrupt of {} sent", lost, duplicated, reordered,
+                     corrupt, sent);
 }
 
 Latency Latency::from(const std::string& kind, const Histogram& h) {
@@ -93,6 +100,7 @@ nlohmann::json to_json(const Record& r) {
                     {"received", r.integrity.received},
                     {"lost", r.integrity.lost},
                     {"duplicated", r.integrity.duplicated},
+                    {"reordered", r.integrity.reordered},
                     {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
   if (!r.kernel.empty()) j["kernel"] = r.kernel;
@@ -162,6 +170,7 @@ Record record_from_json(const nlohmann::json& j) {
   r.integrity.received = in.value("received", uint64_t(0));
   r.integrity.lost = in.value("lost", uint64_t(0));
   r.integrity.duplicated = in.value("duplicated", uint64_t(0));
+  r.integrity.reordered = in.value("reordered", uint64_t(0));  // absent from older files and peers
   r.integrity.corrupt = in.value("corrupt", uint64_t(0));
   if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
   for (auto [key, field] : {std::pair{"series", &r.series},

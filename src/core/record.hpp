@@ -16,17 +16,24 @@ namespace ipclab {
 enum class Status { Ok, Failed, Skipped };
 const char* status_name(Status s);
 
+/// Each message has one verdict, decided by its sequence number (docs/methodology.md#integrity):
+/// received intact, lost (sent, never received), duplicated (received again), reordered (received
+/// after a later one of the same sender, by a transport that promises order) or corrupt (a byte
+/// differs, or it is no message of this run). received <= sent always.
 struct Integrity {
-  uint64_t sent = 0, received = 0, lost = 0, duplicated = 0, corrupt = 0;
-  bool clean() const { return lost == 0 && duplicated == 0 && corrupt == 0; }
+  uint64_t sent = 0, received = 0, lost = 0, duplicated = 0, reordered = 0, corrupt = 0;
+  bool clean() const { return lost == 0 && duplicated == 0 && reordered == 0 && corrupt == 0; }
   Integrity& operator+=(const Integrity& o) {
     sent += o.sent;
     received += o.received;
     lost += o.lost;
     duplicated += o.duplicated;
+    reordered += o.reordered;
     corrupt += o.corrupt;
     return *this;
   }
+  /// "3 lost, 0 duplicated, 0 reordered, 1 corrupt of 1000 sent": the one wording of a verdict.
+  std::string text() const;
 };
 
 /// Summary of a latency histogram as exported (the histogram itself is sparse).

@@ -151,8 +151,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
     rec.fail(e.what());
   }
   if (rec.status == Status::Ok && !rec.integrity.clean())
-    rec.fail(fmt::format("integrity: {} lost, {} duplicated, {} corrupt", rec.integrity.lost,
-                         rec.integrity.duplicated, rec.integrity.corrupt));
+    rec.fail("integrity: " + rec.integrity.text());
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
   if (const Suite* suite = Registry::get().suite(rec.suite); suite && suite->finish && rec.status == Status::Ok) {
     try {

@@ -45,3 +45,34 @@ TEST(Message, SampledCheckSeesTheSampledWordsAndNotTheOthers) {
 
 }  // namespace
 }  // namespace ipclab
+
+TEST(SeqWindow, InOrderIsNewARepeatIsARepeatAndALateFirstArrivalIsLate) {
+  using V = msg::SeqWindow::Verdict;
+  msg::SeqWindow w;
+  for (uint64_t s = 0; s < 10; ++s) EXPECT_EQ(w.take(s), V::kNew) << s;
+  EXPECT_EQ(w.take(9), V::kRepeat);
+  EXPECT_EQ(w.take(3), V::kRepeat);
+  // 10 and 11 skipped (another consumer took them, or they are late): 12 is new, 11 then late once.
+  EXPECT_EQ(w.take(12), V::kNew);
+  EXPECT_EQ(w.take(11), V::kLate);
+  EXPECT_EQ(w.take(11), V::kRepeat);
+  EXPECT_EQ(w.take(13), V::kNew);
+}
+
+TEST(SeqWindow, TellsLateFromRepeatAcrossTheWholeWindowAndAcrossItsRingWrap) {
+  using V = msg::SeqWindow::Verdict;
+  constexpr uint64_t kBits = msg::SeqWindow::kBits;
+  msg::SeqWindow w;
+  // 5 missing, then 3 x kBits more in order: the ring wraps three times.
+  for (uint64_t s = 0; s < 3 * kBits; ++s)
+    if (s != 2 * kBits + 5) ASSERT_EQ(w.take(s), V::kNew) << s;
+  EXPECT_EQ(w.take(2 * kBits + 5), V::kLate);  // kBits - 5 behind: inside the window
+  EXPECT_EQ(w.take(2 * kBits + 5), V::kRepeat);
+  EXPECT_EQ(w.take(2 * kBits + 6), V::kRepeat);
+  EXPECT_EQ(w.take(kBits), V::kRepeat);  // older than the window: taken as a repeat
+  // A jump past the whole window forgets everything before it.
+  EXPECT_EQ(w.take(10 * kBits), V::kNew);
+  EXPECT_EQ(w.take(10 * kBits - 1), V::kLate);
+  EXPECT_EQ(w.take(9 * kBits + 1), V::kLate);
+  EXPECT_EQ(w.take(9 * kBits), V::kRepeat);
+}

@@ -105,7 +105,7 @@ void run_fio(Session& s, const std::string& ioengine) {
     argv.push_back("--fixedbufs=1");
   }
   const DeviceReads device(su.path);
-  PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10);
+  PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10, opts.duration_s);
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ipc::remove(ipc::Kind::Path, out);
