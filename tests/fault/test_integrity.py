@@ -273,15 +273,17 @@ def test_junk_in_a_throughput_stream_is_corrupt_once_each(lab, mech):
 
 # ---- peers that keep their own count ------------------------------------------------------------
 
-PEERS = Path(os.environ.get("IPCLAB_BIN", "")).parent / "peers"
+BUILD = Path(os.environ.get("IPCLAB_BIN", "")).parent
 
 
-def test_a_frozen_go_runtime_peer_fails_the_run_naming_it(lab):
+@pytest.mark.parametrize("mech,peer", [("runtime/switch_go", "peers/go/runtime-peer"),
+                                       ("runtime/switch_tokio_ct", "cargo/release/ipclab-peer-tokio")])
+def test_a_frozen_runtime_peer_fails_the_run_naming_it(lab, mech, peer):
     # A count-based peer times its own n operations and prints one record at the end: frozen for
     # 2.5 s of its run, it used to end "ok" with a slower figure. Its time on CPU stands still.
-    if not (PEERS / "go" / "runtime-peer").exists():
-        pytest.skip("the Go runtime peer is not built")
+    if not (BUILD / peer).exists():
+        pytest.skip(f"{peer} is not built")
     rc, err, pid, wall = frozen_process_run(
-        lab, ["runtime/switch_go", "-p", f"n={1 << 30}"], child=0, hold=2.5, delay=0.3, window=3,
-        comm="runtime-peer")
+        lab, [mech, "-p", f"n={1 << 30}"], child=0, hold=2.5, delay=0.3, window=3,
+        comm=Path(peer).name[:15])
     assert_stopped_named(rc, err, "peer", pid, wall, 3)
