@@ -18,7 +18,7 @@ using messaging::WaitStrategy;
 
 class SlotEndpoint final : public InPlaceEndpoint {
  public:
-  SlotEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
+  SlotEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t) {
     const bool same = &out == &in;
     if (!same || role == Role::Producer) tx_.emplace(out, w);
     if (!same || role == Role::Consumer) rx_.emplace(in, w);

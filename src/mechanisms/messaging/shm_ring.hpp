@@ -18,15 +18,23 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/clock.hpp"
+#include "core/waits.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 
 constexpr size_t kCacheLine = 64;
 
-enum class WaitStrategy { Spin, SpinYield, Futex, Adaptive };
-/// Pause iterations before an adaptive waiter sleeps (reference 004's spin limit).
-constexpr uint32_t kAdaptiveSpins = 2000;
+enum class WaitKind { Spin, SpinYield, Futex, Adaptive };
+/// How a side waits: its kind and, for adaptive, what it does before it sleeps — spin for a time
+/// calibrated on this machine while the peer runs elsewhere, yield while it shares this CPU
+/// (core/waits.hpp). Reference 004 spun a fixed 2000 pauses: 41-58 µs per wait on the VMs we
+/// measured, spent keeping a peer on the same CPU from running.
+struct WaitStrategy {
+  WaitKind kind = WaitKind::Adaptive;
+  waits::Budget budget;
+};
 
 /// Sleep/wake-up between processes without lost wake-ups. A waiter announces itself in
 /// `sleepers`, re-checks its condition, and sleeps on `epoch` only if it still does not hold; a
@@ -37,28 +45,25 @@ constexpr uint32_t kAdaptiveSpins = 2000;
 struct alignas(kCacheLine) EventCount {
   std::atomic<uint32_t> epoch{0};
   std::atomic<uint32_t> sleepers{0};
+  std::atomic<int> notifier_cpu{-1};  // where the side that notifies last ran (adaptive waits)
 
   /// Returns once `ready()` is true; `ready` may perform the operation itself (try_push).
   template <class Ready>
-  void wait(WaitStrategy w, Ready&& ready) {
+  void wait(const WaitStrategy& w, Ready&& ready) {
+    if (w.kind == WaitKind::Adaptive && before_sleeping(w.budget, ready)) return;
     for (uint32_t spins = 0;; ++spins) {
       if (ready()) return;
-      switch (w) {
-        case WaitStrategy::Spin:
+      switch (w.kind) {
+        case WaitKind::Spin:
           _mm_pause();
           if ((spins & 4095) == 4095) poll_abort();
           continue;
-        case WaitStrategy::SpinYield:
+        case WaitKind::SpinYield:
           sched_yield();
           if ((spins & 255) == 255) poll_abort();
           continue;
-        case WaitStrategy::Adaptive:
-          if (spins < kAdaptiveSpins) {
-            _mm_pause();
-            continue;
-          }
-          break;
-        case WaitStrategy::Futex:
+        case WaitKind::Adaptive:
+        case WaitKind::Futex:
           break;
       }
       sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -79,14 +84,40 @@ struct alignas(kCacheLine) EventCount {
 
   /// Call after publishing a change a waiter may wait for. Free when nobody sleeps.
   void notify(bool all) {
+    // Where this side runs, for an adaptive waiter's choice between spinning and yielding; a
+    // store only when it moved (sched_getcpu reads the rseq area: no system call).
+    if (const int cpu = sched_getcpu(); notifier_cpu.load(std::memory_order_relaxed) != cpu)
+      notifier_cpu.store(cpu, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers.load(std::memory_order_relaxed) == 0) return;
     epoch.fetch_add(1, std::memory_order_release);
     syscall(SYS_futex, &epoch, FUTEX_WAKE, all ? INT_MAX : 1, nullptr, nullptr, 0);
   }
+
+ private:
+  // An adaptive wait's phase before it sleeps; true once `ready()`. The peer on this very CPU
+  // (pinned so, or seen notifying from it last) cannot run while this side spins: yield to it,
+  // for as long as a sleep and a wake-up on one CPU cost. Else spin the calibrated budget.
+  template <class Ready>
+  bool before_sleeping(const waits::Budget& b, Ready& ready) {
+    if (ready()) return true;
+    if (b.same_cpu || notifier_cpu.load(std::memory_order_relaxed) == sched_getcpu()) {
+      const uint64_t until = now_ns() + b.yield_ns;
+      do {
+        sched_yield();
+        if (ready()) return true;
+      } while (now_ns() < until);
+      return false;
+    }
+    for (uint32_t i = 0; i < b.spins; ++i) {
+      _mm_pause();
+      if (ready()) return true;
+    }
+    return false;
+  }
 };
 
-inline bool sleeps(WaitStrategy w) { return w == WaitStrategy::Futex || w == WaitStrategy::Adaptive; }
+inline bool sleeps(const WaitStrategy& w) { return w.kind == WaitKind::Futex || w.kind == WaitKind::Adaptive; }
 
 inline size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 inline uint64_t pow2_at_least(uint64_t v) {
@@ -247,22 +278,22 @@ struct MpmcRing {
     return true;
   }
 
-  void push(const std::byte* d, size_t len, WaitStrategy w) {
+  void push(const std::byte* d, size_t len, const WaitStrategy& w) {
     if (!try_push(d, len)) not_full.wait(w, [&] { return try_push(d, len); });
     // Several consumers may sleep: wake them all, the losers go back to sleep.
     if (sleeps(w)) not_empty.notify(true);
   }
-  void pop(std::byte* buf, size_t len, WaitStrategy w) {
+  void pop(std::byte* buf, size_t len, const WaitStrategy& w) {
     if (!try_pop(buf, len)) not_empty.wait(w, [&] { return try_pop(buf, len); });
     if (sleeps(w)) not_full.notify(true);
   }
 };
 
-inline WaitStrategy parse_wait(const std::string& s) {
-  if (s == "spin") return WaitStrategy::Spin;
-  if (s == "spin_yield") return WaitStrategy::SpinYield;
-  if (s == "futex") return WaitStrategy::Futex;
-  return WaitStrategy::Adaptive;
+inline WaitKind parse_wait(const std::string& s) {
+  if (s == "spin") return WaitKind::Spin;
+  if (s == "spin_yield") return WaitKind::SpinYield;
+  if (s == "futex") return WaitKind::Futex;
+  return WaitKind::Adaptive;
 }
 
 }  // namespace ipclab::messaging

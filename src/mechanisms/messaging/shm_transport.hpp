@@ -43,7 +43,8 @@ class RingTransport final : public Transport {
     const int n = roundtrip ? 2 * int(p.i64_or("producers", 1)) : 1;
     size_ = size_t(p.i64("size"));
     capacity_ = pow2_at_least(uint64_t(p.i64("queue_depth")));
-    wait_ = parse_wait(p.str("wait"));
+    wait_.kind = parse_wait(p.str("wait"));
+    if (wait_.kind == WaitKind::Adaptive) wait_.budget = waits::adaptive(p.str_or("placement", "") == "same");
     roundtrip_ = roundtrip;
     for (int i = 0; i < n; ++i) {
       maps_.push_back(std::make_unique<SharedMapping>(Ring::bytes(capacity_, size_)));
@@ -61,6 +62,7 @@ class RingTransport final : public Transport {
   void describe(nlohmann::json& extra) const override {
     extra["queue_depth_used"] = capacity_;
     extra["rings"] = rings_.size();
+    if (wait_.kind == WaitKind::Adaptive) extra["wait_budget"] = waits::to_json(wait_.budget);
   }
 
  private:
@@ -68,7 +70,7 @@ class RingTransport final : public Transport {
   std::vector<Ring*> rings_;
   size_t size_ = 0;
   uint64_t capacity_ = 0;
-  WaitStrategy wait_ = WaitStrategy::Adaptive;
+  WaitStrategy wait_;
   bool roundtrip_ = false;
 };
 
@@ -77,7 +79,7 @@ class RingTransport final : public Transport {
 /// ends are single-owner: each endpoint builds only those it uses.
 class SpscEndpoint final : public Endpoint {
  public:
-  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, WaitStrategy w, size_t) {
+  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t) {
     const bool same = &out == &in;
     if (!same || role == Role::Producer) tx_.emplace(out, w);
     if (!same || role == Role::Consumer) rx_.emplace(in, w);

@@ -31,6 +31,7 @@
 #include "core/process.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
+#include "core/waits.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 #include "mechanisms/pingpong/wait.hpp"
 
@@ -243,11 +244,12 @@ CpuUsage usage_of(const Header& h) {
 }
 
 // Starts the Go guest on the region, pinned to `cpu`.
+// adaptive: the guest's adaptive_futex with the calibrated spin limit (it does not yield first).
 Process start_go_guest(const std::string& path, const Params& p, const Objects& o, int pairs, Wait wait,
-                       int cpu) {
+                       int spin_limit, int cpu) {
   std::vector<std::string> argv{path, "--shm=" + o.base, fmt::format("--pairs={}", pairs),
-                                "--wait=" + p.str("wait"),
-                                fmt::format("--spin-limit={}", p.i64("spin_limit"))};
+                                "--wait=" + (wait == Wait::Adaptive ? std::string("adaptive_futex") : p.str("wait")),
+                                fmt::format("--spin-limit={}", spin_limit)};
   if (uses_sem(wait)) argv.push_back("--sem=" + o.base);
   if (wait == Wait::Eventfd) {
     std::string fds;
@@ -317,7 +319,8 @@ std::vector<ParamSpec> suite_params() {
        .choices = wait_names(),
        .help = "how each side waits: spin (pause), spin_yield, adaptive_futex / adaptive_sem (spin "
                "spin_limit times, then sleep; adaptive_sem is the reference's design), sem, futex, "
-               "eventfd",
+               "eventfd, adaptive (futex after a budget calibrated in time on this machine: spins "
+               "while the peer runs on another CPU, yields while it shares this one)",
        .quick = {"spin", "adaptive_futex", "adaptive_sem", "sem"},
        .full = wait_names()},
       {.name = "pairs",
@@ -337,7 +340,8 @@ std::vector<ParamSpec> suite_params() {
       {.name = "spin_limit",
        .type = ParamType::Int,
        .def = "2000",
-       .help = "spins before an adaptive wait sleeps (the reference's 2000)",
+       .help = "spins before adaptive_futex / adaptive_sem sleep (the reference's 2000; adaptive "
+               "calibrates its own)",
        .min = 0,
        .max = 100'000'000},
       {.name = "placement",
@@ -389,7 +393,11 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   create_objects(o, pairs, wait);
   Region& r = *o.region;
   // Threads share one address space: private futexes are cheaper. Processes need shared ones.
-  const Strategy st(wait, int(p.i64("spin_limit")), kind == GuestKind::Thread);
+  // adaptive: a budget calibrated on this machine for this placement, in the record.
+  const waits::Budget budget = wait == Wait::Adaptive ? waits::adaptive(p.str("placement") == "same") : waits::Budget{};
+  const int spin_limit = wait == Wait::Adaptive ? int(budget.spins) : int(p.i64("spin_limit"));
+  if (wait == Wait::Adaptive) s.record().extra["wait_budget"] = waits::to_json(budget);
+  const Strategy st(wait, spin_limit, kind == GuestKind::Thread, budget.same_cpu ? budget.yield_ns : 0);
   const HostSpec hs{r, o, st, round_trips, uint64_t(p.i64("latency_sample"))};
 
   // The guests' workers, then the hosts' (first_host on). The session forks the process guest
@@ -417,7 +425,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   if (kind == GuestKind::Process) workers[0].progress = trips;
   Process guest;  // the Go guest
   if (kind == GuestKind::Go) {
-    guest = start_go_guest(go_guest, p, o, pairs, wait, guest_cpu);
+    guest = start_go_guest(go_guest, p, o, pairs, wait, spin_limit, guest_cpu);
     // Its CPU is its own report (finish_go_guest), with the user/system split and context
     // switches that the session's schedstat sample lacks: the session charges it nothing.
     s.add_peer({.role = "guest",

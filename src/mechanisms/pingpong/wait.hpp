@@ -15,16 +15,20 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/session.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 
 namespace ipclab::pingpong {
 
-enum class Wait { Spin, SpinYield, AdaptiveFutex, AdaptiveSem, Sem, Futex, Eventfd };
+// Adaptive: adaptive_futex with a budget calibrated in time (core/waits.hpp) instead of the
+// reference's spin_limit: it spins only while the peer runs on another CPU, and yields while it
+// shares this one.
+enum class Wait { Spin, SpinYield, AdaptiveFutex, AdaptiveSem, Sem, Futex, Eventfd, Adaptive };
 
 inline const std::vector<std::string>& wait_names() {
   static const std::vector<std::string> names{"spin", "spin_yield", "adaptive_futex", "adaptive_sem",
-                                              "sem",  "futex",      "eventfd"};
+                                              "sem",  "futex",      "eventfd",        "adaptive"};
   return names;
 }
 inline Wait wait_of(const std::string& name) {
@@ -34,7 +38,7 @@ inline Wait wait_of(const std::string& name) {
   return Wait::Spin;
 }
 inline bool uses_sem(Wait w) { return w == Wait::AdaptiveSem || w == Wait::Sem; }
-inline bool uses_futex(Wait w) { return w == Wait::AdaptiveFutex || w == Wait::Futex; }
+inline bool uses_futex(Wait w) { return w == Wait::AdaptiveFutex || w == Wait::Futex || w == Wait::Adaptive; }
 
 /// What one side of one pair blocks on, and what wakes its peer.
 struct SideSync {
@@ -47,10 +51,13 @@ constexpr uint32_t bit(uint32_t state) { return 1u << state; }
 
 class Strategy {
  public:
-  Strategy(Wait w, int spin_limit, bool futex_private)
+  /// `spin_limit`: pauses before an adaptive wait sleeps; `yield_ns`: how long it yields first
+  /// (Wait::Adaptive with both sides on one CPU, whose spin_limit is then 0).
+  Strategy(Wait w, int spin_limit, bool futex_private, uint64_t yield_ns = 0)
       : wait_(w),
         spin_limit_(w == Wait::Sem || w == Wait::Futex ? 0 : spin_limit),
-        futex_op_private_(futex_private ? FUTEX_PRIVATE_FLAG : 0) {}
+        futex_op_private_(futex_private ? FUTEX_PRIVATE_FLAG : 0),
+        yield_ns_(w == Wait::Adaptive ? yield_ns : 0) {}
 
   Wait wait() const { return wait_; }
 
@@ -88,7 +95,14 @@ class Strategy {
       default:
         break;
     }
-    // adaptive_*: spin first (the reference's latency phase); sem, futex: spin_limit_ is 0.
+    // adaptive on one CPU: hand the CPU to the peer, which usually answers at once.
+    if (yield_ns_)
+      for (const uint64_t until = now_ns() + yield_ns_; now_ns() < until;) {
+        sched_yield();
+        st = s.state.load(std::memory_order_acquire);
+        if (bit(st) & mask) return st;
+      }
+    // adaptive*: spin first (the reference's latency phase); sem, futex: spin_limit_ is 0.
     for (int i = 0; i < spin_limit_; ++i) {
       st = s.state.load(std::memory_order_acquire);
       if (bit(st) & mask) return st;
@@ -164,6 +178,7 @@ class Strategy {
   Wait wait_;
   int spin_limit_;
   int futex_op_private_;
+  uint64_t yield_ns_;
 };
 
 }  // namespace ipclab::pingpong
