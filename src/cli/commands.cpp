@@ -10,6 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "core/env.hpp"
+#include "core/placement.hpp"
+#include "core/topology.hpp"
 #include "core/error.hpp"
 #include "core/mechanism.hpp"
 #include "core/params.hpp"
@@ -69,6 +71,54 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   fmt::print("Git          {}\n", ctx["git_sha"].is_null() ? "n/a" : ctx["git_sha"].get<std::string>());
   for (auto& w : ctx["warnings"])
     fmt::print("warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  return 0;
+}
+
+int cmd_topo(bool as_json, bool measure) {
+  const topo::Topology t = topo::read("/sys", allowed_cpus());
+  topo::Matrix m;
+  if (measure) m = topo::measure_pairs(t, [](int a, int b) { return topo::c2c_ns(a, b); });
+  if (as_json) {
+    fmt::print("{}\n", (measure ? topo::to_json(t, m) : topo::to_json(t)).dump(2));
+    return 0;
+  }
+  fmt::print("{} CPUs: {} package(s), {} NUMA node(s), {} last-level cache domain(s), {} core(s), SMT {}\n",
+             t.cpus.size(), t.packages, t.nodes, t.llcs, t.cores, t.smt ? "on" : "off (as sysfs says)");
+  fmt::print("{:>5} {:>8} {:>5} {:>5} {:>5}  siblings\n", "cpu", "package", "node", "core", "llc");
+  for (auto& c : t.cpus) {
+    std::string sib;
+    for (int x : c.siblings) sib += (sib.empty() ? "" : ",") + std::to_string(x);
+    fmt::print("{:>5} {:>8} {:>5} {:>5} {:>5}  {}\n", c.id, c.package, c.node, c.core, c.llc, sib);
+  }
+  if (!measure) return 0;
+  fmt::print("\ncache-line round trip, ns (median of 2000; class in brackets){}\n",
+             m.sampled ? " — a sample of pairs per relation (over 64 CPUs)" : "");
+  if (!m.sampled && t.cpus.size() <= 32) {
+    fmt::print("{:>5}", "");
+    for (auto& c : t.cpus) fmt::print(" {:>8}", c.id);
+    fmt::print("\n");
+    for (auto& r : t.cpus) {
+      fmt::print("{:>5}", r.id);
+      for (auto& c : t.cpus) {
+        auto it = std::find_if(m.pairs.begin(), m.pairs.end(), [&](const topo::Pair& p) {
+          return (p.a == r.id && p.b == c.id) || (p.a == c.id && p.b == r.id);
+        });
+        if (it == m.pairs.end())
+          fmt::print(" {:>8}", "-");
+        else
+          fmt::print(" {:>8}", fmt::format("{:.0f}[{}]", it->ns, m.cls[size_t(it - m.pairs.begin())]));
+      }
+      fmt::print("\n");
+    }
+  } else {
+    for (size_t i = 0; i < m.pairs.size(); ++i)
+      fmt::print("{:>5} {:>5} {:>8.0f} [{}]\n", m.pairs[i].a, m.pairs[i].b, m.pairs[i].ns, m.cls[i]);
+  }
+  for (auto& p : m.hidden_siblings)
+    fmt::print(stderr,
+               "warning: CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half their sysfs relation's "
+               "median) — a VM may hide that they share a core; do not take them as two cores\n",
+               p.a, p.b, p.ns);
   return 0;
 }
 

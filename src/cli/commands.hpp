@@ -25,6 +25,9 @@ struct RunArgs {
 void cmd_list(const std::optional<std::string>& suite_filter);
 /// `ipclab env [--json]`: the environment block and its warnings.
 int cmd_env(bool as_json, const std::string& cmdline);
+/// `ipclab topo [--json] [--no-measure]`: the CPU topology from sysfs and, measured, the
+/// cache-line round trip between every pair of allowed CPUs, sorted into classes.
+int cmd_topo(bool as_json, bool measure);
 /// `ipclab run`: parse → plan → run → report. Exit code: 0 ok, 1 a benchmark failed.
 int cmd_run(const RunArgs& a, const std::string& cmdline);
 /// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.

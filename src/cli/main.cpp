@@ -96,6 +96,11 @@ int main(int argc, char** argv) {
   env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   std::vector<std::string> passthrough;
+  auto* topo_cmd = app.add_subcommand("topo", "The CPU topology (sysfs) and the measured cache-line round trip between CPUs");
+  bool topo_json = false, topo_no_measure = false;
+  topo_cmd->add_flag("--json", topo_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  topo_cmd->add_flag("--no-measure", topo_no_measure, "sysfs only: measure nothing")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   auto* report = app.add_subcommand("report",
                                     "Reports from result files: report RESULT.json... -o report.html | "
                                     "--markdown F | --pages DIR | --reduce OUT.json");
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*env) return cmd_env(env_json, cmdline);
+    if (*topo_cmd) return cmd_topo(topo_json, !topo_no_measure);
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());

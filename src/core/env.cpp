@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/placement.hpp"
+#include "core/topology.hpp"
 
 namespace ipclab {
 
@@ -118,6 +119,9 @@ nlohmann::json collect_environment(const std::string& command_line) {
   bool smt_on = smt == "1" || (!cores.empty() && long(cores.size()) < logical);
   cpu["smt"] = smt_on;
   cpu["online"] = read_first_line("/sys/devices/system/cpu/online");
+  // Packages, NUMA nodes, last-level caches, cores and SMT siblings of the allowed CPUs, as sysfs
+  // says (`ipclab topo` measures what it hides).
+  cpu["topology"] = topo::to_json(topo::read("/sys", allowed_cpus()));
   json caches = json::object();
   for (int i = 0; i < 8; ++i) {
     std::string base = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);

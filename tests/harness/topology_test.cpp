@@ -1,0 +1,152 @@
+// The topology reader against fake sysfs trees (one socket without SMT; two sockets with SMT and
+// two NUMA nodes; a VM that hides SMT), and the classes of measured pairs on synthetic matrices:
+// a hidden sibling pair is found, noise makes no class.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/placement.hpp"
+#include "core/topology.hpp"
+
+namespace ipclab {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeSys {
+ public:
+  FakeSys() : root_(fs::temp_directory_path() / ("ipclab-topo-" + std::to_string(::getpid()) + "-" +
+                                                 std::to_string(counter_++))) {
+    fs::create_directories(root_);
+  }
+  ~FakeSys() { fs::remove_all(root_); }
+  void put(const std::string& rel, const std::string& text) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+  }
+  // One CPU: its package, core, siblings and last-level cache (level 3, shared by `llc`).
+  void cpu(int id, int package, int core, const std::string& siblings, const std::string& llc) {
+    const std::string b = "devices/system/cpu/cpu" + std::to_string(id);
+    put(b + "/topology/physical_package_id", std::to_string(package));
+    put(b + "/topology/core_id", std::to_string(core));
+    put(b + "/topology/thread_siblings_list", siblings);
+    put(b + "/cache/index0/level", "1");
+    put(b + "/cache/index0/type", "Data");
+    put(b + "/cache/index0/shared_cpu_list", siblings);
+    put(b + "/cache/index1/level", "1");
+    put(b + "/cache/index1/type", "Instruction");
+    put(b + "/cache/index1/shared_cpu_list", siblings);
+    put(b + "/cache/index3/level", "3");
+    put(b + "/cache/index3/type", "Unified");
+    put(b + "/cache/index3/shared_cpu_list", llc);
+  }
+  void node(int id, const std::string& cpus) {
+    put("devices/system/node/node" + std::to_string(id) + "/cpulist", cpus);
+  }
+  std::string root() const { return root_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path root_;
+};
+
+TEST(Topology, OneSocketWithoutSmt) {
+  FakeSys s;
+  for (int c = 0; c < 4; ++c) s.cpu(c, 0, c, std::to_string(c), "0-3");
+  s.node(0, "0-3");
+  const auto t = topo::read(s.root());
+  ASSERT_EQ(t.cpus.size(), 4u);
+  EXPECT_EQ(t.packages, 1);
+  EXPECT_EQ(t.nodes, 1);
+  EXPECT_EQ(t.llcs, 1);
+  EXPECT_EQ(t.cores, 4);
+  EXPECT_FALSE(t.smt);
+  EXPECT_EQ(topo::relation(t.cpus[0], t.cpus[3]), "llc");
+}
+
+TEST(Topology, TwoSocketsWithSmtAndTwoNumaNodes) {
+  // CPUs 0-3 socket 0, 4-7 socket 1; siblings c and c+2 within a socket (as Linux numbers them).
+  FakeSys s;
+  for (int c = 0; c < 8; ++c) {
+    const int pkg = c / 4, core = c % 2, first = pkg * 4 + core;
+    s.cpu(c, pkg, core, std::to_string(first) + "," + std::to_string(first + 2), pkg ? "4-7" : "0-3");
+  }
+  s.node(0, "0-3");
+  s.node(1, "4-7");
+  const auto t = topo::read(s.root());
+  EXPECT_EQ(t.packages, 2);
+  EXPECT_EQ(t.nodes, 2);
+  EXPECT_EQ(t.llcs, 2);
+  EXPECT_EQ(t.cores, 4);
+  EXPECT_TRUE(t.smt);
+  EXPECT_EQ(topo::relation(t.cpus[0], t.cpus[2]), "smt");
+  EXPECT_EQ(topo::relation(t.cpus[0], t.cpus[1]), "llc");
+  EXPECT_EQ(topo::relation(t.cpus[0], t.cpus[5]), "cross_numa");
+  EXPECT_EQ(t.cpus[6].node, 1);
+  // Only the CPUs asked for.
+  EXPECT_EQ(topo::read(s.root(), {1, 6}).cpus.size(), 2u);
+}
+
+// The 16-vCPU VM of issue 34: sysfs says 16 cores, no SMT, one cache; vCPUs 2 and 8 measure 52 ns
+// where every other pair measures 155-258 ns.
+TEST(Topology, AVmThatHidesSmtHasItsHiddenSiblingsFound) {
+  FakeSys s;
+  for (int c = 0; c < 16; ++c) s.cpu(c, 0, c, std::to_string(c), "0-15");
+  s.node(0, "0-15");
+  const auto t = topo::read(s.root());
+  EXPECT_FALSE(t.smt);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> spread(155, 258);
+  const auto m = topo::measure_pairs(t, [&](int a, int b) {
+    return (a == 2 && b == 8) ? 52.0 : spread(rng);
+  });
+  EXPECT_EQ(m.pairs.size(), 120u);
+  EXPECT_FALSE(m.sampled);
+  ASSERT_EQ(m.hidden_siblings.size(), 1u);
+  EXPECT_EQ(m.hidden_siblings[0].a, 2);
+  EXPECT_EQ(m.hidden_siblings[0].b, 8);
+  // Two classes: the pair, and everything else (155-258 ns is noise within one class).
+  for (size_t i = 0; i < m.pairs.size(); ++i)
+    EXPECT_EQ(m.cls[i], m.pairs[i].a == 2 && m.pairs[i].b == 8 ? 0 : 1) << m.pairs[i].a << "-" << m.pairs[i].b;
+}
+
+TEST(Topology, NoiseMakesNoClassAndRealStepsDo) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(1.0, 0.05);
+  std::vector<double> v;
+  for (int i = 0; i < 200; ++i) v.push_back(200 * noise(rng));
+  auto cls = topo::classes(v);
+  EXPECT_EQ(*std::max_element(cls.begin(), cls.end()), 0);
+  // SMT pairs at ~60 ns, same-socket at ~200, cross-socket at ~500: three classes.
+  for (int i = 0; i < 20; ++i) v.push_back(60 * noise(rng));
+  for (int i = 0; i < 200; ++i) v.push_back(500 * noise(rng));
+  cls = topo::classes(v);
+  EXPECT_EQ(*std::max_element(cls.begin(), cls.end()), 2);
+  EXPECT_EQ(cls[0], 1);
+  EXPECT_EQ(cls.back(), 2);
+}
+
+TEST(Topology, OverSixtyFourCpusMeasuresASamplePerRelation) {
+  FakeSys s;
+  for (int c = 0; c < 80; ++c) s.cpu(c, c / 40, c % 40, std::to_string(c), c < 40 ? "0-39" : "40-79");
+  s.node(0, "0-39");
+  s.node(1, "40-79");
+  const auto t = topo::read(s.root());
+  const auto m = topo::measure_pairs(t, [](int a, int b) { return a / 40 == b / 40 ? 200.0 : 450.0; }, 8);
+  EXPECT_TRUE(m.sampled);
+  EXPECT_EQ(m.pairs.size(), 16u);  // 8 llc pairs, 8 cross_numa pairs
+}
+
+TEST(Topology, TheCacheLineRoundTripBetweenTwoCpusIsMeasured) {
+  const auto t = topo::read("/sys", allowed_cpus());
+  ASSERT_FALSE(t.cpus.empty());
+  if (t.cpus.size() < 2) GTEST_SKIP() << "one CPU here";
+  const double ns = topo::c2c_ns(t.cpus[0].id, t.cpus[1].id, 200);
+  EXPECT_GT(ns, 0);
+}
+
+}  // namespace
+}  // namespace ipclab
