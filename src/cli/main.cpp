@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
     ipc::end_run();
     fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
     return 2;
+  } catch (const RunError& e) {
+    ipc::end_run();
+    fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
+    return 1;
   } catch (const std::exception& e) {
     ipc::end_run();
     fmt::print(stderr, "ipclab: internal error: {}\n", printable(e.what()));
