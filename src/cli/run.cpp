@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "core/clock.hpp"
+#include "core/crash.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
@@ -91,21 +93,32 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
 
 // The runner's hooks for the console: a progress line with an ETA on a terminal (naming the
 // benchmark as the tables do: a full name may be wider than the line it must clear), each record
-// to the reporters as it completes, and a FAILED line on stderr for a failed repetition.
+// to the reporters as it completes, and a FAILED line on stderr for a failed repetition. Each
+// repetition is announced to the crash handler as it starts, and withdrawn once it has finished.
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
   const bool progress = isatty(2);
   const double per_run = opts.duration_s + opts.warmup_s + 0.05;
   const uint64_t started = now_ns();
   auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
+  // The repetitions started of each benchmark: run_plan numbers them in the order they run.
+  auto started_reps = std::make_shared<std::map<std::string, int>>();
   PlanHooks hooks;
-  if (progress)
-    hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
-      const double elapsed = double(now_ns() - started) * 1e-9;
-      const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
-      fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
-    };
+  hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
+    Record r;  // what run_one will fill in
+    r.name = b.name;
+    r.suite = b.mech->suite;
+    r.mechanism = b.mech->name;
+    r.params = b.params;
+    r.repetition = (*started_reps)[b.name]++;
+    crash::arm(r);
+    if (!progress) return;
+    const double elapsed = double(now_ns() - started) * 1e-9;
+    const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
+    fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
+  };
   hooks.finished = [progress, &reporters](const Record& r) {
+    crash::disarm();
     if (progress) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
     if (r.status == Status::Failed && r.run_type != "aggregate")
@@ -218,6 +231,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // journal, the sweep of runs that died, the clean-up on a signal.
   ipc::begin_run();
   ipc::install_signal_cleanup();
+  crash::install();
   for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
   if (a.out_dir) make_out_dir(*a.out_dir);
   for (auto& r : reporters) r->open();  // the result files' temporaries
