@@ -88,6 +88,9 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
     if (option == "--markdown")
       reporters.push_back(std::make_unique<output::MarkdownReporter>(option, path, folder_is_new));
   }
+  // Last: the journal of finished records, removed once every result file above is written.
+  if (const auto targets = output_targets(a); !targets.empty())
+    reporters.push_back(std::make_unique<output::JournalReporter>(targets.front().second));
   return reporters;
 }
 
@@ -208,6 +211,16 @@ int print_plan(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks
   return 0;
 }
 
+// "; the records it finished are kept in F (...)" when the run ends early or cannot write its
+// result files: the results journal holds them.
+std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
+  for (auto& r : reporters)
+    if (auto* j = dynamic_cast<const output::JournalReporter*>(r.get()); j && !j->kept().empty())
+      return fmt::format("; the records the run finished are kept in {} (ipclab report and compare read it)",
+                         j->kept());
+  return "";
+}
+
 }  // namespace
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
@@ -252,11 +265,18 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["kernel_counters"] = opts.kernel_counters;
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
-  for (auto& r : reporters) r->begin(context, benchmarks);
-  const auto records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
+  std::vector<Record> records;
+  try {
+    for (auto& r : reporters) r->begin(context, benchmarks);
+    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
 
-  // export
-  for (auto& r : reporters) r->end(records);
+    // export
+    for (auto& r : reporters) r->end(records);
+  } catch (const RunError& e) {
+    throw RunError(e.what() + kept_note(reporters));
+  } catch (const UsageError& e) {
+    throw UsageError(e.what() + kept_note(reporters));
+  }
   const bool failed =
       std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
   return failed ? 1 : 0;
