@@ -65,11 +65,12 @@ void render() {
                        "in a library it uses (an abort() included); the run ended here",
                        what));
     r.extra["crash"] = {{"signal", sig}, {"name", fmt::format("SIG{}", sigabbrev_np(sig))}};
-    if (journal) l.record[i] = to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    l.message[i] = fmt::format("ipclab: {} (repetition {}) crashed: {}; {}\n", printable(r.name), r.repetition, what,
-                               journal ? "a failed record says so, after the records the run finished, in " +
-                                             printable(g_path)
-                                       : "no result file was asked for");
+    if (journal)
+      l.record[i] = to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    l.message[i] = fmt::format(
+        "ipclab: {} (repetition {}) crashed: {}; {}\n", printable(r.name), r.repetition, what,
+        journal ? "a failed record says so, after the records the run finished, in " + printable(g_path)
+                : "no result file was asked for");
   }
   g_published.store(&l == &g_lines[0] ? 0 : 1);
 }

@@ -26,8 +26,10 @@ struct RunError : std::runtime_error {
 /// file size limit (EFBIG, SIGXFSZ being ignored: core/crash.hpp) and a full file system, else
 /// strerror.
 inline std::string write_failure(int e) {
-  if (e == EFBIG) return "File too large: over the file size limit (ulimit -f); raise the limit or write less";
-  if (e == ENOSPC || e == EDQUOT) return fmt::format("{}: free room there or choose another place", std::strerror(e));
+  if (e == EFBIG)
+    return "File too large: over the file size limit (ulimit -f); raise the limit or write less";
+  if (e == ENOSPC || e == EDQUOT)
+    return fmt::format("{}: free room there or choose another place", std::strerror(e));
   return std::strerror(e);
 }
 

@@ -446,9 +446,10 @@ void allocate_shared(int fd, size_t bytes, const std::string& what) {
   while (e == EINTR);
   if (e == 0) return;
   const char* name = strerrorname_np(e);
-  const std::string fix = e == ENOSPC ? "; /dev/shm is full: free room there (df -h /dev/shm) or mount it larger"
-                          : e == ENOMEM ? "; free memory, or ask for less"
-                                        : "";
+  const std::string fix =
+      e == ENOSPC   ? "; /dev/shm is full: free room there (df -h /dev/shm) or mount it larger"
+      : e == ENOMEM ? "; free memory, or ask for less"
+                    : "";
   throw std::runtime_error(fmt::format("{}: no room for {} bytes of shared memory ({}: {}){}", what, bytes,
                                        name ? name : "?", strerror(e), fix));
 }
