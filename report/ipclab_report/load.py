@@ -1,4 +1,5 @@
-"""Reading result files (schema version 1) into records, and one summary per benchmark.
+"""Reading result files (schema version 1) into records, and one summary per benchmark. A run's
+results journal (JSON lines, kept when the run crashed) reads as the result file it would have been.
 
 Readers ignore fields they do not know (docs/json-schema.md); every accessor here tolerates a
 missing field and answers None rather than 0, so that a missing figure never looks like a fast one.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 
 from .stats import histogram_percentile, median, median_index, stddev
@@ -198,6 +200,36 @@ def renamed(b: dict) -> dict:
     return dict(b, name=name, params=dict(params, **new))
 
 
+def journal_document(path: str, text: bytes):
+    """The result object held by a results journal — JSON lines, a header `{"ipclab_journal": 1,
+    "schema_version": 1, "context": {...}}` then one record per line, which `ipclab run` appends
+    as each record completes and keeps when the run crashed or could not write its result files
+    (docs/reliability.md) — or None when `text` is not one. A last line cut short (the run died
+    while writing it) is left out, with a note on stderr."""
+    first = text.split(b"\n", 1)[0]
+    if not first.lstrip().startswith(b"{"):
+        return None
+    try:
+        head = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(head, dict) or "ipclab_journal" not in head:
+        return None
+    lines = text.split(b"\n")[1:]
+    benchmarks = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            benchmarks.append(json.loads(line))
+        except (ValueError, UnicodeDecodeError):
+            if any(rest.strip() for rest in lines[i + 1:]):
+                raise UsageError(f"{path}: line {i + 2} of the journal is not JSON; {FIX}") from None
+            print(f"note: {path}: its last line is cut short (the run ended while writing it) and is left out",
+                  file=sys.stderr)
+    return {"schema_version": head.get("schema_version"), "context": head.get("context"), "benchmarks": benchmarks}
+
+
 def load(path: str) -> ResultFile:
     """Read and check one result file; any problem is a UsageError with a one-line message."""
     try:
@@ -210,7 +242,9 @@ def load(path: str) -> ResultFile:
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror}); check the path and its permissions") from None
     try:
-        doc = json.loads(text)
+        doc = journal_document(path, text)
+        if doc is None:
+            doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise UsageError(f"{path} is not JSON{where}; {FIX}") from None

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse.hpp"
+#include "core/crash.hpp"
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 
@@ -27,6 +28,7 @@ std::string command_line(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  crash::ignore_file_size_signal();  // a write over `ulimit -f` fails with EFBIG: an error, not a death
   const std::string cmdline = command_line(argc, argv);
   CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine"};
   app.require_subcommand(1);
@@ -149,6 +151,10 @@ int main(int argc, char** argv) {
     ipc::end_run();
     fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
     return 2;
+  } catch (const RunError& e) {
+    ipc::end_run();
+    fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
+    return 1;
   } catch (const std::exception& e) {
     ipc::end_run();
     fmt::print(stderr, "ipclab: internal error: {}\n", printable(e.what()));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "core/clock.hpp"
+#include "core/crash.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
@@ -86,26 +88,40 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
     if (option == "--markdown")
       reporters.push_back(std::make_unique<output::MarkdownReporter>(option, path, folder_is_new));
   }
+  // Last: the journal of finished records, removed once every result file above is written.
+  if (const auto targets = output_targets(a); !targets.empty())
+    reporters.push_back(std::make_unique<output::JournalReporter>(targets.front().second));
   return reporters;
 }
 
 // The runner's hooks for the console: a progress line with an ETA on a terminal (naming the
 // benchmark as the tables do: a full name may be wider than the line it must clear), each record
-// to the reporters as it completes, and a FAILED line on stderr for a failed repetition.
+// to the reporters as it completes, and a FAILED line on stderr for a failed repetition. Each
+// repetition is announced to the crash handler as it starts, and withdrawn once it has finished.
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
   const bool progress = isatty(2);
   const double per_run = opts.duration_s + opts.warmup_s + 0.05;
   const uint64_t started = now_ns();
   auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
+  // The repetitions started of each benchmark: run_plan numbers them in the order they run.
+  auto started_reps = std::make_shared<std::map<std::string, int>>();
   PlanHooks hooks;
-  if (progress)
-    hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
-      const double elapsed = double(now_ns() - started) * 1e-9;
-      const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
-      fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
-    };
+  hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
+    Record r;  // what run_one will fill in
+    r.name = b.name;
+    r.suite = b.mech->suite;
+    r.mechanism = b.mech->name;
+    r.params = b.params;
+    r.repetition = (*started_reps)[b.name]++;
+    crash::arm(r);
+    if (!progress) return;
+    const double elapsed = double(now_ns() - started) * 1e-9;
+    const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
+    fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
+  };
   hooks.finished = [progress, &reporters](const Record& r) {
+    crash::disarm();
     if (progress) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
     if (r.status == Status::Failed && r.run_type != "aggregate")
@@ -195,6 +211,16 @@ int print_plan(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks
   return 0;
 }
 
+// "; the records it finished are kept in F (...)" when the run ends early or cannot write its
+// result files: the results journal holds them.
+std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
+  for (auto& r : reporters)
+    if (auto* j = dynamic_cast<const output::JournalReporter*>(r.get()); j && !j->kept().empty())
+      return fmt::format("; the records the run finished are kept in {} (ipclab report and compare read it)",
+                         j->kept());
+  return "";
+}
+
 }  // namespace
 
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
@@ -218,6 +244,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // journal, the sweep of runs that died, the clean-up on a signal.
   ipc::begin_run();
   ipc::install_signal_cleanup();
+  crash::install();
   for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
   if (a.out_dir) make_out_dir(*a.out_dir);
   for (auto& r : reporters) r->open();  // the result files' temporaries
@@ -238,11 +265,18 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["kernel_counters"] = opts.kernel_counters;
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
-  for (auto& r : reporters) r->begin(context, benchmarks);
-  const auto records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
+  std::vector<Record> records;
+  try {
+    for (auto& r : reporters) r->begin(context, benchmarks);
+    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
 
-  // export
-  for (auto& r : reporters) r->end(records);
+    // export
+    for (auto& r : reporters) r->end(records);
+  } catch (const RunError& e) {
+    throw RunError(e.what() + kept_note(reporters));
+  } catch (const UsageError& e) {
+    throw UsageError(e.what() + kept_note(reporters));
+  }
   const bool failed =
       std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
   return failed ? 1 : 0;

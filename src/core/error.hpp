@@ -1,6 +1,8 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,24 @@ namespace ipclab {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// The run cannot go on or cannot keep its results for a reason of the machine, not of the input
+/// (a full disk, the file size limit of `ulimit -f`): one line that names the cause and what was
+/// kept; the CLI exits with 1.
+struct RunError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// What a failed write of a file means to its user, for errno `e`: the cause and the fix for the
+/// file size limit (EFBIG, SIGXFSZ being ignored: core/crash.hpp) and a full file system, else
+/// strerror.
+inline std::string write_failure(int e) {
+  if (e == EFBIG)
+    return "File too large: over the file size limit (ulimit -f); raise the limit or write less";
+  if (e == ENOSPC || e == EDQUOT)
+    return fmt::format("{}: free room there or choose another place", std::strerror(e));
+  return std::strerror(e);
+}
 
 /// A feature the kernel or device lacks: the benchmark is reported as skipped with this reason.
 struct Skip : std::runtime_error {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -25,7 +27,28 @@ struct Fault {
   std::string stall_role;
   uint64_t stall_ms = 0;
   uint64_t stall_every_ms = 0;  // 0: once
+  int crash = 0;                // crash: the signal
 };
+
+// The signal of a crash's HOW; 0 for anything else.
+int crash_signal(const std::string& how) {
+  if (how == "abort") return SIGABRT;
+  if (how == "segv") return SIGSEGV;
+  if (how == "bus") return SIGBUS;
+  if (how == "fpe") return SIGFPE;
+  if (how == "ill") return SIGILL;
+  return 0;
+}
+
+// A crash as it happens in real code: abort() as a library calls it, a write through a null
+// pointer the compiler cannot see, the others raised.
+[[noreturn]] void crash_now(int sig) {
+  static int* volatile nowhere = nullptr;
+  if (sig == SIGABRT) std::abort();
+  if (sig == SIGSEGV) *nowhere = 1;
+  raise(sig);
+  std::abort();  // not reached: the handler dies of `sig`
+}
 
 // A decimal count >= 1, or 0 when `s` is anything else.
 uint64_t count_of(const std::string& s) {
@@ -65,13 +88,16 @@ Fault parse() {
   } else if (parts[0] == "ramp" && parts.size() == 3 && !parts[1].empty()) {
     f.mech = parts[1];
     if (!(f.ramp_ns = count_of(parts[2]))) throw bad();
-  } else if (parts[0] == "stall" && (parts.size() == 4 || parts.size() == 5) && !parts[1].empty()) {
+  } else if (((parts[0] == "stall" && (parts.size() == 4 || parts.size() == 5)) ||
+              (parts[0] == "crash" && parts.size() == 4)) &&
+             !parts[1].empty()) {
     f.mech = parts[1];
     f.stall_role = parts[2];
+    if (parts[0] == "crash" && !(f.crash = crash_signal(parts[3]))) throw bad();
     if (f.stall_role != "producer" && f.stall_role != "consumer" && f.stall_role != "client" &&
         f.stall_role != "server")
       throw bad();
-    if (!(f.stall_ms = count_of(parts[3]))) throw bad();
+    if (parts[0] == "stall" && !(f.stall_ms = count_of(parts[3]))) throw bad();
     if (parts.size() == 5 && (!(f.stall_every_ms = count_of(parts[4])) || f.stall_every_ms <= f.stall_ms))
       throw bad();
   } else {
@@ -102,8 +128,9 @@ FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::stri
   if (this_mech && f.stall_role == role) {
     stall_ns_ = f.stall_ms * 1'000'000;
     period_ns_ = f.stall_every_ms * 1'000'000;
+    crash_ = f.crash;
   }
-  armed_ = corrupt_every_ || slow_ns_ || ramp_ns_ || queue_ns_ || stall_ns_;
+  armed_ = corrupt_every_ || slow_ns_ || ramp_ns_ || queue_ns_ || stall_ns_ || crash_;
 }
 
 void FaultPoint::received(std::byte* buf, size_t n) {
@@ -134,14 +161,16 @@ void FaultPoint::received(std::byte* buf, size_t n) {
 // Once, at the first operation past the middle of the measured window as this side sees it; or,
 // periodic, at the first operation past each period's end from the window's start (as this side
 // saw it), the periods counted on that start so that late stalls do not shift later ones.
+// A crash comes at the point of a stall that happens once.
 void FaultPoint::maybe_stall() {
-  if (!stall_ns_ || stalled_ || !w_.measuring()) return;
+  if ((!stall_ns_ && !crash_) || stalled_ || !w_.measuring()) return;
   const uint64_t now = now_ns();
   if (!window_seen_) {
     window_seen_ = now;
     next_stall_ = now + (period_ns_ ? period_ns_ : half_window_ns_);
   }
   if (now < next_stall_) return;
+  if (crash_) crash_now(crash_);
   if (period_ns_)
     next_stall_ += period_ns_;
   else

@@ -18,6 +18,11 @@
 //                       go early once the session aborts;
 //   stall:MECH:ROLE:MS:EVERY_MS  the same, every EVERY_MS ms of the window (> MS), from EVERY_MS
 //                       after its start: the periodic stall of the open-loop tests.
+//   crash:MECH:ROLE:HOW the ROLE side of mechanism MECH crashes once in the middle of the measured
+//                       window: HOW is abort (abort(), as a library that gives up), segv (a write
+//                       through a null pointer), bus, fpe or ill (that signal raised). With
+//                       mode=threads the side is a thread of ipclab, which then dies of it (the
+//                       crash tests, core/crash.hpp); a forked side dies alone;
 // MECH is a mechanism's name (`pipe`) or full name (`messaging/pipe`). A worker that moves
 // messages makes one FaultPoint and calls it around each send and receive; where IPCLAB_FAULT asks
 // nothing of that side, each call is one inlined test of a bool.
@@ -33,7 +38,8 @@ class Worker;
 
 /// The valid forms, for error messages.
 inline constexpr const char* kFaultForms =
-    "corrupt:N, slow:MECH:NS, ramp:MECH:NS, queue:MECH:NS or stall:MECH:ROLE:MS[:EVERY_MS]";
+    "corrupt:N, slow:MECH:NS, ramp:MECH:NS, queue:MECH:NS, stall:MECH:ROLE:MS[:EVERY_MS] or "
+    "crash:MECH:ROLE:abort|segv|bus|fpe|ill";
 
 /// Checks IPCLAB_FAULT up front: UsageError naming the valid forms when it is set but malformed.
 void check_fault_env();
@@ -72,6 +78,7 @@ class FaultPoint {
   const Worker& w_;
   bool armed_ = false;  // any hook below applies to this side
   uint64_t corrupt_every_ = 0, slow_ns_ = 0, ramp_ns_ = 0, queue_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
+  int crash_ = 0;  // crash: the signal, SIGABRT by abort(), SIGSEGV by a bad write, others raised
   uint64_t window_ns_ = 0, ramp_start_ = 0;  // ramp: the window's length, and its start as seen here
   uint64_t queue_done_ = 0;                  // queue: when the last message is done
   uint64_t half_window_ns_ = 0;

@@ -440,6 +440,20 @@ int create_shm(const std::string& name) {
   return fd;
 }
 
+void allocate_shared(int fd, size_t bytes, const std::string& what) {
+  int e;
+  do e = posix_fallocate(fd, 0, off_t(bytes));  // returns the error; errno is left alone
+  while (e == EINTR);
+  if (e == 0) return;
+  const char* name = strerrorname_np(e);
+  const std::string fix =
+      e == ENOSPC   ? "; /dev/shm is full: free room there (df -h /dev/shm) or mount it larger"
+      : e == ENOMEM ? "; free memory, or ask for less"
+                    : "";
+  throw std::runtime_error(fmt::format("{}: no room for {} bytes of shared memory ({}: {}){}", what, bytes,
+                                       name ? name : "?", strerror(e), fix));
+}
+
 mqd_t create_mq(const std::string& name, int extra_flags, mq_attr* attr) {
   mqd_t q = mqd_t(-1);
   create_journaled(Kind::PosixMq, name, 0, "mq_open", [&] {

@@ -41,6 +41,13 @@ std::string unique_name(const std::string& tag);
 int create_shm(const std::string& name);  // returns the fd (O_RDWR | O_CLOEXEC)
 mqd_t create_mq(const std::string& name, int extra_flags, mq_attr* attr);
 sem_t* create_sem(const std::string& name, unsigned value);
+/// Gives the shared memory object `fd` (a POSIX shm segment, a memfd) `bytes` of storage before it
+/// is mapped: posix_fallocate, which also sets its size (no ftruncate needed). Pages merely
+/// truncated into existence are found missing only when first touched, and a full /dev/shm then
+/// kills the process with SIGBUS; reserved here, it is a std::runtime_error instead, naming `what`
+/// (the object), the errno (ENOSPC) and the fix. The one way every shared memory object of ipclab
+/// gets its size.
+void allocate_shared(int fd, size_t bytes, const std::string& what);
 /// A SysV message queue under a fresh key of this project's tag (0x1C in the top byte).
 /// Returns the id; `key` receives the key.
 int create_msgq(int& key);

@@ -117,7 +117,12 @@ void AtomicReporter::begin(const nlohmann::json& context, const std::vector<Plan
 }
 
 void AtomicReporter::commit(const std::string& content) {
-  file_->commit(content);
+  try {
+    file_->commit(content);
+  } catch (const std::system_error& e) {
+    file_.reset();  // its temporary goes now: no partial file stays
+    throw RunError(fmt::format("{} {}: not written: {}", option_, path_, write_failure(e.code().value())));
+  }
   fmt::print(stderr, "wrote {}\n", path_);
 }
 

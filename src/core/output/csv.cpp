@@ -181,6 +181,7 @@ void append_csv(const std::string& path, const std::vector<Record>& records) {
   if (::flock(fd, LOCK_EX) != 0)
     throw std::system_error(errno, std::generic_category(), "lock --csv " + path);
   std::string text;
+  const off_t before = ::fstat(fd, &st) == 0 ? st.st_size : -1;  // cut back to it should a write fail
   const std::string head = first_line(fd);
   if (head.empty())
     text = header_line(header) + "\n";
@@ -194,7 +195,13 @@ void append_csv(const std::string& path, const std::vector<Record>& records) {
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::system_error(errno, std::generic_category(), "append to --csv " + path);
+    if (n <= 0) {
+      // Rows are appended whole or not at all: what went in of them is cut back (under the lock).
+      const int e = n < 0 ? errno : EIO;
+      const bool cut = before >= 0 && ::ftruncate(fd, before) == 0;
+      throw RunError(fmt::format("--csv {}: rows not appended{}: {}", path,
+                                 cut ? "" : " (and a part of them could not be cut back)", write_failure(e)));
+    }
     done += size_t(n);
   }
 }

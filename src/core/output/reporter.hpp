@@ -96,4 +96,34 @@ class CsvReporter : public Reporter {
   std::string path_;
 };
 
+/// The run's results journal (docs/reliability.md): JSON lines next to the result files — a
+/// header `{"ipclab_journal": 1, "schema_version": 1, "context": {...}}`, then each record as it
+/// completes, appended with one write(2) — so that a crash, a signal or a failed write of the
+/// result files at the end leaves every finished record on disk (`ipclab report` and `compare`
+/// read it). It is written as a temporary of the run (ipc::create_file: a run stopped before its
+/// first record leaves nothing) and renamed to `<folder>/<stem>.journal.<run id>.jsonl` with its
+/// first record. Last among the reporters: its end() removes it once every result file is
+/// written. A write that fails (EFBIG, ENOSPC) is cut back to the last whole line and stops the
+/// run with a RunError.
+class JournalReporter : public Reporter {
+ public:
+  /// `beside`: the result file it goes next to (its folder, and its name without extension).
+  explicit JournalReporter(const std::string& beside);
+  ~JournalReporter() override;
+  void open() override;
+  void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
+  void record(const Record& r) override;
+  void end(const std::vector<Record>& records) override;
+  /// Where the finished records are, once the journal holds one and the run did not end well
+  /// ("" otherwise).
+  std::string kept() const { return committed_ && !ended_ ? path_ : ""; }
+
+ private:
+  void append(const std::string& line);
+  std::string folder_, stem_, path_, tmp_;
+  int fd_ = -1;
+  off_t size_ = 0;  // the whole lines written so far
+  bool committed_ = false, ended_ = false;
+};
+
 }  // namespace ipclab::output

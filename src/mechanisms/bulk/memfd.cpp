@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "core/ipc_names.hpp"
 #include "core/std_params.hpp"
 #include "mechanisms/bulk/common.hpp"
 #include "mechanisms/messaging/common.hpp"
@@ -34,10 +35,11 @@ constexpr uint32_t kSlots = 2;
 
 int new_memfd(const char* name, size_t bytes) {
   const int fd = check_rc(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), "memfd_create");
-  if (ftruncate(fd, off_t(bytes)) != 0) {
-    const int e = errno;
+  try {
+    ipc::allocate_shared(fd, bytes, fmt::format("memfd {}", name));  // no SIGBUS at the first touch
+  } catch (...) {
     ::close(fd);
-    throw std::system_error(e, std::generic_category(), "ftruncate memfd");
+    throw;
   }
   return fd;
 }

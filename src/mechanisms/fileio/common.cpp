@@ -219,11 +219,11 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
       ssize_t w = pwrite(fd, buf.get() + done, n - done, off_t(off + done));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
-        int e = errno;
+        const int e = w < 0 ? errno : EIO;
         close(fd);
         ipc::remove(ipc::Kind::File, tmp);
-        errno = e;
-        sys_fail("write " + tmp);
+        // Over `ulimit -f` (EFBIG: SIGXFSZ is ignored) or a full disk: the cause and the fix.
+        throw std::runtime_error(fmt::format("writing the test file {}: {}", tmp, write_failure(e)));
       }
       done += uint64_t(w);
     }

@@ -83,10 +83,11 @@ void create_objects(Objects& o, int pairs, Wait wait) {
   int fd = ipc::create_shm(name);
   o.base = name;  // only now ours to remove
   o.size = region_size(pairs);
-  if (ftruncate(fd, off_t(o.size)) != 0) {
-    int e = errno;
+  try {
+    ipc::allocate_shared(fd, o.size, "/dev/shm" + o.base);  // a full /dev/shm: an error, not SIGBUS
+  } catch (...) {
     ::close(fd);
-    throw std::system_error(e, std::generic_category(), "ftruncate " + o.base);
+    throw;
   }
   void* mem = mmap(nullptr, o.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
