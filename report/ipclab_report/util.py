@@ -94,6 +94,12 @@ def check_target(option: str, path: str) -> None:
     if why:
         raise UsageError(f"{option} {shown}: folder {brief(directory)} is not writable ({why}); "
                          "choose a writable folder")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return  # a new file
+    except OSError as e:
+        raise UsageError(f"{option} {shown}: {e.strerror}; choose another name") from None
     if os.path.islink(path):
         raise UsageError(f"{option} {shown} is a symbolic link; ipclab writes no file through a link: "
                          "name the file itself")

@@ -71,7 +71,10 @@ void check_target(const std::string& option, const std::string& path) {
   if (probe < 0 && probe_errno != 0)
     throw UsageError(fmt::format("{} {}: folder {} is not writable ({}); choose a writable folder", option,
                                  shown, shown_dir, strerror(probe_errno)));
-  if (lstat(path.c_str(), &st) != 0) return;  // a new file
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;  // a new file
+    throw UsageError(fmt::format("{} {}: {}; choose another name", option, shown, strerror(errno)));
+  }
   if (S_ISDIR(st.st_mode))
     throw UsageError(
         fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, shown, shown));
