@@ -173,6 +173,32 @@ def cmd_screenshot(args):
     return 0
 
 
+class StdoutLost(Exception):
+    """A write to stdout failed: args[0] is the OSError."""
+
+
+class GuardedStdout:
+    """sys.stdout, whose failed writes raise StdoutLost: told apart from any other file's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise StdoutLost(e) from None
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except OSError as e:
+            raise StdoutLost(e) from None
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def stdout_lost(e: OSError) -> int:
     """A write to stdout failed (a full disk, a closed pipe): one line, exit 1; stdout then goes
     nowhere, so that the interpreter's own flush at exit does not fail again with a traceback."""
@@ -187,22 +213,17 @@ def stdout_lost(e: OSError) -> int:
     return 1
 
 
-def stdout_error():
-    """The OSError of flushing stdout, or None when what was printed reached it."""
-    try:
-        sys.stdout.flush()
-    except OSError as e:
-        return e
-    return None
-
-
 def main(argv=None) -> int:
-    rc = run(argv)
-    e = stdout_error()
-    if e is None:
+    real = sys.stdout
+    sys.stdout = GuardedStdout(real)
+    try:
+        rc = run(argv)
+        sys.stdout.flush()
         return rc
-    lost = stdout_lost(e)
-    return rc or lost
+    except StdoutLost as lost:
+        return stdout_lost(lost.args[0])
+    finally:
+        sys.stdout = real
 
 
 def run(argv=None) -> int:
@@ -229,9 +250,5 @@ def run(argv=None) -> int:
     except RuntimeError as e:
         print(f"{PROG}: {brief(e, 600)}", file=sys.stderr)
         return 1
-    except OSError as e:
-        if stdout_error() is not None:  # the write that failed was stdout's
-            return stdout_lost(e)
-        raise
     except KeyboardInterrupt:
         return 130
