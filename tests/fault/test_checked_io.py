@@ -238,17 +238,19 @@ def test_a_full_stdout_is_an_error(lab, args):
 # --- 11. ab's temporaries after a signal ------------------------------------------------------
 
 def ab_folder(lab, timeout=60):
-    """ab's run folder in the state folder (its journal lists slices), once a slice is running."""
+    """ab's run folder in the state folder (its journal lists slices), once a slice runs: its
+    result's temporary is there, so the slice's run has swept the state folder already (were ab
+    killed before that sweep, the slice's own run would be the next run that sweeps ab's folder)."""
     state = lab.tmpdir / f"ipclab-{UID}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for d in state.glob("run.*") if state.is_dir() else []:
             try:
-                if "+path slice-" in (d / "journal").read_text():
+                if "+path slice-" in (d / "journal").read_text() and any(d.glob(".slice-*.tmp")):
                     return d
             except OSError:
                 pass
-        time.sleep(0.05)
+        time.sleep(0.01)
     raise AssertionError(f"no ab run folder appeared: {lab.leftovers()}")
 
 
