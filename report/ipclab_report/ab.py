@@ -26,21 +26,22 @@ which must have the same length. Model and measurements: docs/methodology.md, "P
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import os
 import re
-import shutil
+import secrets
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
 
 from .load import compared, load
 from .stats import median
-from .util import UsageError, fmt_time_ns, is_number, write_atomic
+from .util import UsageError, brief, check_target, fmt_time_ns, is_number, write_atomic
 
 DEFAULT_PAIRS = 10
 DEFAULT_DURATION = "0.2"
@@ -176,17 +177,23 @@ def merged_params(common, own):
 
 def check_binary(path: str) -> str:
     if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        raise UsageError(f"{path} is not an executable file; give the path of an ipclab binary "
+        raise UsageError(f"{brief(path)} is not an executable file; give the path of an ipclab binary "
                          "(e.g. build/release/ipclab)")
     return os.path.abspath(path)
 
 
-def check_json_target(path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError(f"--json {path}: folder {directory} does not exist; create it or choose another path")
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
-        raise UsageError(f"--json {path} is a link, a folder or a special file; name a file")
+def check_ipclab(label: str, binary: str) -> None:
+    """An ipclab binary says so: its `--help` opens with "ipclab" (every build has it). Anything
+    else (/bin/true, a script) would plan nothing, or run nothing, and pair nothing."""
+    try:
+        proc = subprocess.run([binary, "--help"], capture_output=True, text=True, errors="replace", timeout=30,
+                              stdin=subprocess.DEVNULL)
+        first = proc.stdout.lstrip().splitlines()[:1]
+    except (OSError, subprocess.TimeoutExpired):
+        first = []
+    if not (first and first[0].startswith("ipclab")):
+        raise UsageError(f"side {label}: {brief(binary)} is not an ipclab binary (its --help does not say "
+                         "ipclab); give the path of one, e.g. build/release/ipclab")
 
 
 def one_line(text: str) -> str:
@@ -222,6 +229,114 @@ def plan_side(side: Side) -> None:
                          "give an ipclab binary built from this version or later") from None
 
 
+# --- ab's run folder ---------------------------------------------------------------------------
+
+class RunFolder:
+    """ab's temporaries (each slice's result and error output) live in a run folder of its own in
+    the harness's state folder, kept as the harness keeps its runs (src/core/ipc_names.hpp,
+    docs/reliability.md): $TMPDIR/ipclab-<uid>/run.<pid>.<random>, 0700, whose journal is locked
+    for as long as ab lives and lists each file ("+path NAME" before it is made, "-path NAME" once
+    it is gone). ab removes them when it ends, or on SIGINT/SIGTERM/SIGHUP; killed outright, it
+    leaves them to the next `ipclab run`'s sweep, which takes the folder for a dead run's."""
+
+    def __init__(self):
+        tmp = os.environ.get("TMPDIR") or "/tmp"
+        if not tmp.startswith("/"):
+            raise UsageError(f"TMPDIR={brief(tmp)} is not an absolute path; set TMPDIR to one, e.g. /tmp")
+        base = os.path.join(tmp, f"ipclab-{os.geteuid()}")
+        try:
+            os.mkdir(base, 0o700)
+            os.chmod(base, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise UsageError(f"cannot create {brief(base)}: {e.strerror}; set TMPDIR to a writable folder") from None
+        st = os.lstat(base)
+        if not os.path.isdir(base) or os.path.islink(base) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise UsageError(f"{brief(base)} is not a folder of yours alone; remove it, or set TMPDIR to a "
+                             "private folder")
+        self.id = f"{os.getpid()}.{secrets.token_hex(4)}"
+        fresh = os.path.join(base, f"new.{self.id}")  # a sweep leaves "new.*" alone for a minute
+        os.mkdir(fresh, 0o700)
+        os.chmod(fresh, 0o700)
+        self.journal = os.open(os.path.join(fresh, "journal"),
+                               os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.fchmod(self.journal, 0o600)
+        fcntl.flock(self.journal, fcntl.LOCK_EX)  # the lease: held until ab ends, dropped when it dies
+        self.path = os.path.join(base, f"run.{self.id}")
+        os.rename(fresh, self.path)
+        self.open = []
+
+    def track(self, name: str) -> str:
+        """Journals `name`, a file that is about to be made in the folder; returns its path."""
+        os.write(self.journal, f"+path {name}\n".encode())
+        self.open.append(name)
+        return os.path.join(self.path, name)
+
+    def new_file(self, name: str) -> str:
+        """Journals `name`, then creates it (exclusively, 0600, empty); returns its path."""
+        path = self.track(name)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        return path
+
+    def remove(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self.path, name))
+        except FileNotFoundError:
+            pass
+        if name in self.open:
+            self.open.remove(name)
+        os.write(self.journal, f"-path {name}\n".encode())
+
+    def close(self) -> None:
+        """Removes what is still open, the journal and the folder; safe to call again (a signal)."""
+        if self.journal < 0:
+            return
+        for name in list(self.open):
+            try:
+                self.remove(name)
+            except OSError:
+                pass
+        for step in (lambda: os.unlink(os.path.join(self.path, "journal")), lambda: os.rmdir(self.path)):
+            try:
+                step()
+            except OSError:
+                pass
+        os.close(self.journal)
+        self.journal = -1
+
+
+class Slices:
+    """Runs slices one at a time, in the run folder, and stops cleanly on a signal: the slice now
+    running gets the same signal (its run cleans up after itself), then the folder goes."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, folder: RunFolder):
+        self.folder = folder
+        self.child = None
+        self.old = {sig: signal.signal(sig, self.on_signal) for sig in self.SIGNALS}
+
+    def on_signal(self, sig, frame):
+        child = self.child
+        if child is not None:
+            try:
+                os.kill(child.pid, sig)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and os.waitpid(child.pid, os.WNOHANG) == (0, 0):
+                    time.sleep(0.01)
+            except (OSError, ChildProcessError):
+                pass
+        self.folder.close()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+
+    def close(self):
+        for sig, old in self.old.items():
+            signal.signal(sig, old)
+        self.folder.close()
+
+
 # --- slices -------------------------------------------------------------------------------------
 
 @dataclass
@@ -248,9 +363,11 @@ def metric_of(rec, metric):
     return metric, rec.latency(metric), False
 
 
-def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
-    """One repetition of one benchmark on one side, in its own process."""
-    out = os.path.join(tmp, f"slice-{k}.json")
+def run_slice(side: Side, bench: dict, args, slices: Slices, k: int, metric: str):
+    """One repetition of one benchmark on one side, in its own process, its result and its error
+    output in ab's run folder (its stdout, the console table, is not read)."""
+    folder = slices.folder
+    out = os.path.join(folder.path, f"slice-{k}.json")
     argv = [side.binary, "run", f"{bench['suite']}/{bench['mechanism']}"]
     for name, value in bench["params"].items():
         argv += ["-p", f"{name}={value}"]
@@ -262,18 +379,31 @@ def run_slice(side: Side, bench: dict, args, tmp: str, k: int, metric: str):
     # The harness has its own stall watchdog and timeout; this one only keeps ab from hanging on a
     # binary that has none.
     limit = 60 + 4 * (float(args.duration) + float(args.warmup))
+    err_name = f"slice-{k}.err"
+    folder.track(f"slice-{k}.json")  # journaled before the slice's run may make it
+    with open(folder.new_file(err_name), "w") as err_file:
+        slices.child = subprocess.Popen(argv, env=side.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=err_file)
     try:
-        proc = subprocess.run(argv, env=side.env, capture_output=True, text=True, timeout=limit)
-        rc, err = proc.returncode, proc.stderr
+        rc = slices.child.wait(timeout=limit)
+        with open(os.path.join(folder.path, err_name), encoding="utf-8", errors="replace") as f:
+            err = f.read()
     except subprocess.TimeoutExpired:
+        slices.child.kill()
+        slices.child.wait()
         rc, err = -1, f"no answer within {limit:.0f} s"
+    finally:
+        slices.child = None
+        folder.remove(err_name)
     if rc == 2:  # the plan was accepted, so this is the binary disagreeing with itself
+        folder.remove(f"slice-{k}.json")
         raise RuntimeError(f"side {side.label}: {bench['name']}: {one_line(err)}")
     try:
         rf = load(out)
-        os.unlink(out)
     except UsageError:
         return Slice(error=f"side {side.label}: {one_line(err) or f'exit status {rc}'}")
+    finally:
+        folder.remove(f"slice-{k}.json")
     recs = [r for r in rf.records if r.run_type == "iteration"]
     if len(recs) != 1:
         return Slice(error=f"side {side.label}: {len(recs)} records in one slice")
@@ -398,7 +528,9 @@ def cmd_ab(argv) -> int:
         except ValueError:
             raise UsageError(f"--{option} {getattr(args, option)!r}: give seconds, e.g. --{option} 0.2") from None
     if args.json:
-        check_json_target(args.json)
+        check_target("--json", args.json)
+    for label, binary in (("A", base), ("B", new)) if base != new else (("A", base),):
+        check_ipclab(label, binary)
     common = (["--preset", args.preset] if args.preset else []) + (["--cpus", args.cpus] if args.cpus else [])
     # --duration and --warmup go to the plan too, so that the binary checks their ranges now.
     check = ["--duration", args.duration, "--warmup", args.warmup]
@@ -424,6 +556,9 @@ def cmd_ab(argv) -> int:
             raise UsageError(f"side {s.label} ({s.binary}) predates `ipclab run --plan`: give both sides the same "
                              "filters and parameters (the other side plans for it), or a newer binary")
         s.plan = other.plan
+    if not a.plan or not b.plan:
+        raise UsageError(f"side {'A' if not a.plan else 'B'} plans no benchmark; give filters that select some "
+                         "(see `ipclab list`)")
     if len(a.plan) != len(b.plan):
         raise UsageError(f"side A plans {len(a.plan)} benchmarks and side B {len(b.plan)}: the sides must pair "
                          "one to one; make their filters and parameters select as many points")
@@ -435,7 +570,7 @@ def cmd_ab(argv) -> int:
     progress = sys.stderr.isatty()
     started = time.monotonic()
     done = 0
-    tmp = tempfile.mkdtemp(prefix="ipclab-ab-")  # 0700; removed on every way out below
+    slices_run = Slices(RunFolder())  # every check passed: the first thing ab creates
     try:
         for pair in range(args.pairs):
             order = (0, 1) if pair % 2 == 0 else (1, 0)  # A B, B A, A B, ...: ABBA
@@ -450,7 +585,7 @@ def cmd_ab(argv) -> int:
                         eta = (time.monotonic() - started) / max(done - 1, 1) * (total - done + 1)
                         print(f"\r\033[K[{done}/{total}] pair {pair + 1} {side.label} {bench['name']} "
                               f"(ETA {eta:.0f}s)", end="", file=sys.stderr, flush=True)
-                    sl = run_slice(side, bench, args, tmp, done, args.metric)
+                    sl = run_slice(side, bench, args, slices_run, done, args.metric)
                     if sl.error or sl.skipped:
                         dead[i] = ("failed", sl.error) if sl.error else ("skipped", sl.skipped)
                         continue
@@ -458,7 +593,7 @@ def cmd_ab(argv) -> int:
         if progress:
             print("\r\033[K", end="", file=sys.stderr)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        slices_run.close()
 
     rows = []
     short_a, short_b = short_names([a.plan, b.plan])

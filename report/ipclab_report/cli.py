@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .compare import DEFAULT_NOISE_PCT  # light: scipy is imported only when a test runs
-from .util import UsageError, write_atomic
+from .util import UsageError, brief, check_distinct, check_target, write_atomic
 
 PROG = "ipclab"
 
@@ -93,6 +94,18 @@ def parser():
     return p
 
 
+def check_pages_dir(path):
+    """--pages DIR: an existing folder ipclab may write in, or a new one (made when the pages are
+    written) whose parent is."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"--pages {brief(path)}: the folder is not writable; choose a writable folder")
+    elif os.path.lexists(path):
+        raise UsageError(f"--pages {brief(path)} is not a folder; name a folder (made when missing)")
+    else:
+        check_target("--pages", path)
+
+
 def cmd_report(args):
     from .load import load_all
 
@@ -105,6 +118,14 @@ def cmd_report(args):
     if args.pages and len(args.results) != 1:
         raise UsageError(f"--pages takes one result file, not {len(args.results)}; merge parts of one run "
                          "with --reduce first")
+    # Every output checked before any input is read or anything is written.
+    targets = [(opt, path) for opt, path in (("-o", args.output), ("--markdown", args.markdown),
+                                             ("--reduce", args.reduce), ("--readme", args.readme)) if path]
+    for opt, path in targets:
+        check_target(opt, path)
+    if args.pages:
+        check_pages_dir(args.pages)
+    check_distinct([(f"{opt} {brief(path)}", path) for opt, path in targets])
     files = load_all(args.results)  # before importing matplotlib: bad input fails fast
     if args.reduce:
         from . import reduce
@@ -134,6 +155,10 @@ def cmd_compare(args):
     from .compare import compare_files, format_table
 
     result = compare_files(args.base, args.new, args.threshold, args.alpha, args.noise)
+    if result.rows and all(c.verdict == "no data" for c in result.rows):
+        raise UsageError(f"none of the {len(result.rows)} benchmark(s) in both files has a positive time to "
+                         "compare (every record's time per op is zero or missing); compare results of runs "
+                         "that measured")
     print(format_table(result, args.threshold, args.alpha, args.noise))
     if not result.rows and not result.failed:  # nothing in common: not a comparison, a mix-up
         raise UsageError(f"BASE and NEW share no benchmark ({len(result.only_base)} only in BASE, "
@@ -148,7 +173,60 @@ def cmd_screenshot(args):
     return 0
 
 
+class StdoutLost(Exception):
+    """A write to stdout failed: args[0] is the OSError."""
+
+
+class GuardedStdout:
+    """sys.stdout, whose failed writes raise StdoutLost: told apart from any other file's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise StdoutLost(e) from None
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except OSError as e:
+            raise StdoutLost(e) from None
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def stdout_lost(e: OSError) -> int:
+    """A write to stdout failed (a full disk, a closed pipe): one line, exit 1; stdout then goes
+    nowhere, so that the interpreter's own flush at exit does not fail again with a traceback."""
+    print(f"{PROG}: cannot write to standard output ({e.strerror or e}); check where it goes "
+          "(a full disk, a closed pipe)", file=sys.stderr)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
 def main(argv=None) -> int:
+    real = sys.stdout
+    sys.stdout = GuardedStdout(real)
+    try:
+        rc = run(argv)
+        sys.stdout.flush()
+        return rc
+    except StdoutLost as lost:
+        return stdout_lost(lost.args[0])
+    finally:
+        sys.stdout = real
+
+
+def run(argv=None) -> int:
     args = None
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -163,10 +241,14 @@ def main(argv=None) -> int:
         return {"report": cmd_report, "compare": cmd_compare, "screenshot": cmd_screenshot}[args.command](args)
     except UsageError as e:
         cmd = f" {args.command}" if args is not None and getattr(args, "command", None) else ""
-        print(f"{PROG}{cmd}: {e}", file=sys.stderr)
+        print(f"{PROG}{cmd}: {brief(e, 600)}", file=sys.stderr)
+        return 2
+    except RecursionError:  # an input nested deeper than any result file
+        print(f"{PROG}: an input is nested too deeply to be a result file; pass a result file written by "
+              "`ipclab run --json F`", file=sys.stderr)
         return 2
     except RuntimeError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: {brief(e, 600)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

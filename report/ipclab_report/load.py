@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .stats import histogram_percentile, median, median_index, stddev
-from .util import UsageError, is_number
+from .util import UsageError, brief, is_number
 
 SCHEMA_VERSION = 1
 FIX = "pass a result file written by `ipclab run --json F`"
@@ -236,18 +236,20 @@ def load(path: str) -> ResultFile:
         with open(path, "rb") as f:
             text = f.read()
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file; {FIX}") from None
+        raise UsageError(f"{brief(path)}: no such file; {FIX}") from None
     except IsADirectoryError:
-        raise UsageError(f"{path} is a directory; pass the result JSON inside it") from None
+        raise UsageError(f"{brief(path)} is a directory; pass the result JSON inside it") from None
     except OSError as e:
-        raise UsageError(f"{path}: cannot read ({e.strerror}); check the path and its permissions") from None
+        raise UsageError(f"{brief(path)}: cannot read ({e.strerror}); check the path and its permissions") from None
     try:
         doc = journal_document(path, text)
         if doc is None:
             doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
-        raise UsageError(f"{path} is not JSON{where}; {FIX}") from None
+        raise UsageError(f"{brief(path)} is not JSON{where}; {FIX}") from None
+    except RecursionError:
+        raise UsageError(f"{brief(path)} is nested too deeply to be a result file; {FIX}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path} is JSON but not a result object; {FIX}")
     version = doc.get("schema_version")

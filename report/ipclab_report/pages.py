@@ -620,8 +620,8 @@ def write_pages(rf, pages_dir: str, readme: str | None = None, only: list | None
     page's name taken by a file ipclab did not generate, stop the command before any file changes.
     `only`: the suites whose pages to write (the others' records still serve as baselines).
     Returns the paths written."""
-    if not os.path.isdir(pages_dir):
-        raise UsageError(f"--pages {pages_dir} is not a folder; create it or name another")
+    if os.path.lexists(pages_dir) and not os.path.isdir(pages_dir):
+        raise UsageError(f"--pages {pages_dir} is not a folder; name a folder (made when missing)")
     recs = summaries(rf)
     attach_baselines(recs)
     suites = list(dict.fromkeys(r.suite for r in recs))
@@ -647,6 +647,8 @@ def write_pages(rf, pages_dir: str, readme: str | None = None, only: list | None
             raise UsageError(f"--readme {readme}: cannot read ({e}); name the README to update") from None
         readme_dir = os.path.dirname(os.path.abspath(readme))
         out[readme] = replace_reference(text, headline(rf, readme_dir, pages_dir), readme)
+    if not os.path.isdir(pages_dir):
+        os.mkdir(pages_dir)  # its parent was checked (cli.check_pages_dir)
     for path, text in out.items():
         write_atomic(path, text)
     return list(out)

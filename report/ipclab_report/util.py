@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import tempfile
@@ -9,6 +10,119 @@ import tempfile
 
 class UsageError(Exception):
     """A problem the user fixes by changing the command line or the input: one line, exit 2."""
+
+
+def printable(text) -> str:
+    """`text` on one line of a terminal: control characters, line separators and stray bytes
+    (surrogate escapes) as escapes, as the harness's printable() shows them."""
+    out = []
+    for ch in str(text):
+        c = ord(ch)
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif 0xDC80 <= c <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
+            out.append(f"\\x{c - 0xDC00:02x}")
+        elif c < 0x20 or c == 0x7F:
+            out.append(f"\\x{c:02x}")
+        elif 0x80 <= c <= 0x9F or c in (0x2028, 0x2029) or 0xD800 <= c <= 0xDFFF:
+            out.append(f"\\u{{{c:04x}}}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def brief(text, limit: int = 200) -> str:
+    """A user's value as an error message echoes it: printable, and cut to about `limit`
+    characters ("…(+N more)"), so that a 100 KB argument gives a readable line. The twin of the
+    harness's brief() (src/core/error.hpp): every message that shows user text goes through it."""
+    shown = printable(text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit]}…(+{len(shown) - limit} more)"
+
+
+# The kernel's own file systems, where no result file can be made even by root.
+KERNEL_FILE_SYSTEMS = {"sysfs", "proc", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs",
+                       "bpf", "pstore", "efivarfs"}
+
+
+def _file_system_of(directory: str):
+    """(type, read-only) of the mount holding `directory`, from /proc/self/mountinfo; None if unknown."""
+    real = os.path.realpath(directory)
+    best = None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields = left.split()
+                point = fields[4].replace("\\040", " ")
+                if (real == point or real.startswith(point.rstrip("/") + "/")) and \
+                        (best is None or len(point) >= len(best[0])):
+                    best = (point, right.split()[0], "ro" in fields[5].split(","))
+    except (OSError, IndexError):
+        return None
+    return best[1:] if best else None
+
+
+def check_target(option: str, path: str) -> None:
+    """Refuses, before any work, a result path that could not or must not be written: empty, in
+    a missing or unwritable folder (probed with an unnamed file: nothing is created), a link, a
+    folder or a special file. The same rules as the harness's check_target (atomic_file.cpp)."""
+    if not path:
+        raise UsageError(f"{option} needs a file name, e.g. {option} report.html")
+    shown = brief(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {shown}: folder {brief(directory)} does not exist; create it first")
+    why = None
+    try:
+        os.close(os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        why = e.strerror
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR):  # no unnamed files here: the mount decides
+            fs = _file_system_of(directory)
+            if fs and fs[1]:
+                why = os.strerror(errno.EROFS)
+            elif fs and fs[0] in KERNEL_FILE_SYSTEMS:
+                why = os.strerror(errno.EACCES)
+            else:
+                why = None if os.access(directory, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)
+    if why:
+        raise UsageError(f"{option} {shown}: folder {brief(directory)} is not writable ({why}); "
+                         "choose a writable folder")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return  # a new file
+    except OSError as e:
+        raise UsageError(f"{option} {shown}: {e.strerror}; choose another name") from None
+    if os.path.islink(path):
+        raise UsageError(f"{option} {shown} is a symbolic link; ipclab writes no file through a link: "
+                         "name the file itself")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {shown} names a folder; give a file name")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise UsageError(f"{option} {shown} is not a regular file; choose another name")
+
+
+def target_identity(path: str) -> str:
+    """What a result path names: the real path of its folder and its file name."""
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+
+
+def check_distinct(targets) -> None:
+    """`targets`: (what, path) of each output of one command; two naming one file are refused."""
+    seen = {}
+    for what, path in targets:
+        key = target_identity(path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {what} name the same file, and one result would be lost; "
+                             "give each output its own path")
+        seen[key] = what
 
 
 def write_atomic(path: str, data: str | bytes) -> None:

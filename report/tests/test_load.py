@@ -143,3 +143,29 @@ def test_kernel_counters_per_op_where_counted(tmp_path):
     assert rf.records[0].kernel_per_op() == 4.0
     other = next(r for r in summaries(rf) if r.name != name)
     assert other.kernel_per_op() is None  # not counted: no figure, nothing breaks
+
+
+def test_brief_cuts_a_long_value_and_escapes_as_the_harness_does():
+    from ipclab_report.util import brief, printable
+
+    assert brief("harness/null") == "harness/null"
+    assert brief("x" * 100_000) == "x" * 200 + "…(+99800 more)"
+    assert printable("a\nb\x1b\x7f\u0085\u2028") == "a\\nb\\x1b\\x7f\\u{0085}\\u{2028}"
+    assert printable(b"r\xff".decode("utf-8", "surrogateescape")) == "r\\xff"
+
+
+def test_a_deeply_nested_file_is_a_usage_error(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["compare", str(deep), str(deep)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nested too deeply" in err
+
+
+def test_targets_are_checked_before_any_input_is_read(tmp_path, capsys):
+    missing_input = str(tmp_path / "nope.json")
+    assert main(["report", missing_input, "-o", "/nonexistent/r.html"]) == 2
+    assert "folder /nonexistent does not exist" in capsys.readouterr().err
+    assert main(["report", missing_input, "-o", str(tmp_path / "x"), "--markdown", str(tmp_path / "." / "x")]) == 2
+    assert "name the same file" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -294,8 +294,17 @@ def test_report_needs_an_output_and_pages_one_file(tmp_path, capsys):
     assert "--pages takes one result file, not 2" in capsys.readouterr().err
     assert main(["report", DEV, "-o", str(tmp_path / "r.html"), "--readme", str(tmp_path / "README.md")]) == 2
     assert "--readme goes with --pages DIR" in capsys.readouterr().err
-    assert main(["report", DEV, "--pages", str(tmp_path / "nope")]) == 2
+    (tmp_path / "a-file").write_text("")
+    assert main(["report", DEV, "--pages", str(tmp_path / "a-file")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+    assert main(["report", DEV, "--pages", str(tmp_path / "nope" / "deeper")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_report_pages_makes_its_folder(tmp_path):
+    assert main(["report", DEV, "--pages", str(tmp_path / "new")]) == 0
+    assert sorted(p.suffix for p in (tmp_path / "new").iterdir()) and (tmp_path / "new").is_dir()
 
 
 def test_reduce_keeps_the_medians_and_drops_the_bulk(tmp_path):

@@ -44,7 +44,7 @@ void cmd_list(const std::optional<std::string>& suite_filter) {
     }
   }
   if (!any)
-    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", *suite_filter));
+    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", brief(*suite_filter)));
 }
 
 int cmd_env(bool as_json, const std::string& cmdline) {

@@ -4,8 +4,12 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -128,36 +132,51 @@ int main(int argc, char** argv) {
     }
     if (!known) {
       fmt::print(stderr, "ipclab: unknown command '{}'; use one of {} (see `ipclab --help`)\n",
-                 printable(argv[1]), names);
+                 brief(argv[1]), names);
       return 2;
     }
   }
   if (auto rc = parse_command_line(app, argc, argv, "ipclab", "`ipclab --help`")) return *rc;
 
+  // What the command printed must reach its reader: a failed write or flush of stdout (a full
+  // disk, a closed pipe) is an error, not a success with the output lost.
+  auto finish = [](int rc, int err = 0) {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    if (flushed && !std::ferror(stdout)) return rc;
+    const int e = !flushed && errno ? errno : err;
+    fmt::print(stderr, "ipclab: cannot write to standard output{}; check where it goes (a full disk, a closed pipe)\n",
+               e ? fmt::format(" ({})", std::strerror(e)) : "");
+    return rc ? rc : 1;
+  };
   try {
     if (*list) {
       cmd_list(list_suite);
-      return 0;
+      return finish(0);
     }
-    if (*env) return cmd_env(env_json, cmdline);
-    if (*topo_cmd) return cmd_topo(topo_json, !topo_no_measure);
+    if (*env) return finish(cmd_env(env_json, cmdline));
+    if (*topo_cmd) return finish(cmd_topo(topo_json, !topo_no_measure));
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());
     int rc = cmd_run(ra, cmdline);
     ipc::end_run();
-    return rc;
+    return finish(rc);
   } catch (const UsageError& e) {
     ipc::end_run();
-    fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
+    fmt::print(stderr, "ipclab: {}\n", brief(e.what(), 600));
     return 2;
   } catch (const RunError& e) {
     ipc::end_run();
-    fmt::print(stderr, "ipclab: {}\n", printable(e.what()));
+    fmt::print(stderr, "ipclab: {}\n", brief(e.what(), 600));
     return 1;
   } catch (const std::exception& e) {
     ipc::end_run();
-    fmt::print(stderr, "ipclab: internal error: {}\n", printable(e.what()));
-    return 1;
+    if (std::ferror(stdout)) {  // a write to stdout failed (fmt throws): say so
+      auto* sys = dynamic_cast<const std::system_error*>(&e);
+      return finish(1, sys && sys->code().category() == std::generic_category() ? sys->code().value() : 0);
+    }
+    fmt::print(stderr, "ipclab: internal error: {}\n", brief(e.what(), 600));
+    return finish(1);
   }
 }

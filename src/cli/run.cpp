@@ -48,6 +48,26 @@ std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a
   return t;
 }
 
+// Two outputs naming one file would leave one result, the other lost: refused, each explicit
+// path (--json, --csv, --markdown) against the others and against all three files of --out,
+// compared as the paths they resolve to.
+void check_distinct_targets(const RunArgs& a) {
+  std::vector<std::pair<std::string, std::string>> named;  // (what, identity)
+  for (auto [option, path] : {std::pair{"--json", &a.json}, std::pair{"--csv", &a.csv},
+                              std::pair{"--markdown", &a.markdown}})
+    if (*path && !(*path)->empty()) named.emplace_back(fmt::format("{} {}", option, brief(**path)), **path);
+  if (a.out_dir && !a.out_dir->empty())
+    for (auto* file : {"results.json", "results.csv", "results.md"})
+      named.emplace_back(fmt::format("--out {} (its {})", brief(*a.out_dir), file), *a.out_dir + "/" + file);
+  for (auto& [what, path] : named) path = output::target_identity(path);
+  for (size_t i = 0; i < named.size(); ++i)
+    for (size_t j = i + 1; j < named.size(); ++j)
+      if (named[i].second == named[j].second)
+        throw UsageError(fmt::format("{} and {} name the same file, and one result would be lost; give "
+                                     "each output its own path",
+                                     named[i].first, named[j].first));
+}
+
 // --out: an existing folder (true), or a new one whose parent exists and is writable (false).
 bool check_out_dir(const std::string& dir) {
   if (dir.empty()) throw UsageError("--out needs a folder name, e.g. --out results/now");
@@ -57,7 +77,7 @@ bool check_out_dir(const std::string& dir) {
     return false;
   }
   if (!S_ISDIR(st.st_mode))
-    throw UsageError(fmt::format("--out {} is not a folder; name a folder for the results", dir));
+    throw UsageError(fmt::format("--out {} is not a folder; name a folder for the results", brief(dir)));
   return true;
 }
 
@@ -66,7 +86,7 @@ void make_out_dir(const std::string& dir) {
   try {
     ipc::make_private_dir(dir);
   } catch (const std::system_error& e) {
-    throw UsageError(fmt::format("--out {}: {}; choose a writable folder", dir, e.code().message()));
+    throw UsageError(fmt::format("--out {}: {}; choose a writable folder", brief(dir), e.code().message()));
   }
 }
 
@@ -77,6 +97,7 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
   std::vector<std::unique_ptr<output::Reporter>> reporters;
   reporters.push_back(std::make_unique<output::ConsoleReporter>(stdout, output::terminal_columns(stdout)));
   const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
+  check_distinct_targets(a);
   std::set<std::string> suites;
   for (auto& b : benchmarks) suites.insert(b.mech->suite);
   for (auto& [option, path] : output_targets(a)) {
@@ -140,14 +161,14 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
     auto v = parse_real(*a.duration);
     if (!v || !(*v >= 0.001 && *v <= 3600))
       throw UsageError(fmt::format(
-          "--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5", *a.duration));
+          "--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5", brief(*a.duration)));
     opts.duration_s = *v;
   }
   if (a.warmup) {
     auto v = parse_real(*a.warmup);
     if (!v || !(*v >= 0 && *v <= 600))
       throw UsageError(
-          fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", *a.warmup));
+          fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", brief(*a.warmup)));
     opts.warmup_s = *v;
   }
   const bool autorep = a.repetitions && *a.repetitions == "auto";
@@ -161,7 +182,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
       auto v = parse_real(*a.ci_target);
       if (!v || !(*v > 0 && *v <= 100))
         throw UsageError(fmt::format(
-            "--ci-target '{}': give a percentage above 0 up to 100, e.g. --ci-target 2", *a.ci_target));
+            "--ci-target '{}': give a percentage above 0 up to 100, e.g. --ci-target 2", brief(*a.ci_target)));
       opts.ci_target_pct = *v;
     }
     if (a.max_repetitions) {
@@ -170,7 +191,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
         throw UsageError(
             fmt::format("--max-repetitions '{}': give a whole number from {} to 1000, e.g. "
                         "--max-repetitions 30",
-                        *a.max_repetitions, kAutoMinRepetitions));
+                        brief(*a.max_repetitions), kAutoMinRepetitions));
       opts.max_repetitions = int(*v);
     }
   } else if (a.repetitions) {
@@ -178,7 +199,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
     if (!v || !(*v >= 1 && *v <= 1000))
       throw UsageError(
           fmt::format("--repetitions '{}': give a whole number from 1 to 1000, or auto, e.g. --repetitions 5",
-                      *a.repetitions));
+                      brief(*a.repetitions)));
     opts.repetitions = int(*v);
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
@@ -188,7 +209,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   if (a.seed) {
     auto v = parse_integer(*a.seed);
     if (!v || *v < 0)
-      throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", *a.seed));
+      throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", brief(*a.seed)));
     seed = uint64_t(*v);
   } else if (a.interleave) {
     seed = std::random_device{}() & 0x7fffffff;
@@ -229,7 +250,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   const PresetSpec* preset = find_preset(a.preset.value_or(""));
   if (!preset || (a.preset && a.preset->empty()))
     throw UsageError(
-        fmt::format("--preset '{}': use quick or full, or leave --preset out", a.preset.value_or("")));
+        fmt::format("--preset '{}': use quick or full, or leave --preset out", brief(a.preset.value_or(""))));
   std::optional<uint64_t> seed;  // --interleave: the order's seed
   const RunOptions opts = parse_options(a, *preset, seed);
   Overrides overrides;

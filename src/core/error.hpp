@@ -88,4 +88,15 @@ inline std::string printable(std::string_view text) {
   return out;
 }
 
+/// A user's value as an error message echoes it: printable(), and cut to about `max` characters
+/// ("…" and how many bytes were left out), so that a 100 KB argument gives a readable line. The
+/// one way every message shows user text (report/ipclab_report/util.py's brief() is its twin).
+inline std::string brief(std::string_view text, size_t max = 200) {
+  std::string out = printable(text);
+  if (out.size() <= max) return out;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // whole characters
+  return fmt::format("{}…(+{} bytes)", out.substr(0, cut), out.size() - cut);
+}
+
 }  // namespace ipclab

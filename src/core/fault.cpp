@@ -10,6 +10,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/mechanism.hpp"
 #include "core/message.hpp"
 #include "core/params.hpp"
 #include "core/session.hpp"
@@ -74,7 +75,7 @@ Fault parse() {
     return UsageError(
         fmt::format("IPCLAB_FAULT='{}' is not a fault spec; use {} (N, NS, MS >= 1; ROLE: "
                     "producer, consumer, client or server)",
-                    env, kFaultForms));
+                    brief(env), kFaultForms));
   };
   const auto parts = split(env);
   if (parts[0] == "corrupt" && parts.size() == 2) {
@@ -113,7 +114,18 @@ void spin_until(uint64_t until) {
 
 }  // namespace
 
-void check_fault_env() { parse(); }
+// A fault names a mechanism (by name or suite/name) that must exist, or it would never fire.
+void check_fault_env() {
+  const Fault f = parse();
+  if (f.mech.empty()) return;
+  std::string names;
+  for (auto& m : Registry::get().mechanisms()) {
+    if (f.mech == m.name || f.mech == m.full_name()) return;
+    names += (names.empty() ? "" : ", ") + m.full_name();
+  }
+  throw UsageError(fmt::format("IPCLAB_FAULT='{}': no mechanism '{}'; name one of {} (see `ipclab list`)",
+                               brief(std::getenv("IPCLAB_FAULT")), brief(f.mech, 40), brief(names, 120)));
+}
 
 FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w)
     : w_(w), window_ns_(uint64_t(duration_s * 1e9)), half_window_ns_(uint64_t(duration_s * 0.5e9)) {

@@ -590,42 +590,51 @@ void install_signal_cleanup() {
 
 std::vector<std::string> sweep_leftovers() {
   ensure_run();
-  std::vector<std::string> lines;
-  const int scan = dup(g_run.base_fd);
-  DIR* d = scan >= 0 ? fdopendir(scan) : nullptr;
-  if (!d) return lines;
-  rewinddir(d);
-  while (dirent* ent = readdir(d)) {
-    const std::string folder = ent->d_name;
-    const bool fresh = folder.rfind("new.", 0) == 0;
-    if ((!fresh && folder.rfind("run.", 0) != 0) || folder == g_run.folder) continue;  // not a run's
-    const int dir = openat(g_run.base_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir < 0) continue;
-    struct stat st {};
-    // A folder still being set up ("new.*") is given a minute before it counts as abandoned.
-    if (fstat(dir, &st) != 0 || st.st_uid != geteuid() || (fresh && std::time(nullptr) - st.st_mtime < 60)) {
+  // Two passes: a dead run's folder can hold another dead run's journaled file (`ipclab ab`'s
+  // slices are written by runs of their own), so it empties only once that run is swept too.
+  std::vector<std::pair<std::string, std::string>> swept;  // (run id, what was removed)
+  for (int pass = 0; pass < 2; ++pass) {
+    const int scan = dup(g_run.base_fd);
+    DIR* d = scan >= 0 ? fdopendir(scan) : nullptr;
+    if (!d) break;
+    rewinddir(d);
+    while (dirent* ent = readdir(d)) {
+      const std::string folder = ent->d_name;
+      const bool fresh = folder.rfind("new.", 0) == 0;
+      if ((!fresh && folder.rfind("run.", 0) != 0) || folder == g_run.folder) continue;  // not a run's
+      const int dir = openat(g_run.base_fd, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (dir < 0) continue;
+      struct stat st {};
+      // A folder still being set up ("new.*") is given a minute before it counts as abandoned.
+      if (fstat(dir, &st) != 0 || st.st_uid != geteuid() || (fresh && std::time(nullptr) - st.st_mtime < 60)) {
+        close(dir);
+        continue;
+      }
+      const int jfd = openat(dir, kJournal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (jfd >= 0 && flock(jfd, LOCK_EX | LOCK_NB) != 0) {  // the lease is held: that run lives
+        close(jfd);
+        close(dir);
+        continue;
+      }
+      // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
+      const std::string id = folder.substr(4);
+      auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id) : std::vector<std::string>{};
+      if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
+        removed.push_back("folder " + folder);
+      if (jfd >= 0) close(jfd);
       close(dir);
-      continue;
+      for (auto& r : removed) {
+        auto it = std::find_if(swept.begin(), swept.end(), [&](auto& s) { return s.first == id; });
+        if (it == swept.end())
+          swept.emplace_back(id, r);
+        else
+          it->second += ", " + r;
+      }
     }
-    const int jfd = openat(dir, kJournal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (jfd >= 0 && flock(jfd, LOCK_EX | LOCK_NB) != 0) {  // the lease is held: that run lives
-      close(jfd);
-      close(dir);
-      continue;
-    }
-    // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
-    const std::string id = folder.substr(4);
-    auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id) : std::vector<std::string>{};
-    if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
-      removed.push_back("folder " + folder);
-    if (jfd >= 0) close(jfd);
-    close(dir);
-    if (removed.empty()) continue;
-    std::string what;
-    for (auto& r : removed) what += (what.empty() ? "" : ", ") + r;
-    lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
+    closedir(d);
   }
-  closedir(d);
+  std::vector<std::string> lines;
+  for (auto& [id, what] : swept) lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
   return lines;
 }
 

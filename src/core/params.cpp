@@ -96,7 +96,7 @@ std::optional<double> parse_real(std::string_view text) {
 std::string canonical_value(const ParamSpec& spec, const std::string& value) {
   auto bad = [&](const std::string& want) {
     return UsageError(fmt::format("parameter '{}': '{}' is not {}; see `ipclab list` for its values",
-                                  spec.name, value, want));
+                                  spec.name, brief(value), want));
   };
   std::string out = value;
   switch (spec.type) {
@@ -154,7 +154,7 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
     std::string all;
     for (auto& c : spec.choices) all += (all.empty() ? "" : "|") + c;
     throw UsageError(
-        fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name, value, all));
+        fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name, brief(value), brief(all, 200)));
   }
   return out;
 }
@@ -214,7 +214,7 @@ nlohmann::json Params::to_json() const {
 void parse_override(const std::string& arg, Overrides& into) {
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
-    throw UsageError(fmt::format("-p '{}': write -p name=value[,value...]", arg));
+    throw UsageError(fmt::format("-p '{}': write -p name=value[,value...]", brief(arg)));
   std::string name = arg.substr(0, eq);
   std::vector<std::string> values;
   size_t pos = eq + 1;
@@ -222,7 +222,7 @@ void parse_override(const std::string& arg, Overrides& into) {
     auto comma = arg.find(',', pos);
     if (comma == std::string::npos) comma = arg.size();
     std::string v = arg.substr(pos, comma - pos);
-    if (v.empty()) throw UsageError(fmt::format("-p '{}': empty value; write -p name=v1,v2", arg));
+    if (v.empty()) throw UsageError(fmt::format("-p '{}': empty value; write -p name=v1,v2", brief(arg)));
     values.push_back(v);
     pos = comma + 1;
   }

@@ -36,10 +36,10 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     auto v = parse_integer(num);
     if (!v)
       throw UsageError(
-          fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3", text, num));
+          fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3", brief(text), brief(num)));
     if (*v < 0 || *v >= CPU_SETSIZE || !is_allowed(*v))
       throw UsageError(
-          fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, num, have));
+          fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", brief(text), brief(num), have));
     return int(*v);
   };
   std::vector<int> out;
@@ -48,21 +48,21 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     const std::string_view part = std::string_view(text).substr(pos, comma - pos);
     pos = comma + 1;
     if (part.empty())
-      throw UsageError(fmt::format("--cpus '{}': empty element; write a list like 0,1 or 0-3", text));
+      throw UsageError(fmt::format("--cpus '{}': empty element; write a list like 0,1 or 0-3", brief(text)));
     const size_t dash = part.find('-', 1);  // a leading '-' is a sign, which cpu() refuses
     const int lo = cpu(part.substr(0, dash));
     int hi = lo;
     if (dash != std::string_view::npos) {
       hi = cpu(part.substr(dash + 1));
       if (hi < lo)
-        throw UsageError(fmt::format("--cpus '{}': range {} is reversed; write {}-{}", text, part, hi, lo));
+        throw UsageError(fmt::format("--cpus '{}': range {} is reversed; write {}-{}", brief(text), brief(part), hi, lo));
     }
     for (int c = lo; c <= hi; ++c) {
       if (!is_allowed(c))
         throw UsageError(
-            fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", text, c, have));
+            fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", brief(text), c, have));
       if (std::find(out.begin(), out.end(), c) != out.end())
-        throw UsageError(fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", text, c));
+        throw UsageError(fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", brief(text), c));
       out.push_back(c);
     }
   }
@@ -98,7 +98,7 @@ int cpus_needed(const std::string& layout) {
   if (layout == "unpinned") return 0;
   if (layout == "same") return 1;
   if (layout == "cross") return 2;
-  throw UsageError(fmt::format("unknown placement '{}'; use same, cross or unpinned", layout));
+  throw UsageError(fmt::format("unknown placement '{}'; use same, cross or unpinned", brief(layout)));
 }
 
 std::string placement_problem(const std::string& layout, const std::vector<int>& cpus) {

@@ -47,13 +47,13 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
       throw UsageError(
           fmt::format("filter '{}' has control characters or bytes that are not UTF-8; "
                       "filters are suite and mechanism names (see `ipclab list`)",
-                      f));
+                      brief(f)));
     bool any = false;
     for (auto& m : all)
       if (filter_matches(f, m)) any = true;
     if (!any)
       throw UsageError(
-          fmt::format("no benchmark matches '{}'; see `ipclab list` for suites and mechanisms", f));
+          fmt::format("no benchmark matches '{}'; see `ipclab list` for suites and mechanisms", brief(f)));
   }
   for (auto& m : all) {
     bool take = filters.empty();
@@ -71,7 +71,7 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   for (auto& [name, _] : overrides)
     if (!known.count(name))
       throw UsageError(
-          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", name));
+          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", brief(name)));
 
   std::vector<PlannedBenchmark> out;
   std::string dropped;  // why the first impossible point was left out

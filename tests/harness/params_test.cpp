@@ -156,6 +156,19 @@ TEST(Params, StringValuesArePrintableUtf8) {
   EXPECT_THROW(canonical_value(path, "/tmp/a\nb"), UsageError);
 }
 
+TEST(Params, BriefCutsALongValueAtAWholeCharacter) {
+  EXPECT_EQ(brief("harness/null"), "harness/null");
+  EXPECT_EQ(brief("a\nb"), "a\\nb");
+  const std::string huge(100000, 'x');
+  const std::string cut = brief(huge);
+  EXPECT_EQ(cut, std::string(200, 'x') + "…(+99800 bytes)");
+  std::string accents;
+  for (int i = 0; i < 150; ++i) accents += "\xc3\xa9";  // é, two bytes each: 300 bytes
+  const std::string cut_accents = brief(accents);
+  EXPECT_EQ(printable(cut_accents), cut_accents) << "no character split";
+  EXPECT_NE(cut_accents.find("…(+100 bytes)"), std::string::npos) << cut_accents;
+}
+
 TEST(Params, PrintableEscapesControlsAndInvalidUtf8Only) {
   EXPECT_EQ(printable("plain — café 😀"), "plain — café 😀");
   EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");

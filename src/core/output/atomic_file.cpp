@@ -4,6 +4,8 @@
 // reporters of such files (JSON, Markdown) share the steps here: check, temporary, commit.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +28,15 @@ std::string folder_of(const std::string& path) {
   return dir.empty() ? "." : dir.string();
 }
 
+// The kernel's own file systems (statfs f_type), where no result file can be made even by root:
+// sysfs, procfs, cgroup v1 and v2, debugfs, tracefs, securityfs, configfs, bpffs, pstore, efivarfs.
+bool kernel_file_system(long type) {
+  for (long magic : {0x62656572L, 0x9fa0L, 0x27e0ebL, 0x63677270L, 0x64626720L, 0x74726163L, 0x73636673L,
+                     0x62656570L, 0xcafe4a11L, 0x6165676cL, 0xde5e81e4L})
+    if (type == magic) return true;
+  return false;
+}
+
 }  // namespace
 
 void check_target(const std::string& option, const std::string& path) {
@@ -38,31 +49,50 @@ void check_target(const std::string& option, const std::string& path) {
                     "byte); choose a plain file name",
                     option));
   const std::string dir = folder_of(path);
+  const std::string shown = brief(path), shown_dir = brief(dir);
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw UsageError(fmt::format("{} {}: folder {} does not exist; create it first", option, path, dir));
+    throw UsageError(
+        fmt::format("{} {}: folder {} does not exist; create it first", option, shown, shown_dir));
   // Probed with an unnamed file (O_TMPFILE: nothing appears, nothing is left), which also finds
   // what access() does not for root: a read-only or special file system. Where the file system
-  // cannot make unnamed files, access() decides.
+  // cannot make unnamed files, the mount decides (read-only, or a kernel's own file system such
+  // as /sys or /proc, where no result file can be made), then access().
   const int probe = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-  const int probe_errno = errno;
+  int probe_errno = errno;
   if (probe >= 0) ::close(probe);
-  const bool writable = probe >= 0 || ((probe_errno == EOPNOTSUPP || probe_errno == EISDIR) &&
-                                       access(dir.c_str(), W_OK | X_OK) == 0);
-  if (!writable)
+  if (probe < 0 && (probe_errno == EOPNOTSUPP || probe_errno == EISDIR)) {
+    struct statfs fs {};
+    if (::statfs(dir.c_str(), &fs) == 0 && ((fs.f_flags & ST_RDONLY) || kernel_file_system(fs.f_type)))
+      probe_errno = (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
+    else if (access(dir.c_str(), W_OK | X_OK) == 0)
+      probe_errno = 0;
+  }
+  if (probe < 0 && probe_errno != 0)
     throw UsageError(fmt::format("{} {}: folder {} is not writable ({}); choose a writable folder", option,
-                                 path, dir, strerror(probe >= 0 ? EACCES : probe_errno)));
-  if (lstat(path.c_str(), &st) != 0) return;  // a new file
+                                 shown, shown_dir, strerror(probe_errno)));
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;  // a new file
+    throw UsageError(fmt::format("{} {}: {}; choose another name", option, shown, strerror(errno)));
+  }
   if (S_ISDIR(st.st_mode))
     throw UsageError(
-        fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, path, path));
+        fmt::format("{} {} names a folder; give a file name, e.g. {}/results.json", option, shown, shown));
   if (S_ISLNK(st.st_mode))
     throw UsageError(
         fmt::format("{} {} is a symbolic link; ipclab writes no file through a link: name "
                     "the file itself",
-                    option, path));
+                    option, shown));
   if (!S_ISREG(st.st_mode))
-    throw UsageError(fmt::format("{} {} is not a regular file; choose another name", option, path));
+    throw UsageError(fmt::format("{} {} is not a regular file; choose another name", option, shown));
+}
+
+std::string target_identity(const std::string& path) {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  const auto parent = std::filesystem::weakly_canonical(abs.parent_path(), ec);
+  return ec ? abs.lexically_normal().string() : (parent / abs.filename()).lexically_normal().string();
 }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
@@ -108,7 +138,8 @@ void AtomicReporter::open() {
   try {
     file_ = std::make_unique<AtomicFile>(path_);
   } catch (const std::system_error& e) {
-    throw UsageError(fmt::format("{} {}: {}; choose a writable folder", option_, path_, e.code().message()));
+    throw UsageError(
+        fmt::format("{} {}: {}; choose a writable folder", option_, brief(path_), e.code().message()));
   }
 }
 

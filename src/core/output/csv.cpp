@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <system_error>
 
@@ -145,7 +146,7 @@ std::string first_line(int fd) {
 
 UsageError other_columns(const std::string& path) {
   return UsageError(
-      fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", path));
+      fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", brief(path)));
 }
 
 }  // namespace
@@ -177,7 +178,7 @@ void append_csv(const std::string& path, const std::vector<Record>& records) {
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", path));
+    throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", brief(path)));
   if (::flock(fd, LOCK_EX) != 0)
     throw std::system_error(errno, std::generic_category(), "lock --csv " + path);
   std::string text;
@@ -211,6 +212,14 @@ CsvReporter::CsvReporter(std::string path, const std::set<std::string>& suites, 
   if (folder_is_new) return;  // a new --out folder holds no file yet
   check_target("--csv", path_);
   check_csv(path_, suites);
+  // An existing file must take the rows: opened for appending now (writing nothing), so that a
+  // file the run could not append to is refused before the run, not after it.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0)
+    ::close(fd);
+  else if (errno != ENOENT)
+    throw UsageError(fmt::format("--csv {}: cannot append to it ({}); choose a file you can write",
+                                 brief(path_), strerror(errno)));
 }
 
 void CsvReporter::end(const std::vector<Record>& records) {

@@ -19,6 +19,10 @@ constexpr int kSchemaVersion = 1;
 /// `option` is the flag it came from (--json, --csv, --markdown, --out).
 void check_target(const std::string& option, const std::string& path);
 
+/// What a result path names, for telling two outputs apart: the real path of its folder (links
+/// resolved as far as the folder exists) and its file name.
+std::string target_identity(const std::string& path);
+
 /// A result file in the making: its temporary of the run is created at once (so a place that
 /// cannot be written is found before the run), and commit() writes, syncs and renames it over
 /// `path` — never a half-written file, never a write through a link, mode 0644 whatever the
