@@ -214,61 +214,38 @@ def test_a_stolen_request_is_one_lost_and_fails_the_run_naming_it(lab, mech):
     assert i["sent"] - i["received"] == 1, i
 
 
-@pytest.mark.parametrize("mech", ROUNDTRIP_QUEUES)
-def test_five_duplicated_requests_are_five_duplicated(lab, mech):
-    def duplicate(qs):
-        m = qs[0].take()
-        for _ in range(6):  # the request back, and five copies
-            qs[0].put(m)
+JUNK = bytes([0xFE]) + bytes(range(1, SIZE))  # no message of any run, nor a stop marker
 
-    rc, err, i = meddled_run(lab, mech, "roundtrip", duplicate)
+
+def put_back_six(qs):
+    """Takes one message and puts it back six times: the message, and five copies."""
+    m = qs[0].take()
+    for _ in range(6):
+        qs[0].put(m)
+
+
+def inject_three(qs):
+    for _ in range(3):
+        qs[0].put(JUNK)
+
+
+@pytest.mark.parametrize("mech,pattern", [(m, "roundtrip") for m in ROUNDTRIP_QUEUES] +
+                         [(m, "throughput") for m in ("messaging/posix_mq", "messaging/sysv_mq")])
+@pytest.mark.parametrize("meddle", [put_back_six, inject_three])
+def test_each_meddled_message_counts_once_and_the_stream_goes_on(lab, mech, pattern, meddle):
+    rc, err, i = meddled_run(lab, mech, pattern, meddle)
     assert rc == 1, err
-    assert "integrity: 0 lost, 5 duplicated, 0 reordered, 0 corrupt" in failed_line(err)
-    assert i["duplicated"] == 5 and i["lost"] == 0 and i["corrupt"] == 0, i
-    assert i["received"] == i["sent"], i
-
-
-@pytest.mark.parametrize("mech", ROUNDTRIP_QUEUES)
-def test_three_injected_junk_messages_are_three_corrupt(lab, mech):
-    junk = bytes([0xFE]) + bytes(range(1, SIZE))  # no message of any run, nor a stop marker
-
-    def inject(qs):
-        for _ in range(3):
-            qs[0].put(junk)
-
-    rc, err, i = meddled_run(lab, mech, "roundtrip", inject)
-    assert rc == 1, err
-    assert "integrity: 0 lost, 0 duplicated, 0 reordered, 3 corrupt" in failed_line(err)
-    assert i["corrupt"] == 3 and i["lost"] == 0 and i["duplicated"] == 0, i
-    assert i["received"] == i["sent"], i
-
-
-@pytest.mark.parametrize("mech", ["messaging/posix_mq", "messaging/sysv_mq"])
-def test_a_message_put_back_late_with_five_copies_is_reordered_once_and_duplicated_five_times(lab, mech):
-    def put_back(qs):
-        m = qs[0].take()
-        for _ in range(6):
-            qs[0].put(m)
-
-    rc, err, i = meddled_run(lab, mech, "throughput", put_back)
-    assert rc == 1, err
-    assert "integrity: 0 lost, 5 duplicated, 1 reordered, 0 corrupt" in failed_line(err)
-    assert i["duplicated"] == 5 and i["reordered"] == 1 and i["lost"] == 0 and i["corrupt"] == 0, i
-    assert i["received"] == i["sent"], i
-
-
-@pytest.mark.parametrize("mech", ["messaging/posix_mq", "messaging/sysv_mq"])
-def test_junk_in_a_throughput_stream_is_corrupt_once_each(lab, mech):
-    junk = bytes([0xFE]) + bytes(range(1, SIZE))
-
-    def inject(qs):
-        for _ in range(3):
-            qs[0].put(junk)
-
-    rc, err, i = meddled_run(lab, mech, "throughput", inject)
-    assert rc == 1, err
-    assert "integrity: 0 lost, 0 duplicated, 0 reordered, 3 corrupt" in failed_line(err)
-    assert i["received"] == i["sent"], i
+    line = failed_line(err)
+    if meddle is put_back_six:
+        # Five repeats. In throughput the message put back usually arrives after later ones (a late
+        # first arrival: reordered), unless the queue was empty when it was taken.
+        assert re.search(r"integrity: 0 lost, 5 duplicated, [01] reordered, 0 corrupt", line), line
+        assert i["duplicated"] == 5 and i["corrupt"] == 0, i
+        assert i["reordered"] == 0 if pattern == "roundtrip" else i["reordered"] <= 1, i
+    else:
+        assert "integrity: 0 lost, 0 duplicated, 0 reordered, 3 corrupt" in line, line
+        assert i["corrupt"] == 3 and i["duplicated"] == 0, i
+    assert i["lost"] == 0 and i["received"] == i["sent"], i
 
 
 # ---- peers that keep their own count ------------------------------------------------------------
