@@ -20,7 +20,7 @@
 
 namespace ipclab::ipc {
 
-enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File };
+enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File, Lock };
 
 /// Starts this process's run: the state folder, the run folder, the locked journal. Called by
 /// `ipclab run` once the input is valid; every other entry point below starts it on first use.
@@ -59,12 +59,29 @@ bool commit_file(const std::string& path, const std::string& target, bool replac
 void track_path(const std::string& path);
 /// Journals a file or socket at an absolute path outside run_dir() that another program will
 /// create (a library's socket under a fixed folder). A run's end and a later sweep remove it only
-/// when its name carries the run's tag (".ipclab.<run_id>."); a fixed name another program chose
-/// is removed by its owner's remove() or on a signal, never by a sweep, which cannot tell whose
-/// it is by then.
+/// when its name carries the run's tag (".ipclab.<run_id>."), or — a fixed name another program
+/// chose — when the run journaled it while it held a machine-wide lock (lock_shared), which the
+/// sweep must then hold itself; otherwise it is removed by its owner's remove() or on a signal.
 void track_file(const std::string& path);
 /// Journals a POSIX shared memory name ("/name") another program will create, with the same rule.
 void track_shm(const std::string& name);
+/// Names shared by the whole machine — the fixed files and shared memory every copy of a daemon
+/// uses (iceoryx's /tmp/roudi, /dev/shm/iceoryx_mgmt, ...) — are used only while the machine-wide
+/// lock `name` is held, for the whole use: flock on /tmp/ipclab-shared.<name>.lock, a file created
+/// exclusively 0600 or, when it exists, opened without following a link or blocking and used only
+/// when it is a regular file of this user's closed to others. Held, it is journaled ("lock") before
+/// any fixed name; a run's end removes those names and then releases it (the file removed while
+/// still held). A later sweep removes a dead run's fixed names only once it holds every lock that
+/// run journaled: no run, and no daemon that kept the lock's descriptor (Spawn::keep_fds), uses
+/// them then. Waits at most `wait_s` for another holder; then Skip, naming the holder (the run
+/// written in the file). Skip too when the file is not one ipclab may use. Returns the locked
+/// descriptor (close-on-exec), owned by the run until unlock_shared().
+int lock_shared(const std::string& name, double wait_s);
+/// Releases lock_shared(name): call once the names it guards are removed. No effect when not held.
+void unlock_shared(const std::string& name);
+/// The lock file of lock_shared(name).
+std::string shared_lock_path(const std::string& name);
+
 /// Runs `f` when the run ends normally or by an error (end_run), before its objects are removed,
 /// the last registered first: for a daemon that lives as long as the run, to be stopped while
 /// its folder still exists.
