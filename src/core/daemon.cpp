@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
@@ -29,6 +30,10 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
     throw;
   }
   close(log);
+  Deadline::waiting_for(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]), opt_.timeout_s);
+  struct Done {
+    ~Done() { Deadline::waiting_for(""); }
+  } done;
   const uint64_t deadline = now_ns() + uint64_t(opt_.timeout_s * 1e9);
   for (;;) {
     const std::string text = read_log();

@@ -31,6 +31,7 @@
 
 #include "core/error.hpp"
 #include "core/fdio.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab::ipc {
 
@@ -719,6 +720,10 @@ int lock_shared(const std::string& name, double wait_s) {
   ensure_run();
   const std::string path = shared_lock_path(name);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  Deadline::waiting_for("the machine-wide lock " + path, wait_s);
+  struct Done {
+    ~Done() { Deadline::waiting_for(""); }
+  } done;
   for (;;) {
     std::string why;
     const int fd = try_lock_file(path, why);
@@ -760,6 +765,34 @@ void unlock_shared(const std::string& name) {
       close(fd);
       return;
     }
+}
+
+int open_own_file(const std::string& path, int flags, std::string* why) {
+  const int fd = open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (why) *why = strerror(e);
+    errno = e;
+    return -1;
+  }
+  struct stat st {};
+  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+  if (!ok || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
+    if (why)
+      *why = !ok ? fmt::format("it is {} of uid {}, not a regular file of yours",
+                               S_ISFIFO(st.st_mode)  ? "a FIFO"
+                               : S_ISDIR(st.st_mode) ? "a folder"
+                               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                               : S_ISSOCK(st.st_mode) ? "a socket"
+                               : S_ISREG(st.st_mode)  ? "a file"
+                                                      : "something",
+                               st.st_uid)
+                 : strerror(errno);
+    close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace ipclab::ipc

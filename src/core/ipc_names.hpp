@@ -82,6 +82,14 @@ void unlock_shared(const std::string& name);
 /// The lock file of lock_shared(name).
 std::string shared_lock_path(const std::string& name);
 
+/// Opens an existing file at `path` in a folder others may write to (TMPDIR, /tmp, /dev/shm, -p
+/// dir) with `flags` (O_RDONLY, O_RDWR, O_DIRECT...), never following a link and never blocking on
+/// a FIFO or device planted there (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC; O_NONBLOCK is cleared once
+/// the type is known), and keeps it only when it is a regular file of this user's. Returns the fd;
+/// -1 with errno from open() when there is nothing to open; -1 with errno EPERM and `why` saying
+/// what is there when it is something else (a FIFO, a device, a folder, another user's).
+int open_own_file(const std::string& path, int flags, std::string* why = nullptr);
+
 /// Runs `f` when the run ends normally or by an error (end_run), before its objects are removed,
 /// the last registered first: for a daemon that lives as long as the run, to be stopped while
 /// its folder still exists.

@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab::fileio {
 
@@ -56,16 +57,27 @@ bool is_tmpfs(const std::string& dir) {
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
 
+// Opens the test file at `path` (ipc::open_own_file: never through a link, never blocking on a
+// FIFO or device planted at its name in a folder others can write to). -1 when there is none;
+// throws, naming what is there, when it is something else than a regular file of this user's.
+int open_test_file(const std::string& path, int flags) {
+  std::string why;
+  const int fd = ipc::open_own_file(path, flags, &why);
+  if (fd < 0 && errno == EPERM)
+    throw std::runtime_error(
+        fmt::format("{}: {}; remove it or choose another -p dir", path, why));
+  return fd;
+}
+
 // The file is reused when it has the right size and its first and last blocks verify; a damaged
 // block elsewhere is then reported as corrupt by the run that reads it, not silently rewritten.
 // A test file is reused only when it is a regular file of this user (never read through a link)
 // of the right size whose first and last blocks hold the expected content.
 bool valid_file(const std::string& path, uint64_t size) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open_test_file(path, O_RDONLY);
   if (fd < 0) return false;
   struct stat st {};
-  bool ok =
-      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && uint64_t(st.st_size) == size;
+  bool ok = fstat(fd, &st) == 0 && uint64_t(st.st_size) == size;
   alignas(64) std::byte buf[kBlock];
   for (uint64_t off : {uint64_t(0), size - kBlock}) {
     if (!ok) break;
@@ -212,7 +224,9 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
   int fd = ipc::create_file(dir, file_name(size), 0600, tmp);
   constexpr uint64_t kChunk = 1 << 20;
   auto buf = aligned_buffer(kChunk);
+  Deadline::waiting_for("writing the test file " + tmp);  // each MiB written restarts the guard
   for (uint64_t off = 0; off < size; off += kChunk) {
+    Deadline::progress();
     const uint64_t n = std::min(kChunk, size - off);
     for (uint64_t b = 0; b < n; b += kBlock) fill_block(buf.get() + b, off + b);
     for (uint64_t done = 0; done < n;) {
@@ -228,6 +242,7 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
       done += uint64_t(w);
     }
   }
+  Deadline::waiting_for("the test file " + tmp + " to reach the disk (fdatasync)", 120);
   if (fdatasync(fd) != 0) {
     close(fd);
     ipc::remove(ipc::Kind::File, tmp);
@@ -255,6 +270,7 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
     fsync(dfd);
     close(dfd);
   }
+  Deadline::waiting_for("");
   return path;
 }
 
@@ -270,7 +286,7 @@ Plan::Plan(uint64_t file_size, bool random)
 }
 
 int open_file(const std::string& path, bool direct, bool random) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  int fd = open_test_file(path, O_RDONLY | (direct ? O_DIRECT : 0));
   if (fd >= 0) {
     posix_fadvise(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
     return fd;
@@ -315,7 +331,7 @@ std::unique_ptr<std::byte, void (*)(void*)> aligned_buffer(size_t n) {
 }
 
 std::string evict(const std::string& path, bool allow_drop_caches) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_test_file(path, O_RDONLY);
   if (fd < 0) sys_fail("open " + path);
   int r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
@@ -331,7 +347,7 @@ std::string evict(const std::string& path, bool allow_drop_caches) {
 }
 
 double resident_fraction(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ipc::open_own_file(path, O_RDONLY);
   if (fd < 0) return -1;
   struct stat st {};
   double frac = -1;
@@ -370,10 +386,12 @@ Setup prepare(Session& s, bool direct) {
   // left to write back would otherwise queue in front of the measured reads (reads of 0.5 s
   // each were seen right after a cargo build).
   const uint64_t t1 = now_ns();
+  Deadline::waiting_for("the file system of " + dir + " to write back (syncfs)", 120);
   if (const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     syncfs(dfd);
     close(dfd);
   }
+  Deadline::waiting_for("");
   rec.extra["syncfs_s"] = double(now_ns() - t1) * 1e-9;
   rec.extra["fs_tmpfs"] = is_tmpfs(dir);
   rec.extra["block_size"] = su.plan.len();
@@ -389,8 +407,12 @@ Setup prepare(Session& s, bool direct) {
       throw Skip(fmt::format("cache=warm: the {} byte file does not fit in free memory", size));
     int fd = open_file(su.path, false, false);
     auto buf = aligned_buffer(1 << 20);
-    for (uint64_t off = 0; off < size; off += 1 << 20)
+    Deadline::waiting_for("reading the test file into the page cache");
+    for (uint64_t off = 0; off < size; off += 1 << 20) {
+      Deadline::progress();
       if (pread(fd, buf.get(), 1 << 20, off_t(off)) < 0) sys_fail("warm read");
+    }
+    Deadline::waiting_for("");
     close(fd);
     rec.extra["cache"] = "warm: the whole file read once before the run";
   } else {
