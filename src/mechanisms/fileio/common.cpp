@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <system_error>
 
 #include "core/clock.hpp"
@@ -178,32 +179,91 @@ bool block_ok(const void* buf, uint64_t off) {
   return diff == 0;
 }
 
+namespace {
+
+// The type of the file system `path` (an existing folder) is on, by name, when it is one that holds
+// no files of a user's: devices (devtmpfs, whose statfs says tmpfs, so /proc/self/mountinfo is
+// asked by device number), the kernel's views (proc, sysfs, cgroup, ...). "" for a regular one.
+std::string special_fs(const std::string& path) {
+  struct statfs sf {};
+  if (statfs(path.c_str(), &sf) == 0) {
+    switch (sf.f_type) {
+      case PROC_SUPER_MAGIC:
+        return "proc";
+      case SYSFS_MAGIC:
+        return "sysfs";
+      case DEVPTS_SUPER_MAGIC:
+        return "devpts";
+      case CGROUP_SUPER_MAGIC:
+      case CGROUP2_SUPER_MAGIC:
+        return "cgroup";
+      case DEBUGFS_MAGIC:
+        return "debugfs";
+      case TRACEFS_MAGIC:
+        return "tracefs";
+      case SECURITYFS_MAGIC:
+        return "securityfs";
+      case BPF_FS_MAGIC:
+        return "bpf";
+      default:
+        break;
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    // "id parent major:minor root mount-point options [optional...] - fstype source super-options"
+    std::istringstream f(line);
+    std::string id, parent, mm;
+    if (!(f >> id >> parent >> mm) || mm != dev) continue;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type;
+    rest >> type;
+    for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs", "binfmt_misc"})
+      if (type == bad) return type;
+    return "";
+  }
+  return "";
+}
+
+// Why the default folder cannot be used ("" when it can, or does not exist yet): it sits in a folder
+// every user can write to, so it is used only while it is a folder of this user's closed to others.
+std::string default_dir_problem() {
+  struct stat st {};
+  if (lstat(kDefaultDir, &st) != 0) return "";  // made on first use (ensure_default_dir)
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    return fmt::format("{} is not a folder of yours closed to others (a link, another user's, or writable by "
+                       "others); remove it or choose -p dir",
+                       kDefaultDir);
+  return "";
+}
+
+// Created 0700 by this user on first use, and checked again (it may have changed since the check).
+void ensure_default_dir() {
+  ipc::make_private_dir(kDefaultDir);
+  if (const std::string why = default_dir_problem(); !why.empty()) throw UsageError(why);
+}
+
+}  // namespace
+
 std::string check_dir(const std::string& dir) {
-  if (dir == kDefaultDir) return "";  // made on first use (ensure_file)
+  if (dir == kDefaultDir) return default_dir_problem();
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
                        dir);
+  if (const std::string fs = special_fs(dir); !fs.empty())
+    return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}", dir,
+                       fs, kDefaultDir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
     return fmt::format("-p dir={} is not writable; choose a writable folder", dir);
   return "";
 }
-
-namespace {
-
-// The default folder sits in a folder every user can write to: it is created 0700 by this user
-// and used only while it is still a folder of this user's, closed to others.
-void ensure_default_dir() {
-  ipc::make_private_dir(kDefaultDir);
-  struct stat st {};
-  if (lstat(kDefaultDir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-    throw std::runtime_error(
-        fmt::format("{} is not a folder of yours closed to others (a link, another "
-                    "user's, or writable by others); remove it or choose -p dir",
-                    kDefaultDir));
-}
-
-}  // namespace
 
 std::string ensure_file(const std::string& dir, uint64_t size) {
   if (dir == kDefaultDir) ensure_default_dir();
