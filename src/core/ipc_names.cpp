@@ -712,6 +712,19 @@ std::vector<std::string> sweep_leftovers() {
   return lines;
 }
 
+std::string socket_path_problem(size_t name_len) {
+  // "<state folder>/run.<pid>.<8 hex>/<name>": a pid has at most 7 digits (pid_max 4194304).
+  const std::string state = state_dir();
+  const size_t longest = state.size() + std::strlen("/run.") + 7 + 1 + 8 + 1 + name_len;
+  if (longest <= kSocketPathMax) return "";
+  const char* t = std::getenv("TMPDIR");
+  const size_t room = kSocketPathMax - std::min(kSocketPathMax, longest - std::string(t && *t ? t : "/tmp").size());
+  return fmt::format("TMPDIR={} is too long for the Unix socket this benchmark binds in its run folder: up to {} "
+                     "bytes, over the {} a socket path takes (sun_path); set TMPDIR to a folder of at most {} "
+                     "bytes, e.g. /tmp",
+                     t && *t ? t : "/tmp", longest, kSocketPathMax, room);
+}
+
 std::string shared_lock_path(const std::string& name) {
   return fmt::format("{}/ipclab-shared.{}.lock", kSharedLockDir, name);
 }

@@ -111,6 +111,14 @@ std::vector<std::string> sweep_leftovers();
 /// already exists (left as it is: the caller judges it). Throws std::system_error otherwise.
 bool make_private_dir(const std::string& path);
 
+/// The most bytes a Unix socket's path takes (sockaddr_un's sun_path, less its terminating zero).
+constexpr size_t kSocketPathMax = 107;
+/// "" or why a Unix socket of the run — run_dir() + "/" + a name of up to `name_len` bytes — cannot
+/// fit sun_path with this TMPDIR (naming TMPDIR, the limit and the fix). Asked while the input is
+/// checked, before any run folder exists: it assumes the longest run id. The one check of every
+/// mechanism that binds a socket path in the run folder.
+std::string socket_path_problem(size_t name_len);
+
 /// The state folder: $TMPDIR/ipclab-<uid> (TMPDIR defaulting to /tmp).
 std::string state_dir();
 
