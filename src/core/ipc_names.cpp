@@ -792,7 +792,7 @@ int open_own_file(const std::string& path, int flags, std::string* why) {
   const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
   if (!ok || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
     if (why)
-      *why = !ok ? fmt::format("it is {} of uid {}, not a regular file of yours",
+      *why = !ok ? fmt::format("{} of uid {}",
                                S_ISFIFO(st.st_mode)  ? "a FIFO"
                                : S_ISDIR(st.st_mode) ? "a folder"
                                : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"

@@ -87,7 +87,7 @@ std::string shared_lock_path(const std::string& name);
 /// a FIFO or device planted there (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC; O_NONBLOCK is cleared once
 /// the type is known), and keeps it only when it is a regular file of this user's. Returns the fd;
 /// -1 with errno from open() when there is nothing to open; -1 with errno EPERM and `why` saying
-/// what is there when it is something else (a FIFO, a device, a folder, another user's).
+/// what is there when it is something else ("a FIFO of uid 0", "a file of uid 65534").
 int open_own_file(const std::string& path, int flags, std::string* why = nullptr);
 
 /// Runs `f` when the run ends normally or by an error (end_run), before its objects are removed,

@@ -66,7 +66,7 @@ int open_test_file(const std::string& path, int flags) {
   const int fd = ipc::open_own_file(path, flags, &why);
   if (fd < 0 && errno == EPERM)
     throw std::runtime_error(
-        fmt::format("{}: {}; remove it or choose another -p dir", path, why));
+        fmt::format("{} is not a test file of yours ({}); remove it or choose another -p dir", path, why));
   return fd;
 }
 
