@@ -166,7 +166,8 @@ def test_a_fifo_planted_at_the_lock_skips_without_blocking_and_stays(iceoryx, tm
     assert state_is_empty(iceoryx.tmpdir)
 
 
-def test_kill_9_of_ipclab_takes_its_roudi_and_the_next_run_sweeps_the_names(iceoryx, tmp_path):
+@pytest.mark.parametrize("target", ["ipclab", "group"])
+def test_kill_9_of_ipclab_takes_its_roudi_and_the_next_run_sweeps_the_names(iceoryx, tmp_path, target):
     p = iceoryx.start("run", "libs/iceoryx", "-p", "size=64", "-p", "pattern=roundtrip", "--duration", "30",
                       "--warmup", "0.05", "--repetitions", "1", "-p", "placement=unpinned")
     try:
@@ -175,7 +176,10 @@ def test_kill_9_of_ipclab_takes_its_roudi_and_the_next_run_sweeps_the_names(iceo
             time.sleep(0.05)
         assert roudis(), "RouDi did not start"
         time.sleep(1.0)  # inside the measured window
-        os.kill(p.pid, signal.SIGKILL)  # ipclab alone, not its process group
+        if target == "ipclab":
+            os.kill(p.pid, signal.SIGKILL)  # ipclab alone: RouDi must die with it (PR_SET_PDEATHSIG)
+        else:
+            os.killpg(p.pid, signal.SIGKILL)  # its process group, RouDi included
     finally:
         if p.poll() is None:
             p.kill()
