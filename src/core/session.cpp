@@ -119,6 +119,7 @@ void Worker::sample_cpu() {
 
 void Worker::ready() {
   sample_cpu();
+  out_.readied.store(1, std::memory_order_release);
   ctl_.ready.fetch_add(1, std::memory_order_acq_rel);
   while (ctl_.phase.load(std::memory_order_acquire) == kInit) {
     if (ctl_.abort.load(std::memory_order_relaxed)) throw Aborted();
@@ -355,7 +356,14 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     sleep_ns(200'000);
   }
   if (ctl.ready.load() < n && !ctl.abort.load()) {
-    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s", n - ctl.ready.load(), n));
+    // Named: the sides still in their own set-up (opening an endpoint, a file), where they wait.
+    std::string who;
+    for (int i = 0; i < n; ++i)
+      if (!ctl.slots[i].readied.load(std::memory_order_acquire) && !ctl.slots[i].finished.load())
+        who += fmt::format("{}{} {}{}", who.empty() ? "" : ", ", workers[i].role, workers[i].index,
+                           workers[i].process ? fmt::format(" (pid {})", procs[size_t(i)].pid()) : "");
+    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s{}{}", n - ctl.ready.load(), n,
+                          who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ", who));
     ctl.abort.store(1);
   }
 
