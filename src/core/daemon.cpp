@@ -23,7 +23,8 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
   const int log = ipc::create_file(ipc::run_dir(), opt_.name + ".log", 0600, log_path_);
   try {
     proc_ = Process::exec(
-        {.cpu = opt_.cpu, .stdin_fd = -1, .stdout_fd = log, .stderr_fd = log, .keep_fds = opt_.keep_fds}, opt_.argv);
+        {.cpu = opt_.cpu, .stdin_fd = -1, .stdout_fd = log, .stderr_fd = log, .keep_fds = opt_.keep_fds},
+        opt_.argv);
   } catch (...) {
     close(log);
     ipc::remove(ipc::Kind::File, log_path_);

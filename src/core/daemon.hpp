@@ -9,9 +9,11 @@
 // SIGTERM and, before it ends, waits for the processes registered with it (still alive 20 s after
 // a SIGTERM while its client was stopped), and it stays in the harness's process group, so only a
 // kill of the whole group took it. What it leaves is journaled, so the next run's sweep removes it
-// (fixed, machine-wide names under the lock the dead run held: ipc::lock_shared). A transport makes it a peer of its session (attach): its death fails the run
-// within the watchdog's poll, and its CPU over the window is charged to the record under its name
-// (the record's cpu_by_role), apart from the two sides'.
+// (fixed, machine-wide names under the lock the dead run held: ipc::lock_shared). Start it from
+// the coordinating thread: PR_SET_PDEATHSIG fires when the thread that forked it ends. A transport
+// makes it a peer of its session (attach): its death fails the run within the watchdog's poll, and
+// its CPU over the window is charged to the record under its name (the record's cpu_by_role),
+// apart from the two sides'.
 #include <string>
 #include <vector>
 

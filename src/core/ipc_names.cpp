@@ -16,9 +16,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <thread>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -26,6 +25,7 @@
 #include <functional>
 #include <mutex>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -86,7 +86,8 @@ const char* kind_word(Kind k) {
 }
 
 bool kind_of(const std::string& w, Kind& k) {
-  for (Kind c : {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File, Kind::Lock})
+  for (Kind c :
+       {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File, Kind::Lock})
     if (w == kind_word(c)) {
       k = c;
       return true;
@@ -268,7 +269,8 @@ int sysv_key_of(const std::string& name) { return int(std::strtol(name.c_str(), 
 // every lock it journaled as open is held here; when one is not, they stay, and so do the journal
 // and the folder, for a later sweep.
 std::vector<std::string> clean_run(int base_fd, const std::string& folder, int dir_fd, int journal_fd,
-                                   const std::string& id, const std::function<int(const std::string&)>& hold) {
+                                   const std::string& id,
+                                   const std::function<int(const std::string&)>& hold) {
   std::vector<std::string> removed;
   const std::string tag = ".ipclab." + id + ".";
   const auto entries = open_entries(journal_fd);
@@ -368,10 +370,10 @@ void close_fd(int& fd) {
 void remove_all_now() noexcept {
   if (g_run.pid.load() != getpid()) return;
   // The names a machine-wide lock guards go first, the lock last: it is held until they are gone.
-  for (auto& e : g_entries)
-    if (e.used.load() == 1 && e.kind != Kind::Lock) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
-  for (auto& e : g_entries)
-    if (e.used.load() == 1 && e.kind == Kind::Lock) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
+  for (const bool locks : {false, true})
+    for (auto& e : g_entries)
+      if (e.used.load() == 1 && (e.kind == Kind::Lock) == locks)
+        remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
   if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
   if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
 }
@@ -698,7 +700,8 @@ std::vector<std::string> sweep_leftovers() {
       const int fd = try_lock_file(path, why);
       return fd >= 0 ? fd : -1;
     };
-    auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id, take) : std::vector<std::string>{};
+    auto removed =
+        jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id, take) : std::vector<std::string>{};
     if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
       removed.push_back("folder " + folder);
     if (jfd >= 0) close(jfd);
@@ -718,11 +721,12 @@ std::string socket_path_problem(size_t name_len) {
   const size_t longest = state.size() + std::strlen("/run.") + 7 + 1 + 8 + 1 + name_len;
   if (longest <= kSocketPathMax) return "";
   const char* t = std::getenv("TMPDIR");
-  const size_t room = kSocketPathMax - std::min(kSocketPathMax, longest - std::string(t && *t ? t : "/tmp").size());
-  return fmt::format("TMPDIR={} is too long for the Unix socket this benchmark binds in its run folder: up to {} "
-                     "bytes, over the {} a socket path takes (sun_path); set TMPDIR to a folder of at most {} "
-                     "bytes, e.g. /tmp",
-                     t && *t ? t : "/tmp", longest, kSocketPathMax, room);
+  const std::string tmp = t && *t ? t : "/tmp";
+  const size_t room = kSocketPathMax - std::min(kSocketPathMax, longest - tmp.size());
+  return fmt::format(
+      "TMPDIR={} is too long for the Unix socket this benchmark binds in its run folder: up to {} bytes, "
+      "over the {} a socket path takes (sun_path); set TMPDIR to a folder of at most {} bytes, e.g. /tmp",
+      tmp, longest, kSocketPathMax, room);
 }
 
 std::string shared_lock_path(const std::string& name) {

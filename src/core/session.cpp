@@ -144,9 +144,9 @@ void Session::arm_guard(const char* phase) {
   // At least a minute: a set-up may write a test file or start a daemon (their steps that wait
   // longer say so: Deadline::waiting_for, Deadline::progress).
   const double limit = std::max(opts_.timeout_s(), 60.0);
-  guard_ = std::make_unique<Deadline>(
-      limit, fmt::format("FAILED {} (repetition {}): stalled: its {} did not finish within {:.1f} s", rec_.name,
-                         rec_.repetition, phase, limit));
+  guard_ = std::make_unique<Deadline>(limit, fmt::format("FAILED {} (repetition {}): stalled: its {} did not "
+                                                          "finish within {:.1f} s",
+                                                          rec_.name, rec_.repetition, phase, limit));
 }
 
 Session::~Session() {
@@ -363,7 +363,8 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
         who += fmt::format("{}{} {}{}", who.empty() ? "" : ", ", workers[i].role, workers[i].index,
                            workers[i].process ? fmt::format(" (pid {})", procs[size_t(i)].pid()) : "");
     rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s{}{}", n - ctl.ready.load(), n,
-                          who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ", who));
+                          who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ",
+                          who));
     ctl.abort.store(1);
   }
 

@@ -155,7 +155,8 @@ void Deadline::waiting_for(const std::string& what, double bound_s) {
   if (bound_s <= 0 || !g_deadline_armed.load()) return;
   itimerval left{};
   getitimer(ITIMER_REAL, &left);
-  if (double(left.it_value.tv_sec) + double(left.it_value.tv_usec) * 1e-6 < bound_s + 5) arm_timer(bound_s + 5);
+  const double remaining = double(left.it_value.tv_sec) + double(left.it_value.tv_usec) * 1e-6;
+  if (remaining < bound_s + 5) arm_timer(bound_s + 5);
 }
 
 void Deadline::progress() {

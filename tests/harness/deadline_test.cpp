@@ -81,8 +81,8 @@ TEST(Deadline, ItsLineNamesWhatTheBodyWaitedFor) {
   });
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1) << describe_exit(o.status);
   EXPECT_EQ(o.err,
-            "FAILED x (repetition 0): stalled: its set-up did not finish within 0.2 s; it waited for writing the "
-            "test file /d/f\n");
+            "FAILED x (repetition 0): stalled: its set-up did not finish within 0.2 s; it waited for "
+            "writing the test file /d/f\n");
 }
 
 // A body that makes progress (a large file written MiB by MiB) outlives the deadline's length.

@@ -171,7 +171,8 @@ void append_csv(const std::string& path, const std::vector<Record>& records) {
   const auto header = csv_header(records);
   // O_NONBLOCK: a FIFO planted at the name is refused below rather than waited on (a regular
   // file's reads and writes ignore the flag).
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int fd =
+      ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd >= 0)
     ::fchmod(fd, 0644);
   else if (errno == EEXIST)

@@ -224,7 +224,8 @@ std::string special_fs(const std::string& path) {
     std::string type;
     rest >> type;
     for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
-                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs", "binfmt_misc"})
+                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs",
+                            "binfmt_misc"})
       if (type == bad) return type;
     return "";
   }
@@ -258,8 +259,8 @@ std::string check_dir(const std::string& dir) {
     return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
                        dir);
   if (const std::string fs = special_fs(dir); !fs.empty())
-    return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}", dir,
-                       fs, kDefaultDir);
+    return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}",
+                       dir, fs, kDefaultDir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
     return fmt::format("-p dir={} is not writable; choose a writable folder", dir);
   return "";

@@ -97,9 +97,9 @@ std::string socket_path(const std::string& tag) {
   const std::string name = fmt::format("{}{}", tag, ++n);
   const std::string path = fmt::format("{}/{}", ipc::run_dir(), name);
   if (name.size() > kSocketNameMax || path.size() > ipc::kSocketPathMax)  // check() refused it already
-    throw std::runtime_error(fmt::format("the ipc socket path {} is {} bytes, over the {} a Unix socket takes; set "
-                                         "TMPDIR to a shorter folder",
-                                         path, path.size(), ipc::kSocketPathMax));
+    throw std::runtime_error(fmt::format(
+        "the ipc socket path {} is {} bytes, over the {} a Unix socket takes; set TMPDIR to a shorter folder",
+        path, path.size(), ipc::kSocketPathMax));
   ipc::track_path(path);  // the library (or its daemon) creates the socket; the run removes it
   return path;
 }
