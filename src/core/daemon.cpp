@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
@@ -22,13 +23,18 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
   const int log = ipc::create_file(ipc::run_dir(), opt_.name + ".log", 0600, log_path_);
   try {
     proc_ = Process::exec(
-        {.cpu = opt_.cpu, .stdin_fd = -1, .stdout_fd = log, .stderr_fd = log, .death_signal = SIGTERM}, opt_.argv);
+        {.cpu = opt_.cpu, .stdin_fd = -1, .stdout_fd = log, .stderr_fd = log, .keep_fds = opt_.keep_fds},
+        opt_.argv);
   } catch (...) {
     close(log);
     ipc::remove(ipc::Kind::File, log_path_);
     throw;
   }
   close(log);
+  Deadline::waiting_for(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]), opt_.timeout_s);
+  struct Done {
+    ~Done() { Deadline::waiting_for(""); }
+  } done;
   const uint64_t deadline = now_ns() + uint64_t(opt_.timeout_s * 1e9);
   for (;;) {
     const std::string text = read_log();

@@ -4,10 +4,16 @@
 // a log file in the run's private folder (so that it never blocks on a full pipe, and its last
 // lines can be quoted when it fails); it is ready once a line of that log holds the text it prints
 // when it serves. It is stopped with the object, on every path: SIGTERM, so that it removes what it
-// created itself, then SIGKILL after a grace; should the harness die, it gets SIGTERM too
-// (PR_SET_PDEATHSIG). A transport makes it a peer of its session (attach): its death fails the run
-// within the watchdog's poll, and its CPU over the window is charged to the record under its name
-// (the record's cpu_by_role), apart from the two sides'.
+// created itself, then SIGKILL after a grace. Should the harness die (kill -9 included), it gets
+// SIGKILL (PR_SET_PDEATHSIG). SIGTERM, as it was, let RouDi outlive the harness: RouDi catches
+// SIGTERM and, before it ends, waits for the processes registered with it (still alive 20 s after
+// a SIGTERM while its client was stopped), and it stays in the harness's process group, so only a
+// kill of the whole group took it. What it leaves is journaled, so the next run's sweep removes it
+// (fixed, machine-wide names under the lock the dead run held: ipc::lock_shared). Start it from
+// the coordinating thread: PR_SET_PDEATHSIG fires when the thread that forked it ends. A transport
+// makes it a peer of its session (attach): its death fails the run within the watchdog's poll, and
+// its CPU over the window is charged to the record under its name (the record's cpu_by_role),
+// apart from the two sides'.
 #include <string>
 #include <vector>
 
@@ -26,6 +32,9 @@ class Daemon {
     double timeout_s = 10;          // to get ready
     int cpu = -1;                   // pinned there (-1: unpinned)
     double grace_s = 5;             // from SIGTERM to SIGKILL when stopped
+    /// Descriptors it inherits: a machine-wide lock (ipc::lock_shared) guarding the names it
+    /// uses, so that the lock stays held for as long as the daemon lives, even past the harness.
+    std::vector<int> keep_fds;
   };
 
   /// Starts it and waits until it is ready. Skip when argv[0] is not an executable (the package

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -24,11 +25,13 @@
 #include <functional>
 #include <mutex>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/fdio.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab::ipc {
 
@@ -37,6 +40,7 @@ namespace {
 constexpr int kSysvTag = 0x1C;  // SysV keys of this project: 0x1Cxxxxxx
 constexpr size_t kNameMax = 1024;
 constexpr const char* kJournal = "journal";
+constexpr const char* kSharedLockDir = "/tmp";  // machine-wide: the same whatever TMPDIR says
 
 // The objects this process's run holds now, in a fixed table so that the signal handler can walk
 // it without allocating. An entry is filled before its object is created (state 2 while it is
@@ -75,12 +79,15 @@ const char* kind_word(Kind k) {
       return "msg";
     case Kind::File:
       return "file";
+    case Kind::Lock:
+      return "lock";
   }
   return "?";
 }
 
 bool kind_of(const std::string& w, Kind& k) {
-  for (Kind c : {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File})
+  for (Kind c :
+       {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File, Kind::Lock})
     if (w == kind_word(c)) {
       k = c;
       return true;
@@ -99,7 +106,8 @@ bool owned_entry(int dirfd, const char* name, bool regular_only) {
 }
 
 // Removes the object if it exists and belongs to this user; never follows a symlink.
-// `dir_fd` is the folder of Path objects (the run folder they were journaled in).
+// `dir_fd` is the folder of Path objects (the run folder they were journaled in). A Lock's `key`
+// is the descriptor that holds it: its file is removed only while it is still that file.
 bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) {
   switch (kind) {
     case Kind::PosixShm:
@@ -141,8 +149,48 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
       if (d >= 0) close(d);
       return ok;
     }
+    case Kind::Lock: {
+      struct stat held {}, there {};
+      return key >= 0 && fstat(key, &held) == 0 && lstat(name, &there) == 0 && held.st_dev == there.st_dev &&
+             held.st_ino == there.st_ino && unlink(name) == 0;
+    }
   }
   return false;
+}
+
+// Opens the lock file at `path` and locks it without waiting. Returns the locked descriptor; -1
+// with `why` naming the holder when another holds it; -2 with `why` when the file is not one
+// ipclab may use (a link, a FIFO, another user's, open to others).
+int try_lock_file(const std::string& path, std::string& why) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    const bool made = fd >= 0;
+    if (!made && errno == EEXIST) fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;  // its holder removed it as it released it: make it anew
+      why = fmt::format("{}: {}", path, strerror(errno));
+      return -2;
+    }
+    struct stat st {};
+    if (made) fchmod(fd, 0600);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+      why = fmt::format("{} is not a lock file of yours (uid {}, mode {:o}, {})", path, st.st_uid,
+                        st.st_mode & 07777, S_ISREG(st.st_mode) ? "a regular file" : "not a regular file");
+      close(fd);
+      return -2;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const std::string holder = read_from_start(fd, '\n');
+      why = holder.empty() ? std::string("another ipclab run") : holder.substr(0, holder.find('\n'));
+      close(fd);
+      return -1;
+    }
+    struct stat there {};
+    if (lstat(path.c_str(), &there) == 0 && there.st_dev == st.st_dev && there.st_ino == st.st_ino) return fd;
+    close(fd);  // removed (or replaced) by the holder that released it just now: take the new one
+  }
+  why = path + " keeps being replaced";
+  return -2;
 }
 
 extern "C" void on_terminate(int sig) {
@@ -215,21 +263,53 @@ std::vector<std::pair<Kind, std::string>> open_entries(int fd) {
 int sysv_key_of(const std::string& name) { return int(std::strtol(name.c_str(), nullptr, 16)); }
 
 // Removes what a run's journal lists as open (checked against the run's id), then the journal
-// and the run folder. Returns what was removed, as "kind name".
+// and the run folder. Returns what was removed, as "kind name". `hold(path)` gives a descriptor
+// that holds the machine-wide lock at `path` now (-1: it cannot be had); clean_run closes it.
+// Fixed names (not carrying the run's tag) are removed only when the run journaled a lock and
+// every lock it journaled as open is held here; when one is not, they stay, and so do the journal
+// and the folder, for a later sweep.
 std::vector<std::string> clean_run(int base_fd, const std::string& folder, int dir_fd, int journal_fd,
-                                   const std::string& id) {
+                                   const std::string& id,
+                                   const std::function<int(const std::string&)>& hold) {
   std::vector<std::string> removed;
   const std::string tag = ".ipclab." + id + ".";
+  const auto entries = open_entries(journal_fd);
+  std::vector<std::pair<std::string, int>> locks;
+  std::string busy;  // the locks that cannot be had now
+  for (auto& [kind, name] : entries)
+    if (kind == Kind::Lock) {
+      const int fd = hold(name);
+      if (fd < 0) busy += (busy.empty() ? "" : ", ") + name;
+      locks.emplace_back(name, fd);
+    }
+  const bool shared_ok = !locks.empty() && busy.empty();
   const int shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  for (auto& [kind, name] : open_entries(journal_fd)) {
-    // Only names this run gave: "/ipclab.<id>.…", its own files, or bare names in its folder.
-    const bool named = kind == Kind::SysvMsg || kind == Kind::Path ? true
-                       : kind == Kind::File                        ? name.find(tag) != std::string::npos
-                                            : name.rfind("/ipclab." + id + ".", 0) == 0;
-    if (named && remove_owned(kind, name.c_str(), sysv_key_of(name), shm_fd, dir_fd))
+  bool kept = false;
+  for (auto& [kind, name] : entries) {
+    if (kind == Kind::Lock) continue;
+    // Only names this run gave: "/ipclab.<id>.…", its own files, or bare names in its folder; a
+    // fixed name only under the machine-wide locks it held.
+    const bool own = kind == Kind::SysvMsg || kind == Kind::Path ? true
+                     : kind == Kind::File                        ? name.find(tag) != std::string::npos
+                                                                 : name.rfind("/ipclab." + id + ".", 0) == 0;
+    const bool fixed = !own && (kind == Kind::File || kind == Kind::PosixShm);
+    if (fixed && !shared_ok) {
+      kept = kept || !locks.empty();
+      continue;
+    }
+    if ((own || fixed) && remove_owned(kind, name.c_str(), sysv_key_of(name), shm_fd, dir_fd))
       removed.push_back(fmt::format("{} {}", kind_word(kind), name));
   }
   if (shm_fd >= 0) close(shm_fd);
+  for (auto& [path, fd] : locks) {  // the locks last: held until the names they guard are gone
+    if (fd >= 0 && shared_ok && remove_owned(Kind::Lock, path.c_str(), fd, -1, -1))
+      removed.push_back("lock " + path);
+    if (fd >= 0) close(fd);
+  }
+  if (kept) {  // a later sweep, once the locks are free, removes the rest
+    removed.push_back(fmt::format("kept its machine-wide names while {} is held by a live run", busy));
+    return removed;
+  }
   unlinkat(dir_fd, kJournal, 0);
   if (unlinkat(base_fd, folder.c_str(), AT_REMOVEDIR) == 0) removed.push_back("folder " + folder);
   return removed;
@@ -289,8 +369,11 @@ void close_fd(int& fd) {
 
 void remove_all_now() noexcept {
   if (g_run.pid.load() != getpid()) return;
-  for (auto& e : g_entries)
-    if (e.used.load() == 1) remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
+  // The names a machine-wide lock guards go first, the lock last: it is held until they are gone.
+  for (const bool locks : {false, true})
+    for (auto& e : g_entries)
+      if (e.used.load() == 1 && (e.kind == Kind::Lock) == locks)
+        remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
   if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
   if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
 }
@@ -384,7 +467,16 @@ void end_run() {
   // still lists as open (a path another program created, an object whose owner never got to
   // remove it) is read through a descriptor of its own.
   const int rfd = g_run.dir_fd >= 0 ? openat(g_run.dir_fd, kJournal, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
-  clean_run(g_run.base_fd, g_run.folder, g_run.dir_fd, rfd >= 0 ? rfd : g_run.journal_fd, g_run.id);
+  // The machine-wide locks still held are this run's own descriptors.
+  auto held = [](const std::string& path) {
+    for (auto& e : g_entries)
+      if (e.used.load() == 1 && e.kind == Kind::Lock && path == e.name) {
+        e.used.store(0);
+        return e.key;
+      }
+    return -1;
+  };
+  clean_run(g_run.base_fd, g_run.folder, g_run.dir_fd, rfd >= 0 ? rfd : g_run.journal_fd, g_run.id, held);
   if (rfd >= 0) close(rfd);
   for (auto& e : g_entries) e.used.store(0);
   for (int* fd : {&g_run.base_fd, &g_run.dir_fd, &g_run.journal_fd, &g_run.shm_fd}) close_fd(*fd);
@@ -618,7 +710,15 @@ std::vector<std::string> sweep_leftovers() {
       }
       // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
       const std::string id = folder.substr(4);
-      auto removed = jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id) : std::vector<std::string>{};
+      // Its fixed names only under the machine-wide locks it held, taken here without waiting.
+      auto take = [](const std::string& path) {
+        if (path.rfind(std::string(kSharedLockDir) + "/ipclab-shared.", 0) != 0) return -1;
+        std::string why;
+        const int fd = try_lock_file(path, why);
+        return fd >= 0 ? fd : -1;
+      };
+      auto removed =
+          jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id, take) : std::vector<std::string>{};
       if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
         removed.push_back("folder " + folder);
       if (jfd >= 0) close(jfd);
@@ -636,6 +736,103 @@ std::vector<std::string> sweep_leftovers() {
   std::vector<std::string> lines;
   for (auto& [id, what] : swept) lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
   return lines;
+}
+
+std::string socket_path_problem(size_t name_len) {
+  // "<state folder>/run.<pid>.<8 hex>/<name>": a pid has at most 7 digits (pid_max 4194304).
+  const std::string state = state_dir();
+  const size_t longest = state.size() + std::strlen("/run.") + 7 + 1 + 8 + 1 + name_len;
+  if (longest <= kSocketPathMax) return "";
+  const char* t = std::getenv("TMPDIR");
+  const std::string tmp = t && *t ? t : "/tmp";
+  const size_t room = kSocketPathMax - std::min(kSocketPathMax, longest - tmp.size());
+  return fmt::format(
+      "TMPDIR={} is too long for the Unix socket this benchmark binds in its run folder: up to {} bytes, "
+      "over the {} a socket path takes (sun_path); set TMPDIR to a folder of at most {} bytes, e.g. /tmp",
+      tmp, longest, kSocketPathMax, room);
+}
+
+std::string shared_lock_path(const std::string& name) {
+  return fmt::format("{}/ipclab-shared.{}.lock", kSharedLockDir, name);
+}
+
+int lock_shared(const std::string& name, double wait_s) {
+  ensure_run();
+  const std::string path = shared_lock_path(name);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  Deadline::waiting_for("the machine-wide lock " + path, wait_s);
+  struct Done {
+    ~Done() { Deadline::waiting_for(""); }
+  } done;
+  for (;;) {
+    std::string why;
+    const int fd = try_lock_file(path, why);
+    if (fd >= 0) {
+      try {
+        journal('+', Kind::Lock, path);
+        remember(Kind::Lock, path, fd);
+      } catch (...) {
+        close(fd);
+        throw;
+      }
+      // Who holds it, for a run that waits on it.
+      const std::string holder = fmt::format("ipclab run {} (uid {})\n", g_run.id, geteuid());
+      if (ftruncate(fd, 0) != 0 || pwrite(fd, holder.data(), holder.size(), 0) != ssize_t(holder.size())) {
+      }  // the lock is held all the same; only the waiters' message loses the name
+      return fd;
+    }
+    if (fd == -2)
+      throw Skip(fmt::format("{}'s machine-wide names cannot be locked: {}; remove that file if it is "
+                             "no one's, or run as its owner",
+                             name, why));
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw Skip(fmt::format("{}'s machine-wide names are in use by {} (lock {} still held after {:.0f} s); "
+                             "run it again once that run has ended",
+                             name, printable(why), path, wait_s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void unlock_shared(const std::string& name) {
+  if (g_run.pid.load() != getpid()) return;
+  const std::string path = shared_lock_path(name);
+  for (auto& e : g_entries)
+    if (e.used.load() == 1 && e.kind == Kind::Lock && path == e.name) {
+      const int fd = e.key;
+      remove_owned(Kind::Lock, e.name, fd, -1, -1);  // removed while held, then released
+      e.used.store(0);
+      journal('-', Kind::Lock, path);
+      close(fd);
+      return;
+    }
+}
+
+int open_own_file(const std::string& path, int flags, std::string* why) {
+  const int fd = open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (why) *why = strerror(e);
+    errno = e;
+    return -1;
+  }
+  struct stat st {};
+  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+  if (!ok || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
+    if (why)
+      *why = !ok ? fmt::format("{} of uid {}",
+                               S_ISFIFO(st.st_mode)  ? "a FIFO"
+                               : S_ISDIR(st.st_mode) ? "a folder"
+                               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                               : S_ISSOCK(st.st_mode) ? "a socket"
+                               : S_ISREG(st.st_mode)  ? "a file"
+                                                      : "something",
+                               st.st_uid)
+                 : strerror(errno);
+    close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace ipclab::ipc

@@ -20,7 +20,7 @@
 
 namespace ipclab::ipc {
 
-enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File };
+enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File, Lock };
 
 /// Starts this process's run: the state folder, the run folder, the locked journal. Called by
 /// `ipclab run` once the input is valid; every other entry point below starts it on first use.
@@ -66,12 +66,37 @@ bool commit_file(const std::string& path, const std::string& target, bool replac
 void track_path(const std::string& path);
 /// Journals a file or socket at an absolute path outside run_dir() that another program will
 /// create (a library's socket under a fixed folder). A run's end and a later sweep remove it only
-/// when its name carries the run's tag (".ipclab.<run_id>."); a fixed name another program chose
-/// is removed by its owner's remove() or on a signal, never by a sweep, which cannot tell whose
-/// it is by then.
+/// when its name carries the run's tag (".ipclab.<run_id>."), or — a fixed name another program
+/// chose — when the run journaled it while it held a machine-wide lock (lock_shared), which the
+/// sweep must then hold itself; otherwise it is removed by its owner's remove() or on a signal.
 void track_file(const std::string& path);
 /// Journals a POSIX shared memory name ("/name") another program will create, with the same rule.
 void track_shm(const std::string& name);
+/// Names shared by the whole machine — the fixed files and shared memory every copy of a daemon
+/// uses (iceoryx's /tmp/roudi, /dev/shm/iceoryx_mgmt, ...) — are used only while the machine-wide
+/// lock `name` is held, for the whole use: flock on /tmp/ipclab-shared.<name>.lock, a file created
+/// exclusively 0600 or, when it exists, opened without following a link or blocking and used only
+/// when it is a regular file of this user's closed to others. Held, it is journaled ("lock") before
+/// any fixed name; a run's end removes those names and then releases it (the file removed while
+/// still held). A later sweep removes a dead run's fixed names only once it holds every lock that
+/// run journaled: no run, and no daemon that kept the lock's descriptor (Spawn::keep_fds), uses
+/// them then. Waits at most `wait_s` for another holder; then Skip, naming the holder (the run
+/// written in the file). Skip too when the file is not one ipclab may use. Returns the locked
+/// descriptor (close-on-exec), owned by the run until unlock_shared().
+int lock_shared(const std::string& name, double wait_s);
+/// Releases lock_shared(name): call once the names it guards are removed. No effect when not held.
+void unlock_shared(const std::string& name);
+/// The lock file of lock_shared(name).
+std::string shared_lock_path(const std::string& name);
+
+/// Opens an existing file at `path` in a folder others may write to (TMPDIR, /tmp, /dev/shm, -p
+/// dir) with `flags` (O_RDONLY, O_RDWR, O_DIRECT...), never following a link and never blocking on
+/// a FIFO or device planted there (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC; O_NONBLOCK is cleared once
+/// the type is known), and keeps it only when it is a regular file of this user's. Returns the fd;
+/// -1 with errno from open() when there is nothing to open; -1 with errno EPERM and `why` saying
+/// what is there when it is something else ("a FIFO of uid 0", "a file of uid 65534").
+int open_own_file(const std::string& path, int flags, std::string* why = nullptr);
+
 /// Runs `f` when the run ends normally or by an error (end_run), before its objects are removed,
 /// the last registered first: for a daemon that lives as long as the run, to be stopped while
 /// its folder still exists.
@@ -92,6 +117,14 @@ std::vector<std::string> sweep_leftovers();
 /// Creates folder `path` with mode 0700 whatever the umask; false when something of that name
 /// already exists (left as it is: the caller judges it). Throws std::system_error otherwise.
 bool make_private_dir(const std::string& path);
+
+/// The most bytes a Unix socket's path takes (sockaddr_un's sun_path, less its terminating zero).
+constexpr size_t kSocketPathMax = 107;
+/// "" or why a Unix socket of the run — run_dir() + "/" + a name of up to `name_len` bytes — cannot
+/// fit sun_path with this TMPDIR (naming TMPDIR, the limit and the fix). Asked while the input is
+/// checked, before any run folder exists: it assumes the longest run id. The one check of every
+/// mechanism that binds a socket path in the run folder.
+std::string socket_path_problem(size_t name_len);
 
 /// The state folder: $TMPDIR/ipclab-<uid> (TMPDIR defaulting to /tmp).
 std::string state_dir();

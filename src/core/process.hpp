@@ -42,8 +42,8 @@ struct Spawn {
   int stdin_fd = -1;                   // exec: put on the child's stdin (-1: inherited)
   int stdout_fd = -1, stderr_fd = -1;  // exec: put on the child's stdout / stderr (-1: inherited)
   std::vector<int> keep_fds;           // exec: descriptors that stay open across the exec
-  /// What the child gets when the harness dies (PR_SET_PDEATHSIG): SIGKILL, or SIGTERM for an
-  /// exec'd daemon that removes its own objects as it ends (core/daemon.hpp).
+  /// What the child gets when the harness dies (PR_SET_PDEATHSIG). SIGKILL: a child that could
+  /// catch it might outlive the harness (core/daemon.hpp); what it leaves is journaled and swept.
   int death_signal = SIGKILL;
 };
 

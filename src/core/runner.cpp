@@ -135,6 +135,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   if (opts.kernel_counters) kernel.emplace();
   Session s(*b.mech, b.params, opts, rec);
   if (kernel) s.count_kernel(&*kernel);
+  s.guard_setup();  // every phase under a watchdog: the set-up and clean-up too
   try {
     if (b.mech->transport)
       run_transport(s);

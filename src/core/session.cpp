@@ -119,6 +119,7 @@ void Worker::sample_cpu() {
 
 void Worker::ready() {
   sample_cpu();
+  out_.readied.store(1, std::memory_order_release);
   ctl_.ready.fetch_add(1, std::memory_order_acq_rel);
   while (ctl_.phase.load(std::memory_order_acquire) == kInit) {
     if (ctl_.abort.load(std::memory_order_relaxed)) throw Aborted();
@@ -132,7 +133,24 @@ void sleep_ns(uint64_t ns) {
   }
 }
 
+void Session::guard_setup() {
+  guarded_ = true;
+  arm_guard("set-up");
+}
+
+void Session::arm_guard(const char* phase) {
+  guard_.reset();  // one Deadline at a time
+  if (!guarded_) return;
+  // At least a minute: a set-up may write a test file or start a daemon (their steps that wait
+  // longer say so: Deadline::waiting_for, Deadline::progress).
+  const double limit = std::max(opts_.timeout_s(), 60.0);
+  guard_ = std::make_unique<Deadline>(limit, fmt::format("FAILED {} (repetition {}): stalled: its {} did not "
+                                                          "finish within {:.1f} s",
+                                                          rec_.name, rec_.repetition, phase, limit));
+}
+
 Session::~Session() {
+  guard_.reset();
   if (ctl_ && !stuck_) {
     ctl_->~Control();
     munmap(ctl_, sizeof(Control));
@@ -148,6 +166,12 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (workers.size() > size_t(kMaxWorkers))
     throw UsageError(
         fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
+  // The set-up is over: the stall watchdog below takes over, the clean-up guard after.
+  guard_.reset();
+  struct Rearm {
+    Session* s;
+    ~Rearm() { s->arm_guard("clean-up"); }
+  } rearm{this};
   for (auto& w : workers) w.process = w.process || processes;
   int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
   for (int i = 0; i < int(workers.size()); ++i)
@@ -332,7 +356,15 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     sleep_ns(200'000);
   }
   if (ctl.ready.load() < n && !ctl.abort.load()) {
-    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s", n - ctl.ready.load(), n));
+    // Named: the sides still in their own set-up (opening an endpoint, a file), where they wait.
+    std::string who;
+    for (int i = 0; i < n; ++i)
+      if (!ctl.slots[i].readied.load(std::memory_order_acquire) && !ctl.slots[i].finished.load())
+        who += fmt::format("{}{} {}{}", who.empty() ? "" : ", ", workers[i].role, workers[i].index,
+                           workers[i].process ? fmt::format(" (pid {})", procs[size_t(i)].pid()) : "");
+    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s{}{}", n - ctl.ready.load(), n,
+                          who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ",
+                          who));
     ctl.abort.store(1);
   }
 
@@ -585,6 +617,11 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   // run of it is the watchdog's only hold on it.
   // Each guard is armed before its run and disarmed after it, outside the timed part.
   const double limit = deadline_s > 0 ? deadline_s : opts_.timeout_s();
+  guard_.reset();  // its own deadline takes over from the set-up guard; the clean-up's after
+  struct Rearm {
+    Session* s;
+    ~Rearm() { s->arm_guard("clean-up"); }
+  } rearm{this};
   const std::string line = fmt::format(
       "FAILED {} (repetition {}): stalled: workload {} did not finish "
       "within {:.1f} s",

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/mechanism.hpp"
 #include "core/openloop.hpp"
 #include "core/record.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab {
 
@@ -63,6 +65,7 @@ struct WorkerResult {
   std::atomic<uint64_t> progress{0};
   std::atomic<int> tid{0};
   std::atomic<int> finished{0};
+  std::atomic<int> readied{0};  // its set-up (Worker::ready) is done: the endpoint or file opened
   uint64_t t_done = 0;  // when it finished inside the measured window (0: it did not)
   // The worker's own measured window: when it saw the measure phase and when it saw the stop (or
   // finished), each between two of its operations — the run's window for workers of whole
@@ -264,8 +267,17 @@ class Session {
   /// Kernel counters opened before the session's threads and children (run_one): each measured
   /// window adds its counts to the record's `kernel` (Record::kernel). Null: none are taken.
   void count_kernel(const KernelCounters* k) { kernel_ = k; }
+  /// Puts everything the session does outside run_workers and measure — the benchmark's set-up
+  /// before them, its clean-up after — under a Deadline of the session's timeout (run_one): a
+  /// set-up that hangs fails the run (exit 1) with a line naming the benchmark and what it waited
+  /// for (Deadline::waiting_for), instead of hanging for ever. run_workers and measure have
+  /// watchdogs of their own, which take over while they run.
+  void guard_setup();
 
  private:
+  void arm_guard(const char* phase);
+  std::unique_ptr<Deadline> guard_;
+  bool guarded_ = false;
   const Mechanism& mech_;
   const Params& params_;
   const RunOptions& opts_;

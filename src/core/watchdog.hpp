@@ -68,10 +68,21 @@ class Watchdog {
 /// hanging forever. Destroying the guard in time disarms it. One at a time (it is a timer signal,
 /// SIGALRM: a guard thread instead made a single-threaded body pay for a multi-threaded process —
 /// runtime/switch_ipcrt ran 4% slower with an idle guard thread beside it).
+///
+/// The same guard covers what a benchmark does outside its measured work (Session::guard_setup):
+/// its set-up — a transport's objects, a daemon, a machine-wide lock, a test file — and its
+/// clean-up, so that a set-up that hangs fails the run rather than the machine. A step that waits
+/// says on what (waiting_for), and the line names it.
 class Deadline {
  public:
   Deadline(double seconds, const std::string& line);
   ~Deadline();
+  /// What the guarded body waits for now, added to the line ("" clears it); a step whose own
+  /// wait is bounded by `bound_s` (> 0) gets that long and 5 s more, when the deadline is nearer.
+  /// No effect but the name while no deadline is armed.
+  static void waiting_for(const std::string& what, double bound_s = 0);
+  /// The body made progress (a large file being written): the armed deadline starts over.
+  static void progress();
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
 };

@@ -71,5 +71,33 @@ TEST(Deadline, DisarmedInTimeItDoesNothing) {
   EXPECT_EQ(o.err, "");
 }
 
+// A set-up guard (Session::guard_setup) names the step it waited on in its line.
+TEST(Deadline, ItsLineNamesWhatTheBodyWaitedFor) {
+  Outcome o = in_child([] {
+    Deadline d(0.2, "FAILED x (repetition 0): stalled: its set-up did not finish within 0.2 s");
+    Deadline::waiting_for("writing the test file /d/f");
+    sleep(10);
+    return 0;
+  });
+  EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1) << describe_exit(o.status);
+  EXPECT_EQ(o.err,
+            "FAILED x (repetition 0): stalled: its set-up did not finish within 0.2 s; it waited for "
+            "writing the test file /d/f\n");
+}
+
+// A body that makes progress (a large file written MiB by MiB) outlives the deadline's length.
+TEST(Deadline, ProgressStartsItOver) {
+  Outcome o = in_child([] {
+    Deadline d(0.3, "FAILED: should not be printed");
+    for (int i = 0; i < 5; ++i) {
+      usleep(150'000);
+      Deadline::progress();
+    }
+    return 0;
+  });
+  EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0) << describe_exit(o.status);
+  EXPECT_EQ(o.err, "");
+}
+
 }  // namespace
 }  // namespace ipclab

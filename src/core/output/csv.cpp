@@ -152,8 +152,14 @@ UsageError other_columns(const std::string& path) {
 }  // namespace
 
 void check_csv(const std::string& path, const std::set<std::string>& suites) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // Never blocking on a FIFO planted there since check_target looked (O_NONBLOCK).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return;  // new, or refused by check_target
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw UsageError(fmt::format("--csv {} is not a regular file; choose another name", path));
+  }
   const std::string head = first_line(fd);
   ::close(fd);
   if (!head.empty() && head != header_line(csv_header(suites))) throw other_columns(path);
@@ -164,11 +170,14 @@ void check_csv(const std::string& path, const std::set<std::string>& suites) {
 // the header is written once, by whichever run finds the file empty.
 void append_csv(const std::string& path, const std::vector<Record>& records) {
   const auto header = csv_header(records);
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO planted at the name is refused below rather than waited on (a regular
+  // file's reads and writes ignore the flag).
+  int fd =
+      ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd >= 0)
     ::fchmod(fd, 0644);
   else if (errno == EEXIST)
-    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     throw std::system_error(errno, std::generic_category(),
                             "--csv " + path + (errno == ELOOP ? " (a symbolic link)" : ""));

@@ -18,12 +18,14 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <system_error>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/session.hpp"
+#include "core/watchdog.hpp"
 
 namespace ipclab::fileio {
 
@@ -56,16 +58,27 @@ bool is_tmpfs(const std::string& dir) {
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
 
+// Opens the test file at `path` (ipc::open_own_file: never through a link, never blocking on a
+// FIFO or device planted at its name in a folder others can write to). -1 when there is none;
+// throws, naming what is there, when it is something else than a regular file of this user's.
+int open_test_file(const std::string& path, int flags) {
+  std::string why;
+  const int fd = ipc::open_own_file(path, flags, &why);
+  if (fd < 0 && errno == EPERM)
+    throw std::runtime_error(
+        fmt::format("{} is not a test file of yours ({}); remove it or choose another -p dir", path, why));
+  return fd;
+}
+
 // The file is reused when it has the right size and its first and last blocks verify; a damaged
 // block elsewhere is then reported as corrupt by the run that reads it, not silently rewritten.
 // A test file is reused only when it is a regular file of this user (never read through a link)
 // of the right size whose first and last blocks hold the expected content.
 bool valid_file(const std::string& path, uint64_t size) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open_test_file(path, O_RDONLY);
   if (fd < 0) return false;
   struct stat st {};
-  bool ok =
-      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && uint64_t(st.st_size) == size;
+  bool ok = fstat(fd, &st) == 0 && uint64_t(st.st_size) == size;
   alignas(64) std::byte buf[kBlock];
   for (uint64_t off : {uint64_t(0), size - kBlock}) {
     if (!ok) break;
@@ -166,32 +179,92 @@ bool block_ok(const void* buf, uint64_t off) {
   return diff == 0;
 }
 
+namespace {
+
+// The type of the file system `path` (an existing folder) is on, by name, when it is one that holds
+// no files of a user's: devices (devtmpfs, whose statfs says tmpfs, so /proc/self/mountinfo is
+// asked by device number), the kernel's views (proc, sysfs, cgroup, ...). "" for a regular one.
+std::string special_fs(const std::string& path) {
+  struct statfs sf {};
+  if (statfs(path.c_str(), &sf) == 0) {
+    switch (sf.f_type) {
+      case PROC_SUPER_MAGIC:
+        return "proc";
+      case SYSFS_MAGIC:
+        return "sysfs";
+      case DEVPTS_SUPER_MAGIC:
+        return "devpts";
+      case CGROUP_SUPER_MAGIC:
+      case CGROUP2_SUPER_MAGIC:
+        return "cgroup";
+      case DEBUGFS_MAGIC:
+        return "debugfs";
+      case TRACEFS_MAGIC:
+        return "tracefs";
+      case SECURITYFS_MAGIC:
+        return "securityfs";
+      case BPF_FS_MAGIC:
+        return "bpf";
+      default:
+        break;
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    // "id parent major:minor root mount-point options [optional...] - fstype source super-options"
+    std::istringstream f(line);
+    std::string id, parent, mm;
+    if (!(f >> id >> parent >> mm) || mm != dev) continue;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type;
+    rest >> type;
+    for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs",
+                            "binfmt_misc"})
+      if (type == bad) return type;
+    return "";
+  }
+  return "";
+}
+
+// Why the default folder cannot be used ("" when it can, or does not exist yet): it sits in a folder
+// every user can write to, so it is used only while it is a folder of this user's closed to others.
+std::string default_dir_problem() {
+  struct stat st {};
+  if (lstat(kDefaultDir, &st) != 0) return "";  // made on first use (ensure_default_dir)
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    return fmt::format("{} is not a folder of yours closed to others (a link, another user's, or writable by "
+                       "others); remove it or choose -p dir",
+                       kDefaultDir);
+  return "";
+}
+
+// Created 0700 by this user on first use, and checked again (it may have changed since the check).
+void ensure_default_dir() {
+  ipc::make_private_dir(kDefaultDir);
+  if (const std::string why = default_dir_problem(); !why.empty()) throw UsageError(why);
+}
+
+}  // namespace
+
 std::string check_dir(const std::string& dir) {
-  if (dir == kDefaultDir) return "";  // made on first use (ensure_file)
+  if (dir == kDefaultDir) return default_dir_problem();
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
                        dir);
+  if (const std::string fs = special_fs(dir); !fs.empty())
+    return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}",
+                       dir, fs, kDefaultDir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
     return fmt::format("-p dir={} is not writable; choose a writable folder", dir);
   return "";
 }
-
-namespace {
-
-// The default folder sits in a folder every user can write to: it is created 0700 by this user
-// and used only while it is still a folder of this user's, closed to others.
-void ensure_default_dir() {
-  ipc::make_private_dir(kDefaultDir);
-  struct stat st {};
-  if (lstat(kDefaultDir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-    throw std::runtime_error(
-        fmt::format("{} is not a folder of yours closed to others (a link, another "
-                    "user's, or writable by others); remove it or choose -p dir",
-                    kDefaultDir));
-}
-
-}  // namespace
 
 std::string ensure_file(const std::string& dir, uint64_t size) {
   if (dir == kDefaultDir) ensure_default_dir();
@@ -212,7 +285,9 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
   int fd = ipc::create_file(dir, file_name(size), 0600, tmp);
   constexpr uint64_t kChunk = 1 << 20;
   auto buf = aligned_buffer(kChunk);
+  Deadline::waiting_for("writing the test file " + tmp);  // each MiB written restarts the guard
   for (uint64_t off = 0; off < size; off += kChunk) {
+    Deadline::progress();
     const uint64_t n = std::min(kChunk, size - off);
     for (uint64_t b = 0; b < n; b += kBlock) fill_block(buf.get() + b, off + b);
     for (uint64_t done = 0; done < n;) {
@@ -228,6 +303,7 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
       done += uint64_t(w);
     }
   }
+  Deadline::waiting_for("the test file " + tmp + " to reach the disk (fdatasync)", 120);
   if (fdatasync(fd) != 0) {
     close(fd);
     ipc::remove(ipc::Kind::File, tmp);
@@ -255,6 +331,7 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
     fsync(dfd);
     close(dfd);
   }
+  Deadline::waiting_for("");
   return path;
 }
 
@@ -270,7 +347,7 @@ Plan::Plan(uint64_t file_size, bool random)
 }
 
 int open_file(const std::string& path, bool direct, bool random) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  int fd = open_test_file(path, O_RDONLY | (direct ? O_DIRECT : 0));
   if (fd >= 0) {
     posix_fadvise(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
     return fd;
@@ -315,7 +392,7 @@ std::unique_ptr<std::byte, void (*)(void*)> aligned_buffer(size_t n) {
 }
 
 std::string evict(const std::string& path, bool allow_drop_caches) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_test_file(path, O_RDONLY);
   if (fd < 0) sys_fail("open " + path);
   int r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
@@ -331,7 +408,7 @@ std::string evict(const std::string& path, bool allow_drop_caches) {
 }
 
 double resident_fraction(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ipc::open_own_file(path, O_RDONLY);
   if (fd < 0) return -1;
   struct stat st {};
   double frac = -1;
@@ -370,10 +447,12 @@ Setup prepare(Session& s, bool direct) {
   // left to write back would otherwise queue in front of the measured reads (reads of 0.5 s
   // each were seen right after a cargo build).
   const uint64_t t1 = now_ns();
+  Deadline::waiting_for("the file system of " + dir + " to write back (syncfs)", 120);
   if (const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     syncfs(dfd);
     close(dfd);
   }
+  Deadline::waiting_for("");
   rec.extra["syncfs_s"] = double(now_ns() - t1) * 1e-9;
   rec.extra["fs_tmpfs"] = is_tmpfs(dir);
   rec.extra["block_size"] = su.plan.len();
@@ -389,8 +468,12 @@ Setup prepare(Session& s, bool direct) {
       throw Skip(fmt::format("cache=warm: the {} byte file does not fit in free memory", size));
     int fd = open_file(su.path, false, false);
     auto buf = aligned_buffer(1 << 20);
-    for (uint64_t off = 0; off < size; off += 1 << 20)
+    Deadline::waiting_for("reading the test file into the page cache");
+    for (uint64_t off = 0; off < size; off += 1 << 20) {
+      Deadline::progress();
       if (pread(fd, buf.get(), 1 << 20, off_t(off)) < 0) sys_fail("warm read");
+    }
+    Deadline::waiting_for("");
     close(fd);
     rec.extra["cache"] = "warm: the whole file read once before the run";
   } else {

@@ -42,9 +42,12 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
   return v;
 }
 
-std::string check(const Params& p) {
+std::string check(const Params& p, bool unix_socket) {
   if (p.str_or("endpoint", "") == "inproc" && p.str("mode") == "processes")
     return "inproc stays inside one process; use mode=threads or endpoint=ipc";
+  // A socket in the run's folder under TMPDIR: its path must fit sun_path (socket_path).
+  if (unix_socket || p.str_or("endpoint", "") == "ipc")
+    if (std::string why = ipc::socket_path_problem(kSocketNameMax); !why.empty()) return why;
   return std_params::size_problem(p);
 }
 
@@ -91,11 +94,12 @@ std::string socket_path(const std::string& tag) {
   // The run's folder is private to the run: a short name in it is unique, and a Unix socket's
   // path must fit sun_path (107 bytes).
   static std::atomic<uint64_t> n{0};
-  const std::string path = fmt::format("{}/{}{}", ipc::run_dir(), tag, ++n);
-  if (path.size() > 107)
-    throw std::runtime_error(fmt::format("the ipc socket path {} is {} bytes, over the 107 a Unix socket takes; set "
-                                         "TMPDIR to a shorter folder",
-                                         path, path.size()));
+  const std::string name = fmt::format("{}{}", tag, ++n);
+  const std::string path = fmt::format("{}/{}", ipc::run_dir(), name);
+  if (name.size() > kSocketNameMax || path.size() > ipc::kSocketPathMax)  // check() refused it already
+    throw std::runtime_error(fmt::format(
+        "the ipc socket path {} is {} bytes, over the {} a Unix socket takes; set TMPDIR to a shorter folder",
+        path, path.size(), ipc::kSocketPathMax));
   ipc::track_path(path);  // the library (or its daemon) creates the socket; the run removes it
   return path;
 }

@@ -22,8 +22,11 @@ constexpr int64_t kMaxSize = 1 << 20;
 /// pattern, size, mode, placement, endpoint (those of `endpoints`, the first the default: ipc | tcp |
 /// inproc; none for a library that has one way only), then `extra`.
 std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra = {});
-/// Why `p` cannot run ("" when it can): inproc crosses no process.
-std::string check(const Params& p);
+/// The longest name socket_path() gives a socket in the run's folder (its tag and a count).
+constexpr size_t kSocketNameMax = 12;
+/// Why `p` cannot run ("" when it can): inproc crosses no process; a Unix socket in the run's folder
+/// (endpoint=ipc, or always with `unix_socket`) whose path cannot fit sun_path with this TMPDIR.
+std::string check(const Params& p, bool unix_socket = false);
 /// For a library whose threads are process-wide and do not survive fork (nng, gRPC): once a run of
 /// threads has started it in this process, a forked side could not start it again, so a
 /// mode=processes point is then skipped with the reason (an ipclab run of its own never starts the

@@ -15,11 +15,17 @@
 // runtime — a process's registration with RouDi — cannot be made twice in one process (a second
 // one, with a new RouDi, crashed here).
 //
-// iceoryx 2.0 uses fixed names: /tmp/roudi, /tmp/roudi.lock, /tmp/iox-unique-roudi.lock, the
-// shared memory /iceoryx_mgmt and one named after the user's group; RouDi removes stale ones as it
-// starts. ipclab starts its RouDi only where none of them exist (another RouDi's, or a dead one's,
-// are not ours to remove): otherwise the benchmark is skipped with the names. RouDi removes them
-// itself when stopped; the run removes whatever a killed RouDi left.
+// iceoryx 2.0 uses fixed names, the same for the whole machine: /tmp/roudi, /tmp/roudi.lock,
+// /tmp/iox-unique-roudi.lock, the shared memory /iceoryx_mgmt and one named after the user's group;
+// RouDi removes stale ones as it starts. They are used only under the machine-wide lock "iceoryx"
+// (ipc::lock_shared), held from before the check that none of them exist until they are removed
+// again, and kept by RouDi itself (its inherited descriptor): two runs never race for them, in any
+// PID namespace, and a RouDi that outlived its run keeps them locked. A run waits for the lock a
+// bounded time, then skips with the holder's name. Under the lock, ipclab starts its RouDi only
+// where none of the names exist (another RouDi's are not ours to remove): otherwise the benchmark
+// is skipped with the names. RouDi removes them itself when stopped; the run removes whatever a
+// killed RouDi left; a run killed outright (its RouDi dies with it, core/daemon.hpp) leaves them
+// to the next run's sweep, which removes them once it holds the lock.
 //
 // The runtime: RouDi's own factory makes one per process for ever; ipclab installs its own
 // factory (PoshRuntime's protected interface, as iceoryx's tests do) so that a runtime can be
@@ -66,6 +72,8 @@ namespace ipclab::libs {
 namespace {
 
 constexpr const char* kRoudi = "/usr/bin/iox-roudi";
+constexpr const char* kLock = "iceoryx";   // the machine-wide lock of iceoryx's fixed names
+constexpr double kLockWait_s = 10;         // how long a run waits for another run's RouDi to end
 
 std::string version() {
   return fmt::format("{}.{}.{}", ICEORYX_VERSION_MAJOR, ICEORYX_VERSION_MINOR, ICEORYX_VERSION_PATCH);
@@ -175,29 +183,44 @@ class Host {
       died_ = "roudi " + roudi_->process().death();
       throw std::runtime_error("iceoryx's RouDi " + died_);
     }
+    // Held from here until the names are gone again (stop, release_names), and by RouDi.
+    lock_fd_ = ipc::lock_shared(kLock, kLockWait_s);
     std::string present;
     for (const auto& f : fixed_files())
       if (exists(f)) present += (present.empty() ? "" : ", ") + f;
     for (const auto& m : fixed_shm())
       if (exists("/dev/shm" + m)) present += (present.empty() ? "" : ", ") + ("/dev/shm" + m);
-    if (!present.empty())
+    if (!present.empty()) {
+      release_names();
       throw Skip(fmt::format("iceoryx's fixed names exist ({}): another RouDi runs here, or a dead one left them; "
                              "ipclab starts its own only where none exist",
                              present));
+    }
     // iceoryx's own log goes to stderr; warnings and errors only.
     iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn, iox::log::LogLevelOutput::kHideLogLevel);
-    int fd = ipc::create_file(ipc::run_dir(), "roudi.toml", 0600, config_);
+    int fd = -1;
+    try {
+      fd = ipc::create_file(ipc::run_dir(), "roudi.toml", 0600, config_);
+    } catch (...) {
+      release_names();
+      throw;
+    }
     const std::string toml = roudi_config();
     const bool written = write(fd, toml.data(), toml.size()) == ssize_t(toml.size());
     close(fd);
-    if (!written) throw std::runtime_error("write RouDi's configuration " + config_);
+    if (!written) {
+      release_names();
+      throw std::runtime_error("write RouDi's configuration " + config_);
+    }
+    tracked_ = true;
     for (const auto& f : fixed_files()) ipc::track_file(f);
     for (const auto& m : fixed_shm()) ipc::track_shm(m);
     try {
       roudi_.emplace(Daemon::Options{.name = "roudi",
                                      .argv = {kRoudi, "-c", config_, "-l", "warning"},
                                      .ready_text = "RouDi is ready for clients",
-                                     .timeout_s = 20});
+                                     .timeout_s = 20,
+                                     .keep_fds = {lock_fd_}});
     } catch (const Skip&) {  // not installed
       release_names();
       throw;
@@ -230,17 +253,25 @@ class Host {
   }
 
  private:
-  // What a RouDi of ours may have left (it was none of them before it started), and its
-  // configuration.
+  // What a RouDi of ours may have left (it was none of them before it started: this run held the
+  // lock all along), its configuration, then the lock.
   void release_names() {
-    for (const auto& f : fixed_files()) ipc::remove(ipc::Kind::File, f);
-    for (const auto& m : fixed_shm()) ipc::remove(ipc::Kind::PosixShm, m);
+    if (lock_fd_ < 0) return;
+    if (tracked_) {  // journaled once they were found absent
+      for (const auto& f : fixed_files()) ipc::remove(ipc::Kind::File, f);
+      for (const auto& m : fixed_shm()) ipc::remove(ipc::Kind::PosixShm, m);
+    }
     if (!config_.empty()) ipc::remove(ipc::Kind::File, config_);
+    tracked_ = false;
     config_.clear();
+    ipc::unlock_shared(kLock);
+    lock_fd_ = -1;
   }
 
   std::optional<Daemon> roudi_;
   std::string config_, died_;
+  int lock_fd_ = -1;
+  bool tracked_ = false;
 };
 
 // What both sides of one transport need to meet: the two topics' service description.
