@@ -138,6 +138,8 @@ def test_csv_rows_over_the_file_size_limit_are_not_appended_in_part(lab):
     body = header + "\n"
     while len(body) + len(row) + 1 < limit - 50:
         body += row + "\n"
+    body += "x" * (limit - 50 - len(body) - 1) + "\n"  # rows differ in length: pad to the byte
+    assert len(body) == limit - 50 and len(row) > 50
     csv.write_text(body)  # 50 bytes short of the limit: the next row crosses it
     p = lab.run("run", "harness/null", *QUICK, "--csv", csv, preexec_fn=file_size_limit(limit))
     assert p.returncode == 1, (p.returncode, p.stderr)
