@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/params.hpp"
+#include "core/topology.hpp"
 
 namespace ipclab {
 
@@ -94,11 +95,48 @@ ScopedPin::~ScopedPin() {
   if (saved_) sched_setaffinity(0, sizeof old_, &old_);
 }
 
+namespace {
+
+// What each class asks of a pair, for messages.
+const char* class_wording(const std::string& layout) {
+  if (layout == "smt") return "two threads of one core (SMT siblings)";
+  if (layout == "llc") return "two cores that share a last-level cache";
+  if (layout == "cross_llc") return "two last-level caches of one NUMA node";
+  return "two NUMA nodes";
+}
+
+// The allowed CPUs' topology as sysfs states it, read once.
+const topo::Topology& machine() {
+  static const topo::Topology t = topo::read("/sys", allowed_cpus());
+  return t;
+}
+
+}  // namespace
+
+bool is_class_layout(const std::string& layout) {
+  return layout == "smt" || layout == "llc" || layout == "cross_llc" || layout == "cross_numa";
+}
+
+std::pair<int, int> class_pair(const std::string& layout, const std::vector<int>& cpus, const topo::Topology& t) {
+  auto find = [&](int id) -> const topo::Cpu* {
+    for (auto& c : t.cpus)
+      if (c.id == id) return &c;
+    return nullptr;
+  };
+  for (size_t i = 0; i < cpus.size(); ++i)
+    for (size_t j = i + 1; j < cpus.size(); ++j) {
+      const topo::Cpu *a = find(cpus[i]), *b = find(cpus[j]);
+      if (a && b && topo::relation(*a, *b) == layout) return {cpus[i], cpus[j]};
+    }
+  return {-1, -1};
+}
+
 int cpus_needed(const std::string& layout) {
   if (layout == "unpinned") return 0;
   if (layout == "same") return 1;
-  if (layout == "cross") return 2;
-  throw UsageError(fmt::format("unknown placement '{}'; use same, cross or unpinned", brief(layout)));
+  if (layout == "cross" || is_class_layout(layout)) return 2;
+  throw UsageError(fmt::format(
+      "unknown placement '{}'; use same, cross, smt, llc, cross_llc, cross_numa or unpinned", brief(layout)));
 }
 
 std::string placement_problem(const std::string& layout, const std::vector<int>& cpus) {
@@ -106,8 +144,16 @@ std::string placement_problem(const std::string& layout, const std::vector<int>&
   std::vector<int> distinct = cpus;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (distinct.size() >= need) return "";
   std::string have;
+  for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
+  if (distinct.size() >= need && is_class_layout(layout) && class_pair(layout, cpus, machine()).first < 0)
+    return fmt::format(
+        "placement {} needs {} among the CPUs given ({}), and sysfs shows none here (a VM may hide "
+        "what lies under its vCPUs: see `ipclab topo`); give --cpus with such a pair, or choose another "
+        "placement",
+        layout, class_wording(layout), have);
+  if (distinct.size() >= need) return "";
+  have.clear();
   for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
   return fmt::format(
       "placement {} needs {} distinct CPUs but only {} {} available ({}); give --cpus "
@@ -119,6 +165,10 @@ int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cp
   if (layout == "unpinned" || cpus.empty()) return -1;
   if (std::string why = placement_problem(layout, cpus); !why.empty()) throw UsageError(why);
   if (layout == "same") return cpus[0];
+  if (is_class_layout(layout)) {
+    const auto [a, b] = class_pair(layout, cpus, machine());
+    return side == 0 ? a : b;
+  }
   return cpus[side == 0 ? 0 : 1];
 }
 

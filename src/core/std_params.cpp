@@ -1,5 +1,7 @@
 #include "core/std_params.hpp"
 
+#include <algorithm>
+
 namespace ipclab::std_params {
 
 ParamSpec pattern() {
@@ -99,15 +101,23 @@ ParamSpec mode(std::vector<std::string> quick, std::vector<std::string> full) {
 }
 
 ParamSpec placement(std::vector<std::string> choices, std::vector<std::string> quick) {
+  // Where two sides can cross CPUs they can also be placed by class (core/placement.hpp); the
+  // preset grids keep their layouts (a class the machine lacks would only add skipped points).
+  std::vector<std::string> full = choices;
+  const bool two = std::find(choices.begin(), choices.end(), "cross") != choices.end();
+  if (two)
+    for (const char* c : {"smt", "llc", "cross_llc", "cross_numa"}) choices.push_back(c);
   return {.name = "placement",
           .type = ParamType::String,
           .def = choices.front(),
           .choices = choices,
-          .help =
-              "same: all sides on the first --cpus CPU; cross: the two sides on the first two; "
-              "unpinned: the scheduler decides",
+          .help = two ? "same: all sides on the first --cpus CPU; cross: the two sides on the first two; smt, "
+                        "llc, cross_llc, cross_numa: on the first pair of --cpus that sysfs relates so (one "
+                        "core, one last-level cache, one NUMA node, two nodes: `ipclab topo`); unpinned: the "
+                        "scheduler decides"
+                      : "same: all sides on the first --cpus CPU; unpinned: the scheduler decides",
           .quick = std::move(quick),
-          .full = choices};
+          .full = full};
 }
 
 ParamSpec latency_sample() {

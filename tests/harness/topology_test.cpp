@@ -140,6 +140,25 @@ TEST(Topology, OverSixtyFourCpusMeasuresASamplePerRelation) {
   EXPECT_EQ(m.pairs.size(), 16u);  // 8 llc pairs, 8 cross_numa pairs
 }
 
+TEST(Topology, APlacementClassTakesTheFirstPairOfItsRelation) {
+  FakeSys s;  // two sockets, SMT siblings c and c+2, as above
+  for (int c = 0; c < 8; ++c) {
+    const int pkg = c / 4, core = c % 2, first = pkg * 4 + core;
+    s.cpu(c, pkg, core, std::to_string(first) + "," + std::to_string(first + 2), pkg ? "4-7" : "0-3");
+  }
+  s.node(0, "0-3");
+  s.node(1, "4-7");
+  const auto t = topo::read(s.root());
+  const std::vector<int> cpus{0, 1, 2, 5};
+  EXPECT_EQ(class_pair("smt", cpus, t), std::make_pair(0, 2));
+  EXPECT_EQ(class_pair("llc", cpus, t), std::make_pair(0, 1));
+  EXPECT_EQ(class_pair("cross_numa", cpus, t), std::make_pair(0, 5));
+  EXPECT_EQ(class_pair("cross_llc", cpus, t), std::make_pair(-1, -1));  // one cache per node here
+  EXPECT_TRUE(is_class_layout("cross_llc"));
+  EXPECT_FALSE(is_class_layout("cross"));
+  EXPECT_EQ(cpus_needed("smt"), 2);
+}
+
 TEST(Topology, TheCacheLineRoundTripBetweenTwoCpusIsMeasured) {
   const auto t = topo::read("/sys", allowed_cpus());
   ASSERT_FALSE(t.cpus.empty());
