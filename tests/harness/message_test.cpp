@@ -43,8 +43,6 @@ TEST(Message, SampledCheckSeesTheSampledWordsAndNotTheOthers) {
   EXPECT_FALSE(msg::decode(buf.data(), kLen, true, 0, false).ok);
 }
 
-}  // namespace
-}  // namespace ipclab
 
 TEST(SeqWindow, InOrderIsNewARepeatIsARepeatAndALateFirstArrivalIsLate) {
   using V = msg::SeqWindow::Verdict;
@@ -76,3 +74,6 @@ TEST(SeqWindow, TellsLateFromRepeatAcrossTheWholeWindowAndAcrossItsRingWrap) {
   EXPECT_EQ(w.take(9 * kBits + 1), V::kLate);
   EXPECT_EQ(w.take(9 * kBits), V::kRepeat);
 }
+
+}  // namespace
+}  // namespace ipclab

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/clock.hpp"
 #include "core/peer.hpp"
 #include "core/placement.hpp"
 
@@ -160,7 +161,7 @@ TEST(Runner, MedianAggregateTakesTheMiddleRepetition) {
 }
 
 TEST(Peer, ValidRecordIsFoldedAndUnknownFieldsIgnored) {
-  PeerRun run = run_peer({kPeer, "--behave=ok", "--name=peer/tiny/x:1"}, 0, 10);
+  PeerRun run = run_peer({kPeer, "--behave=ok", "--name=peer/tiny/x:1"}, 0, 10, 1);
   ASSERT_TRUE(run.error.empty()) << run.error;
   ASSERT_EQ(run.records.size(), 1u);
   EXPECT_EQ(run.records[0].name, "peer/tiny/x:1");
@@ -171,16 +172,27 @@ TEST(Peer, ValidRecordIsFoldedAndUnknownFieldsIgnored) {
 }
 
 TEST(Peer, MisbehaviourIsReportedNotHung) {
-  PeerRun garbage = run_peer({kPeer, "--behave=garbage"}, -1, 10);
+  PeerRun garbage = run_peer({kPeer, "--behave=garbage"}, -1, 10, 1);
   EXPECT_NE(garbage.error.find("not a valid record"), std::string::npos) << garbage.error;
-  PeerRun fail = run_peer({kPeer, "--behave=fail"}, -1, 10);
+  PeerRun fail = run_peer({kPeer, "--behave=fail"}, -1, 10, 1);
   EXPECT_NE(fail.error.find("exited with 3"), std::string::npos) << fail.error;
   EXPECT_NE(fail.error.find("cannot do that"), std::string::npos) << "stderr is quoted";
-  PeerRun crash = run_peer({kPeer, "--behave=crash"}, -1, 10);
+  PeerRun crash = run_peer({kPeer, "--behave=crash"}, -1, 10, 1);
   EXPECT_NE(crash.error.find("signal"), std::string::npos) << crash.error;
-  PeerRun hang = run_peer({kPeer, "--behave=hang"}, -1, 0.5);
+  PeerRun hang = run_peer({kPeer, "--behave=hang"}, -1, 0.5, 1);
   EXPECT_NE(hang.error.find("killed"), std::string::npos) << hang.error;
-  EXPECT_THROW(run_peer({"/nonexistent/peer"}, -1, 1), Skip);
+  EXPECT_THROW(run_peer({"/nonexistent/peer"}, -1, 1, 1), Skip);
+}
+
+// A peer that keeps its own count shows no progress until it prints: the watchdog reads its time
+// on CPU, which stands still while it hangs, and ends it at the stall limit (1 s here), long
+// before its own timeout.
+TEST(Peer, OneThatStandsStillIsStoppedAtTheStallLimitNotItsTimeout) {
+  const uint64_t t0 = now_ns();
+  PeerRun hang = run_peer({kPeer, "--behave=hang"}, -1, 60, 1);
+  EXPECT_NE(hang.error.find("made no progress"), std::string::npos) << hang.error;
+  EXPECT_NE(hang.error.find("was killed"), std::string::npos) << hang.error;
+  EXPECT_LT(double(now_ns() - t0) * 1e-9, 30) << "ended by the watchdog, not the 60 s timeout";
 }
 
 // run_plan: back to back by default; with a seed, one random order over every benchmark's

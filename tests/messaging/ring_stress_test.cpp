@@ -39,8 +39,13 @@ struct Mapping {
   size_t bytes;
 };
 
-const WaitStrategy kWaits[] = {WaitStrategy::Spin, WaitStrategy::SpinYield, WaitStrategy::Futex,
-                               WaitStrategy::Adaptive};
+// Every kind; adaptive both with the budget calibrated here (spinning while the peer runs on
+// another CPU) and as for two sides pinned to one CPU (yielding, never spinning).
+const WaitStrategy kWaits[] = {{WaitKind::Spin},
+                               {WaitKind::SpinYield},
+                               {WaitKind::Futex},
+                               {WaitKind::Adaptive, waits::adaptive(false)},
+                               {WaitKind::Adaptive, waits::adaptive(true)}};
 
 TEST(SpscRingStress, EveryMessageOnceInOrder) {
   for (auto w : kWaits) {
