@@ -53,6 +53,17 @@ class FakeSys {
   fs::path root_;
 };
 
+// CPUs 0-3 socket 0 and NUMA node 0, 4-7 socket 1 and node 1; siblings c and c+2 within a socket
+// (as Linux numbers them); one last-level cache per socket.
+void two_sockets_with_smt(FakeSys& s) {
+  for (int c = 0; c < 8; ++c) {
+    const int pkg = c / 4, core = c % 2, first = pkg * 4 + core;
+    s.cpu(c, pkg, core, std::to_string(first) + "," + std::to_string(first + 2), pkg ? "4-7" : "0-3");
+  }
+  s.node(0, "0-3");
+  s.node(1, "4-7");
+}
+
 TEST(Topology, OneSocketWithoutSmt) {
   FakeSys s;
   for (int c = 0; c < 4; ++c) s.cpu(c, 0, c, std::to_string(c), "0-3");
@@ -68,14 +79,8 @@ TEST(Topology, OneSocketWithoutSmt) {
 }
 
 TEST(Topology, TwoSocketsWithSmtAndTwoNumaNodes) {
-  // CPUs 0-3 socket 0, 4-7 socket 1; siblings c and c+2 within a socket (as Linux numbers them).
   FakeSys s;
-  for (int c = 0; c < 8; ++c) {
-    const int pkg = c / 4, core = c % 2, first = pkg * 4 + core;
-    s.cpu(c, pkg, core, std::to_string(first) + "," + std::to_string(first + 2), pkg ? "4-7" : "0-3");
-  }
-  s.node(0, "0-3");
-  s.node(1, "4-7");
+  two_sockets_with_smt(s);
   const auto t = topo::read(s.root());
   EXPECT_EQ(t.packages, 2);
   EXPECT_EQ(t.nodes, 2);
@@ -141,13 +146,8 @@ TEST(Topology, OverSixtyFourCpusMeasuresASamplePerRelation) {
 }
 
 TEST(Topology, APlacementClassTakesTheFirstPairOfItsRelation) {
-  FakeSys s;  // two sockets, SMT siblings c and c+2, as above
-  for (int c = 0; c < 8; ++c) {
-    const int pkg = c / 4, core = c % 2, first = pkg * 4 + core;
-    s.cpu(c, pkg, core, std::to_string(first) + "," + std::to_string(first + 2), pkg ? "4-7" : "0-3");
-  }
-  s.node(0, "0-3");
-  s.node(1, "4-7");
+  FakeSys s;
+  two_sockets_with_smt(s);
   const auto t = topo::read(s.root());
   const std::vector<int> cpus{0, 1, 2, 5};
   EXPECT_EQ(class_pair("smt", cpus, t), std::make_pair(0, 2));
