@@ -144,16 +144,8 @@ std::string placement_problem(const std::string& layout, const std::vector<int>&
   std::vector<int> distinct = cpus;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::string have;
-  for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
-  if (distinct.size() >= need && is_class_layout(layout) && class_pair(layout, cpus, machine()).first < 0)
-    return fmt::format(
-        "placement {} needs {} among the CPUs given ({}), and sysfs shows none here (a VM may hide "
-        "what lies under its vCPUs: see `ipclab topo`); give --cpus with such a pair, or choose another "
-        "placement",
-        layout, class_wording(layout), have);
   if (distinct.size() >= need) return "";
-  have.clear();
+  std::string have;
   for (int c : distinct) have += (have.empty() ? "" : ",") + std::to_string(c);
   return fmt::format(
       "placement {} needs {} distinct CPUs but only {} {} available ({}); give --cpus "
@@ -166,7 +158,16 @@ int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cp
   if (std::string why = placement_problem(layout, cpus); !why.empty()) throw UsageError(why);
   if (layout == "same") return cpus[0];
   if (is_class_layout(layout)) {
+    // A class the machine lacks skips the benchmark, with the reason, as a missing feature does.
     const auto [a, b] = class_pair(layout, cpus, machine());
+    if (a < 0) {
+      std::string have;
+      for (int c : cpus) have += (have.empty() ? "" : ",") + std::to_string(c);
+      throw Skip(fmt::format(
+          "placement {} needs {} among the CPUs given ({}), and sysfs shows none here (a VM may hide what "
+          "lies under its vCPUs: see `ipclab topo`); give --cpus with such a pair",
+          layout, class_wording(layout), have));
+    }
     return side == 0 ? a : b;
   }
   return cpus[side == 0 ? 0 : 1];

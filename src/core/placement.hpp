@@ -41,7 +41,8 @@ class ScopedPin {
 /// cpus[1]), a placement class (is_class_layout: the first pair of cpus in that relation),
 /// `unpinned` (the scheduler decides).
 /// Returns the CPU for `side` (0 or 1) under `layout`, or -1 for unpinned; UsageError when the
-/// layout is impossible on `cpus` (the planner rules that out before a run starts).
+/// layout is impossible on `cpus` (the planner rules that out before a run starts), Skip when
+/// `cpus` hold no pair of a placement class (the benchmark is skipped with the reason).
 /// Distinct CPUs `layout` needs (unpinned 0, same 1, cross 2); UsageError for an unknown layout.
 int cpus_needed(const std::string& layout);
 /// The placement classes: the two sides on CPUs that sysfs relates as the layout says — `smt` (two
