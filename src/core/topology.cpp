@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <immintrin.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +11,8 @@
 #include <thread>
 
 #include "core/clock.hpp"
+#include "core/placement.hpp"
+#include "core/statistics.hpp"
 
 namespace ipclab::topo {
 
@@ -66,12 +67,6 @@ std::vector<int> numbered(const std::string& dir, const std::string& prefix) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -166,7 +161,7 @@ void judge(const Topology& t, Matrix& m) {
     if (r == "smt" || p.ns <= 0) continue;
     const auto& same = std::find_if(by_rel.begin(), by_rel.end(), [&](auto& e) { return e.first == r; })->second;
     // At most half the median of the pairs sysfs relates as it relates this one.
-    if (same.size() >= 3 && p.ns * 2 <= median(same)) m.hidden_siblings.push_back(p);
+    if (same.size() >= 3 && p.ns * 2 <= median_of(same)) m.hidden_siblings.push_back(p);
   }
 }
 
@@ -180,10 +175,7 @@ double c2c_ns(int a, int b, int rounds) {
   std::vector<double> rtt;
   rtt.reserve(size_t(rounds));
   auto pin = [&](int cpu) {
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    if (sched_setaffinity(0, sizeof s, &s) != 0) bad = true;
+    if (!set_affinity(cpu)) bad = true;
     pinned.fetch_add(1);
     while (pinned.load() < 2) _mm_pause();
   };
@@ -219,7 +211,7 @@ double c2c_ns(int a, int b, int rounds) {
   });
   client.join();
   server.join();
-  return bad ? 0 : median(rtt);
+  return bad ? 0 : median_of(std::move(rtt));
 }
 
 nlohmann::json to_json(const Topology& t) {

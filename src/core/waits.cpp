@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +13,8 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/placement.hpp"
+#include "core/statistics.hpp"
 
 namespace ipclab::waits {
 
@@ -29,14 +30,6 @@ double time_pause_ns() {
     best = std::min(best, double(now_ns() - t0) / kPauses);
   }
   return best;
-}
-
-void pin_self(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);  // unpinned if refused: measured where it runs
 }
 
 // The median one-way hand-over of a futex ping-pong between a thread on CPU `a` and one on `b`
@@ -64,38 +57,28 @@ double handover_ns(int a, int b) {
     turn.store(v, std::memory_order_release);
     syscall(SYS_futex, &turn, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   };
-  std::vector<uint64_t> rtt;
+  std::vector<double> rtt;
   rtt.reserve(kRounds);
   std::thread side_b([&] {
-    pin_self(b);
+    if (b >= 0) set_affinity(b);  // unpinned if refused: measured where it runs
     for (uint32_t i = 0; i < kWarm + kRounds; ++i) {
       if (!await(2 * i + 1, 2 * i)) return;
       hand(2 * i + 2);
     }
   });
   std::thread side_a([&] {
-    pin_self(a);
+    if (a >= 0) set_affinity(a);
     for (uint32_t i = 0; i < kWarm + kRounds; ++i) {
       const uint64_t t0 = now_ns();
       hand(2 * i + 1);
       if (!await(2 * i + 2, 2 * i + 1)) return;
-      if (i >= kWarm) rtt.push_back(now_ns() - t0);
+      if (i >= kWarm) rtt.push_back(double(now_ns() - t0));
     }
   });
   side_a.join();
   side_b.join();
   if (give_up.load() || rtt.size() != kRounds) return 0;
-  std::nth_element(rtt.begin(), rtt.begin() + kRounds / 2, rtt.end());
-  return double(rtt[kRounds / 2]) / 2;
-}
-
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
+  return median_of(std::move(rtt)) / 2;
 }
 
 }  // namespace
