@@ -66,7 +66,7 @@ void render() {
                        what));
     r.extra["crash"] = {{"signal", sig}, {"name", fmt::format("SIG{}", sigabbrev_np(sig))}};
     if (journal)
-      l.record[i] = to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      l.record[i] = to_json_line(r);
     l.message[i] = fmt::format(
         "ipclab: {} (repetition {}) crashed: {}; {}\n", printable(r.name), r.repetition, what,
         journal ? "a failed record says so, after the records the run finished, in " + printable(g_path)

@@ -31,10 +31,7 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
     throw;
   }
   close(log);
-  Deadline::waiting_for(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]), opt_.timeout_s);
-  struct Done {
-    ~Done() { Deadline::waiting_for(""); }
-  } done;
+  const Deadline::Waiting waiting(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]), opt_.timeout_s);
   const uint64_t deadline = now_ns() + uint64_t(opt_.timeout_s * 1e9);
   for (;;) {
     const std::string text = read_log();

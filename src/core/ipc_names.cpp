@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -10,6 +11,8 @@
 #include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -22,8 +25,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -685,6 +690,13 @@ std::vector<std::string> sweep_leftovers() {
   // Two passes: a dead run's folder can hold another dead run's journaled file (`ipclab ab`'s
   // slices are written by runs of their own), so it empties only once that run is swept too.
   std::vector<std::pair<std::string, std::string>> swept;  // (run id, what was removed)
+  // A dead run's fixed names only under the machine-wide locks it held, taken here without waiting.
+  auto take = [](const std::string& path) {
+    if (path.rfind(std::string(kSharedLockDir) + "/ipclab-shared.", 0) != 0) return -1;
+    std::string why;
+    const int fd = try_lock_file(path, why);
+    return fd >= 0 ? fd : -1;
+  };
   for (int pass = 0; pass < 2; ++pass) {
     const int scan = dup(g_run.base_fd);
     DIR* d = scan >= 0 ? fdopendir(scan) : nullptr;
@@ -710,13 +722,6 @@ std::vector<std::string> sweep_leftovers() {
       }
       // Dead: its lease is ours now, and held until its folder is gone, so no other sweep races us.
       const std::string id = folder.substr(4);
-      // Its fixed names only under the machine-wide locks it held, taken here without waiting.
-      auto take = [](const std::string& path) {
-        if (path.rfind(std::string(kSharedLockDir) + "/ipclab-shared.", 0) != 0) return -1;
-        std::string why;
-        const int fd = try_lock_file(path, why);
-        return fd >= 0 ? fd : -1;
-      };
       auto removed =
           jfd >= 0 ? clean_run(g_run.base_fd, folder, dir, jfd, id, take) : std::vector<std::string>{};
       if (jfd < 0 && unlinkat(g_run.base_fd, folder.c_str(), AT_REMOVEDIR) == 0)
@@ -760,10 +765,7 @@ int lock_shared(const std::string& name, double wait_s) {
   ensure_run();
   const std::string path = shared_lock_path(name);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-  Deadline::waiting_for("the machine-wide lock " + path, wait_s);
-  struct Done {
-    ~Done() { Deadline::waiting_for(""); }
-  } done;
+  const Deadline::Waiting waiting("the machine-wide lock " + path, wait_s);
   for (;;) {
     std::string why;
     const int fd = try_lock_file(path, why);
@@ -805,6 +807,55 @@ void unlock_shared(const std::string& name) {
       close(fd);
       return;
     }
+}
+
+// devtmpfs says tmpfs to statfs: /proc/self/mountinfo is asked by device number for the rest.
+std::string special_file_system(const std::string& path) {
+  struct statfs sf {};
+  if (statfs(path.c_str(), &sf) == 0) {
+    switch (sf.f_type) {
+      case PROC_SUPER_MAGIC:
+        return "proc";
+      case SYSFS_MAGIC:
+        return "sysfs";
+      case DEVPTS_SUPER_MAGIC:
+        return "devpts";
+      case CGROUP_SUPER_MAGIC:
+      case CGROUP2_SUPER_MAGIC:
+        return "cgroup";
+      case DEBUGFS_MAGIC:
+        return "debugfs";
+      case TRACEFS_MAGIC:
+        return "tracefs";
+      case SECURITYFS_MAGIC:
+        return "securityfs";
+      case BPF_FS_MAGIC:
+        return "bpf";
+      default:
+        break;
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    // "id parent major:minor root mount-point options [optional...] - fstype source super-options"
+    std::istringstream f(line);
+    std::string id, parent, mm;
+    if (!(f >> id >> parent >> mm) || mm != dev) continue;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type;
+    rest >> type;
+    for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs",
+                            "binfmt_misc"})
+      if (type == bad) return type;
+    return "";
+  }
+  return "";
 }
 
 int open_own_file(const std::string& path, int flags, std::string* why) {

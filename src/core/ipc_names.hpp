@@ -89,6 +89,12 @@ void unlock_shared(const std::string& name);
 /// The lock file of lock_shared(name).
 std::string shared_lock_path(const std::string& name);
 
+/// The name of the file system `path` (an existing folder) is on when it is one that holds no
+/// files of a user's — devices (devtmpfs), the kernel's views (proc, sysfs, cgroup, debugfs,
+/// tracefs, securityfs, configfs, pstore, bpf, mqueue, efivarfs, ...) — else "". The one check of
+/// every place that refuses such a folder for files (result files, -p dir).
+std::string special_file_system(const std::string& path);
+
 /// Opens an existing file at `path` in a folder others may write to (TMPDIR, /tmp, /dev/shm, -p
 /// dir) with `flags` (O_RDONLY, O_RDWR, O_DIRECT...), never following a link and never blocking on
 /// a FIFO or device planted there (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC; O_NONBLOCK is cleared once

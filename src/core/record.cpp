@@ -182,6 +182,10 @@ Record record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::string to_json_line(const Record& r) {
+  return to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 std::string observed_text(const Placement& p) {
   std::string out;
   for (auto& side : p.sides) {

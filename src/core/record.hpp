@@ -93,6 +93,9 @@ struct Record {
 };
 
 nlohmann::json to_json(const Record& r);
+/// The record as one line of JSON with its newline (bytes that are not UTF-8 replaced): a line of
+/// the results journal, as it is appended and as the crash handler writes it.
+std::string to_json_line(const Record& r);
 /// A latency summary with its histogram, as `latency_ns` (and the open-loop figures) hold it.
 nlohmann::json to_json(const Latency& l);
 /// Where each side was seen running, for tables: `producer0@0 consumer0@1+0` (`?`: not seen).

@@ -167,11 +167,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     throw UsageError(
         fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
   // The set-up is over: the stall watchdog below takes over, the clean-up guard after.
-  guard_.reset();
-  struct Rearm {
-    Session* s;
-    ~Rearm() { s->arm_guard("clean-up"); }
-  } rearm{this};
+  const CleanupGuardAfter cleanup_guard(*this);
   for (auto& w : workers) w.process = w.process || processes;
   int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
   for (int i = 0; i < int(workers.size()); ++i)
@@ -617,11 +613,7 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   // run of it is the watchdog's only hold on it.
   // Each guard is armed before its run and disarmed after it, outside the timed part.
   const double limit = deadline_s > 0 ? deadline_s : opts_.timeout_s();
-  guard_.reset();  // its own deadline takes over from the set-up guard; the clean-up's after
-  struct Rearm {
-    Session* s;
-    ~Rearm() { s->arm_guard("clean-up"); }
-  } rearm{this};
+  const CleanupGuardAfter cleanup_guard(*this);  // its own deadline takes over from the set-up guard
   const std::string line = fmt::format(
       "FAILED {} (repetition {}): stalled: workload {} did not finish "
       "within {:.1f} s",

@@ -276,6 +276,13 @@ class Session {
 
  private:
   void arm_guard(const char* phase);
+  /// While run_workers or measure runs its own watchdog: the set-up guard is off, and the
+  /// clean-up's is armed once it returns, on every path.
+  struct CleanupGuardAfter {
+    explicit CleanupGuardAfter(Session& s) : s(s) { s.guard_.reset(); }
+    ~CleanupGuardAfter() { s.arm_guard("clean-up"); }
+    Session& s;
+  };
   std::unique_ptr<Deadline> guard_;
   bool guarded_ = false;
   const Mechanism& mech_;

@@ -83,6 +83,14 @@ class Deadline {
   static void waiting_for(const std::string& what, double bound_s = 0);
   /// The body made progress (a large file being written): the armed deadline starts over.
   static void progress();
+  /// waiting_for(what, bound_s) for the scope of one step; cleared when it ends, on every path.
+  class Waiting {
+   public:
+    explicit Waiting(const std::string& what, double bound_s = 0) { waiting_for(what, bound_s); }
+    ~Waiting() { waiting_for(""); }
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+  };
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
 };

@@ -28,15 +28,6 @@ std::string folder_of(const std::string& path) {
   return dir.empty() ? "." : dir.string();
 }
 
-// The kernel's own file systems (statfs f_type), where no result file can be made even by root:
-// sysfs, procfs, cgroup v1 and v2, debugfs, tracefs, securityfs, configfs, bpffs, pstore, efivarfs.
-bool kernel_file_system(long type) {
-  for (long magic : {0x62656572L, 0x9fa0L, 0x27e0ebL, 0x63677270L, 0x64626720L, 0x74726163L, 0x73636673L,
-                     0x62656570L, 0xcafe4a11L, 0x6165676cL, 0xde5e81e4L})
-    if (type == magic) return true;
-  return false;
-}
-
 }  // namespace
 
 void check_target(const std::string& option, const std::string& path) {
@@ -63,7 +54,7 @@ void check_target(const std::string& option, const std::string& path) {
   if (probe >= 0) ::close(probe);
   if (probe < 0 && (probe_errno == EOPNOTSUPP || probe_errno == EISDIR)) {
     struct statfs fs {};
-    if (::statfs(dir.c_str(), &fs) == 0 && ((fs.f_flags & ST_RDONLY) || kernel_file_system(fs.f_type)))
+    if (::statfs(dir.c_str(), &fs) == 0 && ((fs.f_flags & ST_RDONLY) || !ipc::special_file_system(dir).empty()))
       probe_errno = (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
     else if (access(dir.c_str(), W_OK | X_OK) == 0)
       probe_errno = 0;

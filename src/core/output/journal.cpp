@@ -49,7 +49,7 @@ void JournalReporter::begin(const nlohmann::json& context, const std::vector<Pla
 }
 
 void JournalReporter::record(const Record& r) {
-  append(to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  append(to_json_line(r));
   if (committed_) return;
   // Its first record makes it a result of the run: renamed to its own name, no longer a
   // temporary a signal or the next run's sweep would remove.

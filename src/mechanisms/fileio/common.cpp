@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <system_error>
 
 #include "core/clock.hpp"
@@ -181,57 +180,6 @@ bool block_ok(const void* buf, uint64_t off) {
 
 namespace {
 
-// The type of the file system `path` (an existing folder) is on, by name, when it is one that holds
-// no files of a user's: devices (devtmpfs, whose statfs says tmpfs, so /proc/self/mountinfo is
-// asked by device number), the kernel's views (proc, sysfs, cgroup, ...). "" for a regular one.
-std::string special_fs(const std::string& path) {
-  struct statfs sf {};
-  if (statfs(path.c_str(), &sf) == 0) {
-    switch (sf.f_type) {
-      case PROC_SUPER_MAGIC:
-        return "proc";
-      case SYSFS_MAGIC:
-        return "sysfs";
-      case DEVPTS_SUPER_MAGIC:
-        return "devpts";
-      case CGROUP_SUPER_MAGIC:
-      case CGROUP2_SUPER_MAGIC:
-        return "cgroup";
-      case DEBUGFS_MAGIC:
-        return "debugfs";
-      case TRACEFS_MAGIC:
-        return "tracefs";
-      case SECURITYFS_MAGIC:
-        return "securityfs";
-      case BPF_FS_MAGIC:
-        return "bpf";
-      default:
-        break;
-    }
-  }
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return "";
-  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    // "id parent major:minor root mount-point options [optional...] - fstype source super-options"
-    std::istringstream f(line);
-    std::string id, parent, mm;
-    if (!(f >> id >> parent >> mm) || mm != dev) continue;
-    const size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream rest(line.substr(dash + 3));
-    std::string type;
-    rest >> type;
-    for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
-                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs",
-                            "binfmt_misc"})
-      if (type == bad) return type;
-    return "";
-  }
-  return "";
-}
-
 // Why the default folder cannot be used ("" when it can, or does not exist yet): it sits in a folder
 // every user can write to, so it is used only while it is a folder of this user's closed to others.
 std::string default_dir_problem() {
@@ -258,7 +206,7 @@ std::string check_dir(const std::string& dir) {
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
                        dir);
-  if (const std::string fs = special_fs(dir); !fs.empty())
+  if (const std::string fs = ipc::special_file_system(dir); !fs.empty())
     return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}",
                        dir, fs, kDefaultDir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
@@ -285,7 +233,7 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
   int fd = ipc::create_file(dir, file_name(size), 0600, tmp);
   constexpr uint64_t kChunk = 1 << 20;
   auto buf = aligned_buffer(kChunk);
-  Deadline::waiting_for("writing the test file " + tmp);  // each MiB written restarts the guard
+  const Deadline::Waiting waiting("writing the test file " + tmp);  // each MiB written restarts the guard
   for (uint64_t off = 0; off < size; off += kChunk) {
     Deadline::progress();
     const uint64_t n = std::min(kChunk, size - off);
@@ -331,7 +279,6 @@ std::string ensure_file(const std::string& dir, uint64_t size) {
     fsync(dfd);
     close(dfd);
   }
-  Deadline::waiting_for("");
   return path;
 }
 
@@ -447,12 +394,11 @@ Setup prepare(Session& s, bool direct) {
   // left to write back would otherwise queue in front of the measured reads (reads of 0.5 s
   // each were seen right after a cargo build).
   const uint64_t t1 = now_ns();
-  Deadline::waiting_for("the file system of " + dir + " to write back (syncfs)", 120);
   if (const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    const Deadline::Waiting waiting("the file system of " + dir + " to write back (syncfs)", 120);
     syncfs(dfd);
     close(dfd);
   }
-  Deadline::waiting_for("");
   rec.extra["syncfs_s"] = double(now_ns() - t1) * 1e-9;
   rec.extra["fs_tmpfs"] = is_tmpfs(dir);
   rec.extra["block_size"] = su.plan.len();
@@ -468,12 +414,13 @@ Setup prepare(Session& s, bool direct) {
       throw Skip(fmt::format("cache=warm: the {} byte file does not fit in free memory", size));
     int fd = open_file(su.path, false, false);
     auto buf = aligned_buffer(1 << 20);
-    Deadline::waiting_for("reading the test file into the page cache");
-    for (uint64_t off = 0; off < size; off += 1 << 20) {
-      Deadline::progress();
-      if (pread(fd, buf.get(), 1 << 20, off_t(off)) < 0) sys_fail("warm read");
+    {
+      const Deadline::Waiting waiting("reading the test file into the page cache");
+      for (uint64_t off = 0; off < size; off += 1 << 20) {
+        Deadline::progress();
+        if (pread(fd, buf.get(), 1 << 20, off_t(off)) < 0) sys_fail("warm read");
+      }
     }
-    Deadline::waiting_for("");
     close(fd);
     rec.extra["cache"] = "warm: the whole file read once before the run";
   } else {
