@@ -16,6 +16,7 @@ struct RunArgs {
   // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
   std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
   std::optional<std::string> ci_target, max_repetitions;  // with --repetitions auto
+  std::optional<std::string> cpu_matrix;                  // every | class
   bool interleave = false;
   bool plan_only = false;  // --plan: print the plan, run nothing
   bool kernel_counters = false;

@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   text_option(run, "--cpus", ra.cpus,
               "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
       ->type_name("LIST");
+  text_option(run, "--cpu-matrix", ra.cpu_matrix,
+              "run each two-sided round-trip benchmark on every pair of --cpus (every) or on one pair per "
+              "placement class (class), at placement cross on that pair; the report draws the matrix")
+      ->type_name("every|class");
   run->add_flag(
          "--interleave", ra.interleave,
          "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)")

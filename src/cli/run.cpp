@@ -24,6 +24,7 @@
 #include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
+#include "core/topology.hpp"
 
 namespace ipclab::cli {
 
@@ -258,6 +259,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // plan
   auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
+  if (a.cpu_matrix) benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
   if (a.plan_only) return print_plan(a, benchmarks);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
 
@@ -284,6 +286,13 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["warmup_s"] = opts.warmup_s;
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   context["kernel_counters"] = opts.kernel_counters;
+  if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
+  // A run that places sides by class or over a CPU matrix records the round trips it chose by.
+  const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
+                          return is_class_layout(b.params.str_or("placement", ""));
+                        });
+  if (by_class && opts.cpus.size() >= 2)
+    context["cpu"]["topology"] = topo::to_json(topo::read("/sys", opts.cpus), measured_matrix(opts.cpus));
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   std::vector<Record> records;

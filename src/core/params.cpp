@@ -230,13 +230,39 @@ void parse_override(const std::string& arg, Overrides& into) {
   slot.insert(slot.end(), values.begin(), values.end());
 }
 
+std::vector<int64_t> scaled_grid(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v > 0 && v <= n; v *= 2) out.push_back(v);
+  if (n >= 1 && out.back() != n) out.push_back(n);
+  return out;
+}
+
+namespace {
+
+// A preset's values of a per_cpu parameter on a run over `cpus` CPUs (ParamSpec::per_cpu).
+std::vector<std::string> scaled_values(const ParamSpec& s, Preset preset, size_t cpus) {
+  const int64_t top = std::clamp<int64_t>(int64_t(cpus) / s.per_cpu, 1, std::min<int64_t>(s.max, 1 << 20));
+  std::set<int64_t> v;
+  for (int64_t x : scaled_grid(top)) v.insert(x);
+  if (preset == Preset::Full)
+    for (auto& f : s.full)
+      if (auto x = parse_integer(f); x && *x <= top) v.insert(*x);
+  std::vector<std::string> out;
+  for (int64_t x : v) out.push_back(std::to_string(x));
+  return out;
+}
+
+}  // namespace
+
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
-                                const Overrides& overrides) {
+                                const Overrides& overrides, size_t cpus) {
   std::vector<std::vector<std::string>> axes;
   for (auto& s : specs) {
     std::vector<std::string> raw;
     if (auto it = overrides.find(s.name); it != overrides.end())
       raw = it->second;
+    else if (preset != Preset::Default && s.per_cpu > 0 && cpus > 2)
+      raw = scaled_values(s, preset, cpus);
     else if (preset == Preset::Full && !s.full.empty())
       raw = s.full;
     else if (preset != Preset::Default && !s.quick.empty())

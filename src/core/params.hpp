@@ -35,6 +35,11 @@ struct ParamSpec {
   /// loop rate only with pattern=rate): {"pattern", {"rate"}}. Points where it does not apply leave
   /// it out (of the name and the JSON); asking for it where it never applies is a UsageError.
   std::pair<std::string, std::vector<std::string>> only_with;
+  /// A count of workers that scales with the machine (pairs, producers, reactors): each one takes
+  /// this many CPUs. On a run over more than 2 CPUs the preset grids become scaled_grid(CPUs /
+  /// per_cpu) (the full preset keeps its own values besides, within that bound and `max`); on 2 CPUs
+  /// or fewer they stay as declared. 0: a fixed grid.
+  int per_cpu = 0;
 };
 
 /// `text` as a base-10 integer, whole (no blanks, '+', prefixes or junk), with a size suffix
@@ -99,7 +104,11 @@ constexpr size_t kMaxGridPoints = 10000;
 
 /// The cartesian product of every parameter's values, in declaration order: overrides first,
 /// then the preset's list, then the default. UsageError over kMaxGridPoints points.
+/// The powers of two up to `n`, and `n` itself: 1, 2, 4, 8, 16 for 16; 1, 2, 4, 6 for 6.
+std::vector<int64_t> scaled_grid(int64_t n);
+
+/// `cpus`: how many CPUs the run has, which sizes the grids of ParamSpec::per_cpu (0: as declared).
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
-                                const Overrides& overrides);
+                                const Overrides& overrides, size_t cpus = 0);
 
 }  // namespace ipclab

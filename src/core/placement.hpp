@@ -8,6 +8,7 @@
 namespace ipclab {
 namespace topo {
 struct Topology;
+struct Matrix;
 }
 
 /// CPUs this process may run on (its affinity mask), ascending.
@@ -49,9 +50,27 @@ int cpus_needed(const std::string& layout);
 /// threads of one core), `llc` (two cores sharing a last-level cache), `cross_llc` (two
 /// last-level caches of one NUMA node), `cross_numa` (two NUMA nodes); core/topology.hpp.
 bool is_class_layout(const std::string& layout);
-/// The first pair of `cpus` (in their order, side 0 first) that `t` relates as class `layout`
-/// says; {-1, -1} when there is none.
-std::pair<int, int> class_pair(const std::string& layout, const std::vector<int>& cpus, const topo::Topology& t);
+/// The pair a placement resolves to: side 0 on `a`, side 1 on `b`, their measured cache-line round
+/// trip, and on what grounds the pair belongs to its class.
+struct ResolvedPair {
+  int a = -1, b = -1;
+  double c2c_ns = 0;   // 0: not measured
+  std::string basis;   // "sysfs", or "measured: behaves as SMT siblings (sysfs: llc)"
+};
+/// The pair of `cpus` that class `layout` resolves to on topology `t` with the pairs measured in
+/// `m`: among the pairs the class holds — sysfs's relation, except that a pair measured as
+/// hidden SMT siblings counts as `smt` and leaves its sysfs class — the one whose round trip is
+/// closest to the class's median (a typical pair, not an outlier); the earliest such pair in
+/// `cpus`' order when none was measured. {-1, -1} when the class holds none.
+ResolvedPair class_pair(const std::string& layout, const std::vector<int>& cpus, const topo::Topology& t,
+                        const topo::Matrix& m);
+/// The pair a two-sided pinned layout (cross, or a class) places its sides on over `cpus`, with
+/// its measured round trip: on this machine, measured once per process and kept (the first call
+/// measures; `ipclab run` makes it before any worker starts). Skip when a class is missing here;
+/// {-1, -1} for same and unpinned.
+ResolvedPair resolve_pair(const std::string& layout, const std::vector<int>& cpus);
+/// The machine's measured matrix over `cpus`, measured once per process (resolve_pair's).
+const topo::Matrix& measured_matrix(const std::vector<int>& cpus);
 /// Why `layout` cannot run on `cpus` (too few distinct CPUs), or "" when it can.
 std::string placement_problem(const std::string& layout, const std::vector<int>& cpus);
 int cpu_for_side(const std::string& layout, int side, const std::vector<int>& cpus);

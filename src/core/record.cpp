@@ -96,6 +96,11 @@ nlohmann::json to_json(const Record& r) {
   for (auto& s : r.placement.sides)
     sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
   j["placement"] = {{"layout", r.placement.layout}, {"cpus", r.placement.cpus}, {"sides", sides}};
+  if (!r.placement.pair.empty()) {
+    j["placement"]["pair"] = r.placement.pair;
+    j["placement"]["c2c_ns"] = r.placement.c2c_ns > 0 ? json(std::round(r.placement.c2c_ns * 10) / 10) : json(nullptr);
+    j["placement"]["basis"] = r.placement.basis;
+  }
   j["integrity"] = {{"sent", r.integrity.sent},
                     {"received", r.integrity.received},
                     {"lost", r.integrity.lost},

@@ -57,6 +57,11 @@ struct Placement {
   std::string layout = "unpinned";
   std::vector<int> cpus;
   std::vector<Side> sides;
+  /// A two-sided pinned layout (cross, or a class): the CPUs of side 0 and side 1, their measured
+  /// cache-line round trip (0: not measured) and why the pair is in its class (resolve_pair).
+  std::vector<int> pair;
+  double c2c_ns = 0;
+  std::string basis;
 };
 
 struct Record {

@@ -8,12 +8,14 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/kcounters.hpp"
 #include "core/patterns.hpp"
 #include "core/placement.hpp"
 #include "core/statistics.hpp"
+#include "core/std_params.hpp"
 
 namespace ipclab {
 
@@ -89,7 +91,7 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
       spread = spread || (!overrides.count(p.name) && values.size() > 1);
     }
     asked = asked && !spread;
-    for (auto& point : expand_grid(m->params, preset, overrides)) {
+    for (auto& point : expand_grid(m->params, preset, overrides, cpus.size())) {
       // A layout needs as many distinct CPUs as it places sides on; then the mechanism's own rules.
       std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
       if (why.empty() && m->check) why = m->check(point);
@@ -122,7 +124,69 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   return out;
 }
 
-Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition) {
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks, const std::string& mode,
+                                         const std::vector<int>& cpus, bool placement_asked) {
+  if (mode != "every" && mode != "class")
+    throw UsageError(fmt::format("--cpu-matrix '{}': use every (every pair of --cpus) or class (one pair per "
+                                 "placement class)",
+                                 brief(mode)));
+  if (placement_asked)
+    throw UsageError("--cpu-matrix places the two sides itself, pair by pair; drop -p placement");
+  if (cpus.size() < 2)
+    throw UsageError("--cpu-matrix needs two CPUs or more; give --cpus with at least two, e.g. --cpus 0,1");
+  if (mode == "every" && cpus.size() > 64)
+    throw UsageError(fmt::format("--cpu-matrix every over {} CPUs makes {} pairs; give --cpus with at most 64 "
+                                 "CPUs, or use --cpu-matrix class",
+                                 cpus.size(), cpus.size() * (cpus.size() - 1) / 2));
+  auto two_sided = [](const PlannedBenchmark& b) {
+    for (auto& spec : b.mech->params)
+      if (spec.name == "placement")
+        return std::find(spec.choices.begin(), spec.choices.end(), "cross") != spec.choices.end() &&
+               b.params.has("placement") && std_params::is_roundtrip(b.params);
+    return false;
+  };
+  // The pairs, with the class each stands for.
+  std::vector<std::tuple<int, int, std::string>> pairs;
+  if (mode == "every") {
+    for (size_t i = 0; i < cpus.size(); ++i)
+      for (size_t j = i + 1; j < cpus.size(); ++j) pairs.emplace_back(cpus[i], cpus[j], "");
+  } else {
+    for (const char* cls : {"smt", "llc", "cross_llc", "cross_numa"}) try {
+        const ResolvedPair p = resolve_pair(cls, cpus);
+        pairs.emplace_back(p.a, p.b, cls);
+      } catch (const Skip&) {
+      }
+  }
+  std::vector<PlannedBenchmark> out;
+  std::set<std::string> names;  // points that differed only in their placement are one point here
+  for (auto& b : benchmarks) {
+    if (!two_sided(b)) continue;
+    for (auto& [a, c, cls] : pairs) {
+      PlannedBenchmark m = b;
+      m.params.set("placement", "cross");
+      m.params.set("cpus", fmt::format("{},{}", a, c));
+      m.name = m.mech->full_name() + "/" + m.params.path();
+      m.cpus = {a, c};
+      m.cpu_matrix = mode == "every" ? "every_pair" : "per_class";
+      m.cpu_class = cls;
+      if (names.insert(m.name).second) out.push_back(std::move(m));
+    }
+  }
+  if (out.empty())
+    throw UsageError(
+        "--cpu-matrix runs two-sided round trips, and none was selected; choose a benchmark with a placement "
+        "of two sides and round trips, e.g. messaging/shm_spsc -p pattern=roundtrip, or pingpong/thread");
+  return out;
+}
+
+Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetition) {
+  // A point of a CPU matrix runs on its own pair (kept for the Session, which holds a reference).
+  RunOptions local;
+  if (!b.cpus.empty()) {
+    local = given;
+    local.cpus = b.cpus;
+  }
+  const RunOptions& opts = b.cpus.empty() ? given : local;
   Record rec;
   rec.name = b.name;
   rec.suite = b.mech->suite;
@@ -136,7 +200,12 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition
   Session s(*b.mech, b.params, opts, rec);
   if (kernel) s.count_kernel(&*kernel);
   s.guard_setup();  // every phase under a watchdog: the set-up and clean-up too
+  if (!b.cpu_matrix.empty()) {
+    rec.extra["cpu_matrix"] = b.cpu_matrix;
+    if (!b.cpu_class.empty()) rec.extra["cpu_class"] = b.cpu_class;
+  }
   try {
+    s.resolve_placement();
     if (b.mech->transport)
       run_transport(s);
     else if (b.mech->loop)

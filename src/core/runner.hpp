@@ -19,6 +19,10 @@ struct PlannedBenchmark {
   const Mechanism* mech;
   Params params;
   std::string name;
+  /// --cpu-matrix: the pair this point runs on (in place of the run's --cpus), how the matrix was
+  /// asked for ("every_pair" or "per_class") and, per class, which class the pair stands for.
+  std::vector<int> cpus;
+  std::string cpu_matrix, cpu_class;
 };
 
 /// Mechanisms whose `suite/name` matches any filter: a glob (`*`, `?`), or a prefix ending at a
@@ -32,6 +36,15 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
 /// point is left.
 std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
                                    const Overrides& overrides, const std::vector<int>& cpus = allowed_cpus());
+
+/// --cpu-matrix MODE: each two-sided round-trip point of `benchmarks` (a `placement` that offers
+/// cross, and round trips) once per pair of `cpus` at placement=cross on that pair, its params
+/// gaining cpus=A,B — MODE `every`: every pair, side 0 on the CPU listed first; `class`: one pair
+/// per placement class present here (resolve_pair: the pair nearest its class's median). Other
+/// points are left out. UsageError for another MODE, when no point is left, when -p placement
+/// was given (the matrix places the sides), and for `every` over more than 64 CPUs.
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks, const std::string& mode,
+                                         const std::vector<int>& cpus, bool placement_asked);
 
 /// A preset: which grid each parameter takes (its `quick` or `full` values, declared with the
 /// parameter) and the run options it implies. The one table of presets.

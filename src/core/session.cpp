@@ -159,7 +159,20 @@ Session::~Session() {
 
 std::string Session::placement() const { return params_.str_or("placement", "unpinned"); }
 
-int Session::cpu_for(int side) const { return cpu_for_side(placement(), side, opts_.cpus); }
+int Session::cpu_for(int side) const {
+  if (!rec_.placement.pair.empty() && (side == 0 || side == 1)) return rec_.placement.pair[size_t(side)];
+  return cpu_for_side(placement(), side, opts_.cpus);
+}
+
+void Session::resolve_placement() {
+  const std::string layout = placement();
+  if (layout != "cross" && !is_class_layout(layout)) return;
+  const ResolvedPair p = resolve_pair(layout, opts_.cpus);
+  if (p.a < 0) return;
+  rec_.placement.pair = {p.a, p.b};
+  rec_.placement.c2c_ns = p.c2c_ns;
+  rec_.placement.basis = p.basis;
+}
 
 Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
                               const std::string& latency_kind) {

@@ -261,7 +261,12 @@ class Session {
   /// The value of the `placement` parameter (unpinned when the mechanism has none): the layout
   /// recorded as placement.layout.
   std::string placement() const;
+  /// The CPU of `side` (0 or 1) under placement(), -1 unpinned: the pair resolve_placement() chose.
   int cpu_for(int side) const;
+  /// Resolves a two-sided pinned placement to its pair and records it with its measured round trip
+  /// (core/placement.hpp: resolve_pair); Skip when its class is missing here. The runner calls it
+  /// before the workload, on the coordinator, so forked workers place themselves on the same pair.
+  void resolve_placement();
   /// True when a worker thread could not be stopped: its objects must then be leaked, not freed.
   bool stuck() const { return stuck_; }
   /// Kernel counters opened before the session's threads and children (run_one): each measured

@@ -112,9 +112,9 @@ ParamSpec placement(std::vector<std::string> choices, std::vector<std::string> q
           .def = choices.front(),
           .choices = choices,
           .help = two ? "same: all sides on the first --cpus CPU; cross: the two sides on the first two; smt, "
-                        "llc, cross_llc, cross_numa: on the first pair of --cpus that sysfs relates so (one "
-                        "core, one last-level cache, one NUMA node, two nodes: `ipclab topo`); unpinned: the "
-                        "scheduler decides"
+                        "llc, cross_llc, cross_numa: on the pair of --cpus in that class (one core, one "
+                        "last-level cache, one NUMA node, two nodes) nearest its median measured round trip "
+                        "(`ipclab topo`); unpinned: the scheduler decides"
                       : "same: all sides on the first --cpus CPU; unpinned: the scheduler decides",
           .quick = std::move(quick),
           .full = full};

@@ -1,5 +1,6 @@
 #include "core/params.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,6 +51,45 @@ TEST(Params, OverridesMakeACartesianProductInDeclarationOrder) {
   EXPECT_EQ(g[0].path(), "size:64/mode:threads/flag:0");
   EXPECT_EQ(g[1].path(), "size:64/mode:processes/flag:0");
   EXPECT_EQ(g[3].path(), "size:256/mode:processes/flag:0");
+}
+
+TEST(Params, ScaledGridIsPowersOfTwoAndTheTop) {
+  EXPECT_EQ(scaled_grid(1), (std::vector<int64_t>{1}));
+  EXPECT_EQ(scaled_grid(2), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(scaled_grid(6), (std::vector<int64_t>{1, 2, 4, 6}));
+  EXPECT_EQ(scaled_grid(16), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+}
+
+TEST(Params, PerCpuGridsScaleWithTheRunsCpusAndKeepTodaysOnTwo) {
+  std::vector<ParamSpec> s = {{.name = "pairs",
+                               .type = ParamType::Int,
+                               .def = "1",
+                               .quick = {"1", "4"},
+                               .full = {"1", "2", "3", "4", "8"},
+                               .min = 1,
+                               .max = 64,
+                               .per_cpu = 2}};
+  auto values = [&](Preset p, size_t cpus, const Overrides& o = {}) {
+    std::vector<int64_t> out;
+    for (auto& g : expand_grid(s, p, o, cpus)) out.push_back(g.i64("pairs"));
+    return out;
+  };
+  // Two CPUs, or an unknown count: the grids as declared.
+  EXPECT_EQ(values(Preset::Quick, 2), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(values(Preset::Quick, 0), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(values(Preset::Full, 2), (std::vector<int64_t>{1, 2, 3, 4, 8}));
+  // Sixteen CPUs, two a pair: up to 8; the full preset keeps its own values within that bound.
+  EXPECT_EQ(values(Preset::Quick, 16), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(values(Preset::Full, 16), (std::vector<int64_t>{1, 2, 3, 4, 8}));
+  EXPECT_EQ(values(Preset::Full, 12), (std::vector<int64_t>{1, 2, 3, 4, 6}));
+  // Bounded by the parameter's max, and never below one worker.
+  EXPECT_EQ(values(Preset::Quick, 512).back(), 64);
+  EXPECT_EQ(values(Preset::Quick, 3), (std::vector<int64_t>{1}));
+  // The default preset and -p are not scaled.
+  EXPECT_EQ(values(Preset::Default, 16), (std::vector<int64_t>{1}));
+  Overrides o;
+  parse_override("pairs=3", o);
+  EXPECT_EQ(values(Preset::Quick, 16, o), (std::vector<int64_t>{3}));
 }
 
 TEST(Params, DuplicateValuesCollapse) {
@@ -233,6 +273,43 @@ TEST(Placement, ThePlannerRefusesALayoutTheCpusCannotHold) {
   for (auto& b : plan(select_mechanisms({"anchors"}), Preset::Full, {}, one))
     EXPECT_NE(b.params.str_or("placement", "unpinned"), "cross") << b.name;
   EXPECT_THROW(plan(select_mechanisms({"anchors/c2c"}), Preset::Default, {}, one), UsageError);
+}
+
+TEST(Placement, ACpuMatrixRunsEachRoundTripOncePerPair) {
+  Overrides o;
+  parse_override("pattern=roundtrip,throughput", o);
+  parse_override("size=64", o);
+  const auto base = plan(select_mechanisms({"messaging/pipe", "messaging/shm_spsc"}), Preset::Default, o, {0, 1});
+  const std::vector<int> three{0, 1, 2};  // the matrix's CPUs need not be this machine's: nothing runs
+  const auto m = cpu_matrix(base, "every", three, false);
+  // Two round-trip points (the throughput ones are left out), three pairs each.
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m[2].cpus, (std::vector<int>{1, 2}));
+  for (auto& b : m) {
+    EXPECT_EQ(b.params.str("placement"), "cross");
+    EXPECT_EQ(b.params.str("pattern"), "roundtrip");
+    EXPECT_EQ(b.params.str("cpus"), fmt::format("{},{}", b.cpus[0], b.cpus[1]));
+    EXPECT_EQ(b.cpu_matrix, "every_pair");
+    EXPECT_NE(b.name.find("/cpus:"), std::string::npos) << b.name;
+  }
+  // Points that differed only in their placement collapse into one per pair.
+  Overrides both = o;
+  parse_override("placement=same,cross", both);
+  EXPECT_EQ(cpu_matrix(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, both, {0, 1}), "every", three,
+                       false)
+                .size(),
+            3u);
+  EXPECT_THROW(cpu_matrix(base, "every", three, true), UsageError) << "-p placement with the matrix";
+  EXPECT_THROW(cpu_matrix(base, "all", three, false), UsageError);
+  EXPECT_THROW(cpu_matrix(base, "every", {0}, false), UsageError);
+  std::vector<int> many(65);
+  for (int i = 0; i < 65; ++i) many[size_t(i)] = i;
+  EXPECT_THROW(cpu_matrix(base, "every", many, false), UsageError);
+  // Nothing two-sided: refused.
+  EXPECT_THROW(cpu_matrix(plan(select_mechanisms({"harness/null"}), Preset::Default, {}, {0, 1}), "every", three,
+                          false),
+               UsageError);
 }
 
 TEST(Filters, EmptyOrUnprintableFiltersAreRefused) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "core/placement.hpp"
@@ -145,18 +146,55 @@ TEST(Topology, OverSixtyFourCpusMeasuresASamplePerRelation) {
   EXPECT_EQ(m.pairs.size(), 16u);  // 8 llc pairs, 8 cross_numa pairs
 }
 
-TEST(Topology, APlacementClassTakesTheFirstPairOfItsRelation) {
+TEST(Topology, APlacementClassTakesItsPairNearestTheClassMedian) {
   FakeSys s;
   two_sockets_with_smt(s);
   const auto t = topo::read(s.root());
-  const std::vector<int> cpus{0, 1, 2, 5};
-  EXPECT_EQ(class_pair("smt", cpus, t), std::make_pair(0, 2));
-  EXPECT_EQ(class_pair("llc", cpus, t), std::make_pair(0, 1));
-  EXPECT_EQ(class_pair("cross_numa", cpus, t), std::make_pair(0, 5));
-  EXPECT_EQ(class_pair("cross_llc", cpus, t), std::make_pair(-1, -1));  // one cache per node here
+  const std::vector<int> cpus{0, 1, 2, 3, 5};
+  // Within socket 0 the llc pairs are 0-1 (180 ns), 0-3 (200), 1-2 (260), 2-3 (205): median 202.5,
+  // nearest 0-3 and 2-3; 0-3 is listed first. The smt pairs 0-2 (60) and 1-3 (64).
+  auto ns = [](int a, int b) {
+    const std::map<std::pair<int, int>, double> fig = {{{0, 1}, 180}, {{0, 3}, 200}, {{1, 2}, 260}, {{2, 3}, 205},
+                                                       {{0, 2}, 60},  {{1, 3}, 64}};
+    auto it = fig.find({std::min(a, b), std::max(a, b)});
+    return it != fig.end() ? it->second : 450.0;
+  };
+  const auto m = topo::measure_pairs(t, ns);
+  const auto llc = class_pair("llc", cpus, t, m);
+  EXPECT_EQ(std::make_pair(llc.a, llc.b), std::make_pair(0, 3));
+  EXPECT_EQ(llc.c2c_ns, 200);
+  EXPECT_EQ(llc.basis, "sysfs");
+  const auto smt = class_pair("smt", cpus, t, m);
+  EXPECT_EQ(std::make_pair(smt.a, smt.b), std::make_pair(0, 2));  // a tie of two: the first listed
+  const auto numa = class_pair("cross_numa", cpus, t, m);
+  EXPECT_EQ(std::make_pair(numa.a, numa.b), std::make_pair(0, 5));
+  EXPECT_EQ(class_pair("cross_llc", cpus, t, m).a, -1);  // one cache per node here
+  // Side 0 is the CPU listed first, whatever their numbers.
+  const auto swapped = class_pair("smt", {2, 0}, t, m);
+  EXPECT_EQ(std::make_pair(swapped.a, swapped.b), std::make_pair(2, 0));
+  // Nothing measured: the first pair of the relation in the order given.
+  const auto blind = class_pair("llc", cpus, t, topo::Matrix{});
+  EXPECT_EQ(std::make_pair(blind.a, blind.b), std::make_pair(0, 1));
   EXPECT_TRUE(is_class_layout("cross_llc"));
   EXPECT_FALSE(is_class_layout("cross"));
   EXPECT_EQ(cpus_needed("smt"), 2);
+}
+
+TEST(Topology, AHiddenSiblingPairPlacesSmtAndLeavesItsSysfsClass) {
+  // The VM of issue 34: no SMT in sysfs, vCPUs 2 and 8 at 52 ns among pairs at 155-258 ns.
+  FakeSys s;
+  for (int c = 0; c < 16; ++c) s.cpu(c, 0, c, std::to_string(c), "0-15");
+  s.node(0, "0-15");
+  const auto t = topo::read(s.root());
+  std::vector<int> cpus;
+  for (int c = 0; c < 16; ++c) cpus.push_back(c);
+  const auto m = topo::measure_pairs(t, [](int a, int b) { return (a == 2 && b == 8) ? 52.0 : 150.0 + (a + b) % 7 * 15; });
+  const auto smt = class_pair("smt", cpus, t, m);
+  EXPECT_EQ(std::make_pair(smt.a, smt.b), std::make_pair(2, 8));
+  EXPECT_EQ(smt.basis, "measured: behaves as SMT siblings (sysfs: llc)");
+  const auto llc = class_pair("llc", cpus, t, m);
+  EXPECT_FALSE(llc.a == 2 && llc.b == 8);
+  EXPECT_GE(llc.c2c_ns, 150);
 }
 
 TEST(Topology, TheCacheLineRoundTripBetweenTwoCpusIsMeasured) {

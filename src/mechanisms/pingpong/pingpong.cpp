@@ -31,6 +31,7 @@
 #include "core/process.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
+#include "core/std_params.hpp"
 #include "core/waits.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 #include "mechanisms/pingpong/wait.hpp"
@@ -312,6 +313,16 @@ void record_figures(Session& s, const Control& ctl, int first_host, int pairs, u
 
 }  // namespace
 
+// The reference's layout (unpinned) first; hosts and guests by placement class on request.
+ParamSpec placement() {
+  ParamSpec p = std_params::placement({"unpinned", "cross", "same"}, {"unpinned"});
+  p.full = {"unpinned", "cross"};
+  p.help = "unpinned: the scheduler decides (the reference); cross: hosts on the first --cpus CPU, guests on "
+           "the second; same: everything on the first; smt, llc, cross_llc, cross_numa: hosts and guests on "
+           "the pair of --cpus in that class nearest its median round trip (`ipclab topo`)";
+  return p;
+}
+
 std::vector<ParamSpec> suite_params() {
   return {
       {.name = "wait",
@@ -327,11 +338,13 @@ std::vector<ParamSpec> suite_params() {
       {.name = "pairs",
        .type = ParamType::Int,
        .def = "1",
-       .help = "host/guest pairs, one slot each (more pairs than cores on purpose, as the reference)",
+       .help = "host/guest pairs, one slot each (more pairs than cores on purpose, as the reference); on more "
+               "than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
        .quick = {"1", "4"},
        .full = {"1", "2", "3", "4", "8"},
        .min = 1,
-       .max = kMaxPairs},
+       .max = kMaxPairs,
+       .per_cpu = 2},
       {.name = "round_trips",
        .type = ParamType::Int,
        .def = "100000",
@@ -345,14 +358,7 @@ std::vector<ParamSpec> suite_params() {
                "calibrates its own)",
        .min = 0,
        .max = 100'000'000},
-      {.name = "placement",
-       .type = ParamType::String,
-       .def = "unpinned",
-       .choices = {"unpinned", "cross", "same"},
-       .help = "unpinned: the scheduler decides (the reference); cross: hosts on the first --cpus "
-               "CPU, guests on the second; same: everything on the first",
-       .quick = {"unpinned"},
-       .full = {"unpinned", "cross"}},
+      placement(),
       {.name = "latency_sample",
        .type = ParamType::Int,
        .def = "8",
