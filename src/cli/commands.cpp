@@ -49,6 +49,10 @@ void cmd_list(const std::optional<std::string>& suite_filter) {
 
 int cmd_env(bool as_json, const std::string& cmdline) {
   auto ctx = collect_environment(cmdline);
+  // As `ipclab topo` shows it: sysfs, and the measured round trips between the allowed CPUs. (A run
+  // measures them only when it places sides by class or over a CPU matrix.)
+  const auto cpus = allowed_cpus();
+  if (cpus.size() >= 2) ctx["cpu"]["topology"] = topo::to_json(topo::read("/sys", cpus), measured_matrix(cpus));
   if (as_json) {
     fmt::print("{}\n", ctx.dump(2));
     return 0;
@@ -76,8 +80,7 @@ int cmd_env(bool as_json, const std::string& cmdline) {
 
 int cmd_topo(bool as_json, bool measure) {
   const topo::Topology t = topo::read("/sys", allowed_cpus());
-  topo::Matrix m;
-  if (measure) m = topo::measure_pairs(t, [](int a, int b) { return topo::c2c_ns(a, b); });
+  const topo::Matrix m = measure ? measured_matrix(allowed_cpus()) : topo::Matrix{};
   if (as_json) {
     fmt::print("{}\n", (measure ? topo::to_json(t, m) : topo::to_json(t)).dump(2));
     return 0;
