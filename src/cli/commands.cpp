@@ -51,8 +51,7 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   auto ctx = collect_environment(cmdline);
   // As `ipclab topo` shows it: sysfs, and the measured round trips between the allowed CPUs. (A run
   // measures them only when it places sides by class or over a CPU matrix.)
-  const auto cpus = allowed_cpus();
-  if (cpus.size() >= 2) ctx["cpu"]["topology"] = topo::to_json(topo::read("/sys", cpus), measured_matrix(cpus));
+  add_measured_topology(ctx, allowed_cpus());
   if (as_json) {
     fmt::print("{}\n", ctx.dump(2));
     return 0;

@@ -24,7 +24,6 @@
 #include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
-#include "core/topology.hpp"
 
 namespace ipclab::cli {
 
@@ -291,8 +290,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
                           return is_class_layout(b.params.str_or("placement", ""));
                         });
-  if (by_class && opts.cpus.size() >= 2)
-    context["cpu"]["topology"] = topo::to_json(topo::read("/sys", opts.cpus), measured_matrix(opts.cpus));
+  if (by_class) add_measured_topology(context, opts.cpus);
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   std::vector<Record> records;

@@ -250,4 +250,18 @@ nlohmann::json collect_environment(const std::string& command_line) {
   return c;
 }
 
+void add_measured_topology(nlohmann::json& env, const std::vector<int>& cpus) {
+  if (cpus.size() < 2) return;
+  const topo::Matrix& m = measured_matrix(cpus);
+  env["cpu"]["topology"] = topo::to_json(topo::read("/sys", cpus), m);
+  for (auto& p : m.hidden_siblings)
+    env["warnings"].push_back(
+        {{"message", fmt::format("CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half the median of the "
+                                 "pairs sysfs relates as it relates them): a VM may hide that they share a core",
+                                 p.a, p.b, p.ns)},
+         {"remedy", fmt::format("do not take them as two cores: -p placement=smt puts two sides there, and "
+                                "--cpus without one of {} and {} keeps sides off a shared core",
+                                p.a, p.b)}});
+}
+
 }  // namespace ipclab
