@@ -158,56 +158,68 @@ def make_result(suites=None, repetitions=3, aggregates=True, seed=1, speed=None,
     speed = speed or {}
     suites = set(suites or SUITES)
     benchmarks = []
-    for suite, mech, params, ns, bpo, kind, cpuf, extra_kind, status, err in _specs():
-        if suite not in suites:
+    for spec in _specs():
+        if spec[0] not in suites:
             continue
-        name = name_of(suite, mech, params)
+        name = name_of(*spec[:3])
         factor = next((f for k, f in speed.items() if name.startswith(k)), 1.0)
-        iters = []
-        for rep in range(repetitions):
-            rec = {"name": name, "suite": suite, "mechanism": mech, "params": dict(params),
-                   "run_type": "iteration", "repetition": rep, "status": status, "error": err,
-                   "unknown_future_field": [1, 2, 3]}
-            if status == "skipped":
-                iters.append(rec)
-                continue
-            t = ns * factor * (1 + rng.gauss(0, noise))
-            ops = max(1, int(0.5e9 / t)) if t < 0.5e9 else 1
-            wall = ops * t / 1e9
-            user = wall * cpuf * 0.6
-            sys_ = wall * cpuf * 0.4
-            ctx_vol = int(ops * rng.uniform(0.05, 0.4))
-            rates = {"ops_per_s": ops / wall}
-            if bpo:
-                rates["bytes_per_s"] = ops * bpo / wall
-                rates["MiB_per_s"] = rates["bytes_per_s"] / (1 << 20)
-            if suite == "pingpong":
-                rates["system_effective_ops"] = ops / wall
-                rates["total_ops"] = ops / wall * 1.04
-            lost = 37 if status == "failed" else 0
-            rec.update({
-                "ops": ops, "bytes": ops * bpo, "wall_s": wall, "time_per_op_ns": t, "rates": rates,
-                "latency_ns": (latency_block([rng.lognormvariate(math.log(t * 1.3), 0.35) for _ in range(samples)], kind)
-                               if kind else None),
-                "cpu": {"user_s": user, "sys_s": sys_, "per_op_ns": (user + sys_) * 1e9 / ops,
-                        "ctx_vol": ctx_vol, "ctx_invol": 3, "ctx_per_op": (ctx_vol + 3) / ops},
-                "placement": {"layout": params.get("placement", "unpinned"), "cpus": "0,1",
-                              "sides": [{"role": "producer", "index": 0, "pinned": [0], "observed": [0]},
-                                        {"role": "consumer", "index": 0,
-                                         "pinned": [1 if params.get("placement") == "cross" else 0],
-                                         "observed": [1 if params.get("placement") == "cross" else 0]}]},
-                "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
-                "extra": _extra(extra_kind, rng, params, ops),
-                "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
-            })
-            if suite == "messaging" and status == "ok":
-                # shm_spsc_futex cross-CPU runs at two levels, as the reference's shm ping-pong does
-                rec["series"] = _series(rng, ops, wall, mech == "shm_spsc_futex" and params.get("placement") == "cross")
-            iters.append(rec)
+        iters = iterations(spec, rng, repetitions=repetitions, factor=factor, noise=noise, samples=samples)
         benchmarks += iters
         if aggregates:
             benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname, kernel, date), "benchmarks": benchmarks}
+
+
+def iterations(spec, rng, *, repetitions=3, factor=1.0, noise=0.02, samples=600, name=None, placement=None,
+               extra=None):
+    """The iteration records of one spec (suite, mechanism, params, base ns/op, bytes per op, latency
+    kind | None, cpu factor, extra kind, status, error) as `make_result` makes them; `name`,
+    `placement` and `extra` (merged into the record's extra) replace what the spec would give."""
+    suite, mech, params, ns, bpo, kind, cpuf, extra_kind, status, err = spec
+    name = name or name_of(suite, mech, params)
+    iters = []
+    for rep in range(repetitions):
+        rec = {"name": name, "suite": suite, "mechanism": mech, "params": dict(params),
+               "run_type": "iteration", "repetition": rep, "status": status, "error": err,
+               "unknown_future_field": [1, 2, 3]}
+        if status == "skipped":
+            iters.append(rec)
+            continue
+        t = ns * factor * (1 + rng.gauss(0, noise))
+        ops = max(1, int(0.5e9 / t)) if t < 0.5e9 else 1
+        wall = ops * t / 1e9
+        user = wall * cpuf * 0.6
+        sys_ = wall * cpuf * 0.4
+        ctx_vol = int(ops * rng.uniform(0.05, 0.4))
+        rates = {"ops_per_s": ops / wall}
+        if bpo:
+            rates["bytes_per_s"] = ops * bpo / wall
+            rates["MiB_per_s"] = rates["bytes_per_s"] / (1 << 20)
+        if suite == "pingpong":
+            rates["system_effective_ops"] = ops / wall
+            rates["total_ops"] = ops / wall * 1.04
+        lost = 37 if status == "failed" else 0
+        rec.update({
+            "ops": ops, "bytes": ops * bpo, "wall_s": wall, "time_per_op_ns": t, "rates": rates,
+            "latency_ns": (latency_block([rng.lognormvariate(math.log(t * 1.3), 0.35) for _ in range(samples)], kind)
+                           if kind else None),
+            "cpu": {"user_s": user, "sys_s": sys_, "per_op_ns": (user + sys_) * 1e9 / ops,
+                    "ctx_vol": ctx_vol, "ctx_invol": 3, "ctx_per_op": (ctx_vol + 3) / ops},
+            "placement": placement or {
+                "layout": params.get("placement", "unpinned"), "cpus": "0,1",
+                "sides": [{"role": "producer", "index": 0, "pinned": [0], "observed": [0]},
+                          {"role": "consumer", "index": 0,
+                           "pinned": [1 if params.get("placement") == "cross" else 0],
+                           "observed": [1 if params.get("placement") == "cross" else 0]}]},
+            "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
+            "extra": {**_extra(extra_kind, rng, params, ops), **(extra or {})},
+            "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
+        })
+        if suite == "messaging" and status == "ok":
+            # shm_spsc_futex cross-CPU runs at two levels, as the reference's shm ping-pong does
+            rec["series"] = _series(rng, ops, wall, mech == "shm_spsc_futex" and params.get("placement") == "cross")
+        iters.append(rec)
+    return iters
 
 
 def _series(rng, ops, wall, bimodal):
