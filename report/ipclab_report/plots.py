@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -338,6 +339,80 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
             series[key] = vals
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
                 used={id(r) for r in recs})
+
+
+# --- CPU x CPU heatmaps --------------------------------------------------------------------------
+
+ANNOTATE_MAX = 16   # CPUs up to which every cell is written out
+
+
+def _short_unit(values):
+    """(divisor, unit) that keeps the figures of `values` (ns) to four digits."""
+    top = max(values)
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if top >= 10 * scale:
+            return scale, unit
+    return 1, "ns"
+
+
+def cpu_heatmap(cpus, panels, *, title, bounds=(), note="", used=()):
+    """CPU x CPU heatmaps side by side over the same CPUs (`cpus`, in that order, rows and columns),
+    one per entry of `panels`: (panel title, {(row CPU, column CPU): ns}, colour bar label). Each
+    panel has its own colour bar, logarithmic when its values span four times or more; a cell with
+    no value stays blank; every cell is written out up to ANNOTATE_MAX CPUs. `bounds` are the
+    domain boundaries of topology.layout: lines between LLCs (thin) and NUMA nodes or packages
+    (thick). None when no panel has a value."""
+    import numpy as np
+    from matplotlib.colors import LogNorm, Normalize
+
+    index = {c: i for i, c in enumerate(cpus)}
+    panels = [(t, {k: v for k, v in cells.items() if is_number(v) and k[0] in index and k[1] in index}, label)
+              for t, cells, label in panels]
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    n = len(cpus)
+    side = 4.6 if n <= 8 else 5.6 if n <= ANNOTATE_MAX else 6.4
+    fig, axes = plt.subplots(1, len(panels), figsize=((side + 1.2) * len(panels), side), squeeze=False,
+                             layout="constrained")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#ffffff")
+    step = max(1, math.ceil(n / 32))
+    ticks = list(range(0, n, step))
+    for ax, (ptitle, cells, label) in zip(axes[0], panels):
+        scale, unit = _short_unit(list(cells.values()))
+        grid = np.full((n, n), np.nan)
+        for (a, b), v in cells.items():
+            grid[index[a], index[b]] = v / scale
+        lo, hi = np.nanmin(grid), np.nanmax(grid)
+        norm = LogNorm(lo, hi) if lo > 0 and hi / lo >= 4 else Normalize(lo, hi if hi > lo else lo + 1)
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, interpolation="nearest")
+        bar = fig.colorbar(im, ax=ax, shrink=0.85)
+        bar.set_label(f"{label} ({unit})")
+        if isinstance(norm, LogNorm):  # plain figures at 1, 2 and 5 of each decade, not 6×10¹
+            bar.ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            bar.ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.grid(False)
+        ax.tick_params(length=0)
+        size = 8 if n <= ANNOTATE_MAX else 6.5
+        ax.set_xticks(ticks, [str(cpus[i]) for i in ticks], fontsize=size, rotation=0 if n <= ANNOTATE_MAX else 90)
+        ax.set_yticks(ticks, [str(cpus[i]) for i in ticks], fontsize=size)
+        for k, kind in bounds:
+            for line in (ax.axhline, ax.axvline):
+                line(k - 0.5, color="#222", linewidth=2.4 if kind == "node" else 1.1)
+        if n <= ANNOTATE_MAX:
+            for i in range(n):
+                for j in range(n):
+                    v = grid[i, j]
+                    if not np.isnan(v):
+                        ax.text(j, i, f"{v:.0f}" if v >= 100 else f"{v:.3g}", ha="center", va="center",
+                                fontsize=7.5 if n <= 8 else 6, color="white" if norm(v) < 0.5 else "black")
+        ax.set_xlabel("CPU")
+        ax.set_ylabel("CPU")
+        if ptitle:
+            ax.set_title(ptitle, fontsize=9.5, fontweight="normal")
+    fig.suptitle(title, fontweight="bold", fontsize=11.5)
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
 
 
 # --- open-loop load (pattern=rate) ---------------------------------------------------------------

@@ -382,3 +382,68 @@ def make_rate_result(seed=1, repetitions=2, samples=200, slow=None, capacity=Non
                 benchmarks += iters
                 benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname=hostname), "benchmarks": benchmarks}
+
+
+# --- CPU topology and its measured cache-line round trip (`ipclab topo --json`, issue 34) ---------
+
+C2C_NS = {"smt": 20.0, "llc": 60.0, "cross_llc": 120.0, "cross_numa": 250.0}
+
+
+def _relation(a, b):
+    """How sysfs relates two CPUs of make_topology (the contract's relation, written out here)."""
+    if a["package"] == b["package"] and a["core"] == b["core"]:
+        return "smt"
+    if a["llc"] == b["llc"]:
+        return "llc"
+    return "cross_llc" if a["node"] == b["node"] else "cross_numa"
+
+
+def make_topology(cores=4, smt=True, llcs=2, packages=1, hidden=((1, 2, 25.0),), sampled_per_relation=None,
+                  measure=True, seed=1):
+    """A topology as `ipclab topo --json` prints it: `cores` cores over `packages` packages (one NUMA
+    node each) and `llcs` last-level caches, CPU c and c + cores SMT siblings when `smt`. Round trips
+    C2C_NS by sysfs relation, ±3 %; `hidden` (a, b, ns) pairs measured like SMT siblings and listed
+    as such; `sampled_per_relation`: measure only the first N pairs of each relation (sampled)."""
+    rng = random.Random(seed)
+    n = cores * (2 if smt else 1)
+    per_llc, per_pkg = cores // llcs, cores // packages
+    cpus = []
+    for c in range(n):
+        core = c % cores
+        cpus.append({"cpu": c, "package": core // per_pkg, "node": core // per_pkg, "core": core,
+                     "llc": core // per_llc, "siblings": sorted({core, core + cores} if smt else {core})})
+    doc = {"packages": packages, "nodes": packages, "llcs": llcs, "cores": cores, "smt": smt, "cpus": cpus}
+    if not measure:
+        return doc
+    special = {(a, b): ns for a, b, ns in hidden}
+    pairs, taken = [], {}
+    for a in range(n):
+        for b in range(a + 1, n):
+            rel = _relation(cpus[a], cpus[b])
+            if sampled_per_relation is not None and (a, b) not in special:
+                if taken.get(rel, 0) >= sampled_per_relation:
+                    continue
+                taken[rel] = taken.get(rel, 0) + 1
+            ns = special.get((a, b), C2C_NS[rel] * rng.uniform(0.97, 1.03))
+            pairs.append({"a": a, "b": b, "c2c_ns": round(ns, 1), "relation": rel})
+    # classes: a figure more than 1.5 times the previous one starts the next class
+    bounds = sorted({p["c2c_ns"] for p in pairs})
+    cls, k = {}, 0
+    for i, v in enumerate(bounds):
+        if i and v > 1.5 * bounds[i - 1]:
+            k += 1
+        cls[v] = k
+    for p in pairs:
+        p["class"] = cls[p["c2c_ns"]]
+    doc["c2c"] = {"pairs": pairs, "sampled": sampled_per_relation is not None, "classes": k + 1,
+                  "behaves_as_smt_siblings": [{"a": a, "b": b, "c2c_ns": ns} for a, b, ns in hidden]}
+    return doc
+
+
+def with_topology(doc, topology, allowed=None):
+    """`doc` (a result) with `topology` as its context's cpu.topology and `allowed` as cpu.allowed."""
+    doc["context"]["cpu"]["topology"] = topology
+    if allowed is not None:
+        doc["context"]["cpu"]["allowed"] = allowed
+    return doc
+
