@@ -158,6 +158,49 @@ def open_loop(recs, multi):
     ]
 
 
+# --- scaling: rate and CPU per operation against the number of workers -----------------------------
+
+# The dimensions each suite scales over; a plot for each that takes two values or more.
+SCALING = {"messaging": ("producers",), "pingpong": ("pairs",), "runtime": ("pairs",),
+           "servers": ("threads", "reactors"), "echo": ("reactors", "server_threads")}
+SCALING_LABEL = {"pairs": "worker pairs", "producers": "producers (and their consumers)",
+                 "threads": "server threads", "reactors": "reactors (one per core)",
+                 "server_threads": "server threads"}
+# The threads one unit of a dimension keeps busy: a pair two, a producer one and its consumer one.
+THREADS_PER = {"pairs": 2, "producers": 2}
+
+
+def cpu_marks(recs, dim, multi):
+    """(x, label) where the workers of `dim` fill the CPUs each file's run could use (cpu.allowed,
+    else logical_cpus): at the CPU count over the threads per unit (a pair is two)."""
+    counts = {}
+    for r in recs:
+        if r.source.cpu_count:
+            counts.setdefault(r.source.cpu_count, []).append(r.source.tag or r.source.label)
+    per = THREADS_PER.get(dim, 1)
+    return [(n / per, f"{n} CPUs" + (f" ({', '.join(dict.fromkeys(tags))})" if multi and len(counts) > 1 else ""))
+            for n, tags in sorted(counts.items())]
+
+
+def scaling(recs, dims, multi):
+    """Per scaling dimension of `dims`: operations per second and CPU per operation against it (log2),
+    one line per mechanism and what else varies, a dotted line where the workers fill the CPUs."""
+    out = []
+    for d in dims:
+        marks = cpu_marks(recs, d, multi)
+        p = sweep(recs, d, panels=[("operations per second", _ops, "operations/s", False),
+                                   ("CPU per operation", _cpu, "CPU (user+sys) per operation", True)],
+                  title=f"Scaling with {SCALING_LABEL.get(d, d)}", xlabel=SCALING_LABEL.get(d, d),
+                  multi=multi, x_log2=True, marks=marks)
+        if p and marks:
+            per = THREADS_PER.get(d, 1)
+            p.note = " ".join(x for x in (p.note, (
+                "Dotted line: where the workers fill the CPUs the run could use" +
+                (f" ({per} threads each)" if per > 1 else "") + "; to its right they outnumber them.")) if x)
+        out.append(p)
+    return out
+
+
 BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
             "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc}
 
@@ -166,9 +209,12 @@ def suite_plots(suite, recs, multi):
     """Plots for one suite's summary records (all files); never raises on odd data."""
     builder = BUILDERS.get(suite)
     out = []
-    # Open-loop records have plots of their own in every suite; the suite's plots get the rest.
+    # Open-loop records have plots of their own in every suite; the suite's plots, and its scaling
+    # plots, get the rest.
     rate = [r for r in recs if r.is_rate]
-    for build, part in ((builder, [r for r in recs if not r.is_rate]), (open_loop, rate)):
+    closed = [r for r in recs if not r.is_rate]
+    dims = SCALING.get(suite, ())
+    for build, part in ((builder, closed), (lambda rs, m: scaling(rs, dims, m), closed), (open_loop, rate)):
         if not build or not part:
             continue
         try:

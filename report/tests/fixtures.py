@@ -447,3 +447,37 @@ def with_topology(doc, topology, allowed=None):
         doc["context"]["cpu"]["allowed"] = allowed
     return doc
 
+
+# --- scaling: the number of workers -----------------------------------------------------------------
+
+def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
+    """Records that vary a scaling dimension: messaging mpmc over producers = consumers 1, 2, 4, 8;
+    echo over reactors 1, 2, 4 and server_threads 1, 2, 4, 8; servers over reactors 1, 2, 4; runtime
+    over pairs 1, 2, 4, 8; cpu.allowed = `allowed`."""
+    rng = random.Random(seed)
+    specs = []
+    for mech, t in (("shm_mpmc", 300), ("posix_mq", 2600)):
+        for n in (1, 2, 4, 8):
+            specs.append(("messaging", mech, {"mode": "throughput", "size": 64, "producers": n, "consumers": n},
+                          t / min(n, 2), 64, "one_way", 1.0 * n, None, "ok", None))
+    for mech, t in (("epoll", 21000), ("io_uring", 17000)):
+        for n in (1, 2, 4):
+            specs.append(("echo", mech, {"size": 1024, "connections": 64, "reactors": n}, t / n ** 0.8, 2048, "rtt",
+                          0.9, "echo", "ok", None))
+        for n in (1, 2, 4, 8):
+            specs.append(("echo", mech, {"size": 1024, "connections": 64, "server_threads": n}, t / min(n, 4) ** 0.7,
+                          2048, "rtt", 0.9, "echo", "ok", None))
+    for n in (1, 2, 4):
+        specs.append(("servers", "epoll_reactors", {"clients": 2000, "reactors": n}, 60_000 / n, 0, "session", 0.8,
+                      "servers", "ok", None))
+    for rt, t in (("ipclab", 38), ("go", 240)):
+        for n in (1, 2, 4, 8):
+            specs.append(("runtime", rt, {"bench": "switch", "n": 131072, "pairs": n}, t / min(n, 2), 0, None, 1.0,
+                          None, "ok", None))
+    benchmarks = []
+    for spec in specs:
+        iters = iterations(spec, rng, repetitions=2, samples=60)
+        benchmarks += iters + [_aggregate(iters)]
+    doc = {"schema_version": 1, "context": context(), "benchmarks": benchmarks}
+    doc["context"]["cpu"]["allowed"] = list(allowed)
+    return doc
