@@ -161,6 +161,29 @@ class Record:
             v = self.get("placement", "layout")
         return v
 
+    # --- CPU-matrix records (`ipclab run --cpu-matrix`): one run of a benchmark per CPU pair ---
+
+    @property
+    def is_cpu_matrix(self) -> bool:
+        """One point of a CPU matrix: its params name the pair (`cpus`: "A,B") or its extra says
+        which matrix it belongs to (`cpu_matrix`: every_pair or per_class)."""
+        return "cpus" in self.params or isinstance(self.get("extra", "cpu_matrix"), str)
+
+    @property
+    def cpu_pair(self):
+        """(A, B), the CPUs of a CPU-matrix record, A the first side: params.cpus "A,B", else
+        placement.pair; None when neither names two CPUs."""
+        text = self.params.get("cpus")
+        if isinstance(text, str):
+            parts = text.split(",")
+            if len(parts) == 2 and all(p.strip().isdigit() for p in parts):
+                return int(parts[0]), int(parts[1])
+        pair = self.get("placement", "pair")
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(c, int) and not isinstance(c, bool)
+                                                              and c >= 0 for c in pair):
+            return pair[0], pair[1]
+        return None
+
     @property
     def short_name(self) -> str:
         """The name without its suite prefix."""

@@ -448,6 +448,54 @@ def with_topology(doc, topology, allowed=None):
     return doc
 
 
+# --- CPU matrices (`ipclab run --cpu-matrix`): one run of a benchmark per CPU pair ----------------
+
+def _matrix_records(rng, mech, params, ns, pair, mode, topology, cpu_class=None, status="ok", error=None):
+    a, b = pair
+    cpus = {c["cpu"]: c for c in topology["cpus"]}
+    rel = _relation(cpus[a], cpus[b])
+    params = dict(params, cpus=f"{a},{b}")
+    name = name_of("pingpong", mech, {k: v for k, v in params.items() if k != "cpus"}) + f"/cpus={a},{b}"
+    placement = {"layout": "cross", "cpus": [a, b], "pair": [a, b], "c2c_ns": C2C_NS[rel],
+                 "sides": [{"role": "ping", "index": 0, "pinned": [a], "observed": [a]},
+                           {"role": "pong", "index": 0, "pinned": [b], "observed": [b]}]}
+    extra = {"cpu_matrix": mode}
+    if cpu_class:
+        extra["cpu_class"] = cpu_class
+    # the round trip grows with the distance, as the cache line's does
+    spec = ("pingpong", mech, params, ns * C2C_NS[rel] / 60, 0, "rtt", 2.0, "pingpong", status, error)
+    iters = iterations(spec, rng, repetitions=2, samples=60, name=name, placement=placement, extra=extra)
+    return iters + [_aggregate(iters)]
+
+
+def make_cpu_matrix_result(seed=1, topology=None):
+    """Pingpong records of `ipclab run --cpu-matrix` on make_topology(cores=2, llcs=1) (CPUs 0-3, 0/2
+    and 1/3 SMT siblings): thread and process with wait=spin on every pair (process failed on 1,3),
+    thread with wait=futex on one pair per class (smt 0,2; llc 0,1), and ordinary thread wait=spin
+    records over pairs 1, 2, 4 beside them."""
+    rng = random.Random(seed)
+    topology = topology or make_topology(cores=2, llcs=1, hidden=())
+    benchmarks = []
+    ids = [c["cpu"] for c in topology["cpus"]]
+    every = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    for mech, ns in (("thread", 400), ("process", 900)):
+        for pair in every:
+            failed = mech == "process" and pair == (1, 3)
+            benchmarks += _matrix_records(rng, mech, {"wait": "spin", "pairs": 1}, ns, pair, "every_pair", topology,
+                                          status="failed" if failed else "ok",
+                                          error="pong side did not answer within 10 s" if failed else None)
+    for cls, pair in (("smt", (0, 2)), ("llc", (0, 1))):
+        benchmarks += _matrix_records(rng, "thread", {"wait": "futex", "pairs": 1}, 5000, pair, "per_class", topology,
+                                      cpu_class=cls)
+    for pairs in (1, 2, 4):
+        iters = iterations(("pingpong", "thread", {"wait": "spin", "pairs": pairs, "slot_bytes": 64},
+                            180 * pairs ** 0.3, 0, "rtt", 2.0, "pingpong", "ok", None), rng,
+                           repetitions=2, samples=60)
+        benchmarks += iters + [_aggregate(iters)]
+    doc = {"schema_version": 1, "context": context(), "benchmarks": benchmarks}
+    return with_topology(doc, topology, allowed=ids)
+
+
 # --- scaling: the number of workers -----------------------------------------------------------------
 
 def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
