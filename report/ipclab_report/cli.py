@@ -61,6 +61,9 @@ def parser():
     r.add_argument("results", nargs="+", metavar="RESULT.json")
     r.add_argument("-o", "--output", metavar="report.html", help="HTML file to write")
     r.add_argument("--markdown", metavar="F", help="write a Markdown summary to F")
+    r.add_argument("--topology", metavar="TOPO.json", action="append", default=[],
+                   help="with -o: also show the cache-line round trip between CPUs saved by "
+                        "`ipclab topo --json > TOPO.json` (repeatable)")
     r.add_argument("--pages", metavar="DIR",
                    help="write one Markdown page per suite of one RESULT.json to DIR/<suite>.md, with the text "
                         "under each table from DIR/notes/<suite>.md")
@@ -108,6 +111,7 @@ def check_pages_dir(path):
 
 def cmd_report(args):
     from .load import load_all
+    from .topology import load_saved
 
     if not (args.output or args.markdown or args.pages or args.reduce):
         raise UsageError("name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json")
@@ -115,6 +119,8 @@ def cmd_report(args):
         raise UsageError("--suites goes with --pages DIR (it names the pages to write)")
     if args.readme and not args.pages:
         raise UsageError("--readme goes with --pages DIR (the README links to the pages)")
+    if args.topology and not args.output:
+        raise UsageError("--topology goes with -o report.html (the HTML report shows it)")
     if args.pages and len(args.results) != 1:
         raise UsageError(f"--pages takes one result file, not {len(args.results)}; merge parts of one run "
                          "with --reduce first")
@@ -127,6 +133,7 @@ def cmd_report(args):
         check_pages_dir(args.pages)
     check_distinct([(f"{opt} {brief(path)}", path) for opt, path in targets])
     files = load_all(args.results)  # before importing matplotlib: bad input fails fast
+    saved = [(path, load_saved(path)) for path in args.topology]
     if args.reduce:
         from . import reduce
 
@@ -141,7 +148,7 @@ def cmd_report(args):
     if args.output:
         from . import html
 
-        write_atomic(args.output, html.render(files))
+        write_atomic(args.output, html.render(files, saved))
         print(f"wrote {args.output}", file=sys.stderr)
     if args.markdown:
         from . import markdown

@@ -12,8 +12,9 @@ from .model import all_warnings, build, machine_line, warnings
 from .tables import suite_rows
 
 
-def render(files) -> str:
-    report = build(files)
+def render(files, saved_topologies=()) -> str:
+    """`saved_topologies`: (path, object) of each saved `ipclab topo --json` to show in the environment."""
+    report = build(files, saved_topologies=saved_topologies)
     env = jinja2.Environment(loader=jinja2.PackageLoader("ipclab_report", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["basename"] = os.path.basename
@@ -27,5 +28,6 @@ def render(files) -> str:
     return env.get_template("report.html.j2").render(
         files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,
         warnings=warnings, all_warnings=all_warnings(files), machine=machine_line, plot_rows=plot_rows,
-        warning_count=len(all_warnings(files)),
+        warning_count=len(all_warnings(files)) + sum(1 for t in report.topologies if t.warning),
+        topologies=report.topologies,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

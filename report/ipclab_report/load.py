@@ -161,6 +161,29 @@ class Record:
             v = self.get("placement", "layout")
         return v
 
+    # --- CPU-matrix records (`ipclab run --cpu-matrix`): one run of a benchmark per CPU pair ---
+
+    @property
+    def is_cpu_matrix(self) -> bool:
+        """One point of a CPU matrix: its params name the pair (`cpus`: "A,B") or its extra says
+        which matrix it belongs to (`cpu_matrix`: every_pair or per_class)."""
+        return "cpus" in self.params or isinstance(self.get("extra", "cpu_matrix"), str)
+
+    @property
+    def cpu_pair(self):
+        """(A, B), the CPUs of a CPU-matrix record, A the first side: params.cpus "A,B", else
+        placement.pair; None when neither names two CPUs."""
+        text = self.params.get("cpus")
+        if isinstance(text, str):
+            parts = text.split(",")
+            if len(parts) == 2 and all(p.strip().isdigit() for p in parts):
+                return int(parts[0]), int(parts[1])
+        pair = self.get("placement", "pair")
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(c, int) and not isinstance(c, bool)
+                                                              and c >= 0 for c in pair):
+            return pair[0], pair[1]
+        return None
+
     @property
     def short_name(self) -> str:
         """The name without its suite prefix."""
@@ -177,12 +200,46 @@ class ResultFile:
     tag: str = ""          # short, still unique: what legends show
 
     @property
+    def cpu_count(self):
+        """How many CPUs the run could use: the context's cpu.allowed (a list of CPUs, or a list
+        such as "0-3,8"), else its logical_cpus; None when it says neither."""
+        cpu = self.context.get("cpu") if isinstance(self.context.get("cpu"), dict) else {}
+        allowed = cpu.get("allowed")
+        if isinstance(allowed, list) and allowed and all(isinstance(c, int) for c in allowed):
+            return len(set(allowed))
+        if isinstance(allowed, str):
+            n = cpu_list_count(allowed)
+            if n:
+                return n
+        n = cpu.get("logical_cpus")
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    @property
+    def topology(self):
+        """The context's cpu.topology (packages, caches, cores and CPUs as sysfs says, and the
+        measured c2c matrix when the run measured one); None when absent."""
+        cpu = self.context.get("cpu")
+        t = cpu.get("topology") if isinstance(cpu, dict) else None
+        return t if isinstance(t, dict) else None
+
+    @property
     def iterations(self):
         return [r for r in self.records if r.run_type == "iteration"]
 
     @property
     def aggregates(self):
         return [r for r in self.records if r.run_type == "aggregate"]
+
+
+def cpu_list_count(text: str):
+    """The number of CPUs a kernel CPU list names ("0-3,8" -> 5); None when it is not one."""
+    n = 0
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()) or int(hi or lo) < int(lo):
+            return None
+        n += int(hi or lo) - int(lo) + 1
+    return n or None
 
 
 def renamed(b: dict) -> dict:

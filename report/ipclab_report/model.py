@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
+from . import topology as topo
 from .load import summaries
 from .suites import ordered_suites, suite_plots
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
@@ -141,17 +143,74 @@ def all_warnings(files):
 
 
 @dataclass
+class TopologyView:
+    """A measured cache-line round-trip matrix, as the environment section shows it."""
+
+    label: str             # whose: a result file's label, or the saved `ipclab topo --json`
+    plot: object           # plots.Plot, or None when no pair could be drawn
+    classes: str           # the classes and the sysfs relations, with their median round trips
+    warning: str           # the pairs that behave as SMT siblings; "" when none
+    notes: list            # the sample, and the pieces left out and why
+
+
+HEATMAP_NOTE = ("Each cell: the median round trip of one cache line between the two CPUs (ipclab topo). "
+                "CPUs ordered by package, NUMA node, last-level cache and core; lines mark the boundaries "
+                "of last-level caches (thin) and of NUMA nodes or packages (thick).")
+
+
+def topology_view(label, topology, with_plot=True):
+    """The view of a topology object's measured matrix; None when it carries none."""
+    m = topo.read(topology)
+    if m is None:
+        return None
+    order, bounds = topo.layout(m.cpus, topo.read_cpus(topology))
+    notes = []
+    if m.sampled:
+        notes.append("Sampled: over 64 CPUs only some pairs of each sysfs relation are measured; the "
+                     "blank cells were not.")
+    if m.ignored:
+        notes.append(f"Left out ({len(m.ignored)}): " + "; ".join(m.ignored[:8]) +
+                     (f"; and {len(m.ignored) - 8} more" if len(m.ignored) > 8 else "") + ".")
+    plot = None
+    if with_plot:
+        from .plots import cpu_heatmap
+
+        plot = cpu_heatmap(order, [("", topo.cells(m), "cache-line round trip")], bounds=bounds,
+                           title="Cache-line round trip between CPUs", note=HEATMAP_NOTE)
+    return TopologyView(label=label, plot=plot, classes=topo.classes_text(m), warning=topo.siblings_warning(m),
+                        notes=notes)
+
+
+def topology_views(files, saved=(), with_plot=True):
+    """The measured matrices: of each result file whose environment carries one, then of each saved
+    `ipclab topo --json` ((path, object) pairs)."""
+    out = []
+    for f in files:
+        v = topology_view(f.label if len(files) > 1 else "", f.topology, with_plot)
+        if v:
+            out.append(v)
+    for path, doc in saved:
+        v = topology_view(f"{os.path.basename(path)} (ipclab topo --json)", doc, with_plot)
+        if v:
+            out.append(v)
+    return out
+
+
+@dataclass
 class Report:
     files: list
     suites: list
     multi: bool
+    topologies: list = field(default_factory=list)   # TopologyView
 
     @property
     def env(self):
         return env_table(self.files)
 
 
-def build(files, with_plots=True) -> Report:
+def build(files, with_plots=True, saved_topologies=()) -> Report:
+    """`saved_topologies`: (path, object) of each saved `ipclab topo --json` to show beside the
+    environment's own."""
     multi = len(files) > 1
     recs = [s for f in files for s in summaries(f)]
     names = list(dict.fromkeys(r.suite for r in recs))
@@ -164,4 +223,5 @@ def build(files, with_plots=True) -> Report:
         if with_plots:
             s.plots = suite_plots(name, srecs, multi)
         suites.append(s)
-    return Report(files=files, suites=suites, multi=multi)
+    return Report(files=files, suites=suites, multi=multi,
+                  topologies=topology_views(files, saved_topologies, with_plots))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -162,14 +163,19 @@ def _legend(fig, axes, n):
 
 # --- sweeps --------------------------------------------------------------------------------------
 
-def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", multi=False,
-          y_time=False, y_min_zero=False, y_fixed=None):
+def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanism", multi=False,
+          y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, marks=()):
     """Metric vs numeric parameter `x`, one line per `series` value (plus whatever else varies).
 
     A string dimension with 2-4 values (e.g. placement) becomes side-by-side panels; when there
     would still be more than MAX_SERIES lines, the remaining dimensions are fixed at their mode.
+    `panels`, in place of `metric`: several metrics side by side, [(panel title, getter, ylabel,
+    y_time)], each panel with its own y axis (the string dimension is then a dimension like any
+    other). `x_log2`: a log2 x axis labelled at the powers of two, whatever the span. `marks`:
+    (x, label) dotted vertical lines, drawn where they fall within the points.
     """
-    recs = [r for r in records if r.ok and is_number(r.dim(x)) and is_number(metric(r))]
+    panels = panels or [(None, metric, ylabel, y_time)]
+    recs = [r for r in records if r.ok and is_number(r.dim(x)) and any(is_number(g(r)) for _, g, _, _ in panels)]
     if len({r.dim(x) for r in recs}) < 2:
         return None
     used = {id(r) for r in recs}
@@ -178,11 +184,14 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     others = varying(recs, exclude=(x, series))
     facet = next((d for d in sorted(others, key=lambda d: d != "placement")
                   if all(isinstance(r.dim(d), str) for r in recs)
-                  and 2 <= len({r.dim(d) for r in recs}) <= 4), None)
+                  and 2 <= len({r.dim(d) for r in recs}) <= 4), None) if len(panels) == 1 else None
     # A dimension that only changes together with the panel (bs with pattern) splits no line.
     others = [d for d in others if d != facet and any(
         len({hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
         for fv in ({r.dim(facet) for r in recs} if facet else {None}))]
+    # Nor does one that follows x (consumers with producers): it is kept wherever x is.
+    follows = [d for d in others if len({(r.dim(x), hashable(r.dim(d))) for r in recs}) == len({r.dim(x) for r in recs})]
+    others = [d for d in others if d not in follows]
     fixed = {}
 
     def keyf(r):
@@ -191,7 +200,7 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
 
     per_facet = Counter((hashable(r.dim(facet)) if facet else None, keyf(r)) for r in recs)
     if len(per_facet) / max(1, len({k[0] for k in per_facet})) > MAX_SERIES:
-        recs, fixed = slice_records(recs, keep=(x, series, facet))
+        recs, fixed = slice_records(recs, keep=(x, series, facet, *follows))
         others = []
     facets = list(dict.fromkeys(r.dim(facet) for r in recs)) if facet else [None]
     keys = list(dict.fromkeys(keyf(r) for r in recs))
@@ -200,43 +209,62 @@ def sweep(records, x, metric, *, title, xlabel, ylabel, series="mechanism", mult
     tags = list(dict.fromkeys(k[0] for k in keys))
     style = {k: (PALETTE[bases.index(k[1:]) % len(PALETTE)], MARKERS[bases.index(k[1:]) % len(MARKERS)],
                  DASHES[tags.index(k[0]) % len(DASHES)]) for k in keys}
-    fig, axes = plt.subplots(1, len(facets), figsize=(9.2 if len(keys) > 4 else 8.2, 3.9),
-                             sharey=True, squeeze=False, layout="constrained")
+    columns = [(fv, panel) for fv in facets for panel in panels]  # facets or panels: one of them is one
+    fig, axes = plt.subplots(1, len(columns), figsize=(9.2 if len(keys) > 4 or len(panels) > 1 else 8.2, 3.9),
+                             sharey=len(panels) == 1, squeeze=False, layout="constrained")
     axes = list(axes[0])
     xs_all = sorted({r.dim(x) for r in recs})
-    ys_all = []
-    for ax, fv in zip(axes, facets):
+    ys_of = {}
+    for ax, (fv, (ptitle, get, _, _)) in zip(axes, columns):
+        ys_of[ax] = []
         for k in keys:
             pts = {}
             for r in recs:
-                if keyf(r) == k and (facet is None or r.dim(facet) == fv):
-                    pts.setdefault(r.dim(x), []).append(metric(r))
+                if keyf(r) == k and (facet is None or r.dim(facet) == fv) and is_number(get(r)):
+                    pts.setdefault(r.dim(x), []).append(get(r))
             if not pts:
                 continue
             xs = sorted(pts)
             ys = [median(pts[v]) for v in xs]
-            ys_all += ys
+            ys_of[ax] += ys
             label = series_label(next(r for r in recs if keyf(r) == k), [series] + others, multi)
             color, marker, dash = style[k]
             ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
                     markersize=4.5)
-        if facet:
-            ax.set_title(f"{facet} = {fv}", fontsize=9.5, fontweight="normal")
-        if _spans(xs_all, 8):
+        if facet or ptitle:
+            ax.set_title(f"{facet} = {fv}" if facet else ptitle, fontsize=9.5, fontweight="normal")
+        if x_log2 and xs_all[0] > 0:
+            ax.set_xscale("log", base=2)
+            lo, hi = math.floor(math.log2(xs_all[0])), math.ceil(math.log2(xs_all[-1]))
+            ticks = [2 ** e for e in range(lo, hi + 1)]
+            ax.set_xticks(ticks, [_tick_label(v) for v in ticks])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        elif _spans(xs_all, 8):
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs_all, [_tick_label(v) for v in xs_all])
             ax.xaxis.set_minor_formatter(NullFormatter())
+        for mx, mlabel in marks:
+            if xs_all[0] <= mx <= xs_all[-1]:
+                ax.axvline(mx, color="#555", linestyle=":", linewidth=1.3)
+                ax.text(mx, 0.98, mlabel, transform=ax.get_xaxis_transform(), fontsize=8, color="#555",
+                        va="top", ha="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
         ax.set_xlabel(xlabel)
-    log_y = _spans(ys_all, 50) and not y_min_zero
-    for ax in axes:
+    if len(panels) == 1:  # one metric: the panels share the y axis and its scale
+        ys_of = {ax: [y for ys in ys_of.values() for y in ys] for ax in axes}
+    for ax, (_, (_, _, plabel, ptime)) in zip(axes, columns):
+        ys = ys_of[ax]
+        log_y = bool(ys) and _spans(ys, 50) and not y_min_zero
         if log_y:
-            _log_y(ax, ys_all)
+            _log_y(ax, ys)
         elif y_fixed:
             ax.set_ylim(*y_fixed)
-        elif y_min_zero or not log_y:
+        else:
             ax.set_ylim(bottom=0)
-        (_time_axis if y_time else _si_axis)(ax.yaxis)
-    axes[0].set_ylabel(ylabel)
+        (_time_axis if ptime else _si_axis)(ax.yaxis)
+        if len(panels) > 1:
+            ax.set_ylabel(plabel)
+    if len(panels) == 1:
+        axes[0].set_ylabel(panels[0][2])
     fig.suptitle(title, fontweight="bold", fontsize=11.5)
     _legend(fig, axes, len(keys))
     return Plot(title=title, uri=_svg_uri(fig), note=fixed_note(fixed), used=used)
@@ -338,6 +366,80 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
             series[key] = vals
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
                 used={id(r) for r in recs})
+
+
+# --- CPU x CPU heatmaps --------------------------------------------------------------------------
+
+ANNOTATE_MAX = 16   # CPUs up to which every cell is written out
+
+
+def _short_unit(values):
+    """(divisor, unit) that keeps the figures of `values` (ns) to four digits."""
+    top = max(values)
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if top >= 10 * scale:
+            return scale, unit
+    return 1, "ns"
+
+
+def cpu_heatmap(cpus, panels, *, title, bounds=(), note="", used=()):
+    """CPU x CPU heatmaps side by side over the same CPUs (`cpus`, in that order, rows and columns),
+    one per entry of `panels`: (panel title, {(row CPU, column CPU): ns}, colour bar label). Each
+    panel has its own colour bar, logarithmic when its values span four times or more; a cell with
+    no value stays blank; every cell is written out up to ANNOTATE_MAX CPUs. `bounds` are the
+    domain boundaries of topology.layout: lines between LLCs (thin) and NUMA nodes or packages
+    (thick). None when no panel has a value."""
+    import numpy as np
+    from matplotlib.colors import LogNorm, Normalize
+
+    index = {c: i for i, c in enumerate(cpus)}
+    panels = [(t, {k: v for k, v in cells.items() if is_number(v) and k[0] in index and k[1] in index}, label)
+              for t, cells, label in panels]
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    n = len(cpus)
+    side = 4.6 if n <= 8 else 5.6 if n <= ANNOTATE_MAX else 6.4
+    fig, axes = plt.subplots(1, len(panels), figsize=((side + 1.2) * len(panels), side), squeeze=False,
+                             layout="constrained")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#ffffff")
+    step = max(1, math.ceil(n / 32))
+    ticks = list(range(0, n, step))
+    for ax, (ptitle, cells, label) in zip(axes[0], panels):
+        scale, unit = _short_unit(list(cells.values()))
+        grid = np.full((n, n), np.nan)
+        for (a, b), v in cells.items():
+            grid[index[a], index[b]] = v / scale
+        lo, hi = np.nanmin(grid), np.nanmax(grid)
+        norm = LogNorm(lo, hi) if lo > 0 and hi / lo >= 4 else Normalize(lo, hi if hi > lo else lo + 1)
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, interpolation="nearest")
+        bar = fig.colorbar(im, ax=ax, shrink=0.85)
+        bar.set_label(f"{label} ({unit})")
+        if isinstance(norm, LogNorm):  # plain figures at 1, 2 and 5 of each decade, not 6×10¹
+            bar.ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            bar.ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.grid(False)
+        ax.tick_params(length=0)
+        size = 8 if n <= ANNOTATE_MAX else 6.5
+        ax.set_xticks(ticks, [str(cpus[i]) for i in ticks], fontsize=size, rotation=0 if n <= ANNOTATE_MAX else 90)
+        ax.set_yticks(ticks, [str(cpus[i]) for i in ticks], fontsize=size)
+        for k, kind in bounds:
+            for line in (ax.axhline, ax.axvline):
+                line(k - 0.5, color="#222", linewidth=2.4 if kind == "node" else 1.1)
+        if n <= ANNOTATE_MAX:
+            for i in range(n):
+                for j in range(n):
+                    v = grid[i, j]
+                    if not np.isnan(v):
+                        ax.text(j, i, f"{v:.0f}" if v >= 100 else f"{v:.3g}", ha="center", va="center",
+                                fontsize=7.5 if n <= 8 else 6, color="white" if norm(v) < 0.5 else "black")
+        ax.set_xlabel("CPU")
+        ax.set_ylabel("CPU")
+        if ptitle:
+            ax.set_title(ptitle, fontsize=9.5, fontweight="normal")
+    fig.suptitle(title, fontweight="bold", fontsize=11.5)
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
 
 
 # --- open-loop load (pattern=rate) ---------------------------------------------------------------

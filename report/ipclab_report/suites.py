@@ -3,8 +3,10 @@ suite's plots (a parameter renamed, a new mechanism), get the generic time-per-o
 
 from __future__ import annotations
 
-from . import plots
-from .plots import capacity_walk, flagged_series, latency_cdf, record_bars, slice_records, sweep, vs_load
+from . import plots, topology
+from .plots import (bars, capacity_walk, cpu_heatmap, flagged_series, hashable, latency_cdf, record_bars,
+                    slice_records, sweep, vs_load)
+from .stats import median
 from .util import is_number
 
 SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
@@ -158,6 +160,160 @@ def open_loop(recs, multi):
     ]
 
 
+# --- scaling: rate and CPU per operation against the number of workers -----------------------------
+
+# The dimensions each suite scales over; a plot for each that takes two values or more.
+SCALING = {"messaging": ("producers",), "pingpong": ("pairs",), "runtime": ("pairs",),
+           "servers": ("threads", "reactors"), "echo": ("reactors", "server_threads")}
+SCALING_LABEL = {"pairs": "worker pairs", "producers": "producers (and their consumers)",
+                 "threads": "server threads", "reactors": "reactors (one per core)",
+                 "server_threads": "server threads"}
+# The threads one unit of a dimension keeps busy: a pair two, a producer one and its consumer one.
+THREADS_PER = {"pairs": 2, "producers": 2}
+
+
+def cpu_marks(recs, dim, multi):
+    """(x, label) where the workers of `dim` fill the CPUs each file's run could use (cpu.allowed,
+    else logical_cpus): at the CPU count over the threads per unit (a pair is two)."""
+    counts = {}
+    for r in recs:
+        if r.source.cpu_count:
+            counts.setdefault(r.source.cpu_count, []).append(r.source.tag or r.source.label)
+    per = THREADS_PER.get(dim, 1)
+    return [(n / per, f"{n} CPUs" + (f" ({', '.join(dict.fromkeys(tags))})" if multi and len(counts) > 1 else ""))
+            for n, tags in sorted(counts.items())]
+
+
+def scaling(recs, dims, multi):
+    """Per scaling dimension of `dims`: operations per second and CPU per operation against it (log2),
+    one line per mechanism and what else varies, a dotted line where the workers fill the CPUs."""
+    out = []
+    for d in dims:
+        marks = cpu_marks(recs, d, multi)
+        p = sweep(recs, d, panels=[("operations per second", _ops, "operations/s", False),
+                                   ("CPU per operation", _cpu, "CPU (user+sys) per operation", True)],
+                  title=f"Scaling with {SCALING_LABEL.get(d, d)}", xlabel=SCALING_LABEL.get(d, d),
+                  multi=multi, x_log2=True, marks=marks)
+        if p and marks:
+            per = THREADS_PER.get(d, 1)
+            p.note = " ".join(x for x in (p.note, (
+                "Dotted line: where the workers fill the CPUs the run could use" +
+                (f" ({per} threads each)" if per > 1 else "") + "; to its right they outnumber them.")) if x)
+        out.append(p)
+    return out
+
+
+# --- CPU matrices (`ipclab run --cpu-matrix`): one run of a benchmark per CPU pair ----------------
+
+def _matrix_value(recs):
+    """(getter, what) of one benchmark's matrix: its p50 latency when every point has one (a round
+    trip, for the two-sided benchmarks a matrix runs), else its time per operation."""
+    if recs and all(r.latency("p50") is not None for r in recs):
+        kinds = {r.get("latency_ns", "kind") for r in recs}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return (lambda r: r.latency("p50")), {"rtt": "p50 round trip", "one_way": "p50 one-way latency"}.get(
+            kind, "p50 latency")
+    return (lambda r: r.time_per_op_ns), "time per operation"
+
+
+def _matrix_bench(r):
+    """What the points of one matrix share: the file, the benchmark but its CPUs, and the matrix kind."""
+    return (r.source.label, r.suite, r.mechanism, r.get("extra", "cpu_matrix") == "per_class",
+            tuple(sorted((k, hashable(v)) for k, v in r.params.items() if k != "cpus")))
+
+
+def _matrix_label(r, multi):
+    name = "/".join(p for p in r.short_name.split("/") if not p.startswith(("cpus=", "cpus:")))
+    return name + (f" · {r.source.tag}" if multi else "")
+
+
+def _unmeasured(recs) -> str:
+    """The note naming the points of a matrix that gave no figure."""
+    lost = [r for r in recs if not r.ok or r.cpu_pair is None]
+    if not lost:
+        return ""
+    return "Not in the plot: " + "; ".join(
+        (f"CPUs {r.cpu_pair[0]},{r.cpu_pair[1]}" if r.cpu_pair else f"{r.short_name} (names no CPU pair)") +
+        (f" ({r.status}{': ' + r.error if r.error else ''})" if not r.ok else "") for r in lost[:8]) + (
+        f"; and {len(lost) - 8} more" if len(lost) > 8 else "") + "."
+
+
+def matrix_heatmap(recs, multi):
+    """One benchmark run on every pair of CPUs: its figure per pair as a heatmap (row: the first
+    side's CPU), beside the file's cache-line round trip over the same CPUs when it has one."""
+    ok = [r for r in recs if r.ok and r.cpu_pair]
+    get, what = _matrix_value(ok)
+    cells = {r.cpu_pair: get(r) for r in ok if is_number(get(r))}
+    for (a, b), v in list(cells.items()):
+        cells.setdefault((b, a), v)   # a pair run one way round stands for both
+    if not cells:
+        return None
+    rf = recs[0].source
+    order, bounds = topology.layout({c for pair in cells for c in pair}, topology.read_cpus(rf.topology))
+    panels = [("this benchmark", cells, what)]
+    c2c = topology.read(rf.topology)
+    if c2c:
+        panels.insert(0, ("cache-line round trip (ipclab topo)", topology.cells(c2c), "cache-line round trip"))
+    note = ("Row: the first side's CPU, column: the second's; a pair run one way round is shown both ways. " +
+            _unmeasured(recs))
+    return cpu_heatmap(order, panels, title=f"{_matrix_label(recs[0], multi)}: {what} per CPU pair",
+                       bounds=bounds, note=note.strip(), used={id(r) for r in ok if r.cpu_pair in cells})
+
+
+def _cpu_class(r):
+    """The placement class of a per-class point: extra.cpu_class, else the relation sysfs gives its CPUs."""
+    cls = r.get("extra", "cpu_class")
+    if isinstance(cls, str) and cls:
+        return cls
+    a, b = r.cpu_pair
+    cpus = topology.read_cpus(r.source.topology)
+    return topology.relation(cpus.get(a), cpus.get(b)) or "unknown class"
+
+
+def class_bars(groups, multi):
+    """Benchmarks run on one pair of CPUs per placement class: a bar per benchmark and class (a few
+    pairs make a sparse heatmap), the classes closest first."""
+    series, used, whats, lost = {}, set(), set(), []
+    cats = {}
+    for recs in groups:
+        ok = [r for r in recs if r.ok and r.cpu_pair]
+        lost += [r for r in recs if not (r.ok and r.cpu_pair)]
+        get, what = _matrix_value(ok)
+        vals = {}
+        for r in ok:
+            if is_number(get(r)):
+                cls = _cpu_class(r)
+                cat = f"{cls} · CPUs {r.cpu_pair[0]},{r.cpu_pair[1]}"
+                cats[cat] = (topology.RELATIONS.index(cls) if cls in topology.RELATIONS else len(topology.RELATIONS),
+                             cls, r.cpu_pair)
+                vals.setdefault(cat, []).append(get(r))
+                used.add(id(r))
+        if vals:
+            whats.add(what)
+            series[_matrix_label(recs[0], multi)] = vals
+    if not series:
+        return None
+    order = sorted(cats, key=lambda c: cats[c])
+    what = whats.pop() if len(whats) == 1 else "p50 latency, or time per operation"
+    # one benchmark has no legend: its name is in the title
+    title = (f"{next(iter(series))}: " if len(series) == 1 else "") + f"{what} per CPU placement class"
+    return bars(order, {k: [median(v.get(c, [])) for c in order] for k, v in series.items()},
+                title=title, xlabel=what, time_axis=True, used=used, note=_unmeasured(lost))
+
+
+def cpu_matrix(recs, multi):
+    """The CPU-matrix records of a suite: a heatmap per benchmark run on every pair, bars for those
+    run on a pair per class."""
+    groups = {}
+    for r in recs:
+        groups.setdefault(_matrix_bench(r), []).append(r)
+    out = [matrix_heatmap(g, multi) for k, g in groups.items() if not k[3]]
+    per_class = [g for k, g in groups.items() if k[3]]
+    if per_class:
+        out.append(class_bars(per_class, multi))
+    return out
+
+
 BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
             "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc}
 
@@ -166,9 +322,14 @@ def suite_plots(suite, recs, multi):
     """Plots for one suite's summary records (all files); never raises on odd data."""
     builder = BUILDERS.get(suite)
     out = []
-    # Open-loop records have plots of their own in every suite; the suite's plots get the rest.
-    rate = [r for r in recs if r.is_rate]
-    for build, part in ((builder, [r for r in recs if not r.is_rate]), (open_loop, rate)):
+    # CPU-matrix and open-loop records have plots of their own in every suite; the suite's plots,
+    # and its scaling plots, get the rest.
+    matrix = [r for r in recs if r.is_cpu_matrix]
+    rate = [r for r in recs if r.is_rate and not r.is_cpu_matrix]
+    closed = [r for r in recs if not r.is_rate and not r.is_cpu_matrix]
+    dims = SCALING.get(suite, ())
+    for build, part in ((builder, closed), (lambda rs, m: scaling(rs, dims, m), closed),
+                        (cpu_matrix, matrix), (open_loop, rate)):
         if not build or not part:
             continue
         try:

@@ -27,3 +27,32 @@ def report_html(results, tmp_path_factory):
     md = out.with_suffix(".md")
     assert main(["report", *results, "-o", str(out), "--markdown", str(md)]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def draw():
+    """draw(fn) -> (fn's result, what the plots drew while it ran): {figure title: [one dict per axes:
+    title, lines [(label, xs, ys)] (helper lines too: an axvline's xs are [x, x]), images (the
+    masked arrays shown), bars [(category, width)] of a one-series bar chart, xticks, xscale]}.
+    The figure's title is its suptitle, else its first axes'."""
+    from ipclab_report import plots
+
+    def run(fn):
+        drawn = {}
+        original = plots._svg_uri
+
+        def keep(fig):
+            title = fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title()
+            drawn[title] = [{"title": ax.get_title(), "xscale": ax.get_xscale(), "xticks": list(ax.get_xticks()),
+                             "lines": [(ln.get_label(), list(ln.get_xdata()), list(ln.get_ydata()))
+                                       for ln in ax.get_lines()],
+                             "images": [im.get_array() for im in ax.get_images()],
+                             "bars": [(t.get_text(), p.get_width()) for t, p in zip(ax.get_yticklabels(), ax.patches)]}
+                            for ax in fig.axes if ax.get_label() != "<colorbar>"]
+            return original(fig)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(plots, "_svg_uri", keep)
+            result = fn()
+        return result, drawn
+    return run

@@ -158,56 +158,68 @@ def make_result(suites=None, repetitions=3, aggregates=True, seed=1, speed=None,
     speed = speed or {}
     suites = set(suites or SUITES)
     benchmarks = []
-    for suite, mech, params, ns, bpo, kind, cpuf, extra_kind, status, err in _specs():
-        if suite not in suites:
+    for spec in _specs():
+        if spec[0] not in suites:
             continue
-        name = name_of(suite, mech, params)
+        name = name_of(*spec[:3])
         factor = next((f for k, f in speed.items() if name.startswith(k)), 1.0)
-        iters = []
-        for rep in range(repetitions):
-            rec = {"name": name, "suite": suite, "mechanism": mech, "params": dict(params),
-                   "run_type": "iteration", "repetition": rep, "status": status, "error": err,
-                   "unknown_future_field": [1, 2, 3]}
-            if status == "skipped":
-                iters.append(rec)
-                continue
-            t = ns * factor * (1 + rng.gauss(0, noise))
-            ops = max(1, int(0.5e9 / t)) if t < 0.5e9 else 1
-            wall = ops * t / 1e9
-            user = wall * cpuf * 0.6
-            sys_ = wall * cpuf * 0.4
-            ctx_vol = int(ops * rng.uniform(0.05, 0.4))
-            rates = {"ops_per_s": ops / wall}
-            if bpo:
-                rates["bytes_per_s"] = ops * bpo / wall
-                rates["MiB_per_s"] = rates["bytes_per_s"] / (1 << 20)
-            if suite == "pingpong":
-                rates["system_effective_ops"] = ops / wall
-                rates["total_ops"] = ops / wall * 1.04
-            lost = 37 if status == "failed" else 0
-            rec.update({
-                "ops": ops, "bytes": ops * bpo, "wall_s": wall, "time_per_op_ns": t, "rates": rates,
-                "latency_ns": (latency_block([rng.lognormvariate(math.log(t * 1.3), 0.35) for _ in range(samples)], kind)
-                               if kind else None),
-                "cpu": {"user_s": user, "sys_s": sys_, "per_op_ns": (user + sys_) * 1e9 / ops,
-                        "ctx_vol": ctx_vol, "ctx_invol": 3, "ctx_per_op": (ctx_vol + 3) / ops},
-                "placement": {"layout": params.get("placement", "unpinned"), "cpus": "0,1",
-                              "sides": [{"role": "producer", "index": 0, "pinned": [0], "observed": [0]},
-                                        {"role": "consumer", "index": 0,
-                                         "pinned": [1 if params.get("placement") == "cross" else 0],
-                                         "observed": [1 if params.get("placement") == "cross" else 0]}]},
-                "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
-                "extra": _extra(extra_kind, rng, params, ops),
-                "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
-            })
-            if suite == "messaging" and status == "ok":
-                # shm_spsc_futex cross-CPU runs at two levels, as the reference's shm ping-pong does
-                rec["series"] = _series(rng, ops, wall, mech == "shm_spsc_futex" and params.get("placement") == "cross")
-            iters.append(rec)
+        iters = iterations(spec, rng, repetitions=repetitions, factor=factor, noise=noise, samples=samples)
         benchmarks += iters
         if aggregates:
             benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname, kernel, date), "benchmarks": benchmarks}
+
+
+def iterations(spec, rng, *, repetitions=3, factor=1.0, noise=0.02, samples=600, name=None, placement=None,
+               extra=None):
+    """The iteration records of one spec (suite, mechanism, params, base ns/op, bytes per op, latency
+    kind | None, cpu factor, extra kind, status, error) as `make_result` makes them; `name`,
+    `placement` and `extra` (merged into the record's extra) replace what the spec would give."""
+    suite, mech, params, ns, bpo, kind, cpuf, extra_kind, status, err = spec
+    name = name or name_of(suite, mech, params)
+    iters = []
+    for rep in range(repetitions):
+        rec = {"name": name, "suite": suite, "mechanism": mech, "params": dict(params),
+               "run_type": "iteration", "repetition": rep, "status": status, "error": err,
+               "unknown_future_field": [1, 2, 3]}
+        if status == "skipped":
+            iters.append(rec)
+            continue
+        t = ns * factor * (1 + rng.gauss(0, noise))
+        ops = max(1, int(0.5e9 / t)) if t < 0.5e9 else 1
+        wall = ops * t / 1e9
+        user = wall * cpuf * 0.6
+        sys_ = wall * cpuf * 0.4
+        ctx_vol = int(ops * rng.uniform(0.05, 0.4))
+        rates = {"ops_per_s": ops / wall}
+        if bpo:
+            rates["bytes_per_s"] = ops * bpo / wall
+            rates["MiB_per_s"] = rates["bytes_per_s"] / (1 << 20)
+        if suite == "pingpong":
+            rates["system_effective_ops"] = ops / wall
+            rates["total_ops"] = ops / wall * 1.04
+        lost = 37 if status == "failed" else 0
+        rec.update({
+            "ops": ops, "bytes": ops * bpo, "wall_s": wall, "time_per_op_ns": t, "rates": rates,
+            "latency_ns": (latency_block([rng.lognormvariate(math.log(t * 1.3), 0.35) for _ in range(samples)], kind)
+                           if kind else None),
+            "cpu": {"user_s": user, "sys_s": sys_, "per_op_ns": (user + sys_) * 1e9 / ops,
+                    "ctx_vol": ctx_vol, "ctx_invol": 3, "ctx_per_op": (ctx_vol + 3) / ops},
+            "placement": placement or {
+                "layout": params.get("placement", "unpinned"), "cpus": "0,1",
+                "sides": [{"role": "producer", "index": 0, "pinned": [0], "observed": [0]},
+                          {"role": "consumer", "index": 0,
+                           "pinned": [1 if params.get("placement") == "cross" else 0],
+                           "observed": [1 if params.get("placement") == "cross" else 0]}]},
+            "integrity": {"sent": ops + lost, "received": ops, "lost": lost, "duplicated": 0, "corrupt": 0},
+            "extra": {**_extra(extra_kind, rng, params, ops), **(extra or {})},
+            "kernel": _kernel(ops, 4 if mech == "pipe" else 2, ctx_vol + 3),
+        })
+        if suite == "messaging" and status == "ok":
+            # shm_spsc_futex cross-CPU runs at two levels, as the reference's shm ping-pong does
+            rec["series"] = _series(rng, ops, wall, mech == "shm_spsc_futex" and params.get("placement") == "cross")
+        iters.append(rec)
+    return iters
 
 
 def _series(rng, ops, wall, bimodal):
@@ -370,3 +382,150 @@ def make_rate_result(seed=1, repetitions=2, samples=200, slow=None, capacity=Non
                 benchmarks += iters
                 benchmarks.append(_aggregate(iters))
     return {"schema_version": 1, "context": context(hostname=hostname), "benchmarks": benchmarks}
+
+
+# --- CPU topology and its measured cache-line round trip (`ipclab topo --json`, issue 34) ---------
+
+C2C_NS = {"smt": 20.0, "llc": 60.0, "cross_llc": 120.0, "cross_numa": 250.0}
+
+
+def _relation(a, b):
+    """How sysfs relates two CPUs of make_topology (the contract's relation, written out here)."""
+    if a["package"] == b["package"] and a["core"] == b["core"]:
+        return "smt"
+    if a["llc"] == b["llc"]:
+        return "llc"
+    return "cross_llc" if a["node"] == b["node"] else "cross_numa"
+
+
+def make_topology(cores=4, smt=True, llcs=2, packages=1, hidden=((1, 2, 25.0),), sampled_per_relation=None,
+                  measure=True, seed=1):
+    """A topology as `ipclab topo --json` prints it: `cores` cores over `packages` packages (one NUMA
+    node each) and `llcs` last-level caches, CPU c and c + cores SMT siblings when `smt`. Round trips
+    C2C_NS by sysfs relation, ±3 %; `hidden` (a, b, ns) pairs measured like SMT siblings and listed
+    as such; `sampled_per_relation`: measure only the first N pairs of each relation (sampled)."""
+    rng = random.Random(seed)
+    n = cores * (2 if smt else 1)
+    per_llc, per_pkg = cores // llcs, cores // packages
+    cpus = []
+    for c in range(n):
+        core = c % cores
+        cpus.append({"cpu": c, "package": core // per_pkg, "node": core // per_pkg, "core": core,
+                     "llc": core // per_llc, "siblings": sorted({core, core + cores} if smt else {core})})
+    doc = {"packages": packages, "nodes": packages, "llcs": llcs, "cores": cores, "smt": smt, "cpus": cpus}
+    if not measure:
+        return doc
+    special = {(a, b): ns for a, b, ns in hidden}
+    pairs, taken = [], {}
+    for a in range(n):
+        for b in range(a + 1, n):
+            rel = _relation(cpus[a], cpus[b])
+            if sampled_per_relation is not None and (a, b) not in special:
+                if taken.get(rel, 0) >= sampled_per_relation:
+                    continue
+                taken[rel] = taken.get(rel, 0) + 1
+            ns = special.get((a, b), C2C_NS[rel] * rng.uniform(0.97, 1.03))
+            pairs.append({"a": a, "b": b, "c2c_ns": round(ns, 1), "relation": rel})
+    # classes: a figure more than 1.5 times the previous one starts the next class
+    bounds = sorted({p["c2c_ns"] for p in pairs})
+    cls, k = {}, 0
+    for i, v in enumerate(bounds):
+        if i and v > 1.5 * bounds[i - 1]:
+            k += 1
+        cls[v] = k
+    for p in pairs:
+        p["class"] = cls[p["c2c_ns"]]
+    doc["c2c"] = {"pairs": pairs, "sampled": sampled_per_relation is not None, "classes": k + 1,
+                  "behaves_as_smt_siblings": [{"a": a, "b": b, "c2c_ns": ns} for a, b, ns in hidden]}
+    return doc
+
+
+def with_topology(doc, topology, allowed=None):
+    """`doc` (a result) with `topology` as its context's cpu.topology and `allowed` as cpu.allowed."""
+    doc["context"]["cpu"]["topology"] = topology
+    if allowed is not None:
+        doc["context"]["cpu"]["allowed"] = allowed
+    return doc
+
+
+# --- CPU matrices (`ipclab run --cpu-matrix`): one run of a benchmark per CPU pair ----------------
+
+def _matrix_records(rng, mech, params, ns, pair, mode, topology, cpu_class=None, status="ok", error=None):
+    a, b = pair
+    cpus = {c["cpu"]: c for c in topology["cpus"]}
+    rel = _relation(cpus[a], cpus[b])
+    params = dict(params, cpus=f"{a},{b}")
+    name = name_of("pingpong", mech, {k: v for k, v in params.items() if k != "cpus"}) + f"/cpus={a},{b}"
+    placement = {"layout": "cross", "cpus": [a, b], "pair": [a, b], "c2c_ns": C2C_NS[rel],
+                 "sides": [{"role": "ping", "index": 0, "pinned": [a], "observed": [a]},
+                           {"role": "pong", "index": 0, "pinned": [b], "observed": [b]}]}
+    extra = {"cpu_matrix": mode}
+    if cpu_class:
+        extra["cpu_class"] = cpu_class
+    # the round trip grows with the distance, as the cache line's does
+    spec = ("pingpong", mech, params, ns * C2C_NS[rel] / 60, 0, "rtt", 2.0, "pingpong", status, error)
+    iters = iterations(spec, rng, repetitions=2, samples=60, name=name, placement=placement, extra=extra)
+    return iters + [_aggregate(iters)]
+
+
+def make_cpu_matrix_result(seed=1, topology=None):
+    """Pingpong records of `ipclab run --cpu-matrix` on make_topology(cores=2, llcs=1) (CPUs 0-3, 0/2
+    and 1/3 SMT siblings): thread and process with wait=spin on every pair (process failed on 1,3),
+    thread with wait=futex on one pair per class (smt 0,2; llc 0,1), and ordinary thread wait=spin
+    records over pairs 1, 2, 4 beside them."""
+    rng = random.Random(seed)
+    topology = topology or make_topology(cores=2, llcs=1, hidden=())
+    benchmarks = []
+    ids = [c["cpu"] for c in topology["cpus"]]
+    every = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    for mech, ns in (("thread", 400), ("process", 900)):
+        for pair in every:
+            failed = mech == "process" and pair == (1, 3)
+            benchmarks += _matrix_records(rng, mech, {"wait": "spin", "pairs": 1}, ns, pair, "every_pair", topology,
+                                          status="failed" if failed else "ok",
+                                          error="pong side did not answer within 10 s" if failed else None)
+    for cls, pair in (("smt", (0, 2)), ("llc", (0, 1))):
+        benchmarks += _matrix_records(rng, "thread", {"wait": "futex", "pairs": 1}, 5000, pair, "per_class", topology,
+                                      cpu_class=cls)
+    for pairs in (1, 2, 4):
+        iters = iterations(("pingpong", "thread", {"wait": "spin", "pairs": pairs, "slot_bytes": 64},
+                            180 * pairs ** 0.3, 0, "rtt", 2.0, "pingpong", "ok", None), rng,
+                           repetitions=2, samples=60)
+        benchmarks += iters + [_aggregate(iters)]
+    doc = {"schema_version": 1, "context": context(), "benchmarks": benchmarks}
+    return with_topology(doc, topology, allowed=ids)
+
+
+# --- scaling: the number of workers -----------------------------------------------------------------
+
+def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
+    """Records that vary a scaling dimension: messaging mpmc over producers = consumers 1, 2, 4, 8;
+    echo over reactors 1, 2, 4 and server_threads 1, 2, 4, 8; servers over reactors 1, 2, 4; runtime
+    over pairs 1, 2, 4, 8; cpu.allowed = `allowed`."""
+    rng = random.Random(seed)
+    specs = []
+    for mech, t in (("shm_mpmc", 300), ("posix_mq", 2600)):
+        for n in (1, 2, 4, 8):
+            specs.append(("messaging", mech, {"mode": "throughput", "size": 64, "producers": n, "consumers": n},
+                          t / min(n, 2), 64, "one_way", 1.0 * n, None, "ok", None))
+    for mech, t in (("epoll", 21000), ("io_uring", 17000)):
+        for n in (1, 2, 4):
+            specs.append(("echo", mech, {"size": 1024, "connections": 64, "reactors": n}, t / n ** 0.8, 2048, "rtt",
+                          0.9, "echo", "ok", None))
+        for n in (1, 2, 4, 8):
+            specs.append(("echo", mech, {"size": 1024, "connections": 64, "server_threads": n}, t / min(n, 4) ** 0.7,
+                          2048, "rtt", 0.9, "echo", "ok", None))
+    for n in (1, 2, 4):
+        specs.append(("servers", "epoll_reactors", {"clients": 2000, "reactors": n}, 60_000 / n, 0, "session", 0.8,
+                      "servers", "ok", None))
+    for rt, t in (("ipclab", 38), ("go", 240)):
+        for n in (1, 2, 4, 8):
+            specs.append(("runtime", rt, {"bench": "switch", "n": 131072, "pairs": n}, t / min(n, 2), 0, None, 1.0,
+                          None, "ok", None))
+    benchmarks = []
+    for spec in specs:
+        iters = iterations(spec, rng, repetitions=2, samples=60)
+        benchmarks += iters + [_aggregate(iters)]
+    doc = {"schema_version": 1, "context": context(), "benchmarks": benchmarks}
+    doc["context"]["cpu"]["allowed"] = list(allowed)
+    return doc

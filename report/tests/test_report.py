@@ -72,7 +72,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
     out = tmp_path / "r.html"
     out.write_text("previous report")
 
-    def boom(files):
+    def boom(files, *saved_topologies):
         raise RuntimeError("renderer crashed")
 
     monkeypatch.setattr(html_mod, "render", boom)
