@@ -109,7 +109,7 @@ cat >"$top/bin/ipclab" <<EOF
 self=\$(readlink -f -- "\$0") || exit 2
 top=\${self%/bin/*}
 case \$top in
-  *:*) echo "ipclab: the bundle's folder \$top holds a ':', which the loader cannot take; move it elsewhere" >&2; exit 2 ;;
+  *[:\;]*) echo "ipclab: the bundle's folder \$top holds a ':' or ';', which the loader takes for a separator; move it elsewhere" >&2; exit 2 ;;
 esac
 IPCLAB_BUNDLE=\$top
 export IPCLAB_BUNDLE
