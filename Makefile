@@ -7,7 +7,7 @@ STAMP := build/.setup-done
 RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
 REFERENCE := docs/reference/result.json
 
-.PHONY: all setup build asan tsan bench reference docs test test-release test-asan test-tsan test-report clean
+.PHONY: all setup build asan tsan bundle bench reference docs test test-release test-asan test-tsan test-report clean
 
 # `make docs` without the reference result stops here, before building anything.
 ifneq ($(filter docs,$(MAKECMDGOALS)),)
@@ -38,6 +38,11 @@ TSAN_TARGETS := ipclab_concurrent_tests ipcrt_test_cross_thread ipcrt_test_chann
 tsan: $(STAMP)
 	cmake --preset tsan >/dev/null
 	cmake --build --preset tsan --target $(TSAN_TARGETS)
+
+# One tarball to carry ipclab to another x86-64 Linux and run it there, installing nothing:
+# build/release/ipclab-bundle.tar.gz (scripts/bundle.sh; README, "Carrying ipclab to another machine").
+bundle: build
+	cmake --build --preset release --target bundle
 
 bench: build
 	@mkdir -p $(RESULTS)

@@ -13,6 +13,7 @@
 #include "core/placement.hpp"
 #include "core/topology.hpp"
 #include "core/error.hpp"
+#include "core/home.hpp"
 #include "core/mechanism.hpp"
 #include "core/params.hpp"
 
@@ -125,11 +126,16 @@ int cmd_topo(bool as_json, bool measure) {
 }
 
 // report and compare live in the Python package report/ (matplotlib, scipy); the user need not
-// know: exec it with the same arguments.
+// know: exec it with the same arguments. A bundle leaves the package out (core/home.hpp).
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args) {
   const char* py = std::getenv("IPCLAB_PYTHON");
   std::string python = py && *py ? py : "python3";
-  std::string pkg = std::string(IPCLAB_SOURCE_DIR) + "/report";
+  std::string pkg = source_file("report");
+  if (access((pkg + "/ipclab_report").c_str(), F_OK) != 0)
+    throw UsageError(fmt::format(
+        "{}: the report package is not here ({}/ipclab_report){}; run `ipclab {}` on the results from a "
+        "checkout of ipclab, where `make setup` installs what it needs",
+        verb, pkg, started_from_bundle() ? ": a bundle leaves it out" : "", verb));
   const char* old = std::getenv("PYTHONPATH");
   std::string path = pkg + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);

@@ -16,6 +16,7 @@
 #include "cli/parse.hpp"
 #include "core/crash.hpp"
 #include "core/error.hpp"
+#include "core/home.hpp"
 #include "core/ipc_names.hpp"
 
 using namespace ipclab;
@@ -32,6 +33,12 @@ std::string command_line(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  try {  // first, while this is the only thread: what a bundle's launcher said leaves the environment
+    take_launcher_variable();
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "ipclab: {}\n", brief(e.what(), 600));
+    return 2;
+  }
   crash::ignore_file_size_signal();  // a write over `ulimit -f` fails with EFBIG: an error, not a death
   const std::string cmdline = command_line(argc, argv);
   CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine"};

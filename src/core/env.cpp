@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/home.hpp"
 #include "core/placement.hpp"
 #include "core/topology.hpp"
 
@@ -80,13 +81,21 @@ nlohmann::json collect_environment(const std::string& command_line) {
   };
 
   c["ipclab_version"] = IPCLAB_VERSION;
-  std::string src = IPCLAB_SOURCE_DIR;
-  std::string sha = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
-  if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src +
-                                   "' status --porcelain --untracked-files=no 2>/dev/null")
-                           .empty())
-    sha += "-dirty";
+  // A build tree asks git about its source tree; a bundle says which commit it was made from
+  // (scripts/bundle.sh wrote share/git-sha).
+  std::string sha;
+  if (started_from_bundle()) {
+    sha = read_first_line(source_file("git-sha"));
+  } else {
+    std::string src = IPCLAB_SOURCE_DIR;
+    sha = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
+    if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src +
+                                     "' status --porcelain --untracked-files=no 2>/dev/null")
+                             .empty())
+      sha += "-dirty";
+  }
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
+  c["started_from"] = started_from();
   c["command_line"] = command_line;
   char date[64];
   std::time_t now = std::time(nullptr);

@@ -1,6 +1,6 @@
 #pragma once
-// What the Go peers' mechanisms share (runtime/*_go, echo/go; pingpong/go has its own guest):
-// where the binary is, why it is missing, and the GOMAXPROCS parameter.
+// What the Go peers' mechanisms share (runtime/*_go, echo/go; pingpong/go only the path of its
+// guest): where the binary is, why it is missing, and the GOMAXPROCS parameter.
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -8,20 +8,23 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/home.hpp"
 #include "core/params.hpp"
 
 namespace ipclab::go {
 
-/// The path peers/go/CMakeLists.txt compiled in ("" when Go was not found); Skip with the
-/// reason when there is no binary to run.
+/// The absolute path of a Go peer, from its path relative to ipclab's folder that
+/// peers/go/CMakeLists.txt compiled in ("" when it built no Go peers); Skip with the reason when
+/// there is no binary to run.
 inline std::string peer_path(const char* built, const char* target) {
   if (!*built)
     throw Skip(
-        "the Go peers were not built: `go` was not found at configure time; install Go "
-        "(scripts/setup.sh) and rebuild");
-  if (access(built, X_OK) != 0)
-    throw Skip(fmt::format("the Go peer {} is missing; rebuild (target {})", built, target));
-  return built;
+        "the Go peers were not built (`go` not found at configure time, or IPCLAB_WITH_GO_PEERS=OFF "
+        "as in the sanitizer presets); install Go (scripts/setup.sh) and rebuild the release preset");
+  std::string path = beside_ipclab(built);
+  if (access(path.c_str(), X_OK) != 0)
+    throw Skip(fmt::format("the Go peer {} is missing; rebuild (target {})", path, target));
+  return path;
 }
 
 /// GOMAXPROCS of the peer. 1 is the default: one P runs every goroutine on one thread, the fair

@@ -1,12 +1,14 @@
 #pragma once
 // Where the Rust peers are (peers/rust: ipclab-peer-tokio, -monoio, -compio), for the runtime,
-// echo and fileio suites' peers_rust.cpp. peers/rust/CMakeLists.txt defines IPCLAB_RUST_PEER_DIR
-// when it builds them; otherwise those mechanisms skip with the reason.
+// echo and fileio suites' peers_rust.cpp. peers/rust/CMakeLists.txt defines IPCLAB_RUST_PEER_DIR,
+// their folder relative to ipclab's (core/home.hpp), when it builds them; otherwise those
+// mechanisms skip with the reason.
 #include <string>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/home.hpp"
 
 namespace ipclab {
 
@@ -14,7 +16,7 @@ namespace ipclab {
 /// did not make the Rust peers. A configured but missing binary is run_peer's skip.
 inline std::string rust_peer(const std::string& runtime) {
 #ifdef IPCLAB_RUST_PEER_DIR
-  return fmt::format("{}/ipclab-peer-{}", IPCLAB_RUST_PEER_DIR, runtime);
+  return beside_ipclab(fmt::format("{}/ipclab-peer-{}", IPCLAB_RUST_PEER_DIR, runtime));
 #else
   throw Skip(
       fmt::format("the Rust peer ipclab-peer-{} was not built: cargo was not found when the "

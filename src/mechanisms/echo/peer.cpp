@@ -2,6 +2,7 @@
 // `<server> --size=<bytes> --connections=<n>` and held to the contract of docs/echo.md:
 // listen on 127.0.0.1 (port 0 = the kernel's choice), print the port as one decimal line on
 // stdout once listening, echo every byte back, and run until killed.
+#include "core/home.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/common.hpp"
 
@@ -15,7 +16,7 @@ IPCLAB_REGISTER(Mechanism{
             "default is the minimal Python example of the contract",
     .params = suite_params({{.name = "server",
                              .type = ParamType::String,
-                             .def = IPCLAB_SOURCE_DIR "/tests/echo/echo_server.py",
+                             .def = source_file("tests/echo/echo_server.py"),
                              .help = "absolute path of the server executable (skipped when missing)",
                              .path = true}}),
     .workload = run_echo,

@@ -1,7 +1,9 @@
 // pingpong/go: the reference's guest — a Go process (peers/go/cmd/pingpong-guest), one goroutine
 // per slot, cgo for the named semaphores and the futex. Built by peers/go/CMakeLists.txt, which
-// passes its path here; skipped with the reason when Go was not found at build time.
+// passes its path relative to ipclab here; skipped with the reason when Go was not found at build
+// time (go::peer_path).
 #include "core/mechanism.hpp"
+#include "mechanisms/go_peers.hpp"
 #include "mechanisms/pingpong/pingpong.hpp"
 
 #ifndef IPCLAB_PINGPONG_GO_GUEST
@@ -17,7 +19,10 @@ IPCLAB_REGISTER(Mechanism{
     .help = "shared-memory slot ping-pong (reference 004) with a Go process as the guest "
             "(goroutine per slot, cgo semaphores)",
     .params = pingpong::suite_params(),
-    .workload = [](Session& s) { pingpong::run(s, pingpong::GuestKind::Go, IPCLAB_PINGPONG_GO_GUEST); },
+    .workload =
+        [](Session& s) {
+          pingpong::run(s, pingpong::GuestKind::Go, go::peer_path(IPCLAB_PINGPONG_GO_GUEST, "pingpong_go_guest"));
+        },
     .check = [](const Params& p) { return pingpong::check(p, pingpong::GuestKind::Go); },
 });
 

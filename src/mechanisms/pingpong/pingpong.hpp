@@ -19,7 +19,8 @@ std::vector<ParamSpec> suite_params();
 /// session's workers.
 std::string check(const Params& p, GuestKind kind);
 
-/// Runs one repetition on the session: region, hosts and guest, record.
+/// Runs one repetition on the session: region, hosts and guest, record. `go_guest`: the Go guest
+/// executable (kind Go; go::peer_path found it).
 void run(Session& s, GuestKind kind, const std::string& go_guest = "");
 
 }  // namespace ipclab::pingpong

@@ -3,13 +3,14 @@
 // on 127.0.0.1 (port 0 = the kernel's choice), print the port as one decimal line on stdout once
 // listening, serve the protocol (protocol.hpp), and run until killed. Pinned, watched and stopped
 // by the harness as the forked models are (core/server's exec launch).
+#include "core/home.hpp"
 #include "mechanisms/servers/suite.hpp"
 
 namespace ipclab::servers {
 namespace {
 
 const std::string& wrapper() {
-  static const std::string path = IPCLAB_SOURCE_DIR "/scripts/serve-on-port.py";
+  static const std::string path = source_file("scripts/serve-on-port.py");
   return path;
 }
 
@@ -39,7 +40,7 @@ IPCLAB_REGISTER(make_mechanism({
     .event_driven = false,
     .extra_params = {{.name = "server",
                       .type = ParamType::String,
-                      .def = IPCLAB_SOURCE_DIR "/tests/servers/servers_server.py",
+                      .def = source_file("tests/servers/servers_server.py"),
                       .help = "absolute path of the server executable (skipped when missing)",
                       .path = true},
                      {.name = "server_args",
