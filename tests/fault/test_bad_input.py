@@ -238,6 +238,8 @@ BAD = [
     case("servers-threads-zero", "run", "servers/threads_mutex_accept", "-p", "threads=0", expect="threads"),
     case("servers-reactors-on-one-reactor-model", "run", "servers/epoll_lt", "-p", "reactors=2",
          expect="use reactors=1"),
+    case("servers-reactors-by-class", "run", "servers/epoll_reuseport", "-p", "reactors=2", "-p", "placement=smt",
+         expect="placement=cross, same or unpinned"),
     case("servers-reactors-zero", "run", "servers/epoll_reuseport", "-p", "reactors=0", expect="reactors"),
     case("servers-reactors-over", "run", "servers/epoll_reuseport", "-p", "reactors=257", expect="reactors"),
     # fileio (refused while planning, before any test file is made).

@@ -351,6 +351,15 @@ TEST(Servers, AModelOfOneReactorRefusesSeveral) {
     EXPECT_NE(what.find("epoll_reuseport"), std::string::npos) << what;
   }
   EXPECT_EQ(plan(select_mechanisms({"servers/epoll_reuseport"}), Preset::Default, two, {0, 1}).size(), 1u);
+  // A placement class relates two CPUs: several reactors have no such pair.
+  Overrides by_class = two;
+  parse_override("placement=llc", by_class);
+  try {
+    plan(select_mechanisms({"servers/epoll_reuseport"}), Preset::Default, by_class, {0, 1});
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("placement=cross, same or unpinned"), std::string::npos) << e.what();
+  }
   // Eight CPUs: the quick grid scales reactors to 1, 2, 4, 8 — all for epoll_reuseport, 1 for epoll_lt.
   Overrides one_wave;
   parse_override("concurrency=100", one_wave);

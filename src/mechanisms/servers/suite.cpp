@@ -27,8 +27,9 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "servers",
-    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio) under up "
-            "to 10,000 concurrent clients of the reference protocol (reference 001)",
+    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio; epoll and io_uring "
+            "also with a reactor per core, -p reactors) under up to 10,000 concurrent clients of the reference "
+            "protocol (reference 001)",
 });
 
 // The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
@@ -74,8 +75,8 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
                "more than 1), each pinned, each with its own SO_REUSEPORT listener on the one port; "
                "placement=cross: the load generator on the first --cpus CPU, reactor i on the (i+2)-th, "
                "round-robin over --cpus (so a reactor shares the load generator's CPU only when there are as "
-               "many reactors as --cpus CPUs); same: all on the first; on more than 2 CPUs the presets "
-               "scale it: 1, 2, 4 … CPUs",
+               "many reactors as --cpus CPUs); same: all on the first; the placement classes (smt, llc, …) "
+               "take reactors=1 only; on more than 2 CPUs the presets scale it: 1, 2, 4 … CPUs",
        .min = 1,
        .max = kMaxReactors,
        .per_cpu = 1},
@@ -307,7 +308,13 @@ Mechanism make_mechanism(ServerModel model) {
   mech.workload = [model](Session& s) { run_model(model, s); };
   mech.server = [model](const Session& s) { return server_launch(model, s); };
   mech.check = [multi = model.multi_reactor](const Params& p) -> std::string {
-    if (multi || p.i64("reactors") == 1) return "";
+    if (p.i64("reactors") == 1) return "";
+    // A class relates two CPUs, the load generator's and the server's: several reactors have no such pair.
+    if (multi && is_class_layout(p.str("placement")))
+      return fmt::format("placement={} places two sides on a pair of CPUs, and reactors > 1 need more: use "
+                         "placement=cross, same or unpinned, or reactors=1",
+                         p.str("placement"));
+    if (multi) return "";
     std::string models;
     for (const auto& n : multi_reactor_models()) models += (models.empty() ? "" : ", ") + n;
     return fmt::format("this model does not run several reactors: use reactors=1, or a model that does ({})",
