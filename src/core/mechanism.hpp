@@ -88,11 +88,15 @@ class Transport {
 /// ready once it has reported its port, and it serves until it is killed.
 struct ServerLaunch {
   /// Forked: serves `listen_fd` (TCP on 127.0.0.1, port chosen by the kernel), opened with the
-  /// options below, until killed.
+  /// options below, until killed. With reactor_cpus, one reactor's loop: it runs on each of them.
   std::function<void(int listen_fd)> serve;
   int backlog = 1024;
   bool nonblocking = true;
-  bool reuseport = false;  // SO_REUSEPORT, for a server that opens more listeners on the same port
+  /// A server of several reactors (empty: one, the process's only thread, pinned as the process
+  /// is): reactor i is a thread of the server's process pinned to reactor_cpus[i] (-1: unpinned),
+  /// running `serve` on a listener of its own — SO_REUSEPORT listeners on the one port, all open
+  /// before the port is reported, so that the kernel spreads every connection over all of them.
+  std::vector<int> reactor_cpus;
   /// TCP_NODELAY on the listener, which accepted sockets inherit: for a client with several
   /// requests in flight per connection (echo pattern=rate), whose echoes Nagle would otherwise
   /// hold until the client's delayed ACK (40 ms).

@@ -254,6 +254,13 @@ std::vector<std::string> scaled_values(const ParamSpec& s, Preset preset, size_t
 
 }  // namespace
 
+std::vector<std::string> preset_values(const ParamSpec& s, Preset preset, size_t cpus) {
+  if (preset != Preset::Default && s.per_cpu > 0 && cpus > 2) return scaled_values(s, preset, cpus);
+  if (preset == Preset::Full && !s.full.empty()) return s.full;
+  if (preset != Preset::Default && !s.quick.empty()) return s.quick;
+  return {s.def};
+}
+
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
                                 const Overrides& overrides, size_t cpus) {
   std::vector<std::vector<std::string>> axes;
@@ -261,14 +268,8 @@ std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset pres
     std::vector<std::string> raw;
     if (auto it = overrides.find(s.name); it != overrides.end())
       raw = it->second;
-    else if (preset != Preset::Default && s.per_cpu > 0 && cpus > 2)
-      raw = scaled_values(s, preset, cpus);
-    else if (preset == Preset::Full && !s.full.empty())
-      raw = s.full;
-    else if (preset != Preset::Default && !s.quick.empty())
-      raw = s.quick;
     else
-      raw = {s.def};
+      raw = preset_values(s, preset, cpus);
     std::vector<std::string> vals;  // in the order given, each once
     std::set<std::string> seen;
     for (auto& r : raw) {

@@ -102,11 +102,17 @@ void parse_override(const std::string& arg, Overrides& into);
 /// Most points one grid may have (the full presets have a few hundred).
 constexpr size_t kMaxGridPoints = 10000;
 
-/// The cartesian product of every parameter's values, in declaration order: overrides first,
-/// then the preset's list, then the default. UsageError over kMaxGridPoints points.
 /// The powers of two up to `n`, and `n` itself: 1, 2, 4, 8, 16 for 16; 1, 2, 4, 6 for 6.
 std::vector<int64_t> scaled_grid(int64_t n);
 
+/// The values `preset` gives `spec` when -p does not name it: the full list (the quick one when it
+/// has none), the quick list, or the default; for a ParamSpec::per_cpu parameter on a run over
+/// more than 2 `cpus`, the scaled grid (`cpus` 0: unknown, the lists as declared). As written (not
+/// yet canonical).
+std::vector<std::string> preset_values(const ParamSpec& spec, Preset preset, size_t cpus = 0);
+
+/// The cartesian product of every parameter's values, in declaration order: overrides first,
+/// then preset_values(). UsageError over kMaxGridPoints points.
 /// `cpus`: how many CPUs the run has, which sizes the grids of ParamSpec::per_cpu (0: as declared).
 std::vector<Params> expand_grid(const std::vector<ParamSpec>& specs, Preset preset,
                                 const Overrides& overrides, size_t cpus = 0);

@@ -81,6 +81,12 @@ bool set_affinity(int cpu) {
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+std::vector<int> round_robin(const std::vector<int>& cpus, size_t first, size_t count) {
+  std::vector<int> out;
+  for (size_t i = 0; i < count; ++i) out.push_back(cpus.empty() ? -1 : cpus[(first + i) % cpus.size()]);
+  return out;
+}
+
 void pin_current_thread(int cpu) {
   if (cpu >= 0 && !set_affinity(cpu))
     throw std::system_error(errno, std::generic_category(), fmt::format("pin to CPU {}", cpu));

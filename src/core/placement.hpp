@@ -16,6 +16,10 @@ std::vector<int> allowed_cpus();
 /// Parses a CPU list such as "0,1" or "0-3" (ascending ranges, each CPU once); UsageError for
 /// anything else, and when a CPU is not allowed here.
 std::vector<int> parse_cpu_list(const std::string& text);
+/// `count` CPUs dealt round-robin from `cpus`, starting at its `first`-th (modulo its size): the
+/// CPUs of a side that runs several pinned threads (a server's reactors, the echo client's
+/// threads). -1 each when `cpus` is empty (unpinned).
+std::vector<int> round_robin(const std::vector<int>& cpus, size_t first, size_t count);
 /// Pins the calling thread to `cpu` (no-op for -1); throws std::system_error on failure.
 void pin_current_thread(int cpu);
 /// Pins the calling thread to `cpu` (>= 0); false when the kernel refuses. System calls only, no

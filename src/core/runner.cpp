@@ -85,10 +85,8 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
     bool asked = false, spread = false;
     for (auto& p : m->params) {
       asked = asked || overrides.count(p.name);
-      const auto& values = preset == Preset::Full && !p.full.empty() ? p.full
-                           : preset != Preset::Default                ? p.quick
-                                                                      : std::vector<std::string>{};
-      spread = spread || (!overrides.count(p.name) && values.size() > 1);
+      // The preset's own values, scaled ones included (a per_cpu grid spreads on a larger machine).
+      spread = spread || (!overrides.count(p.name) && preset_values(p, preset, cpus.size()).size() > 1);
     }
     asked = asked && !spread;
     for (auto& point : expand_grid(m->params, preset, overrides, cpus.size())) {

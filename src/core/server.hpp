@@ -15,10 +15,11 @@ namespace ipclab {
 
 class ServerProcess {
  public:
-  /// Starts `launch` pinned to `cpu` (-1: unpinned) and waits for its port (10 s at most). A forked
-  /// server gets a listener on 127.0.0.1:0 as the launch asks; an exec'd one prints its port on
-  /// stdout. Skip when an executable is missing (not built); std::runtime_error when the server
-  /// ends or reports no port in time (naming how it ended).
+  /// Starts `launch` pinned to `cpu` (-1: unpinned; a server of several reactors pins each of its
+  /// threads itself, ServerLaunch::reactor_cpus, and is given -1) and waits for its port (10 s at
+  /// most). A forked server gets its listeners on 127.0.0.1:0 as the launch asks; an exec'd one
+  /// prints its port on stdout. Skip when an executable is missing (not built);
+  /// std::runtime_error when the server ends or reports no port in time (naming how it ended).
   static ServerProcess start(const ServerLaunch& launch, int cpu);
 
   int port() const { return port_; }

@@ -1,7 +1,8 @@
 // echo suite: every server echoes verified bytes under the harness's client, an external
 // executable joins through the peer contract, a server that dies fails the record quickly, a run
 // leaves no descriptor behind, and the open-loop client (pattern=rate) keeps its schedule with
-// several requests in flight per connection and marks a rate beyond its reach saturated.
+// several requests in flight per connection and marks a rate beyond its reach saturated; with
+// reactors=2 the epoll and uring servers run two pinned reactors against two client threads.
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
+#include "core/runner.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "mechanisms/echo/client.hpp"
@@ -412,6 +414,83 @@ TEST(EchoRate, RateBeyondReachIsSaturatedWithoutLatency) {
   EXPECT_TRUE(r["raw_ns"].is_null());
   EXPECT_GT(rec.ops, 0u);
   EXPECT_EQ(test::open_fds(), fds0);
+}
+
+// reactors=2: two reactor threads, each pinned with a listener of its own, against two client
+// threads with four connections each; every echo verified, and each reactor and client thread a
+// side of the record on the CPU the layout gives it (client j on the (j+1)-th CPU, reactor i on
+// the (i+3)-th, round-robin: on two CPUs each reactor on a CPU of its own, beside a client).
+class TwoReactors : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TwoReactors, EchoVerifiedBytesFromPinnedReactors) {
+  const Case& c = GetParam();
+  const Mechanism* m = test::find_mechanism("echo", c.mech);
+  if (!m) GTEST_SKIP() << "echo/" << c.mech << " is not built here";
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "two reactors on distinct CPUs need two CPUs";
+  std::map<std::string, std::string> over{{"connections", "8"}, {"size", "1024"}, {"reactors", "2"}};
+  for (const auto& [k, v] : c.over) over[k] = v;
+  const Params p = test::params_of(*m, over);
+  ASSERT_EQ(m->check(p), "");
+  const int fds0 = test::open_fds();
+  Record rec;
+  try {
+    rec = run(*m, p);
+  } catch (const Skip& e) {
+    GTEST_SKIP() << e.what();
+  }
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  EXPECT_GT(rec.ops, 100u);
+  EXPECT_TRUE(rec.integrity.clean()) << rec.integrity.text();
+  EXPECT_EQ(rec.integrity.received, rec.integrity.sent);
+  if (over.count("pattern") == 0) EXPECT_EQ(rec.integrity.received, rec.ops);
+  std::vector<int> reactors, clients;
+  for (const Side& side : rec.placement.sides) {
+    if (side.role == "server") EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
+    if (side.role != "reactor" && side.role != "client") continue;
+    ASSERT_EQ(side.pinned.size(), 1u) << side.role << side.index;
+    (side.role == "reactor" ? reactors : clients).push_back(side.pinned[0]);
+  }
+  const size_t n = cpus.size();
+  EXPECT_EQ(clients, (std::vector<int>{cpus[0], cpus[1 % n]}));
+  EXPECT_EQ(reactors, (std::vector<int>{cpus[2 % n], cpus[3 % n]}));
+  ASSERT_EQ(reactors.size(), 2u);
+  EXPECT_NE(reactors[0], reactors[1]);
+  EXPECT_EQ(test::open_fds(), fds0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Echo, TwoReactors,
+    ::testing::Values(Case{"epoll", "", {}}, Case{"epoll", "client_epoll", {{"client", "epoll"}}},
+                      Case{"uring", "raw", {{"loop", "raw"}}},
+                      Case{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
+                      Case{"uring", "ipcrt", {{"loop", "ipcrt"}}},
+                      // Open loop: each client thread half the rate, on a schedule of its own.
+                      Case{"epoll", "rate", {{"pattern", "rate"}, {"rate", "2k"}}}),
+    [](const auto& info) {
+      return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label);
+    });
+
+// The servers that run one reactor refuse several, naming those that run them; reactors=k needs a
+// connection for each of its k client threads.
+TEST(Echo, ReactorsAreRefusedWhereTheyCannotRun) {
+  auto refusal = [](const std::string& selection, std::vector<std::string> values) -> std::string {
+    Overrides o;
+    for (auto& v : values) parse_override(v, o);
+    try {
+      plan(select_mechanisms({selection}), Preset::Default, o, {0, 1});
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const char* single : {"echo/asio", "echo/go", "echo/peer"}) {
+    const std::string why = refusal(single, {"reactors=2"});
+    EXPECT_NE(why.find("use reactors=1"), std::string::npos) << single << ": " << why;
+    EXPECT_NE(why.find("echo/epoll"), std::string::npos) << single << ": " << why;
+  }
+  EXPECT_NE(refusal("echo/epoll", {"reactors=2", "connections=1"}).find("connections >= 2"), std::string::npos);
+  EXPECT_EQ(refusal("echo/epoll", {"reactors=2", "connections=2"}), "");
 }
 
 }  // namespace

@@ -224,6 +224,10 @@ BAD = [
          "slo_p99_us=50", expect="rate=auto"),
     case("echo-rate-with-client", "run", "echo/epoll", "-p", "pattern=rate", "-p", "client=uring",
          expect="pattern=closed"),
+    case("echo-reactors-on-one-reactor-server", "run", "echo/asio", "-p", "reactors=2", expect="use reactors=1"),
+    case("echo-reactors-over-connections", "run", "echo/epoll", "-p", "reactors=2", "-p", "connections=1",
+         expect="connections >= 2"),
+    case("echo-reactors-over", "run", "echo/epoll", "-p", "reactors=33", expect="reactors"),
     # servers.
     case("servers-concurrency-zero", "run", "servers/epoll_lt", "-p", "concurrency=0", expect="concurrency"),
     case("servers-connect-timeout-huge", "run", "servers/epoll_lt", "-p", "connect_timeout_ms=99999999999999999",
@@ -232,6 +236,12 @@ BAD = [
          expect="session_timeout_ms"),
     case("servers-backlog-negative", "run", "servers/epoll_lt", "-p", "backlog=-1", expect="backlog"),
     case("servers-threads-zero", "run", "servers/threads_mutex_accept", "-p", "threads=0", expect="threads"),
+    case("servers-reactors-on-one-reactor-model", "run", "servers/epoll_lt", "-p", "reactors=2",
+         expect="use reactors=1"),
+    case("servers-reactors-by-class", "run", "servers/epoll_reuseport", "-p", "reactors=2", "-p", "placement=smt",
+         expect="placement=cross, same or unpinned"),
+    case("servers-reactors-zero", "run", "servers/epoll_reuseport", "-p", "reactors=0", expect="reactors"),
+    case("servers-reactors-over", "run", "servers/epoll_reuseport", "-p", "reactors=257", expect="reactors"),
     # fileio (refused while planning, before any test file is made).
     case("fileio-qd-zero", "run", "fileio/psync", "-p", "qd=0", expect="from 1 to 128"),
     case("fileio-qd-over", "run", "fileio/psync", "-p", "qd=129", expect="from 1 to 128"),
@@ -348,8 +358,11 @@ GOOD = [
     pytest.param(["run", "messaging/pipe", "-p", "size=64K", *QUICK], id="pipe-size-at-the-limit"),
     pytest.param(["run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=2k,1500", "-p", "size=64", *QUICK],
                  id="echo-rate-grid"),
+    pytest.param(["run", "echo/epoll", "-p", "reactors=2", *QUICK], id="echo-reactors-two"),
 ] + ([pytest.param(["run", "messaging/pipe", "-p", "placement=cross", "--cpus", f"{A},{B}", *QUICK],
-                   id="pipe-cross-on-two-cpus")] if B else [])
+                   id="pipe-cross-on-two-cpus"),
+      pytest.param(["run", "servers/epoll_reuseport", "-p", "reactors=2", "-p", "concurrency=100", "--cpus", f"{A},{B}",
+                    *QUICK], id="servers-reactors-two")] if B else [])
 
 
 @pytest.mark.parametrize("args", GOOD)

@@ -92,6 +92,29 @@ TEST(Params, PerCpuGridsScaleWithTheRunsCpusAndKeepTodaysOnTwo) {
   EXPECT_EQ(values(Preset::Quick, 16, o), (std::vector<int64_t>{3}));
 }
 
+TEST(Params, PresetValuesAreTheDeclaredListsOrTheScaledGrid) {
+  using V = std::vector<std::string>;
+  const ParamSpec listed{.name = "connections", .def = "16", .quick = {"16", "64"}, .full = {"1", "4"}};
+  EXPECT_EQ(preset_values(listed, Preset::Default, 16), V{"16"});
+  EXPECT_EQ(preset_values(listed, Preset::Quick, 16), (V{"16", "64"}));
+  EXPECT_EQ(preset_values(listed, Preset::Full, 16), (V{"1", "4"}));
+  const ParamSpec quick_only{.name = "q", .def = "1", .quick = {"1", "2"}};
+  EXPECT_EQ(preset_values(quick_only, Preset::Full), (V{"1", "2"}));
+  // A worker count with no lists of its own (servers' reactors): the default on 2 CPUs or fewer,
+  // the scaled grid above; the default preset never scales.
+  const ParamSpec reactors{.name = "reactors", .def = "1", .min = 1, .max = 256, .per_cpu = 1};
+  EXPECT_EQ(preset_values(reactors, Preset::Quick, 2), V{"1"});
+  EXPECT_EQ(preset_values(reactors, Preset::Quick, 0), V{"1"});
+  EXPECT_EQ(preset_values(reactors, Preset::Quick, 6), (V{"1", "2", "4", "6"}));
+  EXPECT_EQ(preset_values(reactors, Preset::Full, 8), (V{"1", "2", "4", "8"}));
+  EXPECT_EQ(preset_values(reactors, Preset::Default, 8), V{"1"});
+  // Two CPUs a worker (echo's reactors, each with a client thread).
+  ParamSpec pairs = reactors;
+  pairs.per_cpu = 2;
+  EXPECT_EQ(preset_values(pairs, Preset::Quick, 16), (V{"1", "2", "4", "8"}));
+  EXPECT_EQ(preset_values(pairs, Preset::Quick, 3), V{"1"});
+}
+
 TEST(Params, DuplicateValuesCollapse) {
   Overrides o;
   parse_override("size=1K,1024,1kib", o);

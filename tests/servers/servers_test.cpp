@@ -1,8 +1,10 @@
 // servers suite: protocol conformance of every model, a 1,000-client wave per model, a server
-// killed mid-run, and no descriptor leaked by a run.
+// killed mid-run, no descriptor leaked by a run, and the multi-reactor models' reactors: threads
+// pinned to CPUs of their own, each with a listener of its own, recorded as sides.
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -13,12 +15,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <set>
+#include <sstream>
 
 #include "../workload_support.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/placement.hpp"
+#include "core/runner.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "mechanisms/servers/protocol.hpp"
@@ -169,7 +175,7 @@ TEST(Servers, ServerKilledMidRunFailsQuickly) {
   Mechanism mech = make_mechanism({
       .name = "dies",
       .serve =
-          [](int lfd, const Params&, const std::vector<int>&, int) {
+          [](int lfd, const Params&) {
             for (int served = 0;; ++served) {
               if (served == 50) raise(SIGKILL);
               int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -221,6 +227,150 @@ TEST(Servers, TooManyClientsForTheFdLimitIsAUsageError) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("RLIMIT_NOFILE"), std::string::npos) << e.what();
   }
+}
+
+// The models that run several reactors (ServerModel::multi_reactor).
+const std::vector<std::string> kMultiReactor = {"epoll_reuseport", "uring"};
+
+// Listening TCP sockets on 127.0.0.1:`port` (/proc/net/tcp, state 0A).
+int listeners_on(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  int n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string sl, local, remote, st;
+    f >> sl >> local >> remote >> st;
+    const auto colon = local.find(':');
+    if (colon != std::string::npos && std::stoi(local.substr(colon + 1), nullptr, 16) == port && st == "0A") ++n;
+  }
+  return n;
+}
+
+// The CPU sets of the threads of process `pid` that are pinned to one CPU.
+std::multiset<int> pinned_threads(pid_t pid) {
+  std::multiset<int> out;
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(std::atoi(e->d_name), sizeof set, &set) != 0 || CPU_COUNT(&set) != 1) continue;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.insert(c);
+  }
+  closedir(d);
+  return out;
+}
+
+class MultiReactor : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    mech_ = test::find_mechanism("servers", GetParam());
+    if (!mech_) GTEST_SKIP() << GetParam() << " is not built here";
+    if (allowed_cpus().size() < 2) GTEST_SKIP() << "placement=cross needs two CPUs";
+  }
+  const Mechanism* mech_ = nullptr;
+};
+
+// reactors=2 under placement=cross: two threads, pinned to the second and then the first CPU of
+// --cpus (round-robin after the load generator's), each with its own listener on the one port —
+// both listening before the port is reported.
+TEST_P(MultiReactor, ReactorThreadsArePinnedEachWithAListenerOfItsOwn) {
+  const std::vector<int> cpus = allowed_cpus();
+  const Params p = test::params_of(*mech_, {{"backlog", "128"}, {"reactors", "2"}});
+  RunOptions o;
+  o.cpus = cpus;
+  Record rec;
+  Session s(*mech_, p, o, rec);
+  const ServerLaunch launch = mech_->server(s);
+  ASSERT_EQ(launch.reactor_cpus, (std::vector<int>{cpus[1], cpus[2 % cpus.size()]}));
+  ServerProcess srv = ServerProcess::start(launch, -1);
+  EXPECT_EQ(listeners_on(srv.port()), 2);
+  // The reactor threads pin themselves once the port is out.
+  const std::multiset<int> want = {cpus[1], cpus[2 % cpus.size()]};
+  std::multiset<int> got;
+  for (int i = 0; i < 200 && got != want; ++i, usleep(5000)) got = pinned_threads(srv.pid());
+  EXPECT_EQ(got, want);
+  // Each reactor speaks the protocol: enough connections that the kernel's hash reaches both.
+  for (int c = 0; c < 16; ++c) {
+    const int fd = connect_to(srv.port());
+    ASSERT_EQ(send(fd, "hi\nexit\n", 8, MSG_NOSIGNAL), 8);
+    EXPECT_EQ(read_n(fd, 5), "pong\n");
+    char ch;
+    EXPECT_EQ(recv(fd, &ch, 1, 0), 0);
+    close(fd);
+  }
+  EXPECT_TRUE(srv.process().alive()) << srv.process().death();
+}
+
+// A wave against reactors=2: every client served, and each reactor a side of the record, pinned to
+// a CPU of its own; reactors=1 keeps the one-reactor layout (the process pinned to the server CPU).
+TEST_P(MultiReactor, TwoReactorsServeAWaveAndAreRecordedAsSides) {
+  const std::vector<int> cpus = allowed_cpus();
+  Record rec = test::run_workload(*mech_, test::params_of(*mech_, {{"concurrency", "500"}, {"reactors", "2"}}));
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  EXPECT_EQ(rec.ops, 500u);
+  EXPECT_TRUE(rec.integrity.clean()) << rec.integrity.text();
+  EXPECT_EQ(rec.extra["processed"].get<uint64_t>(), 500u);
+  std::vector<int> reactors;
+  for (const Side& side : rec.placement.sides) {
+    if (side.role == "server") EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
+    if (side.role != "reactor") continue;
+    EXPECT_EQ(side.index, int(reactors.size()));
+    ASSERT_EQ(side.pinned.size(), 1u);
+    reactors.push_back(side.pinned[0]);
+  }
+  EXPECT_EQ(reactors, (std::vector<int>{cpus[1], cpus[2 % cpus.size()]}));
+  EXPECT_NE(reactors[0], reactors[1]);
+
+  rec = test::run_workload(*mech_, test::params_of(*mech_, {{"concurrency", "100"}}));
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  for (const Side& side : rec.placement.sides) {
+    EXPECT_NE(side.role, "reactor");
+    if (side.role == "server") EXPECT_EQ(side.pinned, std::vector<int>{cpus[1]});
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, MultiReactor, ::testing::ValuesIn(kMultiReactor),
+                         [](const auto& info) { return info.param; });
+
+// A model of one reactor refuses several, naming the fix and the models that run them; the preset
+// grid of a larger machine leaves those points out instead.
+TEST(Servers, AModelOfOneReactorRefusesSeveral) {
+  Overrides two;
+  parse_override("reactors=2", two);
+  try {
+    plan(select_mechanisms({"servers/epoll_lt"}), Preset::Default, two, {0, 1});
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("use reactors=1"), std::string::npos) << what;
+    EXPECT_NE(what.find("epoll_reuseport"), std::string::npos) << what;
+  }
+  EXPECT_EQ(plan(select_mechanisms({"servers/epoll_reuseport"}), Preset::Default, two, {0, 1}).size(), 1u);
+  // A placement class relates two CPUs: several reactors have no such pair.
+  Overrides by_class = two;
+  parse_override("placement=llc", by_class);
+  try {
+    plan(select_mechanisms({"servers/epoll_reuseport"}), Preset::Default, by_class, {0, 1});
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("placement=cross, same or unpinned"), std::string::npos) << e.what();
+  }
+  // Eight CPUs: the quick grid scales reactors to 1, 2, 4, 8 — all for epoll_reuseport, 1 for epoll_lt.
+  Overrides one_wave;
+  parse_override("concurrency=100", one_wave);
+  const std::vector<int> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int64_t> lt, rp;
+  for (auto& b : plan(select_mechanisms({"servers/epoll_lt"}), Preset::Quick, one_wave, eight))
+    lt.push_back(b.params.i64("reactors"));
+  for (auto& b : plan(select_mechanisms({"servers/epoll_reuseport"}), Preset::Quick, one_wave, eight))
+    rp.push_back(b.params.i64("reactors"));
+  EXPECT_EQ(lt, (std::vector<int64_t>{1}));
+  EXPECT_EQ(rp, (std::vector<int64_t>{1, 2, 4, 8}));
 }
 
 }  // namespace

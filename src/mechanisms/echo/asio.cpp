@@ -28,6 +28,7 @@ IPCLAB_REGISTER(Mechanism{
             return ServerLaunch{.serve = [p = s.params()](int lfd) { serve_asio_io_uring(lfd, p); }};
           return ServerLaunch{.serve = [](int lfd) { asio_server::serve(lfd); }};
         },
+    .check = suite_check("asio", false),
 });
 
 }  // namespace

@@ -137,14 +137,14 @@ timespec span(uint64_t ns) { return {time_t(ns / 1'000'000'000), long(ns % 1'000
 
 }  // namespace
 
-void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t window_ns) {
+void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t window_ns, int sender, int senders) {
   const int ep = cl.epoll_set();
   if (ep < 0) return;
   RateLoop loop(cl, ep, window_ns);
   std::vector<epoll_event> evs(256);
-  // One sender: the whole rate on one schedule, dealt to the connections in turn.
+  // This client's share of the rate on a schedule of its own, dealt to its connections in turn.
   least_timer_slack();
-  Arrivals arrivals = spec.arrivals_for(rate, 0, 1, now_ns());
+  Arrivals arrivals = spec.arrivals_for(rate, sender, senders, now_ns());
   uint64_t due = arrivals.next();
   bool blocked = false;  // the due request waits for its connection's socket buffer
   // Starts the requests due by now, at most kBatch: a client behind its schedule still reads and

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/listener.hpp"
+#include "core/placement.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -19,16 +20,28 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "echo",
-    .help = "TCP echo over loopback: server pinned to one CPU, event-driven client on the other; "
-            "throughput, RTT and server CPU per echo (reference 003)",
+    .help = "TCP echo over loopback: server pinned to one CPU, event-driven client on the other (or "
+            "`reactors` of each, one per CPU); throughput, RTT and server CPU per echo (reference 003)",
 });
 
-// The client runs on the first of --cpus, the server on the second (on the first too when there
-// is only one); -1: unpinned.
-int client_cpu(const RunOptions& o) { return o.cpus.empty() ? -1 : o.cpus[0]; }
-int server_cpu(const RunOptions& o) { return o.cpus.size() > 1 ? o.cpus[1] : client_cpu(o); }
+// The most reactors: each brings a client thread, and a Session runs kMaxWorkers workers at most.
+constexpr int64_t kMaxReactors = kMaxWorkers;
+
+// Where the sides run with `k` reactors: client thread j on the (j+1)-th CPU of --cpus, reactor i
+// on the (k+i+1)-th, round-robin over --cpus — with k = 1 the client on the first and the server
+// on the second (on the first too when there is only one); -1 each: unpinned.
+struct Layout {
+  std::vector<int> clients, reactors;
+};
+Layout layout_for(const RunOptions& o, size_t k) { return {round_robin(o.cpus, 0, k), round_robin(o.cpus, k, k)}; }
 const char* layout_of(const RunOptions& o) {
   return o.cpus.empty() ? "unpinned" : o.cpus.size() > 1 ? "cross" : "same";
+}
+
+// The servers that run several reactors (suite_check), for the others' refusal.
+std::vector<std::string>& multi_reactor_servers() {
+  static std::vector<std::string> names;
+  return names;
 }
 
 }  // namespace
@@ -50,6 +63,17 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
        .help = "message size in bytes",
        .min = 1,
        .max = kMaxSize},
+      {.name = "reactors",
+       .type = ParamType::Int,
+       .def = "1",
+       .help = "server reactor threads (epoll, uring; the other servers refuse more than 1), each pinned with "
+               "its own SO_REUSEPORT listener on the one port, and as many client threads, the connections "
+               "dealt among them: client thread j on the (j+1)-th --cpus CPU, reactor i on the "
+               "(reactors+i+1)-th, round-robin over --cpus (so 2 CPUs a reactor; they share CPUs when --cpus "
+               "has fewer); on more than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
+       .min = 1,
+       .max = kMaxReactors,
+       .per_cpu = 2},
       std_params::closed_or_rate(),
       // uring by default: the cheaper loop, so the servers, not the client, set the pace. The
       // open-loop client (pattern=rate) is the epoll loop only.
@@ -66,6 +90,24 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   return ps;
 }
 
+std::function<std::string(const Params&)> suite_check(const std::string& name, bool multi_reactor) {
+  if (multi_reactor) multi_reactor_servers().push_back(name);
+  return [multi_reactor](const Params& p) -> std::string {
+    const int64_t k = p.i64("reactors");
+    if (k == 1) return "";
+    if (!multi_reactor) {
+      std::string names;
+      for (const auto& n : multi_reactor_servers()) names += (names.empty() ? "echo/" : ", echo/") + n;
+      return fmt::format("this server does not run several reactors: use reactors=1, or a server that does ({})",
+                         names.empty() ? "none in this build" : names);
+    }
+    if (p.i64("connections") < k)
+      return fmt::format("reactors={} runs {} client threads, each with its own connections: use connections >= {}",
+                         k, k, k);
+    return "";
+  };
+}
+
 namespace {
 
 // One run: start the mechanism's server, run the client through the Session's warm-up and
@@ -79,47 +121,66 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
     throw UsageError("client=uring needs the io_uring runtime, which this build left out; use client=epoll");
   const int64_t nconn = p.i64("connections");
   ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
+  const auto k = size_t(p.i64("reactors"));
+  const Layout at = layout_for(o, k);
 
   ServerLaunch launch = s.mechanism().server(s);
   // Open loop: several requests in flight per connection, so no Nagle on the server's sockets (an
   // exec'd server sets its own options).
   launch.nodelay = spec != nullptr;
-  ServerProcess server = ServerProcess::start(launch, server_cpu(o));
-  // On the heap, for the worker thread to find even if it could not be stopped.
-  auto client = std::make_unique<Client>(size_t(p.i64("size")));
-  Client* cl = client.get();
-  // The server shows progress only through the echoes the client completes.
-  s.add_peer(
-      {.role = "server", .index = 0, .process = &server.process(), .cpu = server_cpu(o), .progress = [cl] {
-         return cl->echoes.load(std::memory_order_relaxed);
-       }});
+  // Several reactors pin their own threads: the process itself is then unpinned.
+  if (k > 1) launch.reactor_cpus = at.reactors;
+  const int process_cpu = k > 1 ? -1 : at.reactors[0];
+  ServerProcess server = ServerProcess::start(launch, process_cpu);
+  // A client per client thread, on the heap, for a worker thread to find even if it could not be
+  // stopped; each opens its share of the connections (the first connections % k one more).
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<Client*> cls;
+  for (size_t j = 0; j < k; ++j) cls.push_back(clients.emplace_back(std::make_unique<Client>(size_t(p.i64("size")))).get());
+  // The server shows progress only through the echoes the clients complete.
+  s.add_peer({.role = "server", .index = 0, .process = &server.process(), .cpu = process_cpu, .progress = [cls] {
+                uint64_t n = 0;
+                for (const Client* cl : cls) n += cl->echoes.load(std::memory_order_relaxed);
+                return n;
+              }});
   const int port = server.port();
   const RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the worker's body
   const auto window_ns = uint64_t(o.duration_s * 1e9);
-  Control& ctl = s.run_workers({{"client", 0, client_cpu(o),
-                                 [cl, port, nconn, uring, spec, rate_spec, rate, window_ns](Worker& w) {
-                                   cl->connect(port, size_t(nconn));
-                                   if (!cl->error.empty()) throw std::runtime_error(cl->error);
-                                   cl->worker = &w;
-                                   w.ready();
-                                   if (spec)
-                                     drive_epoll_rate(*cl, rate_spec, rate, window_ns);
-                                   else
-                                     uring ? drive_uring(*cl) : drive_epoll(*cl);
-                                   if (!cl->error.empty()) throw std::runtime_error(cl->error);
-                                 }}},
-                               false, "rtt");
+  std::vector<WorkerSpec> workers;
+  for (size_t j = 0; j < k; ++j) {
+    const size_t n = size_t(nconn) / k + (j < size_t(nconn) % k ? 1 : 0);
+    workers.push_back({"client", int(j), at.clients[j],
+                       [cl = cls[j], port, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
+                         cl->connect(port, n);
+                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
+                         cl->worker = &w;
+                         w.ready();
+                         if (spec)
+                           drive_epoll_rate(*cl, rate_spec, rate, window_ns, int(j), int(k));
+                         else
+                           uring ? drive_uring(*cl) : drive_epoll(*cl);
+                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
+                       }});
+  }
+  Control& ctl = s.run_workers(std::move(workers), false, "rtt");
   // The connections stay open until the run is over: the server's death is a failure, what it
-  // does once its client has gone is not. The client goes first, then the server.
-  if (s.stuck()) client.release();  // the stuck worker may still use it
-  client.reset();
+  // does once its clients have gone is not. The clients go first, then the server.
+  if (s.stuck())  // a stuck worker may still use them
+    for (auto& c : clients) (void)c.release();
+  clients.clear();
   const CpuUsage whole = server.stop();
 
   auto& rec = s.record();
   const CpuUsage& srv = s.peer_cpu().at(0);
-  const CpuUsage& cli = ctl.slots[0].cpu;
+  CpuUsage cli;
+  for (size_t j = 0; j < k; ++j) cli += ctl.slots[j].cpu;
   const double server_cpu_s = srv.total_s();
   rec.placement.layout = layout_of(o);  // the suite's fixed layout (it has no placement parameter)
+  // Each reactor thread is a side of its own, where it was pinned.
+  for (size_t i = 0; k > 1 && i < k; ++i)
+    rec.placement.sides.push_back({.role = "reactor",
+                                   .index = int(i),
+                                   .pinned = at.reactors[i] >= 0 ? std::vector<int>{at.reactors[i]} : std::vector<int>{}});
   rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
   rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
   auto& x = rec.extra;
@@ -129,8 +190,11 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
+  if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
+    x["reactor_note"] = fmt::format("{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k,
+                                    o.cpus.size());
   if (!spec) return std::nullopt;
-  return fold_rate(rec, *spec, rate, ctl, 1);
+  return fold_rate(rec, *spec, rate, ctl, int(k));
 }
 
 }  // namespace

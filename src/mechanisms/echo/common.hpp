@@ -4,11 +4,15 @@
 // (pattern=closed) or starts requests on a schedule (pattern=rate, open loop), verifies every
 // echoed byte and times each round trip. The server is the mechanism's `server`
 // hook: a function forked from the harness, or any executable that follows the contract in
-// docs/echo.md; its workload is run_echo.
+// docs/echo.md; its workload is run_echo. With reactors=k (the servers that run several: epoll,
+// uring) the server runs k reactor threads, each pinned with a SO_REUSEPORT listener of its own,
+// and the client k threads, the connections dealt among them (common.cpp has the CPU layout).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "core/mechanism.hpp"
@@ -17,6 +21,10 @@ namespace ipclab::echo {
 
 /// The suite's common parameters (connections, size, client), then `extra`.
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra = {});
+/// The suite's check (Mechanism::check) of echo/`name`: `multi_reactor` for a server that runs as
+/// several reactors (a forked `serve` of one listener, run on each reactor thread); the others
+/// refuse reactors > 1. reactors=k runs k client threads, each with a connection at least.
+std::function<std::string(const Params&)> suite_check(const std::string& name, bool multi_reactor);
 /// Runs one echo benchmark: start the mechanism's server, run the client through the Session's
 /// warm-up and measured window, verify, stop; with pattern=rate, one such run per point of
 /// run_rate (each trial of rate=auto too).

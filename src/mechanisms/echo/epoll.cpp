@@ -1,5 +1,6 @@
 // echo/epoll: one thread, epoll level-triggered; each readiness report is one read and a write
 // of what was read (the socket buffer only fills under a stalled client; then EPOLLOUT drains it).
+// With reactors > 1, one such loop per reactor thread, each on a listener of its own (run_echo).
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -70,11 +71,12 @@ void serve(int lfd, const Params&) {
 IPCLAB_REGISTER(Mechanism{
     .suite = "echo",
     .name = "epoll",
-    .help = "one thread, epoll level-triggered, read then write back",
+    .help = "one thread (a thread per reactor), epoll level-triggered, read then write back",
     .params = suite_params(),
     .workload = run_echo,
     .server =
         [](const Session& s) { return ServerLaunch{.serve = [p = s.params()](int lfd) { serve(lfd, p); }}; },
+    .check = suite_check("epoll", true),
 });
 
 }  // namespace

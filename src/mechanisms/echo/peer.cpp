@@ -26,6 +26,7 @@ IPCLAB_REGISTER(Mechanism{
           return ServerLaunch{
               .argv = {p.str("server"), "--size=" + p.str("size"), "--connections=" + p.str("connections")}};
         },
+    .check = suite_check("peer", false),
 });
 
 }  // namespace

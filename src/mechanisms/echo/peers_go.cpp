@@ -25,6 +25,7 @@ IPCLAB_REGISTER(Mechanism{
                                        "--size=" + p.str("size"), "--connections=" + p.str("connections"),
                                        "--gomaxprocs=" + p.str("gomaxprocs")}};
         },
+    .check = suite_check("go", false),
 });
 
 }  // namespace

@@ -32,6 +32,7 @@ const bool registered = [] {
               if (*rt.flavor) launch.argv.push_back(fmt::format("--flavor={}", rt.flavor));
               return launch;
             },
+        .check = suite_check(rt.suffix, false),
     });
   return true;
 }();

@@ -3,7 +3,8 @@
 // send through one ring, every loop turn submitting all connections' SQEs in one io_uring_enter.
 // fixed_files=1 registers each accepted socket in the ring's file table (IOSQE_FIXED_FILE: no fd
 // lookup per op). multishot=1 (default) keeps one recv armed per connection over a provided-buffer
-// ring. Compiled only when the build links ipcrt.
+// ring. With reactors > 1, one ring per reactor thread, each on a listener of its own (run_echo).
+// Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <liburing.h>
 #include <unistd.h>
@@ -122,7 +123,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "echo",
     .name = "uring",
     .help = "io_uring: multishot accept, multishot recv into a provided-buffer ring, send back from it; "
-            "a hand-written liburing loop (loop=raw) or ipcrt coroutines (loop=ipcrt)",
+            "a hand-written liburing loop (loop=raw) or ipcrt coroutines (loop=ipcrt); a ring per reactor",
     .params = suite_params({
         {.name = "loop",
          .type = ParamType::String,
@@ -183,6 +184,7 @@ IPCLAB_REGISTER(Mechanism{
             throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
           return ServerLaunch{.serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve(lfd, p); }};
         },
+    .check = suite_check("uring", true),
 });
 
 }  // namespace

@@ -42,7 +42,7 @@ IPCLAB_REGISTER(make_mechanism({
     .name = "asio",
     .help = "standalone Asio (epoll reactor), one io_context, a coroutine per connection",
     .serve =
-        [](int lfd, const Params&, const std::vector<int>&, int) {
+        [](int lfd, const Params&) {
           asio::io_context io(1);
           tcp::acceptor acc(io, tcp::v4(), lfd);
           asio::co_spawn(io, acceptor(acc), asio::detached);

@@ -13,7 +13,7 @@ IPCLAB_REGISTER(make_mechanism({
     .help = "one thread, blocking accept then blocking reads: one client at a time",
     .event_driven = false,
     .serve =
-        [](int lfd, const Params&, const std::vector<int>&, int) {
+        [](int lfd, const Params&) {
           for (;;) {
             int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
             if (fd >= 0) serve_blocking(fd);

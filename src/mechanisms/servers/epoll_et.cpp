@@ -8,7 +8,7 @@ namespace {
 IPCLAB_REGISTER(make_mechanism({
     .name = "epoll_et",
     .help = "one thread, epoll edge-triggered (reads drained to EAGAIN)",
-    .serve = [](int lfd, const Params&, const std::vector<int>&, int) { epoll_reactor(lfd, true); },
+    .serve = [](int lfd, const Params&) { epoll_reactor(lfd, true); },
 }));
 
 }  // namespace

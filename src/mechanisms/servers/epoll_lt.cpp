@@ -8,7 +8,7 @@ namespace {
 IPCLAB_REGISTER(make_mechanism({
     .name = "epoll_lt",
     .help = "one thread, epoll level-triggered",
-    .serve = [](int lfd, const Params&, const std::vector<int>&, int) { epoll_reactor(lfd, false); },
+    .serve = [](int lfd, const Params&) { epoll_reactor(lfd, false); },
 }));
 
 }  // namespace

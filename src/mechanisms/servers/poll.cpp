@@ -14,7 +14,7 @@ IPCLAB_REGISTER(make_mechanism({
     .name = "poll",
     .help = "one thread, poll() over every connection",
     .serve =
-        [](int lfd, const Params&, const std::vector<int>&, int) {
+        [](int lfd, const Params&) {
           std::vector<pollfd> fds{{lfd, POLLIN, 0}};
           std::vector<ProtocolConn> pcs(1);
           for (;;) {

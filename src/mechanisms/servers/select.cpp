@@ -25,7 +25,7 @@ IPCLAB_REGISTER(make_mechanism({
                            "concurrent clients; use poll or epoll beyond that",
                            FD_SETSIZE, FD_SETSIZE - kReserve),
     .serve =
-        [](int lfd, const Params&, const std::vector<int>&, int) {
+        [](int lfd, const Params&) {
           std::map<int, ProtocolConn> conns;
           for (;;) {
             fd_set rd;

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/listener.hpp"
 #include "core/openloop.hpp"
+#include "core/placement.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -26,8 +27,9 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "servers",
-    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio) under up "
-            "to 10,000 concurrent clients of the reference protocol (reference 001)",
+    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio; epoll and io_uring "
+            "also with a reactor per core, -p reactors) under up to 10,000 concurrent clients of the reference "
+            "protocol (reference 001)",
 });
 
 // The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
@@ -35,6 +37,14 @@ IPCLAB_REGISTER(Suite{
 constexpr int64_t kMaxSessions = 100000;
 // The harness's own descriptors, beside one per session.
 constexpr uint64_t kOwnFds = 64;
+// The most reactors a multi-reactor model runs: threads of one server process.
+constexpr int64_t kMaxReactors = 256;
+
+// The multi-reactor models registered (ServerModel::multi_reactor), for the others' refusal.
+std::vector<std::string>& multi_reactor_models() {
+  static std::vector<std::string> names;
+  return names;
+}
 
 std::vector<ParamSpec> suite_params(const ServerModel& m) {
   ParamSpec pattern = std_params::closed_or_rate();
@@ -55,9 +65,21 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
       {.name = "backlog",
        .type = ParamType::Int,
        .def = "4096",
-       .help = "listen backlog (the kernel caps it to net.core.somaxconn)",
+       .help = "listen backlog (the kernel caps it to net.core.somaxconn; each reactor's listener has it)",
        .min = 1,
        .max = 1 << 20},
+      {.name = "reactors",
+       .type = ParamType::Int,
+       .def = "1",
+       .help = "reactor threads of the models that run several (epoll_reuseport, uring; the others refuse "
+               "more than 1), each pinned, each with its own SO_REUSEPORT listener on the one port; "
+               "placement=cross: the load generator on the first --cpus CPU, reactor i on the (i+2)-th, "
+               "round-robin over --cpus (so a reactor shares the load generator's CPU only when there are as "
+               "many reactors as --cpus CPUs); same: all on the first; the placement classes (smt, llc, …) "
+               "take reactors=1 only; on more than 2 CPUs the presets scale it: 1, 2, 4 … CPUs",
+       .min = 1,
+       .max = kMaxReactors,
+       .per_cpu = 1},
   };
   for (auto& p : m.extra_params) ps.push_back(p);
   ps.push_back({.name = "connect_timeout_ms",
@@ -80,21 +102,23 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
 // The listen backlog in effect: the parameter, which the kernel caps to net.core.somaxconn.
 int backlog_of(const Params& p) { return int(std::min<int64_t>(p.i64("backlog"), somaxconn())); }
 
-// A reuseport model's reactor threads: one per --cpus CPU, each pinned to it unless unpinned.
+// The CPUs of a multi-reactor model's reactor threads (ServerLaunch::reactor_cpus) when it runs
+// more than one; empty otherwise: one reactor, the server's process pinned to the server's CPU.
+// cross: reactor i on the (i+2)-th CPU of --cpus, the first being the load generator's, round-robin
+// over --cpus; same: all on the one CPU; unpinned: -1 each.
 std::vector<int> reactor_cpus(const ServerModel& m, const Session& s) {
-  if (!m.reuseport) return {};
-  if (s.placement() == "unpinned") return std::vector<int>(s.options().cpus.size(), -1);
-  return s.options().cpus;
+  const auto k = size_t(s.params().i64("reactors"));
+  if (!m.multi_reactor || k < 2) return {};
+  if (s.placement() == "cross") return round_robin(s.options().cpus, 1, k);
+  return std::vector<int>(k, s.cpu_for(1));
 }
 
 ServerLaunch server_launch(const ServerModel& m, const Session& s) {
   if (m.argv) return {.argv = m.argv(s.params())};
-  const int backlog = backlog_of(s.params());
-  return {.serve = [serve = m.serve, p = s.params(), cpus = reactor_cpus(m, s),
-                    backlog](int lfd) { serve(lfd, p, cpus, backlog); },
-          .backlog = backlog,
+  return {.serve = [serve = m.serve, p = s.params()](int lfd) { serve(lfd, p); },
+          .backlog = backlog_of(s.params()),
           .nonblocking = m.event_driven,
-          .reuseport = m.reuseport};
+          .reactor_cpus = reactor_cpus(m, s)};
 }
 
 // What the load generator's worker shares with the workload: on the heap, since a worker thread
@@ -133,7 +157,10 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
     rec.extra["backlog_note"] = fmt::format("capped to net.core.somaxconn = {}", somaxconn());
 
   const int client_cpu = s.cpu_for(0), server_cpu = s.cpu_for(1);
-  ServerProcess server = ServerProcess::start(s.mechanism().server(s), m.reuseport ? -1 : server_cpu);
+  // Several reactors pin their own threads: the process itself is then unpinned.
+  const std::vector<int> reactors = reactor_cpus(m, s);
+  const int process_cpu = reactors.empty() ? server_cpu : -1;
+  ServerProcess server = ServerProcess::start(s.mechanism().server(s), process_cpu);
 
   const LoadConfig cfg{.port = server.port(),
                        .clients = clients,
@@ -145,7 +172,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   s.add_peer({.role = "server",
               .index = 0,
               .process = &server.process(),
-              .cpu = m.reuseport ? -1 : server_cpu,
+              .cpu = process_cpu,
               .progress = [wv] { return wv->progress.load(std::memory_order_relaxed); }});
   const bool event_driven = m.event_driven;
   // What the measured sessions come to, into the worker's slot.
@@ -233,12 +260,17 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
   if (m.argv) x["server"] = m.argv(p);
-  x["server_pid_cpu"] = m.reuseport ? "one reactor thread per --cpus CPU" : std::to_string(server_cpu);
+  x["server_pid_cpu"] = reactors.empty() ? std::to_string(server_cpu)
+                                           : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
   x["client_cpu"] = client_cpu;
-  // The reuseport server's process is unpinned; its reactor threads are pinned, one per CPU.
-  if (m.reuseport && s.placement() != "unpinned")
-    for (Side& side : rec.placement.sides)
-      if (side.role == "server") side.pinned = s.options().cpus;
+  // Each reactor thread is a side of its own, where it was pinned.
+  for (size_t i = 0; i < reactors.size(); ++i)
+    rec.placement.sides.push_back({.role = "reactor",
+                                   .index = int(i),
+                                   .pinned = reactors[i] >= 0 ? std::vector<int>{reactors[i]} : std::vector<int>{}});
+  if (s.placement() == "cross" && std::find(reactors.begin(), reactors.end(), client_cpu) != reactors.end())
+    x["reactor_note"] = fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
+                                    reactors.size(), s.options().cpus.size(), client_cpu);
   if (m.event_driven && (res.rejected || res.lost))
     rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost", res.rejected,
                          res.lost));
@@ -272,8 +304,22 @@ void run_model(const ServerModel& m, Session& s) {
 
 Mechanism make_mechanism(ServerModel model) {
   Mechanism mech{.suite = "servers", .name = model.name, .help = model.help, .params = suite_params(model)};
+  if (model.multi_reactor) multi_reactor_models().push_back(model.name);
   mech.workload = [model](Session& s) { run_model(model, s); };
   mech.server = [model](const Session& s) { return server_launch(model, s); };
+  mech.check = [multi = model.multi_reactor](const Params& p) -> std::string {
+    if (p.i64("reactors") == 1) return "";
+    // A class relates two CPUs, the load generator's and the server's: several reactors have no such pair.
+    if (multi && is_class_layout(p.str("placement")))
+      return fmt::format("placement={} places two sides on a pair of CPUs, and reactors > 1 need more: use "
+                         "placement=cross, same or unpinned, or reactors=1",
+                         p.str("placement"));
+    if (multi) return "";
+    std::string models;
+    for (const auto& n : multi_reactor_models()) models += (models.empty() ? "" : ", ") + n;
+    return fmt::format("this model does not run several reactors: use reactors=1, or a model that does ({})",
+                       models.empty() ? "none in this build" : models);
+  };
   return mech;
 }
 

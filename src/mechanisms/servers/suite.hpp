@@ -18,16 +18,18 @@ struct ServerModel {
   std::string name, help;
   /// Event-driven models must serve every client (0 rejected, 0 lost) or the record fails.
   bool event_driven = true;
-  bool reuseport = false;      // one listener per reactor thread, a thread per --cpus CPU
+  /// Runs `reactors` reactors (the suite's parameter): `serve` on each of that many threads, each
+  /// pinned with a SO_REUSEPORT listener of its own (ServerLaunch::reactor_cpus). Other models
+  /// refuse reactors > 1.
+  bool multi_reactor = false;
   size_t max_concurrency = 0;  // 0 = no own limit (select: FD_SETSIZE)
   std::string max_why;
   std::vector<ParamSpec> extra_params;
   /// An external server executable instead of `serve` (servers/peer): its command line from the
   /// parameters, started under core/server's exec contract (docs/servers.md).
   std::function<std::vector<std::string>(const Params& p)> argv;
-  /// Serves `listen_fd` forever. `cpus`: the reactor threads' CPUs (reuseport models; -1 for
-  /// unpinned); `backlog`: the listen backlog in effect, for the listeners it opens itself.
-  std::function<void(int listen_fd, const Params& p, const std::vector<int>& cpus, int backlog)> serve;
+  /// Serves `listen_fd` forever: the whole server, or with multi_reactor one reactor of it.
+  std::function<void(int listen_fd, const Params& p)> serve;
 };
 
 /// `servers/<model.name>`: the suite's parameters and workload, and the model as its server.

@@ -22,7 +22,7 @@ IPCLAB_REGISTER(make_mechanism({
                       .min = 1,
                       .max = 1024}},
     .serve =
-        [](int lfd, const Params& p, const std::vector<int>&, int) {
+        [](int lfd, const Params& p) {
           std::mutex m;
           auto body = [&] {
             for (;;) {

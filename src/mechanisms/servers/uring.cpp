@@ -1,6 +1,7 @@
 // servers/uring: the project's io_uring runtime (ipcrt): one multishot accept SQE yields every
-// connection; each connection is a detached coroutine doing recv/send through the same ring.
-// Compiled only when the build links ipcrt.
+// connection; each connection is a detached coroutine doing recv/send through the same ring. With
+// `reactors` > 1, one ring per reactor thread, each with its own SO_REUSEPORT listener (the suite
+// runs the reactors: suite.cpp, core/server). Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <unistd.h>
 
@@ -47,9 +48,10 @@ ipcrt::task<void> acceptor(int lfd) {
 
 IPCLAB_REGISTER(make_mechanism({
     .name = "uring",
-    .help = "ipcrt io_uring runtime: multishot accept, a coroutine per connection",
+    .help = "ipcrt io_uring runtime: multishot accept, a coroutine per connection; a ring per reactor thread",
+    .multi_reactor = true,
     .serve =
-        [](int lfd, const Params&, const std::vector<int>&, int) {
+        [](int lfd, const Params&) {
           ipcrt::runtime rt(ipcrt::options().entries(4096));
           auto body = [&]() { return acceptor(lfd); };
           rt.block_on(body());

@@ -1,0 +1,70 @@
+"""servers with several reactors (`-p reactors=`, docs/servers.md) as a user runs them: on two CPUs,
+reactors=2 of each multi-reactor model serves every client, and its record has two reactor sides
+pinned to distinct CPUs of --cpus with clean integrity; a model of one reactor refuses reactors=2
+up front (exit 2, one line naming the fix).
+
+Run by ctest (`servers.peer`) with the binary in IPCLAB_BIN; by hand:
+    IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/servers/test_servers_reactors.py
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+@pytest.fixture
+def ipclab(tmp_path):
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    (tmp_path / "tmp").mkdir(mode=0o700)
+
+    def go(*args):
+        """Runs `ipclab run args`; returns (exit code, stderr, the iteration records)."""
+        out = tmp_path / "r.json"
+        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+        r = subprocess.run([BINARY, "run", *args, "--repetitions", "1", "--json", str(out)],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        if not out.exists():
+            return r.returncode, r.stderr, []
+        return r.returncode, r.stderr, [b for b in json.loads(out.read_text())["benchmarks"]
+                                        if b.get("run_type", "iteration") == "iteration"]
+
+    return go
+
+
+@pytest.mark.parametrize("model", ["epoll_reuseport", "uring"])
+def test_two_reactors_on_distinct_cpus_serve_every_client(ipclab, model):
+    if len(CPUS) < 2:
+        pytest.skip("two reactors on distinct CPUs need two CPUs")
+    cpus = CPUS[:2]
+    rc, err, recs = ipclab(f"servers/{model}", "-p", "reactors=2", "-p", "concurrency=200",
+                           "--cpus", ",".join(map(str, cpus)), "--duration", "0.2", "--warmup", "0")
+    assert len(recs) == 1, err
+    rec = recs[0]
+    if rec["status"] == "skipped":
+        pytest.skip(rec["error"])
+    assert rc == 0 and rec["status"] == "ok", (err, rec.get("error"))
+    assert rec["params"]["reactors"] == 2 and "/reactors:2/" in rec["name"]
+    i = rec["integrity"]
+    assert i["lost"] == i["duplicated"] == i["corrupt"] == 0 and i["received"] == i["sent"] > 0, i
+    assert rec["extra"]["processed"] == 200 and rec["extra"]["rejected"] == rec["extra"]["lost"] == 0
+    sides = rec["placement"]["sides"]
+    reactors = sorted((s for s in sides if s["role"] == "reactor"), key=lambda s: s["index"])
+    # cross: the load generator on the first CPU, the reactors from the second on, round-robin.
+    assert [s["pinned"] for s in reactors] == [[cpus[1]], [cpus[0]]], sides
+    assert [s["pinned"] for s in sides if s["role"] == "client"] == [[cpus[0]]], sides
+    assert [s["pinned"] for s in sides if s["role"] == "server"] == [[]], sides
+    assert "reactor_note" in rec["extra"]  # a reactor shares the load generator's CPU here
+
+
+@pytest.mark.parametrize("model", ["epoll_lt", "poll", "blocking_1th", "peer"])
+def test_a_model_of_one_reactor_refuses_two(ipclab, model):
+    rc, err, recs = ipclab(f"servers/{model}", "-p", "reactors=2", "--duration", "0.05")
+    lines = [l for l in err.splitlines() if not l.startswith("warning: ")]
+    assert rc == 2 and len(lines) == 1, err
+    assert lines[0].startswith("ipclab: ") and "use reactors=1" in lines[0] and "epoll_reuseport" in lines[0], lines
+    assert recs == []
