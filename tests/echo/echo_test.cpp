@@ -350,9 +350,12 @@ TEST(EchoRate, PipelinesRequestsOnAConnectionAtTheRequestedRate) {
   const auto& r = rec.extra["rate"];
   EXPECT_FALSE(r["saturated"].get<bool>()) << r["saturation"];
   EXPECT_EQ(r["requested_per_s"].get<double>(), 2000.0);
-  EXPECT_NEAR(r["achieved_per_s"].get<double>(), 2000.0, 20.0);
+  // Pipelined: one request at a time against a server that holds each for 2 ms could complete at
+  // most 500/s. The bound is wide of 2000/s for a loaded machine (1,979/s was seen at load 4 under
+  // ASan), and far from 500.
+  EXPECT_NEAR(r["achieved_per_s"].get<double>(), 2000.0, 200.0);
   // 0.2 s at 2000/s, less the window's last few still in flight at its end.
-  EXPECT_NEAR(double(rec.ops), 400.0, 20.0);
+  EXPECT_NEAR(double(rec.ops), 400.0, 40.0);
   EXPECT_EQ(rec.integrity.corrupt, 0u);
   ASSERT_TRUE(rec.latency.has_value());
   EXPECT_EQ(rec.latency->kind, "rtt");
