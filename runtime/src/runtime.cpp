@@ -221,6 +221,7 @@ void runtime::poll_idle() {
 }
 
 void runtime::turn(bool idle) {
+  inline_yields_ = budget_;
   if (!timers_.empty()) {
     fire_timers(now_ns());
     idle = idle && !head_;

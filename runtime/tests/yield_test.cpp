@@ -1,4 +1,5 @@
-// yield: FIFO round-robin order among ready tasks.
+// yield: FIFO round-robin order among ready tasks; a lone task's yield goes on at once, and still
+// lets I/O completions and timers in.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -37,4 +38,53 @@ TEST(yield, many_yields_single_task) {
     co_return n;
   };
   EXPECT_EQ(sync_wait(main_task()), 100000);
+}
+
+// A task that yields in a loop with nothing else ready takes the fast path, and still lets a
+// sleeping task's timer and an I/O completion in: both end the loop.
+TEST(yield, a_lone_yielding_task_still_lets_timers_and_io_in) {
+  bool slept = false, nop_done = false;
+  auto sleeper = [&]() -> task<void> {
+    co_await sleep_for(std::chrono::milliseconds(2));
+    slept = true;
+  };
+  auto io = [&]() -> task<void> {
+    co_await async_nop();
+    nop_done = true;
+  };
+  auto main_task = [&]() -> task<long> {
+    auto a = spawn(sleeper());
+    auto b = spawn(io());
+    long yields = 0;
+    while (!slept || !nop_done) {
+      co_await yield();
+      ++yields;
+    }
+    co_await a;
+    co_await b;
+    co_return yields;
+  };
+  EXPECT_GT(sync_wait(main_task()), 0);
+  EXPECT_TRUE(slept);
+  EXPECT_TRUE(nop_done);
+}
+
+// With another task ready, yield still goes through the queue: the other task runs in between.
+TEST(yield, another_ready_task_runs_between_two_yields) {
+  std::vector<int> order;
+  auto other = [&]() -> task<void> {
+    order.push_back(1);
+    co_return;
+  };
+  auto main_task = [&]() -> task<void> {
+    order.push_back(0);
+    auto h = spawn(other());
+    co_await yield();
+    order.push_back(2);
+    co_await yield();  // nothing else ready: goes on at once
+    order.push_back(3);
+    co_await h;
+  };
+  sync_wait(main_task());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }

@@ -164,6 +164,15 @@ class runtime {
   void abandon(detail::op_state* s, bool drain);
   /// Issues IORING_OP_ASYNC_CANCEL for s.
   void cancel_op(detail::op_state* s);
+  /// yield()'s fast path: true — one of this turn's inline yields used — when no other task is
+  /// ready and no hand-off to another runtime waits to be submitted: continuing at once is then what
+  /// the queue would do, without the round trip through it (suspend, push, pop, resume). At most
+  /// budget() a turn, so that I/O completions and timers are polled as often as through the queue.
+  bool yield_inline() noexcept {
+    if (head_ || remote_unsent_ || !inline_yields_) return false;
+    --inline_yields_;
+    return true;
+  }
   /// Removes n from the ready queue (frame destroyed while queued).
   void unschedule(detail::sched_node* n) noexcept;
   void adopt(detail::promise_base& p) noexcept;
@@ -213,6 +222,7 @@ class runtime {
   detail::sched_node* head_ = nullptr;
   detail::sched_node* tail_ = nullptr;
   unsigned budget_;
+  unsigned inline_yields_ = budget_;  // yield_inline's allowance until the next turn()
   std::size_t inflight_ = 0;
   // Min-heap of (deadline, state, generation): one kernel wait timeout serves every sleeping task.
   struct timer_entry {
@@ -288,9 +298,10 @@ T sync_wait(task<T> t) {
   return rt.block_on(std::move(t));
 }
 
-/// Awaitable that moves the current task to the back of the ready queue.
+/// Awaitable that moves the current task to the back of the ready queue — or, when no other task
+/// is ready, lets it go on at once (runtime::yield_inline).
 struct yield_awaiter {
-  bool await_ready() const noexcept { return false; }
+  bool await_ready() const noexcept { return runtime::current()->yield_inline(); }
   template <class P>
   void await_suspend(std::coroutine_handle<P> h) const noexcept {
     runtime::current()->schedule(&detail::checked_promise(h).node);
