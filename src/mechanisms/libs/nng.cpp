@@ -7,7 +7,9 @@
 // one-byte acknowledgement of it before it closes. nng's threads are process-wide and do not survive
 // fork: once a run of threads has started nng in this process, a forked side could not start it
 // again (it aborts), so mode=processes is then skipped with the reason — run it in an ipclab run
-// of its own, which never starts nng in the parent.
+// of its own, which never starts nng in the parent. Each socket queues `buffers` messages each way
+// (NNG_OPT_SENDBUF, NNG_OPT_RECVBUF): nng's own perf tool gives its pair sockets 128, where the
+// library's default of 0 keeps about one message in flight.
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 
@@ -38,9 +40,11 @@ std::string version() { return nng_version(); }
 
 class NngEndpoint final : public InPlaceEndpoint {
  public:
-  NngEndpoint(Rendezvous& rv, const std::string& address, bool listens) {
+  NngEndpoint(Rendezvous& rv, const std::string& address, bool listens, int buffers) {
     check_nng(nng_pair1_open(&sock_), "nng_pair1_open");
     open_ = true;
+    check_nng(nng_socket_set_int(sock_, NNG_OPT_SENDBUF, buffers), "send-buffer");
+    check_nng(nng_socket_set_int(sock_, NNG_OPT_RECVBUF, buffers), "recv-buffer");
     check_nng(nng_socket_set_ms(sock_, NNG_OPT_RECVTIMEO, 100), "recv-timeout");
     check_nng(nng_socket_set_ms(sock_, NNG_OPT_SENDTIMEO, 100), "send-timeout");
     if (listens) {
@@ -107,10 +111,16 @@ class NngEndpoint final : public InPlaceEndpoint {
 
 class NngTransport final : public LibraryTransport {
  public:
-  explicit NngTransport(const Params& p) : LibraryTransport(p, "nng", "nng " + version()) { g_fork_rule.admit(p); }
-  std::unique_ptr<Endpoint> open(Role role, int) override {
-    return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer);
+  explicit NngTransport(const Params& p)
+      : LibraryTransport(p, "nng", "nng " + version()), buffers_(int(p.i64("buffers"))) {
+    g_fork_rule.admit(p);
   }
+  std::unique_ptr<Endpoint> open(Role role, int) override {
+    return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer, buffers_);
+  }
+
+ private:
+  int buffers_;
 };
 
 const LibraryVersion kVersion{"nng", version};  // in every result's environment block
@@ -119,7 +129,16 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "nng",
     .help = "nng (nanomsg-next-gen): pair1 sockets over ipc, tcp or inproc",
-    .params = suite_params({"ipc", "tcp", "inproc"}),
+    .params = suite_params({"ipc", "tcp", "inproc"},
+                           {{.name = "buffers",
+                             .type = ParamType::Int,
+                             .def = "128",
+                             .help = "messages each socket queues each way (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF): "
+                                     "128 as nng's perf tool sets them; 0 is the library's default (about one "
+                                     "message in flight)",
+                             .full = {"0", "128"},
+                             .min = 0,
+                             .max = 8192}}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<NngTransport>(p); },
     .check = [](const Params& p) { return check(p); },
 });
