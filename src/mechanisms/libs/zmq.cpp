@@ -1,8 +1,10 @@
 // libs/zmq: ZeroMQ (libzmq's C API) between the two sides: PAIR sockets for both patterns, or
 // REQ/REP for round trips, over ipc:// (a Unix stream socket), tcp:// (loopback) or inproc://
-// (threads only). The receiving side binds, the sending side connects. A message is sent with
-// zmq_send (the library copies it into its own message) and received with zmq_msg_recv, looked at
-// where the library put it (no copy out). Each side has its own context when the sides are
+// (threads only). The receiving side binds, the sending side connects. A message is written into a
+// zmq_msg_t of the library's (zmq_msg_init_size) and handed over with zmq_msg_send, as libzmq's own
+// perf tools do (-p message=msg), or sent from the caller's buffer with zmq_send, which copies it
+// (message=copy); it is received with zmq_msg_recv, looked at where the library put it (no copy
+// out). Each side has its own context when the sides are
 // processes (a context does not survive fork); threads share one. Every wait is bounded (100 ms
 // timeouts, retried) so that an aborted run ends.
 #include <zmq.h>
@@ -37,8 +39,8 @@ std::string version() {
 
 class ZmqEndpoint final : public InPlaceEndpoint {
  public:
-  ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens)
-      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), pair_(type == ZMQ_PAIR) {
+  ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens, bool in_msg)
+      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), pair_(type == ZMQ_PAIR), in_msg_(in_msg) {
     if (!ctx_) fail("zmq_ctx_new");
     sock_ = zmq_socket(ctx_, type);
     if (!sock_) {
@@ -52,6 +54,7 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     // cannot hold the close longer than this.
     zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof linger);
     zmq_msg_init(&msg_);
+    zmq_msg_init(&out_);
     if (listens) {
       const std::string at = address == "tcp://127.0.0.1" ? address + ":*" : address;
       if (zmq_bind(sock_, at.c_str()) != 0) fail(("zmq_bind " + at).c_str());
@@ -75,13 +78,33 @@ class ZmqEndpoint final : public InPlaceEndpoint {
       if (n < 0 && zmq_errno() != EAGAIN && zmq_errno() != EINTR) break;
     }
     zmq_msg_close(&msg_);
+    zmq_msg_close(&out_);
     zmq_close(sock_);
     if (own_ctx_) zmq_ctx_term(ctx_);
   }
 
+  // message=msg: the next message is written straight into a message of the library's.
+  std::byte* send_buffer(std::byte* own, size_t len) override {
+    if (!in_msg_) return own;
+    if (!out_ready_) {
+      zmq_msg_close(&out_);
+      if (zmq_msg_init_size(&out_, len) != 0) fail("zmq_msg_init_size");
+      out_ready_ = true;
+    }
+    return static_cast<std::byte*>(zmq_msg_data(&out_));
+  }
+
   void send(const std::byte* data, size_t len) override {
-    while (zmq_send(sock_, data, len, 0) < 0) retry("zmq_send");
-    if (pair_ && msg::is_stop(data, len)) stop_sent_ = true;
+    // Read before sending: a message handed over is the library's.
+    const bool stop = pair_ && msg::is_stop(data, len);
+    if (out_ready_ && data == zmq_msg_data(&out_) && zmq_msg_size(&out_) == len) {
+      while (zmq_msg_send(&out_, sock_, 0) < 0) retry("zmq_msg_send");  // on success out_ is empty again
+      out_ready_ = false;
+    } else {
+      // A message written elsewhere (an echo of the one just received) is copied by the library.
+      while (zmq_send(sock_, data, len, 0) < 0) retry("zmq_send");
+    }
+    if (stop) stop_sent_ = true;
   }
 
   std::byte* recv_in_place(std::byte*, size_t len) override {
@@ -106,16 +129,18 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(e)));
   }
   void* ctx_;
-  bool own_ctx_, pair_;
-  bool stop_sent_ = false;
+  bool own_ctx_, pair_, in_msg_;
+  bool stop_sent_ = false, out_ready_ = false;
   void* sock_ = nullptr;
-  zmq_msg_t msg_;
+  zmq_msg_t msg_, out_;
 };
 
 class ZmqTransport final : public LibraryTransport {
  public:
   explicit ZmqTransport(const Params& p)
-      : LibraryTransport(p, "zmq", "libzmq " + version()), reqrep_(p.str("socket") == "reqrep") {
+      : LibraryTransport(p, "zmq", "libzmq " + version()),
+        reqrep_(p.str("socket") == "reqrep"),
+        in_msg_(p.str("message") == "msg") {
     if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
   }
   ~ZmqTransport() override {
@@ -124,11 +149,11 @@ class ZmqTransport final : public LibraryTransport {
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
     const int type = !reqrep_ ? ZMQ_PAIR : producer ? ZMQ_REQ : ZMQ_REP;
-    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, type, !producer);
+    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, type, !producer, in_msg_);
   }
 
  private:
-  bool reqrep_;
+  bool reqrep_, in_msg_;
   void* ctx_ = nullptr;
 };
 
@@ -145,7 +170,15 @@ IPCLAB_REGISTER(Mechanism{
                              .choices = {"pair", "reqrep"},
                              .help = "pair: ZMQ_PAIR both ways; reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only)",
                              .quick = {"pair"},
-                             .full = {"pair", "reqrep"}}}),
+                             .full = {"pair", "reqrep"}},
+                            {.name = "message",
+                             .type = ParamType::String,
+                             .def = "msg",
+                             .choices = {"msg", "copy"},
+                             .help = "msg: written into a zmq_msg_t of the library's and handed over with "
+                                     "zmq_msg_send, as libzmq's perf tools send; copy: zmq_send from the "
+                                     "sender's own buffer, which the library copies",
+                             .full = {"msg", "copy"}}}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<ZmqTransport>(p); },
     .check =
         [](const Params& p) {
