@@ -4,12 +4,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <functional>
+#include <sstream>
 #include <cstdlib>
 #include <cstring>
 
 #include "cli/commands.hpp"
 #include "core/env.hpp"
+#include "core/output/reporter.hpp"
 #include "core/placement.hpp"
 #include "core/topology.hpp"
 #include "core/error.hpp"
@@ -57,22 +61,102 @@ int cmd_env(bool as_json, const std::string& cmdline) {
     fmt::print("{}\n", ctx.dump(2));
     return 0;
   }
+  // A readable table (--json for the JSON): each row a label and its value in words, wrapped to the
+  // terminal under the value's column.
+  const size_t columns = output::terminal_columns(stdout);  // 0: not a terminal
+  const size_t width = std::max<size_t>(columns ? columns : 100, 60) - 1;
+  auto row = [&](const char* label, const std::string& text) {
+    std::string line = fmt::format("{:<13}", label);
+    const std::string indent(13, ' ');
+    size_t col = line.size();
+    bool first = true;
+    // Breaks only after the ", " between items.
+    for (size_t pos = 0; pos < text.size();) {
+      size_t next = text.find(", ", pos);
+      std::string item = text.substr(pos, next == std::string::npos ? std::string::npos : next + 2 - pos);
+      pos = next == std::string::npos ? text.size() : next + 2;
+      if (!first && col + item.size() > width) {
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        line += "\n" + indent;
+        col = indent.size();
+      }
+      line += item;
+      col += item.size();
+      first = false;
+    }
+    fmt::print("{}\n", line);
+  };
+  // An object as "key value, key value"; a true flag as its key alone, a false one as "no key", a
+  // nested object (soft and hard limits) in parentheses.
+  std::function<std::string(const nlohmann::json&)> words = [&](const nlohmann::json& j) -> std::string {
+    if (j.is_null()) return "n/a";
+    if (j.is_string()) return j.get<std::string>();
+    if (j.is_number_float()) return fmt::format("{:.2f}", j.get<double>());
+    if (j.is_array()) {
+      std::string out;
+      for (auto& v : j) out += (out.empty() ? "" : " ") + words(v);
+      return out;
+    }
+    if (!j.is_object()) return j.dump();
+    std::string out;
+    for (auto& [k, v] : j.items()) {
+      std::string item = v.is_boolean() ? (v.get<bool>() ? k : "no " + k)
+                         : v.is_object() ? fmt::format("{} ({})", k, words(v))
+                                         : fmt::format("{} {}", k, words(v));
+      out += (out.empty() ? "" : ", ") + item;
+    }
+    return out;
+  };
   auto& cpu = ctx["cpu"];
-  fmt::print("CPU          {} — {} logical CPUs, {} cores, SMT {}\n", cpu["model"].get<std::string>(),
-             cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(),
-             cpu["smt"].get<bool>() ? "on" : "off");
-  fmt::print("Caches       {}\n", cpu["caches"].dump());
-  fmt::print("Kernel       {} ({})\n", ctx["kernel"].get<std::string>(),
-             ctx["virtualization"].get<std::string>());
-  fmt::print("Governor     {}\n", ctx["governor"].is_null() ? "n/a" : ctx["governor"].get<std::string>());
-  fmt::print("Load average {}\n", ctx["load_avg"].dump());
-  fmt::print("Limits       {}\n", ctx["limits"].dump());
-  fmt::print("io_uring     {}\n", ctx["io_uring"].dump());
-  fmt::print("Mitigations  {}\n", ctx["mitigations"].dump());
-  fmt::print("Build        {} {} [{}]\n", ctx["compiler"].get<std::string>(),
-             ctx["build_type"].get<std::string>(), ctx["build_flags"].get<std::string>());
-  fmt::print("Libraries    {}\n", ctx["libraries"].dump());
-  fmt::print("Git          {}\n", ctx["git_sha"].is_null() ? "n/a" : ctx["git_sha"].get<std::string>());
+  row("CPU", fmt::format("{} — {} logical CPUs, {} cores, SMT {}", cpu["model"].get<std::string>(),
+                         cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(),
+                         cpu["smt"].get<bool>() ? "on" : "off"));
+  if (const auto& t = cpu["topology"]; t.is_object()) {
+    std::string text = fmt::format("{} package(s), {} NUMA node(s), {} last-level cache(s), {} core(s)",
+                                   t.value("packages", 0), t.value("nodes", 0), t.value("llcs", 0), t.value("cores", 0));
+    if (t.contains("c2c")) {
+      std::vector<double> ns;
+      for (auto& p : t["c2c"]["pairs"]) ns.push_back(p["c2c_ns"].get<double>());
+      if (!ns.empty()) {
+        const double lo = *std::min_element(ns.begin(), ns.end()), hi = *std::max_element(ns.begin(), ns.end());
+        text += fmt::format(", cache-line round trip {} over {} pair(s) in {} class(es) (`ipclab topo`)",
+                            lo == hi ? fmt::format("{:.0f} ns", lo) : fmt::format("{:.0f}–{:.0f} ns", lo, hi),
+                            ns.size(), t["c2c"].value("classes", 0));
+      }
+    }
+    row("Topology", text);
+  }
+  row("Caches", words(cpu["caches"]));
+  row("Kernel", fmt::format("{} ({})", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>()));
+  row("Governor", words(ctx["governor"]));
+  row("Load average", words(ctx["load_avg"]) + " (1, 5, 15 min)");
+  row("Limits", words(ctx["limits"]));
+  row("io_uring", words(ctx["io_uring"]));
+  // The vulnerabilities this CPU is affected by, each with what the kernel does; the rest counted.
+  {
+    std::string text;
+    int unaffected = 0;
+    for (auto& [k, v] : ctx["mitigations"].items()) {
+      const std::string state = words(v);
+      if (state == "Not affected")
+        ++unaffected;
+      else
+        text += (text.empty() ? "" : ", ") + fmt::format("{}: {}", k, state);
+    }
+    row("Mitigations", text + (text.empty() ? "" : ", ") + fmt::format("{} not affected", unaffected));
+  }
+  {
+    // The flags as words: blanks collapsed, an empty "sanitize=" left out.
+    std::string flags;
+    std::istringstream in(ctx["build_flags"].get<std::string>());
+    for (std::string w; in >> w;)
+      if (w != "sanitize=") flags += (flags.empty() ? "" : " ") + w;
+    row("Build", fmt::format("{}, {}{}", ctx["compiler"].get<std::string>(), ctx["build_type"].get<std::string>(),
+                             flags.empty() ? "" : ", " + flags));
+  }
+  if (ctx.contains("started_from")) row("Started from", words(ctx["started_from"]));
+  row("Libraries", words(ctx["libraries"]));
+  row("Git", words(ctx["git_sha"]));
   for (auto& w : ctx["warnings"])
     fmt::print("warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   return 0;

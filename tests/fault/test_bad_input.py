@@ -399,3 +399,20 @@ def test_list_and_env_still_answer(lab, args):
     r = run(lab, args)
     assert r.returncode == 0, lines_of(r.stderr)
     assert r.stdout
+
+
+def test_env_is_a_table_a_person_reads(lab):
+    # Words, not JSON: no braces, brackets or quotes; a row per label, continuation lines indented
+    # under the values; the topology with its measured round trip.
+    out = run(lab, ["env"]).stdout.decode()
+    lines = out.splitlines()
+    rows = [l for l in lines if not l.startswith("warning:")]
+    assert not any(c in out for c in '{}[]"'), out
+    labels = [l[:13].strip() for l in rows if not l.startswith(" ")]
+    for want in ("CPU", "Topology", "Caches", "Load average", "Limits", "io_uring", "Libraries", "Build"):
+        assert want in labels, labels
+    assert all(l.startswith(" " * 13) for l in rows if l.startswith(" ")), rows
+    topo = next(l for l in rows if l.startswith("Topology"))
+    assert "package" in topo, topo
+    if len(os.sched_getaffinity(0)) > 1:
+        assert "cache-line round trip" in out and " ns " in out, out
