@@ -23,10 +23,60 @@
 
 namespace ipclab::cli {
 
+namespace {
+
+// `text` after `label` padded to `indent` columns, broken after a `sep` ("," between items, " "
+// between words) where the next piece would pass `width`; continuation lines start under the text.
+std::string wrap(const std::string& label, size_t indent, const std::string& text, size_t width,
+                 const std::string& sep) {
+  std::string line = fmt::format("{:<{}}", label, indent);
+  size_t col = line.size();
+  bool first = true;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t next = text.find(sep, pos);
+    const std::string piece = text.substr(pos, next == std::string::npos ? std::string::npos : next + sep.size() - pos);
+    pos = next == std::string::npos ? text.size() : next + sep.size();
+    if (!first && col + piece.size() > width) {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      line += "\n" + std::string(indent, ' ');
+      col = indent;
+    }
+    line += piece;
+    col += piece.size();
+    first = false;
+  }
+  return line;
+}
+
+// The width to wrap text to: the terminal's, or 100 columns when not one.
+size_t text_width() {
+  const size_t columns = output::terminal_columns(stdout);
+  return std::max<size_t>(columns ? columns : 100, 60) - 1;
+}
+
+}  // namespace
+
 void cmd_list(const std::optional<std::string>& suite_filter) {
   if (suite_filter && suite_filter->empty())
     throw UsageError("list: empty suite name; give a suite (see `ipclab list`) or none for all");
   auto& reg = Registry::get();
+  if (!suite_filter) {
+    // The index: a suite a row, its mechanisms by name, what the suite measures beneath; each
+    // suite's parameters with `ipclab list SUITE`.
+    std::vector<std::string> order;
+    for (auto& m : reg.mechanisms())
+      if (std::find(order.begin(), order.end(), m.suite) == order.end()) order.push_back(m.suite);
+    for (auto& suite : order) {
+      std::string names;
+      for (auto& m : reg.mechanisms())
+        if (m.suite == suite) names += (names.empty() ? "" : ", ") + m.name;
+      fmt::print("{}\n", wrap(suite, 11, names, text_width(), ", "));
+      if (const Suite* s = reg.suite(suite); s && !s->help.empty())
+        fmt::print("{}\n", wrap("", 11, s->help, text_width(), " "));
+    }
+    fmt::print("\n`ipclab list SUITE`: each mechanism's help and parameters, with their values and the presets' grids.\n");
+    return;
+  }
   bool any = false;
   for (auto& m : reg.mechanisms()) {
     if (suite_filter && m.suite != *suite_filter) continue;
@@ -63,28 +113,8 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   }
   // A readable table (--json for the JSON): each row a label and its value in words, wrapped to the
   // terminal under the value's column.
-  const size_t columns = output::terminal_columns(stdout);  // 0: not a terminal
-  const size_t width = std::max<size_t>(columns ? columns : 100, 60) - 1;
-  auto row = [&](const char* label, const std::string& text) {
-    std::string line = fmt::format("{:<13}", label);
-    const std::string indent(13, ' ');
-    size_t col = line.size();
-    bool first = true;
-    // Breaks only after the ", " between items.
-    for (size_t pos = 0; pos < text.size();) {
-      size_t next = text.find(", ", pos);
-      std::string item = text.substr(pos, next == std::string::npos ? std::string::npos : next + 2 - pos);
-      pos = next == std::string::npos ? text.size() : next + 2;
-      if (!first && col + item.size() > width) {
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        line += "\n" + indent;
-        col = indent.size();
-      }
-      line += item;
-      col += item.size();
-      first = false;
-    }
-    fmt::print("{}\n", line);
+  auto row = [](const char* label, const std::string& text) {
+    fmt::print("{}\n", wrap(label, 13, text, text_width(), ", "));
   };
   // An object as "key value, key value"; a true flag as its key alone, a false one as "no key", a
   // nested object (soft and hard limits) in parentheses.

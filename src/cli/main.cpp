@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   text_option(run, "--preset", ra.preset, "quick (a few points, short runs) or full (the complete grids)")
       ->type_name("quick|full");
   run->add_option("-p,--param", ra.params,
-                  "name=v1,v2: values of a parameter (repeatable; see `ipclab list`)");
+                  "name=v1,v2: values of a parameter (repeatable; see `ipclab list SUITE`)");
   text_option(run, "--repetitions", ra.repetitions,
               "repetitions of each benchmark, 1..1000 (default 3; full 5), or auto: until the 95% CI of "
               "the median time/op is narrow enough (--ci-target, --max-repetitions)")
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
   run->add_option("--markdown", ra.markdown, "write a Markdown table here");
   run->footer(
-      "Parameters and their values: `ipclab list [SUITE]`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
+      "Parameters and their values: `ipclab list SUITE`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;

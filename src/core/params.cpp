@@ -95,7 +95,7 @@ std::optional<double> parse_real(std::string_view text) {
 
 std::string canonical_value(const ParamSpec& spec, const std::string& value) {
   auto bad = [&](const std::string& want) {
-    return UsageError(fmt::format("parameter '{}': '{}' is not {}; see `ipclab list` for its values",
+    return UsageError(fmt::format("parameter '{}': '{}' is not {}; see `ipclab list SUITE` for its values",
                                   spec.name, brief(value), want));
   };
   std::string out = value;

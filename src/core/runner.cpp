@@ -73,7 +73,7 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   for (auto& [name, _] : overrides)
     if (!known.count(name))
       throw UsageError(
-          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list`", brief(name)));
+          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list SUITE`", brief(name)));
 
   std::vector<PlannedBenchmark> out;
   std::string dropped;  // why the first impossible point was left out

@@ -87,7 +87,7 @@ run() {
 tiny="--duration 0.05 --warmup 0.01 --repetitions 1"
 run hidden_check sh -c 'for l in ${hidden[*]}; do [ ! -e "$libdir/\$l" ] || echo "\$l"; done'
 run build_tree "$exe" list
-run list "$b/bin/ipclab" list
+run list "$b/bin/ipclab" list echo
 run shm ./ipclab-link run messaging/shm_spsc \$tiny --out "$tmp/out/shm"
 $(has_peer pingpong-guest && echo "run go \"$b/bin/ipclab\" run pingpong/go \$tiny --json \"$tmp/out/go.json\"")
 $(has_peer ipclab-peer-tokio && echo "run rust \"$b/bin/ipclab\" run runtime/switch_tokio_ct -p n=256 \$tiny --json \"$tmp/out/rust.json\"")
@@ -129,7 +129,7 @@ rc, _, err = result("build_tree")
 if rc == 0 or "error while loading shared libraries" not in err:
     problems.append(f"the build tree's ipclab ran where the libraries are hidden (exit {rc}): the test hides nothing")
 rc, stdout, err = result("list")
-if rc != 0 or "messaging/shm_spsc" not in stdout:
+if rc != 0 or "echo/peer" not in stdout:
     problems.append(f"list: exit {rc}: {err[-300:]}")
 elif f"{bundle}/share/tests/echo/echo_server.py" not in stdout:
     problems.append("list: echo/peer's default server is not the bundle's")

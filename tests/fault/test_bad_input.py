@@ -7,6 +7,7 @@ so that a binary refusing everything fails here too.
 """
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -399,6 +400,18 @@ def test_list_and_env_still_answer(lab, args):
     r = run(lab, args)
     assert r.returncode == 0, lines_of(r.stderr)
     assert r.stdout
+
+
+def test_list_is_an_index_and_list_suite_the_detail(lab):
+    index = run(lab, ["list"]).stdout.decode().splitlines()
+    suites = [l.split()[0] for l in index if l and not l.startswith(" ") and not l.startswith("`")]
+    for want in ("messaging", "pingpong", "servers", "echo", "runtime", "fileio", "libs", "bulk", "anchors"):
+        assert want in suites, index
+    assert len(index) < 80, len(index)  # an index, not every parameter
+    assert not any(re.search(r"-p \w+=", l) for l in index), index  # no parameter lines
+    assert "ipclab list SUITE" in index[-1], index[-1]
+    detail = run(lab, ["list", "messaging"]).stdout.decode()
+    assert "messaging/pipe" in detail and "-p size=" in detail, detail[:500]
 
 
 def test_env_is_a_table_a_person_reads(lab):
