@@ -79,7 +79,10 @@ def test_a_steady_run_has_a_series_and_flags(lab):
         assert all(p is None or isinstance(p, int) for p in p50), p50
         assert sum(isinstance(p, int) for p in p50) >= 15, p50
     agg = aggregate(out)
-    assert isinstance(agg["flags"], list)
+    # The aggregate's flags: its repetitions' series flags (each once, sorted); bimodal repetitions
+    # need six or more, so none with three.
+    want = sorted({f for it in iterations(out) for f in it["series"]["flags"]})
+    assert agg["flags"] == want, (agg["flags"], want)
     assert "series" not in agg
     ci = agg["ci"]
     assert ci["level"] == 0.95 and ci["method"] == "bootstrap-percentile" and ci["resamples"] == 2000
