@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ipclab {
@@ -16,6 +17,35 @@ const char* status_name(Status s) {
       return "skipped";
   }
   return "?";
+}
+
+std::string status_text(const Record& r) {
+  std::string out = status_name(r.status);
+  if (!r.error.empty()) return out + ": " + r.error;
+  if (r.status != Status::Ok) return out;
+  std::vector<std::string> notes;
+  const double tpo = r.time_per_op_ns();
+  if (r.ci.is_object() && r.ci.contains("time_per_op_ns") && r.ci["time_per_op_ns"].is_array() && tpo > 0) {
+    const auto& ci = r.ci["time_per_op_ns"];
+    out += fmt::format(" ±{:.1f}%", 50.0 * (ci[1].get<double>() - ci[0].get<double>()) / tpo);
+  }
+  if (r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true))
+    notes.push_back(fmt::format("CI target ±{}% missed", r.repetitions_auto.value("target_pct", 0.0)));
+  const nlohmann::json& flags = r.run_type == "aggregate" ? r.flags : r.series.is_object() ? r.series["flags"] : r.flags;
+  if (flags.is_array())
+    for (auto& f : flags) {
+      std::string word = f.get<std::string>();  // non_steady, bimodal, bimodal_repetitions
+      if (word == "non_steady") word = "non-steady";
+      std::replace(word.begin(), word.end(), '_', ' ');
+      notes.push_back(word);
+    }
+  if (r.kernel.is_object() && r.kernel.contains("unavailable") && r.kernel["unavailable"].is_object()) {
+    std::string which;
+    for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
+    notes.push_back("counters unavailable: " + which);
+  }
+  for (auto& n : notes) out += ", " + n;
+  return out;
 }
 
 std::string Integrity::text() const {

@@ -97,6 +97,12 @@ struct Record {
   void fail(const std::string& why);
 };
 
+/// The status as the console and Markdown tables show it: the status (and error), then what casts
+/// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto
+/// repetition's missed CI target, the series' flags (non-steady, bimodal; bimodal repetitions),
+/// and kernel counters asked for and unavailable: "ok ±1.4%, non-steady".
+std::string status_text(const Record& r);
+
 nlohmann::json to_json(const Record& r);
 /// The record as one line of JSON with its newline (bytes that are not UTF-8 replaced): a line of
 /// the results journal, as it is appended and as the crash handler writes it.

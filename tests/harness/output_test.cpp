@@ -65,6 +65,26 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
+TEST(Output, TheStatusShowsWhatCastsDoubtOnAnOkFigure) {
+  Record it;
+  it.ops = 1000;
+  it.wall_s = 0.001;  // 1 us per op
+  EXPECT_EQ(status_text(it), "ok");
+  it.series = {{"flags", {"non_steady", "bimodal"}}};
+  EXPECT_EQ(status_text(it), "ok, non-steady, bimodal");
+  Record agg = it;
+  agg.run_type = "aggregate";
+  agg.series = nullptr;
+  agg.flags = {"bimodal_repetitions"};
+  agg.ci = {{"time_per_op_ns", {980.0, 1020.0}}};  // ±2% of 1000 ns
+  agg.repetitions_auto = {{"target_pct", 1.0}, {"met", false}};
+  agg.kernel = {{"unavailable", {{"syscalls", "tracefs is not mounted"}}}};
+  EXPECT_EQ(status_text(agg), "ok ±2.0%, CI target ±1% missed, bimodal repetitions, counters unavailable: syscalls");
+  // A failed or skipped record says why, and nothing else.
+  agg.fail("lost 3");
+  EXPECT_EQ(status_text(agg), "failed: lost 3");
+}
+
 TEST(Output, JsonRecordHasTheSchemaShape) {
   auto j = nlohmann::json::parse(output::json_document({{"kernel", "x"}}, {sample()}));
   EXPECT_EQ(j["schema_version"], 1);

@@ -56,8 +56,7 @@ void ConsoleReporter::record(const Record& r) {
     fmt::print(out_, "{}\n", name);
     name.clear();
   }
-  std::string status = status_name(r.status);
-  if (!r.error.empty()) status += ": " + r.error;
+  std::string status = status_text(r);
   // System calls per operation, when the kernel counted them (core/kcounters.hpp).
   const nlohmann::json sys =
       r.kernel.value("per_op", nlohmann::json::object()).value("syscalls", nlohmann::json());

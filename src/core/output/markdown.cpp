@@ -29,8 +29,7 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
   for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
   for (auto& r : records) {
     if (any_agg && r.run_type != "aggregate") continue;
-    std::string status = status_name(r.status);
-    if (!r.error.empty()) status += ": " + r.error;
+    std::string status = status_text(r);
     for (auto& ch : status)
       if (ch == '|') ch = '/';
     md += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} | {} {} | {} |\n", names.of(r.name),
