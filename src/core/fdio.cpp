@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/session.hpp"
+#include "core/cancel.hpp"
 
 namespace ipclab {
 

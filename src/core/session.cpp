@@ -25,8 +25,6 @@ namespace ipclab {
 
 namespace {
 
-std::atomic<Control*> g_current{nullptr};
-
 extern "C" void on_wakeup(int) {}  // only there to make blocking calls return EINTR
 
 void install_wakeup_signal() {
@@ -53,11 +51,6 @@ std::vector<int> cpus_of_mask(uint64_t mask) {
 }
 
 }  // namespace
-
-bool abort_requested() {
-  Control* c = g_current.load(std::memory_order_relaxed);
-  return c && c->abort.load(std::memory_order_relaxed);
-}
 
 int Worker::transition(int ph) {
   // A worker of whole operations that reaches the stop without having measured one (the window
@@ -200,7 +193,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
   if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap control");
   ctl_ = new (mem) Control();
   Control& ctl = *ctl_;
-  g_current.store(ctl_);
+  set_abort_flag(&ctl_->abort);  // abort_requested() reads this run's flag (core/cancel.hpp)
   const std::vector<PeerSpec> peers = std::exchange(peers_, {});
   peer_cpu_.assign(peers.size(), CpuUsage{});
   const auto on_phase = std::exchange(on_phase_, nullptr);
@@ -509,7 +502,7 @@ Control& Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
     }
   }
   if (stuck_) rec_.fail("a worker thread is stuck in a blocking call and was abandoned");
-  g_current.store(nullptr);
+  set_abort_flag(nullptr);
   follow_window();
   if (own_seen == 2) {
     // getrusage splits a thread's runtime and the process's into user and system time by sampled

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/cpu.hpp"
 #include "core/histogram.hpp"
 #include "core/mechanism.hpp"
@@ -307,15 +308,6 @@ class Session {
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-};
-
-/// Set by the harness: true once the current session must abort (blocking calls that return
-/// EINTR check it, so a stuck worker can be woken with a signal).
-bool abort_requested();
-
-/// Thrown inside a worker when the session aborts while it waits.
-struct Aborted : std::runtime_error {
-  Aborted() : std::runtime_error("aborted") {}
 };
 
 }  // namespace ipclab
