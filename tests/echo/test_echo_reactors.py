@@ -6,34 +6,16 @@ reactor refuse reactors=2, and reactors=k refuses fewer than k connections (exit
 Run by ctest (`echo.reactors`) with the binary in IPCLAB_BIN; by hand:
     IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/echo/test_echo_reactors.py
 """
-import json
 import os
-import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-BINARY = os.environ.get("IPCLAB_BIN", "")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ipclab_fixture import ipclab  # noqa: E402,F401  (the fixture: run ipclab, get its records)
+
 CPUS = sorted(os.sched_getaffinity(0))
-
-
-@pytest.fixture
-def ipclab(tmp_path):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
-    (tmp_path / "tmp").mkdir(mode=0o700)
-
-    def go(*args):
-        """Runs `ipclab run args`; returns (exit code, stderr, the iteration records)."""
-        out = tmp_path / "r.json"
-        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
-        r = subprocess.run([BINARY, "run", *args, "--repetitions", "1", "--json", str(out)],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        if not out.exists():
-            return r.returncode, r.stderr, []
-        return r.returncode, r.stderr, [b for b in json.loads(out.read_text())["benchmarks"]
-                                        if b.get("run_type", "iteration") == "iteration"]
-
-    return go
 
 
 @pytest.mark.parametrize("server", ["epoll", "uring"])

@@ -1,0 +1,32 @@
+"""The `ipclab` fixture shared by the end-to-end tests of several suites (tests/<suite>/test_*.py,
+run by ctest with the binary in IPCLAB_BIN), imported by each (not a conftest.py: pytest reads one
+above a test's folder only when its rootdir lies above it too). tests/fault has its own `lab`
+sandbox besides."""
+import json
+import os
+import subprocess
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+
+
+@pytest.fixture
+def ipclab(tmp_path):
+    """`ipclab(*args)` runs `ipclab run args --repetitions 1` with a private TMPDIR and returns
+    (exit code, stderr, the iteration records)."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    (tmp_path / "tmp").mkdir(mode=0o700)
+
+    def go(*args):
+        out = tmp_path / "r.json"
+        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+        r = subprocess.run([BINARY, "run", *args, "--repetitions", "1", "--json", str(out)],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        if not out.exists():
+            return r.returncode, r.stderr, []
+        return r.returncode, r.stderr, [b for b in json.loads(out.read_text())["benchmarks"]
+                                        if b.get("run_type", "iteration") == "iteration"]
+
+    return go
