@@ -27,8 +27,14 @@ with tempfile.TemporaryDirectory() as tmp:
     if proc.returncode not in (0, 1):
         sys.exit(f"ipclab run exited {proc.returncode}")
     doc = json.load(open(out))
-    listed = subprocess.run([ipclab, "list"], capture_output=True, text=True, check=True).stdout
-    mechanisms = {line.split()[0] for line in listed.splitlines() if line and not line[0].isspace()}
+    # `ipclab list` is an index of suites (a row each, continuation lines indented, a closing hint
+    # in backquotes); `ipclab list SUITE` names each mechanism on a line of its own.
+    def listed(*args):
+        return subprocess.run([ipclab, "list", *args], capture_output=True, text=True, check=True).stdout
+    suites = [line.split()[0] for line in listed().splitlines()
+              if line and not line[0].isspace() and not line.startswith("`")]
+    mechanisms = {line.split()[0] for suite in suites for line in listed(suite).splitlines()
+                  if line and not line[0].isspace()}
 
 assert doc["schema_version"] == 1
 for key in ("cpu", "kernel", "load_avg", "limits", "git_sha", "command_line", "warnings"):
