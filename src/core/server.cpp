@@ -84,4 +84,11 @@ CpuUsage ServerProcess::stop() {
   return proc_.usage();
 }
 
+void add_reactor_sides(Placement& placement, const std::vector<int>& reactor_cpus) {
+  for (size_t i = 0; i < reactor_cpus.size(); ++i)
+    placement.sides.push_back({.role = "reactor",
+                               .index = int(i),
+                               .pinned = reactor_cpus[i] >= 0 ? std::vector<int>{reactor_cpus[i]} : std::vector<int>{}});
+}
+
 }  // namespace ipclab

@@ -10,6 +10,7 @@
 #include "core/cpu.hpp"
 #include "core/mechanism.hpp"
 #include "core/process.hpp"
+#include "core/record.hpp"
 
 namespace ipclab {
 
@@ -35,5 +36,9 @@ class ServerProcess {
   Process proc_;
   int port_ = 0;
 };
+
+/// The sides of a server of several reactors (ServerLaunch::reactor_cpus): one per reactor thread,
+/// role "reactor", pinned where it was (nothing for a server of one reactor: an empty list).
+void add_reactor_sides(Placement& placement, const std::vector<int>& reactor_cpus);
 
 }  // namespace ipclab

@@ -264,10 +264,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
                                            : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
   x["client_cpu"] = client_cpu;
   // Each reactor thread is a side of its own, where it was pinned.
-  for (size_t i = 0; i < reactors.size(); ++i)
-    rec.placement.sides.push_back({.role = "reactor",
-                                   .index = int(i),
-                                   .pinned = reactors[i] >= 0 ? std::vector<int>{reactors[i]} : std::vector<int>{}});
+  add_reactor_sides(rec.placement, reactors);
   if (s.placement() == "cross" && std::find(reactors.begin(), reactors.end(), client_cpu) != reactors.end())
     x["reactor_note"] = fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
                                     reactors.size(), s.options().cpus.size(), client_cpu);
