@@ -86,13 +86,16 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
   std::vector<Case> cases = {{"psync", {}},
                              {"psync", {{"direct", {"1"}}}},
                              {"libaio", {}},
+                             {"libaio", {{"batch", {"0"}}}},  // a completion batch per io_submit
+                             {"libaio", {{"batch", {"3"}}}},
                              {"liburing", {}},
+                             {"liburing", {{"batch", {"0"}}}},
                              {"liburing", {{"direct", {"0"}}}}};
   for (auto* m : select_mechanisms({"fileio"}))
     if (m->name == "ipcrt") {
       for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
         cases.push_back({"ipcrt", {{"variant", {v}}}});
-      cases.push_back({"ipcrt", {{"variant", {"fixed_direct"}}, {"batch", {"1"}}}});  // one read per enter
+      cases.push_back({"ipcrt", {{"variant", {"fixed_direct"}}, {"batch", {"0"}}}});  // a loop turn per enter
     }
   for (auto& c : cases)
     for (const char* pattern : {"seq", "rand"})

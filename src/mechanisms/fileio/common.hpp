@@ -35,6 +35,10 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> own,
                                     std::vector<std::string> qd_quick = {"1", "32"});
 /// `cache` (drop | warm) for engines that can read through the page cache.
 ParamSpec cache_param();
+/// `batch`: at most this many reads per submitting system call (io_uring_enter, io_submit).
+/// 1 (default) submits each read as soon as it is prepared, as fio's default
+/// iodepth_batch_submit=1 does; 0 submits every read prepared in one turn of the loop at once.
+ParamSpec batch_param();
 /// "" or why the combination cannot run (cache=warm with O_DIRECT, a -p dir that is not an
 /// existing writable folder).
 std::string check_cache(const Params& p, bool direct);

@@ -79,9 +79,9 @@ ipcrt::task<void> reader(Run& r, int slot) {
   std::byte* buf = r.v.fixed ? rt.fixed_buffer(unsigned(slot)).data() : r.mem + uint64_t(slot) * len;
   while (r.w.running()) {
     const uint64_t off = r.su.plan.offset(r.cursor.next());
-    // The loop submits every read prepared in one turn with a single io_uring_enter; the kernel
-    // then plugs and the block layer merges adjacent reads into larger requests. `batch` caps
-    // that (1 or 2 = no plug, as fio's default iodepth_batch_submit=1).
+    // With batch=0 the loop submits every read prepared in one turn with a single
+    // io_uring_enter; the kernel then plugs and the block layer merges adjacent reads into
+    // larger requests. `batch` caps that (1 = one read per enter, fio's default).
     if (r.batch && rt.io().pending() >= r.batch) rt.io().submit();
     const uint64_t t0 = now_ns();
     const int res =
@@ -140,13 +140,7 @@ IPCLAB_REGISTER(Mechanism{
                   "iopoll and sqpoll = fixed_direct with IORING_SETUP_IOPOLL / SQPOLL",
           .quick = {"buffered", "fixed_direct"},
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
-         {.name = "batch",
-          .type = ParamType::Int,
-          .def = "0",
-          .help = "at most this many reads per io_uring_enter (0 = all reads ready in a loop turn; "
-                  "1 = one per IO, like fio's default iodepth_batch_submit=1)",
-          .min = 0,
-          .max = 128},
+         batch_param(),
          cache_param()}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },

@@ -1,5 +1,6 @@
 // fileio/libaio: Linux native AIO (O_DIRECT — buffered AIO would block in io_submit): qd iocbs
-// kept in flight; each io_getevents batch is verified and resubmitted with one io_submit.
+// kept in flight; each completion verified and its read resubmitted at once (`batch` 1, as fio)
+// or every `batch` reads, the rest at the end of the io_getevents batch.
 // The system calls are made directly: libaio's io_submit/io_getevents are one-line wrappers
 // over them, and this keeps the build free of another library.
 #include <linux/aio_abi.h>
@@ -38,7 +39,8 @@ void submit_all(aio_context_t ctx, iocb** list, long n) {
 
 void workload(Session& s) {
   const Setup su = prepare(s, true);
-  run_engine(s, su, "libaio", [&su](Worker& w) {
+  const long batch = long(s.params().i64("batch"));
+  run_engine(s, su, "libaio", [&su, batch](Worker& w) {
     const int fd = open_file(su.path, true, su.plan.random());
     const uint64_t len = su.plan.len();
     const int qd = su.qd;
@@ -68,9 +70,17 @@ void workload(Session& s) {
     long inflight = 0;
     try {
       w.ready();
-      for (int i = 0; i < qd; ++i) list[i] = prep(i);
-      submit_all(ctx, list.data(), qd);
-      inflight = qd;
+      long n = 0;
+      for (int i = 0; i < qd; ++i) {
+        list[n++] = prep(i);
+        if (batch && n >= batch) {
+          submit_all(ctx, list.data(), n);
+          inflight += n;
+          n = 0;
+        }
+      }
+      submit_all(ctx, list.data(), n);
+      inflight += n;
       bool more = true;
       while (inflight > 0) {
         more = more && w.running();
@@ -79,13 +89,18 @@ void workload(Session& s) {
         if (got < 0) throw std::system_error(-got, std::generic_category(), "io_getevents");
         const uint64_t t1 = now_ns();
         const bool measuring = w.measuring();
-        long n = 0;
+        n = 0;
         for (int e = 0; e < got; ++e) {
           const int i = int(events[e].data);
           --inflight;
           tally.complete(long(events[e].res), mem.get() + uint64_t(i) * len, off[i], len, t0[i], t1,
                          measuring);
           if (more) list[n++] = prep(i);
+          if (batch && n >= batch) {
+            submit_all(ctx, list.data(), n);
+            inflight += n;
+            n = 0;
+          }
         }
         submit_all(ctx, list.data(), n);
         inflight += n;
@@ -113,7 +128,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "libaio",
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
-    .params = suite_params({}),
+    .params = suite_params({batch_param()}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, true); },
 });

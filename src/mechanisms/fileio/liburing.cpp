@@ -1,5 +1,6 @@
-// fileio/liburing: io_uring through liburing with nothing on top: one ring sized to qd, every
-// completion batch verified, refilled and submitted with the next wait (io_uring_submit_and_wait).
+// fileio/liburing: io_uring through liburing with nothing on top: one ring sized to qd; each read
+// submitted as soon as it is prepared (`batch` 1, as fio) or every `batch` reads, the rest with
+// the next wait (io_uring_submit_and_wait); every completion verified and refilled.
 #include <liburing.h>
 #include <unistd.h>
 
@@ -15,29 +16,37 @@ namespace {
 void workload(Session& s) {
   const bool direct = s.params().flag("direct");
   const Setup su = prepare(s, direct);
-  run_engine(s, su, "liburing", [&su](Worker& w) {
+  const unsigned batch = unsigned(s.params().i64("batch"));
+  run_engine(s, su, "liburing", [&su, batch](Worker& w) {
     const int fd = open_file(su.path, su.direct, su.plan.random());
     const uint64_t len = su.plan.len();
     const int qd = su.qd;
     io_uring ring;
-    if (int r = io_uring_queue_init(std::bit_ceil(unsigned(qd)), &ring, 0); r < 0)
-      throw std::system_error(-r, std::generic_category(), "io_uring_queue_init");
+    // fio's io_uring engine sets these flags where the kernel has them; so do we (else none).
+    const unsigned want = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    int r = io_uring_queue_init(std::bit_ceil(unsigned(qd)), &ring, want);
+    if (r == -EINVAL) r = io_uring_queue_init(std::bit_ceil(unsigned(qd)), &ring, 0);
+    if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init");
     auto mem = aligned_buffer(len * qd);
     std::vector<uint64_t> off(qd), t0(qd);
     Cursor cursor(su);
     Tally tally;
+    int inflight = 0;  // prepared reads not yet reaped (submitted or about to be)
     auto prep = [&](int i) {
+      ++inflight;
       off[i] = su.plan.offset(cursor.next());
       io_uring_sqe* sqe = io_uring_get_sqe(&ring);  // never null: at most qd in flight
       io_uring_prep_read(sqe, fd, mem.get() + uint64_t(i) * len, unsigned(len), off[i]);
       io_uring_sqe_set_data64(sqe, uint64_t(i));
       t0[i] = now_ns();
+      if (batch && io_uring_sq_ready(&ring) >= batch) {
+        if (int r = io_uring_submit(&ring); r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+          throw std::system_error(-r, std::generic_category(), "io_uring_submit");
+      }
     };
-    int inflight = 0;
     try {
       w.ready();
       for (int i = 0; i < qd; ++i) prep(i);
-      inflight = qd;
       bool more = true;
       io_uring_cqe* cqes[128];
       while (inflight > 0) {
@@ -53,10 +62,7 @@ void workload(Session& s) {
           const long res = cqes[e]->res;
           --inflight;
           tally.complete(res, mem.get() + uint64_t(i) * len, off[i], len, t0[i], t1, measuring);
-          if (more) {
-            prep(i);
-            ++inflight;
-          }
+          if (more) prep(i);
         }
         io_uring_cq_advance(&ring, got);
       }
@@ -84,7 +90,7 @@ IPCLAB_REGISTER(Mechanism{
                              .def = "1",
                              .help = "open with O_DIRECT",
                              .full = {"0", "1"}},
-                            cache_param()},
+                            batch_param(), cache_param()},
                            {"32"}),
     .workload = workload,
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
