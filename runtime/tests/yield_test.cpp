@@ -2,6 +2,10 @@
 // lets I/O completions and timers in.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "ipcrt/ipcrt.hpp"
@@ -87,4 +91,39 @@ TEST(yield, another_ready_task_runs_between_two_yields) {
   };
   sync_wait(main_task());
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// With no timer armed the fast path asks the ring whether anything is due (ring::quiet) instead of
+// counting a budget: a read that another thread completes later must still end the loop, through
+// the flag the kernel raises for deferred completions (or the CQE itself).
+TEST(yield, a_lone_yielding_task_sees_a_read_completed_by_another_thread) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  bool got = false;
+  auto reader = [&]() -> task<void> {
+    char c = 0;
+    const int n = co_await async_read(fds[0], &c, 1, uint64_t(-1));
+    got = n == 1 && c == 'x';
+  };
+  auto main_task = [&]() -> task<bool> {
+    auto a = spawn(reader());
+    co_await yield();  // the read is submitted and waits for data
+    std::thread writer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      EXPECT_EQ(write(fds[1], "x", 1), 1);
+    });
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!got && std::chrono::steady_clock::now() < give_up) co_await yield();
+    writer.join();
+    if (!got) {  // unblock the read so the task can end, and fail
+      EXPECT_EQ(write(fds[1], "y", 1), 1);
+      co_await a;
+      co_return false;
+    }
+    co_await a;
+    co_return true;
+  };
+  EXPECT_TRUE(sync_wait(main_task()));
+  close(fds[0]);
+  close(fds[1]);
 }

@@ -42,6 +42,19 @@ class ring {
     return (setup_flags_ & IORING_SETUP_DEFER_TASKRUN) ||
            (IO_URING_READ_ONCE(*ring_.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
   }
+  /// True when user space can see all the ring's pending work (shows_work()) and there is none:
+  /// no SQE waiting to be submitted, no completion waiting for task work (IORING_SQ_TASKRUN) or
+  /// in overflow, no CQE to reap. Loads only, relaxed: a completion that lands a moment after
+  /// is seen by the next call, and a caller on its fast path keeps its own values in registers
+  /// (an acquire load or a store here makes the compiler reload them).
+  bool quiet() const noexcept {
+    return ring_.sq.sqe_tail == ring_.sq.sqe_head &&
+           !(__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) &&
+           __atomic_load_n(ring_.cq.ktail, __ATOMIC_RELAXED) == *ring_.cq.khead;
+  }
+  /// Whether quiet() can be trusted: every completion shows in user space without a kernel entry
+  /// (a flag or a CQE) — false for DEFER/COOP_TASKRUN rings set up without TASKRUN_FLAG.
+  bool shows_work() const noexcept { return shows_work_; }
   /// Copies up to n ready CQE pointers without a syscall.
   unsigned peek_batch(io_uring_cqe** cqes, unsigned n) noexcept {
     return io_uring_peek_batch_cqe(&ring_, cqes, n);
@@ -62,6 +75,7 @@ class ring {
   io_uring_sqe* get_sqe_slow();
   io_uring ring_{};
   unsigned setup_flags_ = 0;
+  bool shows_work_ = false;
 };
 
 }  // namespace ipcrt

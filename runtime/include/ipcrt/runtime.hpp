@@ -164,12 +164,17 @@ class runtime {
   void abandon(detail::op_state* s, bool drain);
   /// Issues IORING_OP_ASYNC_CANCEL for s.
   void cancel_op(detail::op_state* s);
-  /// yield()'s fast path: true — one of this turn's inline yields used — when no other task is
-  /// ready and no hand-off to another runtime waits to be submitted: continuing at once is then what
-  /// the queue would do, without the round trip through it (suspend, push, pop, resume). At most
-  /// budget() a turn, so that I/O completions and timers are polled as often as through the queue.
+  /// yield()'s fast path: true when no other task is ready and no hand-off to another runtime
+  /// waits to be submitted: continuing at once is then what the queue would do, without the round
+  /// trip through it (suspend, push, pop, resume). When the ring shows all its work in user space
+  /// and no timer is armed, the check is that nothing is due there either (ring::quiet: loads
+  /// only, so a yielding loop keeps its variables in registers); otherwise one of this turn's
+  /// budget() inline yields is used, so that I/O completions and timers are polled as often as
+  /// through the queue.
   bool yield_inline() noexcept {
-    if (head_ || remote_unsent_ || !inline_yields_) return false;
+    if (head_ || remote_unsent_) return false;
+    if (timers_.empty() && ring_.shows_work()) return ring_.quiet();
+    if (!inline_yields_) return false;
     --inline_yields_;
     return true;
   }
