@@ -22,6 +22,13 @@ struct RunArgs {
   bool kernel_counters = false;
 };
 
+/// `ipclab advise`'s arguments as given; parsed by cmd_advise.
+struct AdviseArgs {
+  std::optional<std::string> size, rate, mode, placement, p99_us, cpu_us, budget;
+  std::vector<std::string> only;
+  bool json = false;
+};
+
 /// `ipclab list [SUITE]`: suites, mechanisms and their parameters.
 void cmd_list(const std::optional<std::string>& suite_filter);
 /// `ipclab env [--json]`: the environment block and its warnings.
@@ -31,6 +38,12 @@ int cmd_env(bool as_json, const std::string& cmdline);
 int cmd_topo(bool as_json, bool measure);
 /// `ipclab run`: parse → plan → run → report. Exit code: 0 ok, 1 a benchmark failed.
 int cmd_run(const RunArgs& a, const std::string& cmdline);
+/// `ipclab advise`: measures the messaging transports that can carry the user's messages and ranks
+/// them against the user's bounds. Exit code: 0 an answer, 1 none meets the bounds.
+int cmd_advise(const AdviseArgs& a, const std::string& cmdline);
+/// What every command that runs benchmarks does before its first: the run's ownership of what it
+/// creates (its folder and journal, the sweep of runs that died, clean-up on a signal or a crash).
+void start_owned_run();
 /// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);
 

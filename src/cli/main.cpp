@@ -108,6 +108,23 @@ int main(int argc, char** argv) {
   run->footer(
       "Parameters and their values: `ipclab list SUITE`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
 
+  AdviseArgs aa;
+  auto* advise = app.add_subcommand(
+      "advise", "Which messaging transport for your messages? Measures the candidates here and ranks them");
+  text_option(advise, "--size", aa.size, "message size in bytes, e.g. 64 or 4K (default 64)")->type_name("BYTES");
+  text_option(advise, "--rate", aa.rate, "messages per second offered, e.g. 50k (default: closed-loop round trips)")
+      ->type_name("PER_S");
+  text_option(advise, "--sides", aa.mode, "threads or processes (default processes)")->type_name("threads|processes");
+  text_option(advise, "--placement", aa.placement, "same: both sides on one CPU; cross: on two (default cross)")
+      ->type_name("same|cross");
+  text_option(advise, "--p99-us", aa.p99_us, "the p99 latency bound, microseconds")->type_name("US");
+  text_option(advise, "--cpu-us", aa.cpu_us, "the CPU bound per round trip (per message with --rate), microseconds")
+      ->type_name("US");
+  text_option(advise, "--budget", aa.budget, "seconds of measuring, 5..3600 (default 60)")->type_name("SECONDS");
+  advise->add_option("--only", aa.only, "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
+  advise->add_flag("--json", aa.json, "print the ranking as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  advise->footer("Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
+
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;
   env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
@@ -167,6 +184,11 @@ int main(int argc, char** argv) {
     }
     if (*env) return finish(cmd_env(env_json, cmdline));
     if (*topo_cmd) return finish(cmd_topo(topo_json, !topo_no_measure));
+    if (*advise) {
+      int rc = cmd_advise(aa, cmdline);
+      ipc::end_run();
+      return finish(rc);
+    }
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());

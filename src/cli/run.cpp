@@ -244,6 +244,13 @@ std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& repo
 
 }  // namespace
 
+void start_owned_run() {
+  ipc::begin_run();
+  ipc::install_signal_cleanup();
+  crash::install();
+  for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
+}
+
 int cmd_run(const RunArgs& a, const std::string& cmdline) {
   check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
   // parse: every option and parameter is checked here and in plan, before anything is created.
@@ -264,10 +271,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and
   // journal, the sweep of runs that died, the clean-up on a signal.
-  ipc::begin_run();
-  ipc::install_signal_cleanup();
-  crash::install();
-  for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
+  start_owned_run();
   if (a.out_dir) make_out_dir(*a.out_dir);
   for (auto& r : reporters) r->open();  // the result files' temporaries
 

@@ -1,0 +1,329 @@
+// `ipclab advise`: answers "which mechanism should carry my messages?" on this machine. It takes
+// what the user knows (message size, closed loop or a rate, threads or processes, a p99 bound, a
+// CPU bound, where the two sides run), measures every messaging transport that can do that (each
+// wait strategy of those that have several) within a time budget, interleaved, and ranks them:
+// those that meet every bound first, by p99, then the rest; the answer and what each runner-up
+// trades against it. It plans and runs through the runner like `ipclab run` (one way of running).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "cli/commands.hpp"
+#include "core/clock.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/placement.hpp"
+#include "core/runner.hpp"
+
+namespace ipclab::cli {
+namespace {
+
+struct Question {
+  int64_t size = 64;
+  int64_t rate = 0;  // 0: closed-loop round trips
+  std::string mode = "processes", placement;
+  double p99_us = 0, cpu_us = 0;  // 0: no bound
+  double budget_s = 60;
+  std::vector<std::string> only;  // mechanism filters within messaging
+};
+
+// The run's floors: below these a repetition says more about start-up than about the transport.
+constexpr double kMinDuration = 0.1, kMaxDuration = 2.0, kStartup = 0.15;
+constexpr int kRepetitions = 3;
+
+Question parse_question(const AdviseArgs& a) {
+  Question q;
+  if (a.size) {
+    auto v = parse_integer(*a.size, true);
+    if (!v || *v < 1 || *v > (64 << 20))
+      throw UsageError(fmt::format("--size '{}': give a message size in bytes from 1 to 64M, e.g. --size 64 or 4K",
+                                   brief(*a.size)));
+    q.size = *v;
+  }
+  if (a.rate) {
+    auto v = parse_rate(*a.rate);
+    if (!v || *v < 1)
+      throw UsageError(fmt::format(
+          "--rate '{}': give messages per second, e.g. --rate 50k, or leave it out for closed-loop round trips",
+          brief(*a.rate)));
+    q.rate = *v;
+  }
+  if (a.mode) {
+    if (*a.mode != "threads" && *a.mode != "processes")
+      throw UsageError(fmt::format("--sides '{}': use threads or processes", brief(*a.mode)));
+    q.mode = *a.mode;
+  }
+  const std::vector<int> cpus = allowed_cpus();
+  q.placement = cpus.size() > 1 ? "cross" : "same";
+  if (a.placement) {
+    if (*a.placement != "same" && *a.placement != "cross")
+      throw UsageError(fmt::format("--placement '{}': use same (both sides on one CPU) or cross (two CPUs)",
+                                   brief(*a.placement)));
+    if (*a.placement == "cross" && cpus.size() < 2)
+      throw UsageError("--placement cross needs two CPUs and this process may use one; use --placement same");
+    q.placement = *a.placement;
+  }
+  auto bound = [](const std::optional<std::string>& text, const char* option, const char* example) {
+    if (!text) return 0.0;
+    auto v = parse_real(*text);
+    if (!v || !(*v > 0 && *v <= 1e9))
+      throw UsageError(fmt::format("{} '{}': give microseconds above 0, e.g. {}", option, brief(*text), example));
+    return *v;
+  };
+  q.p99_us = bound(a.p99_us, "--p99-us", "--p99-us 50");
+  q.cpu_us = bound(a.cpu_us, "--cpu-us", "--cpu-us 10");
+  if (a.budget) {
+    auto v = parse_real(*a.budget);
+    if (!v || !(*v >= 5 && *v <= 3600))
+      throw UsageError(fmt::format("--budget '{}': give seconds of measuring from 5 to 3600, e.g. --budget 60",
+                                   brief(*a.budget)));
+    q.budget_s = *v;
+  }
+  q.only = a.only;
+  return q;
+}
+
+// One candidate: a messaging transport with one value of its wait strategy (if it has one).
+struct Candidate {
+  PlannedBenchmark bench;
+  std::string label;
+  std::string not_applicable;  // why it cannot run this question (then bench is unset)
+};
+
+std::vector<Candidate> candidates(const Question& q) {
+  std::vector<std::string> filters;
+  for (auto& f : q.only) filters.push_back(f.find('/') == std::string::npos ? "messaging/" + f : f);
+  if (filters.empty()) filters.push_back("messaging");
+  std::vector<Candidate> out;
+  for (const Mechanism* m : select_mechanisms(filters)) {
+    if (m->suite != "messaging")
+      throw UsageError(fmt::format("--only {}/{}: advise compares messaging transports; name one of those "
+                                   "(`ipclab list messaging`)",
+                                   m->suite, m->name));
+    if (!m->transport) continue;
+    std::vector<std::string> waits{""};
+    for (auto& spec : m->params)
+      if (spec.name == "wait") waits = spec.choices;
+    for (auto& wait : waits) {
+      Overrides o;
+      o["pattern"] = {q.rate ? "rate" : "roundtrip"};
+      o["size"] = {std::to_string(q.size)};
+      o["mode"] = {q.mode};
+      o["placement"] = {q.placement};
+      if (q.rate) o["rate"] = {std::to_string(q.rate)};
+      if (!wait.empty()) o["wait"] = {wait};
+      Candidate c;
+      c.label = m->name + (wait.empty() ? "" : " wait=" + wait);
+      try {
+        auto planned = plan({m}, Preset::Default, o);
+        c.bench = planned.front();
+      } catch (const UsageError& e) {
+        c.not_applicable = e.what();
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+struct Verdict {
+  const Candidate* c;
+  const Record* r = nullptr;  // the median aggregate (or the one repetition)
+  double p50_us = 0, p99_us = 0, cpu_us = 0;
+  bool ok = false, meets = false;
+  std::string why;  // what it misses, or why it has no figure
+};
+
+std::string us(double v) {
+  if (v >= 1000) return fmt::format("{:.1f} ms", v / 1000);
+  return v < 10 ? fmt::format("{:.2f} us", v) : fmt::format("{:.1f} us", v);
+}
+
+// p99 figures within this fraction of each other are one figure on a shared VM (interleaved runs
+// of one transport spread by a few percent): among those the answer is the one with least CPU.
+constexpr double kTailTie = 0.10;
+
+Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& records) {
+  Verdict v{&c};
+  if (!c.not_applicable.empty()) {
+    v.why = "cannot: " + c.not_applicable;
+    return v;
+  }
+  for (auto& r : records)
+    if (r.name == c.bench.name && (r.run_type == "aggregate" || !v.r)) v.r = &r;
+  if (!v.r) {
+    v.why = "no result";
+    return v;
+  }
+  const Record& r = *v.r;
+  if (r.status != Status::Ok) {
+    v.why = fmt::format("{}: {}", status_name(r.status), r.error);
+    return v;
+  }
+  if (!r.latency || !r.latency->count) {
+    v.why = q.rate ? "saturated: it could not carry the rate" : "no latency figure";
+    return v;
+  }
+  v.ok = true;
+  v.p50_us = double(r.latency->p50) / 1e3;
+  v.p99_us = double(r.latency->p99) / 1e3;
+  v.cpu_us = r.cpu_per_op_ns() / 1e3;
+  std::vector<std::string> misses;
+  if (q.p99_us > 0 && v.p99_us > q.p99_us) misses.push_back(fmt::format("p99 over {}", us(q.p99_us)));
+  if (q.cpu_us > 0 && v.cpu_us > q.cpu_us) misses.push_back(fmt::format("CPU over {}", us(q.cpu_us)));
+  v.meets = misses.empty();
+  for (auto& m : misses) v.why += (v.why.empty() ? "" : ", ") + m;
+  return v;
+}
+
+// What a runner-up trades against the answer, from the figures: its tail and its CPU.
+std::string trade(const Verdict& answer, const Verdict& v) {
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  std::vector<std::string> t;
+  const double tail = ratio(v.p99_us, answer.p99_us), cpu = ratio(v.cpu_us, answer.cpu_us);
+  t.push_back(fmt::format("p99 {:.1f}x", tail));
+  if (cpu > 0) t.push_back(cpu < 1 ? fmt::format("{:.0f}% less CPU", (1 - cpu) * 100)
+                                   : fmt::format("{:.1f}x the CPU", cpu));
+  std::string s;
+  for (auto& x : t) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string question_text(const Question& q) {
+  std::string s = fmt::format("{} B messages, ", q.size);
+  s += q.rate ? fmt::format("{}/s offered (open loop: one-way latency from each intended send time)",
+                            rate_text(q.rate))
+              : "closed-loop round trips (latency = round trip)";
+  s += fmt::format(", {} on {}", q.mode, q.placement == "same" ? "one CPU" : "two CPUs");
+  if (q.p99_us > 0) s += fmt::format(", p99 <= {}", us(q.p99_us));
+  if (q.cpu_us > 0) s += fmt::format(", CPU <= {} per {}", us(q.cpu_us), q.rate ? "message" : "round trip");
+  return s;
+}
+
+}  // namespace
+
+int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
+  const Question q = parse_question(a);
+  std::vector<Candidate> cands = candidates(q);
+  std::vector<PlannedBenchmark> benches;
+  for (auto& c : cands)
+    if (c.not_applicable.empty()) benches.push_back(c.bench);
+  if (benches.empty()) throw UsageError("no messaging transport can run this; change --size, --sides or --only");
+  RunOptions opts;
+  opts.repetitions = kRepetitions;
+  opts.warmup_s = 0.1;
+  opts.cpus = allowed_cpus();
+  const double per_point = q.budget_s / double(benches.size() * kRepetitions) - kStartup - opts.warmup_s;
+  if (per_point < kMinDuration)
+    throw UsageError(fmt::format(
+        "--budget {:.0f}: {} candidates x {} repetitions need at least {:.0f} s; give a larger --budget or "
+        "fewer --only",
+        q.budget_s, benches.size(), kRepetitions,
+        double(benches.size() * kRepetitions) * (kMinDuration + kStartup + opts.warmup_s)));
+  opts.duration_s = std::min(per_point, kMaxDuration);
+
+  start_owned_run();
+  nlohmann::json context = collect_environment(cmdline);
+  for (auto& w : context["warnings"])
+    fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  const uint64_t seed = std::random_device{}() & 0x7fffffff;
+  fmt::print(stderr, "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {:.0f} s\n",
+             benches.size(), kRepetitions, opts.duration_s, seed,
+             double(benches.size() * kRepetitions) * (opts.duration_s + opts.warmup_s + kStartup));
+  PlanHooks hooks;
+  const bool tty = isatty(2);
+  hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
+    if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done + 1, total, b.mech->name);
+  };
+  const std::vector<Record> records = run_plan(benches, opts, hooks, seed);
+  if (tty) fmt::print(stderr, "\r\033[K");
+
+  std::vector<Verdict> vs;
+  for (auto& c : cands) vs.push_back(judge(q, c, records));
+  std::stable_sort(vs.begin(), vs.end(), [](const Verdict& x, const Verdict& y) {
+    if (x.meets != y.meets) return x.meets;
+    if (x.ok != y.ok) return x.ok;
+    return x.ok && x.p99_us < y.p99_us;
+  });
+  // The answer: of the candidates that meet every bound and whose p99 is within kTailTie of the
+  // best, the one with least CPU — a spinning wait that buys nothing measurable is no answer.
+  if (!vs.empty() && vs.front().meets) {
+    size_t best = 0;
+    for (size_t i = 1; i < vs.size() && vs[i].meets && vs[i].p99_us <= vs[0].p99_us * (1 + kTailTie); ++i)
+      if (vs[i].cpu_us < vs[best].cpu_us) best = i;
+    std::rotate(vs.begin(), vs.begin() + long(best), vs.begin() + long(best) + 1);
+  }
+  const Verdict* answer = !vs.empty() && vs.front().meets ? &vs.front() : nullptr;
+
+  if (a.json) {
+    nlohmann::json j{{"question",
+                      {{"size", q.size},
+                       {"rate_per_s", q.rate},
+                       {"pattern", q.rate ? "rate" : "roundtrip"},
+                       {"sides", q.mode},
+                       {"placement", q.placement},
+                       {"p99_us", q.p99_us > 0 ? nlohmann::json(q.p99_us) : nlohmann::json(nullptr)},
+                       {"cpu_us", q.cpu_us > 0 ? nlohmann::json(q.cpu_us) : nlohmann::json(nullptr)}}},
+                     {"answer", answer ? nlohmann::json(answer->c->label) : nlohmann::json(nullptr)},
+                     {"duration_s", opts.duration_s},
+                     {"repetitions", kRepetitions},
+                     {"interleave_seed", seed},
+                     {"load_avg", context.value("load_avg", nlohmann::json(nullptr))}};
+    nlohmann::json list = nlohmann::json::array();
+    for (auto& v : vs) {
+      nlohmann::json e{{"candidate", v.c->label}, {"meets", v.meets}, {"ok", v.ok}};
+      if (v.r) e["name"] = v.r->name;
+      if (v.ok) e.update({{"p50_us", v.p50_us}, {"p99_us", v.p99_us}, {"cpu_us", v.cpu_us}});
+      if (!v.why.empty()) e["why"] = v.why;
+      if (answer && v.ok && &v != answer) e["trade"] = trade(*answer, v);
+      list.push_back(std::move(e));
+    }
+    j["candidates"] = std::move(list);
+    fmt::print("{}\n", j.dump(2));
+    return answer ? 0 : 1;
+  }
+
+  fmt::print("Question: {}\n\n", question_text(q));
+  size_t width = 9;
+  for (auto& v : vs) width = std::max(width, v.c->label.size());
+  fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", "rank", "mechanism", width, "p50", "p99",
+             q.rate ? "CPU/msg" : "CPU/rt", "verdict");
+  int rank = 0;
+  for (auto& v : vs) {
+    if (!v.ok) continue;
+    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", ++rank, v.c->label, width, us(v.p50_us), us(v.p99_us),
+               us(v.cpu_us), v.meets ? "meets" : v.why);
+  }
+  for (auto& v : vs)
+    if (!v.ok) fmt::print("   -  {:<{}}  {}\n", v.c->label, width, brief(v.why, 120));
+  fmt::print("\n");
+  if (!answer) {
+    fmt::print("Answer: none of the candidates meets every bound here; the closest is {} (p99 {}, CPU {}).\n",
+               vs.front().ok ? vs.front().c->label : "-", us(vs.front().p99_us), us(vs.front().cpu_us));
+    return 1;
+  }
+  fmt::print("Answer: {} — p50 {}, p99 {}{}, CPU {} per {}.\n", answer->c->label, us(answer->p50_us),
+             us(answer->p99_us), q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "", us(answer->cpu_us),
+             q.rate ? "message" : "round trip");
+  int shown = 0;
+  for (auto& v : vs) {
+    if (&v == answer || !v.ok || shown == 3) continue;
+    if (!shown++) fmt::print("Runner-ups:\n");
+    fmt::print("  {} — {}{}\n", v.c->label, trade(*answer, v), v.meets ? "" : "; " + v.why);
+  }
+  std::string again = "ipclab run " + answer->r->suite + "/" + answer->r->mechanism;
+  for (auto& [k, v] : answer->c->bench.params.items())
+    if (k == "pattern" || k == "size" || k == "mode" || k == "placement" || k == "rate" || k == "wait")
+      again += fmt::format(" -p {}={}", k, v);
+  fmt::print("\nMeasured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 within {:.0f}% "
+             "counts as a tie, broken by CPU). The answer's spread and flags: {} --repetitions 5\n",
+             kRepetitions, opts.duration_s, kTailTie * 100, again);
+  return 0;
+}
+
+}  // namespace ipclab::cli

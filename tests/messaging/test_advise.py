@@ -1,0 +1,85 @@
+"""`ipclab advise`: bad questions are refused before anything runs; a real question measures the
+candidates and ranks them against the bounds (JSON and text)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+
+
+@pytest.fixture
+def advise(tmp_path):
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(mode=0o700)
+
+    def go(*args):
+        env = dict(os.environ, TMPDIR=str(tmp))
+        r = subprocess.run([BINARY, "advise", *args], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+        return r.returncode, r.stdout, [l for l in r.stderr.splitlines() if not l.startswith("warning: ")], tmp
+
+    return go
+
+
+@pytest.mark.parametrize("args", [
+    ["--size", "0"],
+    ["--size", "12Q"],
+    ["--rate", "fast"],
+    ["--sides", "fibers"],
+    ["--placement", "numa"],
+    ["--p99-us", "-1"],
+    ["--cpu-us", "nan"],
+    ["--budget", "1"],
+    ["--budget", "5"],                          # every transport does not fit in 5 s
+    ["--only", "no_such_transport"],
+    ["--only", "harness/null"],                 # not a messaging transport
+    ["--only", "mutex_cv", "--sides", "processes"],  # threads only: nothing can run
+])
+def test_bad_questions_exit_2_with_one_line_and_create_nothing(advise, args):
+    rc, out, err, tmp = advise(*args)
+    assert rc == 2, (args, out, err)
+    assert len(err) == 1 and err[0].startswith("ipclab: "), err
+    assert not any(tmp.iterdir()), list(tmp.iterdir())
+
+
+def test_ranks_measured_candidates_and_names_those_that_cannot_run(advise):
+    rc, out, err, tmp = advise("--only", "pipe", "--only", "unix_stream", "--only", "mutex_cv",
+                               "--sides", "processes", "--budget", "6", "--json")
+    assert rc == 0, err
+    j = json.loads(out)
+    assert j["question"] == {"size": 64, "rate_per_s": 0, "pattern": "roundtrip", "sides": "processes",
+                             "placement": j["question"]["placement"], "p99_us": None, "cpu_us": None}
+    by = {c["candidate"]: c for c in j["candidates"]}
+    assert set(by) == {"pipe", "unix_stream", "mutex_cv"}
+    assert not by["mutex_cv"]["ok"] and by["mutex_cv"]["why"].startswith("cannot: ")
+    for name in ("pipe", "unix_stream"):
+        c = by[name]
+        assert c["ok"] and c["meets"], c
+        assert 0 < c["p50_us"] <= c["p99_us"] and c["cpu_us"] > 0
+        assert f"mode:processes" in c["name"] and "pattern:roundtrip" in c["name"]
+    assert j["answer"] in ("pipe", "unix_stream")
+    assert j["candidates"][0]["candidate"] == j["answer"]
+    other = "unix_stream" if j["answer"] == "pipe" else "pipe"
+    assert by[other]["trade"].startswith("p99 ")
+    # As after `ipclab run`: the user's own folder of runs stays, with no run left in it.
+    left = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*"))
+    assert left in ([], [f"ipclab-{os.getuid()}"]), left
+
+
+def test_a_bound_no_candidate_meets_gives_no_answer_and_exit_1(advise):
+    rc, out, err, _ = advise("--only", "pipe", "--sides", "threads", "--p99-us", "0.001", "--budget", "5")
+    assert rc == 1, err
+    assert "Answer: none of the candidates meets every bound" in out
+    assert "p99 over 0.00 us" in out
+
+
+def test_text_answer_names_the_command_that_measures_it_again(advise):
+    rc, out, err, _ = advise("--only", "pipe", "--size", "1K", "--sides", "threads", "--budget", "5")
+    assert rc == 0, err
+    assert out.startswith("Question: 1024 B messages, closed-loop round trips")
+    assert "Answer: pipe — p50 " in out
+    assert "ipclab run messaging/pipe -p pattern=roundtrip -p size=1024 -p mode=threads" in out
