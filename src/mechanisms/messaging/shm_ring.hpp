@@ -126,33 +126,39 @@ inline uint64_t pow2_at_least(uint64_t v) {
   return p;
 }
 
-/// One producer, one consumer. Each index is written by one side only and sits on its own
-/// cache line (no false sharing); each side keeps a private copy of the other's index and
-/// reloads it only when the ring looks full (producer) or empty (consumer).
+/// One producer, one consumer. Each slot starts with a sequence word the producer stores last
+/// (release): n+1 once message n is in it. The consumer waits on the slot it reads next, not on a
+/// shared index, so a message crosses to the other CPU as the one or two cache lines of its slot
+/// — an index beside it would be a second, dependent miss per message (the consumer would see
+/// the index move, then fetch the slot). `head` (consumer-owned, on its own line) frees slots;
+/// the producer keeps a private copy and reloads it only when the ring looks full. Each end is
+/// made once per ring (the transport's endpoints): the producer's next slot is its own count.
 struct SpscRing {
-  alignas(kCacheLine) std::atomic<uint64_t> tail{0};  // next slot to write; producer-owned
   alignas(kCacheLine) std::atomic<uint64_t> head{0};  // next slot to read; consumer-owned
   EventCount not_empty, not_full;
   alignas(kCacheLine) uint64_t capacity = 0;  // a power of two
-  uint64_t slot_size = 0;
+  uint64_t stride = 0;                        // slot: sequence word, then the message
 
   static size_t bytes(uint64_t capacity, size_t msg) {
-    return sizeof(SpscRing) + capacity * round_up(msg, kCacheLine);
+    return sizeof(SpscRing) + capacity * round_up(msg + 8, kCacheLine);
   }
   /// Constructs the ring at `mem` (bytes(capacity, msg) long).
   static SpscRing* create(void* mem, uint64_t capacity, size_t msg) {
     auto* r = new (mem) SpscRing();
     r->capacity = capacity;
-    r->slot_size = round_up(msg, kCacheLine);
+    r->stride = round_up(msg + 8, kCacheLine);
+    for (uint64_t i = 0; i < capacity; ++i) new (r->seq(i)) std::atomic<uint64_t>(0);
     return r;
   }
-  std::byte* slot(uint64_t i) {
-    return reinterpret_cast<std::byte*>(this + 1) + (i & (capacity - 1)) * slot_size;
+  std::atomic<uint64_t>* seq(uint64_t i) {
+    return reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<std::byte*>(this + 1) +
+                                                    (i & (capacity - 1)) * stride);
   }
+  std::byte* slot(uint64_t i) { return reinterpret_cast<std::byte*>(seq(i)) + 8; }
 
   class Producer {
    public:
-    Producer(SpscRing& r, WaitStrategy w) : r_(r), w_(w), tail_(r.tail.load(std::memory_order_relaxed)) {}
+    Producer(SpscRing& r, WaitStrategy w) : r_(r), w_(w) {}
     void push(const std::byte* data, size_t len) {
       std::memcpy(claim(), data, len);
       publish();
@@ -169,15 +175,16 @@ struct SpscRing {
       return r_.slot(tail_);
     }
     void publish() {
-      // release: the payload is visible before the consumer can see the new tail.
-      r_.tail.store(++tail_, std::memory_order_release);
+      // release: the payload is visible before the consumer can see the slot's sequence.
+      r_.seq(tail_)->store(tail_ + 1, std::memory_order_release);
+      ++tail_;
       if (sleeps(w_)) r_.not_empty.notify(false);
     }
 
    private:
     SpscRing& r_;
     WaitStrategy w_;
-    uint64_t tail_, head_cache_ = 0;
+    uint64_t tail_ = 0, head_cache_ = 0;
   };
 
   class Consumer {
@@ -190,12 +197,9 @@ struct SpscRing {
     /// In place (bulk/shm_bulk): waits for a full slot and returns it to be read where the
     /// producer wrote it; release() then gives it back. pop() is peek, copy, release.
     std::byte* peek() {
-      if (head_ == tail_cache_)
-        r_.not_empty.wait(w_, [&] {
-          // acquire: pairs with the producer's release of tail, so the payload is visible.
-          tail_cache_ = r_.tail.load(std::memory_order_acquire);
-          return head_ != tail_cache_;
-        });
+      // acquire: pairs with the producer's release of the sequence, so the payload is visible.
+      auto full = [&] { return r_.seq(head_)->load(std::memory_order_acquire) == head_ + 1; };
+      if (!full()) r_.not_empty.wait(w_, full);
       return r_.slot(head_);
     }
     void release() {
@@ -207,7 +211,7 @@ struct SpscRing {
    private:
     SpscRing& r_;
     WaitStrategy w_;
-    uint64_t head_, tail_cache_ = 0;
+    uint64_t head_;
   };
 };
 
