@@ -41,6 +41,7 @@ for key in ("cpu", "kernel", "load_avg", "limits", "git_sha", "command_line", "w
     if key not in doc["context"]:
         problems.append(f"context lacks {key}")
 seen = set()
+skipped = 0
 for b in doc["benchmarks"]:
     seen.add(f'{b["suite"]}/{b["mechanism"]}')
     missing = RECORD_KEYS - b.keys()
@@ -49,6 +50,7 @@ for b in doc["benchmarks"]:
         continue
     if b["status"] == "skipped":
         print(f'skipped {b["name"]}: {b["error"]}')
+        skipped += 1
         continue
     if b["status"] != "ok":
         problems.append(f'{b["name"]}: {b["status"]}: {b["error"]}')
@@ -83,5 +85,7 @@ for m in sorted(mechanisms - seen):
 
 for p in problems:
     print("SMOKE FAILURE:", p)
-print(f"smoke: {len(doc['benchmarks'])} records from {len(seen)} mechanisms, {len(problems)} problems")
+passed = len(doc["benchmarks"]) - skipped - sum(1 for b in doc["benchmarks"] if b.get("status") == "failed")
+print(f"smoke: {len(doc['benchmarks'])} records from {len(seen)} mechanisms: {passed} ok, {skipped} skipped "
+      f"(each named above with its reason), {len(problems)} problems")
 sys.exit(1 if problems else 0)

@@ -2,6 +2,7 @@
 // counters opened do — system calls, page faults, context switches — less the opening thread's
 // own where asked, and the figures per op of a record.
 #include "core/kcounters.hpp"
+#include "core/process.hpp"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -108,15 +109,12 @@ TEST(KernelCounters, CountsAnExitedChildProcess) {
   auto k = counters(K::kSyscalls, why);
   if (!k) GTEST_SKIP() << why;
   const K::Reading a = k->read();
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0) << std::strerror(errno);
-  if (pid == 0) {
+  Process child = Process::fork(-1, [] {
     getppids(kCalls);
-    _exit(0);
-  }
-  int st = 0;
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return 0;
+  });
+  ASSERT_TRUE(child.wait(30)) << "the child did not exit";
+  ASSERT_TRUE(child.clean()) << child.death();
   const K::Reading b = k->read();
   // Its count is folded into the counter it inherited from as it exits.
   const uint64_t n = total(*k, a, b, true, "syscalls");
