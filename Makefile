@@ -49,6 +49,7 @@ bundle: $(STAMP)
 
 bench: build
 	@mkdir -p $(RESULTS)
+	@bash scripts/wait-idle.sh 90 60
 	$(PRESET_BUILD)/ipclab run --preset quick --out $(RESULTS); rc=$$?; \
 	if [ -f report/pyproject.toml ]; then \
 	  $(PRESET_BUILD)/ipclab report $(RESULTS)/results.json -o $(RESULTS)/report.html --markdown $(RESULTS)/summary.md || rc=1; \
