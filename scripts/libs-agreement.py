@@ -393,8 +393,8 @@ def table(doc, markdown):
     else:
         lines.append(info)
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-        lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)) for r in rows]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines)
 
 
@@ -405,11 +405,10 @@ def main(argv):
     if a.from_json:
         try:
             with open(a.from_json) as f:
-                doc = json.load(f)
-            doc["cells"]
-        except (OSError, ValueError, KeyError) as e:
-            refuse(f"--from {a.from_json}: not a file this script wrote ({e}); give the file of an earlier --json")
-        print(table(doc, a.markdown))
+                text = table(json.load(f), a.markdown)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            refuse(f"--from {a.from_json}: not a file this script wrote ({e!r}); give the file of an earlier --json")
+        print(text)
         return 0
     libs = split(a.libs, ["zmq", "nng"], "libs")
     sizes = split(a.sizes, list(SIZES), "sizes")
@@ -446,14 +445,13 @@ def main(argv):
     if a.src:
         check_src(a.src, libs, versions)
 
-    procs = Processes()
-    work = tempfile.mkdtemp(prefix="libs-agreement.")
-
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)  # through the finally below: processes killed, folder removed
 
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # before there is anything to remove
         signal.signal(s, on_signal)
+    procs = Processes()
+    work = tempfile.mkdtemp(prefix="libs-agreement.")
     try:
         roots = fetch_sources(libs, versions, a.src, work)
         tools = build_tools(libs, roots, work)
