@@ -97,6 +97,19 @@ Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_se
   return d;
 }
 
+void copy(std::byte* dst, const std::byte* src, size_t len, bool sampled) {
+  if (!sampled || len < kHeaderSize) {
+    std::memcpy(dst, src, len);
+    return;
+  }
+  const Header h = read_header(src, len);
+  const size_t head = (h.flags & kIntended) && len >= kIntendedHeaderSize ? kIntendedHeaderSize : kHeaderSize;
+  std::memcpy(dst, src, head);
+  const size_t words = (len - head) / 8;
+  for_each_sample(words, [&](size_t i) { std::memcpy(dst + head + i * 8, src + head + i * 8, 8); });
+  std::memcpy(dst + head + words * 8, src + head + words * 8, len - head - words * 8);
+}
+
 Header read_header(const std::byte* buf, size_t len) {
   Header h;
   const uint64_t w0 = load64(buf);

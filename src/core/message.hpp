@@ -45,6 +45,11 @@ struct Decoded {
 /// (small messages carry it only modulo 255).
 Decoded decode(const std::byte* buf, size_t len, bool random, uint64_t expect_seq = 0, bool sampled = false);
 
+/// Copies message `src` to `dst` (len bytes): every byte, or with `sampled` only those decode(...,
+/// sampled) reads (the header, the sampled words, the tail) — what a transport that must rewrite
+/// an echo into memory of its own needs to carry, and no more.
+void copy(std::byte* dst, const std::byte* src, size_t len, bool sampled);
+
 /// The header of a message of at least kHeaderSize bytes, its payload unchecked (for a hook that
 /// needs its times, not a verdict).
 Header read_header(const std::byte* buf, size_t len);

@@ -44,6 +44,30 @@ TEST(Message, SampledCheckSeesTheSampledWordsAndNotTheOthers) {
 }
 
 
+// msg::copy (an echo rewritten into a transport's own memory, libs/iceoryx): a sampled copy carries
+// exactly what a sampled check reads — into memory full of junk it passes that check, not a full
+// one, and leaves the bytes between samples as they were; a full copy is the message.
+TEST(Message, SampledCopyCarriesWhatTheSampledCheckReadsAndNothingElse) {
+  for (const bool intended : {false, true}) {
+    const msg::Header h{.seq = 99, .producer = 2, .send_ns = 5, .flags = intended ? uint32_t(msg::kIntended) : 0u,
+                        .intended_ns = 4};
+    std::vector<std::byte> src(kLen), dst(kLen, std::byte(0xA5));
+    msg::encode(src.data(), kLen, h, true, true);
+    msg::copy(dst.data(), src.data(), kLen, true);
+    EXPECT_TRUE(msg::decode(dst.data(), kLen, true, 0, true).ok) << intended;
+    EXPECT_EQ(msg::read_header(dst.data(), kLen).intended_ns, intended ? 4u : 0u);
+    EXPECT_EQ(dst[msg::kHeaderSize + 8 * 8], std::byte(0xA5)) << "a byte between samples was copied";
+    std::vector<std::byte> full(kLen), whole(kLen);
+    msg::encode(full.data(), kLen, h, true);
+    msg::copy(whole.data(), full.data(), kLen, false);
+    EXPECT_EQ(whole, full);
+  }
+  std::vector<std::byte> small(16), out(16);  // under a header: always whole
+  msg::encode(small.data(), 16, {.seq = 3}, false);
+  msg::copy(out.data(), small.data(), 16, true);
+  EXPECT_EQ(out, small);
+}
+
 TEST(SeqWindow, InOrderIsNewARepeatIsARepeatAndALateFirstArrivalIsLate) {
   using V = msg::SeqWindow::Verdict;
   msg::SeqWindow w;

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -47,7 +51,52 @@ TEST(Libs, ZmqRequestReplyRunsRoundTripsOnly) {
   const Record r = run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"roundtrip"}}, {"placement", {"unpinned"}}});
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(r.integrity.clean());
+  EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", "REQ"}, {"receiver", "REP"}}));
   EXPECT_THROW(run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"throughput"}}}), UsageError);
+}
+
+// -p socket=auto is the pair libzmq's perf tools use for the pattern (REQ/REP round trips,
+// PUSH/PULL streams), pair is PAIR for both; extra.sockets names what ran.
+TEST(Libs, ZmqSocketAutoIsThePerfToolsPairForThePattern) {
+  const std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> want = {
+      {{"auto", "roundtrip"}, {"REQ", "REP"}},   {{"auto", "throughput"}, {"PUSH", "PULL"}},
+      {{"auto", "rate"}, {"PUSH", "PULL"}},      {{"pair", "roundtrip"}, {"PAIR", "PAIR"}},
+      {{"pair", "throughput"}, {"PAIR", "PAIR"}}};
+  for (const auto& [key, sockets] : want) {
+    Overrides o = {{"socket", {key.first}}, {"pattern", {key.second}}, {"placement", {"unpinned"}}};
+    if (key.second == "rate") o["rate"] = {"2k"};
+    const Record r = run("zmq", o);
+    ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+    EXPECT_TRUE(r.integrity.clean()) << r.name;
+    EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", sockets.first}, {"receiver", sockets.second}}))
+        << r.name;
+  }
+}
+
+// PUSH/PULL (threads; processes: test_libs_cli.py): every message once, in order, intact, over each
+// endpoint, and the stop marker's acknowledgement — the receiver's word in the rendezvous, a PUSH
+// having no way back — reaches the sender, which closes at once instead of after its 5 s bound.
+TEST(Libs, ZmqPushPullDeliversEveryMessageOnceAndStops) {
+  for (std::string endpoint : {"ipc", "tcp", "inproc"})
+    for (std::string size : {"64", "64K"}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Record r = run("zmq", {{"socket", {"pushpull"}},
+                                   {"endpoint", {endpoint}},
+                                   {"pattern", {"throughput"}},
+                                   {"size", {size}},
+                                   {"placement", {"unpinned"}}});
+      const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+      EXPECT_GT(r.integrity.sent, 0u) << r.name;
+      EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
+      EXPECT_EQ(r.integrity.lost, 0u) << r.name;
+      EXPECT_EQ(r.integrity.duplicated, 0u) << r.name;
+      EXPECT_EQ(r.integrity.reordered, 0u) << r.name;
+      EXPECT_EQ(r.integrity.corrupt, 0u) << r.name;
+      EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", "PUSH"}, {"receiver", "PULL"}})) << r.name;
+      EXPECT_LT(took_s, 4.5) << r.name << ": the sender waited out its bound for the stop's acknowledgement";
+    }
+  EXPECT_THROW(run("zmq", {{"socket", {"pushpull"}}, {"pattern", {"roundtrip"}}}), UsageError);
 }
 
 // iceoryx through the harness's own RouDi: both patterns, both ways of waiting, 64 B to 64 KiB,

@@ -7,6 +7,7 @@ Run by ctest (`libs.cli`) with the binary in IPCLAB_BIN; by hand:
 """
 import json
 import os
+import time
 
 import pytest
 
@@ -22,11 +23,33 @@ def test_processes_deliver_every_message_over_ipc_and_tcp(tmp_path, lib):
         assert b["status"] == "ok", b["error"]
         assert b["integrity"]["lost"] == b["integrity"]["corrupt"] == b["integrity"]["duplicated"] == 0
         assert b["extra"]["kernel_transport"] in ("unix_stream", "tcp")
+        if lib == "zmq":  # socket=auto: the pair of libzmq's perf tools for the pattern
+            want = ("REQ", "REP") if b["params"]["pattern"] == "roundtrip" else ("PUSH", "PULL")
+            assert (b["extra"]["sockets"]["sender"], b["extra"]["sockets"]["receiver"]) == want, b["name"]
     libraries = doc["context"]["libraries"]
     assert {"libzmq", "nng"} <= libraries.keys(), libraries
     # The run's private folder (its ipc sockets) is gone; the per-user state folder stays, empty.
     state = tmp_path / f"ipclab-{os.geteuid()}"
     assert list(state.iterdir()) == []
+
+
+@pytest.mark.parametrize("socket", ["pushpull", "pair"])
+@pytest.mark.parametrize("endpoint", ["ipc", "tcp"])
+def test_zmq_processes_stream_every_message_once_and_stop_at_once(tmp_path, socket, endpoint):
+    # A one-way stream between two processes: every message once, in order, intact; the
+    # receiver's acknowledgement of the stop marker (in the rendezvous both processes map, PUSH
+    # having no way back) lets the sender close at once — waited out, its 5 s bound would show.
+    t0 = time.monotonic()
+    doc, [b] = run_records(tmp_path, "libs/zmq", "-p", "mode=processes", "-p", f"socket={socket}",
+                           "-p", f"endpoint={endpoint}", "-p", "pattern=throughput", "-p", "size=64K")
+    took = time.monotonic() - t0
+    assert b["status"] == "ok", b["error"]
+    i = b["integrity"]
+    assert i["sent"] == i["received"] > 0, b["name"]
+    assert i["lost"] == i["duplicated"] == i["reordered"] == i["corrupt"] == 0, b["name"]
+    want = {"sender": "PUSH", "receiver": "PULL"} if socket == "pushpull" else {"sender": "PAIR", "receiver": "PAIR"}
+    assert b["extra"]["sockets"] == want
+    assert took < 4.5, f"{took:.1f} s for one short point: the sender waited out its bound for the stop's acknowledgement"
 
 
 def test_nng_processes_after_threads_in_one_run_is_skipped_with_the_reason(tmp_path):

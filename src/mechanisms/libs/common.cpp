@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/std_params.hpp"
@@ -72,6 +75,15 @@ std::string Rendezvous::wait() const {
     sched_yield();
   }
   return address;
+}
+
+bool Rendezvous::wait_stop_taken(double timeout_s) const {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!stop_taken.load(std::memory_order_acquire)) {
+    if (abort_requested() || std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));  // after the window: its cost is nobody's
+  }
+  return true;
 }
 
 namespace {

@@ -49,13 +49,21 @@ class ForkRule {
 /// for the library that creates the socket; throws when it would not fit sun_path.
 std::string socket_path(const std::string& tag);
 
-/// One channel's meeting point: the listener publishes its address, the dialer waits for it.
+/// One channel's meeting point: the listener publishes its address, the dialer waits for it. It
+/// also carries the receiver's word that it has the stop marker, for a library whose sockets
+/// cannot carry an acknowledgement back (ZeroMQ's PUSH/PULL are one-way).
 struct Rendezvous {
   std::atomic<int> ready{0};
+  std::atomic<int> stop_taken{0};
   char address[240] = {};
   void publish(const std::string& a);
   /// Waits (yielding, and ending with the run) until published; returns the address.
   std::string wait() const;
+  /// The receiver has the stop marker, so every message sent before it too.
+  void take_stop() { stop_taken.store(1, std::memory_order_release); }
+  /// Waits up to `timeout_s` (less once the run aborts) for take_stop(); true when it came. Never
+  /// throws: a sender's destructor calls it before closing its socket.
+  bool wait_stop_taken(double timeout_s) const;
 };
 
 /// What every library transport holds: the address its listening side listens on (ipc:// a

@@ -2,6 +2,10 @@
 // loans. The sender loans a chunk of RouDi's shared memory, the harness writes its message there
 // (send_buffer), and publishing hands the chunk's offset to the receiver, which checks the message
 // where it lies (recv_in_place) and releases the chunk at its next receive: nothing is copied.
+// A round trip's echo is the one copy: a received chunk cannot be published again, so the server
+// loans a chunk for the echo and copies into it what the client's check reads of it — every byte
+// with verify=full, the sampled words with verify=sample (msg::copy) — where iceoryx's own
+// iceperf follower publishes a fresh chunk holding only its small header.
 // Two topics per transport: requests (sender to receiver) and replies (round trips' echoes, and the
 // receiver's acknowledgement of the stop marker, which the sender waits for — at most 5 s — before
 // it stops offering). Lossless: the publisher waits for a full subscriber queue
@@ -307,8 +311,8 @@ iox::popo::SubscriberOptions subscriber_options(uint64_t size) {
 class IoxEndpoint final : public InPlaceEndpoint {
  public:
   // `runtime_name`: a forked side's own runtime, made here and ended with the endpoint.
-  IoxEndpoint(const Topics& t, bool sender, bool spin, size_t size, const std::string& runtime_name)
-      : own_runtime_(!runtime_name.empty()), spin_(spin) {
+  IoxEndpoint(const Topics& t, bool sender, bool spin, bool sampled, size_t size, const std::string& runtime_name)
+      : own_runtime_(!runtime_name.empty()), spin_(spin), sampled_(sampled) {
     if (own_runtime_) make_runtime(runtime_name);
     pub_.emplace(service(t, sender ? "request" : "reply"), publisher_options());
     sub_.emplace(service(t, sender ? "reply" : "request"), subscriber_options(size));
@@ -355,10 +359,11 @@ class IoxEndpoint final : public InPlaceEndpoint {
   }
 
   void send(const std::byte* data, size_t len) override {
-    // A message written elsewhere (an echo of the chunk just received) is copied into a loan.
-    // Whether it is the stop marker is read before publishing: a published chunk is the receiver's.
+    // A message written elsewhere (an echo of the chunk just received) is copied into a loan, as
+    // much of it as the check at the other end reads. Whether it is the stop marker is read
+    // before publishing: a published chunk is the receiver's.
     stop_sent_ = stop_sent_ || msg::is_stop(data, len);
-    if (data != loaned_) std::memcpy(send_buffer(nullptr, len), data, len);
+    if (data != loaned_) msg::copy(send_buffer(nullptr, len), data, len, sampled_);
     pub_->publish(std::exchange(loaned_, nullptr));
   }
 
@@ -406,7 +411,7 @@ class IoxEndpoint final : public InPlaceEndpoint {
     if (held_) sub_->release(std::exchange(held_, nullptr));
   }
 
-  bool own_runtime_, spin_;
+  bool own_runtime_, spin_, sampled_;
   bool stop_sent_ = false;
   std::optional<iox::popo::UntypedPublisher> pub_;
   std::optional<iox::popo::UntypedSubscriber> sub_;
@@ -423,6 +428,7 @@ class IoxTransport final : public LibraryTransport {
       : LibraryTransport(p, "iceoryx", "iceoryx " + version(), "none (shared memory)"),
         processes_(p.str("mode") == "processes"),
         spin_(p.str("wait") == "spin"),
+        sampled_(p.str("verify") == "sample"),
         size_(size_t(p.i64("size"))),
         topics_(sizeof(Topics)) {
     g_fork_rule.admit(p);
@@ -446,11 +452,11 @@ class IoxTransport final : public LibraryTransport {
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool sender = role == Role::Producer;
     const std::string own = !processes_ ? "" : sender ? sender_name_ : receiver_name_;
-    return std::make_unique<IoxEndpoint>(*static_cast<Topics*>(topics_.get()), sender, spin_, size_, own);
+    return std::make_unique<IoxEndpoint>(*static_cast<Topics*>(topics_.get()), sender, spin_, sampled_, size_, own);
   }
 
  private:
-  bool processes_, spin_;
+  bool processes_, spin_, sampled_;
   size_t size_;
   messaging::SharedMapping topics_;
   std::string sender_name_, receiver_name_;

@@ -1,12 +1,15 @@
-// libs/zmq: ZeroMQ (libzmq's C API) between the two sides: PAIR sockets for both patterns, or
-// REQ/REP for round trips, over ipc:// (a Unix stream socket), tcp:// (loopback) or inproc://
-// (threads only). The receiving side binds, the sending side connects. A message is written into a
-// zmq_msg_t of the library's (zmq_msg_init_size) and handed over with zmq_msg_send, as libzmq's own
-// perf tools do (-p message=msg), or sent from the caller's buffer with zmq_send, which copies it
+// libs/zmq: ZeroMQ (libzmq's C API) between the two sides, over ipc:// (a Unix stream socket),
+// tcp:// (loopback) or inproc:// (threads only). The socket pair is -p socket's: by default
+// (socket=auto) the one libzmq's own perf tools use for the pattern — REQ/REP for round trips
+// (local_lat binds a REP, remote_lat connects a REQ), PUSH/PULL for throughput and open-loop rates
+// (local_thr binds a PULL, remote_thr connects a PUSH) — or PAIR both ways, for either pattern.
+// The receiving side binds, the sending side connects. A message is written into a zmq_msg_t of
+// the library's (zmq_msg_init_size) and handed over with zmq_msg_send, as libzmq's own perf tools
+// do (-p message=msg), or sent from the caller's buffer with zmq_send, which copies it
 // (message=copy); it is received with zmq_msg_recv, looked at where the library put it (no copy
-// out). Each side has its own context when the sides are
-// processes (a context does not survive fork); threads share one. Every wait is bounded (100 ms
-// timeouts, retried) so that an aborted run ends.
+// out), and a round trip's server sends that very message back (message=msg, as local_lat does).
+// Each side has its own context when the sides are processes (a context does not survive fork);
+// threads share one. Every wait is bounded (100 ms timeouts, retried) so that an aborted run ends.
 #include <zmq.h>
 
 #include <fmt/format.h>
@@ -40,7 +43,7 @@ std::string version() {
 class ZmqEndpoint final : public InPlaceEndpoint {
  public:
   ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens, bool in_msg)
-      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), pair_(type == ZMQ_PAIR), in_msg_(in_msg) {
+      : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), in_msg_(in_msg), rv_(rv) {
     if (!ctx_) fail("zmq_ctx_new");
     sock_ = zmq_socket(ctx_, type);
     if (!sock_) {
@@ -71,12 +74,11 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     // The sender of the stop marker closes only once the receiver has it (at most 5 s): closed at
     // once, with its last messages still queued, a PAIR sender sometimes left them undelivered
     // for over a second (the stall watchdog's limit; seen under ASan, where the sides run slower
-    // than libzmq's I/O thread), linger notwithstanding.
-    for (int tries = 0; stop_sent_ && tries < 50; ++tries) {  // 50 x the 100 ms receive timeout
-      const int n = zmq_msg_recv(&msg_, sock_, 0);
-      if (n == 1) break;
-      if (n < 0 && zmq_errno() != EAGAIN && zmq_errno() != EINTR) break;
-    }
+    // than libzmq's I/O thread), linger notwithstanding. The receiver says so in the transport's
+    // rendezvous (memory both sides share, threads or forked processes) rather than on the
+    // socket: PUSH and PULL carry messages one way only, and a REP cannot answer a request it
+    // does not echo. One way for every socket type.
+    if (stop_sent_) (void)rv_.wait_stop_taken(5.0);
     zmq_msg_close(&msg_);
     zmq_msg_close(&out_);
     zmq_close(sock_);
@@ -96,10 +98,14 @@ class ZmqEndpoint final : public InPlaceEndpoint {
 
   void send(const std::byte* data, size_t len) override {
     // Read before sending: a message handed over is the library's.
-    const bool stop = pair_ && msg::is_stop(data, len);
+    const bool stop = msg::is_stop(data, len);
     if (out_ready_ && data == zmq_msg_data(&out_) && zmq_msg_size(&out_) == len) {
       while (zmq_msg_send(&out_, sock_, 0) < 0) retry("zmq_msg_send");  // on success out_ is empty again
       out_ready_ = false;
+    } else if (in_msg_ && len > 0 && data == zmq_msg_data(&msg_) && zmq_msg_size(&msg_) == len) {
+      // The echo of the message just received, sent back as it is (local_lat's zmq_sendmsg of the
+      // message it received): the library's message changes hands, nothing is copied.
+      while (zmq_msg_send(&msg_, sock_, 0) < 0) retry("zmq_msg_send");  // on success msg_ is empty again
     } else {
       // A message written elsewhere (an echo of the one just received) is copied by the library.
       while (zmq_send(sock_, data, len, 0) < 0) retry("zmq_send");
@@ -112,10 +118,7 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     while ((n = zmq_msg_recv(&msg_, sock_, 0)) < 0) retry("zmq_msg_recv");
     if (size_t(n) != len) throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", n, len));
     auto* body = static_cast<std::byte*>(zmq_msg_data(&msg_));
-    if (pair_ && msg::is_stop(body, len)) {  // its sender waits for this before it closes
-      const char ack = 1;
-      while (zmq_send(sock_, &ack, 1, 0) < 0) retry("zmq_send");
-    }
+    if (msg::is_stop(body, len)) rv_.take_stop();  // its sender waits for this before it closes
     return body;
   }
 
@@ -129,18 +132,30 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(e)));
   }
   void* ctx_;
-  bool own_ctx_, pair_, in_msg_;
+  bool own_ctx_, in_msg_;
+  Rendezvous& rv_;
   bool stop_sent_ = false, out_ready_ = false;
   void* sock_ = nullptr;
   zmq_msg_t msg_, out_;
 };
 
+// The socket pair of -p socket, `auto` resolved for the pattern as libzmq's perf tools choose it.
+struct Sockets {
+  int sender, receiver;
+  const char *sender_name, *receiver_name;
+};
+Sockets sockets_of(const Params& p) {
+  std::string s = p.str("socket");
+  if (s == "auto") s = std_params::is_roundtrip(p) ? "reqrep" : "pushpull";
+  if (s == "reqrep") return {ZMQ_REQ, ZMQ_REP, "REQ", "REP"};
+  if (s == "pushpull") return {ZMQ_PUSH, ZMQ_PULL, "PUSH", "PULL"};
+  return {ZMQ_PAIR, ZMQ_PAIR, "PAIR", "PAIR"};
+}
+
 class ZmqTransport final : public LibraryTransport {
  public:
   explicit ZmqTransport(const Params& p)
-      : LibraryTransport(p, "zmq", "libzmq " + version()),
-        reqrep_(p.str("socket") == "reqrep"),
-        in_msg_(p.str("message") == "msg") {
+      : LibraryTransport(p, "zmq", "libzmq " + version()), sockets_(sockets_of(p)), in_msg_(p.str("message") == "msg") {
     if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
   }
   ~ZmqTransport() override {
@@ -148,12 +163,17 @@ class ZmqTransport final : public LibraryTransport {
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
-    const int type = !reqrep_ ? ZMQ_PAIR : producer ? ZMQ_REQ : ZMQ_REP;
-    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, type, !producer, in_msg_);
+    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, producer ? sockets_.sender : sockets_.receiver,
+                                         !producer, in_msg_);
+  }
+  void describe(nlohmann::json& extra) const override {
+    LibraryTransport::describe(extra);
+    extra["sockets"] = {{"sender", sockets_.sender_name}, {"receiver", sockets_.receiver_name}};
   }
 
  private:
-  bool reqrep_, in_msg_;
+  Sockets sockets_;
+  bool in_msg_;
   void* ctx_ = nullptr;
 };
 
@@ -162,15 +182,20 @@ const LibraryVersion kVersion{"libzmq", version};  // in every result's environm
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "zmq",
-    .help = "ZeroMQ (libzmq): PAIR, or REQ/REP for round trips, over ipc, tcp or inproc",
+    .help = "ZeroMQ (libzmq): REQ/REP round trips and PUSH/PULL streams as its perf tools, or PAIR, over ipc, tcp "
+            "or inproc",
     .params = suite_params({"ipc", "tcp", "inproc"},
                            {{.name = "socket",
                              .type = ParamType::String,
-                             .def = "pair",
-                             .choices = {"pair", "reqrep"},
-                             .help = "pair: ZMQ_PAIR both ways; reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only)",
-                             .quick = {"pair"},
-                             .full = {"pair", "reqrep"}},
+                             .def = "auto",
+                             .choices = {"auto", "pair", "pushpull", "reqrep"},
+                             .help = "auto: the pair libzmq's perf tools use, REQ/REP for round trips (local_lat, "
+                                     "remote_lat) and PUSH/PULL otherwise (local_thr, remote_thr); pair: ZMQ_PAIR both "
+                                     "ways; pushpull: ZMQ_PUSH sender, ZMQ_PULL receiver (one way: throughput and "
+                                     "rate only); reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only). "
+                                     "extra.sockets names the pair a record used",
+                             .quick = {"auto"},
+                             .full = {"auto", "pair"}},
                             {.name = "message",
                              .type = ParamType::String,
                              .def = "msg",
@@ -184,6 +209,8 @@ IPCLAB_REGISTER(Mechanism{
         [](const Params& p) {
           if (p.str("socket") == "reqrep" && !std_params::is_roundtrip(p))
             return std::string("REQ/REP answers every request: use pattern=roundtrip or socket=pair");
+          if (p.str("socket") == "pushpull" && std_params::is_roundtrip(p))
+            return std::string("PUSH/PULL carries messages one way: use pattern=throughput or socket=reqrep");
           return check(p);
         },
 });
