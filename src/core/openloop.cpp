@@ -4,9 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/placement.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
 
@@ -21,7 +26,82 @@ constexpr int kMaxTrials = 40;
 constexpr int kConfirmAttempts = 3;
 constexpr double kTrialDuration_s = 0.5, kTrialWarmup_s = 0.1;
 
+// The pacing floor's measurement: the floor loop runs for 1000 of the schedule's gaps, within
+// [100, 200] ms; the wake-up calibration (pace=spin) for up to 100 ms or 2000 sleeps of the gap,
+// each at most 1 ms (a sender's sleeps are shorter than its gap; longer ones only make the
+// calibration slow).
+constexpr uint64_t kFloorMinNs = 100'000'000, kFloorMaxNs = 200'000'000, kFloorGaps = 1000;
+constexpr uint64_t kWakeNs = 100'000'000, kWakeMaxSleeps = 2000, kWakeLongestSleepNs = 1'000'000;
+
+nlohmann::json late_json(const LateStats& l) {
+  return {{"count", l.count}, {"p50", l.p50}, {"p99", l.p99}, {"p999", l.p999}, {"max", l.max}, {"mean", l.mean}};
+}
+
+PacingFloor measure_pacing_floor(const RateSpec& spec, double rate_per_sender, int cpu) {
+  ScopedPin pin(cpu);
+  PacingFloor f;
+  f.cpu = cpu;
+  f.rate_per_s = rate_per_sender;
+  const double gap_ns = 1e9 / rate_per_sender;
+  if (spec.pace == Pace::Spin) {
+    auto wake = std::make_unique<Histogram>();
+    const auto sleep_ns = uint64_t(std::min(gap_ns, double(kWakeLongestSleepNs)));
+    wakeup_lateness(std::max<uint64_t>(1, sleep_ns), now_ns() + kWakeNs, kWakeMaxSleeps, *wake);
+    f.wakeup = LateStats::of(*wake);
+    f.margin_ns = f.wakeup.p999;
+  }
+  const auto floor_ns = std::clamp(uint64_t(gap_ns * double(kFloorGaps)), kFloorMinNs, kFloorMaxNs);
+  auto late = std::make_unique<Histogram>();
+  const uint64_t start = now_ns();
+  Arrivals arrivals(spec.arrivals, rate_per_sender, spec.seed, start);
+  pace_alone(arrivals, spec.pace, f.margin_ns, start + floor_ns, *late);
+  f.duration_s = double(floor_ns) / 1e9;
+  f.lateness = LateStats::of(*late);
+  return f;
+}
+
 }  // namespace
+
+nlohmann::json to_json(const PacingFloor& f, Pace pace) {
+  nlohmann::json pf = {{"cpu", f.cpu},
+                       {"rate_per_s", f.rate_per_s},
+                       {"duration_s", f.duration_s},
+                       {"pace", name_of(pace)},
+                       {"lateness_ns", late_json(f.lateness)}};
+  if (pace == Pace::Spin) {
+    pf["margin_ns"] = f.margin_ns;
+    pf["wakeup_ns"] = late_json(f.wakeup);
+  }
+  return pf;
+}
+
+LateStats LateStats::of(const Histogram& h) {
+  return {.count = h.count(),
+          .p50 = h.quantile(0.5),
+          .p99 = h.quantile(0.99),
+          .p999 = h.quantile(0.999),
+          .max = h.max(),
+          .mean = h.mean()};
+}
+
+PacingFloor pacing_floor(const RateSpec& spec, double rate_per_sender, int cpu) {
+  using Key = std::tuple<double, Pace, ArrivalKind, uint64_t, int>;
+  static std::mutex mu;
+  static std::map<Key, PacingFloor> cache;
+  const Key key{rate_per_sender, spec.pace, spec.arrivals, spec.seed, cpu};
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache[key] = measure_pacing_floor(spec, rate_per_sender, cpu);
+}
+
+bool sched_error_over_floor(const LateStats& achieved, const LateStats& floor) {
+  if (!achieved.count || !floor.count) return false;
+  return double(achieved.p99) > 2.0 * double(floor.p999) && achieved.p99 > floor.p99 + 1000;
+}
+
+void RateSpec::measure_floor(int64_t rate, int senders, int cpu) {
+  floor = pacing_floor(*this, double(rate) / double(std::max(1, senders)), cpu);
+}
 
 RateSpec RateSpec::of(const Params& p) {
   RateSpec r;
@@ -106,6 +186,13 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   const std::string kind = rec.latency ? rec.latency->kind : "one_way";
   r["raw_ns"] = pt.saturated || !raw->count() ? nlohmann::json(nullptr) : to_json(Latency::from(kind, *raw));
   r["sched_error_ns"] = to_json(Latency::from("sched_error", *late));
+  // Beside it, what pacing alone allowed on the sender's CPU just before (absent when no floor was
+  // measured: a point whose senders are not paced by the harness).
+  if (spec.floor.lateness.count) {
+    const PacingFloor& f = spec.floor;
+    r["pacing_floor"] = to_json(f, spec.pace);
+    r["sched_error_over_floor"] = sched_error_over_floor(LateStats::of(*late), f.lateness);
+  }
   rec.extra["rate"] = r;
   if (pt.saturated) {
     rec.latency.reset();  // a saturated point is never a latency figure
