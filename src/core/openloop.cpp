@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "core/clock.hpp"
@@ -108,7 +109,7 @@ RateSpec RateSpec::of(const Params& p) {
   const std::string& rate = p.str("rate");
   r.search = rate == "auto";
   if (r.search) {
-    r.slo_p99_us = p.f64("slo_p99_us");
+    if (p.str("slo_p99_us") != "unloaded") r.slo_p99_us = p.f64("slo_p99_us");
   } else {
     auto v = parse_rate(rate);
     if (!v) throw UsageError(fmt::format("rate '{}': give a rate per second such as 10k, or auto", rate));
@@ -215,7 +216,10 @@ void run_rate(Session& s, const RatePointFn& point) {
   trial_opts.duration_s = std::min(trial_opts.duration_s, kTrialDuration_s);
   trial_opts.warmup_s = std::min(trial_opts.warmup_s, kTrialWarmup_s);
   nlohmann::json trials = nlohmann::json::array();
-  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= spec.slo_p99_us; };
+  // The bound: given, or derived from the first trial (below).
+  double slo_us = spec.slo_p99_us;
+  std::string slo_basis = "given";
+  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= slo_us; };
   auto entry = [&](const RatePoint& p, double duration_s) {
     auto us = [&](double v) { return p.saturated ? nlohmann::json(nullptr) : nlohmann::json(v); };
     trials.push_back({{"requested_per_s", p.requested},
@@ -228,7 +232,10 @@ void run_rate(Session& s, const RatePointFn& point) {
                       {"duration_s", duration_s}});
   };
   bool failed = false;
-  auto trial = [&](int64_t rate) {
+  // Each rate is tried once: the unloaded trial is also the search's first.
+  std::map<int64_t, RatePoint> tried;
+  auto run_trial = [&](int64_t rate) -> std::optional<RatePoint> {
+    if (auto it = tried.find(rate); it != tried.end()) return it->second;
     Record rec;
     rec.name = s.record().name;
     rec.suite = s.record().suite;
@@ -242,11 +249,48 @@ void run_rate(Session& s, const RatePointFn& point) {
     if (rec.status == Status::Failed) {
       s.record().fail(fmt::format("capacity search, trial at {}/s: {}", rate, rec.error));
       failed = true;
-      return false;
+      return std::nullopt;
     }
-    entry(p, trial_opts.duration_s);
-    return meets(p);
+    return tried[rate] = p;
   };
+  auto trial = [&](int64_t rate) {
+    const auto p = run_trial(rate);
+    if (!p) return false;
+    entry(*p, trial_opts.duration_s);
+    return meets(*p);
+  };
+
+  nlohmann::json unloaded = nullptr;
+  if (!(slo_us > 0)) {
+    // The transport's own p99 when nothing queues: the first trial, at the search's start or the
+    // first rate below it that is not saturated. The bound is kSloFactor times it: a capacity is
+    // then the load at which queueing has tripled the tail, whatever the transport's (and the
+    // machine's) unloaded tail is.
+    for (int64_t r = kSearchStart; !failed && r >= kSearchFloor; r /= 2) {
+      const auto p = run_trial(r);
+      if (p && !p->saturated && p->p99_us > 0) {
+        slo_us = kSloFactor * p->p99_us;
+        slo_basis = fmt::format("{:g} x unloaded p99 ({:.2f} us at {}/s)", kSloFactor, p->p99_us, r);
+        unloaded = {{"rate_per_s", r}, {"p50_us", p->p50_us}, {"p99_us", p->p99_us}};
+        break;
+      }
+    }
+    if (failed) return;
+    if (!(slo_us > 0)) {
+      for (auto it = tried.rbegin(); it != tried.rend(); ++it) entry(it->second, trial_opts.duration_s);
+      s.record().extra["capacity"] = {
+          {"slo_p99_us", nullptr},
+          {"slo_basis", fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart,
+                                    kSearchFloor)},
+          {"unloaded", nullptr},
+          {"capacity_per_s", 0.0},
+          {"confirmed", false},
+          {"trials", trials}};
+      // The record itself: the full-length run at the lowest rate, saturated as its trial was.
+      point(s, kSearchFloor);
+      return;
+    }
+  }
 
   // Bracket [lo, hi): lo met the bound (0: none yet), hi did not (0: none yet).
   int64_t lo = 0, hi = 0;
@@ -294,7 +338,9 @@ void run_rate(Session& s, const RatePointFn& point) {
     if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
     rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
   }
-  s.record().extra["capacity"] = {{"slo_p99_us", spec.slo_p99_us},
+  s.record().extra["capacity"] = {{"slo_p99_us", slo_us},
+                                  {"slo_basis", slo_basis},
+                                  {"unloaded", unloaded},
                                   {"capacity_per_s", confirmed ? double(rate) : double(lo)},
                                   {"confirmed", confirmed},
                                   {"trials", trials}};

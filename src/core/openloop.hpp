@@ -64,7 +64,7 @@ bool sched_error_over_floor(const LateStats& achieved, const LateStats& floor);
 struct RateSpec {
   int64_t rate = 0;  // per second, all senders together; 0 when searching
   bool search = false;
-  double slo_p99_us = 0;  // search only
+  double slo_p99_us = 0;  // search only: the bound given, or 0 to derive it (slo_p99_us=unloaded)
   ArrivalKind arrivals = ArrivalKind::Fixed;
   Pace pace = Pace::Spin;
   uint64_t seed = 1;
@@ -143,10 +143,13 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
 using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;
 
 /// pattern=rate: one point at the requested rate on `s`, or with rate=auto the capacity search —
-/// the highest rate whose corrected p99 stays within slo_p99_us and that is not saturated:
-/// doubling from 1000/s (halving below it) over short trials, bisection to within 5%, then a
-/// full-length confirming run on `s` (stepping down when it misses); every trial is recorded in
-/// `extra.capacity`.
+/// the highest rate whose corrected p99 stays within the SLO and that is not saturated: doubling
+/// from 1000/s (halving below it) over short trials, bisection to within 5%, then a full-length
+/// confirming run on `s` (stepping down when it misses); every trial is recorded in
+/// `extra.capacity`. The SLO is slo_p99_us when given; by default (slo_p99_us=unloaded)
+/// kSloFactor × the transport's own unloaded p99 — that of the first trial, at 1000/s (or the first
+/// below it that is not saturated) — stated in `extra.capacity.slo_basis`.
+constexpr double kSloFactor = 3;
 void run_rate(Session& s, const RatePointFn& point);
 
 }  // namespace ipclab

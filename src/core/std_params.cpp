@@ -69,8 +69,10 @@ std::vector<ParamSpec> rate_params() {
            .only_with = on_rate},
           {.name = "slo_p99_us",
            .type = ParamType::Double,
-           .def = "50",
-           .help = "rate=auto: the corrected p99 latency bound, microseconds",
+           .def = "unloaded",
+           .choices = {"unloaded"},
+           .help = "rate=auto: the corrected p99 latency bound, microseconds; unloaded: 3 x the "
+                   "transport's own p99 at a low rate (the search's first trial, 1000/s)",
            .min = 1,
            .max = 10'000'000,
            .only_with = {"rate", {"auto"}}}};
