@@ -33,8 +33,8 @@ TEST(PacingFloor, IsMeasuredOrderedAndCachedPerKey) {
     const PacingFloor& f = spec.floor;
     EXPECT_EQ(f.rate_per_s, 10'000) << pace;
     EXPECT_GE(f.duration_s, 0.1) << pace;
-    // At least the floor's 100 ms of 100 us gaps, less the few a late wake-up may skip... all are
-    // waited for (a late one returns at once), so every one is there.
+    // The floor's 100 ms of 100 us gaps: each send time is waited for (a late one returns at once,
+    // none is skipped), so every one is there.
     EXPECT_GE(f.lateness.count, 1000u) << pace;
     EXPECT_LE(f.lateness.p50, f.lateness.p99) << pace;
     EXPECT_LE(f.lateness.p99, f.lateness.p999) << pace;
