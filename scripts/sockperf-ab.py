@@ -3,10 +3,16 @@
 message rate against `sockperf under-load --mps=N` at the same rate, size and placement, their
 runs interleaved round by round so that both see the same machine.
 
-sockperf reports half the round trip of every 100th message (its default --reply-every in
-under-load mode) as latency; ipclab the one-way latency of every message from its intended send
-time (the sender keeps its schedule, so at these rates intended and actual coincide within the
-scheduling error). Both are the time for one message to cross the loopback at that load.
+Like for like: sockperf's under-load latency is half the round trip of every 100th message (its
+default --reply-every), timed from when the message was actually sent; ipclab's open-loop one-way
+latency is timed, for every message, from its intended send time (corrected) and from its actual
+one (raw). So the comparison is sockperf's half round trip against ipclab's **raw** one-way
+latency, both from the actual send; the corrected figure is printed beside it, and the two differ
+by the sender's scheduling error. Per point the table gives both medians, their ratio, and
+ipclab's scheduling error p99 against its pacing floor (what pacing alone allowed on the sender's
+CPU just before: extra.rate.pacing_floor), so that a disagreement beyond 15% can be read point by
+point: a sender that kept its schedule (error near its floor) leaves the transport and the two
+methods (one way against half a round trip, which halves the reply's path too) to explain it.
 
     scripts/sockperf-ab.py --ipclab build/release/ipclab --rates 10k,50k --proto udp,tcp --cpus 0
 
@@ -61,7 +67,9 @@ def sockperf_p50(proto, rate, size, seconds, cpus):
     return float(m.group(1)), int(n.group(1)) if n else 0
 
 
-def ipclab_p50(binary, proto, rate, size, seconds, cpus):
+def ipclab_point(binary, proto, rate, size, seconds, cpus):
+    """One ipclab open-loop point: raw and corrected one-way p50 (us), the count, the scheduling
+    error p99 and the pacing floor's p99 (us), and whether the error is flagged beyond the floor."""
     placement = "same" if len(set(cpus)) == 1 else "cross"
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
@@ -70,9 +78,14 @@ def ipclab_p50(binary, proto, rate, size, seconds, cpus):
                         ",".join(map(str, cpus)), "--duration", str(seconds), "--warmup", "0.4",
                         "--repetitions", "1", "--json", out], check=True, capture_output=True, timeout=seconds + 60)
         rec = [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"][0]
-    if rec["latency_ns"] is None:
-        sys.exit(f"ipclab {proto} at {rate}/s: {rec['extra']['rate']['saturation'] or rec['error']}")
-    return rec["latency_ns"]["p50"] / 1000, rec["latency_ns"]["count"], rec["extra"]["rate"]["sched_error_ns"]["p99"]
+    rate_x = rec["extra"]["rate"]
+    floor = rate_x.get("pacing_floor", {}).get("lateness_ns", {})
+    if rec["latency_ns"] is None:  # saturated (or failed): no latency, but its sender's figures
+        return {"why": rate_x.get("saturation") or rec["error"], "err": rate_x["sched_error_ns"]["p99"] / 1000,
+                "floor": floor.get("p99", float("nan")) / 1000, "over": rate_x.get("sched_error_over_floor")}
+    return {"why": None, "raw": rate_x["raw_ns"]["p50"] / 1000, "corrected": rec["latency_ns"]["p50"] / 1000,
+            "count": rec["latency_ns"]["count"], "err": rate_x["sched_error_ns"]["p99"] / 1000,
+            "floor": floor.get("p99", float("nan")) / 1000, "over": rate_x.get("sched_error_over_floor")}
 
 
 def main():
@@ -90,20 +103,31 @@ def main():
     cpus = [int(c) for c in a.cpus.split(",")]
     version = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"# {version}; ipclab {a.ipclab}; size {a.size} B; cpus {a.cpus}; load {os.getloadavg()[0]:.2f}")
-    print("| proto | rate | sockperf p50 (us) | ipclab p50 (us) | ipclab / sockperf | ipclab sched err p99 (us) |")
-    print("|---|---|---|---|---|---|")
+    print("| proto | rate | sockperf p50, half RTT (us) | ipclab raw p50, one way (us) | ipclab / sockperf "
+          "| ipclab corrected p50 (us) | sched err p99 (us) | pacing floor p99 (us) | err beyond floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for proto in a.proto.split(","):
         for rate_text in a.rates.split(","):
             rate = rate_value(rate_text)
-            sp, ip, err = [], [], []
+            sp, pts = [], []
             for _ in range(a.rounds):  # interleaved: one of each per round
                 sp.append(sockperf_p50(proto, rate, a.size, a.seconds, cpus)[0])
-                p50, _, e = ipclab_p50(a.ipclab, proto, rate_text, a.size, a.seconds, cpus)
-                ip.append(p50)
-                err.append(e / 1000)
-            s, i = statistics.median(sp), statistics.median(ip)
+                pts.append(ipclab_point(a.ipclab, proto, rate_text, a.size, a.seconds, cpus))
+            med = lambda key, among=pts: statistics.median(p[key] for p in among)
+            over = sum(1 for p in pts if p["over"])
+            tail = f"| {med('err'):.2f} | {med('floor'):.2f} | {over} of {len(pts)} |"
+            ok = [p for p in pts if p["why"] is None]
+            s = statistics.median(sp)
+            if not ok:  # every ipclab round saturated: no latency to set beside sockperf's
+                print(f"| {proto} | {rate_text} | {s:.2f} | saturated: {pts[0]['why']} | — | — {tail}")
+                continue
+            i = med("raw", ok)
+            ratio = i / s
+            flag = " (beyond 15%)" if abs(ratio - 1) > 0.15 else ""
+            raws = ", ".join(f"{p['raw']:.1f}" if p["why"] is None else "saturated" for p in pts)
             print(f"| {proto} | {rate_text} | {s:.2f} ({', '.join(f'{v:.1f}' for v in sp)}) "
-                  f"| {i:.2f} ({', '.join(f'{v:.1f}' for v in ip)}) | {i / s:.2f} | {statistics.median(err):.2f} |")
+                  f"| {i:.2f} ({raws}) | {ratio:.2f}{flag} "
+                  f"| {med('corrected', ok):.2f} {tail}")
     print(f"# load after: {os.getloadavg()[0]:.2f}")
 
 

@@ -129,10 +129,13 @@ class Record:
 
     def rate_latency(self, pct: str, which: str = "corrected"):
         """A percentile of a rate record's corrected (from the intended send time), raw (from the
-        actual send time) or sched (actual - intended send time) latency; None when saturated,
-        except the scheduling error, which is measured either way."""
+        actual send time) or sched (actual - intended send time) latency, or of its pacing floor
+        (floor: the pacing loop's lateness alone, before the run); None when saturated, except the
+        scheduling error and its floor, which are measured either way."""
         if which == "sched":
             return self.latency(pct, "extra", "rate", "sched_error_ns")
+        if which == "floor":  # the pacing floor measured before the run (absent in older records)
+            return self.latency(pct, "extra", "rate", "pacing_floor", "lateness_ns")
         if self.saturated:
             return None
         return self.latency(pct) if which == "corrected" else self.latency(pct, "extra", "rate", "raw_ns")

@@ -182,6 +182,12 @@ def _rate_pct(p, which="corrected"):
     return lambda r: fmt_time_ns(r.rate_latency(p, which))
 
 
+def _slo_basis(r):
+    """How a capacity search's bound was set: given, or a multiple of the unloaded p99."""
+    basis = r.get("extra", "capacity", "slo_basis")
+    return basis if isinstance(basis, str) and basis else "—"
+
+
 def _cpu_by_role(r):
     return ", ".join(f"{role} {fmt_time_ns(r.role_cpu(role))}" for role in r.roles) or "—"
 
@@ -240,11 +246,13 @@ def _rate_tables(op, what, label="mechanism"):
               (("requested", _rate_per_s("requested_per_s")), ("achieved", _rate_per_s("achieved_per_s")),
                ("p50", _rate_pct("p50")), ("p99", _rate_pct("p99")), ("p99.9", _rate_pct("p999")),
                ("raw p99", _rate_pct("p99", "raw")), ("sched error p99", _rate_pct("p99", "sched")),
+               ("pacing floor p99", _rate_pct("p99", "floor")),
                (f"CPU/{op}", _cpu), (f"CPU/{op} by role", _cpu_by_role), ("saturated", _saturated)),
               where=lambda r: r.is_rate and not r.is_capacity, label=label, hide=("rate",)),
         Table("capacity", "Capacity: the highest rate whose p99 (from the intended send time) meets the bound",
               (("p99 bound", lambda r: fmt_time_ns(r.num("extra", "capacity", "slo_p99_us") * 1e3)
                 if r.num("extra", "capacity", "slo_p99_us") is not None else "—"),
+               ("bound basis", _slo_basis),
                ("capacity", _capacity), ("confirmed", _confirmed), ("p99 at capacity", _rate_pct("p99")),
                ("trials", _trials)),
               where=lambda r: r.is_capacity, label=label, hide=("rate", "slo_p99_us")),

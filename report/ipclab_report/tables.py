@@ -43,7 +43,7 @@ def suite_rows(recs, multi=False):
     return [row(r, multi) for r in recs]
 
 
-CAPACITY_COLUMNS = ["name", "SLO p99", "capacity", "confirmed", "p99 at capacity", "trials"]
+CAPACITY_COLUMNS = ["name", "SLO p99", "SLO basis", "capacity", "confirmed", "p99 at capacity", "trials"]
 
 
 def _us(v):
@@ -63,6 +63,7 @@ def capacity_rows(recs, multi=False):
         out.append({
             "name": r.name, "run": r.source.tag or r.source.label,
             "SLO p99": _us(r.num("extra", "capacity", "slo_p99_us")),
+            "SLO basis": r.get("extra", "capacity", "slo_basis") or "—",
             "capacity": "none met the bound" if cap == 0 else fmt_si(cap, "/s"),
             "confirmed": {True: "yes", False: "no"}.get(confirmed, "—"),
             "p99 at capacity": fmt_time_ns(r.rate_latency("p99")) if cap else "—",

@@ -362,7 +362,7 @@ def make_rate_result(seed=1, repetitions=2, samples=200, slow=None, capacity=Non
                                                                 "per_op_ns": s * 1e9 / ops}
                                                          for role, s in cpu_s.items()}}
                     if trials is not None:
-                        extra["capacity"] = {"slo_p99_us": 50.0, "capacity_per_s": found,
+                        extra["capacity"] = {"slo_p99_us": 50.0, "slo_basis": "given", "capacity_per_s": found,
                                              "confirmed": lat is not None and lat["p99"] <= 50_000, "trials": trials}
                     iters.append({
                         "name": name, "suite": suite, "mechanism": mech, "params": dict(params),

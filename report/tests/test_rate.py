@@ -104,7 +104,7 @@ def test_report_capacity_table_and_trials(rate_html):
     cap = r.raw["extra"]["capacity"]
     m = re.search(r'<table class="capacity">.*?<tbody>(.*?)</tbody>', rate_html, re.S)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.S)
-    assert cells[1:] == [fmt_time_ns(cap["slo_p99_us"] * 1e3), fmt_si(cap["capacity_per_s"], "/s"),
+    assert cells[1:] == [fmt_time_ns(cap["slo_p99_us"] * 1e3), cap["slo_basis"], fmt_si(cap["capacity_per_s"], "/s"),
                          "yes" if cap["confirmed"] else "no", fmt_time_ns(r.latency("p99")), str(len(cap["trials"]))]
     trials = re.search(r'<table class="trials">.*?<tbody>(.*?)</tbody>', rate_html, re.S).group(1)
     rows = re.findall(r"<tr>(.*?)</tr>", trials)
@@ -179,6 +179,7 @@ def test_pages_capacity_table_and_closed_loop_tables_keep_out(tmp_path):
     [row] = _table(pages["messaging"], "Capacity")
     assert row["capacity"] == fmt_si(cap["capacity_per_s"], "/s") and row["trials"] == str(len(cap["trials"]))
     assert row["p99 bound"] == fmt_time_ns(cap["slo_p99_us"] * 1e3)
+    assert row["bound basis"] == cap["slo_basis"]
     assert row["confirmed"] == ("yes" if cap["confirmed"] else "no")
     assert "## Echo servers" not in pages["echo"] and "## Capacity" not in pages["echo"]
     assert "## Throughput" not in pages["messaging"] and "## Other" not in pages["messaging"]
@@ -275,6 +276,6 @@ def test_markdown_summary_has_the_capacity_table(tmp_path):
     cap = _summary(PIPE_AUTO).raw["extra"]["capacity"]
     table = text.split("Capacity under a latency bound (messaging):")[1]
     line = next(ln for ln in table.splitlines() if ln.startswith(f"| `{PIPE_AUTO}`"))
-    assert line.split(" | ")[2] == fmt_si(cap["capacity_per_s"], "/s")
+    assert line.split(" | ")[2] == cap["slo_basis"] and line.split(" | ")[3] == fmt_si(cap["capacity_per_s"], "/s")
     assert line.rstrip(" |").endswith(str(len(cap["trials"])))
     assert text.count("Capacity under a latency bound") == 1  # echo has no capacity search

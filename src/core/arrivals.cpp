@@ -67,16 +67,33 @@ void sleep_until(uint64_t t_ns) {
 }
 }  // namespace
 
-uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns) {
+uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t margin_ns) {
   uint64_t now = now_ns();
   if (now >= due_ns) return now;
   if (pace == Pace::Sleep) {
     sleep_until(due_ns);
     return now_ns();
   }
-  if (pace == Pace::Spin && due_ns - now > spin_ns) sleep_until(due_ns - spin_ns);
+  if (pace == Pace::Spin && due_ns - now > margin_ns) sleep_until(due_ns - margin_ns);
   while ((now = now_ns()) < due_ns) _mm_pause();
   return now;
+}
+
+void pace_alone(Arrivals& arrivals, Pace pace, uint64_t margin_ns, uint64_t until_ns, Histogram& late) {
+  for (uint64_t due = arrivals.next(); due < until_ns; due = arrivals.next()) {
+    const uint64_t at = pace_until(due, pace, margin_ns);
+    late.record(at - due);
+  }
+}
+
+void wakeup_lateness(uint64_t sleep_ns, uint64_t until_ns, uint64_t max_n, Histogram& late) {
+  for (uint64_t n = 0; n < max_n; ++n) {
+    const uint64_t asked = now_ns() + sleep_ns;
+    if (asked > until_ns) break;
+    sleep_until(asked);
+    const uint64_t woke = now_ns();
+    late.record(woke > asked ? woke - asked : 0);
+  }
 }
 
 }  // namespace ipclab

@@ -10,6 +10,8 @@
 #include <random>
 #include <string>
 
+#include "core/histogram.hpp"
+
 namespace ipclab {
 
 enum class ArrivalKind { Fixed, Poisson };
@@ -51,10 +53,22 @@ void least_timer_slack();
 /// Waits until `due_ns` and returns now_ns() once there (or at once, if it has passed: the caller
 /// is late by the difference). Sleep: one absolute clock_nanosleep (the calling thread's timer
 /// slack set to 1 ns on its first sleep), the wake-up's own delay included in the lateness. Spin:
-/// an absolute sleep until `spin_ns` before the time, then a spin on the clock with pause; the
-/// last `spin_ns` of every gap costs CPU, which the sender's CPU shows. Busy: the spin over the
-/// whole gap — no sleep, so no wake-up delay (which on a virtual CPU that halts when idle can
-/// exceed `spin_ns`), at the cost of a whole CPU.
-uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t spin_ns = 50'000);
+/// an absolute sleep until `margin_ns` before the time, then a spin on the clock with pause; the
+/// margin is the machine's wake-up lateness, measured (open loop: PacingFloor::margin_ns, from
+/// wakeup_lateness), so that the sleep ends before the time and the spin meets it; the last
+/// `margin_ns` of every gap costs CPU, which the sender's CPU shows. Busy: the spin over the whole
+/// gap — no sleep, so no wake-up delay, at the cost of a whole CPU. `margin_ns` is read by Spin only.
+uint64_t pace_until(uint64_t due_ns, Pace pace, uint64_t margin_ns);
+
+/// The pacing loop alone — a sender's wait for each send time, with nothing sent: from the next
+/// time of `arrivals` until `until_ns` (now_ns's clock), waits with pace_until and records each
+/// lateness (the time it returned − the intended time) into `late`. What pacing costs on this CPU
+/// at this schedule, with no transport beside it: the floor under a sender's scheduling error.
+void pace_alone(Arrivals& arrivals, Pace pace, uint64_t margin_ns, uint64_t until_ns, Histogram& late);
+
+/// The wake-up lateness of the absolute sleeps pace_until does: sleeps of `sleep_ns` each, one
+/// after another, until `until_ns` or `max_n` of them, each one's lateness (woken − asked) into
+/// `late`.
+void wakeup_lateness(uint64_t sleep_ns, uint64_t until_ns, uint64_t max_n, Histogram& late);
 
 }  // namespace ipclab

@@ -57,6 +57,8 @@ class FaultPoint {
     if (armed_) [[unlikely]]
       maybe_stall();
   }
+  /// Some hook acts on this side (a stall may make a send late after its sender's wait).
+  bool armed() const { return armed_; }
   /// Call after each receive, with the message received (`n` bytes at `got`), before looking at
   /// it; returns where to look. A message received in place (`got` is the transport's memory, maybe
   /// read-only, not the side's own buffer `own`) is corrupted in a copy in `own`.

@@ -4,9 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/placement.hpp"
 #include "core/record.hpp"
 #include "core/session.hpp"
 
@@ -21,14 +27,89 @@ constexpr int kMaxTrials = 40;
 constexpr int kConfirmAttempts = 3;
 constexpr double kTrialDuration_s = 0.5, kTrialWarmup_s = 0.1;
 
+// The pacing floor's measurement: the floor loop runs for 1000 of the schedule's gaps, within
+// [100, 200] ms; the wake-up calibration (pace=spin) for up to 100 ms or 2000 sleeps of the gap,
+// each at most 1 ms (a sender's sleeps are shorter than its gap; longer ones only make the
+// calibration slow).
+constexpr uint64_t kFloorMinNs = 100'000'000, kFloorMaxNs = 200'000'000, kFloorGaps = 1000;
+constexpr uint64_t kWakeNs = 100'000'000, kWakeMaxSleeps = 2000, kWakeLongestSleepNs = 1'000'000;
+
+nlohmann::json late_json(const LateStats& l) {
+  return {{"count", l.count}, {"p50", l.p50}, {"p99", l.p99}, {"p999", l.p999}, {"max", l.max}, {"mean", l.mean}};
+}
+
+PacingFloor measure_pacing_floor(const RateSpec& spec, double rate_per_sender, int cpu) {
+  ScopedPin pin(cpu);
+  PacingFloor f;
+  f.cpu = cpu;
+  f.rate_per_s = rate_per_sender;
+  const double gap_ns = 1e9 / rate_per_sender;
+  if (spec.pace == Pace::Spin) {
+    auto wake = std::make_unique<Histogram>();
+    const auto sleep_ns = uint64_t(std::min(gap_ns, double(kWakeLongestSleepNs)));
+    wakeup_lateness(std::max<uint64_t>(1, sleep_ns), now_ns() + kWakeNs, kWakeMaxSleeps, *wake);
+    f.wakeup = LateStats::of(*wake);
+    f.margin_ns = f.wakeup.p999;
+  }
+  const auto floor_ns = std::clamp(uint64_t(gap_ns * double(kFloorGaps)), kFloorMinNs, kFloorMaxNs);
+  auto late = std::make_unique<Histogram>();
+  const uint64_t start = now_ns();
+  Arrivals arrivals(spec.arrivals, rate_per_sender, spec.seed, start);
+  pace_alone(arrivals, spec.pace, f.margin_ns, start + floor_ns, *late);
+  f.duration_s = double(floor_ns) / 1e9;
+  f.lateness = LateStats::of(*late);
+  return f;
+}
+
 }  // namespace
+
+nlohmann::json to_json(const PacingFloor& f, Pace pace) {
+  nlohmann::json pf = {{"cpu", f.cpu},
+                       {"rate_per_s", f.rate_per_s},
+                       {"duration_s", f.duration_s},
+                       {"pace", name_of(pace)},
+                       {"lateness_ns", late_json(f.lateness)}};
+  if (pace == Pace::Spin) {
+    pf["margin_ns"] = f.margin_ns;
+    pf["wakeup_ns"] = late_json(f.wakeup);
+  }
+  return pf;
+}
+
+LateStats LateStats::of(const Histogram& h) {
+  return {.count = h.count(),
+          .p50 = h.quantile(0.5),
+          .p99 = h.quantile(0.99),
+          .p999 = h.quantile(0.999),
+          .max = h.max(),
+          .mean = h.mean()};
+}
+
+PacingFloor pacing_floor(const RateSpec& spec, double rate_per_sender, int cpu) {
+  using Key = std::tuple<double, Pace, ArrivalKind, uint64_t, int>;
+  static std::mutex mu;
+  static std::map<Key, PacingFloor> cache;
+  const Key key{rate_per_sender, spec.pace, spec.arrivals, spec.seed, cpu};
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache[key] = measure_pacing_floor(spec, rate_per_sender, cpu);
+}
+
+bool sched_error_over_floor(const LateStats& achieved, const LateStats& floor) {
+  if (!achieved.count || !floor.count) return false;
+  return double(achieved.p99) > 2.0 * double(floor.p999) && achieved.p99 > floor.p99 + 1000;
+}
+
+void RateSpec::measure_floor(int64_t rate, int senders, int cpu) {
+  floor = pacing_floor(*this, double(rate) / double(std::max(1, senders)), cpu);
+}
 
 RateSpec RateSpec::of(const Params& p) {
   RateSpec r;
   const std::string& rate = p.str("rate");
   r.search = rate == "auto";
   if (r.search) {
-    r.slo_p99_us = p.f64("slo_p99_us");
+    if (p.str("slo_p99_us") != "unloaded") r.slo_p99_us = p.f64("slo_p99_us");
   } else {
     auto v = parse_rate(rate);
     if (!v) throw UsageError(fmt::format("rate '{}': give a rate per second such as 10k, or auto", rate));
@@ -106,6 +187,13 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Contr
   const std::string kind = rec.latency ? rec.latency->kind : "one_way";
   r["raw_ns"] = pt.saturated || !raw->count() ? nlohmann::json(nullptr) : to_json(Latency::from(kind, *raw));
   r["sched_error_ns"] = to_json(Latency::from("sched_error", *late));
+  // Beside it, what pacing alone allowed on the sender's CPU just before (absent when no floor was
+  // measured: a point whose senders are not paced by the harness).
+  if (spec.floor.lateness.count) {
+    const PacingFloor& f = spec.floor;
+    r["pacing_floor"] = to_json(f, spec.pace);
+    r["sched_error_over_floor"] = sched_error_over_floor(LateStats::of(*late), f.lateness);
+  }
   rec.extra["rate"] = r;
   if (pt.saturated) {
     rec.latency.reset();  // a saturated point is never a latency figure
@@ -128,7 +216,10 @@ void run_rate(Session& s, const RatePointFn& point) {
   trial_opts.duration_s = std::min(trial_opts.duration_s, kTrialDuration_s);
   trial_opts.warmup_s = std::min(trial_opts.warmup_s, kTrialWarmup_s);
   nlohmann::json trials = nlohmann::json::array();
-  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= spec.slo_p99_us; };
+  // The bound: given, or derived from the first trial (below).
+  double slo_us = spec.slo_p99_us;
+  std::string slo_basis = "given";
+  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= slo_us; };
   auto entry = [&](const RatePoint& p, double duration_s) {
     auto us = [&](double v) { return p.saturated ? nlohmann::json(nullptr) : nlohmann::json(v); };
     trials.push_back({{"requested_per_s", p.requested},
@@ -141,7 +232,10 @@ void run_rate(Session& s, const RatePointFn& point) {
                       {"duration_s", duration_s}});
   };
   bool failed = false;
-  auto trial = [&](int64_t rate) {
+  // Each rate is tried once: the unloaded trial is also the search's first.
+  std::map<int64_t, RatePoint> tried;
+  auto run_trial = [&](int64_t rate) -> std::optional<RatePoint> {
+    if (auto it = tried.find(rate); it != tried.end()) return it->second;
     Record rec;
     rec.name = s.record().name;
     rec.suite = s.record().suite;
@@ -155,11 +249,48 @@ void run_rate(Session& s, const RatePointFn& point) {
     if (rec.status == Status::Failed) {
       s.record().fail(fmt::format("capacity search, trial at {}/s: {}", rate, rec.error));
       failed = true;
-      return false;
+      return std::nullopt;
     }
-    entry(p, trial_opts.duration_s);
-    return meets(p);
+    return tried[rate] = p;
   };
+  auto trial = [&](int64_t rate) {
+    const auto p = run_trial(rate);
+    if (!p) return false;
+    entry(*p, trial_opts.duration_s);
+    return meets(*p);
+  };
+
+  nlohmann::json unloaded = nullptr;
+  if (!(slo_us > 0)) {
+    // The transport's own p99 when nothing queues: the first trial, at the search's start or the
+    // first rate below it that is not saturated. The bound is kSloFactor times it: a capacity is
+    // then the load at which queueing has tripled the tail, whatever the transport's (and the
+    // machine's) unloaded tail is.
+    for (int64_t r = kSearchStart; !failed && r >= kSearchFloor; r /= 2) {
+      const auto p = run_trial(r);
+      if (p && !p->saturated && p->p99_us > 0) {
+        slo_us = kSloFactor * p->p99_us;
+        slo_basis = fmt::format("{:g} x unloaded p99 ({:.2f} us at {}/s)", kSloFactor, p->p99_us, r);
+        unloaded = {{"rate_per_s", r}, {"p50_us", p->p50_us}, {"p99_us", p->p99_us}};
+        break;
+      }
+    }
+    if (failed) return;
+    if (!(slo_us > 0)) {
+      for (auto it = tried.rbegin(); it != tried.rend(); ++it) entry(it->second, trial_opts.duration_s);
+      s.record().extra["capacity"] = {
+          {"slo_p99_us", nullptr},
+          {"slo_basis", fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart,
+                                    kSearchFloor)},
+          {"unloaded", nullptr},
+          {"capacity_per_s", 0.0},
+          {"confirmed", false},
+          {"trials", trials}};
+      // The record itself: the full-length run at the lowest rate, saturated as its trial was.
+      point(s, kSearchFloor);
+      return;
+    }
+  }
 
   // Bracket [lo, hi): lo met the bound (0: none yet), hi did not (0: none yet).
   int64_t lo = 0, hi = 0;
@@ -207,7 +338,9 @@ void run_rate(Session& s, const RatePointFn& point) {
     if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
     rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
   }
-  s.record().extra["capacity"] = {{"slo_p99_us", spec.slo_p99_us},
+  s.record().extra["capacity"] = {{"slo_p99_us", slo_us},
+                                  {"slo_basis", slo_basis},
+                                  {"unloaded", unloaded},
                                   {"capacity_per_s", confirmed ? double(rate) : double(lo)},
                                   {"confirmed", confirmed},
                                   {"trials", trials}};

@@ -112,10 +112,13 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       break;
     }
     case ParamType::Double: {
+      // A word of `choices` (e.g. slo_p99_us's `unloaded`) besides numbers, as with Rate.
+      if (std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end()) return out;
       auto d = parse_real(value);
       if (!d || *d < double(spec.min) || *d > double(spec.max))
-        throw bad(fmt::format("a finite number from {} to {}", spec.min, spec.max));
-      break;
+        throw bad(fmt::format("a finite number from {} to {}{}", spec.min, spec.max,
+                              spec.choices.empty() ? "" : " or " + spec.choices.front()));
+      return out;
     }
     case ParamType::Rate: {
       if (std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end()) break;

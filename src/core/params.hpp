@@ -15,6 +15,7 @@ namespace ipclab {
 
 /// Rate: a positive count per second, decimal with an optional k (1e3) or M (1e6) suffix (`10k`,
 /// `2.5M`), or one of the spec's `choices` words (e.g. `auto`), which are allowed besides numbers.
+/// Double: a finite decimal, or likewise one of the spec's `choices` words (e.g. `unloaded`).
 enum class ParamType { Int, Size, Double, String, Bool, Rate };
 
 struct ParamSpec {

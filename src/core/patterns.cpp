@@ -220,10 +220,14 @@ void rate_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const TransportSh
   Arrivals arrivals = spec.arrivals_for(rate, index, t.producers, now_ns());
   while (w.running()) {
     const uint64_t due = arrivals.next();
-    pace_until(due, spec.pace);
-    fault.before_send();  // a stalled sender is late: its messages keep their intended times
+    // The send stamp is the wait's own return, as in the pacing floor (pace_alone): nothing of the
+    // sender's between them. A stalled sender (fault hook) is late: stamped after the stall, its
+    // messages keep their intended times.
+    uint64_t at = spec.pace_until(due);
+    fault.before_send();
+    if (fault.armed()) [[unlikely]]
+      at = now_ns();
     const bool measuring = w.measuring();
-    const uint64_t at = now_ns();
     msg::Header h{.seq = seq,
                   .producer = uint32_t(index),
                   .send_ns = at,
@@ -337,7 +341,9 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   // registry's): a stuck thread may outlive both.
   const Mechanism& mech = s.mechanism();
   const double dur = s.options().duration_s;
-  const RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the workers' bodies
+  RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the workers' bodies
+  // The producers share side 0's CPU: the floor of one of them there, before any worker starts.
+  if (spec) rate_spec.measure_floor(rate, t.producers, s.cpu_for(0));
   const std::string sender = t.roundtrip ? "client" : "producer",
                     receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
@@ -427,7 +433,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
       rec.fail(why);
   }
   std::optional<RatePoint> point;
-  if (spec) point = fold_rate(rec, *spec, rate, ctl, int(workers_n));
+  if (spec) point = fold_rate(rec, rate_spec, rate, ctl, int(workers_n));
   if (s.stuck()) {  // a stuck thread may still use them
     transport.release();
     res_owner.release();

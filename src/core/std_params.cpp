@@ -56,8 +56,9 @@ std::vector<ParamSpec> rate_params() {
            .type = ParamType::String,
            .def = "spin",
            .choices = {"spin", "sleep", "busy"},
-           .help = "how a sender waits for a send time: sleep to 50 us before it then spin; sleep only; or "
-                   "busy: spin all the way (no wake-up delay, a whole CPU per sender)",
+           .help = "how a sender waits for a send time: sleep until a margin before it, then spin (the margin: "
+                   "the wake-up lateness p99.9, measured before the run); sleep only; or busy: spin all the "
+                   "way (no wake-up delay, a whole CPU per sender)",
            .only_with = on_rate},
           {.name = "seed",
            .type = ParamType::Int,
@@ -68,8 +69,10 @@ std::vector<ParamSpec> rate_params() {
            .only_with = on_rate},
           {.name = "slo_p99_us",
            .type = ParamType::Double,
-           .def = "50",
-           .help = "rate=auto: the corrected p99 latency bound, microseconds",
+           .def = "unloaded",
+           .choices = {"unloaded"},
+           .help = "rate=auto: the corrected p99 latency bound, microseconds; unloaded: 3 x the "
+                   "transport's own p99 at a low rate (the search's first trial, 1000/s)",
            .min = 1,
            .max = 10'000'000,
            .only_with = {"rate", {"auto"}}}};

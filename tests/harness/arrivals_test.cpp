@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -80,7 +81,7 @@ TEST(PaceUntil, NeverReturnsBeforeItsTime) {
   for (Pace pace : {Pace::Spin, Pace::Sleep, Pace::Busy}) {
     for (uint64_t ahead : {0u, 1'000u, 100'000u, 2'000'000u}) {
       const uint64_t due = now_ns() + ahead;
-      const uint64_t got = pace_until(due, pace);
+      const uint64_t got = pace_until(due, pace, 50'000);
       EXPECT_GE(got, due) << int(pace) << " " << ahead;
       EXPECT_LE(got, now_ns());
     }
@@ -89,8 +90,34 @@ TEST(PaceUntil, NeverReturnsBeforeItsTime) {
 
 TEST(PaceUntil, APastTimeReturnsTheCurrentTime) {
   const uint64_t before = now_ns();
-  const uint64_t got = pace_until(before - 1'000'000, Pace::Spin);
+  const uint64_t got = pace_until(before - 1'000'000, Pace::Spin, 50'000);
   EXPECT_GE(got, before);  // the lateness is got - due, for the caller to record
+}
+
+TEST(PaceAlone, RecordsOneLatenessPerSendTimeDueBeforeItsEnd) {
+  // 20k/s for 20 ms: 400 send times (the first due at the start), each waited for and recorded;
+  // none returns before its time, so every lateness is a real wait's.
+  for (Pace pace : {Pace::Spin, Pace::Sleep, Pace::Busy}) {
+    const uint64_t start = now_ns();
+    Arrivals a(ArrivalKind::Fixed, 20'000, 1, start);
+    auto late = std::make_unique<Histogram>();
+    pace_alone(a, pace, 10'000, start + 20'000'000, *late);
+    EXPECT_EQ(late->count(), 400u) << name_of(pace);
+    EXPECT_GE(now_ns(), start + 19'950'000) << name_of(pace);
+    EXPECT_LE(late->quantile(0.5), late->quantile(0.99));
+    EXPECT_LE(late->quantile(0.99), late->max());
+  }
+}
+
+TEST(WakeupLateness, MeasuresEachSleepUpToItsBounds) {
+  auto late = std::make_unique<Histogram>();
+  wakeup_lateness(100'000, now_ns() + 1'000'000'000, 20, *late);  // 20 sleeps of 100 us: the count bounds it
+  EXPECT_EQ(late->count(), 20u);
+  late->reset();
+  const uint64_t t0 = now_ns();
+  wakeup_lateness(1'000'000, t0 + 10'000'000, 1000, *late);  // 10 ms of 1 ms sleeps: the time bounds it
+  EXPECT_GE(late->count(), 1u);
+  EXPECT_LE(late->count(), 10u);
 }
 
 }  // namespace

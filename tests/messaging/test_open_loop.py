@@ -8,7 +8,10 @@ is a few microseconds), made into a single server with a deterministic service t
   - a sender that stalls S every P shows in the corrected p99.9 as the analytic value, while the
     raw latency (from the actual send) does not see it: coordinated omission, corrected;
   - a rate above capacity is saturated (never a latency), by either rule;
-  - rate=auto finds a capacity below the service rate and records the curve it walked;
+  - rate=auto finds a capacity below the service rate and records the curve it walked; its bound
+    is 3 x the unloaded p99 by default, stated as its basis, and an explicit slo_p99_us wins;
+  - every point records its pacing floor (the pacing loop alone, before the run), ordered, and
+    harness/pacing shows the floor alone;
   - bad values are usage errors (exit 2) before any work.
 
 Run by ctest (messaging.open_loop) with the binary in IPCLAB_BIN; by hand:
@@ -164,7 +167,7 @@ def test_rate_auto_finds_a_capacity_below_the_service_rate():
         r = run([*RING, "-p", "pattern=rate", "-p", "rate=auto", "-p", "slo_p99_us=5000", "-p", "queue_depth=4096"],
                 fault=f"slow:shm_spsc:{D_NS // 2}")
         cap = r["extra"]["capacity"]
-        assert cap["slo_p99_us"] == 5000
+        assert cap["slo_p99_us"] == 5000 and cap["slo_basis"] == "given"
         if 0.3 * mu < cap["capacity_per_s"] < mu:
             break
         found.append(cap["capacity_per_s"])
@@ -179,6 +182,55 @@ def test_rate_auto_finds_a_capacity_below_the_service_rate():
         assert r["latency_ns"]["p99"] <= 5_000_000
 
 
+def assert_ordered(lat):
+    assert lat["count"] > 0, lat
+    assert lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"], lat
+
+
+@needs_binary
+@pytest.mark.parametrize("pace", ["spin", "sleep", "busy"])
+def test_every_point_records_its_pacing_floor_beside_its_scheduling_error(pace):
+    r = run(["messaging/pipe", "-p", "pattern=rate", "-p", "rate=5k", "-p", f"pace={pace}"], duration=0.3, warmup=0.05)
+    x = r["extra"]["rate"]
+    floor = x["pacing_floor"]
+    assert floor["pace"] == pace and floor["rate_per_s"] == 5000 and floor["duration_s"] >= 0.1
+    assert_ordered(floor["lateness_ns"])
+    assert ("margin_ns" in floor) == (pace == "spin")
+    if pace == "spin":  # the margin is the wake-up calibration's p99.9, measured here
+        assert_ordered(floor["wakeup_ns"])
+        assert floor["margin_ns"] == floor["wakeup_ns"]["p999"]
+    assert isinstance(x["sched_error_over_floor"], bool)
+    assert x["sched_error_ns"]["count"] > 0
+
+
+@needs_binary
+def test_harness_pacing_shows_the_floor_alone():
+    r = run(["harness/pacing", "-p", "rate=20k", "-p", "pace=spin"], duration=0.3, warmup=0.05)
+    assert r["latency_ns"]["kind"] == "sched_error"
+    assert_ordered(r["latency_ns"])
+    # One lateness per paced wait of the window: about the rate times the window, none skipped.
+    assert 0.5 * 20_000 * r["wall_s"] <= r["latency_ns"]["count"] == r["ops"] <= 1.1 * 20_000 * r["wall_s"] + 1
+    assert_ordered(r["extra"]["rate"]["pacing_floor"]["lateness_ns"])
+
+
+@needs_binary
+def test_rate_auto_derives_its_bound_from_the_unloaded_p99_unless_given():
+    base = ["messaging/pipe", "-p", "pattern=rate", "-p", "rate=auto"]
+    # The pipe's capacity on a loaded machine may be anywhere: the fault hook bounds it (~5k/s),
+    # so the search is short.
+    derived = run(base, fault="slow:pipe:200000", duration=0.2, warmup=0.05)["extra"]["capacity"]
+    unloaded = derived["unloaded"]
+    assert unloaded["rate_per_s"] <= 1000 and unloaded["p99_us"] > 0
+    assert derived["slo_p99_us"] == pytest.approx(3 * unloaded["p99_us"])
+    assert derived["slo_basis"].startswith("3 x unloaded p99 (")
+    # Its first trial is the unloaded one, which meets the bound by construction.
+    assert derived["trials"][0]["requested_per_s"] == unloaded["rate_per_s"] and derived["trials"][0]["meets_slo"]
+    given = run([*base, "-p", "slo_p99_us=100000"], fault="slow:pipe:200000", duration=0.2, warmup=0.05)
+    assert given["params"]["slo_p99_us"] == 100000
+    cap = given["extra"]["capacity"]
+    assert cap["slo_basis"] == "given" and cap["slo_p99_us"] == 100000 and cap["unloaded"] is None
+
+
 @needs_binary
 @pytest.mark.parametrize("args, says", [
     (["-p", "rate=0"], "rate per second"),
@@ -186,10 +238,24 @@ def test_rate_auto_finds_a_capacity_below_the_service_rate():
     (["-p", "rate=-5"], "rate per second"),
     (["-p", "arrivals=bursty"], "fixed|poisson"),
     (["-p", "slo_p99_us=20"], "rate=auto"),
+    (["-p", "rate=auto", "-p", "slo_p99_us=fast"], "unloaded"),
+    (["-p", "rate=auto", "-p", "slo_p99_us=0"], "unloaded"),
+    (["-p", "pace=yield"], "spin"),
     (["-p", "size=24"], "size >= 32"),
 ])
 def test_bad_values_are_usage_errors(args, says):
     p = subprocess.run([BINARY, "run", "messaging/pipe", "-p", "pattern=rate", *args, "--duration", "0.05"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+@needs_binary
+@pytest.mark.parametrize("args, says", [(["-p", "rate=auto"], "rate"), (["-p", "rate=0"], "rate"),
+                                        (["-p", "pace=yield"], "spin")])
+def test_harness_pacing_bad_values_are_usage_errors(args, says):
+    p = subprocess.run([BINARY, "run", "harness/pacing", *args, "--duration", "0.05"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, (p.returncode, p.stderr)
     lines = p.stderr.strip().splitlines()

@@ -8,7 +8,8 @@
 //
 // A due request is never held behind reading: the loop starts whatever is due before each event it
 // handles. It waits for the next start in epoll_pwait2, reading what arrives meanwhile: pace=sleep
-// blocks there until the start, pace=spin blocks until kSpinNs before it and then polls without
+// blocks there until the start, pace=spin blocks until the calibrated margin before it
+// (PacingFloor::margin_ns, the machine's wake-up lateness) and then polls without
 // blocking. A request late on its schedule starts at once and keeps its intended time; one whose
 // connection is still writing the previous (its socket buffer full) waits for it, late.
 #include <sys/epoll.h>
@@ -29,7 +30,6 @@
 namespace ipclab::echo {
 namespace {
 
-constexpr uint64_t kSpinNs = 50'000;          // pace=spin: blocked until this long before a start
 constexpr uint64_t kMaxWaitNs = 20'000'000;   // the longest wait: the phases are followed between
 constexpr uint64_t kDrainNs = 1'000'000'000;  // after the window, for its requests still in flight
 constexpr size_t kReadChunk = 65536;          // several pipelined echoes per recv
@@ -174,7 +174,7 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
     if (!blocked) {
       const uint64_t now = now_ns();
       ns = std::min(ns, due > now ? due - now : 0);
-      if (spec.pace == Pace::Spin) ns = ns > kSpinNs ? ns - kSpinNs : 0;
+      if (spec.pace == Pace::Spin) ns = ns > spec.floor.margin_ns ? ns - spec.floor.margin_ns : 0;
       if (spec.pace == Pace::Busy) ns = 0;  // polls all the way
     }
     const int k = wait(ns);

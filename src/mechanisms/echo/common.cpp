@@ -123,6 +123,10 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
   const auto k = size_t(p.i64("reactors"));
   const Layout at = layout_for(o, k);
+  // Open loop: the pacing floor of one client thread at its share of the rate, on the first client
+  // thread's CPU, before the server starts.
+  RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the worker's body
+  if (spec) rate_spec.measure_floor(rate, int(k), at.clients[0]);
 
   ServerLaunch launch = s.mechanism().server(s);
   // Open loop: several requests in flight per connection, so no Nagle on the server's sockets (an
@@ -144,7 +148,6 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
                 return n;
               }});
   const int port = server.port();
-  const RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the worker's body
   const auto window_ns = uint64_t(o.duration_s * 1e9);
   std::vector<WorkerSpec> workers;
   for (size_t j = 0; j < k; ++j) {
@@ -191,7 +194,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
     x["reactor_note"] = fmt::format("{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k,
                                     o.cpus.size());
   if (!spec) return std::nullopt;
-  return fold_rate(rec, *spec, rate, ctl, int(k));
+  return fold_rate(rec, rate_spec, rate, ctl, int(k));
 }
 
 }  // namespace

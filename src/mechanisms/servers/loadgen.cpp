@@ -34,8 +34,6 @@ struct Client {
 };
 
 constexpr uint64_t kScanNs = 20'000'000;  // time-outs are checked this often
-// As pace_until's: a spinning sender waits with a sleep until this long before a start time.
-constexpr uint64_t kSpinNs = 50'000;
 
 // The sessions in flight: their sockets in one epoll set, each session's state machine, its
 // time-outs, and what it ends as. Slots are reused as sessions end (open loop).
@@ -317,11 +315,13 @@ void run_open_loop(const LoadConfig& cfg, const OpenLoop& ol, Worker& w, std::at
       if (measuring) out.rate.sent_one(due, at);
     }
     // Until the next start time, the replies are served: a spinning pace polls the epoll set for
-    // the last kSpinNs, a sleeping one waits in it to the time itself (its wake-up's delay shows
+    // the last margin (as pace_until's: the calibrated wake-up lateness, PacingFloor::margin_ns), a
+    // sleeping one waits in it to the time itself (its wake-up's delay shows
     // as the scheduling error). At most one scan period, for the time-outs and the stop.
     const uint64_t now = now_ns();
     uint64_t left = due > now ? due - now : 0;
-    if (ol.spec.pace == Pace::Spin) left = left > kSpinNs ? left - kSpinNs : 0;
+    if (const uint64_t margin = ol.spec.floor.margin_ns; ol.spec.pace == Pace::Spin)
+      left = left > margin ? left - margin : 0;
     if (ol.spec.pace == Pace::Busy) left = 0;  // polls all the way
     cs.serve(std::min(left, kScanNs));
   }

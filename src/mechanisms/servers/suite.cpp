@@ -288,10 +288,12 @@ void run_model(const ServerModel& m, Session& s) {
   }
   const size_t cap = open_cap(m);
   run_rate(s, [&m, cap](Session& ss, int64_t rate) {
-    const OpenLoop ol{.spec = RateSpec::of(ss.params()),
-                      .rate = rate,
-                      .max_open = cap,
-                      .window_ns = uint64_t(ss.options().duration_s * 1e9)};
+    OpenLoop ol{.spec = RateSpec::of(ss.params()),
+                .rate = rate,
+                .max_open = cap,
+                .window_ns = uint64_t(ss.options().duration_s * 1e9)};
+    // The load generator's pacing floor on its CPU, before the server starts.
+    ol.spec.measure_floor(rate, 1, ss.cpu_for(0));
     // A stuck worker (the record failed) leaves no figures: the point is saturated, never a figure.
     return run_point(m, ss, &ol).value_or(RatePoint{.requested = double(rate), .saturated = true});
   });
