@@ -21,7 +21,7 @@ def ipclab(tmp_path):
 
     def go(*args):
         out = tmp_path / "r.json"
-        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), XDG_STATE_HOME=str(tmp_path / "state"))
         r = subprocess.run([BINARY, "run", *args, "--repetitions", "1", "--json", str(out)],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         if not out.exists():

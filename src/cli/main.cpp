@@ -101,6 +101,14 @@ int main(int argc, char** argv) {
   run->add_flag("--plan", ra.plan_only,
                 "print the planned benchmarks as JSON lines (name, suite, mechanism, params) and run nothing")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  run->add_flag("--dry-run", ra.dry_run,
+                "print the plan for a person (points and estimated time per suite and in all) and run nothing")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  text_option(run, "--budget", ra.budget,
+              "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
+              "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
+              "5m, default preset 15m, full none)")
+      ->type_name("TIME");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");

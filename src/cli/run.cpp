@@ -19,6 +19,7 @@
 #include "core/crash.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/estimate.hpp"
 #include "core/fault.hpp"
 #include "core/ipc_names.hpp"
 #include "core/output/reporter.hpp"
@@ -28,11 +29,6 @@
 namespace ipclab::cli {
 
 namespace {
-
-std::string eta_text(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
-}
 
 // The result files to write, as (option, path): --json/--csv/--markdown, and --out's three.
 std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a) {
@@ -115,18 +111,59 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
   return reporters;
 }
 
-// The runner's hooks for the console: a progress line with an ETA on a terminal (naming the
-// benchmark as the tables do: a full name may be wider than the line it must clear), each record
-// to the reporters as it completes, and a FAILED line on stderr for a failed repetition. Each
-// repetition is announced to the crash handler as it starts, and withdrawn once it has finished.
+// The runner's hooks for the console. Each record goes to the reporters as it completes, and a
+// failed repetition is a FAILED line on stderr; each repetition is announced to the crash handler
+// as it starts, and withdrawn once it has finished. Each repetition that completed teaches the
+// cost model its mechanism's overhead (its wall time beyond warm-up and window), saved at once.
+// Progress, with the time left as the model estimates it: on a terminal, a line naming the
+// benchmark (as the tables do: a full name may be wider than the line it must clear) rewritten
+// in place; otherwise a "progress: " line per suite as it starts and as it ends.
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
-                        const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
-  const bool progress = isatty(2);
-  const double per_run = opts.duration_s + opts.warmup_s + 0.05;
-  const uint64_t started = now_ns();
+                        const std::vector<std::unique_ptr<output::Reporter>>& reporters,
+                        std::shared_ptr<CostModel> model) {
+  const bool terminal = isatty(2);
+  const bool autorep = opts.ci_target_pct > 0;
+  struct State {
+    uint64_t started = now_ns(), rep_started = 0;
+    std::map<std::string, size_t> index;  // benchmark name → its place in the plan
+    std::vector<int> reps;                // repetitions finished per benchmark
+    std::vector<bool> done;               // every repetition of the benchmark finished
+    std::map<std::string, std::pair<size_t, size_t>> suites;  // points done, points
+    std::set<std::string> begun;
+    bool warned = false;
+  };
+  auto st = std::make_shared<State>();
+  st->reps.assign(benchmarks.size(), 0);
+  st->done.assign(benchmarks.size(), false);
+  for (size_t i = 0; i < benchmarks.size(); ++i) {
+    st->index[benchmarks[i].name] = i;
+    ++st->suites[benchmarks[i].mech->suite].second;
+  }
   auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
-  // The repetitions started of each benchmark: run_plan numbers them in the order they run.
-  auto started_reps = std::make_shared<std::map<std::string, int>>();
+  // The seconds still to run: the repetitions left of each benchmark (auto: to its fewest, or one
+  // more) at the model's estimate, which learns as the run goes.
+  auto left = [&benchmarks, opts, autorep, st, model] {
+    double s = 0;
+    for (size_t i = 0; i < benchmarks.size(); ++i) {
+      if (st->done[i]) continue;
+      const int more = autorep ? std::max(1, kAutoMinRepetitions - st->reps[i]) : opts.repetitions - st->reps[i];
+      s += double(std::max(0, more)) * estimate_repetition(benchmarks[i], opts, *model);
+    }
+    return s;
+  };
+  auto progress_line = [st, left](const std::string& suite) {
+    const auto [done, points] = st->suites[suite];
+    fmt::print(stderr, "progress: {} {}/{} points, {} elapsed, ~{} left\n", suite, done, points,
+               duration_text(double(now_ns() - st->started) * 1e-9), duration_text(left()));
+  };
+  // The suite's point `i` has every repetition it will get.
+  auto point_done = [st, terminal, progress_line, &benchmarks](size_t i) {
+    if (st->done[i]) return;
+    st->done[i] = true;
+    const std::string& suite = benchmarks[i].mech->suite;
+    auto& [done, points] = st->suites[suite];
+    if (++done == points && !terminal) progress_line(suite);
+  };
   PlanHooks hooks;
   hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
     Record r;  // what run_one will fill in
@@ -134,19 +171,38 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     r.suite = b.mech->suite;
     r.mechanism = b.mech->name;
     r.params = b.params;
-    r.repetition = (*started_reps)[b.name]++;
+    r.repetition = st->reps[st->index[b.name]];
     crash::arm(r);
-    if (!progress) return;
-    const double elapsed = double(now_ns() - started) * 1e-9;
-    const double eta = done ? elapsed / double(done) * double(total - done) : per_run * double(total);
-    fmt::print(stderr, "\r\033[K[{}/{}] {} (ETA {})", done + 1, total, names->of(b.name), eta_text(eta));
+    if (terminal) {
+      fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names->of(b.name), duration_text(left()));
+    } else if (st->begun.insert(b.mech->suite).second) {
+      progress_line(b.mech->suite);
+    }
+    st->rep_started = now_ns();
   };
-  hooks.finished = [progress, &reporters](const Record& r) {
+  hooks.finished = [=, &reporters](const Record& r) {
+    const uint64_t ended = now_ns();
     crash::disarm();
-    if (progress) fmt::print(stderr, "\r\033[K");
+    if (terminal) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
     if (r.status == Status::Failed && r.run_type != "aggregate")
       fmt::print(stderr, "FAILED {} (repetition {}): {}\n", r.name, r.repetition, r.error);
+    const auto it = st->index.find(r.name);
+    if (it == st->index.end()) return;
+    const size_t i = it->second;
+    if (r.run_type == "aggregate") return point_done(i);
+    ++st->reps[i];
+    if (r.status == Status::Ok) {
+      model->learn(r.suite + "/" + r.mechanism, double(ended - st->rep_started) * 1e-9 - opts.warmup_s - opts.duration_s);
+      if (std::string why = model->save(); !why.empty() && !st->warned) {
+        st->warned = true;
+        fmt::print(stderr, "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
+                   model->path().empty() ? "the state folder" : model->path(), why);
+      }
+    }
+    // Without auto, the last repetition ends the point (its aggregate, if any, follows); with
+    // auto, its aggregate does.
+    if (!autorep && st->reps[i] >= opts.repetitions) point_done(i);
   };
   return hooks;
 }
@@ -217,18 +273,62 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   return opts;
 }
 
-// --plan: one JSON object per line and benchmark, in plan order — its name, and the parameter
-// values as `-p` takes them back (`ipclab ab` runs each benchmark alone with them). Creates nothing.
-int print_plan(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks) {
+// --budget, or the preset's own budget when none of the options it fits was given: (seconds,
+// where it came from); nothing for none.
+std::pair<std::optional<double>, std::string> budget_of(const RunArgs& a, const PresetSpec& preset) {
+  if (a.budget) return {parse_budget(*a.budget), "--budget"};
+  if (preset.budget_s > 0 && !a.duration && !a.warmup && !a.repetitions) return {preset.budget_s, "preset"};
+  return {std::nullopt, "none"};
+}
+
+// --plan: one JSON object per line and benchmark, in plan order — its name, the parameter values
+// as `-p` takes them back (`ipclab ab` runs each benchmark alone with them), and its estimated
+// seconds. Creates nothing.
+int print_plan(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+               const CostModel& model) {
   if (a.out_dir || a.json || a.csv || a.markdown)
     throw UsageError("--plan runs nothing and writes no result; drop --out, --json, --csv and --markdown");
   for (auto& b : benchmarks) {
     nlohmann::json params = nlohmann::json::object();
     for (auto& [k, v] : b.params.items()) params[k] = v;
-    nlohmann::json j{
-        {"name", b.name}, {"suite", b.mech->suite}, {"mechanism", b.mech->name}, {"params", params}};
+    nlohmann::json j{{"name", b.name},
+                     {"suite", b.mech->suite},
+                     {"mechanism", b.mech->name},
+                     {"params", params},
+                     {"estimate_s", std::round(estimate_point(b, opts, model) * 1000) / 1000}};
     fmt::print("{}\n", j.dump());
   }
+  return 0;
+}
+
+// --dry-run: the plan for a person — points and estimated time per suite and in all, what the
+// budget did, and where the estimates come from. Runs and creates nothing.
+int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks, const BudgetFit& fit,
+                  const CostModel& model) {
+  const RunOptions& o = fit.fitted;
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<size_t, double>> suites;  // points, seconds
+  std::set<std::string> mechs, learned;
+  for (auto& b : benchmarks) {
+    if (!suites.count(b.mech->suite)) order.push_back(b.mech->suite);
+    auto& [points, seconds] = suites[b.mech->suite];
+    ++points;
+    seconds += estimate_point(b, o, model);
+    mechs.insert(b.mech->full_name());
+    if (model.learned(b.mech->full_name())) learned.insert(b.mech->full_name());
+  }
+  const std::string reps = o.ci_target_pct > 0 ? fmt::format("{} to {} repetitions (auto; estimated at {})",
+                                                             kAutoMinRepetitions, o.max_repetitions, kAutoMinRepetitions)
+                                               : fmt::format("{} repetition{}", o.repetitions, o.repetitions == 1 ? "" : "s");
+  fmt::print("ipclab run{}: {} points; {} each, of {:g} s warm-up + {:g} s measured + start-up\n",
+             a.preset ? " --preset " + *a.preset : "", benchmarks.size(), reps, o.warmup_s, o.duration_s);
+  fmt::print("{:<12} {:>7} {:>10}\n", "suite", "points", "estimate");
+  for (auto& suite : order)
+    fmt::print("{:<12} {:>7} {:>10}\n", suite, suites[suite].first, duration_text(suites[suite].second));
+  fmt::print("{:<12} {:>7} {:>10}\n", "all", benchmarks.size(), duration_text(fit.estimate_s));
+  fmt::print("{}\n", fit.budget_s ? fit.text() : "budget none: nothing shortened (--budget 5m fits the run to 5 minutes)");
+  fmt::print("start-up per repetition: learned from past runs for {} of {} mechanisms{}, {:g} s for the rest\n",
+             learned.size(), mechs.size(), model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
   return 0;
 }
 
@@ -259,15 +359,24 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     throw UsageError(
         fmt::format("--preset '{}': use quick or full, or leave --preset out", brief(a.preset.value_or(""))));
   std::optional<uint64_t> seed;  // --interleave: the order's seed
-  const RunOptions opts = parse_options(a, *preset, seed);
+  RunOptions opts = parse_options(a, *preset, seed);
+  const auto [budget_s, budget_source] = budget_of(a, *preset);
   Overrides overrides;
   for (auto& p : a.params) parse_override(p, overrides);
 
   // plan
   auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
   if (a.cpu_matrix) benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
-  if (a.plan_only) return print_plan(a, benchmarks);
+  if (a.plan_only && a.dry_run) throw UsageError("--plan and --dry-run both print the plan; choose one");
+  // The estimates, and the budget fitted to them: read from the cost model, which nothing here
+  // creates (the run saves it as it learns).
+  auto model = std::make_shared<CostModel>(CostModel::load(CostModel::default_path()));
+  const BudgetFit fit = fit_budget(benchmarks, opts, budget_s, budget_source, *model);
+  opts = fit.fitted;
+  if (a.plan_only) return print_plan(a, benchmarks, opts, *model);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
+  if (a.dry_run) return print_dry_run(a, benchmarks, fit, *model);
+  if (fit.changed || budget_source == "--budget") fmt::print(stderr, "{}\n", fit.text());
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and
   // journal, the sweep of runs that died, the clean-up on a signal.
@@ -287,6 +396,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   }
   context["duration_s"] = opts.duration_s;
   context["warmup_s"] = opts.warmup_s;
+  context["budget"] = fit.to_json();
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   context["kernel_counters"] = opts.kernel_counters;
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
@@ -300,7 +410,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   std::vector<Record> records;
   try {
     for (auto& r : reporters) r->begin(context, benchmarks);
-    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters), seed);
+    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model), seed);
 
     // export
     for (auto& r : reporters) r->end(records);

@@ -1,13 +1,18 @@
 #include "core/home.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/ipc_names.hpp"
 
 namespace ipclab {
 
@@ -62,6 +67,43 @@ std::string beside_ipclab(std::string_view relative) {
 std::string source_file(std::string_view relative) {
   if (started_from_bundle()) return fmt::format("{}/share/{}", home().bundle, relative);
   return fmt::format("{}/{}", IPCLAB_SOURCE_DIR, relative);
+}
+
+std::string user_state_dir() {
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/') return fmt::format("{}/ipclab", x);
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/') return fmt::format("{}/.local/state/ipclab", h);
+  return "";
+}
+
+std::string private_state_dir(std::string& why) {
+  const std::string dir = user_state_dir();
+  if (dir.empty()) {
+    why = "neither XDG_STATE_HOME nor HOME names an absolute path";
+    return "";
+  }
+  try {
+    // The missing folders on the way, outermost first, each made private as ipc makes its own.
+    std::vector<std::filesystem::path> missing;
+    std::error_code ec;
+    for (std::filesystem::path p(dir); !p.empty() && p != p.root_path() && !std::filesystem::exists(p, ec);
+         p = p.parent_path())
+      missing.push_back(p);
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) ipc::make_private_dir(it->string());
+  } catch (const std::system_error& e) {
+    why = e.what();
+    return "";
+  }
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  const bool ok = fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
+  if (fd >= 0) close(fd);
+  if (!ok) {
+    why = fmt::format("{} is not a folder of yours closed to others; remove it, or set XDG_STATE_HOME to a "
+                      "private folder",
+                      dir);
+    return "";
+  }
+  return dir;
 }
 
 }  // namespace ipclab

@@ -41,4 +41,16 @@ std::string beside_ipclab(std::string_view relative);
 /// reads it: in the source tree for a build tree, in <bundle>/share for a bundle. Absolute.
 std::string source_file(std::string_view relative);
 
+/// The user's state folder, for what ipclab keeps from one run to the next (the cost model,
+/// core/estimate.hpp): $XDG_STATE_HOME/ipclab, or $HOME/.local/state/ipclab when XDG_STATE_HOME
+/// is unset or not an absolute path (as the XDG base directory specification says); "" when
+/// neither names one. Names it only: whoever writes there creates it (private_state_dir).
+/// Distinct from the run's scratch folder under TMPDIR (core/ipc_names.hpp), which a run removes.
+std::string user_state_dir();
+
+/// Creates user_state_dir() when missing (each missing folder on the way 0700, whatever the umask)
+/// and returns it; "" with `why` saying what is wrong when there is none to name, or it is not a
+/// folder of this user's closed to others (a folder someone else prepared is never used).
+std::string private_state_dir(std::string& why);
+
 }  // namespace ipclab

@@ -52,6 +52,9 @@ struct PresetSpec {
   const char* name;  // as given to --preset ("" for the default)
   Preset preset;
   RunOptions options;  // duration, warm-up and repetitions (cpus left empty)
+  /// The budget the preset fits its runs to when no --budget, --duration, --warmup or
+  /// --repetitions is given (core/estimate.hpp), in seconds; 0: none.
+  double budget_s = 0;
 };
 /// The preset called `name` ("" = the default); nullptr when there is none.
 const PresetSpec* find_preset(const std::string& name);

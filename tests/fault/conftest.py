@@ -38,7 +38,8 @@ def ipc_objects():
 
 
 class Lab:
-    """One sandbox: `tmpdir` is the TMPDIR ipclab sees, `work` the working folder."""
+    """One sandbox: `tmpdir` is the TMPDIR ipclab sees, `work` the working folder, `root`/state its
+    XDG_STATE_HOME (where a run keeps its cost model)."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -50,6 +51,7 @@ class Lab:
     def env(self, **extra):
         e = dict(os.environ)
         e["TMPDIR"] = str(self.tmpdir)
+        e["XDG_STATE_HOME"] = str(self.root / "state")  # the cost model (core/estimate.hpp), not made yet
         e.pop("IPCLAB_FAULT", None)
         e.update({k: v for k, v in extra.items() if v is not None})
         return e

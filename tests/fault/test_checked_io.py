@@ -25,7 +25,8 @@ HUGE = "x" * 100_000  # a 100 KB argument
 
 
 def error_lines(stderr: str):
-    return [l for l in stderr.splitlines() if l.strip() and not l.startswith("warning: ")]
+    """stderr less warnings and the progress lines a run prints when stderr is not a terminal."""
+    return [l for l in stderr.splitlines() if l.strip() and not l.startswith(("warning: ", "progress: "))]
 
 
 def assert_refused(lab, r, expect, files=()):

@@ -19,7 +19,8 @@ CRASHING = ["--duration", "0.2", "--warmup", "0", "--repetitions", "1"]  # a win
 
 
 def stderr_lines(p):
-    return [line for line in p.stderr.splitlines() if not line.startswith("warning: ")]
+    """stderr less warnings and the progress lines a run prints when stderr is not a terminal."""
+    return [line for line in p.stderr.splitlines() if not line.startswith(("warning: ", "progress: "))]
 
 
 def file_size_limit(limit):

@@ -1,0 +1,165 @@
+// Estimates and budgets (core/estimate.hpp): the plan's own model, the learned overheads, the
+// fitting of windows and repetitions to a budget, and the cost model file.
+#include "core/estimate.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/ipc_names.hpp"
+
+using namespace ipclab;
+
+namespace {
+
+RunOptions options(double duration, double warmup, int reps) {
+  RunOptions o;
+  o.duration_s = duration;
+  o.warmup_s = warmup;
+  o.repetitions = reps;
+  return o;
+}
+
+// n points of messaging/pipe (sizes 64, 128, ... bytes).
+std::vector<PlannedBenchmark> pipes(int n) {
+  std::string sizes;
+  for (int i = 1; i <= n; ++i) sizes += (i > 1 ? "," : "") + std::to_string(64 * i);
+  Overrides o;
+  parse_override("size=" + sizes, o);
+  parse_override("pattern=roundtrip", o);
+  return plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o);
+}
+
+}  // namespace
+
+TEST(Estimate, FromThePlanAndTheLearnedOverhead) {
+  const auto p = pipes(4);
+  CostModel model = CostModel::load("");
+  const RunOptions o = options(1.0, 0.2, 3);
+  EXPECT_DOUBLE_EQ(estimate_point(p[0], o, model), 3 * (1.2 + kDefaultOverheadS));
+  EXPECT_DOUBLE_EQ(estimate_plan(p, o, model), 4 * 3 * (1.2 + kDefaultOverheadS));
+  // The first observation replaces the default; later ones are averaged in.
+  model.learn("messaging/pipe", 0.5);
+  EXPECT_TRUE(model.learned("messaging/pipe"));
+  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/pipe"), 0.5);
+  model.learn("messaging/pipe", 0.3);
+  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/pipe"), 0.4);
+  model.learn("messaging/pipe", -1);  // a window that ended early: no negative start-up
+  EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.8 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/fifo"), kDefaultOverheadS);
+  RunOptions autorep = o;
+  autorep.ci_target_pct = 2;
+  EXPECT_NEAR(estimate_point(p[0], autorep, model), kAutoMinRepetitions * (1.2 + 0.8 / 3), 1e-9);
+}
+
+TEST(Estimate, BudgetShortensWindowsThenRepetitionsNeverPoints) {
+  const auto p = pipes(10);
+  const CostModel model = CostModel::load("");
+  const RunOptions o = options(1.0, 0.2, 3);  // 10 × 3 × 1.25 s = 37.5 s
+  // No budget, or one that holds the plan: nothing changes.
+  for (auto budget : {std::optional<double>{}, std::optional<double>{60}}) {
+    const BudgetFit f = fit_budget(p, o, budget, "--budget", model);
+    EXPECT_FALSE(f.changed);
+    EXPECT_EQ(f.fitted.duration_s, 1.0);
+    EXPECT_EQ(f.fitted.repetitions, 3);
+    EXPECT_DOUBLE_EQ(f.estimate_s, 37.5);
+  }
+  // 20 s: windows shortened, three repetitions kept.
+  BudgetFit f = fit_budget(p, o, 20.0, "--budget", model);
+  EXPECT_TRUE(f.changed);
+  EXPECT_EQ(f.fitted.repetitions, 3);
+  EXPECT_LT(f.fitted.duration_s, 1.0);
+  EXPECT_GE(f.fitted.duration_s, kFloors.duration_s);
+  EXPECT_LE(f.estimate_s, 20.0 + 1e-6);
+  EXPECT_GT(f.estimate_s, 19.0) << "the longest windows that fit";
+  EXPECT_NE(f.text().find("budget 20s: windows 1→"), std::string::npos) << f.text();
+  EXPECT_NE(f.text().find("; estimate " + duration_text(f.estimate_s)), std::string::npos) << f.text();
+  // 6.5 s: the floors do not hold three repetitions (10 × 3 × 0.3 s = 9 s): two, windows at what fits.
+  f = fit_budget(p, o, 6.5, "--budget", model);
+  EXPECT_EQ(f.fitted.repetitions, 2);
+  EXPECT_LE(f.estimate_s, 6.5 + 1e-6);
+  EXPECT_GE(f.fitted.duration_s, kFloors.duration_s);
+  EXPECT_GE(f.fitted.warmup_s, kFloors.warmup_s);
+  EXPECT_NE(f.text().find("repetitions 3→2"), std::string::npos) << f.text();
+  EXPECT_EQ(f.to_json()["ran"]["repetitions"], 2);
+  EXPECT_EQ(f.to_json()["asked"]["duration_s"], 1.0);
+  EXPECT_EQ(f.to_json()["limit_s"], 6.5);
+  // Under one repetition at the floors (10 × 0.3 s): refused, naming a budget that fits.
+  try {
+    fit_budget(p, o, 2.0, "--budget", model);
+    FAIL() << "a budget under the floors was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--budget 4s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("narrower selection"), std::string::npos) << e.what();
+  }
+  // A floor never lengthens what was asked: a 0.1 s window and no warm-up stay as they are (10 ×
+  // 3 × 0.15 s = 4.5 s; two repetitions fit 3.5 s).
+  f = fit_budget(p, options(0.1, 0, 3), 3.5, "--budget", model);
+  EXPECT_EQ(f.fitted.duration_s, 0.1);
+  EXPECT_EQ(f.fitted.warmup_s, 0);
+  EXPECT_EQ(f.fitted.repetitions, 2);
+}
+
+TEST(Estimate, BudgetCapsAutoRepetitions) {
+  const auto p = pipes(2);
+  RunOptions o = options(1.0, 0.2, 3);
+  o.ci_target_pct = 2;
+  o.max_repetitions = 30;
+  // Five repetitions of 1.25 s for two points are 12.5 s; 20 s caps auto at 8 repetitions.
+  const BudgetFit f = fit_budget(p, o, 20.0, "--budget", CostModel::load(""));
+  EXPECT_TRUE(f.changed);
+  EXPECT_EQ(f.fitted.duration_s, 1.0);
+  EXPECT_EQ(f.fitted.max_repetitions, 8);
+  EXPECT_THROW(fit_budget(p, o, 2.0, "--budget", CostModel::load("")), UsageError)
+      << "auto's fewest repetitions are its floor";
+}
+
+TEST(Estimate, BudgetText) {
+  EXPECT_EQ(parse_budget("5m"), 300.0);
+  EXPECT_EQ(parse_budget("90s"), 90.0);
+  EXPECT_EQ(parse_budget("1.5h"), 5400.0);
+  EXPECT_EQ(parse_budget("none"), std::nullopt);
+  for (const char* bad : {"", "5", "m", "5x", "-1m", "0s", "0.5s", "nanm", "infh", " 5m", "5 m", "1001h", "5M"})
+    EXPECT_THROW(parse_budget(bad), UsageError) << bad;
+  EXPECT_EQ(duration_text(45), "45s");
+  EXPECT_EQ(duration_text(280), "4m40s");
+  EXPECT_EQ(duration_text(3900), "1h05m");
+}
+
+TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() /
+                                     ("ipclab-estimate-test." + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  const char* old = getenv("XDG_STATE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_STATE_HOME", (root / "state").c_str(), 1);  // not there yet: created 0700
+  const std::string path = CostModel::default_path();
+  EXPECT_EQ(path, (root / "state" / "ipclab" / "costs.json").string());
+  CostModel m = CostModel::load(path);
+  EXPECT_FALSE(m.learned("messaging/pipe"));
+  m.learn("messaging/pipe", 0.25);
+  EXPECT_EQ(m.save(), "");
+  struct stat st {};
+  ASSERT_EQ(stat((root / "state" / "ipclab").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Only the file: the temporary was renamed over it.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root / "state" / "ipclab"), {}), 1);
+  const CostModel back = CostModel::load(path);
+  EXPECT_DOUBLE_EQ(back.overhead_s("messaging/pipe"), 0.25);
+  // A file that is not one ipclab wrote teaches nothing.
+  std::ofstream(path) << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": -3, \"samples\": 1}}}";
+  EXPECT_FALSE(CostModel::load(path).learned("messaging/pipe"));
+  std::ofstream(path) << "not json";
+  EXPECT_FALSE(CostModel::load(path).learned("messaging/pipe"));
+  if (old)
+    setenv("XDG_STATE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_STATE_HOME");
+  std::filesystem::remove_all(root);
+}
