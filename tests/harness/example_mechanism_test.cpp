@@ -7,23 +7,16 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/runner.hpp"
+#include "../workload_support.hpp"
 
 namespace ipclab {
 namespace {
 
-Record run(Overrides o) {
-  auto p = plan(select_mechanisms({"example/seqpacket_pair"}), Preset::Default, o);
-  EXPECT_EQ(p.size(), 1u);
-  RunOptions opts;
-  opts.duration_s = 0.05;
-  opts.warmup_s = 0.01;
-  opts.repetitions = 1;
-  opts.cpus = {};
-  return run_one(p.at(0), opts, 0);
-}
+Record run(Overrides o) { return test::run_point("example/seqpacket_pair", std::move(o)); }
 
 std::string text_of(const std::string& path) {
   std::ifstream in(path);

@@ -70,17 +70,18 @@ void workload(Session& s) {
     long inflight = 0;
     try {
       w.ready();
-      long n = 0;
-      for (int i = 0; i < qd; ++i) {
+      long n = 0;  // prepared, not yet submitted
+      auto flush = [&] {
+        submit_all(ctx, list.data(), n);
+        inflight += n;
+        n = 0;
+      };
+      auto queue = [&](int i) {  // submitted at once with batch=1, every `batch` reads otherwise
         list[n++] = prep(i);
-        if (batch && n >= batch) {
-          submit_all(ctx, list.data(), n);
-          inflight += n;
-          n = 0;
-        }
-      }
-      submit_all(ctx, list.data(), n);
-      inflight += n;
+        if (batch && n >= batch) flush();
+      };
+      for (int i = 0; i < qd; ++i) queue(i);
+      flush();
       bool more = true;
       while (inflight > 0) {
         more = more && w.running();
@@ -89,21 +90,14 @@ void workload(Session& s) {
         if (got < 0) throw std::system_error(-got, std::generic_category(), "io_getevents");
         const uint64_t t1 = now_ns();
         const bool measuring = w.measuring();
-        n = 0;
         for (int e = 0; e < got; ++e) {
           const int i = int(events[e].data);
           --inflight;
           tally.complete(long(events[e].res), mem.get() + uint64_t(i) * len, off[i], len, t0[i], t1,
                          measuring);
-          if (more) list[n++] = prep(i);
-          if (batch && n >= batch) {
-            submit_all(ctx, list.data(), n);
-            inflight += n;
-            n = 0;
-          }
+          if (more) queue(i);
         }
-        submit_all(ctx, list.data(), n);
-        inflight += n;
+        flush();
       }
     } catch (...) {
       // Reads still in flight write into `mem`: wait for them before it is freed.
