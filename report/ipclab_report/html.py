@@ -29,5 +29,5 @@ def render(files, saved_topologies=()) -> str:
         files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,
         warnings=warnings, all_warnings=all_warnings(files), machine=machine_line, plot_rows=plot_rows,
         warning_count=len(all_warnings(files)) + sum(1 for t in report.topologies if t.warning),
-        topologies=report.topologies,
+        topologies=report.topologies, answers=report.answers,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -21,6 +21,16 @@ def render(files) -> str:
         out.append(f"- ⚠ {cell(msg)}{who}" + (f" — remedy: `{cell(remedy)}`" if remedy else ""))
     if out[-1] != "":
         out.append("")
+    if report.answers:
+        out += ["## Answers", ""]
+        for a in report.answers:
+            out += [f"**{cell(a.question)}** Ranked by {cell(a.ranked_by)}"
+                    + (f"; every row: {cell(a.measured)}." if a.measured else "."), ""]
+            out.append("| " + " | ".join(a.columns) + " |")
+            out.append("|" + "|".join(":--" if c in ("name", "run") else "--:" for c in a.columns) + "|")
+            for r in a.rows:
+                out.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "name" else r[c]) for c in a.columns) + " |")
+            out.append("")
     for s in report.suites:
         out += [f"## {s.name}", ""]
         out.append("| " + " | ".join(s.columns) + " |")

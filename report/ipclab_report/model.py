@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import topology as topo
+from .answers import answers
 from .load import summaries
 from .suites import ordered_suites, suite_plots
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
@@ -202,6 +203,7 @@ class Report:
     suites: list
     multi: bool
     topologies: list = field(default_factory=list)   # TopologyView
+    answers: list = field(default_factory=list)      # answers.Answer: the first screen
 
     @property
     def env(self):
@@ -224,4 +226,5 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
             s.plots = suite_plots(name, srecs, multi)
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi,
-                  topologies=topology_views(files, saved_topologies, with_plots))
+                  topologies=topology_views(files, saved_topologies, with_plots),
+                  answers=answers(recs, multi))

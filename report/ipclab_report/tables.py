@@ -35,12 +35,38 @@ def columns(multi: bool):
     return (["name", "run"] + COLUMNS[1:]) if multi else COLUMNS
 
 
+def short_names(recs) -> dict:
+    """Each record's name as the console shows it: suite/mechanism and the parameters whose values
+    differ among that mechanism's records here (the full name stays in the data and on hover)."""
+    by_mech = {}
+    for r in recs:
+        by_mech.setdefault((r.suite, r.mechanism), []).append(r)
+    out = {}
+    for (suite, mech), rs in by_mech.items():
+        keys = list(dict.fromkeys(k for r in rs for k in r.params))
+        vary = [k for k in keys if len({str(r.params.get(k)) for r in rs}) > 1]
+        for r in rs:
+            if not r.params:  # a name without parameters in the record: keep it as it is
+                out[r.name] = r.name
+                continue
+            out[r.name] = f"{suite}/{mech}" + "".join(f" {k}:{r.params[k]}" for k in vary if k in r.params)
+    return out
+
+
 def suite_rows(recs, multi=False):
-    """Rows sorted so that one benchmark's results from several files sit next to each other."""
+    """Rows sorted so that one benchmark's results from several files sit next to each other; each
+    row's `name` short (short_names), its `full` name beside it."""
     order = list(dict.fromkeys(r.name for r in recs))
     files = list(dict.fromkeys(r.source.label for r in recs))
     recs = sorted(recs, key=lambda r: (order.index(r.name), files.index(r.source.label)))
-    return [row(r, multi) for r in recs]
+    short = short_names(recs)
+    rows = []
+    for r in recs:
+        cells = row(r, multi)
+        cells["full"] = r.name
+        cells["name"] = short.get(r.name, r.name)
+        rows.append(cells)
+    return rows
 
 
 CAPACITY_COLUMNS = ["name", "SLO p99", "SLO basis", "capacity", "confirmed", "p99 at capacity", "trials"]

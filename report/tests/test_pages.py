@@ -15,6 +15,7 @@ import pytest
 
 import fixtures
 from ipclab_report.cli import main
+from ipclab_report.tables import short_names
 from ipclab_report.load import load, summaries
 from ipclab_report.pages import REFERENCE_BEGIN, REFERENCE_END, layout
 from ipclab_report.util import fmt_si, fmt_time_ns
@@ -393,8 +394,10 @@ def test_a_reduced_result_is_still_input_to_report_and_compare(tmp_path, capsys)
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     assert main(["report", DEV, "-o", str(html), "--markdown", str(md)]) == 0
     text = md.read_text()
-    for r in summaries(load(DEV)):
-        assert f"`{r.name}`" in text
+    recs = summaries(load(DEV))
+    short = short_names(recs)
+    for r in recs:
+        assert f"`{short[r.name]}`" in text
     assert "<svg" in html.read_text() or "data:image/svg+xml" in html.read_text()
 
 

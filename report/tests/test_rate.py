@@ -117,7 +117,7 @@ def test_report_capacity_table_and_trials(rate_html):
 
 def test_report_table_says_why_a_point_is_saturated(rate_html):
     sat = _summary(PIPE_200K)
-    row = re.search(r'<tr class="st-ok"><td class="name">messaging/<wbr>pipe/<wbr>pattern:rate/<wbr>rate:200k.*?</tr>',
+    row = re.search(r'<tr class="st-ok"><td class="name" title="messaging/pipe/pattern:rate/rate:200k.*?</tr>',
                     rate_html, re.S).group(0)
     assert "saturated: " + sat.raw["extra"]["rate"]["saturation"] in row
     assert row.count("<td>—</td>") == 3  # p50 and p99: no latency figure; sys/op: no kernel counters here
