@@ -38,10 +38,11 @@ The band of a benchmark is the widest of (all as |ln ratio|):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .load import CAPACITY, TIME_PER_OP, compared, load_all, samples, summaries
 from .stats import median
+from .tables import short_names
 from .util import fmt_si, fmt_time_ns, is_number
 
 DEFAULT_NOISE_PCT = 25.0
@@ -185,6 +186,7 @@ class CompareResult:
     failed: list      # (name, where, status, error)
     only_base: list
     only_new: list
+    short: dict = field(default_factory=dict)   # name -> the console's short name (tables.short_names)
 
     @property
     def regressions(self):
@@ -258,7 +260,8 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
         rows.append(c)
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
-    return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new)
+    return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new,
+                         short=short_names(list(info.values()) + [r for n, r in info_new.items() if n not in info]))
 
 
 def _figure(metric: str, v) -> str:
@@ -299,7 +302,7 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
             base_v, new_v = (_figure(c.metric, c.base_median), _figure(c.metric, c.new_median))
         ci = (f"{_ci_text(c.base_ci, c.base_median)}/{_ci_text(c.new_ci, c.new_median)}"
               if c.base_ci or c.new_ci else "—")
-        body.append((c.name, base_v, new_v, ci, change, _band_text(c) if not c.state else "—", p,
+        body.append((result.short.get(c.name, c.name), base_v, new_v, ci, change, _band_text(c) if not c.state else "—", p,
                      f"{c.base_n}/{c.new_n}", c.verdict))
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
     right = {1, 2, 3, 4, 5, 6, 7}

@@ -214,7 +214,7 @@ def test_compare_saturation_is_a_state_change_not_a_percentage(tmp_path, capsys)
     assert both.verdict == "both saturated (not compared)" and both.ratio is None
     main(["compare", base, new])
     out = capsys.readouterr().out
-    line = next(ln for ln in out.splitlines() if ln.startswith(PIPE_200K.replace("200k", "100k")))
+    line = next(ln for ln in out.splitlines() if ln.startswith(r.short[PIPE_200K.replace("200k", "100k")] + " "))
     assert "%" not in line.split("became")[0] and "saturated" in line
     assert "SATURATED: 1 open-loop point(s) saturated in NEW" in out
     # And back: BASE saturated, NEW not.
