@@ -282,6 +282,7 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
         return None
     used = {id(r) for r in recs}
     recs, fixed = slice_records(recs, keep=(series, "mechanism"))
+    left_out = recs[limit:]
     recs = recs[:limit]
     kinds = {r.get("latency_ns", "kind") for r in recs}
     kind = kinds.pop() if len(kinds) == 1 else None
@@ -291,7 +292,9 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
     for i, r in enumerate(recs):
         xs, ys = histogram_cdf(r.get("latency_ns", "histogram"))
         label = name(r) + (f" · {r.source.tag}" if multi else "")
-        ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], label=label, linewidth=1.5)
+        # Beyond the palette, the colours come round again with another dash: no two series alike.
+        ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)],
+                linestyle=DASHES[(i // len(PALETTE)) % len(DASHES)], label=label, linewidth=1.5)
     ax.set_xscale("log")
     _time_axis(ax.xaxis)
     ax.set_ylim(0, 1.02)
@@ -300,7 +303,11 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
     ax.set_ylabel("fraction of samples ≤ latency")
     ax.set_title(title)
     _legend(fig, [ax], len(recs))
-    return Plot(title=title, uri=_svg_uri(fig), note=fixed_note(fixed), used=used)
+    note = fixed_note(fixed)
+    if left_out:
+        note += (" " if note else "") + (f"Not drawn ({len(left_out)} more than {limit} series): "
+                                         + ", ".join(name(r) for r in left_out) + ".")
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=used)
 
 
 # --- bars ----------------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ def test_round_trip_questions_rank_by_p50_per_placement_in_html_and_markdown(tmp
         names = re.findall(r'<td class="l" title="[^"]*">([^<]*)</td>', table)
         # shm_spsc < pipe < unix_stream < tcp by construction; udp failed, posix_mq is 8 KiB.
         assert names == ["shm_spsc", "pipe", "unix_stream", "tcp"], names
+    # The messaging CDF draws the round trips (the throughput pattern's latency is queueing).
+    assert "Round-trip latency CDF" in text
     m = md.read_text()
     assert m.index("## Answers") < m.index("## messaging")
     block = m[m.index("**Which transport for small messages at low latency, on two CPUs?**"):]
