@@ -34,6 +34,7 @@ import re
 import secrets
 import signal
 import subprocess
+import shutil
 import sys
 import time
 import zlib
@@ -568,6 +569,8 @@ def cmd_ab(argv) -> int:
     dead = {}  # benchmark -> why it stopped (a failed or skipped slice)
     total = args.pairs * len(benches) * 2
     progress = sys.stderr.isatty()
+    width = shutil.get_terminal_size((100, 24)).columns
+    short_progress = short_names([a.plan, b.plan])
     started = time.monotonic()
     done = 0
     slices_run = Slices(RunFolder())  # every check passed: the first thing ab creates
@@ -583,8 +586,10 @@ def cmd_ab(argv) -> int:
                     bench = side.plan[i]
                     if progress:
                         eta = (time.monotonic() - started) / max(done - 1, 1) * (total - done + 1)
-                        print(f"\r\033[K[{done}/{total}] pair {pair + 1} {side.label} {bench['name']} "
-                              f"(ETA {eta:.0f}s)", end="", file=sys.stderr, flush=True)
+                        text = (f"[{done}/{total}] pair {pair + 1} {side.label} "
+                                f"{short_progress[side_index][i]} (ETA {eta:.0f}s)")
+                        # One line that fits the terminal: a wrapped line would not be cleared.
+                        print(f"\r\033[K{text[:max(width - 1, 20)]}", end="", file=sys.stderr, flush=True)
                     sl = run_slice(side, bench, args, slices_run, done, args.metric)
                     if sl.error or sl.skipped:
                         dead[i] = ("failed", sl.error) if sl.error else ("skipped", sl.skipped)
