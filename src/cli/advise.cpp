@@ -17,6 +17,7 @@
 #include "core/clock.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/estimate.hpp"
 #include "core/placement.hpp"
 #include "core/runner.hpp"
 
@@ -32,8 +33,9 @@ struct Question {
   std::vector<std::string> only;  // mechanism filters within messaging
 };
 
-// The run's floors: below these a repetition says more about start-up than about the transport.
-constexpr double kMinDuration = 0.1, kMaxDuration = 2.0, kStartup = 0.15;
+// Each candidate's window: what the budget leaves after every repetition's warm-up and start-up
+// (core/estimate's model, learned from past runs), at least the budget floor, at most this.
+constexpr double kMaxDuration = 2.0;
 constexpr int kRepetitions = 3;
 
 Question parse_question(const AdviseArgs& a) {
@@ -218,13 +220,17 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   opts.repetitions = kRepetitions;
   opts.warmup_s = 0.1;
   opts.cpus = allowed_cpus();
-  const double per_point = q.budget_s / double(benches.size() * kRepetitions) - kStartup - opts.warmup_s;
-  if (per_point < kMinDuration)
+  // The estimator of `ipclab run --budget`: the part of the plan a window does not scale (warm-up
+  // and each mechanism's start-up), then the window that fills the rest.
+  const CostModel model = CostModel::load(CostModel::default_path());
+  opts.duration_s = 0;
+  const double fixed_s = estimate_plan(benches, opts, model), slots = double(benches.size() * kRepetitions);
+  const double per_point = (q.budget_s - fixed_s) / slots;
+  if (per_point < kFloors.duration_s)
     throw UsageError(fmt::format(
         "--budget {:.0f}: {} candidates x {} repetitions need at least {:.0f} s; give a larger --budget or "
         "fewer --only",
-        q.budget_s, benches.size(), kRepetitions,
-        double(benches.size() * kRepetitions) * (kMinDuration + kStartup + opts.warmup_s)));
+        q.budget_s, benches.size(), kRepetitions, fixed_s + slots * kFloors.duration_s));
   opts.duration_s = std::min(per_point, kMaxDuration);
 
   start_owned_run();
@@ -232,9 +238,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   const uint64_t seed = std::random_device{}() & 0x7fffffff;
-  fmt::print(stderr, "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {:.0f} s\n",
-             benches.size(), kRepetitions, opts.duration_s, seed,
-             double(benches.size() * kRepetitions) * (opts.duration_s + opts.warmup_s + kStartup));
+  fmt::print(stderr, "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
+             benches.size(), kRepetitions, opts.duration_s, seed, duration_text(estimate_plan(benches, opts, model)));
   PlanHooks hooks;
   const bool tty = isatty(2);
   hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
