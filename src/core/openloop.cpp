@@ -125,14 +125,14 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
   return Arrivals(arrivals, double(rate) / double(std::max(1, senders)), seed + uint64_t(index), start_ns);
 }
 
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResults slots, int n,
                     const std::string& cause) {
   // Histograms are large (tens of KiB): on the heap, not the stack.
   auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
   uint64_t sent = 0, overdue = 0;
   double slice_sum[RateTrace::kSlices] = {}, slice_n[RateTrace::kSlices] = {};
   for (int i = 0; i < n; ++i) {
-    const RateTrace& t = ctl.slots[i].rate;
+    const RateTrace& t = slots[i].rate;
     raw->merge(t.raw);
     late->merge(t.lateness);
     sent += t.sent;

@@ -11,6 +11,7 @@
 // (actual − intended) as the scheduling error.
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "core/arrivals.hpp"
@@ -21,7 +22,7 @@ namespace ipclab {
 
 class Session;
 struct Record;
-struct Control;
+struct WorkerResult;  // core/session.hpp
 struct RateSpec;
 
 /// A lateness distribution's summary (ns), for the record.
@@ -136,7 +137,7 @@ struct RatePoint {
 /// latency is removed from the record (never a latency figure). `cause`: a reason the caller
 /// knows the point is saturated (e.g. sessions due beyond a suite's cap were not started), which
 /// comes before the rule's own; empty: the rule alone.
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, const Control& ctl, int n,
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, std::span<const WorkerResult> slots, int n,
                     const std::string& cause = {});
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).

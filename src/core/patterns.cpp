@@ -178,7 +178,7 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
 // The last producer to finish tells every consumer to stop; FIFO order puts the markers behind
 // all data of every producer (the others have finished sending already).
 void send_stop_markers(Worker& w, Endpoint& ep, const TransportShape& t, std::vector<std::byte>& buf) {
-  if (w.control().producers_left.fetch_sub(1) == 1) {
+  if (w.last_producer_left()) {
     for (int c = 0; c < t.consumers; ++c) {
       std::byte* place = ep.send_buffer(buf.data(), t.size);
       msg::encode(place, t.size, {.flags = msg::kStop}, t.random, t.sampled);
@@ -256,7 +256,6 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
                          Reservoir* reservoir) {
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
-  Control& ctl = w.control();
   std::vector<msg::SeqWindow> window(size_t(t.producers));
   // Returns false on a stop marker.
   auto take = [&]() {
@@ -301,13 +300,13 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   w.ready();
   while (take()) {
   }
-  if (ctl.consumers_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!w.last_consumer_left()) return;
   // Producers stored their counts before the last of them sent the markers; the other
   // consumers stored theirs before decrementing consumers_left.
   uint64_t sent = 0, others = 0;
-  for (int p = 0; p < t.producers; ++p) sent += ctl.slots[p].integrity.sent;
+  for (int p = 0; p < t.producers; ++p) sent += w.peer_slot(p).integrity.sent;
   for (int c = 0; c < t.consumers; ++c)
-    if (c != index) others += ctl.slots[t.producers + c].integrity.received;
+    if (c != index) others += w.peer_slot(t.producers + c).integrity.received;
   while (others + out.integrity.received + out.integrity.corrupt < sent) {
     if (!take()) out.integrity.duplicated++;  // a marker beyond one per consumer
   }
@@ -375,7 +374,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
          }});
 
   const size_t workers_n = workers.size();
-  Control& ctl = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
+  const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
 
   if (!t.roundtrip) {
@@ -386,10 +385,10 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
     // the run never delivered count as lost, in flight or not.
     uint64_t missing = 0;
     for (int p = 0; p < t.producers; ++p) {
-      uint64_t sent = ctl.slots[p].integrity.sent, count = 0, seqsum = 0;
+      uint64_t sent = slots[p].integrity.sent, count = 0, seqsum = 0;
       for (int c = 0; c < t.consumers; ++c) {
-        count += ctl.slots[t.producers + c].seen_count[p];
-        seqsum += ctl.slots[t.producers + c].seen_seqsum[p];
+        count += slots[t.producers + c].seen_count[p];
+        seqsum += slots[t.producers + c].seen_seqsum[p];
       }
       if (count < sent) missing += sent - count;
       // A repeat that reached another consumer than the first copy: counted received twice.
@@ -425,7 +424,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
     std::string why = "integrity: " + rec.integrity.text();
     if (t.roundtrip)
       for (int c = 0; c < t.producers; ++c)
-        if (const Integrity& i = ctl.slots[c].integrity; i.lost)
+        if (const Integrity& i = slots[c].integrity; i.lost)
           why += fmt::format(" (request {} of client {} unanswered)", i.sent - 1, c);
     if (rec.status == Status::Failed)
       rec.error += "; " + why;
@@ -433,7 +432,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
       rec.fail(why);
   }
   std::optional<RatePoint> point;
-  if (spec) point = fold_rate(rec, rate_spec, rate, ctl, int(workers_n));
+  if (spec) point = fold_rate(rec, rate_spec, rate, slots, int(workers_n));
   if (s.stuck()) {  // a stuck thread may still use them
     transport.release();
     res_owner.release();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,7 +138,19 @@ class Worker {
   /// When the measured window closed, once the worker has seen the stop (Control::window_end): an
   /// open-loop sender counts what its schedule made due up to then (RateTrace::stopped).
   uint64_t window_end() const { return ctl_.window_end.load(std::memory_order_acquire); }
-  Control& control() { return ctl_; }
+  /// True once the run must end at once (a side failed, died or stalled): a side that waits or
+  /// spins without calling running() polls this and throws Aborted.
+  bool abort_requested() const { return ctl_.abort.load(std::memory_order_relaxed) != 0; }
+  /// The phase the coordinator has set now (phase() is the one this worker last took): for
+  /// threads of the worker's own that follow the run without a Worker of theirs.
+  int phase_now() const { return ctl_.phase.load(std::memory_order_acquire); }
+  /// For the throughput pattern's ends: each producer (consumer) leaves once; true for the last
+  /// of them, which then tells the consumers to stop (counts what the others received).
+  bool last_producer_left() { return ctl_.producers_left.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  bool last_consumer_left() { return ctl_.consumers_left.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  /// Another worker's slot (by its place among the run's WorkerSpecs), for counts the last
+  /// consumer checks against the producers' once they have left.
+  const WorkerResult& peer_slot(int i) const { return ctl_.slots[i]; }
   void sample_cpu();
 
  private:
@@ -187,6 +200,10 @@ struct WorkerSpec {
 class Process;
 class KernelCounters;
 
+/// What the workers of a run_workers run reported, in the order of its WorkerSpecs: for figures
+/// of a mechanism's own once the run is over.
+using WorkerResults = std::span<const WorkerResult>;
+
 /// An external process taking part in a session — a server, a pingpong guest, a peer executable:
 /// started by the caller (core/process), watched by the session like a worker. Its death fails
 /// the run; its progress, when given, feeds the stall watchdog; its CPU over the measured window
@@ -220,12 +237,12 @@ class Session {
   /// Runs workers as threads (processes=false) or forked processes through warm-up and the
   /// measured window; folds their slots into the record (ops, bytes, histogram of `latency_kind`,
   /// integrity, CPU, placement). A worker that throws, dies or stalls fails the record.
-  /// Returns the slots for mechanism-specific checks (valid until the next call).
+  /// Returns the workers' slots for mechanism-specific checks (valid until the next call).
   ///
   /// The measured window lasts --duration, or ends earlier when every worker has finished its
   /// work (a count-bounded run): its end is then the last worker's finish. See until_done() for a
-  /// run that --duration does not bound.
-  Control& run_workers(std::vector<WorkerSpec> workers, bool processes, const std::string& latency_kind);
+  /// run that --duration does not bound. The steps of a run are Session::Run's (session.cpp).
+  WorkerResults run_workers(std::vector<WorkerSpec> workers, bool processes, const std::string& latency_kind);
 
   /// Adds an external process to the next run_workers (see PeerSpec); cleared by it.
   void add_peer(PeerSpec peer) { peers_.push_back(std::move(peer)); }
@@ -281,6 +298,12 @@ class Session {
   void guard_setup();
 
  private:
+  class Run;  // one run_workers run in its named steps (session.cpp)
+  /// The control block, in shared anonymous memory (threads and forked workers alike), unmapped
+  /// with the session — unless a worker thread is stuck, which may still write into it.
+  struct Unmap {
+    void operator()(Control* c) const;
+  };
   void arm_guard(const char* phase);
   /// While run_workers or measure runs its own watchdog: the set-up guard is off, and the
   /// clean-up's is armed once it returns, on every path.
@@ -295,7 +318,7 @@ class Session {
   const Params& params_;
   const RunOptions& opts_;
   Record& rec_;
-  Control* ctl_ = nullptr;
+  std::unique_ptr<Control, Unmap> ctl_;
   bool stuck_ = false;
   std::vector<PeerSpec> peers_;
   std::vector<CpuUsage> peer_cpu_;

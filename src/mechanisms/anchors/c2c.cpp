@@ -37,7 +37,7 @@ void run(Session& s) {
                          l->value.store(2 * k + 1, std::memory_order_release);
                          while (l->value.load(std::memory_order_acquire) != 2 * k + 2) {
                            _mm_pause();
-                           if ((++spins & 4095) == 0 && w.control().abort.load(std::memory_order_relaxed))
+                           if ((++spins & 4095) == 0 && w.abort_requested())
                              throw Aborted();
                          }
                          if (timed) out.record_latency(now_ns() - t0);
@@ -62,7 +62,7 @@ void run(Session& s) {
                          // Follow the phase for the CPU window; leave only on kDone or an abort.
                          if ((++spins & 255) == 0) {
                            w.running();
-                           if (w.control().abort.load(std::memory_order_relaxed)) throw Aborted();
+                           if (w.abort_requested()) throw Aborted();
                          }
                        }
                      }});

@@ -192,7 +192,7 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
   // The stall watchdog watches this too (the heartbeat); an aborted session ends it.
   const uint64_t end = now_ns() + kDrainNs;
   for (uint64_t now = now_ns(); cl.error.empty() && loop.measured_in_flight() > 0 && now < end &&
-                                !cl.worker->control().abort.load(std::memory_order_relaxed);
+                                !cl.worker->abort_requested();
        now = now_ns()) {
     cl.worker->running();
     const int k = wait(std::min(end - now, kMaxWaitNs));

@@ -165,7 +165,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
                          if (!cl->error.empty()) throw std::runtime_error(cl->error);
                        }});
   }
-  Control& ctl = s.run_workers(std::move(workers), false, "rtt");
+  const WorkerResults slots = s.run_workers(std::move(workers), false, "rtt");
   // The connections stay open until the run is over: the server's death is a failure, what it
   // does once its clients have gone is not. The clients go first, then the server.
   if (s.stuck())  // a stuck worker may still use them
@@ -176,7 +176,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   auto& rec = s.record();
   const CpuUsage& srv = s.peer_cpu().at(0);
   CpuUsage cli;
-  for (size_t j = 0; j < k; ++j) cli += ctl.slots[j].cpu;
+  for (size_t j = 0; j < k; ++j) cli += slots[j].cpu;
   const double server_cpu_s = srv.total_s();
   rec.placement.layout = layout_of(o);  // the suite's fixed layout (it has no placement parameter)
   // Each reactor thread is a side of its own, where it was pinned.
@@ -194,7 +194,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
     x["reactor_note"] = fmt::format("{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k,
                                     o.cpus.size());
   if (!spec) return std::nullopt;
-  return fold_rate(rec, rate_spec, rate, ctl, int(k));
+  return fold_rate(rec, rate_spec, rate, slots, int(k));
 }
 
 }  // namespace

@@ -37,14 +37,13 @@ void workload(Session& s) {
     };
     // Threads 1..qd-1 follow the phase directly; thread 0 is the harness's worker, whose
     // transitions open and close the process's CPU window.
-    std::atomic<int>& phase = w.control().phase;
     std::vector<std::thread> helpers;
     for (int i = 1; i < su.qd; ++i)
       helpers.emplace_back([&, i] {
         auto buf = aligned_buffer(len);
         try {
-          while (phase.load(std::memory_order_acquire) == kInit && !stop.load()) sleep_ns(50'000);
-          for (int ph; (ph = phase.load(std::memory_order_acquire)) != kStop && !stop.load();)
+          while (w.phase_now() == kInit && !stop.load()) sleep_ns(50'000);
+          for (int ph; (ph = w.phase_now()) != kStop && !stop.load();)
             one(*tallies[i], buf.get(), ph == kMeasure);
         } catch (const std::exception& e) {
           std::lock_guard lk(err_mu);

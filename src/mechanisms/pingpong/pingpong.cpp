@@ -136,12 +136,11 @@ void host(Worker& w, int i, const HostSpec& h) {
   Slot& slot = r.slots[i];
   const SideSync io = h.objects.host_side(i);
   const Strategy& st = h.strategy;
-  const std::atomic<int>* abort = &w.control().abort;
   try {
     // The guest attaches as it starts (a Go runtime, a loaded machine): the session's readiness
     // deadline bounds the wait, and its abort (the guest died) ends it.
     while (r.header.attached.load(std::memory_order_acquire) < r.header.pairs) {
-      if (abort->load(std::memory_order_relaxed)) throw Aborted();
+      if (w.abort_requested()) throw Aborted();
       sleep_ns(200'000);
     }
     w.ready();
@@ -156,7 +155,7 @@ void host(Worker& w, int i, const HostSpec& h) {
       slot.b = b;
       slot.req_id = ++req;
       st.hand_over(slot, kReqReady, slot.guest_sleeping, io);
-      st.wait_for(slot, slot.host_sleeping, io, bit(kRespReady), abort);
+      st.wait_for(slot, slot.host_sleeping, io, bit(kRespReady), &w);
       if (timed) out.record_latency(now_ns() - t0);
       if (slot.sum != a + b) out.integrity.corrupt++;
       if (!measuring) continue;
@@ -284,14 +283,14 @@ void finish_go_guest(Process& guest, const Header& h, Record& rec) {
 }
 
 // The record's pingpong figures, from the hosts' slots (workers first_host..) and the window.
-void record_figures(Session& s, const Control& ctl, int first_host, int pairs, uint64_t round_trips) {
+void record_figures(Session& s, WorkerResults slots, int first_host, int pairs, uint64_t round_trips) {
   Record& rec = s.record();
   const uint64_t begin = s.window_begin_ns(), end = s.window_end_ns();
   double total_rate = 0, min_rate = 0, max_rate = 0;
   bool capped = false;
   nlohmann::json per_pair = nlohmann::json::array(), done = nlohmann::json::array();
   for (int i = 0; i < pairs; ++i) {
-    const WorkerResult& h = ctl.slots[first_host + i];
+    const WorkerResult& h = slots[first_host + i];
     // Each pair's rate over its own time: from the window's start to its last round trip, or to
     // the window's end when the --duration cap stopped it.
     const uint64_t until = h.t_done ? h.t_done : end;
@@ -443,13 +442,13 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
     if (ph == kMeasure) r.header.measuring.store(1, std::memory_order_relaxed);
   });
 
-  const Control& ctl = s.run_workers(std::move(workers), false, "rtt");
+  const WorkerResults slots = s.run_workers(std::move(workers), false, "rtt");
   if (s.stuck()) o.in_use = true;
   Record& rec = s.record();
   if (kind == GuestKind::Go) finish_go_guest(guest, r.header, rec);
   if (rec.status == Status::Failed) return;
 
-  record_figures(s, ctl, first_host, pairs, round_trips);
+  record_figures(s, slots, first_host, pairs, round_trips);
   rec.extra["object"] = o.base;
   rec.extra["guest_cpu_source"] = kind == GuestKind::Thread
                                       ? "RUSAGE_THREAD per guest thread"

@@ -62,10 +62,10 @@ class Strategy {
   Wait wait() const { return wait_; }
 
   /// Waits until the slot's state is one of `mask` (bits of State) and returns it. `mine` is
-  /// this side's sleeping flag. `abort` (host side only: the session's flag) ends the wait with
-  /// Aborted.
+  /// this side's sleeping flag. `host` (the host side's Worker; null for a guest) ends the wait
+  /// with Aborted once its run aborts.
   uint32_t wait_for(Slot& s, std::atomic<uint32_t>& mine, const SideSync& io, uint32_t mask,
-                    const std::atomic<int>* abort) const {
+                    const Worker* host) const {
     uint32_t st;
     switch (wait_) {
       case Wait::Spin:
@@ -73,14 +73,14 @@ class Strategy {
           st = s.state.load(std::memory_order_acquire);
           if (bit(st) & mask) return st;
           _mm_pause();
-          if ((i & 4095) == 0) check(abort);
+          if ((i & 4095) == 0) check(host);
         }
       case Wait::SpinYield:
         for (uint32_t i = 1;; ++i) {
           st = s.state.load(std::memory_order_acquire);
           if (bit(st) & mask) return st;
           sched_yield();
-          if ((i & 63) == 0) check(abort);
+          if ((i & 63) == 0) check(host);
         }
       case Wait::Eventfd:
         // One counter increment per hand-over; the counter persists, so no wake-up is lost.
@@ -90,7 +90,7 @@ class Strategy {
           uint64_t v;
           if (::read(io.my_efd, &v, sizeof v) < 0 && errno != EINTR && errno != EAGAIN)
             throw std::system_error(errno, std::generic_category(), "eventfd read");
-          check(abort);
+          check(host);
         }
       default:
         break;
@@ -123,12 +123,12 @@ class Strategy {
         // sleep makes this return at once. The timeout lets a host notice an abort.
         timespec ts{0, 100'000'000};
         ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.state), FUTEX_WAIT | futex_op_private_, st,
-                  abort ? &ts : nullptr, nullptr, 0);
+                  host ? &ts : nullptr, nullptr, 0);
       }
       mine.store(0, std::memory_order_relaxed);
       st = s.state.load(std::memory_order_acquire);
       if (bit(st) & mask) return st;
-      check(abort);
+      check(host);
     }
   }
 
@@ -159,8 +159,8 @@ class Strategy {
   }
 
  private:
-  static void check(const std::atomic<int>* abort) {
-    if (abort && abort->load(std::memory_order_relaxed)) throw Aborted();
+  static void check(const Worker* host) {
+    if (host && host->abort_requested()) throw Aborted();
   }
   static void post_efd(int fd) {
     uint64_t one = 1;

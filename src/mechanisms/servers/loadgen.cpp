@@ -333,7 +333,7 @@ void run_open_loop(const LoadConfig& cfg, const OpenLoop& ol, Worker& w, std::at
   // unless the run aborts.
   while (cs.open() > 0) {
     w.running();  // the heartbeat: this worker is not stuck
-    if (w.control().abort.load(std::memory_order_relaxed)) {
+    if (w.abort_requested()) {
       cs.abandon();
       break;
     }

@@ -216,7 +216,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
     };
   }
   // No series: the load generator's sessions are reported once, at the end (`report`).
-  Control& ctl = s.run_workers(
+  const WorkerResults slots = s.run_workers(
       {{.role = "client", .index = 0, .cpu = client_cpu, .body = std::move(body), .series = false}}, false,
       "session");
   const CpuUsage whole = server.stop();
@@ -227,7 +227,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
 
   const LoadResult& res = wv->measured;
   const double server_cpu_s = s.peer_cpu().at(0).total_s();
-  const double client_cpu_s = ctl.slots[0].cpu.total_s();
+  const double client_cpu_s = slots[0].cpu.total_s();
   rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
   auto& x = rec.extra;
   if (ol) {
@@ -278,7 +278,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
           ? fmt::format("{} sessions due while {} were open (the most at once here) were not started",
                         res.over_cap, ol->max_open)
           : "";
-  return fold_rate(rec, ol->spec, ol->rate, ctl, 1, cause);
+  return fold_rate(rec, ol->spec, ol->rate, slots, 1, cause);
 }
 
 void run_model(const ServerModel& m, Session& s) {
