@@ -42,11 +42,23 @@ def children(pid, comm=None):
     return sorted(found)
 
 
-def wait_children(pid, count, comm, timeout=15.0):
-    """Waits until `pid` has at least `count` children named `comm`; returns them (in pid order)."""
+def age_s(pid):
+    """How long process `pid` has lived (from /proc: its start time against the uptime); 0 once gone."""
+    try:
+        start_ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wait_children(pid, count, comm, timeout=15.0, settled=0.1):
+    """Waits until `pid` has at least `count` children named `comm` that have lived `settled` s;
+    returns them (in pid order). A command the harness runs through a shell bears its name for the
+    moment between its fork and its exec: on a loaded machine long enough to be taken for a worker."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        kids = children(pid, comm)
+        kids = [k for k in children(pid, comm) if age_s(k) >= settled]
         if len(kids) >= count:
             return kids
         time.sleep(0.01)
@@ -104,7 +116,7 @@ def frozen_process_run(lab, args, *, child, hold, window, delay=0.3, count=None,
     try:
         wait_children(proc.pid, count or child + 1, comm)
         time.sleep(delay)
-        victim = children(proc.pid, comm)[child]
+        victim = wait_children(proc.pid, count or child + 1, comm)[child]
         freeze(victim, hold)
         rc, _, err = finish(proc)
     finally:
