@@ -13,11 +13,14 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/home.hpp"
 #include "core/placement.hpp"
+#include "core/process.hpp"
 #include "core/topology.hpp"
 
 namespace ipclab {
@@ -42,16 +45,8 @@ std::string read_first_line(const std::string& path) {
 
 namespace {
 
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 256> buf;
-  while (fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
+// The commands env asks the machine (a few ms each): side by side, through the one process model.
+constexpr double kCommandTimeoutS = 5.0;
 
 nlohmann::json limit(int resource) {
   rlimit rl{};
@@ -83,17 +78,17 @@ nlohmann::json collect_environment(const std::string& command_line) {
   c["ipclab_version"] = IPCLAB_VERSION;
   // A build tree asks git about its source tree; a bundle says which commit it was made from
   // (scripts/bundle.sh wrote share/git-sha).
-  std::string sha;
-  if (started_from_bundle()) {
-    sha = read_first_line(source_file("git-sha"));
-  } else {
-    std::string src = IPCLAB_SOURCE_DIR;
-    sha = run_command("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
-    if (!sha.empty() && !run_command("git --no-optional-locks -C '" + src +
-                                     "' status --porcelain --untracked-files=no 2>/dev/null")
-                             .empty())
-      sha += "-dirty";
-  }
+  const bool bundle = started_from_bundle();
+  const std::string src = IPCLAB_SOURCE_DIR;
+  const std::vector<std::string> asked = command_outputs(
+      {bundle ? std::vector<std::string>{} : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
+       bundle ? std::vector<std::string>{}
+              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status", "--porcelain",
+                                         "--untracked-files=no"},
+       {"systemd-detect-virt"}, {"getconf", "GNU_LIBC_VERSION"}},
+      kCommandTimeoutS);
+  std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
+  if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
   c["started_from"] = started_from();
   c["command_line"] = command_line;
@@ -148,12 +143,21 @@ nlohmann::json collect_environment(const std::string& command_line) {
   utsname u{};
   uname(&u);
   c["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  std::string virt = run_command("systemd-detect-virt 2>/dev/null");
+  std::string virt = asked[2];
   if (virt.empty() || virt == "none") {
-    std::string flags = run_command("grep -m1 -o -w hypervisor /proc/cpuinfo");
-    virt = flags.empty() ? "none" : "unknown-hypervisor";
-    std::string vendor = run_command("lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p'");
-    if (!vendor.empty()) virt = vendor;
+    // No systemd-detect-virt, or it saw none: the CPU's hypervisor flag, and lscpu's vendor.
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    bool flag = false;
+    for (std::string line; !flag && std::getline(cpuinfo, line);)
+      if (line.rfind("flags", 0) == 0) flag = (line + " ").find(" hypervisor ") != std::string::npos;
+    virt = flag ? "unknown-hypervisor" : "none";
+    std::istringstream lscpu(command_output({"lscpu"}, kCommandTimeoutS));
+    constexpr std::string_view kVendor = "Hypervisor vendor:";
+    for (std::string line; std::getline(lscpu, line);)
+      if (line.rfind(kVendor, 0) == 0) {
+        const size_t at = line.find_first_not_of(' ', kVendor.size());
+        if (at != std::string::npos) virt = line.substr(at);
+      }
   }
   c["virtualization"] = virt;
   std::string gov = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
@@ -220,7 +224,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
       {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
       {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                     NLOHMANN_JSON_VERSION_PATCH)},
-      {"glibc", run_command("getconf GNU_LIBC_VERSION")}};
+      {"glibc", asked[3]}};
   for (const auto& [name, version] : library_versions()) c["libraries"][name] = version();
 
   // Warnings, each naming its remedy.

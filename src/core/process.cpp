@@ -14,6 +14,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -248,6 +251,75 @@ char task_state(pid_t pid, pid_t tid) {
   const auto fields =
       stat_fields(pid > 0 ? fmt::format("/proc/{}/stat", pid) : fmt::format("/proc/self/task/{}/stat", tid));
   return fields.empty() || fields[0].empty() ? 0 : fields[0][0];
+}
+
+std::string find_program(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* env = std::getenv("PATH");
+  std::stringstream path(env && *env ? env : "/usr/bin:/bin");
+  for (std::string d; std::getline(path, d, ':');)
+    if (!d.empty() && access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
+  return "";
+}
+
+std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands, double timeout_s) {
+  const size_t n = commands.size();
+  std::vector<std::string> out(n);
+  std::vector<Process> procs(n);
+  std::vector<int> fds(n, -1);
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (size_t i = 0; i < n; ++i) {
+    if (commands[i].empty()) continue;
+    std::vector<std::string> argv = commands[i];
+    argv[0] = find_program(argv[0]);
+    int p[2];
+    if (argv[0].empty() || pipe2(p, O_CLOEXEC) != 0) continue;
+    try {
+      procs[i] = Process::exec({.stdin_fd = null_fd, .stdout_fd = p[1], .stderr_fd = null_fd}, argv);
+      fds[i] = p[0];
+    } catch (const std::exception&) {
+      ::close(p[0]);
+    }
+    ::close(p[1]);
+  }
+  if (null_fd >= 0) ::close(null_fd);
+  // Read them all as they write (a long output would fill its pipe and never end), until each
+  // has closed its stdout or the time is up.
+  const uint64_t deadline = now_ns() + uint64_t(std::max(0.0, timeout_s) * 1e9);
+  for (;;) {
+    std::vector<pollfd> pfds;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < n; ++i)
+      if (fds[i] >= 0) {
+        pfds.push_back({fds[i], POLLIN, 0});
+        who.push_back(i);
+      }
+    const uint64_t now = now_ns();
+    if (pfds.empty() || now >= deadline) break;
+    const int r = ::poll(pfds.data(), pfds.size(), int(std::max<uint64_t>(1, (deadline - now) / 1'000'000)));
+    if (r < 0 && errno != EINTR) break;
+    for (size_t k = 0; k < pfds.size(); ++k) {
+      if (!pfds[k].revents) continue;
+      char buf[4096];
+      const ssize_t got = ::read(pfds[k].fd, buf, sizeof buf);
+      if (got > 0)
+        out[who[k]].append(buf, size_t(got));
+      else if (got == 0 || errno != EINTR)
+        ::close(std::exchange(fds[who[k]], -1));
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (fds[i] >= 0) ::close(fds[i]);
+    const uint64_t now = now_ns();
+    if (procs[i].running() && !procs[i].wait(now < deadline ? double(deadline - now) * 1e-9 : 0)) procs[i].stop(0);
+    while (!out[i].empty() && std::isspace(static_cast<unsigned char>(out[i].back()))) out[i].pop_back();
+  }
+  return out;
+}
+
+std::string command_output(const std::vector<std::string>& argv, double timeout_s) {
+  return command_outputs({argv}, timeout_s)[0];
 }
 
 }  // namespace ipclab

@@ -51,6 +51,18 @@ struct Spawn {
 /// R, S, D, T, t, Z, ...; 0 when it cannot be read.
 char task_state(pid_t pid, pid_t tid);
 
+/// The path of program `name` (one with a '/' as it is), the first executable of that name on
+/// $PATH (/usr/bin:/bin without one); "" when there is none.
+std::string find_program(const std::string& name);
+
+/// Runs each command (argv[0] a program for find_program) side by side and returns what each wrote
+/// on its stdout, trailing whitespace trimmed, whatever its exit status: for short queries of the
+/// machine (a version, git's state). "" for one that could not start; one still running after
+/// `timeout_s` is killed, and keeps what it wrote. stdin and stderr are /dev/null.
+std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands, double timeout_s);
+/// One command's: command_outputs of one.
+std::string command_output(const std::vector<std::string>& argv, double timeout_s);
+
 class Process {
  public:
   /// Forks; the child runs `body` (its argument: the readiness fd, or -1) and exits with what it

@@ -8,11 +8,11 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/ipc_names.hpp"
 #include "core/peer.hpp"
+#include "core/process.hpp"
 #include "core/session.hpp"
 #include "mechanisms/fileio/common.hpp"
 
@@ -25,9 +25,7 @@ std::string find_fio() {
     if (access(env, X_OK) == 0) return env;
     throw Skip(fmt::format("fio not found at IPCLAB_FIO={}", env));
   }
-  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
-  for (std::string d; std::getline(path, d, ':');)
-    if (!d.empty() && access((d + "/fio").c_str(), X_OK) == 0) return d + "/fio";
+  if (std::string fio = find_program("fio"); !fio.empty()) return fio;
   throw Skip("fio is not installed (apt-get install fio)");
 }
 
