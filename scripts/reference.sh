@@ -19,6 +19,12 @@ if [ ! -x "$ipclab" ]; then
 fi
 reference=docs/reference/result.json
 out=results/reference-$(date -u +%Y%m%dT%H%M%SZ)
+# Alone or not at all: refused while other work keeps the CPUs busy (each record keeps its load).
+if ! IDLE_REQUIRED=1 bash scripts/wait-idle.sh 90 300; then
+  echo "reference.sh: the machine is busy; $reference and the pages are unchanged" >&2
+  exit 2
+fi
+
 mkdir -p results docs/reference
 mkdir "$out"  # a new folder: nothing of an earlier run is overwritten
 
