@@ -231,3 +231,38 @@ TEST(Process, CpuOfABusyChild) {
   EXPECT_GE(p.usage().user_s + p.usage().sys_s, 0.25);
   EXPECT_EQ(p.cpu_seconds(), p.usage().user_s + p.usage().sys_s);
 }
+
+TEST(Process, FindProgramLooksOnPathAndTakesAPathAsItIs) {
+  const std::string sh = find_program("sh");
+  ASSERT_FALSE(sh.empty());
+  EXPECT_EQ(sh.back(), 'h');
+  EXPECT_EQ(access(sh.c_str(), X_OK), 0);
+  EXPECT_EQ(find_program("/bin/sh"), "/bin/sh");
+  EXPECT_EQ(find_program("ipclab-no-such-program"), "");
+  EXPECT_EQ(find_program("/nonexistent/sh"), "");
+}
+
+// Each command's stdout, trimmed, whatever its exit status; "" for one that cannot start; the
+// commands run side by side (three that each sleep 1 s take well under the 3 s of one after
+// another, which a loaded machine holds: sleeping needs no CPU).
+TEST(Process, CommandOutputsRunSideBySideAndKeepWhatEachWrote) {
+  const uint64_t t0 = now_ns();
+  const auto out = command_outputs({{"sh", "-c", "sleep 1; echo one"},
+                                    {"sh", "-c", "sleep 1; printf 'two\\n\\n'; exit 3"},
+                                    {"ipclab-no-such-program"},
+                                    {"sh", "-c", "sleep 1; echo three >&2; echo 3"}},
+                                   30);
+  const double took_s = double(now_ns() - t0) * 1e-9;
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0], "one");
+  EXPECT_EQ(out[1], "two");  // a failing command's output is kept
+  EXPECT_EQ(out[2], "");
+  EXPECT_EQ(out[3], "3");  // stderr is not stdout
+  EXPECT_LT(took_s, 2.5);
+}
+
+TEST(Process, CommandOutputKillsACommandPastItsTimeoutAndKeepsWhatItWrote) {
+  const uint64_t t0 = now_ns();
+  EXPECT_EQ(command_output({"sh", "-c", "echo early; exec sleep 30"}, 0.5), "early");
+  EXPECT_LT(double(now_ns() - t0) * 1e-9, 20.0);
+}
