@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# ipclab --remote beside sockperf ping-pong across a veth pair between two network namespaces,
+# with and without netem delay (issue 38's acceptance figures; docs/remote.md). Sets up the two
+# namespaces, the veth pair, sshd in the far namespace (generated host and client keys, its own
+# port, a generated known_hosts) and tears all of it down on every exit. Needs root, iproute2,
+# openssh-server and sockperf (scripts/setup.sh installs them). Prints a table of round-trip medians.
+#
+#   scripts/remote-vs-sockperf.sh [IPCLAB] [DURATION_S] [REPETITIONS] [DELAY_US]
+#   e.g. scripts/remote-vs-sockperf.sh build/release/ipclab 5 5 200
+set -euo pipefail
+
+IPCLAB=$(readlink -f "${1:-build/release/ipclab}")
+DURATION=${2:-5}
+REPS=${3:-5}
+DELAY_US=${4:-200}
+SIZE=64
+
+[ "$(id -u)" -eq 0 ] || { echo "remote-vs-sockperf: run as root (network namespaces)" >&2; exit 2; }
+[ -x "$IPCLAB" ] || { echo "remote-vs-sockperf: no ipclab at $IPCLAB; build it (make build)" >&2; exit 2; }
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
+for t in ip tc ssh ssh-keygen sockperf python3 "$SSHD"; do
+  command -v "$t" >/dev/null || { echo "remote-vs-sockperf: $t is missing; run scripts/setup.sh" >&2; exit 2; }
+done
+
+tag="$$$(printf '%03x' $((RANDOM % 4096)))"
+NEAR=ipcls${tag}n FAR=ipcls${tag}f VNEAR=vs${tag}a VFAR=vs${tag}b
+NET="10.$((16 + RANDOM % 230)).$((RANDOM % 250))"
+NEAR_IP=$NET.1 FAR_IP=$NET.2
+PORT=$((20000 + RANDOM % 30000)) SPORT=$((PORT + 1))
+WORK=$(mktemp -d /tmp/ipclab-remote-vs-sockperf.XXXXXX)
+made_ns=() made_run_sshd=0 sshd_pid=""
+
+cleanup() {
+  [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null && wait "$sshd_pid" 2>/dev/null || true
+  for ns in "${made_ns[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  [ "$made_run_sshd" = 1 ] && rmdir /run/sshd 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+for ns in "$NEAR" "$FAR"; do ip netns add "$ns"; made_ns+=("$ns"); ip -n "$ns" link set lo up; done
+ip link add "$VNEAR" netns "$NEAR" type veth peer name "$VFAR" netns "$FAR"
+ip -n "$NEAR" addr add "$NEAR_IP/30" dev "$VNEAR"; ip -n "$NEAR" link set "$VNEAR" up
+ip -n "$FAR" addr add "$FAR_IP/30" dev "$VFAR"; ip -n "$FAR" link set "$VFAR" up
+
+mkdir -m 700 "$WORK/keys" "$WORK/rtmp" "$WORK/ltmp"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/keys/host"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/keys/client"
+cp "$WORK/keys/client.pub" "$WORK/keys/authorized_keys"
+echo "[$FAR_IP]:$PORT $(cut -d' ' -f1,2 "$WORK/keys/host.pub")" >"$WORK/keys/known_hosts"
+cat >"$WORK/sshd_config" <<EOF
+Port $PORT
+ListenAddress $FAR_IP
+HostKey $WORK/keys/host
+AuthorizedKeysFile $WORK/keys/authorized_keys
+PidFile $WORK/sshd.pid
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+StrictModes no
+SetEnv TMPDIR=$WORK/rtmp
+EOF
+[ -d /run/sshd ] || { mkdir -m 755 /run/sshd; made_run_sshd=1; }
+ip netns exec "$FAR" "$SSHD" -D -e -f "$WORK/sshd_config" 2>"$WORK/sshd.log" &
+sshd_pid=$!
+for _ in $(seq 100); do ip netns exec "$FAR" ss -Hltn | grep -q ":$PORT " && break; sleep 0.05; done
+
+SSH_OPTS=(--ssh-option "-p $PORT" --ssh-option "-i $WORK/keys/client" --ssh-option "-F /dev/null"
+          --ssh-option "-o IdentitiesOnly=yes" --ssh-option "-o UserKnownHostsFile=$WORK/keys/known_hosts"
+          --ssh-option "-o StrictHostKeyChecking=yes")
+
+delay() {  # delay US (0: none) on both ends of the pair
+  for pair in "$NEAR $VNEAR" "$FAR $VFAR"; do
+    set -- $pair
+    if [ "$DELAY" = 0 ]; then tc -n "$1" qdisc del dev "$2" root 2>/dev/null || true
+    else tc -n "$1" qdisc replace dev "$2" root netem delay "${DELAY}us"; fi
+  done
+}
+
+ipclab_p50() {  # ipclab_p50 MECH → median round trip (µs) of the repetitions' medians
+  local out="$WORK/r.json"
+  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "messaging/$1" -p pattern=roundtrip -p size=$SIZE \
+    --duration "$DURATION" --repetitions "$REPS" --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" \
+    --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" || { cat "$WORK/ipclab.err" >&2; echo nan; return; }
+  python3 - "$out" <<'EOF'
+import json, statistics, sys
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+print(f'{statistics.median(r["latency"]["p50"] for r in recs) / 1000:.1f}')
+EOF
+}
+
+sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
+  local proto=(); [ "$1" = tcp ] && proto=(--tcp)
+  ip netns exec "$FAR" sockperf server -i "$FAR_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
+  local srv=$!
+  sleep 0.5
+  local meds=()
+  for _ in $(seq "$REPS"); do
+    meds+=("$(ip netns exec "$NEAR" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
+      -t "$DURATION" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
+  done
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
+  printf '%s\n' "${meds[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
+
+printf '%-6s %-5s %14s %16s %8s\n' delay proto "ipclab p50 µs" "sockperf p50 µs" "diff %"
+for DELAY in 0 "$DELAY_US"; do
+  delay
+  for proto in tcp udp; do
+    a=$(ipclab_p50 "$proto")
+    b=$(sockperf_p50 "$proto")
+    d=$(python3 -c "a,b=float('$a'),float('${b:-nan}'); print(f'{100*(a-b)/b:+.1f}')" 2>/dev/null || echo nan)
+    printf '%-6s %-5s %14s %16s %8s\n' "${DELAY}us" "$proto" "$a" "${b:-nan}" "$d"
+  done
+done
+DELAY=0; delay
+echo "(echo/epoll and echo/uring across hosts are not implemented yet: docs/remote.md)"
