@@ -89,26 +89,38 @@ ipclab_p50() {  # ipclab_p50 MECH → median round trip (µs) of the repetitions
   python3 - "$out" <<'EOF'
 import json, statistics, sys
 recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-print(f'{statistics.median(r["latency"]["p50"] for r in recs) / 1000:.1f}')
+for r in recs:
+    if r["status"] != "ok":
+        print(f"ipclab: {r['name']}: {r['status']}: {r.get('error')}", file=sys.stderr)
+ok = [r["latency_ns"]["p50"] for r in recs if r["status"] == "ok"]
+print(f'{statistics.median(ok) / 1000:.1f}' if ok else "nan")
 EOF
 }
 
 sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
   local proto=(); [ "$1" = tcp ] && proto=(--tcp)
   ip netns exec "$FAR" sockperf server -i "$FAR_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
-  local srv=$!
+  local srv=$! secs
+  secs=$(python3 -c "import math; print(max(1, math.ceil(float('$DURATION'))))")  # sockperf -t: whole seconds
   sleep 0.5
   local meds=()
   for _ in $(seq "$REPS"); do
     meds+=("$(ip netns exec "$NEAR" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
-      -t "$DURATION" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
+      -t "$secs" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
   done
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
   printf '%s\n' "${meds[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
 }
 
+DELAYS=(0)
+if ip netns exec "$NEAR" tc qdisc replace dev "$VNEAR" root netem delay 1us 2>/dev/null; then
+  ip netns exec "$NEAR" tc qdisc del dev "$VNEAR" root
+  DELAYS+=("$DELAY_US")
+else
+  echo "(tc netem is not available in this kernel: no delayed rows)"
+fi
 printf '%-6s %-5s %14s %16s %8s\n' delay proto "ipclab p50 µs" "sockperf p50 µs" "diff %"
-for DELAY in 0 "$DELAY_US"; do
+for DELAY in "${DELAYS[@]}"; do
   delay
   for proto in tcp udp; do
     a=$(ipclab_p50 "$proto")

@@ -151,7 +151,7 @@ def records_of(out: Path):
 
 
 def median_us(rec):
-    return rec["latency"]["p50"] / 1000
+    return rec["latency_ns"]["p50"] / 1000
 
 
 @pytest.fixture(scope="module")
