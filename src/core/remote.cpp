@@ -275,7 +275,7 @@ std::unique_ptr<Link> Link::open(const Options& o) {
     const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     const std::string said = link->ssh_said();
     if (code == 255)
-      throw UsageError(fmt::format("{}: ssh could not log in: {}; check the host, its port and the key "
+      throw UsageError(fmt::format("{}: ssh failed: {}; check the host, its port and the key "
                                    "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
                                    where, said.empty() ? "no reason given" : said));
     if (code == 127 || code == 126)
@@ -528,7 +528,9 @@ void fold(Session& s, Link& link) {
   try {
     // After a failure the remote side's servers may wait for requests that never come: it ends them.
     link.send({{"op", failed ? "abort" : "stop"}});
-    r = link.receive(s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
+    // A run that failed already (a stall: the remote side may be frozen) waits no longer than the
+    // remote side's own grace after an abort, doubled.
+    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
   } catch (const std::exception& e) {
     if (!failed) rec.fail(e.what());
     return;

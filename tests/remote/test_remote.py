@@ -299,34 +299,64 @@ def test_a_mechanism_that_cannot_cross_refuses(pair, mech):
     assert mech in line and "cannot cross hosts" in line, line
 
 
-def test_remote_side_killed_mid_run_fails_naming_the_host(pair):
+def remote_side_pid(pair):
+    """The pid of the remote side (`ipclab remote-side`, started by sshd in the far namespace)."""
+    for pid in sh("ip", "netns", "pids", pair.far, check=False).stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"remote-side" in cmd and cmd[0] == BINARY.encode():
+            return int(pid)
+    return None
+
+
+def gone(pid, within_s):
+    deadline = time.monotonic() + within_s
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.parametrize("fault", ["killed", "ssh_lost", "frozen"])
+def test_remote_fault_mid_run_fails_naming_the_host(pair, fault):
+    """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
+    the measured window: the run fails naming the host; the remote side ends (once continued, when
+    frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
     proc, out = pair.run("messaging/tcp", "-p", "pattern=roundtrip", "--duration", "3", "--warmup", "0.1",
                          background=True)
+    pid = None
     try:
-        remote = []
         deadline = time.monotonic() + 20
-        while not remote and time.monotonic() < deadline:
-            time.sleep(0.1)
-            for pid in sh("ip", "netns", "pids", pair.far, check=False).stdout.split():
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if b"remote-side" in cmd and cmd[0] == BINARY.encode():
-                    remote.append(int(pid))
-        assert remote, "the remote side did not start"
-        time.sleep(0.8)  # inside the measured window
-        os.kill(remote[0], signal.SIGKILL)
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pid = remote_side_pid(pair)
+        assert pid, "the remote side did not start"
+        time.sleep(1.0)  # inside the measured window
+        if fault == "killed":
+            os.kill(pid, signal.SIGKILL)
+        elif fault == "frozen":
+            os.kill(pid, signal.SIGSTOP)
+        else:  # its parent: the sshd process of its session
+            os.kill(int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)
         _, err = proc.communicate(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if pid and fault == "frozen":
+            os.kill(pid, signal.SIGCONT)
     assert proc.returncode == 1, err
     recs, _ = records_of(out)
     assert recs and recs[0]["status"] == "failed"
-    assert pair.far_ip in recs[0]["error"], recs[0]["error"]
-    # Its run folder is left to the next run's sweep (it was killed): the next run sweeps it.
-    rc, err, recs, _ = pair.run("messaging/tcp", *RT)
-    assert rc == 0, err
+    error = recs[0]["error"]
+    assert f"server@root@{pair.far_ip}" in error, error
+    if fault == "frozen":
+        assert "stalled" in error, error
+    # The remote side reads the end of its input (the session gone) and ends, sweeping its folder.
+    assert gone(pid, 10), f"the remote side ({fault}) is still running"
+    if fault == "killed":  # its folder is left to the next run there, which sweeps it
+        assert len(pair.remote_runs_left()) == 1
+        rc, err, recs, _ = pair.run("messaging/tcp", *RT)
+        assert rc == 0, err
     assert pair.remote_runs_left() == []
