@@ -19,7 +19,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -28,6 +30,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/patterns.hpp"
+#include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
 #include "mechanisms/messaging/fd_transport.hpp"
@@ -36,9 +39,14 @@ namespace ipclab::remote {
 
 namespace {
 
-// The mechanisms whose two sides can be on two hosts, with the socket type of their data path.
+// The mechanisms whose two sides can be on two hosts, with the socket type of their data path
+// (kServer: a server mechanism, its server started on the remote host).
+constexpr int kServer = -1;
 const std::map<std::string, int>& crossing() {
-  static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM}, {"messaging/udp", SOCK_DGRAM}};
+  static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM},
+                                               {"messaging/udp", SOCK_DGRAM},
+                                               {"echo/epoll", kServer},
+                                               {"echo/uring", kServer}};
   return m;
 }
 
@@ -201,9 +209,17 @@ nlohmann::json network_path(int fd) {
 std::string crossing_problem(const Mechanism& m, const Params& p) {
   if (!crossing().count(m.full_name()))
     return fmt::format(
-        "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory); across two "
-        "hosts run messaging/tcp or messaging/udp",
+        "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
+        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll or echo/uring",
         m.full_name());
+  if (m.suite == "echo") {
+    if (p.str_or("pattern", "closed") != "closed")
+      return fmt::format("--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
+                         m.full_name());
+    if (p.i64_or("reactors", 1) != 1)
+      return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
+    return "";
+  }
   if (!std_params::is_roundtrip(p))
     return fmt::format("--remote: {} runs pattern=roundtrip across hosts (throughput and rate are not done "
                        "yet); add -p pattern=roundtrip",
@@ -464,25 +480,11 @@ class RemoteTransport final : public Transport {
   void attach(Session& s) override {
     const int clients = int(s.params().i64_or("producers", 1));
     Session* sp = &s;
-    // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
-    // ipclab gone); its progress is its clients' (each of their round trips is one of its echoes).
-    s.add_peer(PeerSpec{.role = "server@" + link_.host(),
-                        .process = &link_.process(),
-                        .progress =
-                            [sp, clients] {
-                              uint64_t n = 0;
-                              for (int i = 0; i < clients; ++i) n += sp->worker_progress(i);
-                              return n;
-                            },
-                        .cpu_usage = [] { return CpuUsage{}; }});  // measured there, folded in after
-    Link* link = &link_;
-    s.on_phase([link](Phase ph) {
-      try {
-        if (ph == kMeasure) link->send({{"op", "measure"}});
-        if (ph == kStop) link->send({{"op", "stop"}});
-      } catch (const std::exception&) {
-        // The connection is lost: the peer's death (ssh) fails the run.
-      }
+    // Its progress is its clients' (each of their round trips is one of its echoes).
+    watch_server(s, link_, [sp, clients] {
+      uint64_t n = 0;
+      for (int i = 0; i < clients; ++i) n += sp->worker_progress(i);
+      return n;
     });
   }
 
@@ -495,6 +497,74 @@ class RemoteTransport final : public Transport {
 };
 
 }  // namespace
+
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress) {
+  // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
+  // ipclab gone).
+  s.add_peer(PeerSpec{.role = "server@" + link.host(),
+                      .process = &link.process(),
+                      .progress = std::move(progress),
+                      .cpu_usage = [] { return CpuUsage{}; }});  // measured there, folded in after
+  Link* l = &link;
+  s.on_phase([l](Phase ph) {
+    try {
+      if (ph == kMeasure) l->send({{"op", "measure"}});
+      if (ph == kStop) l->send({{"op", "stop"}});
+    } catch (const std::exception&) {
+      // The connection is lost: the peer's death (ssh) fails the run.
+    }
+  });
+}
+
+ServerAddress start_server(Session& s, Link& link) {
+  const Mechanism& m = s.mechanism();
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : s.params().items()) params[k] = v;
+  const double timeout = s.options().timeout_s();
+  link.send({{"op", "server"}, {"mechanism", m.full_name()}, {"params", params}, {"address", link.options().address}});
+  const auto r = link.receive(timeout, "its " + m.full_name() + " server");
+  if (r.contains("error"))
+    throw std::runtime_error(fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address, r.value("port", 0)};
+  s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
+  // This end of the path: the interface a datagram socket connected there would leave by (a UDP
+  // connect sends nothing).
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(uint16_t(a.port));
+  if (int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
+    if (inet_pton(AF_INET, a.address.c_str(), &to.sin_addr) == 1 &&
+        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0)
+      s.record().extra["network_path"]["local"] = network_path(fd);
+    ::close(fd);
+  }
+  return a;
+}
+
+std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
+  Record& rec = s.record();
+  const bool failed = rec.status == Status::Failed;
+  nlohmann::json r;
+  try {
+    link.send({{"op", failed ? "abort" : "end"}});
+    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
+  } catch (const std::exception& e) {
+    if (!failed) rec.fail(e.what());
+    return {};
+  }
+  const CpuUsage window = cpu_of(r.value("cpu", nlohmann::json::object())),
+                 life = cpu_of(r.value("cpu_whole_life", nlohmann::json::object()));
+  const std::string role = "server@" + link.host();
+  rec.cpu += window;
+  auto& by_role = rec.extra["cpu_by_role"];
+  by_role[role] = cpu_json(window);
+  by_role[role]["per_op_ns"] = rec.ops ? window.total_s() * 1e9 / double(rec.ops) : 0.0;
+  by_role[role]["measured_on"] = link.host();
+  rec.extra["network_path"]["remote"] = r.value("path", nlohmann::json::object());
+  for (auto& e : r.value("errors", nlohmann::json::array()))
+    if (!failed) rec.fail(fmt::format("the remote side on {}: {}", link.host(), e.get<std::string>()));
+  return {window, life};
+}
 
 Link* in_use() { return g_link; }
 void use(Link* link) { g_link = link; }
@@ -527,7 +597,7 @@ void fold(Session& s, Link& link) {
   nlohmann::json r;
   try {
     // After a failure the remote side's servers may wait for requests that never come: it ends them.
-    link.send({{"op", failed ? "abort" : "stop"}});
+    link.send({{"op", failed ? "abort" : "end"}});
     // A run that failed already (a stall: the remote side may be frozen) waits no longer than the
     // remote side's own grace after an abort, doubled.
     r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
@@ -635,6 +705,115 @@ void server_body(Bench& b, const Mechanism& mech, const Params& p, int i) {
 
 }  // namespace
 
+namespace {
+
+// The context switches of process `pid`'s main thread so far (its /proc status).
+CpuUsage switches_of(pid_t pid) {
+  CpuUsage u;
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string key;
+  int64_t v;
+  while (in >> key) {
+    if (key == "voluntary_ctxt_switches:" && in >> v) u.ctx_vol = v;
+    if (key == "nonvoluntary_ctxt_switches:" && in >> v) u.ctx_invol = v;
+  }
+  return u;
+}
+
+// One server mechanism's server (echo), started here as a local run starts it, on the data path's
+// address; measured over the window the local side's phases set; stopped on stop, abort or the end
+// of input. Returns false when the local side is gone.
+bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                  const std::function<nlohmann::json(double, bool&)>& next) {
+  const Mechanism* mech = nullptr;
+  for (auto& m : Registry::get().mechanisms())
+    if (m.full_name() == cmd.value("mechanism", "") && m.server) mech = &m;
+  if (!mech) {
+    reply({{"error", fmt::format("{} has no server here", brief(cmd.value("mechanism", "")))}});
+    return true;
+  }
+  Params p;
+  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
+  std::string address = cmd.value("address", "");
+  if (address.empty()) address = ssh_server_address();
+  std::optional<ServerProcess> server;
+  try {
+    if (address.empty()) throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    RunOptions opts;
+    Record rec;
+    Session session(*mech, p, opts, rec);
+    server.emplace(ServerProcess::start(mech->server(session), -1, address));
+  } catch (const std::exception& e) {
+    reply({{"error", fmt::format("{} server: {}", mech->full_name(), e.what())}});
+    return true;
+  }
+  reply({{"address", address}, {"port", server->port()}});
+  // Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
+  // context switches, at the window's opening and closing.
+  auto usage = [&] {
+    CpuUsage u = switches_of(server->pid());
+    u.sys_s = server->process().cpu_seconds();
+    return u;
+  };
+  CpuUsage at_open, at_close;
+  bool opened = false, closed = false, ended = false, lost = false;
+  std::vector<std::string> errors;
+  for (;;) {
+    bool eof = false;
+    const nlohmann::json c = next(0.05, eof);
+    if (eof) {
+      lost = true;
+      break;
+    }
+    const std::string o = c.is_object() ? c.value("op", "") : "";
+    if (o == "measure" && !opened) {
+      at_open = usage();
+      opened = true;
+    }
+    if ((o == "stop" || o == "end" || o == "abort" || o == "quit") && opened && !closed) {
+      at_close = usage();  // the window closes; the clients finish what is in flight
+      closed = true;
+    }
+    if (o == "end" || o == "abort" || o == "quit") {
+      if (o == "quit") lost = true;
+      ended = true;
+      break;
+    }
+    if (!server->process().alive()) {
+      errors.push_back(fmt::format("its {} server {}", mech->full_name(), server->process().death()));
+      break;
+    }
+  }
+  if (!ended) {  // it died, or the local side is gone: wait for the end to answer it
+    while (!lost) {
+      bool eof = false;
+      const nlohmann::json c = next(-1, eof);
+      if (eof) lost = true;
+      const std::string o = c.is_object() ? c.value("op", "") : "";
+      if (o == "end" || o == "abort" || o == "quit") break;
+    }
+  }
+  const CpuUsage life = server->stop();
+  if (lost) return false;
+  CpuUsage window = at_close - at_open;
+  if (!opened || !closed) window = CpuUsage{};
+  CpuUsage whole;
+  whole.sys_s = life.total_s();
+  // This end of the path: the interface of the address it listened on.
+  nlohmann::json path;
+  try {
+    const int fd = bound(SOCK_DGRAM, address);
+    path = network_path(fd);
+    ::close(fd);
+  } catch (const std::exception&) {
+  }
+  reply({{"result",
+          {{"cpu", cpu_json(window)}, {"cpu_whole_life", cpu_json(whole)}, {"path", path}, {"errors", errors}}}});
+  return true;
+}
+
+}  // namespace
+
 int serve() {
   // A reply to a local side that is gone is an error (EPIPE, thrown by fmt): the caller's clean-up
   // runs, where SIGPIPE would end the process with its run folder left behind.
@@ -668,7 +847,18 @@ int serve() {
       reply({{"t", realtime_ns()}});
       continue;
     }
-    if (op == "stop" || op == "abort" || op == "measure") {
+    if (op == "server") {
+      if (!serve_server(
+              cmd, reply,
+              [&](double timeout_s, bool& ended) {
+                nlohmann::json j = next(timeout_s);
+                ended = eof;
+                return j;
+              }))
+        return 3;
+      continue;
+    }
+    if (op == "stop" || op == "end" || op == "abort" || op == "measure") {
       reply({{"result", {{"errors", {"no benchmark is running"}}}}});
       continue;
     }
@@ -730,7 +920,7 @@ int serve() {
       }
       const std::string o = c.is_object() ? c.value("op", "") : "";
       if (o == "measure") b->ctl->phase.store(kMeasure);
-      if (o == "stop" || o == "abort") {
+      if (o == "stop" || o == "end" || o == "abort") {
         if (!stopping) stop_deadline = now_ns() + uint64_t((o == "abort" ? 0.2 : timeout_s) * 1e9);
         stopping = true;
         b->ctl->phase.store(kStop);

@@ -13,9 +13,11 @@
 //   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns}
 //   local  → {"op":"bench", "mechanism", "params", "channels", "address", "timeout_s"}
 //                                                remote → {"address", "ports"} or {"error"}
-//   local  → {"op":"measure"} / {"op":"stop"} / {"op":"abort"}
-//                                                remote → {"result": {cpu, requests, path, errors}}
+//   local  → {"op":"server", "mechanism", "params", "address"}   remote → {"address", "port"} or {"error"}
+//   local  → {"op":"measure"} / {"op":"stop"}    (the measured window opens / closes)
+//   local  → {"op":"end"} / {"op":"abort"}       remote → {"result": {cpu, requests, path, errors}}
 //   local  → {"op":"quit"} (or the end of its stdin)
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +89,21 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link);
 /// After the run: the remote side's results (its CPU and context switches over the window, as a
 /// role of its own; its errors; its end of the network path) into the record.
 void fold(Session& s, Link& link);
+
+/// Where a server on the remote host listens.
+struct ServerAddress {
+  std::string address;
+  int port = 0;
+};
+/// A server mechanism's server (echo) on the remote host: its ipclab starts it there as a local
+/// run would (Mechanism::server, core/server), listening on the data path's address.
+ServerAddress start_server(Session& s, Link& link);
+/// Makes the remote server a peer of the session (its death — ssh's end — fails the run; its
+/// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress);
+/// Stops the remote server: its CPU over the measured window and over its whole life, measured
+/// there (schedstat, as a local server's: charged as system time); a failed record on its errors.
+std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link);
 
 /// `ipclab remote-side`: the remote end, over its stdin and stdout. Returns the exit code.
 int serve();

@@ -256,6 +256,36 @@ def test_round_trip_shows_the_injected_delay(pair, mech):
     assert "netem" in path["local"]["qdisc"] and "netem" in path["remote"]["qdisc"], path
 
 
+@pytest.mark.parametrize("mech", ["epoll", "uring"])
+def test_echo_with_the_server_across_the_pair(pair, mech):
+    rc, err, recs, ctx = pair.run(f"echo/{mech}", "-p", "connections=16", "-p", "size=1024",
+                                  "--duration", "0.4", "--warmup", "0.1")
+    assert rc == 0, err
+    rec = recs[0]
+    if mech == "uring" and rec["status"] == "skipped":
+        pytest.skip(rec["error"])  # no io_uring here
+    assert rec["status"] == "ok", rec["error"]
+    # Every echo's bytes checked by the client; none corrupt, none missing.
+    integ = rec["integrity"]
+    assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    assert rec["ops"] > 0
+    # The server ran there, measured there: its CPU per echo and its role.
+    role = f"server@root@{pair.far_ip}"
+    assert rec["extra"]["server_measured_on"] == f"root@{pair.far_ip}"
+    assert rec["extra"]["server_cpu_per_echo_ns"] > 0
+    assert rec["extra"]["cpu_by_role"][role]["sys_s"] > 0 and rec["extra"]["cpu_by_role"][role]["ctx_vol"] >= 0
+    assert rec["extra"]["remote"]["address"] == pair.far_ip
+    path = rec["extra"]["network_path"]
+    assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path
+    assert pair.remote_runs_left() == []
+
+
+def test_echo_refuses_what_does_not_cross_yet(pair):
+    rc, err, recs, _ = pair.run("echo/epoll", "-p", "pattern=rate", "-p", "rate=1000")
+    line = one_line_refusal(rc, err)
+    assert "pattern=closed" in line, line
+
+
 def one_line_refusal(rc, err):
     lines = err.strip().splitlines()
     assert rc == 2, err
