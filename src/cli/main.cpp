@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       ->type_name("TIME");
   text_option(run, "--remote", ra.remote,
               "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
-              "(docs/remote.md): messaging/tcp and messaging/udp round trips, echo/epoll and echo/uring")
+              "(docs/remote.md): messaging/tcp and udp round trips, echo/epoll and uring, servers/epoll_et and uring")
       ->type_name("[USER@]HOST");
   run->add_option("--ssh-option", ra.ssh_options,
                   "with --remote: an option for ssh, as typed after it (repeatable), e.g. --ssh-option '-p 2222' "

@@ -30,6 +30,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/patterns.hpp"
+#include "core/listener.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -46,7 +47,9 @@ const std::map<std::string, int>& crossing() {
   static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM},
                                                {"messaging/udp", SOCK_DGRAM},
                                                {"echo/epoll", kServer},
-                                               {"echo/uring", kServer}};
+                                               {"echo/uring", kServer},
+                                               {"servers/epoll_et", kServer},
+                                               {"servers/uring", kServer}};
   return m;
 }
 
@@ -210,8 +213,14 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
   if (!crossing().count(m.full_name()))
     return fmt::format(
         "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
-        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll or echo/uring",
+        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll, echo/uring, "
+        "servers/epoll_et or servers/uring",
         m.full_name());
+  if (m.suite == "servers") {
+    if (p.i64_or("reactors", 1) != 1)
+      return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
+    return "";
+  }
   if (m.suite == "echo") {
     if (p.str_or("pattern", "closed") != "closed")
       return fmt::format("--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
@@ -739,6 +748,9 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   std::optional<ServerProcess> server;
   try {
     if (address.empty()) throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
+    // server inherits (10,000 clients need as many descriptors).
+    ensure_nofile(0, "the remote server");
     RunOptions opts;
     Record rec;
     Session session(*mech, p, opts, rec);

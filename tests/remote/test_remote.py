@@ -280,6 +280,25 @@ def test_echo_with_the_server_across_the_pair(pair, mech):
     assert pair.remote_runs_left() == []
 
 
+@pytest.mark.parametrize("mech", ["epoll_et", "uring"])
+def test_servers_with_the_server_across_the_pair(pair, mech):
+    rc, err, recs, ctx = pair.run(f"servers/{mech}", "-p", "concurrency=1000", "--warmup", "0")
+    rec = recs[0]
+    if mech == "uring" and rec["status"] == "skipped":
+        pytest.skip(rec["error"])  # no io_uring here
+    assert rc == 0, err
+    assert rec["status"] == "ok", rec["error"]
+    # Every one of the 1000 clients' sessions processed, checked reply by reply.
+    integ = rec["integrity"]
+    assert integ["sent"] == 1000 and integ["received"] == 1000 == rec["ops"], integ
+    assert integ["lost"] == 0 and integ["corrupt"] == 0, integ
+    role = f"server@root@{pair.far_ip}"
+    assert rec["extra"]["server_measured_on"] == f"root@{pair.far_ip}"
+    assert rec["extra"]["cpu_by_role"][role]["sys_s"] > 0
+    assert rec["extra"]["network_path"]["remote"]["interface"] == pair.veth_far
+    assert pair.remote_runs_left() == []
+
+
 def test_echo_refuses_what_does_not_cross_yet(pair):
     rc, err, recs, _ = pair.run("echo/epoll", "-p", "pattern=rate", "-p", "rate=1000")
     line = one_line_refusal(rc, err)
