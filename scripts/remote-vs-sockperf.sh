@@ -3,7 +3,8 @@
 # with and without netem delay (issue 38's acceptance figures; docs/remote.md). Sets up the two
 # namespaces, the veth pair, sshd in the far namespace (generated host and client keys, its own
 # port, a generated known_hosts) and tears all of it down on every exit. Needs root, iproute2,
-# openssh-server and sockperf (scripts/setup.sh installs them). Prints a table of round-trip medians.
+# openssh-server and sockperf (scripts/setup.sh installs them). Prints tables: round-trip medians beside
+# sockperf, echo at 16 and 64 connections, servers under 10,000 clients.
 #
 #   scripts/remote-vs-sockperf.sh [IPCLAB] [DURATION_S] [REPETITIONS] [DELAY_US]
 #   e.g. scripts/remote-vs-sockperf.sh build/release/ipclab 5 5 200
@@ -130,4 +131,42 @@ for DELAY in "${DELAYS[@]}"; do
   done
 done
 DELAY=0; delay
-echo "(echo/epoll and echo/uring across hosts are not implemented yet: docs/remote.md)"
+
+remote_run() {  # remote_run OUT ARGS...: ipclab run ARGS with the far namespace as the remote host
+  local out=$1; shift
+  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "$@" --duration "$DURATION" --repetitions "$REPS" \
+    --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" ||
+    tail -3 "$WORK/ipclab.err" >&2
+}
+
+echo
+echo "echo across the pair (server in the far namespace, measured there; medians of $REPS repetitions):"
+remote_run "$WORK/echo.json" echo/epoll echo/uring -p connections=16,64
+python3 - "$WORK/echo.json" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+by = defaultdict(list)
+for r in recs:
+    by[(r["mechanism"], r["params"]["connections"])].append(r)
+print(f'{"server":<8} {"conns":>5} {"echoes/s":>12} {"server CPU/echo ns":>19} {"p50 µs":>8} {"failed":>6}')
+for (m, c), rs in sorted(by.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+    ok = [r for r in rs if r["status"] == "ok"]
+    med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
+    print(f'{m:<8} {c:>5} {med(lambda r: r["rates"]["echoes_per_s"]):>12.0f} '
+          f'{med(lambda r: r["extra"]["server_cpu_per_echo_ns"]):>19.0f} '
+          f'{med(lambda r: r["latency_ns"]["p50"]) / 1000:>8.1f} {len(rs) - len(ok):>6}')
+PY
+
+echo
+echo "servers across the pair (10,000 clients from the near namespace, the server in the far one):"
+remote_run "$WORK/servers.json" servers/epoll_et servers/uring -p concurrency=10000
+python3 - "$WORK/servers.json" <<'PY'
+import json, sys
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+print(f'{"server":<9} {"rep":>3} {"processed":>9} {"rejected":>8} {"lost":>6} {"status":>7}')
+for r in recs:
+    x = r["extra"]
+    print(f'{r["mechanism"]:<9} {r["repetition"]:>3} {x.get("processed", r["ops"]):>9} {x.get("rejected", "?"):>8} '
+          f'{x.get("lost", r["integrity"]["lost"]):>6} {r["status"]:>7}')
+PY
