@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -254,6 +255,15 @@ std::unique_ptr<Link> Link::open(const Options& o) {
     argv.push_back(d);
   }
   argv.insert(argv.end(), {"-T", "--", o.host, shell_quote(o.ipclab) + " remote-side"});
+  // ssh's own ConnectTimeout (the user's, or ours) bounds reaching the host; the remote ipclab then
+  // has as long again, and 10 s more, to start and collect its environment block.
+  double connect_s = 10;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "-o" && argv[i + 1].rfind("ConnectTimeout=", 0) == 0) {
+      connect_s = std::max(1.0, std::atof(argv[i + 1].c_str() + 15));
+      break;
+    }
+  const double hello_s = 2 * connect_s + 10;
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
       pipe2(err, O_CLOEXEC) != 0)
@@ -266,13 +276,12 @@ std::unique_ptr<Link> Link::open(const Options& o) {
   link->out_ = out[0];
   link->err_ = err[0];
 
-  // The hello: ssh's own ConnectTimeout bounds the connection; the remote ipclab then starts and
-  // collects its environment block (a few seconds at most on a loaded host).
+  // The hello.
   const std::string where = fmt::format("--remote {}", brief(o.host));
   nlohmann::json hello;
   std::string line;
   bool eof = false;
-  const uint64_t deadline = now_ns() + 40'000'000'000ull;
+  const uint64_t deadline = now_ns() + uint64_t(hello_s * 1e9);
   for (;;) {
     link->read_some(0);
     if (!read_line(link->out_, link->out_buf_, line, std::min(deadline, now_ns() + 100'000'000), eof)) {
@@ -290,9 +299,9 @@ std::unique_ptr<Link> Link::open(const Options& o) {
   if (hello.is_null()) {
     if (!eof) {
       link->ssh_.stop(0);
-      throw UsageError(fmt::format("{}: no answer from the remote ipclab within 40 s; check the host and that "
+      throw UsageError(fmt::format("{}: no answer from the remote ipclab within {:.0f} s; check the host and that "
                                    "`ssh {} {} remote-side` starts",
-                                   where, brief(o.host), brief(o.ipclab)));
+                                   where, hello_s, brief(o.host), brief(o.ipclab)));
     }
     link->ssh_.wait(5.0);
     link->read_some(0);
