@@ -605,8 +605,19 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   if (r.contains("error"))
     throw std::runtime_error(fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
   const std::string address = link.options().address.empty() ? r.value("address", "") : link.options().address;
-  return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
-                                           r.value("ports", std::vector<int>{}));
+  try {
+    return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
+                                             r.value("ports", std::vector<int>{}));
+  } catch (...) {
+    // Not connected (a firewall, a wrong --remote-address): the remote side's servers wait for
+    // connections that will not come; end its benchmark so that the link serves the next one.
+    try {
+      link.send({{"op", "abort"}});
+      link.receive(2.5, "the end of its benchmark");
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
 }
 
 void fold(Session& s, Link& link) {

@@ -126,10 +126,10 @@ class Pair:
                 "--ssh-option", f"-o UserKnownHostsFile={keys / 'known_hosts'}",
                 "--ssh-option", "-o StrictHostKeyChecking=yes"]
 
-    def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False):
+    def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False, reps=1):
         """`ipclab run ARGS --remote root@FAR` from the near namespace; (rc, stderr, records, context)."""
         out = self.root / f"r{random.randrange(1 << 30)}.json"
-        cmd = ["ip", "netns", "exec", self.near, BINARY, "run", *args, "--repetitions", "1",
+        cmd = ["ip", "netns", "exec", self.near, BINARY, "run", *args, "--repetitions", str(reps),
                "--json", str(out), "--remote", f"root@{self.far_ip}", *self.ssh_options(key, port),
                "--remote-ipclab", ipclab or BINARY]
         env = dict(os.environ, TMPDIR=str(self.local_tmp), XDG_STATE_HOME=str(self.root / "local-state"))
@@ -303,6 +303,19 @@ def test_echo_refuses_what_does_not_cross_yet(pair):
     rc, err, recs, _ = pair.run("echo/epoll", "-p", "pattern=rate", "-p", "rate=1000")
     line = one_line_refusal(rc, err)
     assert "pattern=closed" in line, line
+
+
+def test_a_data_path_that_cannot_connect_fails_each_repetition(pair):
+    """--remote-address 127.0.0.1: the remote side listens on its own loopback, which this side
+    cannot reach. Each repetition fails at once naming the address, and the link serves the next."""
+    t0 = time.monotonic()
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--remote-address", "127.0.0.1", reps=2)
+    assert rc == 1, err
+    assert len(recs) == 2 and all(r["status"] == "failed" for r in recs), recs
+    for r in recs:
+        assert "cannot connect to the remote side at 127.0.0.1" in r["error"], r["error"]
+    assert time.monotonic() - t0 < 15
+    assert pair.remote_runs_left() == []
 
 
 def one_line_refusal(rc, err):
