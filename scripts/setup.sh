@@ -18,7 +18,7 @@ DEB_PACKAGES=(
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsystemd-dev dbus-daemon
-  linux-perf fio sockperf procps iproute2
+  linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium
 )

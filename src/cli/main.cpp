@@ -109,6 +109,21 @@ int main(int argc, char** argv) {
               "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
               "5m, default preset 15m, full none)")
       ->type_name("TIME");
+  text_option(run, "--remote", ra.remote,
+              "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
+              "(docs/remote.md): messaging/tcp and udp round trips, echo/epoll and uring, servers/epoll_et and uring")
+      ->type_name("[USER@]HOST");
+  run->add_option("--ssh-option", ra.ssh_options,
+                  "with --remote: an option for ssh, as typed after it (repeatable), e.g. --ssh-option '-p 2222' "
+                  "--ssh-option '-i KEY' --ssh-option '-o ProxyJump=gw'")
+      ->type_name("OPT")
+      ->allow_extra_args(false);
+  text_option(run, "--remote-ipclab", ra.remote_ipclab,
+              "with --remote: the path of ipclab on HOST (default: ipclab on its PATH)")
+      ->type_name("PATH");
+  text_option(run, "--remote-address", ra.remote_address,
+              "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached)")
+      ->type_name("ADDR");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
@@ -132,6 +147,10 @@ int main(int argc, char** argv) {
   advise->add_option("--only", aa.only, "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
   advise->add_flag("--json", aa.json, "print the ranking as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   advise->footer("Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
+
+  // Hidden: what `ipclab run --remote` starts on the remote host through ssh.
+  auto* remote_side = app.add_subcommand("remote-side", "The remote end of `ipclab run --remote` (started by it)");
+  remote_side->group("");
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;
@@ -191,6 +210,11 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (*env) return finish(cmd_env(env_json, cmdline));
+    if (*remote_side) {
+      int rc = cmd_remote_side();
+      ipc::end_run();
+      return finish(rc);
+    }
     if (*topo_cmd) return finish(cmd_topo(topo_json, !topo_no_measure));
     if (*advise) {
       int rc = cmd_advise(aa, cmdline);

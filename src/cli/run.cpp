@@ -1,5 +1,6 @@
 // `ipclab run`: parse → plan → run → report. Every option and parameter is checked, and every
 // result target, before the run creates anything (docs/reliability.md).
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "core/ipc_names.hpp"
 #include "core/output/reporter.hpp"
 #include "core/placement.hpp"
+#include "core/remote.hpp"
 #include "core/runner.hpp"
 
 namespace ipclab::cli {
@@ -273,6 +275,39 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   return opts;
 }
 
+// --remote and its companions, checked before anything runs.
+remote::Options parse_remote(const RunArgs& a) {
+  remote::Options o;
+  if (!a.remote) {
+    if (!a.ssh_options.empty() || a.remote_ipclab || a.remote_address)
+      throw UsageError(fmt::format("{} applies to --remote; add --remote [USER@]HOST or drop it",
+                                   !a.ssh_options.empty() ? "--ssh-option"
+                                   : a.remote_ipclab      ? "--remote-ipclab"
+                                                          : "--remote-address"));
+    return o;
+  }
+  if (a.remote->empty() || a.remote->front() == '-' || a.remote->find_first_of(" \t\n\r") != std::string::npos)
+    throw UsageError(fmt::format("--remote '{}': give a host as ssh takes it, e.g. --remote user@host", brief(*a.remote)));
+  o.host = *a.remote;
+  o.ssh_options = a.ssh_options;
+  for (auto& opt : o.ssh_options)
+    if (opt.find_first_not_of(" \t") == std::string::npos)
+      throw UsageError("--ssh-option '': give an option as typed after ssh, e.g. --ssh-option '-p 2222'");
+  if (a.remote_ipclab) {
+    if (a.remote_ipclab->empty())
+      throw UsageError("--remote-ipclab '': give the path of ipclab on the remote host, e.g. /opt/ipclab/bin/ipclab");
+    o.ipclab = *a.remote_ipclab;
+  }
+  if (a.remote_address) {
+    in_addr x{};
+    if (inet_pton(AF_INET, a.remote_address->c_str(), &x) != 1)
+      throw UsageError(fmt::format("--remote-address '{}': give an IPv4 address of the remote host, e.g. 10.0.0.2",
+                                   brief(*a.remote_address)));
+    o.address = *a.remote_address;
+  }
+  return o;
+}
+
 // --budget, or the preset's own budget when none of the options it fits was given: (seconds,
 // where it came from); nothing for none.
 std::pair<std::optional<double>, std::string> budget_of(const RunArgs& a, const PresetSpec& preset) {
@@ -344,6 +379,11 @@ std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& repo
 
 }  // namespace
 
+int cmd_remote_side() {
+  start_owned_run();  // its run folder, swept at its end like a local one (and by a later run if it dies)
+  return remote::serve();
+}
+
 void start_owned_run() {
   ipc::begin_run();
   ipc::install_signal_cleanup();
@@ -365,7 +405,11 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   for (auto& p : a.params) parse_override(p, overrides);
 
   // plan
+  const remote::Options remote_opts = parse_remote(a);
   auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
+  if (a.remote)
+    for (auto& b : benchmarks)
+      if (auto why = remote::crossing_problem(*b.mech, b.params); !why.empty()) throw UsageError(why);
   if (a.cpu_matrix) benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
   if (a.plan_only && a.dry_run) throw UsageError("--plan and --dry-run both print the plan; choose one");
   // The estimates, and the budget fitted to them: read from the cost model, which nothing here
@@ -377,6 +421,14 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
   if (a.dry_run) return print_dry_run(a, benchmarks, fit, *model);
   if (fit.changed || budget_source == "--budget") fmt::print(stderr, "{}\n", fit.text());
+  // --remote: the other host is reached, and its ipclab checked, before this run creates anything;
+  // every failure there is a usage error of one line.
+  std::unique_ptr<remote::Link> link;
+  if (a.remote) link = remote::Link::open(remote_opts);
+  struct InUse {  // the run's link for its benchmarks (core/remote.hpp), withdrawn on every path
+    explicit InUse(remote::Link* l) { remote::use(l); }
+    ~InUse() { remote::use(nullptr); }
+  } in_use(link.get());
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and
   // journal, the sweep of runs that died, the clean-up on a signal.
@@ -400,6 +452,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   context["kernel_counters"] = opts.kernel_counters;
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
+  if (link) context["remote"] = link->context();
   // A run that places sides by class or over a CPU matrix records the round trips it chose by.
   const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
                           return is_class_layout(b.params.str_or("placement", ""));

@@ -1,5 +1,6 @@
 #include "core/listener.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -15,7 +16,7 @@
 
 namespace ipclab {
 
-int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport) {
+int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport, const std::string& address) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
   int one = 1;
@@ -23,12 +24,16 @@ int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport) {
   if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // loopback only (SPEC §1.6)
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // loopback only (SPEC §1.6), but for --remote's far side
+  if (!address.empty() && inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) {
+    ::close(fd);
+    throw std::system_error(EINVAL, std::generic_category(), "listen address " + address);
+  }
   a.sin_port = htons(uint16_t(port));
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0) {
     int e = errno;
     ::close(fd);
-    throw std::system_error(e, std::generic_category(), "bind/listen 127.0.0.1");
+    throw std::system_error(e, std::generic_category(), "bind/listen " + (address.empty() ? "127.0.0.1" : address));
   }
   return fd;
 }

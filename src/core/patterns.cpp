@@ -14,6 +14,7 @@
 #include "core/fault.hpp"
 #include "core/message.hpp"
 #include "core/openloop.hpp"
+#include "core/remote.hpp"
 #include "core/reservoir.hpp"
 #include "core/std_params.hpp"
 
@@ -328,7 +329,10 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   auto unmap = [res_bytes](uint64_t* m) { munmap(m, res_bytes); };
   std::unique_ptr<uint64_t, decltype(unmap)> res_owner(res_mem, unmap);
 
-  std::unique_ptr<Transport> transport = s.mechanism().transport(s.params());
+  // --remote: the receivers run on the other host (core/remote.hpp); only the senders run here.
+  remote::Link* link = remote::in_use();
+  std::unique_ptr<Transport> transport =
+      link ? remote::open_transport(s, *link) : s.mechanism().transport(s.params());
   Transport* tp = transport.get();
   s.record().extra["object"] = tp->object_name();
   tp->describe(s.record().extra);
@@ -358,7 +362,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
            else
              throughput_producer(w, *ep, fault, t, i);
          }});
-  for (int i = 0; i < t.consumers; ++i)
+  for (int i = 0; i < (link ? 0 : t.consumers); ++i)
     workers.push_back(
         {receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver, res_mem, res_words](Worker& w) {
            auto ep = tp->open(Role::Consumer, i);
@@ -376,6 +380,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   const size_t workers_n = workers.size();
   const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
+  if (link) remote::fold(s, *link);
 
   if (!t.roundtrip) {
     // Every message each producer sent must have reached exactly one consumer, intact. A corrupt
@@ -465,6 +470,11 @@ void run_transport(Session& s) {
     return;
   }
   transport_point(s, t, nullptr, 0);
+}
+
+void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p) {
+  FaultPoint fault(mech, 0, "server", w);
+  roundtrip_server(w, ep, fault, shape_of(p));
 }
 
 void run_loop(Session& s) {

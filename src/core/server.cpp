@@ -21,8 +21,10 @@
 
 namespace ipclab {
 
-ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu) {
+ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu, const std::string& address) {
   if (!launch.argv.empty()) {
+    if (!address.empty())
+      throw std::runtime_error("an exec'd server listens on 127.0.0.1 itself: it cannot serve another host");
     if (!launch.reactor_cpus.empty())
       throw std::logic_error("an exec'd server runs its own threads: it has no reactor_cpus (refuse it in check)");
     if (access(launch.argv[0].c_str(), X_OK) != 0)
@@ -40,7 +42,8 @@ ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu) {
       std::vector<int> lfds;
       const bool reuseport = !reactors.empty();
       for (size_t i = 0; i < std::max<size_t>(reactors.size(), 1); ++i) {
-        lfds.push_back(listen_tcp(i ? local_port(lfds[0]) : 0, launch.backlog, launch.nonblocking, reuseport));
+        lfds.push_back(
+            listen_tcp(i ? local_port(lfds[0]) : 0, launch.backlog, launch.nonblocking, reuseport, address));
         if (const int one = 1; launch.nodelay)
           setsockopt(lfds.back(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       }

@@ -21,7 +21,8 @@ class ServerProcess {
   /// most). A forked server gets its listeners on 127.0.0.1:0 as the launch asks; an exec'd one
   /// prints its port on stdout. Skip when an executable is missing (not built);
   /// std::runtime_error when the server ends or reports no port in time (naming how it ended).
-  static ServerProcess start(const ServerLaunch& launch, int cpu);
+  /// `address`: listen there instead of 127.0.0.1 (listen_tcp; forked servers only).
+  static ServerProcess start(const ServerLaunch& launch, int cpu, const std::string& address = "");
 
   int port() const { return port_; }
   pid_t pid() const { return proc_.pid(); }

@@ -317,6 +317,23 @@ BAD = [
     case("fileio-dir-is-a-file", "run", "fileio/psync", "-p", "dir=/etc/hostname", expect="not an existing folder"),
     case("fileio-file-size-not-64k", "run", "fileio/psync", "-p", "file_size=100K", expect="multiple of 64 KiB"),
     case("fileio-direct-on-tmpfs", "run", "fileio/libaio", "-p", "dir=/dev/shm", expect="tmpfs"),
+    # --remote and its companions (docs/remote.md): refused before ssh is started.
+    case("remote-ssh-option-alone", "run", "messaging/tcp", "--ssh-option", "-p 2222", expect="add --remote"),
+    case("remote-ipclab-alone", "run", "messaging/tcp", "--remote-ipclab", "/opt/ipclab", expect="--remote-ipclab applies"),
+    case("remote-address-alone", "run", "messaging/tcp", "--remote-address", "10.0.0.2", expect="--remote-address applies"),
+    case("remote-empty-host", "run", "messaging/tcp", "-p", "pattern=roundtrip", "--remote", "", expect="--remote ''"),
+    case("remote-host-like-an-option", "run", "messaging/tcp", "-p", "pattern=roundtrip", "--remote",
+         "-oProxyCommand=touch x", expect="give a host"),
+    case("remote-address-not-ipv4", "run", "messaging/tcp", "-p", "pattern=roundtrip", "--remote", "h",
+         "--remote-address", "h2", expect="IPv4"),
+    case("remote-empty-ssh-option", "run", "messaging/tcp", "-p", "pattern=roundtrip", "--remote", "h",
+         "--ssh-option", " ", expect="--ssh-option ''"),
+    case("remote-mechanism-cannot-cross", "run", "messaging/pipe", "-p", "pattern=roundtrip", "--remote", "h",
+         expect="cannot cross hosts"),
+    case("remote-throughput-not-yet", "run", "messaging/udp", "-p", "pattern=throughput", "--remote", "h",
+         expect="pattern=roundtrip"),
+    case("remote-echo-rate-not-yet", "run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=1000", "--remote", "h",
+         expect="pattern=closed"),
     # anchors.
     case("anchors-latency-sample-zero", "run", "anchors/c2c", "-p", "latency_sample=0", expect="latency_sample"),
 ]

@@ -1,6 +1,7 @@
 // The echo client (see client.hpp) and its epoll loop.
 #include "mechanisms/echo/client.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -53,10 +54,14 @@ Client::~Client() {
     if (c.fd >= 0) ::close(c.fd);
 }
 
-void Client::connect(int port, size_t n) {
+void Client::connect(int port, size_t n, const std::string& address) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (!address.empty() && inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) {
+    error = fmt::format("server address '{}' is not IPv4", address);
+    return;
+  }
   a.sin_port = htons(uint16_t(port));
   for (size_t i = 0; i < n && error.empty(); ++i) {
     Conn& c = cs.emplace_back();

@@ -40,9 +40,9 @@ struct Client {
   std::atomic<uint64_t> echoes{0};
   Worker* worker = nullptr;  // the Session worker that runs the loop
 
-  /// Opens `n` connections to 127.0.0.1:`port` (TCP_NODELAY, non-blocking); sets `error` when one
-  /// fails.
-  void connect(int port, size_t n);
+  /// Opens `n` connections to 127.0.0.1:`port` (TCP_NODELAY, non-blocking), or to `address` (a
+  /// server on another host, --remote); sets `error` when one fails.
+  void connect(int port, size_t n, const std::string& address = "");
   /// An epoll set watching every connection for input (event data: its index), for the epoll
   /// loops; -1 with `error` set when it cannot be made.
   int epoll_set();

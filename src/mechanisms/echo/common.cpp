@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/listener.hpp"
 #include "core/placement.hpp"
+#include "core/remote.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -135,26 +136,39 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // Several reactors pin their own threads: the process itself is then unpinned.
   if (k > 1) launch.reactor_cpus = at.reactors;
   const int process_cpu = k > 1 ? -1 : at.reactors[0];
-  ServerProcess server = ServerProcess::start(launch, process_cpu);
+  // --remote: the server runs on the other host, started there by its ipclab (core/remote.hpp), and
+  // is watched through the ssh session; its CPU is measured there.
+  remote::Link* link = remote::in_use();
+  std::optional<ServerProcess> server;
+  remote::ServerAddress far;
+  if (link)
+    far = remote::start_server(s, *link);
+  else
+    server.emplace(ServerProcess::start(launch, process_cpu));
   // A client per client thread, on the heap, for a worker thread to find even if it could not be
   // stopped; each opens its share of the connections (the first connections % k one more).
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<Client*> cls;
   for (size_t j = 0; j < k; ++j) cls.push_back(clients.emplace_back(std::make_unique<Client>(size_t(p.i64("size")))).get());
   // The server shows progress only through the echoes the clients complete.
-  s.add_peer({.role = "server", .index = 0, .process = &server.process(), .cpu = process_cpu, .progress = [cls] {
-                uint64_t n = 0;
-                for (const Client* cl : cls) n += cl->echoes.load(std::memory_order_relaxed);
-                return n;
-              }});
-  const int port = server.port();
+  auto echoes = [cls] {
+    uint64_t n = 0;
+    for (const Client* cl : cls) n += cl->echoes.load(std::memory_order_relaxed);
+    return n;
+  };
+  if (link)
+    remote::watch_server(s, *link, echoes);
+  else
+    s.add_peer({.role = "server", .index = 0, .process = &server->process(), .cpu = process_cpu, .progress = echoes});
+  const int port = link ? far.port : server->port();
+  const std::string address = far.address;
   const auto window_ns = uint64_t(o.duration_s * 1e9);
   std::vector<WorkerSpec> workers;
   for (size_t j = 0; j < k; ++j) {
     const size_t n = size_t(nconn) / k + (j < size_t(nconn) % k ? 1 : 0);
     workers.push_back({"client", int(j), at.clients[j],
-                       [cl = cls[j], port, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
-                         cl->connect(port, n);
+                       [cl = cls[j], port, address, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
+                         cl->connect(port, n, address);
                          if (!cl->error.empty()) throw std::runtime_error(cl->error);
                          cl->worker = &w;
                          w.ready();
@@ -171,10 +185,16 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   if (s.stuck())  // a stuck worker may still use them
     for (auto& c : clients) (void)c.release();
   clients.clear();
-  const CpuUsage whole = server.stop();
+  CpuUsage srv = link ? CpuUsage{} : s.peer_cpu().at(0), whole;
+  if (link) {
+    const auto [window, life] = remote::stop_server(s, *link);
+    srv = window;
+    whole = life;
+  } else {
+    whole = server->stop();
+  }
 
   auto& rec = s.record();
-  const CpuUsage& srv = s.peer_cpu().at(0);
   CpuUsage cli;
   for (size_t j = 0; j < k; ++j) cli += slots[j].cpu;
   const double server_cpu_s = srv.total_s();
@@ -190,6 +210,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
+  if (link) x["server_measured_on"] = link->host();
   if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
     x["reactor_note"] = fmt::format("{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k,
                                     o.cpus.size());

@@ -2,6 +2,7 @@
 // sessions cost 10,000 sockets and a few hundred bytes each, not 10,000 threads. The clock times
 // each session and connect and enforces their time-outs; the run's window is the Session's.
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -49,6 +50,8 @@ class Clients {
     if (ep_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
     addr_.sin_family = AF_INET;
     addr_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!cfg.address.empty() && inet_pton(AF_INET, cfg.address.c_str(), &addr_.sin_addr) != 1)
+      throw std::runtime_error("server address '" + cfg.address + "' is not IPv4");
     addr_.sin_port = htons(uint16_t(cfg.port));
     next_scan_ = now_ns() + kScanNs;
   }

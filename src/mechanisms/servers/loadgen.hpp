@@ -1,4 +1,5 @@
 #pragma once
+#include <string>
 // The servers suite's load generator: clients of the protocol, either one wave of them started at
 // once (closed) or sessions arriving on a schedule (pattern=rate, open loop).
 #include <atomic>
@@ -13,6 +14,7 @@ namespace ipclab::servers {
 
 struct LoadConfig {
   int port = 0;
+  std::string address;  // the server's IPv4 address ("": 127.0.0.1; another host's with --remote)
   int clients = 100;
   double connect_timeout_s = 3;
   double session_timeout_s = 10;

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# ipclab --remote beside sockperf ping-pong across a veth pair between two network namespaces,
+# with and without netem delay (issue 38's acceptance figures; docs/remote.md). Sets up the two
+# namespaces, the veth pair, sshd in the far namespace (generated host and client keys, its own
+# port, a generated known_hosts) and tears all of it down on every exit. Needs root, iproute2,
+# openssh-server and sockperf (scripts/setup.sh installs them). Prints tables: round-trip medians beside
+# sockperf, echo at 16 and 64 connections, servers under 10,000 clients.
+#
+#   scripts/remote-vs-sockperf.sh [IPCLAB] [DURATION_S] [REPETITIONS] [DELAY_US]
+#   e.g. scripts/remote-vs-sockperf.sh build/release/ipclab 5 5 200
+set -euo pipefail
+
+IPCLAB=$(readlink -f "${1:-build/release/ipclab}")
+DURATION=${2:-5}
+REPS=${3:-5}
+DELAY_US=${4:-200}
+SIZE=64
+
+[ "$(id -u)" -eq 0 ] || { echo "remote-vs-sockperf: run as root (network namespaces)" >&2; exit 2; }
+[ -x "$IPCLAB" ] || { echo "remote-vs-sockperf: no ipclab at $IPCLAB; build it (make build)" >&2; exit 2; }
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
+for t in ip tc ssh ssh-keygen sockperf python3 "$SSHD"; do
+  command -v "$t" >/dev/null || { echo "remote-vs-sockperf: $t is missing; run scripts/setup.sh" >&2; exit 2; }
+done
+
+tag="$$$(printf '%03x' $((RANDOM % 4096)))"
+NEAR=ipcls${tag}n FAR=ipcls${tag}f VNEAR=vs${tag}a VFAR=vs${tag}b
+NET="10.$((16 + RANDOM % 230)).$((RANDOM % 250))"
+NEAR_IP=$NET.1 FAR_IP=$NET.2
+PORT=$((20000 + RANDOM % 30000)) SPORT=$((PORT + 1))
+WORK=$(mktemp -d /tmp/ipclab-remote-vs-sockperf.XXXXXX)
+made_ns=() made_run_sshd=0 sshd_pid=""
+
+cleanup() {
+  [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null && wait "$sshd_pid" 2>/dev/null || true
+  for ns in "${made_ns[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  [ "$made_run_sshd" = 1 ] && rmdir /run/sshd 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+for ns in "$NEAR" "$FAR"; do ip netns add "$ns"; made_ns+=("$ns"); ip -n "$ns" link set lo up; done
+ip link add "$VNEAR" netns "$NEAR" type veth peer name "$VFAR" netns "$FAR"
+ip -n "$NEAR" addr add "$NEAR_IP/30" dev "$VNEAR"; ip -n "$NEAR" link set "$VNEAR" up
+ip -n "$FAR" addr add "$FAR_IP/30" dev "$VFAR"; ip -n "$FAR" link set "$VFAR" up
+
+mkdir -m 700 "$WORK/keys" "$WORK/rtmp" "$WORK/ltmp"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/keys/host"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/keys/client"
+cp "$WORK/keys/client.pub" "$WORK/keys/authorized_keys"
+echo "[$FAR_IP]:$PORT $(cut -d' ' -f1,2 "$WORK/keys/host.pub")" >"$WORK/keys/known_hosts"
+cat >"$WORK/sshd_config" <<EOF
+Port $PORT
+ListenAddress $FAR_IP
+HostKey $WORK/keys/host
+AuthorizedKeysFile $WORK/keys/authorized_keys
+PidFile $WORK/sshd.pid
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+StrictModes no
+SetEnv TMPDIR=$WORK/rtmp
+EOF
+[ -d /run/sshd ] || { mkdir -m 755 /run/sshd; made_run_sshd=1; }
+ip netns exec "$FAR" "$SSHD" -D -e -f "$WORK/sshd_config" 2>"$WORK/sshd.log" &
+sshd_pid=$!
+for _ in $(seq 100); do ip netns exec "$FAR" ss -Hltn | grep -q ":$PORT " && break; sleep 0.05; done
+
+SSH_OPTS=(--ssh-option "-p $PORT" --ssh-option "-i $WORK/keys/client" --ssh-option "-F /dev/null"
+          --ssh-option "-o IdentitiesOnly=yes" --ssh-option "-o UserKnownHostsFile=$WORK/keys/known_hosts"
+          --ssh-option "-o StrictHostKeyChecking=yes")
+
+delay() {  # delay US (0: none) on both ends of the pair
+  for pair in "$NEAR $VNEAR" "$FAR $VFAR"; do
+    set -- $pair
+    if [ "$DELAY" = 0 ]; then tc -n "$1" qdisc del dev "$2" root 2>/dev/null || true
+    else tc -n "$1" qdisc replace dev "$2" root netem delay "${DELAY}us"; fi
+  done
+}
+
+ipclab_p50() {  # ipclab_p50 MECH → median round trip (µs) of the repetitions' medians
+  local out="$WORK/r.json"
+  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "messaging/$1" -p pattern=roundtrip -p size=$SIZE \
+    --duration "$DURATION" --repetitions "$REPS" --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" \
+    --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" || { cat "$WORK/ipclab.err" >&2; echo nan; return; }
+  python3 - "$out" <<'EOF'
+import json, statistics, sys
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+for r in recs:
+    if r["status"] != "ok":
+        print(f"ipclab: {r['name']}: {r['status']}: {r.get('error')}", file=sys.stderr)
+ok = [r["latency_ns"]["p50"] for r in recs if r["status"] == "ok"]
+print(f'{statistics.median(ok) / 1000:.1f}' if ok else "nan")
+EOF
+}
+
+sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
+  local proto=(); [ "$1" = tcp ] && proto=(--tcp)
+  ip netns exec "$FAR" sockperf server -i "$FAR_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
+  local srv=$! secs
+  secs=$(python3 -c "import math; print(max(1, math.ceil(float('$DURATION'))))")  # sockperf -t: whole seconds
+  sleep 0.5
+  local meds=()
+  for _ in $(seq "$REPS"); do
+    meds+=("$(ip netns exec "$NEAR" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
+      -t "$secs" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
+  done
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
+  printf '%s\n' "${meds[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
+
+DELAYS=(0)
+if ip netns exec "$NEAR" tc qdisc replace dev "$VNEAR" root netem delay 1us 2>/dev/null; then
+  ip netns exec "$NEAR" tc qdisc del dev "$VNEAR" root
+  DELAYS+=("$DELAY_US")
+else
+  echo "(tc netem is not available in this kernel: no delayed rows)"
+fi
+printf '%-6s %-5s %14s %16s %8s\n' delay proto "ipclab p50 µs" "sockperf p50 µs" "diff %"
+for DELAY in "${DELAYS[@]}"; do
+  delay
+  for proto in tcp udp; do
+    a=$(ipclab_p50 "$proto")
+    b=$(sockperf_p50 "$proto")
+    d=$(python3 -c "a,b=float('$a'),float('${b:-nan}'); print(f'{100*(a-b)/b:+.1f}')" 2>/dev/null || echo nan)
+    printf '%-6s %-5s %14s %16s %8s\n' "${DELAY}us" "$proto" "$a" "${b:-nan}" "$d"
+  done
+done
+DELAY=0; delay
+
+remote_run() {  # remote_run OUT ARGS...: ipclab run ARGS with the far namespace as the remote host
+  local out=$1; shift
+  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "$@" --duration "$DURATION" --repetitions "$REPS" \
+    --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" ||
+    tail -3 "$WORK/ipclab.err" >&2
+}
+
+echo
+echo "echo across the pair (server in the far namespace, measured there; medians of $REPS repetitions):"
+remote_run "$WORK/echo.json" echo/epoll echo/uring -p connections=16,64
+python3 - "$WORK/echo.json" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+by = defaultdict(list)
+for r in recs:
+    by[(r["mechanism"], r["params"]["connections"])].append(r)
+print(f'{"server":<8} {"conns":>5} {"echoes/s":>12} {"server CPU/echo ns":>19} {"p50 µs":>8} {"failed":>6}')
+for (m, c), rs in sorted(by.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+    ok = [r for r in rs if r["status"] == "ok"]
+    med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
+    print(f'{m:<8} {c:>5} {med(lambda r: r["rates"]["echoes_per_s"]):>12.0f} '
+          f'{med(lambda r: r["extra"]["server_cpu_per_echo_ns"]):>19.0f} '
+          f'{med(lambda r: r["latency_ns"]["p50"]) / 1000:>8.1f} {len(rs) - len(ok):>6}')
+PY
+
+echo
+echo "servers across the pair (10,000 clients from the near namespace, the server in the far one):"
+remote_run "$WORK/servers.json" servers/epoll_et servers/uring -p concurrency=10000
+python3 - "$WORK/servers.json" <<'PY'
+import json, sys
+recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+print(f'{"server":<9} {"rep":>3} {"processed":>9} {"rejected":>8} {"lost":>6} {"status":>7}')
+for r in recs:
+    x = r["extra"]
+    print(f'{r["mechanism"]:<9} {r["repetition"]:>3} {x.get("processed", r["ops"]):>9} {x.get("rejected", "?"):>8} '
+          f'{x.get("lost", r["integrity"]["lost"]):>6} {r["status"]:>7}')
+PY

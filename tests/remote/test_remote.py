@@ -1,0 +1,424 @@
+"""Two hosts (`ipclab run --remote`, docs/remote.md), end to end: two network namespaces joined by a
+veth pair, Debian's OpenSSH server in the far one (its own port, a generated host key, a generated
+client key, a generated known_hosts: host keys are checked, not waived), and `tc netem` delay on
+the pair. The "remote" ipclab is this very binary, reached through ssh.
+
+Everything the module creates has a name of its own run (namespaces, veth pair, temp folder) and is
+removed on every exit path; nothing it did not create is touched. Skips, naming the reason, when
+namespaces, veth, netem or sshd cannot be had (not root, no iproute2, no openssh-server).
+
+Run by ctest (`cli.remote`) with the binary in IPCLAB_BIN; by hand:
+    IPCLAB_BIN=build/release/ipclab python3 -m pytest -q -p no:cacheprovider tests/remote
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+DELAY_US = 200  # netem on each end of the pair: +2 × 200 µs per round trip
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=check, **kw)
+
+
+class Pair:
+    """The two namespaces, the veth pair, sshd in the far one, and the keys."""
+
+    def __init__(self, root: Path):
+        tag = f"{os.getpid() % 10000}{random.randrange(36**3):03x}"
+        self.root = root
+        self.near, self.far = f"ipclr{tag}n", f"ipclr{tag}f"
+        self.veth_near, self.veth_far = f"vr{tag}a", f"vr{tag}b"
+        a, b = random.randrange(16, 250), random.randrange(0, 250)
+        self.near_ip, self.far_ip = f"10.{a}.{b}.1", f"10.{a}.{b}.2"
+        self.port = random.randrange(20000, 60000)
+        self.created = []  # ("netns", name) in the order created
+        self.sshd = None
+        self.run_sshd_dir_made = False
+
+    # -- set-up, each step undone by close() ---------------------------------------------------
+    def open(self):
+        for ns in (self.near, self.far):
+            sh("ip", "netns", "add", ns)
+            self.created.append(ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "link", "add", self.veth_near, "netns", self.near, "type", "veth", "peer", "name",
+           self.veth_far, "netns", self.far)
+        for ns, dev, ip in ((self.near, self.veth_near, self.near_ip), (self.far, self.veth_far, self.far_ip)):
+            sh("ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+        # Keys: the server's host key, the client's key, and one the server does not accept.
+        keys = self.root / "keys"
+        keys.mkdir(mode=0o700)
+        for name in ("host", "client", "stranger"):
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keys / name)
+        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+        host_pub = (keys / "host.pub").read_text().split()
+        (keys / "known_hosts").write_text(f"[{self.far_ip}]:{self.port} {host_pub[0]} {host_pub[1]}\n")
+        self.remote_tmp = self.root / "remote-tmp"
+        self.remote_tmp.mkdir(mode=0o700)
+        self.local_tmp = self.root / "local-tmp"
+        self.local_tmp.mkdir(mode=0o700)
+        cfg = self.root / "sshd_config"
+        cfg.write_text(
+            f"Port {self.port}\nListenAddress {self.far_ip}\nHostKey {keys / 'host'}\n"
+            f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile {self.root / 'sshd.pid'}\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+            "PermitRootLogin prohibit-password\nStrictModes no\nPrintMotd no\n"
+            f"SetEnv TMPDIR={self.remote_tmp} XDG_STATE_HOME={self.root / 'remote-state'}\n")
+        # sshd's privilege separation needs /run/sshd: made here only when missing, removed then.
+        if not os.path.isdir("/run/sshd"):
+            os.mkdir("/run/sshd", 0o755)
+            self.run_sshd_dir_made = True
+        self.sshd_log = open(self.root / "sshd.log", "w")
+        self.sshd = subprocess.Popen(["ip", "netns", "exec", self.far, SSHD, "-D", "-e", "-f", cfg],
+                                     stdout=self.sshd_log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.sshd.poll() is not None:
+                raise RuntimeError(f"sshd ended: {(self.root / 'sshd.log').read_text()}")
+            if f":{self.port}" in sh("ip", "netns", "exec", self.far, "ss", "-Hltn").stdout:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("sshd did not listen within 10 s")
+
+    def close(self):
+        if self.sshd and self.sshd.poll() is None:
+            self.sshd.terminate()
+            try:
+                self.sshd.wait(5)
+            except subprocess.TimeoutExpired:
+                self.sshd.kill()
+                self.sshd.wait()
+        # The far namespace's processes are ours (sshd's sessions): none may outlive it.
+        for ns in reversed(self.created):
+            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+            sh("ip", "netns", "del", ns, check=False)  # takes its end of the veth pair with it
+        if self.run_sshd_dir_made:
+            os.rmdir("/run/sshd")
+
+    # -- use -------------------------------------------------------------------------------------
+    def delay(self, us):
+        for ns, dev in ((self.near, self.veth_near), (self.far, self.veth_far)):
+            verb = "replace" if us else "del"
+            extra = ["netem", "delay", f"{us}us"] if us else []
+            sh("tc", "-n", ns, "qdisc", verb, "dev", dev, "root", *extra, check=bool(us))
+
+    def ssh_options(self, key="client", port=None):
+        keys = self.root / "keys"
+        return ["--ssh-option", f"-p {port or self.port}", "--ssh-option", f"-i {keys / key}",
+                "--ssh-option", "-F /dev/null", "--ssh-option", "-o IdentitiesOnly=yes",
+                "--ssh-option", f"-o UserKnownHostsFile={keys / 'known_hosts'}",
+                "--ssh-option", "-o StrictHostKeyChecking=yes"]
+
+    def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False, reps=1):
+        """`ipclab run ARGS --remote root@FAR` from the near namespace; (rc, stderr, records, context)."""
+        out = self.root / f"r{random.randrange(1 << 30)}.json"
+        cmd = ["ip", "netns", "exec", self.near, BINARY, "run", *args, "--repetitions", str(reps),
+               "--json", str(out), "--remote", f"root@{self.far_ip}", *self.ssh_options(key, port),
+               "--remote-ipclab", ipclab or BINARY]
+        env = dict(os.environ, TMPDIR=str(self.local_tmp), XDG_STATE_HOME=str(self.root / "local-state"))
+        if background:
+            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        return (r.returncode, r.stderr, *records_of(out))
+
+    def remote_runs_left(self):
+        """Run folders left in the remote side's state folder ($TMPDIR/ipclab-<uid>/run.*)."""
+        return sorted(str(p) for p in self.remote_tmp.glob("ipclab-*/run.*"))
+
+
+def records_of(out: Path):
+    if not out.exists():
+        return [], {}
+    doc = json.loads(out.read_text())
+    return [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"], doc.get("context", {})
+
+
+def median_us(rec):
+    return rec["latency_ns"]["p50"] / 1000
+
+
+@pytest.fixture(scope="module")
+def pair():
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    for tool in ("ip", "tc", "ssh", "ssh-keygen"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is missing (iproute2, openssh-client)")
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip("sshd is missing: install openssh-server (scripts/setup.sh does)")
+    root = Path(tempfile.mkdtemp(prefix="ipclab-remote-test."))
+    os.chmod(root, 0o700)
+    p = Pair(root)
+    try:
+        try:
+            p.open()
+        except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
+            why = e.stderr.strip() if isinstance(e, subprocess.CalledProcessError) else str(e)
+            pytest.skip(f"cannot set up two namespaces with sshd and netem here: {why}")
+        # ssh itself must get in (an account locked without PAM, say, is this machine's matter).
+        r = sh("ip", "netns", "exec", p.near, "ssh", *[w for o in p.ssh_options()[1::2] for w in o.split()],
+               "-o", "BatchMode=yes", f"root@{p.far_ip}", "true", check=False, timeout=30)
+        if r.returncode != 0:
+            pytest.skip(f"ssh into the far namespace fails here: {r.stderr.strip()}")
+        # netem is a module some kernels lack (a microVM's): only the delay test needs it.
+        try:
+            p.delay(DELAY_US)
+            p.delay(0)
+            p.netem = ""
+        except subprocess.CalledProcessError as e:
+            p.netem = f"tc netem is not available in this kernel ({e.stderr.strip()})"
+        yield p
+    finally:
+        p.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+RT = ["-p", "pattern=roundtrip", "-p", "size=64", "--duration", "0.4", "--warmup", "0.1"]
+
+
+@pytest.mark.parametrize("mech", ["tcp", "udp"])
+def test_round_trip_across_the_pair(pair, mech):
+    rc, err, recs, ctx = pair.run(f"messaging/{mech}", *RT, "-p", "producers=2", "-p", "consumers=2")
+    assert rc == 0, err
+    rec = recs[0]
+    assert rec["status"] == "ok", rec["error"]
+    # Every round trip checked by the client, end to end across the pair.
+    integ = rec["integrity"]
+    assert integ["lost"] == 0 and integ["corrupt"] == 0 and integ["duplicated"] == 0, integ
+    assert integ["received"] == integ["sent"] >= rec["ops"] > 0, integ
+    # The remote side's own CPU as a role of its own, measured there, with its context switches.
+    role = f"server@root@{pair.far_ip}"
+    by_role = rec["extra"]["cpu_by_role"]
+    assert role in by_role and "client" in by_role, by_role
+    assert by_role[role]["user_s"] + by_role[role]["sys_s"] > 0, by_role[role]
+    assert by_role[role]["ctx_vol"] > 0, by_role[role]  # a blocking server sleeps between requests
+    assert by_role[role]["measured_on"] == f"root@{pair.far_ip}"
+    # It echoed every request its two clients sent (warm-up and the stop markers included).
+    assert rec["extra"]["remote"]["requests"] >= integ["sent"], (rec["extra"]["remote"], integ)
+    assert rec["extra"]["remote"]["address"] == pair.far_ip
+    # The network path from both ends: the veth pair.
+    path = rec["extra"]["network_path"]
+    assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path
+    assert path["local"]["address"] == pair.near_ip and path["remote"]["address"] == pair.far_ip
+    assert path["local"]["mtu"] == path["remote"]["mtu"] == 1500 and path["local"]["driver"] == "veth", path
+    # Both hosts' environment blocks, and the clock offset with its uncertainty (one clock here:
+    # the true offset is 0, so the estimate lies within its bound of it).
+    assert ctx["remote"]["host"] == f"root@{pair.far_ip}"
+    assert ctx["remote"]["environment"]["ipclab_version"] == ctx["ipclab_version"]
+    assert ctx["remote"]["environment"]["kernel"] == ctx["kernel"]
+    clock = ctx["remote"]["clock"]
+    assert 0 < clock["uncertainty_ns"] and abs(clock["offset_ns"]) <= clock["uncertainty_ns"], clock
+    # Nothing left in the remote side's run folder, nor in the local one.
+    assert pair.remote_runs_left() == []
+    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+
+
+@pytest.mark.parametrize("mech", ["tcp", "udp"])
+def test_round_trip_shows_the_injected_delay(pair, mech):
+    if pair.netem:
+        pytest.skip(pair.netem)
+    pair.delay(0)
+    rc, err, recs, ctx = pair.run(f"messaging/{mech}", *RT)
+    assert rc == 0, err
+    base = median_us(recs[0])
+    pair.delay(DELAY_US)
+    try:
+        rc, err, recs, ctx = pair.run(f"messaging/{mech}", *RT)
+    finally:
+        pair.delay(0)
+    assert rc == 0, err
+    rec = recs[0]
+    delayed = median_us(rec)
+    expected = 2 * DELAY_US + base
+    assert delayed >= 2 * DELAY_US, (delayed, base)
+    assert abs(delayed - expected) <= 0.10 * expected, (delayed, expected)
+    # The record names the delay it ran under: each end's qdisc.
+    path = rec["extra"]["network_path"]
+    assert "netem" in path["local"]["qdisc"] and "netem" in path["remote"]["qdisc"], path
+
+
+@pytest.mark.parametrize("mech", ["epoll", "uring"])
+def test_echo_with_the_server_across_the_pair(pair, mech):
+    rc, err, recs, ctx = pair.run(f"echo/{mech}", "-p", "connections=16", "-p", "size=1024",
+                                  "--duration", "0.4", "--warmup", "0.1")
+    assert rc == 0, err
+    rec = recs[0]
+    if mech == "uring" and rec["status"] == "skipped":
+        pytest.skip(rec["error"])  # no io_uring here
+    assert rec["status"] == "ok", rec["error"]
+    # Every echo's bytes checked by the client; none corrupt, none missing.
+    integ = rec["integrity"]
+    assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    assert rec["ops"] > 0
+    # The server ran there, measured there: its CPU per echo and its role.
+    role = f"server@root@{pair.far_ip}"
+    assert rec["extra"]["server_measured_on"] == f"root@{pair.far_ip}"
+    assert rec["extra"]["server_cpu_per_echo_ns"] > 0
+    assert rec["extra"]["cpu_by_role"][role]["sys_s"] > 0 and rec["extra"]["cpu_by_role"][role]["ctx_vol"] >= 0
+    assert rec["extra"]["remote"]["address"] == pair.far_ip
+    path = rec["extra"]["network_path"]
+    assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path
+    assert pair.remote_runs_left() == []
+
+
+@pytest.mark.parametrize("mech", ["epoll_et", "uring"])
+def test_servers_with_the_server_across_the_pair(pair, mech):
+    rc, err, recs, ctx = pair.run(f"servers/{mech}", "-p", "concurrency=1000", "--warmup", "0")
+    rec = recs[0]
+    if mech == "uring" and rec["status"] == "skipped":
+        pytest.skip(rec["error"])  # no io_uring here
+    assert rc == 0, err
+    assert rec["status"] == "ok", rec["error"]
+    # Every one of the 1000 clients' sessions processed, checked reply by reply.
+    integ = rec["integrity"]
+    assert integ["sent"] == 1000 and integ["received"] == 1000 == rec["ops"], integ
+    assert integ["lost"] == 0 and integ["corrupt"] == 0, integ
+    role = f"server@root@{pair.far_ip}"
+    assert rec["extra"]["server_measured_on"] == f"root@{pair.far_ip}"
+    assert rec["extra"]["cpu_by_role"][role]["sys_s"] > 0
+    assert rec["extra"]["network_path"]["remote"]["interface"] == pair.veth_far
+    assert pair.remote_runs_left() == []
+
+
+def test_echo_refuses_what_does_not_cross_yet(pair):
+    rc, err, recs, _ = pair.run("echo/epoll", "-p", "pattern=rate", "-p", "rate=1000")
+    line = one_line_refusal(rc, err)
+    assert "pattern=closed" in line, line
+
+
+def test_a_data_path_that_cannot_connect_fails_each_repetition(pair):
+    """--remote-address 127.0.0.1: the remote side listens on its own loopback, which this side
+    cannot reach. Each repetition fails at once naming the address, and the link serves the next."""
+    t0 = time.monotonic()
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--remote-address", "127.0.0.1", reps=2)
+    assert rc == 1, err
+    assert len(recs) == 2 and all(r["status"] == "failed" for r in recs), recs
+    for r in recs:
+        assert "cannot connect to the remote side at 127.0.0.1" in r["error"], r["error"]
+    assert time.monotonic() - t0 < 15
+    assert pair.remote_runs_left() == []
+
+
+def one_line_refusal(rc, err):
+    lines = err.strip().splitlines()
+    assert rc == 2, err
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_unreachable_host(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, port=pair.port + 1)
+    line = one_line_refusal(rc, err)
+    assert f"--remote root@{pair.far_ip}" in line and "Connection refused" in line, line
+    assert recs == []
+
+
+def test_refused_key(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, key="stranger")
+    line = one_line_refusal(rc, err)
+    assert "Permission denied" in line and pair.far_ip in line, line
+
+
+def test_missing_remote_ipclab(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab="/nonexistent/ipclab")
+    line = one_line_refusal(rc, err)
+    assert "/nonexistent/ipclab" in line and "--remote-ipclab" in line, line
+
+
+def test_different_remote_version(pair):
+    fake = pair.root / "old-ipclab"
+    fake.write_text("#!/bin/sh\necho '{\"ipclab_remote\":1,\"version\":\"0.0.1\",\"build_type\":\"Debug\","
+                    "\"build_flags\":\"-O0\"}'\ncat >/dev/null\n")
+    fake.chmod(0o755)
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab=str(fake))
+    line = one_line_refusal(rc, err)
+    assert "0.0.1" in line and "Debug" in line and "this one is" in line, line
+
+
+@pytest.mark.parametrize("mech", ["messaging/pipe", "messaging/shm_spsc", "messaging/unix_stream"])
+def test_a_mechanism_that_cannot_cross_refuses(pair, mech):
+    rc, err, recs, _ = pair.run(mech, *RT)
+    line = one_line_refusal(rc, err)
+    assert mech in line and "cannot cross hosts" in line, line
+
+
+def remote_side_pid(pair):
+    """The pid of the remote side (`ipclab remote-side`, started by sshd in the far namespace)."""
+    for pid in sh("ip", "netns", "pids", pair.far, check=False).stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"remote-side" in cmd and cmd[0] == BINARY.encode():
+            return int(pid)
+    return None
+
+
+def gone(pid, within_s):
+    deadline = time.monotonic() + within_s
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.parametrize("fault", ["killed", "ssh_lost", "frozen"])
+def test_remote_fault_mid_run_fails_naming_the_host(pair, fault):
+    """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
+    the measured window: the run fails naming the host; the remote side ends (once continued, when
+    frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
+    proc, out = pair.run("messaging/tcp", "-p", "pattern=roundtrip", "--duration", "3", "--warmup", "0.1",
+                         background=True)
+    pid = None
+    try:
+        deadline = time.monotonic() + 20
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pid = remote_side_pid(pair)
+        assert pid, "the remote side did not start"
+        time.sleep(1.0)  # inside the measured window
+        if fault == "killed":
+            os.kill(pid, signal.SIGKILL)
+        elif fault == "frozen":
+            os.kill(pid, signal.SIGSTOP)
+        else:  # its parent: the sshd process of its session
+            os.kill(int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)
+        _, err = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if pid and fault == "frozen":
+            os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == 1, err
+    recs, _ = records_of(out)
+    assert recs and recs[0]["status"] == "failed"
+    error = recs[0]["error"]
+    assert f"server@root@{pair.far_ip}" in error, error
+    if fault == "frozen":
+        assert "stalled" in error, error
+    # The remote side reads the end of its input (the session gone) and ends, sweeping its folder.
+    assert gone(pid, 10), f"the remote side ({fault}) is still running"
+    if fault == "killed":  # its folder is left to the next run there, which sweeps it
+        assert len(pair.remote_runs_left()) == 1
+        rc, err, recs, _ = pair.run("messaging/tcp", *RT)
+        assert rc == 0, err
+    assert pair.remote_runs_left() == []
