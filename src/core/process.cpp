@@ -260,6 +260,9 @@ std::string find_program(const std::string& name) {
   std::stringstream path(env && *env ? env : "/usr/bin:/bin");
   for (std::string d; std::getline(path, d, ':');)
     if (!d.empty() && access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
+  // System tools (tc, ip) where a user's PATH leaves the sbin folders out.
+  for (const char* d : {"/usr/sbin/", "/sbin/"})
+    if (access((d + name).c_str(), X_OK) == 0) return d + name;
   return "";
 }
 

@@ -52,7 +52,7 @@ struct Spawn {
 char task_state(pid_t pid, pid_t tid);
 
 /// The path of program `name` (one with a '/' as it is), the first executable of that name on
-/// $PATH (/usr/bin:/bin without one); "" when there is none.
+/// $PATH (/usr/bin:/bin without one), then in /usr/sbin and /sbin; "" when there is none.
 std::string find_program(const std::string& name);
 
 /// Runs each command (argv[0] a program for find_program) side by side and returns what each wrote

@@ -76,20 +76,6 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// An executable named `name` on PATH (Process::exec takes a path).
-std::string find_program(const std::string& name) {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  for (const char* d : {"/usr/sbin/", "/sbin/"})
-    if (access((d + name).c_str(), X_OK) == 0) return d + name;
-  return "";
-}
-
 // Splits "-p 2222" into "-p", "2222" (each --ssh-option as it would be typed after ssh).
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> w;
@@ -153,28 +139,7 @@ std::string sysfs(const std::string& iface, const char* what) {
 }
 
 // The queueing discipline of `iface`, as `tc qdisc show` prints it ("" when tc is missing).
-std::string qdisc_of(const std::string& iface) {
-  const std::string tc = find_program("tc");
-  if (tc.empty()) return "";
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return "";
-  std::string text;
-  try {
-    Process p = Process::exec(Spawn{.stdout_fd = out[1]}, {tc, "qdisc", "show", "dev", iface});
-    close(out[1]);
-    out[1] = -1;
-    bool eof = false;
-    std::string buf, line;
-    const uint64_t deadline = now_ns() + 2'000'000'000ull;
-    while (read_line(out[0], buf, line, deadline, eof)) text += line + "\n";
-    if (!p.wait(1.0)) p.stop();
-  } catch (const std::exception&) {
-  }
-  for (int fd : out)
-    if (fd >= 0) close(fd);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
+std::string qdisc_of(const std::string& iface) { return command_output({"tc", "qdisc", "show", "dev", iface}, 2.0); }
 
 }  // namespace
 
@@ -941,10 +906,12 @@ int serve() {
     b->ctl->phase.store(kWarmup);  // the local side sends only once its own warm-up has begun
     for (int i = 0; i < n; ++i) b->threads.emplace_back(server_body, std::ref(*b), std::cref(*mech), p, i);
     reply({{"address", b->address}, {"ports", ports}});
-    // The phases, until the local side says stop (or abort, or is gone).
-    bool stopping = false, lost = false;
+    // The phases, until the local side ends the benchmark (end or abort, which it always sends
+    // for its results, or it is gone) and the servers are done: what the local side sends for
+    // this benchmark is read here, so that none of it is taken for a request of the next one.
+    bool stopping = false, ended = false, lost = false;
     uint64_t stop_deadline = 0;
-    while (b->done.load() < n) {
+    while (!(ended && b->done.load() >= n)) {
       const nlohmann::json c = next(stopping ? 0.05 : -1);
       if (eof) {
         lost = true;
@@ -955,6 +922,7 @@ int serve() {
       if (o == "stop" || o == "end" || o == "abort") {
         if (!stopping) stop_deadline = now_ns() + uint64_t((o == "abort" ? 0.2 : timeout_s) * 1e9);
         stopping = true;
+        ended = ended || o != "stop";
         b->ctl->phase.store(kStop);
         if (o == "abort") b->ctl->abort.store(1);
       }
