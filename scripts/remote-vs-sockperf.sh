@@ -84,7 +84,7 @@ delay() {  # delay US (0: none) on both ends of the pair
 
 ipclab_p50() {  # ipclab_p50 MECH → median round trip (µs) of the repetitions' medians
   local out="$WORK/r.json"
-  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "messaging/$1" -p pattern=roundtrip -p size=$SIZE \
+  TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "messaging/$1" -p pattern=roundtrip -p size=$SIZE -p placement=same --cpus "$CPU" \
     --duration "$DURATION" --repetitions "$REPS" --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" \
     --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" || { cat "$WORK/ipclab.err" >&2; echo nan; return; }
   python3 - "$out" <<'EOF'
@@ -98,6 +98,8 @@ print(f'{statistics.median(ok) / 1000:.1f}' if ok else "nan")
 EOF
 }
 
+CPU=$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')  # the first CPU this script may use: both clients run there
+
 sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
   local proto=(); [ "$1" = tcp ] && proto=(--tcp)
   ip netns exec "$FAR" sockperf server -i "$FAR_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
@@ -106,7 +108,9 @@ sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
   sleep 0.5
   local meds=()
   for _ in $(seq "$REPS"); do
-    meds+=("$(ip netns exec "$NEAR" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
+    # Its client where ipclab's (placement=same: the first CPU); both servers unpinned. sockperf's
+    # sides wait in epoll_wait before each receive (its default iomux), ipclab's block in the receive.
+    meds+=("$(ip netns exec "$NEAR" taskset -c "$CPU" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
       -t "$secs" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
   done
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
