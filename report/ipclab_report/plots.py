@@ -618,13 +618,31 @@ def capacity_walk(records, *, multi=False):
 MAX_FLAGGED = 6
 
 
+# The flags a repetition's time slices give, and the operations its median slice must hold for
+# them to be judged: one op more or fewer in a slice of 10 is the 10% trend `non_steady` reports
+# (src/core/series.hpp, min_ops_per_slice; docs/methodology.md "Flags"). Files written before
+# the harness kept to it carry such flags on slices of 0-1 operations: they are dropped here.
+SLICE_FLAGS = ("non_steady", "bimodal")
+MIN_OPS_PER_SLICE = 10
+
+
+def judged_flags(it) -> list:
+    """A repetition's series flags, none when its median slice holds fewer than MIN_OPS_PER_SLICE."""
+    flags = [f for f in (it.get("series", "flags") or []) if isinstance(f, str)]
+    ops = [v for v in (it.get("series", "ops") or []) if is_number(v)]
+    return flags if not ops or median(ops) >= MIN_OPS_PER_SLICE else []
+
+
 def series_flags(r) -> list:
-    """The flags of a summary record (its aggregate's `flags`, else its repetitions' series flags)."""
-    flags = r.get("flags")
-    if isinstance(flags, list):
-        return [f for f in flags if isinstance(f, str)]
-    return sorted({f for it in r.source.iterations if it.name == r.name
-                   for f in (it.get("series", "flags") or []) if isinstance(f, str)})
+    """The flags of a summary record: its repetitions' judged series flags (judged_flags) with
+    the aggregate's own (`bimodal_repetitions`); the aggregate's `flags` as they are when the
+    file holds none of its repetitions."""
+    reps = [it for it in r.source.iterations if it.name == r.name]
+    own = r.get("flags")
+    own = [f for f in own if isinstance(f, str)] if isinstance(own, list) else []
+    if not reps:
+        return own
+    return sorted({f for f in own if f not in SLICE_FLAGS} | {f for it in reps for f in judged_flags(it)})
 
 
 def flagged_series(records, *, multi=False):
@@ -650,7 +668,7 @@ def flagged_series(records, *, multi=False):
             pts = [(x, y) for x, y in zip(xs, rate) if is_number(y)]
             if not pts:
                 continue
-            own = it.get("series", "flags") or []
+            own = judged_flags(it)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linewidth=1.6 if own else 0.8, color=PALETTE[i % len(PALETTE)],
                     label=f"rep {it.get('repetition')}" + (f" ({', '.join(own)})" if own else ""))
