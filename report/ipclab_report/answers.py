@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .tables import short_names
 from .util import fmt_time_ns, is_number
 
 SMALL = 256   # bytes: a "small message" (the quick preset's 64 B points, the reference's 64-256 B)
@@ -33,16 +34,12 @@ def _ok(r):
     return r.get("status") == "ok"
 
 
-def _varying_name(records):
-    """Each record's name as its mechanism and the parameters that differ among `records`."""
+def _shared(records):
+    """What every row of a question shares, of its pattern, size, placement and mode."""
     keys = sorted({k for r in records for k in r.params})
-    vary = [k for k in keys if len({str(r.params.get(k)) for r in records}) > 1]
-    same = [k for k in keys if k not in vary and k in ("size", "placement", "pattern", "mode")]
-    names = {}
-    for r in records:
-        names[id(r)] = r.mechanism + "".join(f" {k}={r.params[k]}" for k in vary if k in r.params)
-    shared = ", ".join(f"{k}={records[0].params[k]}" for k in same if k in records[0].params)
-    return names, shared
+    same = [k for k in keys if len({str(r.params.get(k)) for r in records}) == 1
+            and k in ("size", "placement", "pattern", "mode")]
+    return ", ".join(f"{k}={records[0].params[k]}" for k in same if k in records[0].params)
 
 
 def _table(records, key, reverse, cells, question, ranked_by, columns, multi):
@@ -50,16 +47,16 @@ def _table(records, key, reverse, cells, question, ranked_by, columns, multi):
     if not records:
         return None
     records.sort(key=key, reverse=reverse)
-    names, shared = _varying_name(records)
+    names = short_names(records)   # as the console and the suite tables name a row
     rows = []
     for i, r in enumerate(records[:TOP], 1):
-        row = {"rank": i, "name": names[id(r)], "full": r.name}
+        row = {"rank": i, "name": names[r.name], "full": r.name}
         if multi:
             row["run"] = r.source.tag or r.source.label
         row.update(cells(r))
         rows.append(row)
     cols = ["rank", "name"] + (["run"] if multi else []) + columns
-    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=shared)
+    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records))
 
 
 def _rate(v):

@@ -16,16 +16,23 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from .stats import histogram_cdf, median  # noqa: E402
-from .util import fmt_bytes_param, fmt_si, fmt_time_ns, is_number  # noqa: E402
+from .tables import short_names  # noqa: E402
+from .util import fmt_bytes_param, fmt_memory, fmt_si, fmt_time_ns, is_number  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8"]
 DASHES = ["-", "--", ":", "-."]
 MAX_SERIES = 10
+
+
+def style(i):
+    """(colour, marker) of the i-th series: no two alike — past the palette the colours come round
+    again with the markers moved on by one (the 15th series is no second blue circle)."""
+    return PALETTE[i % len(PALETTE)], MARKERS[(i + i // len(PALETTE)) % len(MARKERS)]
 
 plt.rcParams.update({
     "font.family": "DejaVu Sans", "font.size": 9.5, "axes.titlesize": 11.5,
@@ -114,7 +121,7 @@ def fixed_note(fixed) -> str:
 
 
 def series_label(r, dims, multi):
-    parts = [str(r.dim(dims[0]))] + [f"{d}={r.dim(d)}" for d in dims[1:]]
+    parts = [str(r.dim(dims[0]))] + [f"{d}={r.dim(d)}" for d in dims[1:] if r.dim(d) is not None]
     label = ", ".join(parts)
     return f"{label} · {r.source.tag}" if multi else label
 
@@ -164,7 +171,7 @@ def _legend(fig, axes, n):
 # --- sweeps --------------------------------------------------------------------------------------
 
 def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanism", multi=False,
-          y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, marks=()):
+          y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, x_bytes=False, marks=()):
     """Metric vs numeric parameter `x`, one line per `series` value (plus whatever else varies).
 
     A string dimension with 2-4 values (e.g. placement) becomes side-by-side panels; when there
@@ -172,7 +179,8 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     `panels`, in place of `metric`: several metrics side by side, [(panel title, getter, ylabel,
     y_time)], each panel with its own y axis (the string dimension is then a dimension like any
     other). `x_log2`: a log2 x axis labelled at the powers of two, whatever the span. `marks`:
-    (x, label) dotted vertical lines, drawn where they fall within the points.
+    (x, label) dotted vertical lines, drawn where they fall within the points. `x_bytes`: x is a
+    size in bytes, its ticks written as sizes (4 KiB, 16 MiB).
     """
     panels = panels or [(None, metric, ylabel, y_time)]
     recs = [r for r in records if r.ok and is_number(r.dim(x)) and any(is_number(g(r)) for _, g, _, _ in panels)]
@@ -207,13 +215,13 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     # One colour per line of the grid; with several files the file is the dash pattern.
     bases = list(dict.fromkeys(k[1:] for k in keys))
     tags = list(dict.fromkeys(k[0] for k in keys))
-    style = {k: (PALETTE[bases.index(k[1:]) % len(PALETTE)], MARKERS[bases.index(k[1:]) % len(MARKERS)],
-                 DASHES[tags.index(k[0]) % len(DASHES)]) for k in keys}
+    looks = {k: style(bases.index(k[1:])) + (DASHES[tags.index(k[0]) % len(DASHES)],) for k in keys}
     columns = [(fv, panel) for fv in facets for panel in panels]  # facets or panels: one of them is one
     fig, axes = plt.subplots(1, len(columns), figsize=(9.2 if len(keys) > 4 or len(panels) > 1 else 8.2, 3.9),
                              sharey=len(panels) == 1, squeeze=False, layout="constrained")
     axes = list(axes[0])
     xs_all = sorted({r.dim(x) for r in recs})
+    tick = (lambda v: fmt_memory(v).replace(" ", "\u2009")) if x_bytes else _tick_label
     ys_of = {}
     for ax, (fv, (ptitle, get, _, _)) in zip(axes, columns):
         ys_of[ax] = []
@@ -228,7 +236,7 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
             ys = [median(pts[v]) for v in xs]
             ys_of[ax] += ys
             label = series_label(next(r for r in recs if keyf(r) == k), [series] + others, multi)
-            color, marker, dash = style[k]
+            color, marker, dash = looks[k]
             ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
                     markersize=4.5)
         if facet or ptitle:
@@ -237,11 +245,11 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
             ax.set_xscale("log", base=2)
             lo, hi = math.floor(math.log2(xs_all[0])), math.ceil(math.log2(xs_all[-1]))
             ticks = [2 ** e for e in range(lo, hi + 1)]
-            ax.set_xticks(ticks, [_tick_label(v) for v in ticks])
+            ax.set_xticks(ticks, [tick(v) for v in ticks])
             ax.xaxis.set_minor_formatter(NullFormatter())
-        elif _spans(xs_all, 8):
+        elif (x_bytes and xs_all[0] > 0) or _spans(xs_all, 8):
             ax.set_xscale("log", base=2)
-            ax.set_xticks(xs_all, [_tick_label(v) for v in xs_all])
+            ax.set_xticks(xs_all, [tick(v) for v in xs_all])
             ax.xaxis.set_minor_formatter(NullFormatter())
         for mx, mlabel in marks:
             if xs_all[0] <= mx <= xs_all[-1]:
@@ -315,6 +323,12 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
 def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(), note=""):
     """Horizontal grouped bars: one group per category, one bar per series (dict label -> values)."""
     series = {k: v for k, v in series.items() if any(is_number(x) for x in v)}
+    # A series that is zero on every bar draws nothing and takes its room from the others: said
+    # in the note instead (no session rejected or lost).
+    zero = [k for k, v in series.items() if all(x == 0 for x in v if is_number(x))]
+    if zero and len(zero) < len(series):
+        series = {k: v for k, v in series.items() if k not in zero}
+        note = " ".join(x for x in (note, f"Zero on every bar, so not drawn: {', '.join(zero)}.") if x)
     if not categories or not series:
         return None
     values = [x for v in series.values() for x in v if is_number(x)]
@@ -342,13 +356,11 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
 
 
 def compact_labels(records):
-    """Bar labels: the mechanism plus only the parameters that vary among the bars."""
-    dims = [d for d in varying(records, exclude=("mechanism",))]
-
-    def label(r):
-        parts = [f"{d}={r.dim(d)}" for d in dims if r.dim(d) is not None]
-        return ", ".join([r.mechanism] + parts)
-    return label
+    """Labels of bars and lines: the mechanism and the parameters that vary among its own records
+    here, as tables.short_names names a row (a peer's server path is no label); the full name is
+    in the data table under the plot."""
+    names = short_names(records, suite=False)
+    return lambda r: names.get(r.name, r.mechanism)
 
 
 def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False, log=None,
@@ -373,6 +385,137 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
             series[key] = vals
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
                 used={id(r) for r in recs})
+
+
+# --- small multiples of bars: one panel per operation, one bar per runtime ------------------------
+
+def split_operation(mechanisms):
+    """{mechanism: (operation, runtime)} for names made `<operation>_<runtime>` (runtime/spawn_asio,
+    channel_pairs_tokio_ct), the runtime read off the names themselves: of each name's suffixes
+    at an underscore, the one that ends the most operations (`compio` ends channel_, spawn_, ...;
+    `futures_compio` only channel_ and channel_pairs_); ties to the suffix whose operation the
+    most runtimes share (`tokio_ct` after channel_, not `ct` after channel_tokio_), then the shorter."""
+    names = list(dict.fromkeys(mechanisms))
+    splits = {m: [(m[:i], m[i + 1:]) for i in range(len(m)) if m[i] == "_" and 0 < i < len(m) - 1]
+              for m in names}
+    ops_of, rts_of = {}, {}
+    for cands in splits.values():
+        for op, rt in cands:
+            ops_of.setdefault(rt, set()).add(op)
+            rts_of.setdefault(op, set()).add(rt)
+    out = {}
+    for m, cands in splits.items():
+        if not cands:
+            out[m] = (m, m)
+            continue
+        op, rt = max(cands, key=lambda c: (len(ops_of[c[1]]), len(rts_of[c[0]]), -len(c[1])))
+        out[m] = (op, rt)
+    return out
+
+
+def _bar_text(v, time_axis):
+    return fmt_time_ns(v) if time_axis else fmt_si(v)
+
+
+def panel_bars(panels, *, title, xlabel, time_axis=True, lower_is_better=True, used=(), note="",
+               columns=None):
+    """Small multiples of horizontal bars: `panels` maps a panel title to {bar label: value}. Each
+    panel sorted best first (lowest when `lower_is_better`), on its own linear x axis from zero,
+    each bar labelled with its figure; a bar label keeps one colour in every panel. None when no
+    panel has a value."""
+    panels = {t: {k: v for k, v in bs.items() if is_number(v)} for t, bs in panels.items()}
+    panels = {t: bs for t, bs in panels.items() if bs}
+    if not panels:
+        return None
+    labels = list(dict.fromkeys(k for bs in panels.values() for k in bs))
+    color = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(labels)}
+    ncols = columns or min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    most = max(len(bs) for bs in panels.values())
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols + 0.6, nrows * (0.55 + 0.21 * most) + 0.6),
+                             squeeze=False, layout="constrained")
+    for ax, (ptitle, bs) in zip(axes.flat, panels.items()):
+        order = sorted(bs, key=lambda k: bs[k], reverse=not lower_is_better)
+        vals = [bs[k] for k in order]
+        ax.barh(range(len(order)), vals, color=[color[k] for k in order], height=0.72)
+        ax.set_yticks(range(len(order)), order, fontsize=8.5)
+        ax.set_ylim(most - 0.5, -0.5)  # one bar height in every panel, the best on top
+        ax.grid(axis="y", visible=False)
+        top = max(vals)
+        ax.set_xlim(0, top * 1.32)
+        for y, v in enumerate(vals):
+            ax.text(v + top * 0.02, y, _bar_text(v, time_axis), va="center", fontsize=7.5, color="#333")
+        (_time_axis if time_axis else _si_axis)(ax.xaxis)
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        ax.tick_params(axis="x", labelsize=7.5)
+        ax.set_title(ptitle, fontsize=9.5, fontweight="normal", loc="left")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.supxlabel(xlabel, fontsize=9.5)
+    fig.suptitle(title, fontweight="bold", fontsize=11.5)
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
+
+
+def by_operation(records, value, *, title, xlabel, time_axis=True, fixed_dims=("n",), multi=False):
+    """Records named `<operation>_<runtime>` as small multiples (panel_bars): a panel per operation
+    and the parameters that vary within it, a bar per runtime (and file, with several). The
+    dimensions of `fixed_dims` (the count of operations) are held at their most common value per
+    operation, and said so in the note."""
+    recs = [r for r in records if r.ok and is_number(value(r))]
+    if not recs:
+        return None
+    split = split_operation(r.mechanism for r in recs)
+    groups = {}
+    for r in recs:
+        groups.setdefault(split[r.mechanism][0], []).append(r)
+    panels, fixed_all = {}, {}
+    for op, rs in groups.items():
+        keep = tuple(d for d in dims_of(rs) if d not in fixed_dims)
+        rs, fixed = slice_records(rs, keep)
+        for d, v in fixed.items():
+            fixed_all.setdefault(d, set()).add(str(v))
+        # the parameters that vary within the operation among the runtimes that have them
+        vary = [d for d in varying(rs, exclude=("mechanism",))
+                if len({hashable(r.dim(d)) for r in rs if r.dim(d) is not None}) > 1]
+        for r in rs:
+            ptitle = " · ".join([op] + [f"{d}:{r.dim(d)}" for d in vary if r.dim(d) is not None])
+            bar = split[r.mechanism][1] + (f" · {r.source.tag}" if multi else "")
+            panels.setdefault(ptitle, {}).setdefault(bar, []).append(value(r))
+    panels = {t: {k: median(v) for k, v in bs.items()} for t, bs in sorted(panels.items())}
+    note = ("" if not fixed_all else "Held at the most common value per operation: " + ", ".join(
+        f"{d}={'/'.join(sorted(v))}" for d, v in fixed_all.items()) + " (all points are in the table). ")
+    note += "Each panel sorted fastest first; a runtime keeps its colour in every panel."
+    return panel_bars(panels, title=title, xlabel=xlabel, time_axis=time_axis, note=note,
+                      used={id(r) for r in recs})
+
+
+# --- bulk: bandwidth and CPU against the size moved ----------------------------------------------
+
+def bulk_gib_s(r):
+    return r.num("extra", "bulk", "GiB_per_s")
+
+
+def bulk_cpu_per_mib_ns(r):
+    """CPU (user + sys, both sides) per MiB moved, in ns: extra.bulk's cpu_{user,sys}_us_per_MiB."""
+    parts = [r.num("extra", "bulk", f"cpu_{k}_us_per_MiB") for k in ("user", "sys")]
+    return sum(parts) * 1e3 if all(is_number(v) for v in parts) else None
+
+
+def bulk_plots(records, multi=False):
+    """The bulk suite: GiB/s and CPU per MiB against the size (log2, in KiB/MiB) per mechanism,
+    from the throughput pattern (one side streams to the other), a panel per placement; and the
+    round-trip pattern's time to send a buffer and have it back against the size."""
+    thr = [r for r in records if r.dim("pattern") != "roundtrip"]
+    rtt = [r for r in records if r.dim("pattern") == "roundtrip"]
+    return [
+        sweep(thr, "size", bulk_gib_s, title="Bulk throughput: GiB/s vs size", multi=multi, x_bytes=True,
+              xlabel="message size", ylabel="GiB/s (higher is better)"),
+        sweep(thr, "size", bulk_cpu_per_mib_ns, title="Bulk CPU per MiB moved vs size", multi=multi,
+              x_bytes=True, y_time=True, xlabel="message size",
+              ylabel="CPU (user+sys, both sides) per MiB"),
+        sweep(rtt, "size", lambda r: r.time_per_op_ns, title="Bulk round trip vs size", multi=multi,
+              x_bytes=True, y_time=True, xlabel="message size", ylabel="time per round trip"),
+    ]
 
 
 # --- CPU x CPU heatmaps --------------------------------------------------------------------------
@@ -531,9 +674,9 @@ def vs_load(records, panels, *, title, ylabel, multi=False, y_time=True):
         for (key, pm), pts in curves.lines.items():
             if pm[0] != panel:
                 continue
-            i = keys.index(key)
-            ax.plot([x for x, _ in pts], [y for _, y in pts], color=PALETTE[i % len(PALETTE)],
-                    marker=MARKERS[i % len(MARKERS)], linestyle=DASHES[metric_names.index(pm[1]) % len(DASHES)],
+            color, marker = style(keys.index(key))
+            ax.plot([x for x, _ in pts], [y for _, y in pts], color=color,
+                    marker=marker, linestyle=DASHES[metric_names.index(pm[1]) % len(DASHES)],
                     linewidth=1.5, markersize=4)
         for key, r in curves.saturated:
             i = keys.index(key)
@@ -551,8 +694,8 @@ def vs_load(records, panels, *, title, ylabel, multi=False, y_time=True):
             ax.set_ylim(bottom=0)
         (_time_axis if y_time else _si_axis)(ax.yaxis)
     axes[0].set_ylabel(ylabel)
-    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker=MARKERS[i % len(MARKERS)],
-                      label=curves.labels[k]) for i, k in enumerate(keys)]
+    handles = [Line2D([], [], color=style(i)[0], marker=style(i)[1], label=curves.labels[k])
+               for i, k in enumerate(keys)]
     handles += [Line2D([], [], color="#444", linestyle=DASHES[j % len(DASHES)], label=m)
                 for j, m in enumerate(metric_names)]
     if curves.saturated:
@@ -618,13 +761,31 @@ def capacity_walk(records, *, multi=False):
 MAX_FLAGGED = 6
 
 
+# The flags a repetition's time slices give, and the operations its median slice must hold for
+# them to be judged: one op more or fewer in a slice of 10 is the 10% trend `non_steady` reports
+# (src/core/series.hpp, min_ops_per_slice; docs/methodology.md "Flags"). Files written before
+# the harness kept to it carry such flags on slices of 0-1 operations: they are dropped here.
+SLICE_FLAGS = ("non_steady", "bimodal")
+MIN_OPS_PER_SLICE = 10
+
+
+def judged_flags(it) -> list:
+    """A repetition's series flags, none when its median slice holds fewer than MIN_OPS_PER_SLICE."""
+    flags = [f for f in (it.get("series", "flags") or []) if isinstance(f, str)]
+    ops = [v for v in (it.get("series", "ops") or []) if is_number(v)]
+    return flags if not ops or median(ops) >= MIN_OPS_PER_SLICE else []
+
+
 def series_flags(r) -> list:
-    """The flags of a summary record (its aggregate's `flags`, else its repetitions' series flags)."""
-    flags = r.get("flags")
-    if isinstance(flags, list):
-        return [f for f in flags if isinstance(f, str)]
-    return sorted({f for it in r.source.iterations if it.name == r.name
-                   for f in (it.get("series", "flags") or []) if isinstance(f, str)})
+    """The flags of a summary record: its repetitions' judged series flags (judged_flags) with
+    the aggregate's own (`bimodal_repetitions`); the aggregate's `flags` as they are when the
+    file holds none of its repetitions."""
+    reps = [it for it in r.source.iterations if it.name == r.name]
+    own = r.get("flags")
+    own = [f for f in own if isinstance(f, str)] if isinstance(own, list) else []
+    if not reps:
+        return own
+    return sorted({f for f in own if f not in SLICE_FLAGS} | {f for it in reps for f in judged_flags(it)})
 
 
 def flagged_series(records, *, multi=False):
@@ -650,7 +811,7 @@ def flagged_series(records, *, multi=False):
             pts = [(x, y) for x, y in zip(xs, rate) if is_number(y)]
             if not pts:
                 continue
-            own = it.get("series", "flags") or []
+            own = judged_flags(it)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linewidth=1.6 if own else 0.8, color=PALETTE[i % len(PALETTE)],
                     label=f"rep {it.get('repetition')}" + (f" ({', '.join(own)})" if own else ""))

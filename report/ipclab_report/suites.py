@@ -7,7 +7,7 @@ from . import plots, topology
 from .plots import (PALETTE, DASHES, bars, capacity_walk, cpu_heatmap, flagged_series, hashable, latency_cdf, record_bars,
                     slice_records, sweep, vs_load)
 from .stats import median
-from .util import is_number
+from .util import fmt_memory, is_number
 
 SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
 
@@ -47,9 +47,9 @@ def _fairness(r):
 def messaging(recs, multi):
     out = [
         sweep(recs, "size", _ops, title="Messages per second vs message size", multi=multi,
-              xlabel="message size (bytes)", ylabel="messages/s"),
+              xlabel="message size", ylabel="messages/s", x_bytes=True),
         sweep(recs, "size", _mib, title="Bandwidth vs message size", multi=multi,
-              xlabel="message size (bytes)", ylabel="MiB/s"),
+              xlabel="message size", ylabel="MiB/s", x_bytes=True),
         # Latency as round trips where the run has them: the throughput pattern's latency is the
         # time a message waits in a full queue, not how fast the transport answers.
         latency_cdf([r for r in recs if r.params.get("pattern") in ("roundtrip", "pingpong")] or recs,
@@ -61,7 +61,7 @@ def messaging(recs, multi):
     sizes = {r.dim("size") for r in ok if r.dim("size") is not None}
     if ok:
         sl, fixed = slice_records(ok, keep=("mechanism", "size"))
-        metrics = ({f"size {s}": (lambda r, s=s: _cpu(r) if r.dim("size") == s else None)
+        metrics = ({f"size {fmt_memory(s) if is_number(s) else s}": (lambda r, s=s: _cpu(r) if r.dim("size") == s else None)
                     for s in sorted(sizes, key=lambda v: (not is_number(v), v))}
                    if 1 < len(sizes) <= 6 and not multi else {"CPU/msg": _cpu})
         p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
@@ -124,8 +124,8 @@ def echo(recs, multi):
 
 
 def runtime(recs, multi):
-    return [sweep(recs, "n", lambda r: r.time_per_op_ns, title="Time per operation vs N per runtime",
-                  multi=multi, xlabel="N (operations)", ylabel="time per op", y_time=True)]
+    return [plots.by_operation(recs, lambda r: r.time_per_op_ns, title="Time per operation by operation and runtime",
+                               xlabel="time per operation (shorter is better)", multi=multi)]
 
 
 def fileio(recs, multi):
@@ -320,7 +320,7 @@ def cpu_matrix(recs, multi):
 
 
 BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
-            "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc}
+            "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc, "bulk": plots.bulk_plots}
 
 
 def suite_plots(suite, recs, multi):

@@ -35,21 +35,23 @@ def columns(multi: bool):
     return (["name", "run"] + COLUMNS[1:]) if multi else COLUMNS
 
 
-def short_names(recs) -> dict:
+def short_names(recs, exclude=(), suite=True) -> dict:
     """Each record's name as the console shows it: suite/mechanism and the parameters whose values
-    differ among that mechanism's records here (the full name stays in the data and on hover)."""
+    differ among that mechanism's records here (the full name stays in the data and on hover).
+    A plot leaves out the parameters its axes show (`exclude`) and the suite its section names."""
     by_mech = {}
     for r in recs:
         by_mech.setdefault((r.suite, r.mechanism), []).append(r)
     out = {}
-    for (suite, mech), rs in by_mech.items():
-        keys = list(dict.fromkeys(k for r in rs for k in r.params))
+    for (sname, mech), rs in by_mech.items():
+        keys = list(dict.fromkeys(k for r in rs for k in r.params if k not in exclude))
         vary = [k for k in keys if len({str(r.params.get(k)) for r in rs}) > 1]
         for r in rs:
-            if not r.params:  # a name without parameters in the record: keep it as it is
+            if not r.params and suite:  # a name without parameters in the record: keep it as it is
                 out[r.name] = r.name
                 continue
-            out[r.name] = f"{suite}/{mech}" + "".join(f" {k}:{r.params[k]}" for k in vary if k in r.params)
+            out[r.name] = (f"{sname}/{mech}" if suite else mech) + "".join(
+                f" {k}:{r.params[k]}" for k in vary if k in r.params)
     return out
 
 

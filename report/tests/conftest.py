@@ -32,8 +32,9 @@ def report_html(results, tmp_path_factory):
 @pytest.fixture(scope="session")
 def draw():
     """draw(fn) -> (fn's result, what the plots drew while it ran): {figure title: [one dict per axes:
-    title, lines [(label, xs, ys)] (helper lines too: an axvline's xs are [x, x]), images (the
-    masked arrays shown), bars [(category, width)] of a one-series bar chart, xticks, xscale]}.
+    title (or the left one), lines [(label, xs, ys)] (helper lines too: an axvline's xs are [x, x]),
+    styles [(colour, marker)] of those lines, images (the masked arrays shown), bars [(category,
+    width)] of a one-series bar chart, xticks and their labels, xscale, visible]}.
     The figure's title is its suptitle, else its first axes'."""
     from ipclab_report import plots
 
@@ -43,9 +44,13 @@ def draw():
 
         def keep(fig):
             title = fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title()
-            drawn[title] = [{"title": ax.get_title(), "xscale": ax.get_xscale(), "xticks": list(ax.get_xticks()),
+            drawn[title] = [{"title": ax.get_title() or ax.get_title(loc="left"), "xscale": ax.get_xscale(),
+                             "xticks": list(ax.get_xticks()),
+                             "xticklabels": [t.get_text() for t in ax.get_xticklabels()],
+                             "visible": ax.get_visible(),
                              "lines": [(ln.get_label(), list(ln.get_xdata()), list(ln.get_ydata()))
                                        for ln in ax.get_lines()],
+                             "styles": [(ln.get_color(), ln.get_marker()) for ln in ax.get_lines()],
                              "images": [im.get_array() for im in ax.get_images()],
                              "bars": [(t.get_text(), p.get_width()) for t, p in zip(ax.get_yticklabels(), ax.patches)]}
                             for ax in fig.axes if ax.get_label() != "<colorbar>"]

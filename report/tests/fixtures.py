@@ -88,10 +88,11 @@ def _specs():
         for conns in (1, 4, 16, 64):
             out.append(("echo", mech, {"size": 1024, "connections": conns}, t / min(conns, 8) ** 0.8,
                         2048, "rtt", 0.9, "echo", "ok", None))
-    for rt, t in {"ipclab": 38, "asio": 95, "tokio_current_thread": 52, "go": 240}.items():
+    # named as the suite names them: <operation>_<runtime>, the runtime's name itself with an underscore
+    for rt, t in {"ipcrt": 38, "asio": 95, "tokio_ct": 52, "go": 240}.items():
         for bench, k in (("spawn", 1.0), ("switch", 0.45)):
             for n in (131072, 524288, 2097152):
-                out.append(("runtime", rt, {"bench": bench, "n": n}, t * k * (1 + 0.03 * math.log2(n / 131072)),
+                out.append(("runtime", f"{bench}_{rt}", {"n": n}, t * k * (1 + 0.03 * math.log2(n / 131072)),
                             0, None, 1.0, None, "ok", None))
     for eng, t in {"psync": 95_000, "libaio": 60_000, "liburing": 52_000, "ipcrt": 50_000}.items():
         for pattern, bs in (("rand", 4096), ("seq", 65536)):
@@ -518,9 +519,9 @@ def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
     for n in (1, 2, 4):
         specs.append(("servers", "epoll_reactors", {"clients": 2000, "reactors": n}, 60_000 / n, 0, "session", 0.8,
                       "servers", "ok", None))
-    for rt, t in (("ipclab", 38), ("go", 240)):
+    for rt, t in (("ipcrt", 38), ("go", 240)):
         for n in (1, 2, 4, 8):
-            specs.append(("runtime", rt, {"bench": "switch", "n": 131072, "pairs": n}, t / min(n, 2), 0, None, 1.0,
+            specs.append(("runtime", f"channel_pairs_{rt}", {"pairs": n, "n": 131072}, t / min(n, 2), 0, None, 1.0,
                           None, "ok", None))
     benchmarks = []
     for spec in specs:

@@ -40,14 +40,15 @@ def test_round_trip_questions_rank_by_p50_per_placement_in_html_and_markdown(tmp
         table = text[q:text.index("</table>", q)]
         names = re.findall(r'<td class="l" title="[^"]*">([^<]*)</td>', table)
         # shm_spsc < pipe < unix_stream < tcp by construction; udp failed, posix_mq is 8 KiB.
-        assert names == ["shm_spsc", "pipe", "unix_stream", "tcp"], names
+        assert names == ["messaging/shm_spsc", "messaging/pipe", "messaging/unix_stream", "messaging/tcp"], names
     # The messaging CDF draws the round trips (the throughput pattern's latency is queueing).
     assert "Round-trip latency CDF" in text
     m = md.read_text()
     assert m.index("## Answers") < m.index("## messaging")
     block = m[m.index("**Which transport for small messages at low latency, on two CPUs?**"):]
     rows = [ln for ln in block.splitlines()[1:12] if ln.startswith("| ") and ln[2].isdigit()]
-    assert [r.split(" | ")[1].strip("`") for r in rows] == ["shm_spsc", "pipe", "unix_stream", "tcp"]
+    assert [r.split(" | ")[1].strip("`") for r in rows] == ["messaging/shm_spsc", "messaging/pipe",
+                                                             "messaging/unix_stream", "messaging/tcp"]
     assert "every row: mode=threads, pattern=roundtrip, placement=cross, size=64" in block
 
 
@@ -57,3 +58,30 @@ def test_no_question_without_records_for_it(tmp_path):
     html = tmp_path / "r.html"
     assert main(["report", res, "-o", str(html)]) == 0
     assert 'id="answers"' not in html.read_text()
+
+
+def test_rows_are_named_as_the_console_names_them(tmp_path):
+    """suite/mechanism and the parameters that vary among that mechanism's rows (tables.short_names):
+    a mechanism's own constant (shm_spsc's queue depth, pipe's nonblocking) is no part of the name,
+    even where it differs from another mechanism's."""
+    rng = random.Random(3)
+    benchmarks = []
+    base = {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"}
+    for mech, own, ns in (("shm_spsc", {"queue_depth": 256, "wait": "spin"}, 500),
+                          ("shm_spsc", {"queue_depth": 256, "wait": "futex"}, 4000),
+                          ("uring_msg_ring", {"queue_depth": 64}, 6000), ("pipe", {"nonblocking": 0}, 9000)):
+        spec = ("messaging", mech, base | own, ns, 128, "rtt", 1.0, None, "ok", None)
+        iters = fixtures.iterations(spec, rng, repetitions=3, samples=100)
+        benchmarks += iters + [fixtures._aggregate(iters)]
+    res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
+                                               "benchmarks": benchmarks})
+    html = tmp_path / "r.html"
+    assert main(["report", res, "-o", str(html)]) == 0
+    text = html.read_text()
+    q = text.index("Which transport for small messages at low latency, on two CPUs?")
+    table = text[q:text.index("</table>", q)]
+    rows = re.findall(r'<td class="l" title="([^"]*)">([^<]*)</td>', table)
+    assert [name for _, name in rows] == ["messaging/shm_spsc wait:spin", "messaging/shm_spsc wait:futex",
+                                          "messaging/uring_msg_ring", "messaging/pipe"], rows
+    assert rows[0][0] == "messaging/shm_spsc/pattern:roundtrip/size:64/mode:threads/placement:cross/" \
+                         "queue_depth:256/wait:spin"  # the full name on hover

@@ -9,7 +9,7 @@ from ipclab_report.compare import Point, compare_files, compare_samples, min_p_v
 from ipclab_report.load import load, samples
 
 SUITES = ["anchors", "runtime"]
-SLOWED = "runtime/asio/bench:spawn/n:131072"
+SLOWED = "runtime/spawn_asio/n:131072"
 
 
 def _pair(tmp_path, reps=5, speed=None, base_seed=1, new_seed=2, **kw):

@@ -239,16 +239,16 @@ def test_compare_mixed_files_keep_the_time_per_op_verdicts(tmp_path):
     base_doc, new_doc = fixtures.make_rate_result(repetitions=5, samples=50), fixtures.make_rate_result(repetitions=5, samples=50)
     base_doc["benchmarks"] += plain["benchmarks"]
     new_doc["benchmarks"] += fixtures.make_result(suites=["anchors", "runtime"], repetitions=5, samples=20,
-                                                  speed={"runtime/asio/bench:spawn/n:131072": 1.5})["benchmarks"]
+                                                  speed={"runtime/spawn_asio/n:131072": 1.5})["benchmarks"]
     only_plain = compare_files(fixtures.write(tmp_path / "pb.json", plain),
                                fixtures.write(tmp_path / "pn.json", fixtures.make_result(
                                    suites=["anchors", "runtime"], repetitions=5, samples=20,
-                                   speed={"runtime/asio/bench:spawn/n:131072": 1.5})))
+                                   speed={"runtime/spawn_asio/n:131072": 1.5})))
     mixed = compare_files(fixtures.write(tmp_path / "b.json", base_doc), fixtures.write(tmp_path / "n.json", new_doc))
     got = {c.name: (c.verdict, c.metric) for c in mixed.rows}
     for c in only_plain.rows:
         assert got[c.name] == (c.verdict, "time/op")
-    assert got["runtime/asio/bench:spawn/n:131072"][0] == "slower"
+    assert got["runtime/spawn_asio/n:131072"][0] == "slower"
 
 
 def test_reduce_drops_every_histogram_of_a_rate_record_and_keeps_its_tables(tmp_path):

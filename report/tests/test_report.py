@@ -35,7 +35,7 @@ def test_expected_plots_per_suite(report_html):
                   "Fairness vs worker pairs", "Sessions processed / rejected / lost per server model",
                   "Session latency percentiles per server model", "Echo throughput vs connections",
                   "CPU per echo vs connections", "Server CPU per echo vs connections",
-                  "Server CPU per session per server model", "Time per operation vs N per runtime",
+                  "Server CPU per session per server model", "Time per operation by operation and runtime",
                   "IOPS vs queue depth per engine", "Throughput vs queue depth per engine",
                   "Wall and CPU time per iteration per variant"):
         assert f'alt="{title}"' in text, title

@@ -72,7 +72,15 @@ Split best_split(std::vector<double> v, size_t min_side) {
 }
 
 bool is_bimodal(const Split& s) {
-  return s.found && std::exp(s.high_median - s.low_median) > 1.2 && s.gap > 3 * s.pooled_sd;
+  return s.found && std::exp(s.high_median - s.low_median) > 1 + kClustersMinApart && s.gap > 3 * s.pooled_sd;
+}
+
+uint64_t min_ops_per_slice() {
+  return uint64_t(std::ceil(1.0 / std::min(kTrendMinChange, kClustersMinApart)));
+}
+
+double median_ops_per_slice(const std::vector<uint64_t>& ops) {
+  return median_of(std::vector<double>(ops.begin(), ops.end()));
 }
 
 nlohmann::json make_series(const std::vector<uint64_t>& t_ns, const std::vector<uint64_t>& ops,
@@ -92,18 +100,22 @@ nlohmann::json make_series(const std::vector<uint64_t>& t_ns, const std::vector<
     p99.push_back(has ? json(lat[k].quantile(0.99)) : json(nullptr));
   }
   json flags = json::array();
+  // The tests judge only slices that hold enough operations: a slice's count is a whole number,
+  // so its rate is known to one op in ops[k], and below min_ops_per_slice() one op more or
+  // fewer is already as large as the smallest change a flag reports.
+  const bool judged = median_ops_per_slice(ops) >= double(min_ops_per_slice());
   // Trend: significant (p < 0.01) and large (the fitted change over the run above 10% of the
   // median rate) — a significant trend of a few percent is the machine's drift, not the run's.
   const double med = median_of(rate);
   const double p = mann_kendall_p(rate);
   const double slope_pct = med > 0 && n > 1 ? 100.0 * theil_sen_slope(rate) * double(n - 1) / med : 0.0;
-  if (p < 0.01 && std::abs(slope_pct) > 10) flags.push_back("non_steady");
+  if (judged && p < 0.01 && std::abs(slope_pct) > 100.0 * kTrendMinChange) flags.push_back("non_steady");
   // Clusters, on the logarithms of the slice rates (a rate twice another is as far from it
   // whatever the scale; latency-bound runs included, whose rate is the inverse of their latency).
   json clusters = nullptr;
   const Split s = best_split(log_rate);
   if (s.found) {
-    if (is_bimodal(s)) flags.push_back("bimodal");
+    if (judged && is_bimodal(s)) flags.push_back("bimodal");
     clusters = {{"metric", "log_rate"},
                 {"low", {{"slices", s.low_n}, {"median_rate_per_s", std::exp(s.low_median)}}},
                 {"high", {{"slices", s.high_n}, {"median_rate_per_s", std::exp(s.high_median)}}},

@@ -36,9 +36,21 @@ struct Split {
 };
 Split best_split(std::vector<double> v, size_t min_side = 3);
 
-/// The bimodal rule on a split of logarithms: the cluster medians more than 20% apart and the
-/// gap wider than three pooled standard deviations.
+/// The smallest changes the flags report: a trend of 10% of the median rate over the run
+/// (`non_steady`), two clusters of slice rates 20% apart (`bimodal`).
+inline constexpr double kTrendMinChange = 0.10;
+inline constexpr double kClustersMinApart = 0.20;
+
+/// The bimodal rule on a split of logarithms: the cluster medians more than kClustersMinApart
+/// apart and the gap wider than three pooled standard deviations.
 bool is_bimodal(const Split& s);
+
+/// The operations the median slice must hold for the flags to be judged: a slice's rate is its
+/// whole count of ops over its length, known to one op in that count, so with fewer than
+/// 1 / (the smallest change a flag reports) = 10 ops one op more or fewer is such a change by
+/// itself, and a run of 0-1 ops per slice would be "bimodal" from counting alone.
+uint64_t min_ops_per_slice();
+double median_ops_per_slice(const std::vector<uint64_t>& ops);
 
 /// The `series` of a record from the slice boundaries `t_ns` (slices + 1 values from 0, relative
 /// to the window's start), each slice's ops and latencies (`lat` empty: no latency measured).

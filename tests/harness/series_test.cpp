@@ -100,6 +100,32 @@ TEST(Series, FlagsAlternatingRatesAsBimodal) {
   EXPECT_NEAR(s["clusters"]["apart_pct"].get<double>(), 100.0, 1.0);
 }
 
+TEST(Series, SlicesOfTooFewOpsAreNotJudged) {
+  EXPECT_EQ(min_ops_per_slice(), 10u);  // one op in 10 is the 10% trend the flag reports
+  // The same shapes at 0-3 ops a slice (a 16 MiB bulk move in a 0.25 s window) and at a hundred
+  // times that: two levels, and a ramp. Counting alone makes the sparse ones look like either.
+  std::vector<uint64_t> levels, ramp;
+  for (uint64_t k = 0; k < 20; ++k) levels.push_back(k % 2);
+  for (uint64_t k = 0; k < 20; ++k) ramp.push_back(3 - k / 7);  // 3 3 ... 2 2 ... 1 1 ...
+  for (const auto& sparse : {levels, ramp}) {
+    const auto s = series_of(sparse);
+    EXPECT_EQ(s["flags"], nlohmann::json::array()) << s.dump();
+    EXPECT_LT(median_ops_per_slice(sparse), 10);
+  }
+  std::vector<uint64_t> levels_dense, ramp_dense;
+  for (uint64_t k = 0; k < 20; ++k) levels_dense.push_back(100 + 100 * (k % 2));
+  for (uint64_t v : ramp) ramp_dense.push_back(100 * v);
+  EXPECT_EQ(series_of(levels_dense)["flags"], nlohmann::json::array({"bimodal"}));
+  EXPECT_EQ(series_of(ramp_dense)["flags"], nlohmann::json::array({"non_steady", "bimodal"}));
+  // At the bound: a median slice of 10 ops is judged, one of 9 is not.
+  std::vector<uint64_t> at(20, 10), below(20, 9);
+  for (uint64_t k = 10; k < 20; ++k) at[k] = below[k] = 30;
+  at[9] = at[10] = 10;
+  below[9] = below[10] = 9;
+  EXPECT_EQ(series_of(at)["flags"], nlohmann::json::array({"non_steady", "bimodal"}));
+  EXPECT_EQ(series_of(below)["flags"], nlohmann::json::array());
+}
+
 TEST(Series, CoarseHistogramQuantilesAreWithinTheBucketWidth) {
   CoarseHistogram h;
   for (uint64_t v = 1000; v < 2000; ++v) h.record(v);
