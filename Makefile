@@ -83,7 +83,7 @@ test-asan: asan
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
 
-test-report: $(STAMP)
+test-report: build
 	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
 
 clean:

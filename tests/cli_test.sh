@@ -55,6 +55,48 @@ else
   echo "FAIL: console rows name what varies (rc $rc):"; cat "$tmp/out" "$tmp/err"; fails=$((fails+1))
 fi
 
+# The report names a benchmark as the console does (one rule: output/names.cpp and the report's
+# tables.short_names, the sizes' type from the registry the result carries).
+if [ $rc -eq 0 ] && PYTHONPATH="$(dirname "$0")/../report" IPCLAB_BIN="$IPCLAB" python3 - "$tmp/sizes.json" "$tmp/out" <<'PY'
+import sys
+from ipclab_report import registry
+from ipclab_report.load import load, summaries
+from ipclab_report.tables import short_names
+rf = load(sys.argv[1])
+assert rf.context["registry"]["suites"][0]["name"] == "messaging", "the run's registry in its context"
+names = sorted(short_names(summaries(rf), registry.of([rf])).values())
+rows = [ln for ln in open(sys.argv[2]) if ln.startswith("messaging/")]
+assert names == ["messaging/pipe size:1K", "messaging/pipe size:64"], names
+assert len(rows) == 2 and all(any(r.startswith(n + " ") for r in rows) for n in names), (names, rows)
+PY
+then passed=$((passed+1)); else echo "FAIL: the report's short names are the console's"; fails=$((fails+1)); fi
+
+# `list --json`: the registry the report reads — every suite of `list`, every mechanism of `list
+# SUITE`, each parameter with its type, default and help, each suite with its table's columns.
+"$IPCLAB" list --json >"$tmp/registry.json" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$tmp/registry.json" "$IPCLAB" <<'PY'
+import json, subprocess, sys
+reg = json.load(open(sys.argv[1]))
+index = subprocess.run([sys.argv[2], "list"], capture_output=True, text=True, check=True).stdout
+suites = [s["name"] for s in reg["suites"]]
+listed = [ln.split()[0] for ln in index.splitlines() if ln[:1].isalpha() and not ln.startswith("`")]
+assert suites == listed, (suites, listed)
+for s in reg["suites"]:
+    assert [c["key"] for c in s["columns"]] == [c["key"] for c in reg["columns"]] and s["columns"], s["name"]
+    detail = subprocess.run([sys.argv[2], "list", s["name"]], capture_output=True, text=True, check=True).stdout
+    full = sorted(ln.split()[0] for ln in detail.splitlines() if ln.startswith(s["name"] + "/"))
+    assert full == sorted(f"{s['name']}/{m}" for m in s["mechanisms"]), (full, s["mechanisms"])
+mechs = [f"{m['suite']}/{m['name']}" for m in reg["mechanisms"]]
+assert sorted(mechs) == sorted(f"{s['name']}/{m}" for s in reg["suites"] for m in s["mechanisms"])
+for m in reg["mechanisms"]:
+    for p in m["params"]:
+        assert p["type"] in ("int", "size", "double", "string", "bool", "rate") and isinstance(p["default"], str) \
+            and p["help"], (m["name"], p)
+PY
+then passed=$((passed+1)); else echo "FAIL: list --json (rc $rc)"; cat "$tmp/err"; fails=$((fails+1)); fi
+expect_usage_error "list --json of an unknown suite" list nosuchsuite --json
+
 # A run whose integrity check fails exits 1 and names the benchmark and the reason.
 IPCLAB_FAULT=corrupt:20 "$IPCLAB" run messaging/pipe --duration 0.05 --warmup 0 --repetitions 1 >"$tmp/out" 2>"$tmp/err"
 rc=$?

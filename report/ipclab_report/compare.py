@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from .load import CAPACITY, TIME_PER_OP, compared, load_all, samples, summaries
 from .stats import median
+from . import registry
 from .tables import short_names
 from .util import fmt_si, fmt_time_ns, is_number
 
@@ -261,7 +262,8 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
     return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new,
-                         short=short_names(list(info.values()) + [r for n, r in info_new.items() if n not in info]))
+                         short=short_names(list(info.values()) + [r for n, r in info_new.items() if n not in info],
+                                           registry.of([base_file, new_file])))
 
 
 def _figure(metric: str, v) -> str:

@@ -23,7 +23,8 @@ def render(files, saved_topologies=()) -> str:
     totals = {k: sum(s.count(k) for s in report.suites) for k in ("ok", "failed", "skipped")}
 
     def plot_rows(suite, plot):
-        return suite_rows([r for r in suite.records if id(r) in plot.used], report.multi)
+        return suite_rows([r for r in suite.records if id(r) in plot.used], suite.column_defs, report.registry,
+                          report.multi)
 
     return env.get_template("report.html.j2").render(
         files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,

@@ -32,16 +32,19 @@ def render(files) -> str:
                 out.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "name" else r[c]) for c in a.columns) + " |")
             out.append("")
     for s in report.suites:
+        # The registry's columns (those of the console and of `ipclab run --markdown`), the run's after
+        # the name when several files are compared; figures right-aligned.
+        fmt = {c["key"]: c["format"] for c in s.column_defs}
         out += [f"## {s.name}", ""]
         out.append("| " + " | ".join(s.columns) + " |")
-        out.append("|" + "|".join(":--" if c in ("name", "run", "status") else "--:" for c in s.columns) + "|")
+        out.append("|" + "|".join(":--" if fmt.get(c, "name") in ("name", "status") else "--:" for c in s.columns) + "|")
         for r in s.rows:
             cells = []
             for c in s.columns:
                 v = r[c]
-                if c == "name":
+                if fmt.get(c) == "name":
                     v = f"`{v}`"
-                elif c == "status" and r["status"] != "ok":
+                elif fmt.get(c) == "status" and v != "ok":
                     v = f"**{v.upper()}**" + (f": {r['error']}" if r["error"] else "")
                 cells.append(cell(v))
             out.append("| " + " | ".join(cells) + " |")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import registry as reg
 from . import topology as topo
 from .answers import answers
 from .load import summaries
-from .suites import ordered_suites, suite_plots
+from .suites import suite_plots
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
 from .util import fmt_bytes_param, fmt_memory
 
@@ -19,7 +20,8 @@ class Suite:
     anchor: str
     records: list
     rows: list
-    columns: list
+    columns: list                                          # the keys of `column_defs` (and `run`)
+    column_defs: list = field(default_factory=list)       # the registry's columns of its table
     plots: list = field(default_factory=list)
     capacity: list = field(default_factory=list)          # capacity_rows: the rate=auto records
     capacity_columns: list = field(default_factory=list)
@@ -204,6 +206,7 @@ class Report:
     multi: bool
     topologies: list = field(default_factory=list)   # TopologyView
     answers: list = field(default_factory=list)      # answers.Answer: the first screen
+    registry: reg.Registry = field(default_factory=reg.Registry)
 
     @property
     def env(self):
@@ -215,16 +218,17 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
     environment's own."""
     multi = len(files) > 1
     recs = [s for f in files for s in summaries(f)]
-    names = list(dict.fromkeys(r.suite for r in recs))
+    registry = reg.of(files)
     suites = []
-    for name in ordered_suites(names):
+    for name in registry.ordered(r.suite for r in recs):
         srecs = [r for r in recs if r.suite == name]
-        s = Suite(name=name, anchor=anchor(name), records=srecs, rows=suite_rows(srecs, multi),
-                  columns=columns(multi), capacity=capacity_rows(srecs, multi),
+        cols = registry.columns(name)
+        s = Suite(name=name, anchor=anchor(name), records=srecs, rows=suite_rows(srecs, cols, registry, multi),
+                  columns=columns(cols, multi), column_defs=cols, capacity=capacity_rows(srecs, multi),
                   capacity_columns=capacity_columns(multi))
         if with_plots:
             s.plots = suite_plots(name, srecs, multi)
         suites.append(s)
-    return Report(files=files, suites=suites, multi=multi,
+    return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),
                   answers=answers(recs, multi))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 
+from . import registry
 from .load import SCHEMA_VERSION, summaries
 from .util import UsageError, write_atomic
 
@@ -70,6 +71,8 @@ def reduce(rfs) -> dict:
     context = dict(first.context, reduced_from=first.path)
     if len(rfs) > 1:
         context["merged_from"] = [rf.path for rf in rfs]
+        if registry.merged_doc(rfs):
+            context["registry"] = registry.merged_doc(rfs)
     benchmarks, seen = [], set()
     for rf in rfs:
         if rf.context.get("hostname") != first.context.get("hostname"):

@@ -9,9 +9,6 @@ from .plots import (PALETTE, DASHES, bars, capacity_walk, cpu_heatmap, flagged_s
 from .stats import median
 from .util import fmt_memory, is_number
 
-SUITE_ORDER = ["messaging", "pingpong", "servers", "echo", "runtime", "fileio", "cachecalc", "anchors"]
-
-
 def _ops(r):
     return r.rate("ops_per_s")
 
@@ -358,8 +355,3 @@ def suite_plots(suite, recs, multi):
         import sys
         print(f"ipclab report: warning: {suite} time series failed ({e!r})", file=sys.stderr)
     return out
-
-
-def ordered_suites(names):
-    known = [s for s in SUITE_ORDER if s in names]
-    return known + sorted(n for n in names if n not in SUITE_ORDER)

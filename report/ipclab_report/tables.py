@@ -1,44 +1,44 @@
-"""The result table every output shares: name, time/op, rate, p50, p99, CPU/op, ctx/op, sys/op
-(system calls per op, from the kernel counters), status."""
+"""The result table every output shares, in the columns the registry defines (registry.py, from
+the C++ columns() that the console and the Markdown file use): name, time/op, rate, p50, p99, CPU/op,
+ctx/op, sys/op, status."""
 
 from __future__ import annotations
 
-from .util import fmt_float, fmt_si, fmt_time_ns, is_number
+from .registry import figure, size_text
+from .util import fmt_si, fmt_time_ns, is_number
 
-COLUMNS = ["name", "time/op", "rate", "p50", "p99", "CPU/op", "ctx/op", "sys/op", "status"]
 
-
-def row(r, multi=False) -> dict:
-    """Formatted cells for one summary record; figures of failed/skipped records are not shown."""
+def row(r, cols, multi=False) -> dict:
+    """Formatted cells for one summary record in the columns `cols` (the registry's); figures of
+    failed/skipped records are not shown."""
     ok = r.ok
     reps = r.get("repetition")
     cells = {
-        "name": r.name,
         "run": r.source.tag or r.source.label,
-        "time/op": fmt_time_ns(r.time_per_op_ns) if ok else "—",
-        "rate": (fmt_si(r.rate("ops_per_s"), "/s") if ok else "—"),
-        "p50": fmt_time_ns(r.latency("p50")) if ok else "—",
-        "p99": fmt_time_ns(r.latency("p99")) if ok else "—",
-        "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns")) if ok else "—",
-        "ctx/op": fmt_float(r.num("cpu", "ctx_per_op")) if ok else "—",
-        "sys/op": fmt_float(r.kernel_per_op()) if ok else "—",
-        "status": r.status,
         "error": r.error or (f"saturated: {r.get('extra', 'rate', 'saturation') or 'achieved rate short of the request'}"
                              if r.saturated else ""),
         "reps": reps if isinstance(reps, int) else None,
         "cv": r.num("spread", "cv"),
     }
+    for c in cols:
+        key = c["key"]
+        cells[key] = (r.name if c["format"] == "name" else r.status if c["format"] == "status"
+                      else figure(c, r) if ok else "—")
     return cells
 
 
-def columns(multi: bool):
-    return (["name", "run"] + COLUMNS[1:]) if multi else COLUMNS
+def columns(cols, multi: bool):
+    """The column keys of a suite's table (`cols`: the registry's columns), with the run's after
+    the name when several files are compared."""
+    keys = [c["key"] for c in cols]
+    return (keys[:1] + ["run"] + keys[1:]) if multi else keys
 
 
-def short_names(recs, exclude=(), suite=True) -> dict:
-    """Each record's name as the console shows it: suite/mechanism and the parameters whose values
-    differ among that mechanism's records here (the full name stays in the data and on hover).
-    A plot leaves out the parameters its axes show (`exclude`) and the suite its section names."""
+def short_names(recs, registry=None, exclude=(), suite=True) -> dict:
+    """Each record's name as the console shows it (output/names.cpp, the same rule): suite/mechanism
+    and the parameters whose values differ among that mechanism's records here, sizes as ipclab
+    reads them (1K) where the registry says which are sizes; the full name stays in the data and on
+    hover. A plot leaves out the parameters its axes show (`exclude`) and the suite its section names."""
     by_mech = {}
     for r in recs:
         by_mech.setdefault((r.suite, r.mechanism), []).append(r)
@@ -46,25 +46,29 @@ def short_names(recs, exclude=(), suite=True) -> dict:
     for (sname, mech), rs in by_mech.items():
         keys = list(dict.fromkeys(k for r in rs for k in r.params if k not in exclude))
         vary = [k for k in keys if len({str(r.params.get(k)) for r in rs}) > 1]
+
+        def shown(k, v, sname=sname, mech=mech):
+            return size_text(v) if registry and registry.param_type(sname, mech, k) == "size" else str(v)
+
         for r in rs:
             if not r.params and suite:  # a name without parameters in the record: keep it as it is
                 out[r.name] = r.name
                 continue
             out[r.name] = (f"{sname}/{mech}" if suite else mech) + "".join(
-                f" {k}:{r.params[k]}" for k in vary if k in r.params)
+                f" {k}:{shown(k, r.params[k])}" for k in vary if k in r.params)
     return out
 
 
-def suite_rows(recs, multi=False):
+def suite_rows(recs, cols, registry, multi=False):
     """Rows sorted so that one benchmark's results from several files sit next to each other; each
     row's `name` short (short_names), its `full` name beside it."""
     order = list(dict.fromkeys(r.name for r in recs))
     files = list(dict.fromkeys(r.source.label for r in recs))
     recs = sorted(recs, key=lambda r: (order.index(r.name), files.index(r.source.label)))
-    short = short_names(recs)
+    short = short_names(recs, registry)
     rows = []
     for r in recs:
-        cells = row(r, multi)
+        cells = row(r, cols, multi)
         cells["full"] = r.name
         cells["name"] = short.get(r.name, r.name)
         rows.append(cells)

@@ -7,6 +7,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import fixtures  # noqa: E402
 
+# The registry of a result file that carries none (the fixtures' files): the built ipclab's, as
+# `ipclab report` gives it (report/ipclab_report/registry.py).
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("IPCLAB_BIN", os.path.join(REPO, "build", "release", "ipclab"))
+if not os.access(os.environ["IPCLAB_BIN"], os.X_OK):
+    pytest.exit(f"{os.environ['IPCLAB_BIN']} is not built: the report reads its registry; run `make build` first "
+                "(or set IPCLAB_BIN)", returncode=2)
+
 
 @pytest.fixture(scope="session")
 def results(tmp_path_factory):

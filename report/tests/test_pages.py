@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 import fixtures
+from ipclab_report import registry
 from ipclab_report.cli import main
 from ipclab_report.tables import short_names
 from ipclab_report.load import load, summaries
@@ -424,8 +425,9 @@ def test_a_reduced_result_is_still_input_to_report_and_compare(tmp_path, capsys)
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     assert main(["report", DEV, "-o", str(html), "--markdown", str(md)]) == 0
     text = md.read_text()
-    recs = summaries(load(DEV))
-    short = short_names(recs)
+    rf = load(DEV)
+    recs = summaries(rf)
+    short = short_names(recs, registry.of([rf]))
     for r in recs:
         assert f"`{short[r.name]}`" in text
     assert "<svg" in html.read_text() or "data:image/svg+xml" in html.read_text()

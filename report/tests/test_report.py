@@ -141,13 +141,16 @@ def test_slice_keeps_mechanisms_with_parameters_of_their_own():
 
 
 def test_tables_show_system_calls_per_op(results):
+    from ipclab_report import registry
     from ipclab_report.load import load, summaries
     from ipclab_report.tables import row
 
-    pipes = [s for s in summaries(load(results[0])) if s.ok and s.mechanism == "pipe"]
+    rf = load(results[0])
+    cols = registry.of([rf]).columns("messaging")
+    pipes = [s for s in summaries(rf) if s.ok and s.mechanism == "pipe"]
     assert pipes
     for s in pipes:
-        assert row(s)["sys/op"] == f"{s.kernel_per_op():.3g}"
+        assert row(s, cols)["sys/op"] == f"{s.kernel_per_op():.2f}"
         assert 4 <= s.kernel_per_op() < 4.01
 
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <cstdlib>
 #include <cstring>
@@ -56,17 +57,23 @@ size_t text_width() {
 
 }  // namespace
 
-void cmd_list(const std::optional<std::string>& suite_filter) {
+void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
   if (suite_filter && suite_filter->empty())
     throw UsageError("list: empty suite name; give a suite (see `ipclab list`) or none for all");
   auto& reg = Registry::get();
+  if (const auto names = reg.suite_names();
+      suite_filter && std::find(names.begin(), names.end(), *suite_filter) == names.end())
+    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", brief(*suite_filter)));
+  if (as_json) {
+    fmt::print("{}\n", output::registry_json(suite_filter ? std::set<std::string>{*suite_filter}
+                                                            : std::set<std::string>{})
+                           .dump(2));
+    return;
+  }
   if (!suite_filter) {
     // The index: a suite a row, its mechanisms by name, what the suite measures beneath; each
     // suite's parameters with `ipclab list SUITE`.
-    std::vector<std::string> order;
-    for (auto& m : reg.mechanisms())
-      if (std::find(order.begin(), order.end(), m.suite) == order.end()) order.push_back(m.suite);
-    for (auto& suite : order) {
+    for (auto& suite : reg.suite_names()) {
       std::string names;
       for (auto& m : reg.mechanisms())
         if (m.suite == suite) names += (names.empty() ? "" : ", ") + m.name;
@@ -77,10 +84,8 @@ void cmd_list(const std::optional<std::string>& suite_filter) {
     fmt::print("\n`ipclab list SUITE`: each mechanism's help and parameters, with their values and the presets' grids.\n");
     return;
   }
-  bool any = false;
   for (auto& m : reg.mechanisms()) {
-    if (suite_filter && m.suite != *suite_filter) continue;
-    any = true;
+    if (m.suite != *suite_filter) continue;
     const char* kind = m.transport ? "transport" : m.loop ? "loop" : "workload";
     fmt::print("{}  [{}]\n    {}\n", m.full_name(), kind, m.help);
     for (auto& p : m.params) {
@@ -98,8 +103,6 @@ void cmd_list(const std::optional<std::string>& suite_filter) {
                  full.empty() ? "" : "; full " + full, only);
     }
   }
-  if (!any)
-    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", brief(*suite_filter)));
 }
 
 int cmd_env(bool as_json, const std::string& cmdline) {
@@ -253,6 +256,11 @@ int cmd_topo(bool as_json, bool measure) {
   const char* old = std::getenv("PYTHONPATH");
   std::string path = pkg + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);
+  // The report reads the registry of a result file that carries none (one older than the registry
+  // in the context) from this binary: `ipclab list --json`.
+  std::vector<char> self(4096);
+  if (ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1); n > 0)
+    setenv("IPCLAB_BIN", std::string(self.data(), size_t(n)).c_str(), 1);
   std::vector<std::string> argv{python, "-m", "ipclab_report", verb};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;

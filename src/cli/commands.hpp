@@ -34,8 +34,9 @@ struct AdviseArgs {
   bool json = false;
 };
 
-/// `ipclab list [SUITE]`: suites, mechanisms and their parameters.
-void cmd_list(const std::optional<std::string>& suite_filter);
+/// `ipclab list [SUITE] [--json]`: suites, mechanisms and their parameters; with --json the
+/// registry as the report reads it (output::registry_json).
+void cmd_list(const std::optional<std::string>& suite_filter, bool as_json);
 /// `ipclab env [--json]`: the environment block and its warnings.
 int cmd_env(bool as_json, const std::string& cmdline);
 /// `ipclab topo [--json] [--no-measure]`: the CPU topology from sysfs and, measured, the

@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "Suites, mechanisms and their parameters");
   std::optional<std::string> list_suite;
   text_option(list, "suite", list_suite, "Only this suite");
+  bool list_json = false;
+  list->add_flag("--json", list_json, "print the registry as JSON: suites, their table columns, mechanisms and parameters")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   RunArgs ra;
   auto* run =
@@ -206,7 +209,7 @@ int main(int argc, char** argv) {
   };
   try {
     if (*list) {
-      cmd_list(list_suite);
+      cmd_list(list_suite, list_json);
       return finish(0);
     }
     if (*env) return finish(cmd_env(env_json, cmdline));

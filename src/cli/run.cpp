@@ -453,6 +453,13 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["kernel_counters"] = opts.kernel_counters;
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
   if (link) context["remote"] = link->context();
+  {
+    // The registry of the run's suites, so that a report of this file, by any later ipclab, builds
+    // their pages and tables as this binary describes them.
+    std::set<std::string> suites;
+    for (auto& b : benchmarks) suites.insert(b.mech->suite);
+    context["registry"] = output::registry_json(suites);
+  }
   // A run that places sides by class or over a CPU matrix records the round trips it chose by.
   const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
                           return is_class_layout(b.params.str_or("placement", ""));

@@ -151,6 +151,8 @@ class Registry {
   void add(Suite s);
   const std::vector<Mechanism>& mechanisms() const { return mechanisms_; }
   const std::vector<Suite>& suites() const { return suites_; }
+  /// Every suite that has a mechanism, in the registry's order (that of `list` and of runs).
+  std::vector<std::string> suite_names() const;
   const Suite* suite(const std::string& name) const;
 
  private:

@@ -25,6 +25,13 @@ void Registry::add(Mechanism m) {
 
 void Registry::add(Suite s) { suites_.push_back(std::move(s)); }
 
+std::vector<std::string> Registry::suite_names() const {
+  std::vector<std::string> out;
+  for (auto& m : mechanisms_)
+    if (std::find(out.begin(), out.end(), m.suite) == out.end()) out.push_back(m.suite);
+  return out;
+}
+
 const Suite* Registry::suite(const std::string& name) const {
   for (auto& s : suites_)
     if (s.name == name) return &s;

@@ -156,12 +156,12 @@ TEST(Output, MarkdownTableHasOneRowPerAggregate) {
   Record it = sample(), agg = sample();
   agg.run_type = "aggregate";
   std::string md = output::markdown({{"cpu", {{"model", "EPYC"}, {"logical_cpus", 2}}}}, {}, {it, agg});
-  EXPECT_NE(md.find("| benchmark |"), std::string::npos);
+  EXPECT_NE(md.find("| name | time/op |"), std::string::npos) << md;
   EXPECT_EQ(std::count(md.begin(), md.end(), '`') / 2, 1) << "only the aggregate row is listed";
   EXPECT_NE(md.find("EPYC"), std::string::npos);
 }
 
-TEST(Output, ObservedPlacementTextIsTheSameInCsvAndMarkdown) {
+TEST(Output, ObservedPlacementTextIsInTheCsv) {
   Record r = sample();
   r.placement.sides[1].observed = {1, 0};
   r.placement.sides.push_back({"server", 1, {}, {}});
@@ -170,8 +170,68 @@ TEST(Output, ObservedPlacementTextIsTheSameInCsvAndMarkdown) {
   std::remove(path.c_str());
   output::append_csv(path, {r});
   EXPECT_NE(slurp(path).find(",client0@0 server0@1+0 server1@?,"), std::string::npos);
-  std::string md = output::markdown(nlohmann::json::object(), {}, {r});
-  EXPECT_NE(md.find("cross client0@0 server0@1+0 server1@?"), std::string::npos);
+}
+
+TEST(Output, ConsoleAndMarkdownShowTheSameColumnsWithTheSameFigures) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  Record r = record_of(plan[0]);
+  r.ops = 1000;
+  r.wall_s = 0.5;
+  r.kernel = {{"per_op", {{"syscalls", 3.25}}}};
+  const std::string md = output::markdown(nlohmann::json::object(), output::table_names(plan), {r});
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  output::ConsoleReporter console(f, 0);
+  console.begin({{"repetitions", 1}}, plan);
+  console.record(r);
+  const std::string out = printed(f);
+  std::fclose(f);
+  std::string header = "|";
+  for (auto& c : output::columns()) header += " " + c.key + " |";
+  EXPECT_NE(md.find(header + "\n"), std::string::npos) << md;
+  // Each figure column's cell, as columns() words it, is in both tables' row.
+  const nlohmann::json j = to_json(r);
+  const std::string md_row = md.substr(md.find("| `messaging/pipe size:64` |"));
+  for (auto& c : output::columns()) {
+    EXPECT_NE(out.find(c.key), std::string::npos) << "console header lacks " << c.key << ":\n" << out;
+    if (c.value.empty()) continue;
+    const std::string cell = output::figure_cell(c, j);
+    EXPECT_NE(md_row.find("| " + cell + " |"), std::string::npos) << c.key << " " << cell << "\n" << md;
+    EXPECT_NE(out.find(" " + cell), std::string::npos) << c.key << " " << cell << "\n" << out;
+  }
+  EXPECT_NE(out.find("3.25"), std::string::npos) << "sys/op from the kernel counters:\n" << out;
+  EXPECT_EQ(output::figure_cell(output::columns()[3], nlohmann::json::object()), "-") << "no latency: -";
+}
+
+TEST(Registry, ListJsonHoldsEverySuiteMechanismAndParameter) {
+  const nlohmann::json j = nlohmann::json::parse(output::registry_json().dump());
+  const Registry& reg = Registry::get();
+  std::vector<std::string> suites;
+  for (auto& s : j.at("suites")) {
+    suites.push_back(s.at("name").get<std::string>());
+    ASSERT_EQ(s.at("columns").size(), output::columns().size());
+    EXPECT_EQ(s.at("columns")[1].at("key"), "time/op");
+    EXPECT_EQ(s.at("columns")[1].at("value"), nlohmann::json({"time_per_op_ns"}));
+  }
+  EXPECT_EQ(suites, reg.suite_names()) << "every suite, in the registry's order";
+  ASSERT_EQ(j.at("mechanisms").size(), reg.mechanisms().size());
+  for (size_t i = 0; i < reg.mechanisms().size(); ++i) {
+    const Mechanism& m = reg.mechanisms()[i];
+    const nlohmann::json& e = j.at("mechanisms")[i];
+    EXPECT_EQ(e.at("suite").get<std::string>() + "/" + e.at("name").get<std::string>(), m.full_name());
+    ASSERT_EQ(e.at("params").size(), m.params.size()) << m.full_name();
+    for (size_t k = 0; k < m.params.size(); ++k) {
+      const nlohmann::json& p = e.at("params")[k];
+      EXPECT_EQ(p.at("name"), m.params[k].name);
+      EXPECT_EQ(p.at("type"), type_name(m.params[k].type));
+      EXPECT_EQ(p.at("default"), m.params[k].def);
+      EXPECT_FALSE(p.at("help").get<std::string>().empty()) << m.full_name() << " " << m.params[k].name;
+      EXPECT_EQ(p.at("quick"), nlohmann::json(m.params[k].quick));
+    }
+  }
+  const nlohmann::json one = output::registry_json({"messaging"});
+  ASSERT_EQ(one.at("suites").size(), 1u);
+  for (auto& m : one.at("mechanisms")) EXPECT_EQ(m.at("suite"), "messaging");
 }
 
 TEST(Output, HumanUnits) {

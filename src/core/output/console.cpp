@@ -1,9 +1,10 @@
 // The console table, in the manner of Google Benchmark's: a row per record as it completes, each
-// benchmark under its table name (table_names).
+// benchmark under its table name (table_names), in the columns every result table has (columns()).
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "core/output/reporter.hpp"
 
@@ -14,13 +15,29 @@ namespace ipclab::output {
 namespace {
 
 constexpr const char* kMedian = " (median)";
-// What a row holds after the name: five 10-wide figures, ctx/op, sys/op, and the status ("ok"
-// mostly).
-constexpr size_t kFigures = 5 * 11 + 8 + 8 + 2 + 6;
 constexpr size_t kMinName = 20;
+constexpr size_t kStatus = 6;  // room kept for the status ("ok" mostly)
 
 std::string row_name(const TableNames& names, const Record& r) {
   return names.of(r.name) + (r.run_type == "aggregate" ? kMedian : "");
+}
+
+// What a row holds after the name: a space and each figure column, then two spaces and the status.
+size_t figures_width() {
+  size_t w = 2 + kStatus;
+  for (auto& c : columns())
+    if (c.width > 0) w += 1 + size_t(c.width);
+  return w;
+}
+
+// A row: the name padded to `width`, each figure column right-aligned, the status last.
+std::string row_text(const std::string& name, size_t width, const std::function<std::string(const Column&)>& cell) {
+  std::string line = fmt::format("{:<{}}", name, width);
+  for (auto& c : columns()) {
+    if (c.format == "name") continue;
+    line += c.format == "status" ? "  " + cell(c) : fmt::format(" {:>{}}", cell(c), c.width);
+  }
+  return line;
 }
 
 }  // namespace
@@ -41,11 +58,9 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
     widest = std::max(widest, name.size() + (medians ? std::string(kMedian).size() : 0));
   // On a terminal the rows fit its width where they can; a longer name is then printed whole on a
   // line of its own, its figures on the next (see record), never cut.
-  const size_t room = columns_ > kFigures ? columns_ - kFigures : 0;
+  const size_t room = columns_ > figures_width() ? columns_ - figures_width() : 0;
   width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
-  std::string h =
-      fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}  {}", "Benchmark", width_, "Time/op",
-                  "Rate", "p50", "p99", "CPU/op", "ctx/op", "sys/op", "Status");
+  std::string h = row_text(columns().front().key, width_, [](const Column& c) { return c.key; });
   fmt::print(out_, "{}\n{}\n", h, std::string(h.size() + 4, '-'));
   fflush(out_);
 }
@@ -56,15 +71,10 @@ void ConsoleReporter::record(const Record& r) {
     fmt::print(out_, "{}\n", name);
     name.clear();
   }
-  std::string status = status_text(r);
-  // System calls per operation, when the kernel counted them (core/kcounters.hpp).
-  const nlohmann::json sys =
-      r.kernel.value("per_op", nlohmann::json::object()).value("syscalls", nlohmann::json());
-  fmt::print(out_, "{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.2f} {:>7}  {}\n", name, width_,
-             human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
-             r.latency ? human_ns(double(r.latency->p50)) : "-",
-             r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()), r.ctx_per_op(),
-             sys.is_number() ? fmt::format("{:.2f}", sys.get<double>()) : "-", status);
+  const nlohmann::json j = to_json(r);
+  fmt::print(out_, "{}\n", row_text(name, width_, [&](const Column& c) {
+               return c.format == "status" ? status_text(r) : figure_cell(c, j);
+             }));
   fflush(out_);
 }
 

@@ -1,5 +1,5 @@
 // A Markdown table of a run: machine line, warnings, one row per benchmark under its table name
-// (table_names), then the parameters each mechanism held constant, so that no value is lost.
+// (table_names) in the columns every result table has (columns()), then the parameters each mechanism held constant, so that no value is lost.
 #include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
@@ -23,20 +23,27 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
       md += fmt::format("- {} — {}\n", w.value("message", ""), w.value("remedy", ""));
     md += "\n";
   }
-  md += "| benchmark | time/op | rate | p50 | p99 | CPU/op | ctx/op | placement | status |\n";
-  md += "|---|---:|---:|---:|---:|---:|---:|---|---|\n";
+  std::string header = "|", rule = "|";
+  for (auto& c : columns()) {
+    header += " " + c.key + " |";
+    rule += c.width > 0 ? "---:|" : "---|";
+  }
+  md += header + "\n" + rule + "\n";
   bool any_agg = false;
   for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
   for (auto& r : records) {
     if (any_agg && r.run_type != "aggregate") continue;
-    std::string status = status_text(r);
-    for (auto& ch : status)
-      if (ch == '|') ch = '/';
-    md += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} | {} {} | {} |\n", names.of(r.name),
-                      human_ns(r.time_per_op_ns()), human_rate(r.wall_s > 0 ? r.ops / r.wall_s : 0),
-                      r.latency ? human_ns(double(r.latency->p50)) : "-",
-                      r.latency ? human_ns(double(r.latency->p99)) : "-", human_ns(r.cpu_per_op_ns()),
-                      r.ctx_per_op(), r.placement.layout, observed_text(r.placement), status);
+    const nlohmann::json j = to_json(r);
+    std::string row = "|";
+    for (auto& c : columns()) {
+      std::string text = c.format == "name" ? "`" + names.of(r.name) + "`"
+                         : c.format == "status" ? status_text(r)
+                                                : figure_cell(c, j);
+      for (auto& ch : text)
+        if (ch == '|') ch = '/';
+      row += " " + text + " |";
+    }
+    md += row + "\n";
   }
   if (!names.fixed.empty()) {
     md += "\nThe same in every row of a mechanism:\n";
