@@ -7,7 +7,7 @@ STAMP := build/.setup-done
 RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
 REFERENCE := docs/reference/result.json
 
-.PHONY: all setup build asan tsan bundle bench reference docs test test-release test-asan test-tsan test-report clean
+.PHONY: all setup build asan tsan bundle bench reference docs test test-release test-asan test-tsan test-report format format-check clean
 
 # `make docs` without the reference result stops here, before building anything.
 ifneq ($(filter docs,$(MAKECMDGOALS)),)
@@ -85,6 +85,19 @@ test-tsan: tsan
 
 test-report: build
 	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
+
+# C++ formatting (.clang-format), by one pinned clang-format: another version formats some
+# constructs otherwise, and the check would flip between machines.
+CLANG_FORMAT := clang-format-14
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp' '*.h')
+format: $(STAMP)
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+
+format-check: $(STAMP)
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format-check: $(CLANG_FORMAT) is missing: make setup"; exit 2; }
+	@if ! $(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES) 2>&1 | grep -m20 'error:'; then \
+	  echo "format-check: $(words $(FORMAT_FILES)) files formatted as .clang-format says"; \
+	else echo "format-check: the files above differ from .clang-format: run \`make format\` and commit"; exit 1; fi
 
 clean:
 	rm -rf build

@@ -9,10 +9,10 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-# Debian packages: build tools, the C++ libraries we build on, and the reference tools
+# Debian packages: build tools (clang-format pinned by version: `make format-check`), the C++ libraries we build on, and the reference tools
 # (perf bench, fio, sockperf) that benchmarks are checked against.
 DEB_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git clang-format-14
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx

@@ -43,16 +43,17 @@ Question parse_question(const AdviseArgs& a) {
   if (a.size) {
     auto v = parse_integer(*a.size, true);
     if (!v || *v < 1 || *v > (64 << 20))
-      throw UsageError(fmt::format("--size '{}': give a message size in bytes from 1 to 64M, e.g. --size 64 or 4K",
-                                   brief(*a.size)));
+      throw UsageError(fmt::format(
+          "--size '{}': give a message size in bytes from 1 to 64M, e.g. --size 64 or 4K", brief(*a.size)));
     q.size = *v;
   }
   if (a.rate) {
     auto v = parse_rate(*a.rate);
     if (!v || *v < 1)
-      throw UsageError(fmt::format(
-          "--rate '{}': give messages per second, e.g. --rate 50k, or leave it out for closed-loop round trips",
-          brief(*a.rate)));
+      throw UsageError(
+          fmt::format("--rate '{}': give messages per second, e.g. --rate 50k, or leave it out for "
+                      "closed-loop round trips",
+                      brief(*a.rate)));
     q.rate = *v;
   }
   if (a.mode) {
@@ -74,7 +75,8 @@ Question parse_question(const AdviseArgs& a) {
     if (!text) return 0.0;
     auto v = parse_real(*text);
     if (!v || !(*v > 0 && *v <= 1e9))
-      throw UsageError(fmt::format("{} '{}': give microseconds above 0, e.g. {}", option, brief(*text), example));
+      throw UsageError(
+          fmt::format("{} '{}': give microseconds above 0, e.g. {}", option, brief(*text), example));
     return *v;
   };
   q.p99_us = bound(a.p99_us, "--p99-us", "--p99-us 50");
@@ -82,8 +84,8 @@ Question parse_question(const AdviseArgs& a) {
   if (a.budget) {
     auto v = parse_real(*a.budget);
     if (!v || !(*v >= 5 && *v <= 3600))
-      throw UsageError(fmt::format("--budget '{}': give seconds of measuring from 5 to 3600, e.g. --budget 60",
-                                   brief(*a.budget)));
+      throw UsageError(fmt::format(
+          "--budget '{}': give seconds of measuring from 5 to 3600, e.g. --budget 60", brief(*a.budget)));
     q.budget_s = *v;
   }
   q.only = a.only;
@@ -104,9 +106,10 @@ std::vector<Candidate> candidates(const Question& q) {
   std::vector<Candidate> out;
   for (const Mechanism* m : select_mechanisms(filters)) {
     if (m->suite != "messaging")
-      throw UsageError(fmt::format("--only {}/{}: advise compares messaging transports; name one of those "
-                                   "(`ipclab list messaging`)",
-                                   m->suite, m->name));
+      throw UsageError(
+          fmt::format("--only {}/{}: advise compares messaging transports; name one of those "
+                      "(`ipclab list messaging`)",
+                      m->suite, m->name));
     if (!m->transport) continue;
     std::vector<std::string> waits{""};
     for (auto& spec : m->params)
@@ -189,8 +192,9 @@ std::string trade(const Verdict& answer, const Verdict& v) {
   std::vector<std::string> t;
   const double tail = ratio(v.p99_us, answer.p99_us), cpu = ratio(v.cpu_us, answer.cpu_us);
   t.push_back(fmt::format("p99 {:.1f}x", tail));
-  if (cpu > 0) t.push_back(cpu < 1 ? fmt::format("{:.0f}% less CPU", (1 - cpu) * 100)
-                                   : fmt::format("{:.1f}x the CPU", cpu));
+  if (cpu > 0)
+    t.push_back(cpu < 1 ? fmt::format("{:.0f}% less CPU", (1 - cpu) * 100)
+                        : fmt::format("{:.1f}x the CPU", cpu));
   std::string s;
   for (auto& x : t) s += (s.empty() ? "" : ", ") + x;
   return s;
@@ -215,7 +219,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   std::vector<PlannedBenchmark> benches;
   for (auto& c : cands)
     if (c.not_applicable.empty()) benches.push_back(c.bench);
-  if (benches.empty()) throw UsageError("no messaging transport can run this; change --size, --sides or --only");
+  if (benches.empty())
+    throw UsageError("no messaging transport can run this; change --size, --sides or --only");
   RunOptions opts;
   opts.repetitions = kRepetitions;
   opts.warmup_s = 0.1;
@@ -238,8 +243,10 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   for (auto& w : context["warnings"])
     fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
   const uint64_t seed = std::random_device{}() & 0x7fffffff;
-  fmt::print(stderr, "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
-             benches.size(), kRepetitions, opts.duration_s, seed, duration_text(estimate_plan(benches, opts, model)));
+  fmt::print(stderr,
+             "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
+             benches.size(), kRepetitions, opts.duration_s, seed,
+             duration_text(estimate_plan(benches, opts, model)));
   PlanHooks hooks;
   const bool tty = isatty(2);
   hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
@@ -301,8 +308,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   int rank = 0;
   for (auto& v : vs) {
     if (!v.ok) continue;
-    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", ++rank, v.c->label, width, us(v.p50_us), us(v.p99_us),
-               us(v.cpu_us), v.meets ? "meets" : v.why);
+    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", ++rank, v.c->label, width, us(v.p50_us),
+               us(v.p99_us), us(v.cpu_us), v.meets ? "meets" : v.why);
   }
   for (auto& v : vs)
     if (!v.ok) fmt::print("   -  {:<{}}  {}\n", v.c->label, width, brief(v.why, 120));
@@ -313,8 +320,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     return 1;
   }
   fmt::print("Answer: {} — p50 {}, p99 {}{}, CPU {} per {}.\n", answer->c->label, us(answer->p50_us),
-             us(answer->p99_us), q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "", us(answer->cpu_us),
-             q.rate ? "message" : "round trip");
+             us(answer->p99_us), q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "",
+             us(answer->cpu_us), q.rate ? "message" : "round trip");
   int shown = 0;
   for (auto& v : vs) {
     if (&v == answer || !v.ok || shown == 3) continue;
@@ -325,9 +332,10 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   for (auto& [k, v] : answer->c->bench.params.items())
     if (k == "pattern" || k == "size" || k == "mode" || k == "placement" || k == "rate" || k == "wait")
       again += fmt::format(" -p {}={}", k, v);
-  fmt::print("\nMeasured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 within {:.0f}% "
-             "counts as a tie, broken by CPU). The answer's spread and flags: {} --repetitions 5\n",
-             kRepetitions, opts.duration_s, kTailTie * 100, again);
+  fmt::print(
+      "\nMeasured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 within {:.0f}% "
+      "counts as a tie, broken by CPU). The answer's spread and flags: {} --repetitions 5\n",
+      kRepetitions, opts.duration_s, kTailTie * 100, again);
   return 0;
 }
 

@@ -6,21 +6,21 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <sstream>
-#include <cstdlib>
-#include <cstring>
 
 #include "cli/commands.hpp"
 #include "core/env.hpp"
-#include "core/output/reporter.hpp"
-#include "core/placement.hpp"
-#include "core/topology.hpp"
 #include "core/error.hpp"
 #include "core/home.hpp"
 #include "core/mechanism.hpp"
+#include "core/output/reporter.hpp"
 #include "core/params.hpp"
+#include "core/placement.hpp"
+#include "core/topology.hpp"
 
 namespace ipclab::cli {
 
@@ -35,7 +35,8 @@ std::string wrap(const std::string& label, size_t indent, const std::string& tex
   bool first = true;
   for (size_t pos = 0; pos < text.size();) {
     const size_t next = text.find(sep, pos);
-    const std::string piece = text.substr(pos, next == std::string::npos ? std::string::npos : next + sep.size() - pos);
+    const std::string piece =
+        text.substr(pos, next == std::string::npos ? std::string::npos : next + sep.size() - pos);
     pos = next == std::string::npos ? text.size() : next + sep.size();
     if (!first && col + piece.size() > width) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -63,10 +64,11 @@ void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
   auto& reg = Registry::get();
   if (const auto names = reg.suite_names();
       suite_filter && std::find(names.begin(), names.end(), *suite_filter) == names.end())
-    throw UsageError(fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", brief(*suite_filter)));
+    throw UsageError(
+        fmt::format("unknown suite '{}'; run `ipclab list` to see the suites", brief(*suite_filter)));
   if (as_json) {
     fmt::print("{}\n", output::registry_json(suite_filter ? std::set<std::string>{*suite_filter}
-                                                            : std::set<std::string>{})
+                                                          : std::set<std::string>{})
                            .dump(2));
     return;
   }
@@ -81,7 +83,9 @@ void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
       if (const Suite* s = reg.suite(suite); s && !s->help.empty())
         fmt::print("{}\n", wrap("", 11, s->help, text_width(), " "));
     }
-    fmt::print("\n`ipclab list SUITE`: each mechanism's help and parameters, with their values and the presets' grids.\n");
+    fmt::print(
+        "\n`ipclab list SUITE`: each mechanism's help and parameters, with their values and the presets' "
+        "grids.\n");
     return;
   }
   for (auto& m : reg.mechanisms()) {
@@ -133,7 +137,7 @@ int cmd_env(bool as_json, const std::string& cmdline) {
     if (!j.is_object()) return j.dump();
     std::string out;
     for (auto& [k, v] : j.items()) {
-      std::string item = v.is_boolean() ? (v.get<bool>() ? k : "no " + k)
+      std::string item = v.is_boolean()  ? (v.get<bool>() ? k : "no " + k)
                          : v.is_object() ? fmt::format("{} ({})", k, words(v))
                                          : fmt::format("{} {}", k, words(v));
       out += (out.empty() ? "" : ", ") + item;
@@ -145,13 +149,15 @@ int cmd_env(bool as_json, const std::string& cmdline) {
                          cpu["logical_cpus"].get<long>(), cpu["physical_cores"].get<long>(),
                          cpu["smt"].get<bool>() ? "on" : "off"));
   if (const auto& t = cpu["topology"]; t.is_object()) {
-    std::string text = fmt::format("{} package(s), {} NUMA node(s), {} last-level cache(s), {} core(s)",
-                                   t.value("packages", 0), t.value("nodes", 0), t.value("llcs", 0), t.value("cores", 0));
+    std::string text =
+        fmt::format("{} package(s), {} NUMA node(s), {} last-level cache(s), {} core(s)",
+                    t.value("packages", 0), t.value("nodes", 0), t.value("llcs", 0), t.value("cores", 0));
     if (t.contains("c2c")) {
       std::vector<double> ns;
       for (auto& p : t["c2c"]["pairs"]) ns.push_back(p["c2c_ns"].get<double>());
       if (!ns.empty()) {
-        const double lo = *std::min_element(ns.begin(), ns.end()), hi = *std::max_element(ns.begin(), ns.end());
+        const double lo = *std::min_element(ns.begin(), ns.end()),
+                     hi = *std::max_element(ns.begin(), ns.end());
         text += fmt::format(", cache-line round trip {} over {} pair(s) in {} class(es) (`ipclab topo`)",
                             lo == hi ? fmt::format("{:.0f} ns", lo) : fmt::format("{:.0f}–{:.0f} ns", lo, hi),
                             ns.size(), t["c2c"].value("classes", 0));
@@ -160,7 +166,8 @@ int cmd_env(bool as_json, const std::string& cmdline) {
     row("Topology", text);
   }
   row("Caches", words(cpu["caches"]));
-  row("Kernel", fmt::format("{} ({})", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>()));
+  row("Kernel",
+      fmt::format("{} ({})", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>()));
   row("Governor", words(ctx["governor"]));
   row("Load average", words(ctx["load_avg"]) + " (1, 5, 15 min)");
   row("Limits", words(ctx["limits"]));
@@ -184,8 +191,8 @@ int cmd_env(bool as_json, const std::string& cmdline) {
     std::istringstream in(ctx["build_flags"].get<std::string>());
     for (std::string w; in >> w;)
       if (w != "sanitize=") flags += (flags.empty() ? "" : " ") + w;
-    row("Build", fmt::format("{}, {}{}", ctx["compiler"].get<std::string>(), ctx["build_type"].get<std::string>(),
-                             flags.empty() ? "" : ", " + flags));
+    row("Build", fmt::format("{}, {}{}", ctx["compiler"].get<std::string>(),
+                             ctx["build_type"].get<std::string>(), flags.empty() ? "" : ", " + flags));
   }
   if (ctx.contains("started_from")) row("Started from", words(ctx["started_from"]));
   row("Libraries", words(ctx["libraries"]));

@@ -18,9 +18,9 @@ struct RunArgs {
   std::optional<std::string> ci_target, max_repetitions;  // with --repetitions auto
   std::optional<std::string> cpu_matrix;                  // every | class
   bool interleave = false;
-  std::optional<std::string> budget;                      // --budget: 5m, 90s, 1h, none
-  bool plan_only = false;  // --plan: print the plan, run nothing
-  bool dry_run = false;    // --dry-run: the plan for a person, run nothing
+  std::optional<std::string> budget;  // --budget: 5m, 90s, 1h, none
+  bool plan_only = false;             // --plan: print the plan, run nothing
+  bool dry_run = false;               // --dry-run: the plan for a person, run nothing
   bool kernel_counters = false;
   // --remote [USER@]HOST and its companions (core/remote.hpp): the other side runs there.
   std::optional<std::string> remote, remote_ipclab, remote_address;

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   std::optional<std::string> list_suite;
   text_option(list, "suite", list_suite, "Only this suite");
   bool list_json = false;
-  list->add_flag("--json", list_json, "print the registry as JSON: suites, their table columns, mechanisms and parameters")
+  list->add_flag("--json", list_json,
+                 "print the registry as JSON: suites, their table columns, mechanisms and parameters")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   RunArgs ra;
@@ -104,28 +105,33 @@ int main(int argc, char** argv) {
   run->add_flag("--plan", ra.plan_only,
                 "print the planned benchmarks as JSON lines (name, suite, mechanism, params) and run nothing")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  run->add_flag("--dry-run", ra.dry_run,
-                "print the plan for a person (points and estimated time per suite and in all) and run nothing")
+  run->add_flag(
+         "--dry-run", ra.dry_run,
+         "print the plan for a person (points and estimated time per suite and in all) and run nothing")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  text_option(run, "--budget", ra.budget,
-              "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
-              "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
-              "5m, default preset 15m, full none)")
+  text_option(
+      run, "--budget", ra.budget,
+      "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
+      "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
+      "5m, default preset 15m, full none)")
       ->type_name("TIME");
-  text_option(run, "--remote", ra.remote,
-              "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
-              "(docs/remote.md): messaging/tcp and udp round trips, echo/epoll and uring, servers/epoll_et and uring")
+  text_option(
+      run, "--remote", ra.remote,
+      "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
+      "(docs/remote.md): messaging/tcp and udp round trips, echo/epoll and uring, servers/epoll_et and uring")
       ->type_name("[USER@]HOST");
-  run->add_option("--ssh-option", ra.ssh_options,
-                  "with --remote: an option for ssh, as typed after it (repeatable), e.g. --ssh-option '-p 2222' "
-                  "--ssh-option '-i KEY' --ssh-option '-o ProxyJump=gw'")
+  run->add_option(
+         "--ssh-option", ra.ssh_options,
+         "with --remote: an option for ssh, as typed after it (repeatable), e.g. --ssh-option '-p 2222' "
+         "--ssh-option '-i KEY' --ssh-option '-o ProxyJump=gw'")
       ->type_name("OPT")
       ->allow_extra_args(false);
   text_option(run, "--remote-ipclab", ra.remote_ipclab,
               "with --remote: the path of ipclab on HOST (default: ipclab on its PATH)")
       ->type_name("PATH");
-  text_option(run, "--remote-address", ra.remote_address,
-              "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached)")
+  text_option(
+      run, "--remote-address", ra.remote_address,
+      "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached)")
       ->type_name("ADDR");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
@@ -137,22 +143,31 @@ int main(int argc, char** argv) {
   AdviseArgs aa;
   auto* advise = app.add_subcommand(
       "advise", "Which messaging transport for your messages? Measures the candidates here and ranks them");
-  text_option(advise, "--size", aa.size, "message size in bytes, e.g. 64 or 4K (default 64)")->type_name("BYTES");
-  text_option(advise, "--rate", aa.rate, "messages per second offered, e.g. 50k (default: closed-loop round trips)")
+  text_option(advise, "--size", aa.size, "message size in bytes, e.g. 64 or 4K (default 64)")
+      ->type_name("BYTES");
+  text_option(advise, "--rate", aa.rate,
+              "messages per second offered, e.g. 50k (default: closed-loop round trips)")
       ->type_name("PER_S");
-  text_option(advise, "--sides", aa.mode, "threads or processes (default processes)")->type_name("threads|processes");
-  text_option(advise, "--placement", aa.placement, "same: both sides on one CPU; cross: on two (default cross)")
+  text_option(advise, "--sides", aa.mode, "threads or processes (default processes)")
+      ->type_name("threads|processes");
+  text_option(advise, "--placement", aa.placement,
+              "same: both sides on one CPU; cross: on two (default cross)")
       ->type_name("same|cross");
   text_option(advise, "--p99-us", aa.p99_us, "the p99 latency bound, microseconds")->type_name("US");
-  text_option(advise, "--cpu-us", aa.cpu_us, "the CPU bound per round trip (per message with --rate), microseconds")
+  text_option(advise, "--cpu-us", aa.cpu_us,
+              "the CPU bound per round trip (per message with --rate), microseconds")
       ->type_name("US");
-  text_option(advise, "--budget", aa.budget, "seconds of measuring, 5..3600 (default 60)")->type_name("SECONDS");
-  advise->add_option("--only", aa.only, "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
-  advise->add_flag("--json", aa.json, "print the ranking as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  text_option(advise, "--budget", aa.budget, "seconds of measuring, 5..3600 (default 60)")
+      ->type_name("SECONDS");
+  advise->add_option("--only", aa.only,
+                     "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
+  advise->add_flag("--json", aa.json, "print the ranking as JSON")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   advise->footer("Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
 
   // Hidden: what `ipclab run --remote` starts on the remote host through ssh.
-  auto* remote_side = app.add_subcommand("remote-side", "The remote end of `ipclab run --remote` (started by it)");
+  auto* remote_side =
+      app.add_subcommand("remote-side", "The remote end of `ipclab run --remote` (started by it)");
   remote_side->group("");
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
@@ -160,9 +175,11 @@ int main(int argc, char** argv) {
   env->add_flag("--json", env_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   std::vector<std::string> passthrough;
-  auto* topo_cmd = app.add_subcommand("topo", "The CPU topology (sysfs) and the measured cache-line round trip between CPUs");
+  auto* topo_cmd = app.add_subcommand(
+      "topo", "The CPU topology (sysfs) and the measured cache-line round trip between CPUs");
   bool topo_json = false, topo_no_measure = false;
-  topo_cmd->add_flag("--json", topo_json, "print as JSON")->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  topo_cmd->add_flag("--json", topo_json, "print as JSON")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   topo_cmd->add_flag("--no-measure", topo_no_measure, "sysfs only: measure nothing")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   auto* report = app.add_subcommand("report",
@@ -203,8 +220,10 @@ int main(int argc, char** argv) {
     const bool flushed = std::fflush(stdout) == 0;
     if (flushed && !std::ferror(stdout)) return rc;
     const int e = !flushed && errno ? errno : err;
-    fmt::print(stderr, "ipclab: cannot write to standard output{}; check where it goes (a full disk, a closed pipe)\n",
-               e ? fmt::format(" ({})", std::strerror(e)) : "");
+    fmt::print(
+        stderr,
+        "ipclab: cannot write to standard output{}; check where it goes (a full disk, a closed pipe)\n",
+        e ? fmt::format(" ({})", std::strerror(e)) : "");
     return rc ? rc : 1;
   };
   try {

@@ -51,8 +51,8 @@ std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a
 // compared as the paths they resolve to.
 void check_distinct_targets(const RunArgs& a) {
   std::vector<std::pair<std::string, std::string>> named;  // (what, identity)
-  for (auto [option, path] : {std::pair{"--json", &a.json}, std::pair{"--csv", &a.csv},
-                              std::pair{"--markdown", &a.markdown}})
+  for (auto [option, path] :
+       {std::pair{"--json", &a.json}, std::pair{"--csv", &a.csv}, std::pair{"--markdown", &a.markdown}})
     if (*path && !(*path)->empty()) named.emplace_back(fmt::format("{} {}", option, brief(**path)), **path);
   if (a.out_dir && !a.out_dir->empty())
     for (auto* file : {"results.json", "results.csv", "results.md"})
@@ -61,9 +61,10 @@ void check_distinct_targets(const RunArgs& a) {
   for (size_t i = 0; i < named.size(); ++i)
     for (size_t j = i + 1; j < named.size(); ++j)
       if (named[i].second == named[j].second)
-        throw UsageError(fmt::format("{} and {} name the same file, and one result would be lost; give "
-                                     "each output its own path",
-                                     named[i].first, named[j].first));
+        throw UsageError(
+            fmt::format("{} and {} name the same file, and one result would be lost; give "
+                        "each output its own path",
+                        named[i].first, named[j].first));
 }
 
 // --out: an existing folder (true), or a new one whose parent exists and is writable (false).
@@ -127,9 +128,9 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
   const bool autorep = opts.ci_target_pct > 0;
   struct State {
     uint64_t started = now_ns(), rep_started = 0;
-    std::map<std::string, size_t> index;  // benchmark name → its place in the plan
-    std::vector<int> reps;                // repetitions finished per benchmark
-    std::vector<bool> done;               // every repetition of the benchmark finished
+    std::map<std::string, size_t> index;                      // benchmark name → its place in the plan
+    std::vector<int> reps;                                    // repetitions finished per benchmark
+    std::vector<bool> done;                                   // every repetition of the benchmark finished
     std::map<std::string, std::pair<size_t, size_t>> suites;  // points done, points
     std::set<std::string> begun;
     bool warned = false;
@@ -148,7 +149,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     double s = 0;
     for (size_t i = 0; i < benchmarks.size(); ++i) {
       if (st->done[i]) continue;
-      const int more = autorep ? std::max(1, kAutoMinRepetitions - st->reps[i]) : opts.repetitions - st->reps[i];
+      const int more =
+          autorep ? std::max(1, kAutoMinRepetitions - st->reps[i]) : opts.repetitions - st->reps[i];
       s += double(std::max(0, more)) * estimate_repetition(benchmarks[i], opts, *model);
     }
     return s;
@@ -176,7 +178,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     r.repetition = st->reps[st->index[b.name]];
     crash::arm(r);
     if (terminal) {
-      fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names->of(b.name), duration_text(left()));
+      fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names->of(b.name),
+                 duration_text(left()));
     } else if (st->begun.insert(b.mech->suite).second) {
       progress_line(b.mech->suite);
     }
@@ -195,11 +198,14 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     if (r.run_type == "aggregate") return point_done(i);
     ++st->reps[i];
     if (r.status == Status::Ok) {
-      model->learn(r.suite + "/" + r.mechanism, double(ended - st->rep_started) * 1e-9 - opts.warmup_s - opts.duration_s);
+      model->learn(r.suite + "/" + r.mechanism,
+                   double(ended - st->rep_started) * 1e-9 - opts.warmup_s - opts.duration_s);
       if (std::string why = model->save(); !why.empty() && !st->warned) {
         st->warned = true;
-        fmt::print(stderr, "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
-                   model->path().empty() ? "the state folder" : model->path(), why);
+        fmt::print(
+            stderr,
+            "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
+            model->path().empty() ? "the state folder" : model->path(), why);
       }
     }
     // Without auto, the last repetition ends the point (its aggregate, if any, follows); with
@@ -218,8 +224,9 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   if (a.duration) {
     auto v = parse_real(*a.duration);
     if (!v || !(*v >= 0.001 && *v <= 3600))
-      throw UsageError(fmt::format(
-          "--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5", brief(*a.duration)));
+      throw UsageError(
+          fmt::format("--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5",
+                      brief(*a.duration)));
     opts.duration_s = *v;
   }
   if (a.warmup) {
@@ -239,8 +246,9 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
     if (a.ci_target) {
       auto v = parse_real(*a.ci_target);
       if (!v || !(*v > 0 && *v <= 100))
-        throw UsageError(fmt::format(
-            "--ci-target '{}': give a percentage above 0 up to 100, e.g. --ci-target 2", brief(*a.ci_target)));
+        throw UsageError(
+            fmt::format("--ci-target '{}': give a percentage above 0 up to 100, e.g. --ci-target 2",
+                        brief(*a.ci_target)));
       opts.ci_target_pct = *v;
     }
     if (a.max_repetitions) {
@@ -267,7 +275,8 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   if (a.seed) {
     auto v = parse_integer(*a.seed);
     if (!v || *v < 0)
-      throw UsageError(fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", brief(*a.seed)));
+      throw UsageError(
+          fmt::format("--seed '{}': give a whole number from 0, e.g. --seed 42", brief(*a.seed)));
     seed = uint64_t(*v);
   } else if (a.interleave) {
     seed = std::random_device{}() & 0x7fffffff;
@@ -286,8 +295,10 @@ remote::Options parse_remote(const RunArgs& a) {
                                                           : "--remote-address"));
     return o;
   }
-  if (a.remote->empty() || a.remote->front() == '-' || a.remote->find_first_of(" \t\n\r") != std::string::npos)
-    throw UsageError(fmt::format("--remote '{}': give a host as ssh takes it, e.g. --remote user@host", brief(*a.remote)));
+  if (a.remote->empty() || a.remote->front() == '-' ||
+      a.remote->find_first_of(" \t\n\r") != std::string::npos)
+    throw UsageError(
+        fmt::format("--remote '{}': give a host as ssh takes it, e.g. --remote user@host", brief(*a.remote)));
   o.host = *a.remote;
   o.ssh_options = a.ssh_options;
   for (auto& opt : o.ssh_options)
@@ -295,14 +306,16 @@ remote::Options parse_remote(const RunArgs& a) {
       throw UsageError("--ssh-option '': give an option as typed after ssh, e.g. --ssh-option '-p 2222'");
   if (a.remote_ipclab) {
     if (a.remote_ipclab->empty())
-      throw UsageError("--remote-ipclab '': give the path of ipclab on the remote host, e.g. /opt/ipclab/bin/ipclab");
+      throw UsageError(
+          "--remote-ipclab '': give the path of ipclab on the remote host, e.g. /opt/ipclab/bin/ipclab");
     o.ipclab = *a.remote_ipclab;
   }
   if (a.remote_address) {
     in_addr x{};
     if (inet_pton(AF_INET, a.remote_address->c_str(), &x) != 1)
-      throw UsageError(fmt::format("--remote-address '{}': give an IPv4 address of the remote host, e.g. 10.0.0.2",
-                                   brief(*a.remote_address)));
+      throw UsageError(
+          fmt::format("--remote-address '{}': give an IPv4 address of the remote host, e.g. 10.0.0.2",
+                      brief(*a.remote_address)));
     o.address = *a.remote_address;
   }
   return o;
@@ -352,18 +365,21 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
     mechs.insert(b.mech->full_name());
     if (model.learned(b.mech->full_name())) learned.insert(b.mech->full_name());
   }
-  const std::string reps = o.ci_target_pct > 0 ? fmt::format("{} to {} repetitions (auto; estimated at {})",
-                                                             kAutoMinRepetitions, o.max_repetitions, kAutoMinRepetitions)
-                                               : fmt::format("{} repetition{}", o.repetitions, o.repetitions == 1 ? "" : "s");
+  const std::string reps = o.ci_target_pct > 0
+                               ? fmt::format("{} to {} repetitions (auto; estimated at {})",
+                                             kAutoMinRepetitions, o.max_repetitions, kAutoMinRepetitions)
+                               : fmt::format("{} repetition{}", o.repetitions, o.repetitions == 1 ? "" : "s");
   fmt::print("ipclab run{}: {} points; {} each, of {:g} s warm-up + {:g} s measured + start-up\n",
              a.preset ? " --preset " + *a.preset : "", benchmarks.size(), reps, o.warmup_s, o.duration_s);
   fmt::print("{:<12} {:>7} {:>10}\n", "suite", "points", "estimate");
   for (auto& suite : order)
     fmt::print("{:<12} {:>7} {:>10}\n", suite, suites[suite].first, duration_text(suites[suite].second));
   fmt::print("{:<12} {:>7} {:>10}\n", "all", benchmarks.size(), duration_text(fit.estimate_s));
-  fmt::print("{}\n", fit.budget_s ? fit.text() : "budget none: nothing shortened (--budget 5m fits the run to 5 minutes)");
-  fmt::print("start-up per repetition: learned from past runs for {} of {} mechanisms{}, {:g} s for the rest\n",
-             learned.size(), mechs.size(), model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
+  fmt::print("{}\n", fit.budget_s ? fit.text()
+                                  : "budget none: nothing shortened (--budget 5m fits the run to 5 minutes)");
+  fmt::print(
+      "start-up per repetition: learned from past runs for {} of {} mechanisms{}, {:g} s for the rest\n",
+      learned.size(), mechs.size(), model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
   return 0;
 }
 
@@ -410,7 +426,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   if (a.remote)
     for (auto& b : benchmarks)
       if (auto why = remote::crossing_problem(*b.mech, b.params); !why.empty()) throw UsageError(why);
-  if (a.cpu_matrix) benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
+  if (a.cpu_matrix)
+    benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
   if (a.plan_only && a.dry_run) throw UsageError("--plan and --dry-run both print the plan; choose one");
   // The estimates, and the budget fitted to them: read from the cost model, which nothing here
   // creates (the run saves it as it learns).

@@ -17,8 +17,8 @@ struct Aborted : std::runtime_error {
   Aborted() : std::runtime_error("aborted") {}
 };
 
-/// The flag abort_requested() reads from now on, non-zero once the run must abort (nullptr: none). The session sets it for the time
-/// its workers run.
+/// The flag abort_requested() reads from now on, non-zero once the run must abort (nullptr: none). The
+/// session sets it for the time its workers run.
 void set_abort_flag(const std::atomic<int>* flag);
 
 }  // namespace ipclab

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <iterator>
 #include <cerrno>
+#include <iterator>
 #include <string>
 
 #include "core/error.hpp"
@@ -55,18 +55,18 @@ void render() {
     const std::string what = describe(sig);
     l.record[i].clear();
     if (g_current.name.empty()) {
-      l.message[i] = fmt::format("ipclab: crashed: {}, between benchmarks; {}\n", what,
-                                 journal ? "the records it finished are in " + printable(g_path)
-                                         : "no result file was asked for");
+      l.message[i] = fmt::format(
+          "ipclab: crashed: {}, between benchmarks; {}\n", what,
+          journal ? "the records it finished are in " + printable(g_path) : "no result file was asked for");
       continue;
     }
     Record r = g_current;
-    r.fail(fmt::format("ipclab died of {} in the middle of this repetition: a crash in the benchmark or "
-                       "in a library it uses (an abort() included); the run ended here",
-                       what));
+    r.fail(
+        fmt::format("ipclab died of {} in the middle of this repetition: a crash in the benchmark or "
+                    "in a library it uses (an abort() included); the run ended here",
+                    what));
     r.extra["crash"] = {{"signal", sig}, {"name", fmt::format("SIG{}", sigabbrev_np(sig))}};
-    if (journal)
-      l.record[i] = to_json_line(r);
+    if (journal) l.record[i] = to_json_line(r);
     l.message[i] = fmt::format(
         "ipclab: {} (repetition {}) crashed: {}; {}\n", printable(r.name), r.repetition, what,
         journal ? "a failed record says so, after the records the run finished, in " + printable(g_path)

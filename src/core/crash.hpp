@@ -35,9 +35,9 @@ void ignore_file_size_signal();
 /// Installs the handler of the five crash signals for this process (the run's).
 void install();
 /// The run's results journal (output/reporter.hpp, JournalReporter): its descriptor (-1: none),
-/// the temporary it is written as until its first record, and its final path. Until journal_committed(), a handler
-/// renames the temporary to the final path first (rename(2) is async-signal-safe), so that the
-/// failed record of a crash in the first repetition is kept rather than swept with the temporary.
+/// the temporary it is written as until its first record, and its final path. Until journal_committed(), a
+/// handler renames the temporary to the final path first (rename(2) is async-signal-safe), so that the failed
+/// record of a crash in the first repetition is kept rather than swept with the temporary.
 void set_journal(int fd, const std::string& temporary, const std::string& path);
 /// The journal is under its final path now.
 void journal_committed();

@@ -31,7 +31,8 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
     throw;
   }
   close(log);
-  const Deadline::Waiting waiting(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]), opt_.timeout_s);
+  const Deadline::Waiting waiting(fmt::format("{} ({}) to get ready", opt_.name, opt_.argv[0]),
+                                  opt_.timeout_s);
   const uint64_t deadline = now_ns() + uint64_t(opt_.timeout_s * 1e9);
   for (;;) {
     const std::string text = read_log();
@@ -49,8 +50,8 @@ Daemon::Daemon(Options o) : opt_(std::move(o)) {
     if (!why.empty()) {
       const std::string tail = log_tail();
       stop();
-      throw std::runtime_error(fmt::format("{} {} before it served{}{}", opt_.name, why, tail.empty() ? "" : ": ",
-                                           printable(tail)));
+      throw std::runtime_error(fmt::format("{} {} before it served{}{}", opt_.name, why,
+                                           tail.empty() ? "" : ": ", printable(tail)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -83,7 +84,9 @@ std::string Daemon::log_tail(int lines) const {
   return out;
 }
 
-void Daemon::attach(Session& s) { s.add_peer({.role = opt_.name, .index = 0, .process = &proc_, .cpu = opt_.cpu}); }
+void Daemon::attach(Session& s) {
+  s.add_peer({.role = opt_.name, .index = 0, .process = &proc_, .cpu = opt_.cpu});
+}
 
 void Daemon::stop() {
   proc_.stop(opt_.grace_s);

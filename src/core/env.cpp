@@ -80,13 +80,15 @@ nlohmann::json collect_environment(const std::string& command_line) {
   // (scripts/bundle.sh wrote share/git-sha).
   const bool bundle = started_from_bundle();
   const std::string src = IPCLAB_SOURCE_DIR;
-  const std::vector<std::string> asked = command_outputs(
-      {bundle ? std::vector<std::string>{} : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
-       bundle ? std::vector<std::string>{}
-              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status", "--porcelain",
-                                         "--untracked-files=no"},
-       {"systemd-detect-virt"}, {"getconf", "GNU_LIBC_VERSION"}},
-      kCommandTimeoutS);
+  const std::vector<std::string> asked =
+      command_outputs({bundle ? std::vector<std::string>{}
+                              : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
+                       bundle ? std::vector<std::string>{}
+                              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status",
+                                                         "--porcelain", "--untracked-files=no"},
+                       {"systemd-detect-virt"},
+                       {"getconf", "GNU_LIBC_VERSION"}},
+                      kCommandTimeoutS);
   std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
   if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
@@ -269,9 +271,10 @@ void add_measured_topology(nlohmann::json& env, const std::vector<int>& cpus) {
   env["cpu"]["topology"] = topo::to_json(topo::read("/sys", cpus), m);
   for (auto& p : m.hidden_siblings)
     env["warnings"].push_back(
-        {{"message", fmt::format("CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half the median of the "
-                                 "pairs sysfs relates as it relates them): a VM may hide that they share a core",
-                                 p.a, p.b, p.ns)},
+        {{"message",
+          fmt::format("CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half the median of the "
+                      "pairs sysfs relates as it relates them): a VM may hide that they share a core",
+                      p.a, p.b, p.ns)},
          {"remedy", fmt::format("do not take them as two cores: -p placement=smt puts two sides there, and "
                                 "--cpus without one of {} and {} keeps sides off a shared core",
                                 p.a, p.b)}});

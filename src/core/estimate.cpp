@@ -64,8 +64,8 @@ CostModel CostModel::load(const std::string& path) {
       !j["mechanisms"].is_object())
     return m;
   for (auto& [name, e] : j["mechanisms"].items()) {
-    if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() || !e.contains("samples") ||
-        !e["samples"].is_number_integer())
+    if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() ||
+        !e.contains("samples") || !e["samples"].is_number_integer())
       continue;
     const double o = e["overhead_s"].get<double>();
     const long n = e["samples"].get<long>();
@@ -146,7 +146,8 @@ std::string BudgetFit::text() const {
   change("windows", seconds_text(asked.duration_s), seconds_text(fitted.duration_s), " s");
   change("warm-up", seconds_text(asked.warmup_s), seconds_text(fitted.warmup_s), " s");
   if (asked.ci_target_pct > 0)
-    change("max repetitions", std::to_string(asked.max_repetitions), std::to_string(fitted.max_repetitions), "");
+    change("max repetitions", std::to_string(asked.max_repetitions), std::to_string(fitted.max_repetitions),
+           "");
   else
     change("repetitions", std::to_string(asked.repetitions), std::to_string(fitted.repetitions), "");
   return fmt::format("budget {}{}: {}; estimate {}", budget_s ? budget_text(*budget_s) : "none",
@@ -172,7 +173,9 @@ nlohmann::json BudgetFit::to_json() const {
           {"asked", options(asked)},
           {"ran", options(fitted)},
           {"floors",
-           {{"duration_s", kFloors.duration_s}, {"warmup_s", kFloors.warmup_s}, {"repetitions", kFloors.repetitions}}}};
+           {{"duration_s", kFloors.duration_s},
+            {"warmup_s", kFloors.warmup_s},
+            {"repetitions", kFloors.repetitions}}}};
 }
 
 BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
@@ -227,20 +230,21 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
     }
     fit.estimate_s = estimate_plan(benchmarks, fit.fitted, model);
     fit.changed = fit.fitted.duration_s != opts.duration_s || fit.fitted.warmup_s != opts.warmup_s ||
-                  fit.fitted.repetitions != opts.repetitions || fit.fitted.max_repetitions != opts.max_repetitions;
+                  fit.fitted.repetitions != opts.repetitions ||
+                  fit.fitted.max_repetitions != opts.max_repetitions;
     return fit;
   }
   // Not even the floors fit: refused, with a budget that would (rounded up, as --budget writes it).
   const double need = double(r_floor) * round_cost(0);
-  const std::string larger =
-      need < 120 ? fmt::format("{:.0f}s", std::ceil(need * 1.05)) : fmt::format("{:.0f}m", std::ceil(need * 1.05 / 60));
+  const std::string larger = need < 120 ? fmt::format("{:.0f}s", std::ceil(need * 1.05))
+                                        : fmt::format("{:.0f}m", std::ceil(need * 1.05 / 60));
   throw UsageError(fmt::format(
       "budget {}{}: the {} planned points take about {} even at the floors (windows {} s, warm-up {} s, {} "
       "repetition{}); give a larger budget, e.g. --budget {}{}, or a narrower selection (fewer suites, "
       "mechanisms or -p values)",
-      budget_text(budget), source == "preset" ? " (the preset's)" : "", benchmarks.size(), duration_text(need),
-      seconds_text(floor_d), seconds_text(floor_w), r_floor, r_floor == 1 ? "" : "s", larger,
-      source == "preset" ? " or --budget none" : ""));
+      budget_text(budget), source == "preset" ? " (the preset's)" : "", benchmarks.size(),
+      duration_text(need), seconds_text(floor_d), seconds_text(floor_w), r_floor, r_floor == 1 ? "" : "s",
+      larger, source == "preset" ? " or --budget none" : ""));
 }
 
 std::optional<double> parse_budget(const std::string& text) {

@@ -69,7 +69,8 @@ double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, co
 /// estimate_repetition.
 double estimate_point(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model);
 /// The sum of estimate_point over `benchmarks`.
-double estimate_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts, const CostModel& model);
+double estimate_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                     const CostModel& model);
 
 /// What fit_budget did.
 struct BudgetFit {

@@ -98,9 +98,10 @@ std::string private_state_dir(std::string& why) {
   const bool ok = fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
   if (fd >= 0) close(fd);
   if (!ok) {
-    why = fmt::format("{} is not a folder of yours closed to others; remove it, or set XDG_STATE_HOME to a "
-                      "private folder",
-                      dir);
+    why = fmt::format(
+        "{} is not a folder of yours closed to others; remove it, or set XDG_STATE_HOME to a "
+        "private folder",
+        dir);
     return "";
   }
   return dir;

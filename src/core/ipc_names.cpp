@@ -67,7 +67,7 @@ struct Run {
   std::atomic<uint64_t> counter{0};
 };
 Run g_run;
-std::recursive_mutex g_mu;  // begin/end and journal appends
+std::recursive_mutex g_mu;                    // begin/end and journal appends
 std::vector<std::function<void()>> g_at_end;  // at_end(): run by end_run, last first
 
 const char* kind_word(Kind k) {
@@ -149,13 +149,15 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
       folder[slash - name] = 0;
       const int d = open(folder[0] ? folder : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       struct stat st {};
-      const bool ok = owned_entry(d, slash + 1, false) && fstatat(d, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      const bool ok = owned_entry(d, slash + 1, false) &&
+                      fstatat(d, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                       (S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) && unlinkat(d, slash + 1, 0) == 0;
       if (d >= 0) close(d);
       return ok;
     }
     case Kind::Lock: {
-      struct stat held {}, there {};
+      struct stat held {
+      }, there{};
       return key >= 0 && fstat(key, &held) == 0 && lstat(name, &there) == 0 && held.st_dev == there.st_dev &&
              held.st_ino == there.st_ino && unlink(name) == 0;
     }
@@ -543,10 +545,10 @@ void allocate_shared(int fd, size_t bytes, const std::string& what) {
   while (e == EINTR);
   if (e == 0) return;
   const char* name = strerrorname_np(e);
-  const std::string fix =
-      e == ENOSPC   ? "; /dev/shm is full: free room there (df -h /dev/shm) or mount it larger"
-      : e == ENOMEM ? "; free memory, or ask for less"
-                    : "";
+  const std::string fix = e == ENOSPC
+                              ? "; /dev/shm is full: free room there (df -h /dev/shm) or mount it larger"
+                          : e == ENOMEM ? "; free memory, or ask for less"
+                                        : "";
   throw std::runtime_error(fmt::format("{}: no room for {} bytes of shared memory ({}: {}){}", what, bytes,
                                        name ? name : "?", strerror(e), fix));
 }
@@ -710,7 +712,8 @@ std::vector<std::string> sweep_leftovers() {
       if (dir < 0) continue;
       struct stat st {};
       // A folder still being set up ("new.*") is given a minute before it counts as abandoned.
-      if (fstat(dir, &st) != 0 || st.st_uid != geteuid() || (fresh && std::time(nullptr) - st.st_mtime < 60)) {
+      if (fstat(dir, &st) != 0 || st.st_uid != geteuid() ||
+          (fresh && std::time(nullptr) - st.st_mtime < 60)) {
         close(dir);
         continue;
       }
@@ -739,7 +742,8 @@ std::vector<std::string> sweep_leftovers() {
     closedir(d);
   }
   std::vector<std::string> lines;
-  for (auto& [id, what] : swept) lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
+  for (auto& [id, what] : swept)
+    lines.push_back(fmt::format("removed what run {} left when it died: {}", id, what));
   return lines;
 }
 
@@ -784,13 +788,15 @@ int lock_shared(const std::string& name, double wait_s) {
       return fd;
     }
     if (fd == -2)
-      throw Skip(fmt::format("{}'s machine-wide names cannot be locked: {}; remove that file if it is "
-                             "no one's, or run as its owner",
-                             name, why));
+      throw Skip(
+          fmt::format("{}'s machine-wide names cannot be locked: {}; remove that file if it is "
+                      "no one's, or run as its owner",
+                      name, why));
     if (std::chrono::steady_clock::now() >= deadline)
-      throw Skip(fmt::format("{}'s machine-wide names are in use by {} (lock {} still held after {:.0f} s); "
-                             "run it again once that run has ended",
-                             name, printable(why), path, wait_s));
+      throw Skip(
+          fmt::format("{}'s machine-wide names are in use by {} (lock {} still held after {:.0f} s); "
+                      "run it again once that run has ended",
+                      name, printable(why), path, wait_s));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -849,9 +855,9 @@ std::string special_file_system(const std::string& path) {
     std::istringstream rest(line.substr(dash + 3));
     std::string type;
     rest >> type;
-    for (const char* bad : {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
-                            "securityfs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs",
-                            "binfmt_misc"})
+    for (const char* bad :
+         {"devtmpfs", "proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+          "configfs", "pstore", "bpf", "mqueue", "fusectl", "efivarfs", "binfmt_misc"})
       if (type == bad) return type;
     return "";
   }
@@ -871,12 +877,12 @@ int open_own_file(const std::string& path, int flags, std::string* why) {
   if (!ok || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
     if (why)
       *why = !ok ? fmt::format("{} of uid {}",
-                               S_ISFIFO(st.st_mode)  ? "a FIFO"
-                               : S_ISDIR(st.st_mode) ? "a folder"
+                               S_ISFIFO(st.st_mode)                         ? "a FIFO"
+                               : S_ISDIR(st.st_mode)                        ? "a folder"
                                : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                               : S_ISSOCK(st.st_mode) ? "a socket"
-                               : S_ISREG(st.st_mode)  ? "a file"
-                                                      : "something",
+                               : S_ISSOCK(st.st_mode)                       ? "a socket"
+                               : S_ISREG(st.st_mode)                        ? "a file"
+                                                                            : "something",
                                st.st_uid)
                  : strerror(errno);
     close(fd);

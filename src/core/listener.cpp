@@ -33,7 +33,8 @@ int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport, const st
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0) {
     int e = errno;
     ::close(fd);
-    throw std::system_error(e, std::generic_category(), "bind/listen " + (address.empty() ? "127.0.0.1" : address));
+    throw std::system_error(e, std::generic_category(),
+                            "bind/listen " + (address.empty() ? "127.0.0.1" : address));
   }
   return fd;
 }

@@ -16,7 +16,8 @@ namespace ipclab::membw {
 size_t largest_cache_bytes() {
   size_t largest = 0;
   for (int i = 0; i < 8; ++i) {
-    const std::string size = read_first_line("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    const std::string size =
+        read_first_line("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
     if (size.empty()) break;
     if (auto v = parse_integer(size, true)) largest = std::max(largest, size_t(*v));
   }
@@ -25,7 +26,8 @@ size_t largest_cache_bytes() {
 
 Buffers::Buffers(size_t size, Cache cache) : size_(size) {
   pairs_ = 1;
-  if (cache == Cache::Cold) pairs_ = std::max<size_t>(2, (4 * largest_cache_bytes() + 2 * size - 1) / (2 * size));
+  if (cache == Cache::Cold)
+    pairs_ = std::max<size_t>(2, (4 * largest_cache_bytes() + 2 * size - 1) / (2 * size));
   mapped_ = 2 * pairs_ * size_;
   void* m = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap memcpy buffers");

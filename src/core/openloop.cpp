@@ -35,7 +35,8 @@ constexpr uint64_t kFloorMinNs = 100'000'000, kFloorMaxNs = 200'000'000, kFloorG
 constexpr uint64_t kWakeNs = 100'000'000, kWakeMaxSleeps = 2000, kWakeLongestSleepNs = 1'000'000;
 
 nlohmann::json late_json(const LateStats& l) {
-  return {{"count", l.count}, {"p50", l.p50}, {"p99", l.p99}, {"p999", l.p999}, {"max", l.max}, {"mean", l.mean}};
+  return {{"count", l.count}, {"p50", l.p50}, {"p99", l.p99},
+          {"p999", l.p999},   {"max", l.max}, {"mean", l.mean}};
 }
 
 PacingFloor measure_pacing_floor(const RateSpec& spec, double rate_per_sender, int cpu) {
@@ -280,8 +281,8 @@ void run_rate(Session& s, const RatePointFn& point) {
       for (auto it = tried.rbegin(); it != tried.rend(); ++it) entry(it->second, trial_opts.duration_s);
       s.record().extra["capacity"] = {
           {"slo_p99_us", nullptr},
-          {"slo_basis", fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart,
-                                    kSearchFloor)},
+          {"slo_basis",
+           fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart, kSearchFloor)},
           {"unloaded", nullptr},
           {"capacity_per_s", 0.0},
           {"confirmed", false},
@@ -338,12 +339,10 @@ void run_rate(Session& s, const RatePointFn& point) {
     if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
     rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
   }
-  s.record().extra["capacity"] = {{"slo_p99_us", slo_us},
-                                  {"slo_basis", slo_basis},
-                                  {"unloaded", unloaded},
-                                  {"capacity_per_s", confirmed ? double(rate) : double(lo)},
-                                  {"confirmed", confirmed},
-                                  {"trials", trials}};
+  s.record().extra["capacity"] = {
+      {"slo_p99_us", slo_us},   {"slo_basis", slo_basis},
+      {"unloaded", unloaded},   {"capacity_per_s", confirmed ? double(rate) : double(lo)},
+      {"confirmed", confirmed}, {"trials", trials}};
 }
 
 }  // namespace ipclab

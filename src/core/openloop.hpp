@@ -39,12 +39,12 @@ struct LateStats {
 /// (wakeup_lateness), and the spin margin is its p99.9: the sleep ends before the send time in all
 /// but ~1 wait in 1000, and the spin meets the time. Plain data, copied into the senders.
 struct PacingFloor {
-  int cpu = -1;              // where it was measured (-1: unpinned)
-  double rate_per_s = 0;     // per sender
-  double duration_s = 0;     // of the floor loop
-  uint64_t margin_ns = 0;    // spin: the calibrated margin (the wake-up p99.9); 0 for sleep and busy
-  LateStats wakeup;          // spin: the wake-up calibration (empty for sleep and busy)
-  LateStats lateness;        // the floor loop's lateness (actual − intended)
+  int cpu = -1;            // where it was measured (-1: unpinned)
+  double rate_per_s = 0;   // per sender
+  double duration_s = 0;   // of the floor loop
+  uint64_t margin_ns = 0;  // spin: the calibrated margin (the wake-up p99.9); 0 for sleep and busy
+  LateStats wakeup;        // spin: the wake-up calibration (empty for sleep and busy)
+  LateStats lateness;      // the floor loop's lateness (actual − intended)
 };
 
 /// Measures the floor for `spec`'s pace and arrivals at `rate_per_sender` on `cpu` (the calling
@@ -137,8 +137,8 @@ struct RatePoint {
 /// latency is removed from the record (never a latency figure). `cause`: a reason the caller
 /// knows the point is saturated (e.g. sessions due beyond a suite's cap were not started), which
 /// comes before the rule's own; empty: the rule alone.
-RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, std::span<const WorkerResult> slots, int n,
-                    const std::string& cause = {});
+RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, std::span<const WorkerResult> slots,
+                    int n, const std::string& cause = {});
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).
 using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;

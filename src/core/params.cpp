@@ -156,8 +156,8 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       std::find(spec.choices.begin(), spec.choices.end(), out) == spec.choices.end()) {
     std::string all;
     for (auto& c : spec.choices) all += (all.empty() ? "" : "|") + c;
-    throw UsageError(
-        fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name, brief(value), brief(all, 200)));
+    throw UsageError(fmt::format("parameter '{}': '{}' is not allowed; use one of {}", spec.name,
+                                 brief(value), brief(all, 200)));
   }
   return out;
 }

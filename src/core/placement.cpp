@@ -40,11 +40,11 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   auto cpu = [&](std::string_view num) {
     auto v = parse_integer(num);
     if (!v)
-      throw UsageError(
-          fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3", brief(text), brief(num)));
+      throw UsageError(fmt::format("--cpus '{}': '{}' is not a CPU number; write a list like 0,1 or 0-3",
+                                   brief(text), brief(num)));
     if (*v < 0 || *v >= CPU_SETSIZE || !is_allowed(*v))
-      throw UsageError(
-          fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", brief(text), brief(num), have));
+      throw UsageError(fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", brief(text),
+                                   brief(num), have));
     return int(*v);
   };
   std::vector<int> out;
@@ -60,14 +60,16 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     if (dash != std::string_view::npos) {
       hi = cpu(part.substr(dash + 1));
       if (hi < lo)
-        throw UsageError(fmt::format("--cpus '{}': range {} is reversed; write {}-{}", brief(text), brief(part), hi, lo));
+        throw UsageError(
+            fmt::format("--cpus '{}': range {} is reversed; write {}-{}", brief(text), brief(part), hi, lo));
     }
     for (int c = lo; c <= hi; ++c) {
       if (!is_allowed(c))
         throw UsageError(
             fmt::format("--cpus '{}': CPU {} is not available here; choose from {}", brief(text), c, have));
       if (std::find(out.begin(), out.end(), c) != out.end())
-        throw UsageError(fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", brief(text), c));
+        throw UsageError(
+            fmt::format("--cpus '{}': CPU {} is listed twice; list each CPU once", brief(text), c));
       out.push_back(c);
     }
   }
@@ -136,9 +138,8 @@ ResolvedPair class_pair(const std::string& layout, const std::vector<int>& cpus,
   };
   auto rank = [&](int id) { return std::find(cpus.begin(), cpus.end(), id) - cpus.begin(); };
   auto hidden = [&](int a, int b) {
-    return std::any_of(m.hidden_siblings.begin(), m.hidden_siblings.end(), [&](const topo::Pair& p) {
-      return (p.a == a && p.b == b) || (p.a == b && p.b == a);
-    });
+    return std::any_of(m.hidden_siblings.begin(), m.hidden_siblings.end(),
+                       [&](const topo::Pair& p) { return (p.a == a && p.b == b) || (p.a == b && p.b == a); });
   };
   auto measured = [&](int a, int b) {
     for (auto& p : m.pairs)
@@ -154,8 +155,9 @@ ResolvedPair class_pair(const std::string& layout, const std::vector<int>& cpus,
       const std::string rel = topo::relation(*a, *b);
       const bool sibling = hidden(a->id, b->id);
       if (sibling ? layout != "smt" : rel != layout) continue;
-      members.push_back({a->id, b->id, measured(a->id, b->id),
-                         sibling ? fmt::format("measured: behaves as SMT siblings (sysfs: {})", rel) : "sysfs"});
+      members.push_back(
+          {a->id, b->id, measured(a->id, b->id),
+           sibling ? fmt::format("measured: behaves as SMT siblings (sysfs: {})", rel) : "sysfs"});
     }
   if (members.empty()) return {};
   std::vector<double> ns;
@@ -172,7 +174,8 @@ ResolvedPair class_pair(const std::string& layout, const std::vector<int>& cpus,
     }
     const double d = std::abs(it->c2c_ns - mid), bd = std::abs(best->c2c_ns - mid);
     // Nearest the median; a tie goes to the pair listed first.
-    if (d < bd || (d == bd && std::make_pair(rank(it->a), rank(it->b)) < std::make_pair(rank(best->a), rank(best->b))))
+    if (d < bd ||
+        (d == bd && std::make_pair(rank(it->a), rank(it->b)) < std::make_pair(rank(best->a), rank(best->b))))
       best = it;
   }
   return *best;

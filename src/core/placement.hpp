@@ -9,7 +9,7 @@ namespace ipclab {
 namespace topo {
 struct Topology;
 struct Matrix;
-}
+}  // namespace topo
 
 /// CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowed_cpus();
@@ -58,8 +58,8 @@ bool is_class_layout(const std::string& layout);
 /// trip, and on what grounds the pair belongs to its class.
 struct ResolvedPair {
   int a = -1, b = -1;
-  double c2c_ns = 0;   // 0: not measured
-  std::string basis;   // "sysfs", or "measured: behaves as SMT siblings (sysfs: llc)"
+  double c2c_ns = 0;  // 0: not measured
+  std::string basis;  // "sysfs", or "measured: behaves as SMT siblings (sysfs: llc)"
 };
 /// The pair of `cpus` that class `layout` resolves to on topology `t` with the pairs measured in
 /// `m`: among the pairs the class holds — sysfs's relation, except that a pair measured as

@@ -266,7 +266,8 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands, double timeout_s) {
+std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands,
+                                         double timeout_s) {
   const size_t n = commands.size();
   std::vector<std::string> out(n);
   std::vector<Process> procs(n);
@@ -315,7 +316,8 @@ std::vector<std::string> command_outputs(const std::vector<std::vector<std::stri
   for (size_t i = 0; i < n; ++i) {
     if (fds[i] >= 0) ::close(fds[i]);
     const uint64_t now = now_ns();
-    if (procs[i].running() && !procs[i].wait(now < deadline ? double(deadline - now) * 1e-9 : 0)) procs[i].stop(0);
+    if (procs[i].running() && !procs[i].wait(now < deadline ? double(deadline - now) * 1e-9 : 0))
+      procs[i].stop(0);
     while (!out[i].empty() && std::isspace(static_cast<unsigned char>(out[i].back()))) out[i].pop_back();
   }
   return out;

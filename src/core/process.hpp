@@ -59,7 +59,8 @@ std::string find_program(const std::string& name);
 /// on its stdout, trailing whitespace trimmed, whatever its exit status: for short queries of the
 /// machine (a version, git's state). "" for one that could not start; one still running after
 /// `timeout_s` is killed, and keeps what it wrote. stdin and stderr are /dev/null.
-std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands, double timeout_s);
+std::vector<std::string> command_outputs(const std::vector<std::vector<std::string>>& commands,
+                                         double timeout_s);
 /// One command's: command_outputs of one.
 std::string command_output(const std::vector<std::string>& argv, double timeout_s);
 

@@ -31,7 +31,9 @@ std::string status_text(const Record& r) {
   }
   if (r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true))
     notes.push_back(fmt::format("CI target ±{}% missed", r.repetitions_auto.value("target_pct", 0.0)));
-  const nlohmann::json& flags = r.run_type == "aggregate" ? r.flags : r.series.is_object() ? r.series["flags"] : r.flags;
+  const nlohmann::json& flags = r.run_type == "aggregate" ? r.flags
+                                : r.series.is_object()    ? r.series["flags"]
+                                                          : r.flags;
   if (flags.is_array())
     for (auto& f : flags) {
       std::string word = f.get<std::string>();  // non_steady, bimodal, bimodal_repetitions
@@ -49,8 +51,8 @@ std::string status_text(const Record& r) {
 }
 
 std::string Integrity::text() const {
-  return fmt::format("{} lost, {} duplicated, {} reordered, {} corrupt of {} sent", lost, duplicated, reordered,
-                     corrupt, sent);
+  return fmt::format("{} lost, {} duplicated, {} reordered, {} corrupt of {} sent", lost, duplicated,
+                     reordered, corrupt, sent);
 }
 
 Latency Latency::from(const std::string& kind, const Histogram& h) {
@@ -119,24 +121,23 @@ nlohmann::json to_json(const Record& r) {
   }
   j["rates"] = rates;
   j["latency_ns"] = r.latency ? to_json(*r.latency) : nlohmann::json(nullptr);
-  j["cpu"] = {{"user_s", r.cpu.user_s},   {"sys_s", r.cpu.sys_s},         {"per_op_ns", r.cpu_per_op_ns()},
-              {"ctx_vol", r.cpu.ctx_vol}, {"ctx_invol", r.cpu.ctx_invol}, {"ctx_per_op", r.ctx_per_op()},
-              {"faults", r.cpu.faults},   {"faults_per_op", r.faults_per_op()}};
+  j["cpu"] = {{"user_s", r.cpu.user_s},         {"sys_s", r.cpu.sys_s},
+              {"per_op_ns", r.cpu_per_op_ns()}, {"ctx_vol", r.cpu.ctx_vol},
+              {"ctx_invol", r.cpu.ctx_invol},   {"ctx_per_op", r.ctx_per_op()},
+              {"faults", r.cpu.faults},         {"faults_per_op", r.faults_per_op()}};
   json sides = json::array();
   for (auto& s : r.placement.sides)
     sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
   j["placement"] = {{"layout", r.placement.layout}, {"cpus", r.placement.cpus}, {"sides", sides}};
   if (!r.placement.pair.empty()) {
     j["placement"]["pair"] = r.placement.pair;
-    j["placement"]["c2c_ns"] = r.placement.c2c_ns > 0 ? json(std::round(r.placement.c2c_ns * 10) / 10) : json(nullptr);
+    j["placement"]["c2c_ns"] =
+        r.placement.c2c_ns > 0 ? json(std::round(r.placement.c2c_ns * 10) / 10) : json(nullptr);
     j["placement"]["basis"] = r.placement.basis;
   }
-  j["integrity"] = {{"sent", r.integrity.sent},
-                    {"received", r.integrity.received},
-                    {"lost", r.integrity.lost},
-                    {"duplicated", r.integrity.duplicated},
-                    {"reordered", r.integrity.reordered},
-                    {"corrupt", r.integrity.corrupt}};
+  j["integrity"] = {{"sent", r.integrity.sent},           {"received", r.integrity.received},
+                    {"lost", r.integrity.lost},           {"duplicated", r.integrity.duplicated},
+                    {"reordered", r.integrity.reordered}, {"corrupt", r.integrity.corrupt}};
   j["extra"] = r.extra;
   if (!r.kernel.empty()) j["kernel"] = r.kernel;
   if (!r.spread.is_null()) j["spread"] = r.spread;

@@ -30,8 +30,8 @@
 #include "core/clock.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
-#include "core/patterns.hpp"
 #include "core/listener.hpp"
+#include "core/patterns.hpp"
 #include "core/server.hpp"
 #include "core/session.hpp"
 #include "core/std_params.hpp"
@@ -45,12 +45,9 @@ namespace {
 // (kServer: a server mechanism, its server started on the remote host).
 constexpr int kServer = -1;
 const std::map<std::string, int>& crossing() {
-  static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM},
-                                               {"messaging/udp", SOCK_DGRAM},
-                                               {"echo/epoll", kServer},
-                                               {"echo/uring", kServer},
-                                               {"servers/epoll_et", kServer},
-                                               {"servers/uring", kServer}};
+  static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM}, {"messaging/udp", SOCK_DGRAM},
+                                               {"echo/epoll", kServer},        {"echo/uring", kServer},
+                                               {"servers/epoll_et", kServer},  {"servers/uring", kServer}};
   return m;
 }
 
@@ -61,7 +58,8 @@ uint64_t realtime_ns() {
 }
 
 nlohmann::json identity() {
-  return {{"version", IPCLAB_VERSION}, {"build_type", IPCLAB_BUILD_TYPE}, {"build_flags", IPCLAB_BUILD_FLAGS}};
+  return {
+      {"version", IPCLAB_VERSION}, {"build_type", IPCLAB_BUILD_TYPE}, {"build_flags", IPCLAB_BUILD_FLAGS}};
 }
 
 std::string identity_text(const nlohmann::json& h) {
@@ -139,7 +137,9 @@ std::string sysfs(const std::string& iface, const char* what) {
 }
 
 // The queueing discipline of `iface`, as `tc qdisc show` prints it ("" when tc is missing).
-std::string qdisc_of(const std::string& iface) { return command_output({"tc", "qdisc", "show", "dev", iface}, 2.0); }
+std::string qdisc_of(const std::string& iface) {
+  return command_output({"tc", "qdisc", "show", "dev", iface}, 2.0);
+}
 
 }  // namespace
 
@@ -164,7 +164,8 @@ nlohmann::json network_path(int fd) {
   j["interface"] = iface;
   if (auto mtu = sysfs(iface, "mtu"); !mtu.empty()) j["mtu"] = std::stoll(mtu);
   // Link speed in Mb/s: virtual links (veth, loopback) have none, or say -1.
-  if (auto speed = sysfs(iface, "speed"); !speed.empty() && speed[0] != '-') j["speed_mbps"] = std::stoll(speed);
+  if (auto speed = sysfs(iface, "speed"); !speed.empty() && speed[0] != '-')
+    j["speed_mbps"] = std::stoll(speed);
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
   ifreq req{};
@@ -179,7 +180,8 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
   if (!crossing().count(m.full_name()))
     return fmt::format(
         "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
-        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll, echo/uring, "
+        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll, "
+        "echo/uring, "
         "servers/epoll_et or servers/uring",
         m.full_name());
   if (m.suite == "servers") {
@@ -189,16 +191,18 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
   }
   if (m.suite == "echo") {
     if (p.str_or("pattern", "closed") != "closed")
-      return fmt::format("--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
-                         m.full_name());
+      return fmt::format(
+          "--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
+          m.full_name());
     if (p.i64_or("reactors", 1) != 1)
       return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
     return "";
   }
   if (!std_params::is_roundtrip(p))
-    return fmt::format("--remote: {} runs pattern=roundtrip across hosts (throughput and rate are not done "
-                       "yet); add -p pattern=roundtrip",
-                       m.full_name());
+    return fmt::format(
+        "--remote: {} runs pattern=roundtrip across hosts (throughput and rate are not done "
+        "yet); add -p pattern=roundtrip",
+        m.full_name());
   if (p.str_or("mode", "threads") == "processes")
     return "--remote: the remote side runs threads; use -p mode=threads";
   return "";
@@ -215,7 +219,8 @@ std::unique_ptr<Link> Link::open(const Options& o) {
   for (auto& opt : o.ssh_options)
     for (auto& w : words(opt)) argv.push_back(w);
   // After the user's options: ssh takes the first value given for each, so theirs win.
-  for (const char* d : {"BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=5", "ServerAliveCountMax=3"}) {
+  for (const char* d :
+       {"BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=5", "ServerAliveCountMax=3"}) {
     argv.push_back("-o");
     argv.push_back(d);
   }
@@ -264,9 +269,10 @@ std::unique_ptr<Link> Link::open(const Options& o) {
   if (hello.is_null()) {
     if (!eof) {
       link->ssh_.stop(0);
-      throw UsageError(fmt::format("{}: no answer from the remote ipclab within {:.0f} s; check the host and that "
-                                   "`ssh {} {} remote-side` starts",
-                                   where, hello_s, brief(o.host), brief(o.ipclab)));
+      throw UsageError(
+          fmt::format("{}: no answer from the remote ipclab within {:.0f} s; check the host and that "
+                      "`ssh {} {} remote-side` starts",
+                      where, hello_s, brief(o.host), brief(o.ipclab)));
     }
     link->ssh_.wait(5.0);
     link->read_some(0);
@@ -274,24 +280,28 @@ std::unique_ptr<Link> Link::open(const Options& o) {
     const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     const std::string said = link->ssh_said();
     if (code == 255)
-      throw UsageError(fmt::format("{}: ssh failed: {}; check the host, its port and the key "
-                                   "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
-                                   where, said.empty() ? "no reason given" : said));
+      throw UsageError(
+          fmt::format("{}: ssh failed: {}; check the host, its port and the key "
+                      "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
+                      where, said.empty() ? "no reason given" : said));
     if (code == 127 || code == 126)
-      throw UsageError(fmt::format("{}: no ipclab at '{}' there ({}); install the same ipclab there, or "
-                                   "give its path with --remote-ipclab PATH",
-                                   where, brief(o.ipclab), said.empty() ? "not found" : said));
-    throw UsageError(fmt::format("{}: the remote ipclab '{}' ended before it said hello ({}{}); give the path "
-                                 "of the same ipclab with --remote-ipclab PATH",
-                                 where, brief(o.ipclab), status >= 0 ? describe_exit(status) : "no status",
-                                 said.empty() ? "" : ": " + said));
+      throw UsageError(
+          fmt::format("{}: no ipclab at '{}' there ({}); install the same ipclab there, or "
+                      "give its path with --remote-ipclab PATH",
+                      where, brief(o.ipclab), said.empty() ? "not found" : said));
+    throw UsageError(
+        fmt::format("{}: the remote ipclab '{}' ended before it said hello ({}{}); give the path "
+                    "of the same ipclab with --remote-ipclab PATH",
+                    where, brief(o.ipclab), status >= 0 ? describe_exit(status) : "no status",
+                    said.empty() ? "" : ": " + said));
   }
   const nlohmann::json mine = identity();
   for (const char* k : {"version", "build_type", "build_flags"})
     if (!hello.contains(k) || hello[k] != mine[k])
-      throw UsageError(fmt::format("{}: the remote ipclab '{}' is {}, this one is {}; run the same build on "
-                                   "both hosts (--remote-ipclab PATH names it there)",
-                                   where, brief(o.ipclab), identity_text(hello), identity_text(mine)));
+      throw UsageError(
+          fmt::format("{}: the remote ipclab '{}' is {}, this one is {}; run the same build on "
+                      "both hosts (--remote-ipclab PATH names it there)",
+                      where, brief(o.ipclab), identity_text(hello), identity_text(mine)));
   link->hello_ = hello;
 
   // The clocks: NTP's estimate over the channel — the remote's reading against the midpoint of the
@@ -352,8 +362,8 @@ void Link::send(const nlohmann::json& j) {
   try {
     write_line(in_, j);
   } catch (const std::exception&) {
-    throw std::runtime_error(
-        fmt::format("the ssh connection to {} is lost{}", o_.host, ssh_said().empty() ? "" : ": " + ssh_said()));
+    throw std::runtime_error(fmt::format("the ssh connection to {} is lost{}", o_.host,
+                                         ssh_said().empty() ? "" : ": " + ssh_said()));
   }
 }
 
@@ -399,14 +409,16 @@ nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
     if (eof) {
       ssh_.wait(1.0);
       read_some(0);
-      throw std::runtime_error(fmt::format("the remote side on {} ended while ipclab waited for {}{}{}", o_.host,
-                                           waiting_for, ssh_.reaped() ? " (ssh " + describe_exit(ssh_.status()) + ")" : "",
+      throw std::runtime_error(fmt::format("the remote side on {} ended while ipclab waited for {}{}{}",
+                                           o_.host, waiting_for,
+                                           ssh_.reaped() ? " (ssh " + describe_exit(ssh_.status()) + ")" : "",
                                            ssh_said().empty() ? "" : ": " + ssh_said()));
     }
     if (now_ns() >= deadline)
-      throw std::runtime_error(fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
-                                           "waited for {}: it is frozen or the connection hangs",
-                                           o_.host, timeout_s, waiting_for));
+      throw std::runtime_error(
+          fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
+                      "waited for {}: it is frozen or the connection hangs",
+                      o_.host, timeout_s, waiting_for));
   }
 }
 
@@ -420,7 +432,8 @@ Link* g_link = nullptr;
 // The producers' (clients') ends of the channels: connected sockets to the remote side's ports.
 class RemoteTransport final : public Transport {
  public:
-  RemoteTransport(const Params& p, Link& link, int type, const std::string& address, const std::vector<int>& ports)
+  RemoteTransport(const Params& p, Link& link, int type, const std::string& address,
+                  const std::vector<int>& ports)
       : link_(link), address_(address), ports_(ports) {
     size_t next = 0;
     auto make = [&]() {
@@ -429,7 +442,8 @@ class RemoteTransport final : public Transport {
       a.sin_port = htons(uint16_t(ports.at(type == SOCK_STREAM ? 0 : next)));
       ++next;
       if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
-        throw std::runtime_error(fmt::format("the remote side reported address '{}', not IPv4", brief(address)));
+        throw std::runtime_error(
+            fmt::format("the remote side reported address '{}', not IPv4", brief(address)));
       int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
       if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
         int e = errno;
@@ -504,11 +518,16 @@ ServerAddress start_server(Session& s, Link& link) {
   nlohmann::json params = nlohmann::json::object();
   for (auto& [k, v] : s.params().items()) params[k] = v;
   const double timeout = s.options().timeout_s();
-  link.send({{"op", "server"}, {"mechanism", m.full_name()}, {"params", params}, {"address", link.options().address}});
+  link.send({{"op", "server"},
+             {"mechanism", m.full_name()},
+             {"params", params},
+             {"address", link.options().address}});
   const auto r = link.receive(timeout, "its " + m.full_name() + " server");
   if (r.contains("error"))
-    throw std::runtime_error(fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
-  ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address, r.value("port", 0)};
+    throw std::runtime_error(
+        fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address,
+                  r.value("port", 0)};
   s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
   // This end of the path: the interface a datagram socket connected there would leave by (a UDP
   // connect sends nothing).
@@ -530,7 +549,8 @@ std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
   nlohmann::json r;
   try {
     link.send({{"op", failed ? "abort" : "end"}});
-    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
+    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
+            .value("result", nlohmann::json::object());
   } catch (const std::exception& e) {
     if (!failed) rec.fail(e.what());
     return {};
@@ -568,8 +588,10 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
              {"timeout_s", timeout}});
   const auto r = link.receive(timeout, "its end of " + m.full_name());
   if (r.contains("error"))
-    throw std::runtime_error(fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
-  const std::string address = link.options().address.empty() ? r.value("address", "") : link.options().address;
+    throw std::runtime_error(
+        fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  const std::string address =
+      link.options().address.empty() ? r.value("address", "") : link.options().address;
   try {
     return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
                                              r.value("ports", std::vector<int>{}));
@@ -594,7 +616,8 @@ void fold(Session& s, Link& link) {
     link.send({{"op", failed ? "abort" : "end"}});
     // A run that failed already (a stall: the remote side may be frozen) waits no longer than the
     // remote side's own grace after an abort, doubled.
-    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results").value("result", nlohmann::json::object());
+    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
+            .value("result", nlohmann::json::object());
   } catch (const std::exception& e) {
     if (!failed) rec.fail(e.what());
     return;
@@ -685,12 +708,12 @@ void server_body(Bench& b, const Mechanism& mech, const Params& p, int i) {
           ::connect(fd, reinterpret_cast<sockaddr*>(&from), len) != 0)
         throw std::system_error(errno, std::generic_category(), "udp peer");
     }
-    messaging::FdEndpoint ep(fd, fd, b.type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
+    messaging::FdEndpoint ep(fd, fd,
+                             b.type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
                              true, p.flag("nonblocking"), nullptr);
     serve_roundtrip(w, ep, mech, p);
   } catch (const std::exception& e) {
-    if (!b.ctl->abort.load())
-      std::snprintf(slot.error, sizeof slot.error, "server %d: %s", i, e.what());
+    if (!b.ctl->abort.load()) std::snprintf(slot.error, sizeof slot.error, "server %d: %s", i, e.what());
   }
   w.finish();
   slot.finished.store(1);
@@ -732,7 +755,8 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   if (address.empty()) address = ssh_server_address();
   std::optional<ServerProcess> server;
   try {
-    if (address.empty()) throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    if (address.empty())
+      throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
     // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
     // server inherits (10,000 clients need as many descriptors).
     ensure_nofile(0, "the remote server");
@@ -805,7 +829,10 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   } catch (const std::exception&) {
   }
   reply({{"result",
-          {{"cpu", cpu_json(window)}, {"cpu_whole_life", cpu_json(whole)}, {"path", path}, {"errors", errors}}}});
+          {{"cpu", cpu_json(window)},
+           {"cpu_whole_life", cpu_json(whole)},
+           {"path", path},
+           {"errors", errors}}}});
   return true;
 }
 
@@ -845,13 +872,11 @@ int serve() {
       continue;
     }
     if (op == "server") {
-      if (!serve_server(
-              cmd, reply,
-              [&](double timeout_s, bool& ended) {
-                nlohmann::json j = next(timeout_s);
-                ended = eof;
-                return j;
-              }))
+      if (!serve_server(cmd, reply, [&](double timeout_s, bool& ended) {
+            nlohmann::json j = next(timeout_s);
+            ended = eof;
+            return j;
+          }))
         return 3;
       continue;
     }
@@ -883,7 +908,8 @@ int serve() {
     b->fds.assign(size_t(n), -1);
     std::vector<int> ports;
     try {
-      if (b->address.empty()) throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+      if (b->address.empty())
+        throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
       if (b->type == SOCK_STREAM) {
         b->listener = bound(SOCK_STREAM, b->address);
         messaging::check_rc(::listen(b->listener, n), "listen");
@@ -935,7 +961,8 @@ int serve() {
     std::vector<std::string> errors;
     if (b->done.load() < n) {
       if (!lost && !b->ctl->abort.load())
-        errors.push_back(fmt::format("{} of {} servers got no stop marker from their clients", n - b->done.load(), n));
+        errors.push_back(
+            fmt::format("{} of {} servers got no stop marker from their clients", n - b->done.load(), n));
       b->ctl->abort.store(1);
       shutdown_all(*b);
       const uint64_t grace = now_ns() + 1'000'000'000ull;
@@ -954,8 +981,9 @@ int serve() {
       requests += b->ctl->slots[i].progress.load();
       if (b->ctl->slots[i].error[0]) errors.push_back(b->ctl->slots[i].error);
     }
-    nlohmann::json path = b->type == SOCK_STREAM ? (b->fds[0] >= 0 ? network_path(b->fds[0]) : nlohmann::json())
-                                                 : network_path(b->fds[0]);
+    nlohmann::json path = b->type == SOCK_STREAM
+                              ? (b->fds[0] >= 0 ? network_path(b->fds[0]) : nlohmann::json())
+                              : network_path(b->fds[0]);
     if (lost) return 3;
     reply({{"result", {{"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}}}});
     if (!all_done) return 1;  // a server thread cannot be stopped: this process ends instead

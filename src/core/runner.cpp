@@ -72,8 +72,8 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
     for (auto& p : m->params) known.insert(p.name);
   for (auto& [name, _] : overrides)
     if (!known.count(name))
-      throw UsageError(
-          fmt::format("unknown parameter '{}' for the selected benchmarks; see `ipclab list SUITE`", brief(name)));
+      throw UsageError(fmt::format(
+          "unknown parameter '{}' for the selected benchmarks; see `ipclab list SUITE`", brief(name)));
 
   std::vector<PlannedBenchmark> out;
   std::string dropped;  // why the first impossible point was left out
@@ -122,20 +122,23 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
   return out;
 }
 
-std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks, const std::string& mode,
-                                         const std::vector<int>& cpus, bool placement_asked) {
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks,
+                                         const std::string& mode, const std::vector<int>& cpus,
+                                         bool placement_asked) {
   if (mode != "every" && mode != "class")
-    throw UsageError(fmt::format("--cpu-matrix '{}': use every (every pair of --cpus) or class (one pair per "
-                                 "placement class)",
-                                 brief(mode)));
+    throw UsageError(
+        fmt::format("--cpu-matrix '{}': use every (every pair of --cpus) or class (one pair per "
+                    "placement class)",
+                    brief(mode)));
   if (placement_asked)
     throw UsageError("--cpu-matrix places the two sides itself, pair by pair; drop -p placement");
   if (cpus.size() < 2)
     throw UsageError("--cpu-matrix needs two CPUs or more; give --cpus with at least two, e.g. --cpus 0,1");
   if (mode == "every" && cpus.size() > 64)
-    throw UsageError(fmt::format("--cpu-matrix every over {} CPUs makes {} pairs; give --cpus with at most 64 "
-                                 "CPUs, or use --cpu-matrix class",
-                                 cpus.size(), cpus.size() * (cpus.size() - 1) / 2));
+    throw UsageError(
+        fmt::format("--cpu-matrix every over {} CPUs makes {} pairs; give --cpus with at most 64 "
+                    "CPUs, or use --cpu-matrix class",
+                    cpus.size(), cpus.size() * (cpus.size() - 1) / 2));
   auto two_sided = [](const PlannedBenchmark& b) {
     for (auto& spec : b.mech->params)
       if (spec.name == "placement")
@@ -218,10 +221,10 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
   } catch (const std::exception& e) {
     rec.fail(e.what());
   }
-  if (rec.status == Status::Ok && !rec.integrity.clean())
-    rec.fail("integrity: " + rec.integrity.text());
+  if (rec.status == Status::Ok && !rec.integrity.clean()) rec.fail("integrity: " + rec.integrity.text());
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
-  if (const Suite* suite = Registry::get().suite(rec.suite); suite && suite->finish && rec.status == Status::Ok) {
+  if (const Suite* suite = Registry::get().suite(rec.suite);
+      suite && suite->finish && rec.status == Status::Ok) {
     try {
       suite->finish(s);
     } catch (const std::exception& e) {

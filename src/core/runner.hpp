@@ -43,8 +43,9 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
 /// per placement class present here (resolve_pair: the pair nearest its class's median). Other
 /// points are left out. UsageError for another MODE, when no point is left, when -p placement
 /// was given (the matrix places the sides), and for `every` over more than 64 CPUs.
-std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks, const std::string& mode,
-                                         const std::vector<int>& cpus, bool placement_asked);
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks,
+                                         const std::string& mode, const std::vector<int>& cpus,
+                                         bool placement_asked);
 
 /// A preset: which grid each parameter takes (its `quick` or `full` values, declared with the
 /// parameter) and the run options it implies. The one table of presets.

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -26,7 +26,8 @@ ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu, const st
     if (!address.empty())
       throw std::runtime_error("an exec'd server listens on 127.0.0.1 itself: it cannot serve another host");
     if (!launch.reactor_cpus.empty())
-      throw std::logic_error("an exec'd server runs its own threads: it has no reactor_cpus (refuse it in check)");
+      throw std::logic_error(
+          "an exec'd server runs its own threads: it has no reactor_cpus (refuse it in check)");
     if (access(launch.argv[0].c_str(), X_OK) != 0)
       throw Skip(fmt::format("server executable {} is not built", launch.argv[0]));
     return ServerProcess(Process::exec(Spawn{.cpu = cpu, .ready_pipe = true}, launch.argv));
@@ -89,9 +90,10 @@ CpuUsage ServerProcess::stop() {
 
 void add_reactor_sides(Placement& placement, const std::vector<int>& reactor_cpus) {
   for (size_t i = 0; i < reactor_cpus.size(); ++i)
-    placement.sides.push_back({.role = "reactor",
-                               .index = int(i),
-                               .pinned = reactor_cpus[i] >= 0 ? std::vector<int>{reactor_cpus[i]} : std::vector<int>{}});
+    placement.sides.push_back(
+        {.role = "reactor",
+         .index = int(i),
+         .pinned = reactor_cpus[i] >= 0 ? std::vector<int>{reactor_cpus[i]} : std::vector<int>{}});
 }
 
 }  // namespace ipclab

@@ -138,8 +138,8 @@ void Session::arm_guard(const char* phase) {
   // longer say so: Deadline::waiting_for, Deadline::progress).
   const double limit = std::max(opts_.timeout_s(), 60.0);
   guard_ = std::make_unique<Deadline>(limit, fmt::format("FAILED {} (repetition {}): stalled: its {} did not "
-                                                          "finish within {:.1f} s",
-                                                          rec_.name, rec_.repetition, phase, limit));
+                                                         "finish within {:.1f} s",
+                                                         rec_.name, rec_.repetition, phase, limit));
 }
 
 void Session::Unmap::operator()(Control* c) const {
@@ -210,10 +210,10 @@ class Session::Run {
   Control& ctl_;
   std::vector<WorkerSpec> workers_;
   const int n_;
-  const std::vector<PeerSpec> peers_;                // add_peer's, for this run
-  const std::function<void(Phase)> on_phase_;        // on_phase's, for this run
-  const double until_done_;                          // until_done's, for this run (0: none)
-  const int process_cpu_;                            // the thread worker charged the process's CPU
+  const std::vector<PeerSpec> peers_;          // add_peer's, for this run
+  const std::function<void(Phase)> on_phase_;  // on_phase's, for this run
+  const double until_done_;                    // until_done's, for this run (0: none)
+  const int process_cpu_;                      // the thread worker charged the process's CPU
   std::vector<std::thread> threads_;
   std::vector<Process> procs_;  // forked workers: one not reaped is killed and reaped on every path
   std::vector<std::string> peer_death_;
@@ -221,7 +221,7 @@ class Session::Run {
   // A process_cpu worker's window charges this thread's polling too: this thread's CPU between
   // the moments it sees that window open and close (each within one poll) is taken out again.
   CpuUsage own_open_, own_close_;
-  int own_seen_ = 0;  // 1: the opening seen, 2: the closing too
+  int own_seen_ = 0;                  // 1: the opening seen, 2: the closing too
   uint64_t t_begin_ = 0, t_end_ = 0;  // the measured window (now_ns; t_begin_ 0: it never opened)
   std::vector<uint64_t> slice_at_;    // the boundaries between slices the window passed (now_ns)
   std::vector<CpuUsage> peer_cpu0_;
@@ -306,7 +306,8 @@ bool Session::Run::workers_finished() const {
 // Every worker gone: its process reaped, its thread's body returned.
 bool Session::Run::workers_exited() const {
   for (int i = 0; i < n_; ++i)
-    if (workers_[size_t(i)].process ? procs_[size_t(i)].running() : !ctl_.slots[i].finished.load()) return false;
+    if (workers_[size_t(i)].process ? procs_[size_t(i)].running() : !ctl_.slots[i].finished.load())
+      return false;
   return true;
 }
 
@@ -351,9 +352,9 @@ void Session::Run::start_workers() {
               [this, i] { return ctl_.slots[i].finished.load(std::memory_order_acquire) != 0; });
   }
   for (auto& peer : peers_)
-    if (peer.progress) wd_.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress, [this] {
-        return workers_finished();
-      });
+    if (peer.progress)
+      wd_.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress,
+                [this] { return workers_finished(); });
 }
 
 // A forked worker that exits before finishing its work is a dead peer, and so is a peer process
@@ -431,14 +432,17 @@ void Session::Run::await_ready() {
     std::string who;
     for (int i = 0; i < n_; ++i)
       if (!ctl_.slots[i].readied.load(std::memory_order_acquire) && !ctl_.slots[i].finished.load())
-        who += fmt::format("{}{} {}{}", who.empty() ? "" : ", ", workers_[size_t(i)].role, workers_[size_t(i)].index,
-                           workers_[size_t(i)].process ? fmt::format(" (pid {})", procs_[size_t(i)].pid()) : "");
-    rec_.fail(fmt::format("{} of {} workers did not become ready within 10 s{}{}", n_ - ctl_.ready.load(), n_,
-                          who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ", who));
+        who += fmt::format(
+            "{}{} {}{}", who.empty() ? "" : ", ", workers_[size_t(i)].role, workers_[size_t(i)].index,
+            workers_[size_t(i)].process ? fmt::format(" (pid {})", procs_[size_t(i)].pid()) : "");
+    rec_.fail(
+        fmt::format("{} of {} workers did not become ready within 10 s{}{}", n_ - ctl_.ready.load(), n_,
+                    who.empty() ? "" : ": still in their set-up (opening an endpoint or a file): ", who));
     abort();
   }
   for (int i = 0; i < n_; ++i)
-    if (!workers_[size_t(i)].process) wd_.set_tid(size_t(i), ctl_.slots[i].tid.load(std::memory_order_relaxed));
+    if (!workers_[size_t(i)].process)
+      wd_.set_tid(size_t(i), ctl_.slots[i].tid.load(std::memory_order_relaxed));
 }
 
 // --warmup (none in a run bounded by its work), then until the workers whose warm-up is a piece of
@@ -451,7 +455,8 @@ void Session::Run::warm_up() {
   const uint64_t warm_limit = now_ns() + uint64_t(warm_limit_s * 1e9);
   while (ctl_.warming.load() > 0 && !aborted()) {
     if (now_ns() > warm_limit) {
-      rec_.fail(fmt::format("stalled: the workers' warm-up work did not finish within {:.1f} s", warm_limit_s));
+      rec_.fail(
+          fmt::format("stalled: the workers' warm-up work did not finish within {:.1f} s", warm_limit_s));
       abort();
       break;
     }
@@ -515,7 +520,8 @@ void Session::Run::close_window() {
 void Session::Run::give_up_on_workers(uint64_t now, uint64_t join_deadline) {
   if (now > join_deadline && !timed_out_) {
     timed_out_ = true;
-    rec_.fail(fmt::format("workers still running {:.1f} s after the stop: a peer stalled", s_.opts_.timeout_s()));
+    rec_.fail(
+        fmt::format("workers still running {:.1f} s after the stop: a peer stalled", s_.opts_.timeout_s()));
   }
   abort();
   for (int i = 0; i < n_; ++i) {
@@ -633,7 +639,8 @@ void Session::Run::fold(const std::string& latency_kind) {
     Side side{w.role, w.index, {}, cpus_of_mask(s.cpu_mask)};
     if (s.pinned >= 0) side.pinned = {s.pinned};
     rec_.placement.sides.push_back(side);
-    if (s.error[0] && std::strcmp(s.error, "aborted") != 0) rec_.fail(fmt::format("{} {}: {}", w.role, w.index, s.error));
+    if (s.error[0] && std::strcmp(s.error, "aborted") != 0)
+      rec_.fail(fmt::format("{} {}: {}", w.role, w.index, s.error));
   }
   for (size_t k = 0; k < peers_.size(); ++k) {
     rec_.cpu += s_.peer_cpu_[k];
@@ -687,22 +694,24 @@ void Session::Run::fold_series(const std::string& latency_kind) {
   rec_.series = make_series(t_ns, ops, lat);
 }
 
-WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool processes, const std::string& latency_kind) {
+WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool processes,
+                                   const std::string& latency_kind) {
   if (workers.size() > size_t(kMaxWorkers))
-    throw UsageError(fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
+    throw UsageError(
+        fmt::format("{} workers asked for; at most {} are supported", workers.size(), kMaxWorkers));
   int process_cpu = -1;  // the thread worker that charges the whole process's CPU, if any
   for (int i = 0; i < int(workers.size()); ++i) {
     WorkerSpec& w = workers[size_t(i)];
     w.process = w.process || processes;
     if (!w.process_cpu || w.process) continue;
-    if (process_cpu >= 0) throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
+    if (process_cpu >= 0)
+      throw std::logic_error("run_workers: at most one process_cpu thread worker per run");
     process_cpu = i;
   }
   // The set-up is over: the stall watchdog takes over, the clean-up guard after.
   const CleanupGuardAfter cleanup_guard(*this);
   install_wakeup_signal();
-  if (stuck_)
-    (void)ctl_.release();  // a stuck worker thread may still write into the last run's block
+  if (stuck_) (void)ctl_.release();  // a stuck worker thread may still write into the last run's block
   ctl_.reset();
   // Shared anonymous memory: the same block serves threads and forked processes alike.
   void* mem = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -68,7 +68,7 @@ struct WorkerResult {
   std::atomic<int> tid{0};
   std::atomic<int> finished{0};
   std::atomic<int> readied{0};  // its set-up (Worker::ready) is done: the endpoint or file opened
-  uint64_t t_done = 0;  // when it finished inside the measured window (0: it did not)
+  uint64_t t_done = 0;          // when it finished inside the measured window (0: it did not)
   // The worker's own measured window: when it saw the measure phase and when it saw the stop (or
   // finished), each between two of its operations — the run's window for workers of whole
   // operations (WorkerSpec::whole_ops). Atomic: the coordinator follows a process_cpu worker's.

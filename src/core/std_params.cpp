@@ -21,8 +21,9 @@ ParamSpec pattern() {
 ParamSpec throughput_or_roundtrip() {
   auto p = pattern();
   p.choices = {"throughput", "roundtrip"};
-  p.help = "throughput: the sender streams messages, one-way latency from each send; roundtrip: each message is "
-           "echoed back before the next, RTT";
+  p.help =
+      "throughput: the sender streams messages, one-way latency from each send; roundtrip: each message is "
+      "echoed back before the next, RTT";
   return p;
 }
 
@@ -38,44 +39,45 @@ ParamSpec closed_or_rate() {
 
 std::vector<ParamSpec> rate_params() {
   const std::pair<std::string, std::vector<std::string>> on_rate{"pattern", {"rate"}};
-  return {{.name = "rate",
-           .type = ParamType::Rate,
-           .def = "10k",
-           .choices = {"auto"},
-           .help = "offered load per second, all senders together (e.g. 10k, 2.5M); auto: the highest "
-                   "rate whose corrected p99 stays within slo_p99_us (bisection over short trials)",
-           .max = 100'000'000,
-           .only_with = on_rate},
-          {.name = "arrivals",
-           .type = ParamType::String,
-           .def = "fixed",
-           .choices = {"fixed", "poisson"},
-           .help = "fixed gaps of 1/rate, or Poisson arrivals (exponential gaps from -p seed=)",
-           .only_with = on_rate},
-          {.name = "pace",
-           .type = ParamType::String,
-           .def = "spin",
-           .choices = {"spin", "sleep", "busy"},
-           .help = "how a sender waits for a send time: sleep until a margin before it, then spin (the margin: "
-                   "the wake-up lateness p99.9, measured before the run); sleep only; or busy: spin all the "
-                   "way (no wake-up delay, a whole CPU per sender)",
-           .only_with = on_rate},
-          {.name = "seed",
-           .type = ParamType::Int,
-           .def = "1",
-           .help = "seed of the Poisson arrivals (sender i uses seed + i)",
-           .min = 0,
-           .max = 1'000'000'000'000,
-           .only_with = on_rate},
-          {.name = "slo_p99_us",
-           .type = ParamType::Double,
-           .def = "unloaded",
-           .choices = {"unloaded"},
-           .help = "rate=auto: the corrected p99 latency bound, microseconds; unloaded: 3 x the "
-                   "transport's own p99 at a low rate (the search's first trial, 1000/s)",
-           .min = 1,
-           .max = 10'000'000,
-           .only_with = {"rate", {"auto"}}}};
+  return {
+      {.name = "rate",
+       .type = ParamType::Rate,
+       .def = "10k",
+       .choices = {"auto"},
+       .help = "offered load per second, all senders together (e.g. 10k, 2.5M); auto: the highest "
+               "rate whose corrected p99 stays within slo_p99_us (bisection over short trials)",
+       .max = 100'000'000,
+       .only_with = on_rate},
+      {.name = "arrivals",
+       .type = ParamType::String,
+       .def = "fixed",
+       .choices = {"fixed", "poisson"},
+       .help = "fixed gaps of 1/rate, or Poisson arrivals (exponential gaps from -p seed=)",
+       .only_with = on_rate},
+      {.name = "pace",
+       .type = ParamType::String,
+       .def = "spin",
+       .choices = {"spin", "sleep", "busy"},
+       .help = "how a sender waits for a send time: sleep until a margin before it, then spin (the margin: "
+               "the wake-up lateness p99.9, measured before the run); sleep only; or busy: spin all the "
+               "way (no wake-up delay, a whole CPU per sender)",
+       .only_with = on_rate},
+      {.name = "seed",
+       .type = ParamType::Int,
+       .def = "1",
+       .help = "seed of the Poisson arrivals (sender i uses seed + i)",
+       .min = 0,
+       .max = 1'000'000'000'000,
+       .only_with = on_rate},
+      {.name = "slo_p99_us",
+       .type = ParamType::Double,
+       .def = "unloaded",
+       .choices = {"unloaded"},
+       .help = "rate=auto: the corrected p99 latency bound, microseconds; unloaded: 3 x the "
+               "transport's own p99 at a low rate (the search's first trial, 1000/s)",
+       .min = 1,
+       .max = 10'000'000,
+       .only_with = {"rate", {"auto"}}}};
 }
 
 bool is_rate(const Params& p) { return p.str_or("pattern", "") == "rate"; }
@@ -110,17 +112,18 @@ ParamSpec placement(std::vector<std::string> choices, std::vector<std::string> q
   const bool two = std::find(choices.begin(), choices.end(), "cross") != choices.end();
   if (two)
     for (const char* c : {"smt", "llc", "cross_llc", "cross_numa"}) choices.push_back(c);
-  return {.name = "placement",
-          .type = ParamType::String,
-          .def = choices.front(),
-          .choices = choices,
-          .help = two ? "same: all sides on the first --cpus CPU; cross: the two sides on the first two; smt, "
-                        "llc, cross_llc, cross_numa: on the pair of --cpus in that class (one core, one "
-                        "last-level cache, one NUMA node, two nodes) nearest its median measured round trip "
-                        "(`ipclab topo`); unpinned: the scheduler decides"
-                      : "same: all sides on the first --cpus CPU; unpinned: the scheduler decides",
-          .quick = std::move(quick),
-          .full = full};
+  return {
+      .name = "placement",
+      .type = ParamType::String,
+      .def = choices.front(),
+      .choices = choices,
+      .help = two ? "same: all sides on the first --cpus CPU; cross: the two sides on the first two; smt, "
+                    "llc, cross_llc, cross_numa: on the pair of --cpus in that class (one core, one "
+                    "last-level cache, one NUMA node, two nodes) nearest its median measured round trip "
+                    "(`ipclab topo`); unpinned: the scheduler decides"
+                  : "same: all sides on the first --cpus CPU; unpinned: the scheduler decides",
+      .quick = std::move(quick),
+      .full = full};
 }
 
 ParamSpec latency_sample() {
@@ -153,7 +156,8 @@ ParamSpec random() {
 std::string size_problem(const Params& p) {
   const int64_t size = p.i64("size");
   if (is_rate(p) && size < 32)
-    return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the message)";
+    return "pattern=rate needs size >= 32 (sequence, timestamps and intended send time travel in the "
+           "message)";
   if (!is_rate(p) && !is_roundtrip(p) && size < 24)
     return "throughput needs size >= 24 (sequence and timestamp travel in the message)";
   return "";
@@ -164,8 +168,9 @@ ParamSpec verify(std::vector<std::string> quick) {
           .type = ParamType::String,
           .def = "full",
           .choices = {"full", "sample"},
-          .help = "full: the sender writes and the receiver checks every byte; sample: the header, the tail "
-                  "and one word per 4 KiB page (what touching every byte costs)",
+          .help =
+              "full: the sender writes and the receiver checks every byte; sample: the header, the tail "
+              "and one word per 4 KiB page (what touching every byte costs)",
           .quick = std::move(quick),
           .full = {"full", "sample"}};
 }

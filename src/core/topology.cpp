@@ -78,7 +78,8 @@ Topology read(const std::string& sys, const std::vector<int>& want) {
   // NUMA nodes: which node lists each CPU (none listed: node 0).
   std::vector<std::pair<int, std::vector<int>>> nodes;
   for (int n : numbered(sys + "/devices/system/node", "node"))
-    nodes.emplace_back(n, kernel_list(first_line(sys + "/devices/system/node/node" + std::to_string(n) + "/cpulist")));
+    nodes.emplace_back(
+        n, kernel_list(first_line(sys + "/devices/system/node/node" + std::to_string(n) + "/cpulist")));
   std::set<int> packages, node_set, llcs;
   std::set<std::pair<int, int>> cores;
   for (int id : ids) {
@@ -159,7 +160,8 @@ void judge(const Topology& t, Matrix& m) {
   for (auto& p : m.pairs) {
     const std::string r = rel_of(p);
     if (r == "smt" || p.ns <= 0) continue;
-    const auto& same = std::find_if(by_rel.begin(), by_rel.end(), [&](auto& e) { return e.first == r; })->second;
+    const auto& same =
+        std::find_if(by_rel.begin(), by_rel.end(), [&](auto& e) { return e.first == r; })->second;
     // At most half the median of the pairs sysfs relates as it relates this one.
     if (same.size() >= 3 && p.ns * 2 <= median_of(same)) m.hidden_siblings.push_back(p);
   }
@@ -240,7 +242,8 @@ nlohmann::json to_json(const Topology& t, const Matrix& m) {
                      {"class", m.cls[i]},
                      {"relation", relation(cpu(m.pairs[i].a), cpu(m.pairs[i].b))}});
   nlohmann::json hidden = nlohmann::json::array();
-  for (auto& p : m.hidden_siblings) hidden.push_back({{"a", p.a}, {"b", p.b}, {"c2c_ns", std::round(p.ns * 10) / 10}});
+  for (auto& p : m.hidden_siblings)
+    hidden.push_back({{"a", p.a}, {"b", p.b}, {"c2c_ns", std::round(p.ns * 10) / 10}});
   j["c2c"] = {{"pairs", pairs},
               {"sampled", m.sampled},
               {"classes", m.cls.empty() ? 0 : *std::max_element(m.cls.begin(), m.cls.end()) + 1},

@@ -16,8 +16,8 @@ namespace ipclab::topo {
 struct Cpu {
   int id = -1;
   int package = -1, core = -1, node = -1;
-  int llc = -1;                // the last-level cache's domain: the lowest CPU sharing it
-  std::vector<int> siblings;   // SMT siblings, itself included (thread_siblings_list)
+  int llc = -1;               // the last-level cache's domain: the lowest CPU sharing it
+  std::vector<int> siblings;  // SMT siblings, itself included (thread_siblings_list)
 };
 
 /// What sysfs says of `cpus` (every CPU listed there when empty). `sys` is the sysfs root
@@ -87,7 +87,8 @@ Matrix measure_pairs(const Topology& t, Measure&& measure, size_t per_relation) 
       }
       todo.emplace_back(i, j);
     }
-  for (auto [i, j] : todo) m.pairs.push_back({t.cpus[i].id, t.cpus[j].id, measure(t.cpus[i].id, t.cpus[j].id)});
+  for (auto [i, j] : todo)
+    m.pairs.push_back({t.cpus[i].id, t.cpus[j].id, measure(t.cpus[i].id, t.cpus[j].id)});
   judge(t, m);
   return m;
 }

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "../workload_support.hpp"
 #include "core/error.hpp"
 #include "core/runner.hpp"
-#include "../workload_support.hpp"
 
 namespace ipclab {
 namespace {
@@ -67,7 +67,8 @@ TEST_P(Bulk, EveryByteArrivesAndTheRecordStatesTheBulkFigures) {
           EXPECT_EQ(r.integrity.sent, r.integrity.received) << r.name;
         }
         // Each op moved one message (throughput) or a request and its echo (roundtrip).
-        const uint64_t per_op = uint64_t(parse_integer(size, true).value()) * (pattern == "roundtrip" ? 2 : 1);
+        const uint64_t per_op =
+            uint64_t(parse_integer(size, true).value()) * (pattern == "roundtrip" ? 2 : 1);
         EXPECT_EQ(r.bytes, r.ops * per_op) << r.name;
         ASSERT_TRUE(r.extra.contains("bulk")) << r.name;
         const auto& b = r.extra["bulk"];
@@ -99,7 +100,8 @@ TEST_P(Bulk, SampledVerificationDeliversToo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Bulk, ::testing::ValuesIn(variants()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, Bulk, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(Bulk, SizesOutsideTheSuitesRangeAreRefused) {
   EXPECT_THROW(run("pipe", {{"size", {"2K"}}}), UsageError);

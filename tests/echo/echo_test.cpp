@@ -409,8 +409,7 @@ TEST(EchoRate, RateBeyondReachIsSaturatedWithoutLatency) {
   ASSERT_EQ(rec.status, Status::Ok) << rec.error;
   const auto& r = rec.extra["rate"];
   EXPECT_TRUE(r["saturated"].get<bool>());
-  EXPECT_NE(r["saturation"].get<std::string>().find("of 20000000/s:"), std::string::npos)
-      << r["saturation"];
+  EXPECT_NE(r["saturation"].get<std::string>().find("of 20000000/s:"), std::string::npos) << r["saturation"];
   EXPECT_LT(r["achieved_per_s"].get<double>(), 0.99 * 20e6);
   EXPECT_GT(r["achieved_per_s"].get<double>(), 0.0);
   EXPECT_FALSE(rec.latency.has_value());
@@ -449,7 +448,8 @@ TEST_P(TwoReactors, EchoVerifiedBytesFromPinnedReactors) {
   if (over.count("pattern") == 0) EXPECT_EQ(rec.integrity.received, rec.ops);
   std::vector<int> reactors, clients;
   for (const Side& side : rec.placement.sides) {
-    if (side.role == "server") EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
+    if (side.role == "server")
+      EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
     if (side.role != "reactor" && side.role != "client") continue;
     ASSERT_EQ(side.pinned.size(), 1u) << side.role << side.index;
     (side.role == "reactor" ? reactors : clients).push_back(side.pinned[0]);
@@ -492,7 +492,8 @@ TEST(Echo, ReactorsAreRefusedWhereTheyCannotRun) {
     EXPECT_NE(why.find("use reactors=1"), std::string::npos) << single << ": " << why;
     EXPECT_NE(why.find("echo/epoll"), std::string::npos) << single << ": " << why;
   }
-  EXPECT_NE(refusal("echo/epoll", {"reactors=2", "connections=1"}).find("connections >= 2"), std::string::npos);
+  EXPECT_NE(refusal("echo/epoll", {"reactors=2", "connections=1"}).find("connections >= 2"),
+            std::string::npos);
   EXPECT_EQ(refusal("echo/epoll", {"reactors=2", "connections=2"}), "");
 }
 

@@ -123,7 +123,8 @@ TEST(Estimate, BudgetText) {
   EXPECT_EQ(parse_budget("90s"), 90.0);
   EXPECT_EQ(parse_budget("1.5h"), 5400.0);
   EXPECT_EQ(parse_budget("none"), std::nullopt);
-  for (const char* bad : {"", "5", "m", "5x", "-1m", "0s", "0.5s", "nanm", "infh", " 5m", "5 m", "1001h", "5M"})
+  for (const char* bad :
+       {"", "5", "m", "5x", "-1m", "0s", "0.5s", "nanm", "infh", " 5m", "5 m", "1001h", "5M"})
     EXPECT_THROW(parse_budget(bad), UsageError) << bad;
   EXPECT_EQ(duration_text(45), "45s");
   EXPECT_EQ(duration_text(280), "4m40s");
@@ -131,8 +132,8 @@ TEST(Estimate, BudgetText) {
 }
 
 TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
-  const std::filesystem::path root = std::filesystem::temp_directory_path() /
-                                     ("ipclab-estimate-test." + std::to_string(getpid()));
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("ipclab-estimate-test." + std::to_string(getpid()));
   std::filesystem::remove_all(root);
   const char* old = getenv("XDG_STATE_HOME");
   const std::string saved = old ? old : "";
@@ -153,7 +154,8 @@ TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
   const CostModel back = CostModel::load(path);
   EXPECT_DOUBLE_EQ(back.overhead_s("messaging/pipe"), 0.25);
   // A file that is not one ipclab wrote teaches nothing.
-  std::ofstream(path) << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": -3, \"samples\": 1}}}";
+  std::ofstream(path)
+      << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": -3, \"samples\": 1}}}";
   EXPECT_FALSE(CostModel::load(path).learned("messaging/pipe"));
   std::ofstream(path) << "not json";
   EXPECT_FALSE(CostModel::load(path).learned("messaging/pipe"));

@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "../workload_support.hpp"
 #include "core/error.hpp"
 #include "core/runner.hpp"
-#include "../workload_support.hpp"
 
 namespace ipclab {
 namespace {
@@ -28,14 +28,16 @@ std::string text_of(const std::string& path) {
 TEST(ExampleMechanism, TheHarnessDrivesItInBothPatternsAsThreadsAndProcesses) {
   for (const char* pattern : {"roundtrip", "throughput"})
     for (const char* mode : {"threads", "processes"}) {
-      const Record r = run({{"pattern", {pattern}}, {"mode", {mode}}, {"size", {"256"}}, {"placement", {"unpinned"}}});
+      const Record r =
+          run({{"pattern", {pattern}}, {"mode", {mode}}, {"size", {"256"}}, {"placement", {"unpinned"}}});
       SCOPED_TRACE(r.name);
       EXPECT_EQ(r.status, Status::Ok) << r.error;
       EXPECT_GT(r.ops, 0u);
       EXPECT_GT(r.integrity.received, 0u);
       EXPECT_TRUE(r.integrity.clean()) << r.integrity.text();
     }
-  const Record pairs = run({{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}});
+  const Record pairs = run(
+      {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}});
   EXPECT_EQ(pairs.status, Status::Ok) << pairs.error;
   EXPECT_TRUE(pairs.integrity.clean()) << pairs.integrity.text();
 }
@@ -46,7 +48,8 @@ TEST(ExampleMechanism, ItsChecksRefuseWhatItCannotDo) {
     run({{"pattern", {"throughput"}}, {"producers", {"2"}}});
     ADD_FAILURE() << "two producers on one socketpair were planned";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("one socketpair carries one conversation"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one socketpair carries one conversation"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -43,13 +43,15 @@ TEST(Message, SampledCheckSeesTheSampledWordsAndNotTheOthers) {
   EXPECT_FALSE(msg::decode(buf.data(), kLen, true, 0, false).ok);
 }
 
-
 // msg::copy (an echo rewritten into a transport's own memory, libs/iceoryx): a sampled copy carries
 // exactly what a sampled check reads — into memory full of junk it passes that check, not a full
 // one, and leaves the bytes between samples as they were; a full copy is the message.
 TEST(Message, SampledCopyCarriesWhatTheSampledCheckReadsAndNothingElse) {
   for (const bool intended : {false, true}) {
-    const msg::Header h{.seq = 99, .producer = 2, .send_ns = 5, .flags = intended ? uint32_t(msg::kIntended) : 0u,
+    const msg::Header h{.seq = 99,
+                        .producer = 2,
+                        .send_ns = 5,
+                        .flags = intended ? uint32_t(msg::kIntended) : 0u,
                         .intended_ns = 4};
     std::vector<std::byte> src(kLen), dst(kLen, std::byte(0xA5));
     msg::encode(src.data(), kLen, h, true, true);

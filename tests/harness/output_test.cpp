@@ -79,7 +79,8 @@ TEST(Output, TheStatusShowsWhatCastsDoubtOnAnOkFigure) {
   agg.ci = {{"time_per_op_ns", {980.0, 1020.0}}};  // ±2% of 1000 ns
   agg.repetitions_auto = {{"target_pct", 1.0}, {"met", false}};
   agg.kernel = {{"unavailable", {{"syscalls", "tracefs is not mounted"}}}};
-  EXPECT_EQ(status_text(agg), "ok ±2.0%, CI target ±1% missed, bimodal repetitions, counters unavailable: syscalls");
+  EXPECT_EQ(status_text(agg),
+            "ok ±2.0%, CI target ±1% missed, bimodal repetitions, counters unavailable: syscalls");
   // A failed or skipped record says why, and nothing else.
   agg.fail("lost 3");
   EXPECT_EQ(status_text(agg), "failed: lost 3");

@@ -302,7 +302,8 @@ TEST(Placement, ACpuMatrixRunsEachRoundTripOncePerPair) {
   Overrides o;
   parse_override("pattern=roundtrip,throughput", o);
   parse_override("size=64", o);
-  const auto base = plan(select_mechanisms({"messaging/pipe", "messaging/shm_spsc"}), Preset::Default, o, {0, 1});
+  const auto base =
+      plan(select_mechanisms({"messaging/pipe", "messaging/shm_spsc"}), Preset::Default, o, {0, 1});
   const std::vector<int> three{0, 1, 2};  // the matrix's CPUs need not be this machine's: nothing runs
   const auto m = cpu_matrix(base, "every", three, false);
   // Two round-trip points (the throughput ones are left out), three pairs each.
@@ -319,8 +320,8 @@ TEST(Placement, ACpuMatrixRunsEachRoundTripOncePerPair) {
   // Points that differed only in their placement collapse into one per pair.
   Overrides both = o;
   parse_override("placement=same,cross", both);
-  EXPECT_EQ(cpu_matrix(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, both, {0, 1}), "every", three,
-                       false)
+  EXPECT_EQ(cpu_matrix(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, both, {0, 1}), "every",
+                       three, false)
                 .size(),
             3u);
   EXPECT_THROW(cpu_matrix(base, "every", three, true), UsageError) << "-p placement with the matrix";
@@ -330,8 +331,8 @@ TEST(Placement, ACpuMatrixRunsEachRoundTripOncePerPair) {
   for (int i = 0; i < 65; ++i) many[size_t(i)] = i;
   EXPECT_THROW(cpu_matrix(base, "every", many, false), UsageError);
   // Nothing two-sided: refused.
-  EXPECT_THROW(cpu_matrix(plan(select_mechanisms({"harness/null"}), Preset::Default, {}, {0, 1}), "every", three,
-                          false),
+  EXPECT_THROW(cpu_matrix(plan(select_mechanisms({"harness/null"}), Preset::Default, {}, {0, 1}), "every",
+                          three, false),
                UsageError);
 }
 

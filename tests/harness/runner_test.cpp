@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 
-#include "core/error.hpp"
 #include "core/clock.hpp"
+#include "core/error.hpp"
 #include "core/peer.hpp"
 #include "core/placement.hpp"
 

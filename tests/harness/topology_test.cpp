@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 
 class FakeSys {
  public:
-  FakeSys() : root_(fs::temp_directory_path() / ("ipclab-topo-" + std::to_string(::getpid()) + "-" +
-                                                 std::to_string(counter_++))) {
+  FakeSys()
+      : root_(fs::temp_directory_path() /
+              ("ipclab-topo-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::create_directories(root_);
   }
   ~FakeSys() { fs::remove_all(root_); }
@@ -106,9 +107,8 @@ TEST(Topology, AVmThatHidesSmtHasItsHiddenSiblingsFound) {
   EXPECT_FALSE(t.smt);
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> spread(155, 258);
-  const auto m = topo::measure_pairs(t, [&](int a, int b) {
-    return (a == 2 && b == 8) ? 52.0 : spread(rng);
-  });
+  const auto m =
+      topo::measure_pairs(t, [&](int a, int b) { return (a == 2 && b == 8) ? 52.0 : spread(rng); });
   EXPECT_EQ(m.pairs.size(), 120u);
   EXPECT_FALSE(m.sampled);
   ASSERT_EQ(m.hidden_siblings.size(), 1u);
@@ -116,7 +116,8 @@ TEST(Topology, AVmThatHidesSmtHasItsHiddenSiblingsFound) {
   EXPECT_EQ(m.hidden_siblings[0].b, 8);
   // Two classes: the pair, and everything else (155-258 ns is noise within one class).
   for (size_t i = 0; i < m.pairs.size(); ++i)
-    EXPECT_EQ(m.cls[i], m.pairs[i].a == 2 && m.pairs[i].b == 8 ? 0 : 1) << m.pairs[i].a << "-" << m.pairs[i].b;
+    EXPECT_EQ(m.cls[i], m.pairs[i].a == 2 && m.pairs[i].b == 8 ? 0 : 1)
+        << m.pairs[i].a << "-" << m.pairs[i].b;
 }
 
 TEST(Topology, NoiseMakesNoClassAndRealStepsDo) {
@@ -141,7 +142,8 @@ TEST(Topology, OverSixtyFourCpusMeasuresASamplePerRelation) {
   s.node(0, "0-39");
   s.node(1, "40-79");
   const auto t = topo::read(s.root());
-  const auto m = topo::measure_pairs(t, [](int a, int b) { return a / 40 == b / 40 ? 200.0 : 450.0; }, 8);
+  const auto m = topo::measure_pairs(
+      t, [](int a, int b) { return a / 40 == b / 40 ? 200.0 : 450.0; }, 8);
   EXPECT_TRUE(m.sampled);
   EXPECT_EQ(m.pairs.size(), 16u);  // 8 llc pairs, 8 cross_numa pairs
 }
@@ -154,8 +156,8 @@ TEST(Topology, APlacementClassTakesItsPairNearestTheClassMedian) {
   // Within socket 0 the llc pairs are 0-1 (180 ns), 0-3 (200), 1-2 (260), 2-3 (205): median 202.5,
   // nearest 0-3 and 2-3; 0-3 is listed first. The smt pairs 0-2 (60) and 1-3 (64).
   auto ns = [](int a, int b) {
-    const std::map<std::pair<int, int>, double> fig = {{{0, 1}, 180}, {{0, 3}, 200}, {{1, 2}, 260}, {{2, 3}, 205},
-                                                       {{0, 2}, 60},  {{1, 3}, 64}};
+    const std::map<std::pair<int, int>, double> fig = {{{0, 1}, 180}, {{0, 3}, 200}, {{1, 2}, 260},
+                                                       {{2, 3}, 205}, {{0, 2}, 60},  {{1, 3}, 64}};
     auto it = fig.find({std::min(a, b), std::max(a, b)});
     return it != fig.end() ? it->second : 450.0;
   };
@@ -188,7 +190,8 @@ TEST(Topology, AHiddenSiblingPairPlacesSmtAndLeavesItsSysfsClass) {
   const auto t = topo::read(s.root());
   std::vector<int> cpus;
   for (int c = 0; c < 16; ++c) cpus.push_back(c);
-  const auto m = topo::measure_pairs(t, [](int a, int b) { return (a == 2 && b == 8) ? 52.0 : 150.0 + (a + b) % 7 * 15; });
+  const auto m = topo::measure_pairs(
+      t, [](int a, int b) { return (a == 2 && b == 8) ? 52.0 : 150.0 + (a + b) % 7 * 15; });
   const auto smt = class_pair("smt", cpus, t, m);
   EXPECT_EQ(std::make_pair(smt.a, smt.b), std::make_pair(2, 8));
   EXPECT_EQ(smt.basis, "measured: behaves as SMT siblings (sysfs: llc)");

@@ -46,7 +46,8 @@ TEST(Watchdog, NamesTheBusySideWhenTheWaitingSideWentQuietFirst) {
   wd.watch("consumer", 0, -1, spinner.tid, [&] { return spinner.progress.load(); });
   std::string why;
   const uint64_t give_up = now_ns() + 5'000'000'000ull;
-  while ((why = wd.check()).empty() && now_ns() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while ((why = wd.check()).empty() && now_ns() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
   stop = true;
   (void)!write(p[1], "x", 1);
@@ -76,7 +77,8 @@ TEST(Watchdog, NamesEveryStalledSideWhenNoneIsBusy) {
   wd.watch("client", 0, -1, tid, [] { return uint64_t(7); });
   std::string why;
   const uint64_t give_up = now_ns() + 5'000'000'000ull;
-  while ((why = wd.check()).empty() && now_ns() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while ((why = wd.check()).empty() && now_ns() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   (void)!write(p[1], "x", 1);
   w.join();
   close(p[0]);

@@ -12,9 +12,9 @@
 #include <string>
 #include <utility>
 
+#include "../workload_support.hpp"
 #include "core/error.hpp"
 #include "core/runner.hpp"
-#include "../workload_support.hpp"
 
 namespace ipclab {
 namespace {
@@ -40,15 +40,18 @@ TEST_P(Libs, EveryEndpointAndPatternDeliversEveryMessageIntact) {
         }
         const std::string library = r.extra.at("library");
         EXPECT_EQ(library.rfind(lib == "zmq" ? "libzmq " : "nng ", 0), 0u) << library;
-        EXPECT_EQ(r.extra.at("kernel_transport"),
-                  endpoint == "ipc" ? "unix_stream" : endpoint == "tcp" ? "tcp" : "none (in-process)");
+        EXPECT_EQ(r.extra.at("kernel_transport"), endpoint == "ipc"   ? "unix_stream"
+                                                  : endpoint == "tcp" ? "tcp"
+                                                                      : "none (in-process)");
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Libs, ::testing::Values("zmq", "nng"), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(All, Libs, ::testing::Values("zmq", "nng"),
+                         [](const auto& info) { return info.param; });
 
 TEST(Libs, ZmqRequestReplyRunsRoundTripsOnly) {
-  const Record r = run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"roundtrip"}}, {"placement", {"unpinned"}}});
+  const Record r =
+      run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"roundtrip"}}, {"placement", {"unpinned"}}});
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", "REQ"}, {"receiver", "REP"}}));
@@ -59,8 +62,10 @@ TEST(Libs, ZmqRequestReplyRunsRoundTripsOnly) {
 // PUSH/PULL streams), pair is PAIR for both; extra.sockets names what ran.
 TEST(Libs, ZmqSocketAutoIsThePerfToolsPairForThePattern) {
   const std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> want = {
-      {{"auto", "roundtrip"}, {"REQ", "REP"}},   {{"auto", "throughput"}, {"PUSH", "PULL"}},
-      {{"auto", "rate"}, {"PUSH", "PULL"}},      {{"pair", "roundtrip"}, {"PAIR", "PAIR"}},
+      {{"auto", "roundtrip"}, {"REQ", "REP"}},
+      {{"auto", "throughput"}, {"PUSH", "PULL"}},
+      {{"auto", "rate"}, {"PUSH", "PULL"}},
+      {{"pair", "roundtrip"}, {"PAIR", "PAIR"}},
       {{"pair", "throughput"}, {"PAIR", "PAIR"}}};
   for (const auto& [key, sockets] : want) {
     Overrides o = {{"socket", {key.first}}, {"pattern", {key.second}}, {"placement", {"unpinned"}}};
@@ -68,7 +73,8 @@ TEST(Libs, ZmqSocketAutoIsThePerfToolsPairForThePattern) {
     const Record r = run("zmq", o);
     ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
     EXPECT_TRUE(r.integrity.clean()) << r.name;
-    EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", sockets.first}, {"receiver", sockets.second}}))
+    EXPECT_EQ(r.extra.at("sockets"),
+              (nlohmann::json{{"sender", sockets.first}, {"receiver", sockets.second}}))
         << r.name;
   }
 }

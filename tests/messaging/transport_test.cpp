@@ -139,8 +139,7 @@ INSTANTIATE_TEST_SUITE_P(All, Messaging,
                                            Case{"udp", true, true}, Case{"posix_mq", true, true},
                                            Case{"sysv_mq", true, true}, Case{"eventfd", true, false},
                                            Case{"shm_spsc", true, false}, Case{"shm_mpmc", true, true},
-                                           Case{"mutex_cv", false, true},
-                                           Case{"lockfree_queue", false, true},
+                                           Case{"mutex_cv", false, true}, Case{"lockfree_queue", false, true},
                                            Case{"uring_msg_ring", false, false}),
                          [](const auto& info) { return info.param.mech; });
 

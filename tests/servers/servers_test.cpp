@@ -243,7 +243,8 @@ int listeners_on(int port) {
     std::string sl, local, remote, st;
     f >> sl >> local >> remote >> st;
     const auto colon = local.find(':');
-    if (colon != std::string::npos && std::stoi(local.substr(colon + 1), nullptr, 16) == port && st == "0A") ++n;
+    if (colon != std::string::npos && std::stoi(local.substr(colon + 1), nullptr, 16) == port && st == "0A")
+      ++n;
   }
   return n;
 }
@@ -310,14 +311,16 @@ TEST_P(MultiReactor, ReactorThreadsArePinnedEachWithAListenerOfItsOwn) {
 // a CPU of its own; reactors=1 keeps the one-reactor layout (the process pinned to the server CPU).
 TEST_P(MultiReactor, TwoReactorsServeAWaveAndAreRecordedAsSides) {
   const std::vector<int> cpus = allowed_cpus();
-  Record rec = test::run_workload(*mech_, test::params_of(*mech_, {{"concurrency", "500"}, {"reactors", "2"}}));
+  Record rec =
+      test::run_workload(*mech_, test::params_of(*mech_, {{"concurrency", "500"}, {"reactors", "2"}}));
   ASSERT_EQ(rec.status, Status::Ok) << rec.error;
   EXPECT_EQ(rec.ops, 500u);
   EXPECT_TRUE(rec.integrity.clean()) << rec.integrity.text();
   EXPECT_EQ(rec.extra["processed"].get<uint64_t>(), 500u);
   std::vector<int> reactors;
   for (const Side& side : rec.placement.sides) {
-    if (side.role == "server") EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
+    if (side.role == "server")
+      EXPECT_TRUE(side.pinned.empty()) << "the process of several reactors is unpinned";
     if (side.role != "reactor") continue;
     EXPECT_EQ(side.index, int(reactors.size()));
     ASSERT_EQ(side.pinned.size(), 1u);

@@ -49,7 +49,8 @@ class ring {
   /// (an acquire load or a store here makes the compiler reload them).
   bool quiet() const noexcept {
     return ring_.sq.sqe_tail == ring_.sq.sqe_head &&
-           !(__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) &&
+           !(__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) &
+             (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) &&
            __atomic_load_n(ring_.cq.ktail, __ATOMIC_RELAXED) == *ring_.cq.khead;
   }
   /// Whether quiet() can be trusted: every completion shows in user space without a kernel entry

@@ -54,7 +54,8 @@ void check_target(const std::string& option, const std::string& path) {
   if (probe >= 0) ::close(probe);
   if (probe < 0 && (probe_errno == EOPNOTSUPP || probe_errno == EISDIR)) {
     struct statfs fs {};
-    if (::statfs(dir.c_str(), &fs) == 0 && ((fs.f_flags & ST_RDONLY) || !ipc::special_file_system(dir).empty()))
+    if (::statfs(dir.c_str(), &fs) == 0 &&
+        ((fs.f_flags & ST_RDONLY) || !ipc::special_file_system(dir).empty()))
       probe_errno = (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
     else if (access(dir.c_str(), W_OK | X_OK) == 0)
       probe_errno = 0;

@@ -15,7 +15,11 @@ const std::vector<Column>& columns() {
       {"p99", {"latency_ns", "p99"}, "time", 10, "99th percentile latency"},
       {"CPU/op", {"cpu", "per_op_ns"}, "time", 10, "CPU (user + sys) per operation, every side"},
       {"ctx/op", {"cpu", "ctx_per_op"}, "ratio", 7, "context switches per operation"},
-      {"sys/op", {"kernel", "per_op", "syscalls"}, "ratio", 7, "system calls per operation (kernel counters)"},
+      {"sys/op",
+       {"kernel", "per_op", "syscalls"},
+       "ratio",
+       7,
+       "system calls per operation (kernel counters)"},
       {"status", {}, "status", 0, "ok, failed or skipped, and what casts doubt on an ok figure"},
   };
   return all;

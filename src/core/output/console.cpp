@@ -31,7 +31,8 @@ size_t figures_width() {
 }
 
 // A row: the name padded to `width`, each figure column right-aligned, the status last.
-std::string row_text(const std::string& name, size_t width, const std::function<std::string(const Column&)>& cell) {
+std::string row_text(const std::string& name, size_t width,
+                     const std::function<std::string(const Column&)>& cell) {
   std::string line = fmt::format("{:<{}}", name, width);
   for (auto& c : columns()) {
     if (c.format == "name") continue;

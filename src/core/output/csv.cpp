@@ -145,8 +145,8 @@ std::string first_line(int fd) {
 }
 
 UsageError other_columns(const std::string& path) {
-  return UsageError(
-      fmt::format("--csv {}: the file has other columns (another suite mix); choose another file", brief(path)));
+  return UsageError(fmt::format(
+      "--csv {}: the file has other columns (another suite mix); choose another file", brief(path)));
 }
 
 }  // namespace

@@ -68,8 +68,7 @@ void JournalReporter::append(const std::string& line) {
     if (n <= 0) {
       const int e = n < 0 ? errno : EIO;
       if (::ftruncate(fd_, size_) == 0) ::lseek(fd_, size_, SEEK_SET);
-      throw RunError(fmt::format("the results journal {}: not written: {}", path_,
-                                 write_failure(e)));
+      throw RunError(fmt::format("the results journal {}: not written: {}", path_, write_failure(e)));
     }
     done += size_t(n);
   }

@@ -1,5 +1,6 @@
 // A Markdown table of a run: machine line, warnings, one row per benchmark under its table name
-// (table_names) in the columns every result table has (columns()), then the parameters each mechanism held constant, so that no value is lost.
+// (table_names) in the columns every result table has (columns()), then the parameters each mechanism held
+// constant, so that no value is lost.
 #include "core/output/reporter.hpp"
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
     const nlohmann::json j = to_json(r);
     std::string row = "|";
     for (auto& c : columns()) {
-      std::string text = c.format == "name" ? "`" + names.of(r.name) + "`"
+      std::string text = c.format == "name"     ? "`" + names.of(r.name) + "`"
                          : c.format == "status" ? status_text(r)
                                                 : figure_cell(c, j);
       for (auto& ch : text)

@@ -72,10 +72,11 @@ TableNames table_names(const std::vector<PlannedBenchmark>& plan);
 /// One column of the result tables: the console's, the Markdown file's (--markdown) and the
 /// report's (HTML and summary.md, which read them from `ipclab list --json`), in columns().
 struct Column {
-  std::string key;                 // its header, and the report's key for its cells
-  std::vector<std::string> value;  // the record's JSON field it shows, e.g. {"latency_ns", "p50"}; none: name, status
-  std::string format;              // name | time (ns) | rate (per second) | ratio (two decimals) | status
-  int width;                       // on the console (name and status: sized by their text)
+  std::string key;  // its header, and the report's key for its cells
+  std::vector<std::string>
+      value;           // the record's JSON field it shows, e.g. {"latency_ns", "p50"}; none: name, status
+  std::string format;  // name | time (ns) | rate (per second) | ratio (two decimals) | status
+  int width;           // on the console (name and status: sized by their text)
   std::string help;
 };
 /// The columns of every result table, in order.
@@ -84,9 +85,9 @@ const std::vector<Column>& columns();
 std::string figure_cell(const Column& c, const nlohmann::json& record);
 
 /// The registry as `ipclab list --json` prints it and a result's context carries it (`registry`):
-/// the columns of every result table, suites in their order (with help, mechanisms and table columns), and every mechanism with its
-/// kind, help and parameters (type, default, choices, preset grids, help). `suites` non-empty:
-/// those suites and their mechanisms only.
+/// the columns of every result table, suites in their order (with help, mechanisms and table columns), and
+/// every mechanism with its kind, help and parameters (type, default, choices, preset grids, help). `suites`
+/// non-empty: those suites and their mechanisms only.
 nlohmann::json registry_json(const std::set<std::string>& suites = {});
 
 /// The Markdown result: machine line, warnings, one row per benchmark (its median when there are

@@ -8,8 +8,8 @@ namespace ipclab::output {
 namespace {
 
 nlohmann::json param_json(const ParamSpec& p) {
-  nlohmann::json j = {{"name", p.name},   {"type", type_name(p.type)}, {"default", p.def},
-                      {"help", p.help},   {"choices", p.choices},      {"quick", p.quick},
+  nlohmann::json j = {{"name", p.name}, {"type", type_name(p.type)}, {"default", p.def},
+                      {"help", p.help}, {"choices", p.choices},      {"quick", p.quick},
                       {"full", p.full}};
   if (p.type == ParamType::Int || p.type == ParamType::Size) {
     if (p.min != INT64_MIN) j["min"] = p.min;
@@ -47,7 +47,9 @@ nlohmann::json registry_json(const std::set<std::string>& only) {
     for (auto& p : m.params) params.push_back(param_json(p));
     mechanisms.push_back({{"suite", m.suite},
                           {"name", m.name},
-                          {"kind", m.transport ? "transport" : m.loop ? "loop" : "workload"},
+                          {"kind", m.transport ? "transport"
+                                   : m.loop    ? "loop"
+                                               : "workload"},
                           {"help", m.help},
                           {"params", params}});
   }

@@ -37,8 +37,7 @@ void run(Session& s) {
                          l->value.store(2 * k + 1, std::memory_order_release);
                          while (l->value.load(std::memory_order_acquire) != 2 * k + 2) {
                            _mm_pause();
-                           if ((++spins & 4095) == 0 && w.abort_requested())
-                             throw Aborted();
+                           if ((++spins & 4095) == 0 && w.abort_requested()) throw Aborted();
                          }
                          if (timed) out.record_latency(now_ns() - t0);
                          if (measuring) out.ops++;

@@ -44,13 +44,15 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
 std::string check(const Caps& caps, const Params& p) {
   const int64_t size = p.i64("size");
   if (size > caps.max_size)
-    return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size", size_text(size),
-                       size_text(caps.max_size), caps.size_limit_why);
+    return fmt::format("size {} is over this mechanism's limit of {} ({}); use a smaller size",
+                       size_text(size), size_text(caps.max_size), caps.size_limit_why);
   if (!caps.processes && p.str("mode") == "processes") return caps.processes_why + "; use mode=threads";
   return "";
 }
 
-void notify_pair(int sv[2]) { check_rc(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair"); }
+void notify_pair(int sv[2]) {
+  check_rc(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
+}
 
 void send_record(int sock, const void* data, size_t len, int fd) {
   iovec iov{const_cast<void*>(data), len};
@@ -151,8 +153,10 @@ Note Notes::next(Note::Kind kind, int* fd) {
     if (kind == Note::Data) {
       const int f = fds_.front();
       fds_.erase(fds_.begin());
-      if (fd) *fd = f;
-      else if (f >= 0) ::close(f);
+      if (fd)
+        *fd = f;
+      else if (f >= 0)
+        ::close(f);
     }
     return n;
   }
@@ -164,8 +168,10 @@ Note Notes::next(Note::Kind kind, int* fd) {
       throw std::runtime_error(fmt::format("a note of unknown kind {}", n.kind));
     }
     if (n.kind == kind) {
-      if (fd) *fd = f;
-      else if (f >= 0) ::close(f);
+      if (fd)
+        *fd = f;
+      else if (f >= 0)
+        ::close(f);
       return n;
     }
     if (n.kind == Note::Data) {
@@ -186,8 +192,8 @@ size_t grow_pipe(int fd, size_t want) {
   // A user over /proc/sys/fs/pipe-user-pages-soft gets EPERM: the size it had remains.
   const int e = errno;
   const int now = check_rc(::fcntl(fd, F_GETPIPE_SZ), "F_GETPIPE_SZ");
-  messaging::warn_once("pipe-size",
-                       fmt::format("a pipe stays at {} bytes: F_SETPIPE_SZ {}: {}", now, ask, std::strerror(e)));
+  messaging::warn_once(
+      "pipe-size", fmt::format("a pipe stays at {} bytes: F_SETPIPE_SZ {}: {}", now, ask, std::strerror(e)));
   return size_t(now);
 }
 

@@ -62,9 +62,9 @@ struct Note {
   enum Kind : uint32_t { Data = 1, Credit = 2 };
   uint32_t kind = 0;
   uint32_t slot = 0;
-  int32_t pid = 0;      // process_vm: whose memory
+  int32_t pid = 0;  // process_vm: whose memory
   uint32_t pad = 0;
-  uint64_t addr = 0;    // process_vm: where in it
+  uint64_t addr = 0;  // process_vm: where in it
   uint64_t len = 0;
 };
 

@@ -105,11 +105,13 @@ class SealEndpoint final : public InPlaceEndpoint {
     rfd_ = fd;
     const int seals = check_rc(fcntl(fd, F_GET_SEALS), "F_GET_SEALS");
     if ((seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK))
-      throw std::runtime_error(fmt::format("a memfd arrived unsealed (seals {:#x}): its sender could still change it", seals));
+      throw std::runtime_error(
+          fmt::format("a memfd arrived unsealed (seals {:#x}): its sender could still change it", seals));
     struct stat st {};
     check_rc(fstat(fd, &st), "fstat memfd");
     if (n.len != len || size_t(st.st_size) < len)
-      throw std::runtime_error(fmt::format("a memfd of {} bytes announced as {}, expected {}", st.st_size, n.len, len));
+      throw std::runtime_error(
+          fmt::format("a memfd of {} bytes announced as {}, expected {}", st.st_size, n.len, len));
     rlen_ = len;
     return rmap_ = map_fd(fd, len, PROT_READ);
   }
@@ -167,8 +169,8 @@ class RingEndpoint final : public InPlaceEndpoint {
     if (held_) notes_.send({.kind = Note::Credit, .slot = held_ - 1});  // read: the slot goes back
     const Note n = notes_.data();
     if (n.slot >= kSlots || n.len != len)
-      throw std::runtime_error(fmt::format("a note for slot {} of {} bytes, expected < {} and {}", n.slot, n.len,
-                                           kSlots, len));
+      throw std::runtime_error(
+          fmt::format("a note for slot {} of {} bytes, expected < {} and {}", n.slot, n.len, kSlots, len));
     held_ = n.slot + 1;
     return in_ + n.slot * size_;
   }
@@ -183,7 +185,9 @@ class RingEndpoint final : public InPlaceEndpoint {
 class MemfdTransport final : public Transport {
  public:
   explicit MemfdTransport(const Params& p)
-      : size_(size_t(p.i64("size"))), ring_(p.str("handoff") == "ring"), roundtrip_(std_params::is_roundtrip(p)) {
+      : size_(size_t(p.i64("size"))),
+        ring_(p.str("handoff") == "ring"),
+        roundtrip_(std_params::is_roundtrip(p)) {
     notify_pair(sock_);
     if (ring_) {
       up_ = new_memfd("ipclab-bulk-ring", kSlots * size_);
@@ -211,15 +215,19 @@ class MemfdTransport final : public Transport {
 IPCLAB_REGISTER(Mechanism{
     .suite = "bulk",
     .name = "memfd",
-    .help = "memfds passed over a Unix socket: a new sealed one per message, or a mapped two-slot ring reused",
-    .params = suite_params({{.name = "handoff",
-                             .type = ParamType::String,
-                             .def = "seal",
-                             .choices = {"seal", "ring"},
-                             .help = "seal: a new memfd per message, sealed and passed with SCM_RIGHTS; ring: one "
-                                     "mapped memfd of two slots per direction, slots handed over by notes",
-                             .quick = {"seal", "ring"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MemfdTransport>(p); },
+    .help =
+        "memfds passed over a Unix socket: a new sealed one per message, or a mapped two-slot ring reused",
+    .params =
+        suite_params({{.name = "handoff",
+                       .type = ParamType::String,
+                       .def = "seal",
+                       .choices = {"seal", "ring"},
+                       .help = "seal: a new memfd per message, sealed and passed with SCM_RIGHTS; ring: one "
+                               "mapped memfd of two slots per direction, slots handed over by notes",
+                       .quick = {"seal", "ring"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<MemfdTransport>(p);
+    },
     .check = [](const Params& p) { return check(Caps{}, p); },
 });
 

@@ -36,9 +36,10 @@ void cross_copy(bool pull, pid_t pid, std::byte* local, uint64_t remote, size_t 
     const ssize_t n = pull ? process_vm_readv(pid, &l, 1, &r, 1, 0) : process_vm_writev(pid, &l, 1, &r, 1, 0);
     if (n < 0) {
       if (errno == EPERM)
-        throw std::runtime_error(fmt::format("{} of process {}: permission denied (ptrace access: same user, Yama "
-                                             "ptrace_scope 0)",
-                                             pull ? "process_vm_readv" : "process_vm_writev", pid));
+        throw std::runtime_error(
+            fmt::format("{} of process {}: permission denied (ptrace access: same user, Yama "
+                        "ptrace_scope 0)",
+                        pull ? "process_vm_readv" : "process_vm_writev", pid));
       retry_errno(pull ? "process_vm_readv" : "process_vm_writev", false);
       continue;
     }
@@ -140,13 +141,16 @@ class ProcessVmEndpoint final : public InPlaceEndpoint {
 class ProcessVmTransport final : public Transport {
  public:
   explicit ProcessVmTransport(const Params& p)
-      : size_(size_t(p.i64("size"))), pull_(p.str("direction") == "pull"), roundtrip_(std_params::is_roundtrip(p)) {
+      : size_(size_t(p.i64("size"))),
+        pull_(p.str("direction") == "pull"),
+        roundtrip_(std_params::is_roundtrip(p)) {
     // Yama at 1 lets a process attach to its descendants only: the two sides are siblings.
     const int64_t yama = messaging::read_proc_int("/proc/sys/kernel/yama/ptrace_scope", 0);
     if (yama >= 2 || (yama == 1 && p.str("mode") == "processes"))
-      throw Skip(fmt::format("Yama ptrace_scope is {}: one process may not read another's memory here (0 allows "
-                             "it; threads need 0 or 1)",
-                             yama));
+      throw Skip(
+          fmt::format("Yama ptrace_scope is {}: one process may not read another's memory here (0 allows "
+                      "it; threads need 0 or 1)",
+                      yama));
     notify_pair(sock_);
   }
   ~ProcessVmTransport() override {
@@ -155,8 +159,8 @@ class ProcessVmTransport final : public Transport {
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
-    return std::make_unique<ProcessVmEndpoint>(producer ? sock_[0] : sock_[1], pull_, size_, producer || roundtrip_,
-                                               !producer || roundtrip_);
+    return std::make_unique<ProcessVmEndpoint>(producer ? sock_[0] : sock_[1], pull_, size_,
+                                               producer || roundtrip_, !producer || roundtrip_);
   }
 
  private:
@@ -168,15 +172,19 @@ class ProcessVmTransport final : public Transport {
 IPCLAB_REGISTER(Mechanism{
     .suite = "bulk",
     .name = "process_vm",
-    .help = "cross-memory attach: the receiver pulls with process_vm_readv, or the sender pushes with process_vm_writev",
-    .params = suite_params({{.name = "direction",
-                             .type = ParamType::String,
-                             .def = "pull",
-                             .choices = {"pull", "push"},
-                             .help = "pull: the receiver copies from the sender's buffer (process_vm_readv); push: "
-                                     "the sender copies into the receiver's (process_vm_writev)",
-                             .quick = {"pull", "push"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<ProcessVmTransport>(p); },
+    .help = "cross-memory attach: the receiver pulls with process_vm_readv, or the sender pushes with "
+            "process_vm_writev",
+    .params =
+        suite_params({{.name = "direction",
+                       .type = ParamType::String,
+                       .def = "pull",
+                       .choices = {"pull", "push"},
+                       .help = "pull: the receiver copies from the sender's buffer (process_vm_readv); push: "
+                               "the sender copies into the receiver's (process_vm_writev)",
+                       .quick = {"pull", "push"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<ProcessVmTransport>(p);
+    },
     .check = [](const Params& p) { return check(Caps{}, p); },
 });
 

@@ -43,18 +43,20 @@ class SlotEndpoint final : public InPlaceEndpoint {
 };
 
 ParamSpec copy_param() {
-  return {.name = "copy",
-          .type = ParamType::String,
-          .def = "inplace",
-          .choices = {"inout", "inplace"},
-          .help = "inout: one copy into the shared slot and one out; inplace: written and checked in the slot",
-          .quick = {"inout", "inplace"}};
+  return {
+      .name = "copy",
+      .type = ParamType::String,
+      .def = "inplace",
+      .choices = {"inout", "inplace"},
+      .help = "inout: one copy into the shared slot and one out; inplace: written and checked in the slot",
+      .quick = {"inout", "inplace"}};
 }
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "bulk",
     .name = "shm_bulk",
-    .help = "two message-sized slots of shared memory handed over with a futex: copied in and out, or used in place",
+    .help = "two message-sized slots of shared memory handed over with a futex: copied in and out, or used "
+            "in place",
     .params = suite_params({copy_param()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       Params q = p;

@@ -17,7 +17,8 @@ IPCLAB_REGISTER(Mechanism{
                               w.full = {"adaptive"};
                               return w;
                             }(),
-                            messaging::queue_depth("2", "slots in the ring (rounded up to a power of two)", 16)}),
+                            messaging::queue_depth("2", "slots in the ring (rounded up to a power of two)",
+                                                   16)}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<messaging::RingTransport<messaging::SpscRing, messaging::SpscEndpoint>>(p);
     },

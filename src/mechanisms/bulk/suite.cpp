@@ -27,7 +27,8 @@ void finish(Session& s) {
   double copy = 0;
   {
     ScopedPin pin(s.cpu_for(0));
-    copy = membw::memcpy_gib_s(size_t(r.params.i64("size")), std::min(kMemcpySeconds, s.options().duration_s));
+    copy =
+        membw::memcpy_gib_s(size_t(r.params.i64("size")), std::min(kMemcpySeconds, s.options().duration_s));
   }
   r.extra["bulk"] = {
       {"GiB_per_s", gib_s},
@@ -41,7 +42,8 @@ void finish(Session& s) {
 
 IPCLAB_REGISTER(Suite{
     .name = "bulk",
-    .help = "moving megabytes: copying baselines, vmsplice, memfd, process_vm, zero-copy sends, shared memory in place",
+    .help = "moving megabytes: copying baselines, vmsplice, memfd, process_vm, zero-copy sends, shared "
+            "memory in place",
     .finish = finish,
 });
 

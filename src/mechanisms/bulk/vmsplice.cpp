@@ -139,20 +139,24 @@ class VmspliceTransport final : public Transport {
 IPCLAB_REGISTER(Mechanism{
     .suite = "bulk",
     .name = "vmsplice",
-    .help = "vmsplice the sender's pages into a pipe; the receiver read()s or splice()s them into a mapped memfd",
-    .params = suite_params({{.name = "gift",
-                             .type = ParamType::Bool,
-                             .def = "0",
-                             .help = "pass SPLICE_F_GIFT (the pages are given to the kernel)",
-                             .quick = {"0"},
-                             .full = {"0", "1"}},
-                            {.name = "drain",
-                             .type = ParamType::String,
-                             .def = "read",
-                             .choices = {"read", "splice"},
-                             .help = "read: into the receiver's buffer; splice: into a memfd the receiver has mapped",
-                             .quick = {"read", "splice"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<VmspliceTransport>(p); },
+    .help =
+        "vmsplice the sender's pages into a pipe; the receiver read()s or splice()s them into a mapped memfd",
+    .params = suite_params(
+        {{.name = "gift",
+          .type = ParamType::Bool,
+          .def = "0",
+          .help = "pass SPLICE_F_GIFT (the pages are given to the kernel)",
+          .quick = {"0"},
+          .full = {"0", "1"}},
+         {.name = "drain",
+          .type = ParamType::String,
+          .def = "read",
+          .choices = {"read", "splice"},
+          .help = "read: into the receiver's buffer; splice: into a memfd the receiver has mapped",
+          .quick = {"read", "splice"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<VmspliceTransport>(p);
+    },
     .check = [](const Params& p) { return check(Caps{}, p); },
 });
 

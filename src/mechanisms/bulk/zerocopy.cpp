@@ -50,7 +50,8 @@ Api api_of(const Params& p) {
 bool has_cap_ipc_lock() {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("CapEff:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> 14) & 1;  // CAP_IPC_LOCK
+    if (line.rfind("CapEff:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> 14) & 1;  // CAP_IPC_LOCK
   return false;
 }
 
@@ -62,9 +63,10 @@ std::string memlock_why(const Params& p) {
   getrlimit(RLIMIT_MEMLOCK, &rl);
   const uint64_t need = uint64_t(kBuffers) * uint64_t(p.i64("size")) * (std_params::is_roundtrip(p) ? 2 : 1);
   if (rl.rlim_cur == RLIM_INFINITY || need <= rl.rlim_cur) return "";
-  return fmt::format("size {} needs {} of pinned pages in flight, over RLIMIT_MEMLOCK ({}); raise it (ulimit -l) or "
-                     "use a smaller size",
-                     size_text(p.i64("size")), size_text(int64_t(need)), size_text(int64_t(rl.rlim_cur)));
+  return fmt::format(
+      "size {} needs {} of pinned pages in flight, over RLIMIT_MEMLOCK ({}); raise it (ulimit -l) or "
+      "use a smaller size",
+      size_text(p.i64("size")), size_text(int64_t(need)), size_text(int64_t(rl.rlim_cur)));
 }
 
 class ZerocopyEndpoint final : public Endpoint {
@@ -196,7 +198,8 @@ class ZerocopyEndpoint final : public Endpoint {
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         if (!wait) return;
         pollfd p{fd_, 0, 0};
-        if (::poll(&p, 1, 100) < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
+        if (::poll(&p, 1, 100) < 0 && errno != EINTR)
+          throw std::system_error(errno, std::generic_category(), "poll");
         poll_abort();
         continue;
       }
@@ -208,7 +211,8 @@ class ZerocopyEndpoint final : public Endpoint {
         sock_extended_err err;
         std::memcpy(&err, CMSG_DATA(c), sizeof err);
         if (err.ee_origin != SO_EE_ORIGIN_ZEROCOPY) {
-          if (err.ee_errno) throw std::system_error(int(err.ee_errno), std::generic_category(), "send MSG_ZEROCOPY");
+          if (err.ee_errno)
+            throw std::system_error(int(err.ee_errno), std::generic_category(), "send MSG_ZEROCOPY");
           continue;
         }
         // Ids [ee_info, ee_data] completed: each frees the buffer it was sent from.
@@ -246,7 +250,8 @@ class ZerocopyTransport final : public Transport {
  public:
   explicit ZerocopyTransport(const Params& p)
       : api_(api_of(p)), size_(size_t(p.i64("size"))), roundtrip_(std_params::is_roundtrip(p)) {
-    c_ = p.str("socket") == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+    c_ =
+        p.str("socket") == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
     try {
       probe(p.str("socket"));
     } catch (...) {
@@ -257,7 +262,8 @@ class ZerocopyTransport final : public Transport {
   ~ZerocopyTransport() override { close_all(); }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
-    return std::make_unique<ZerocopyEndpoint>(producer ? c_.prod_w : c_.cons_w, api_, size_, producer || roundtrip_);
+    return std::make_unique<ZerocopyEndpoint>(producer ? c_.prod_w : c_.cons_w, api_, size_,
+                                              producer || roundtrip_);
   }
 
  private:
@@ -307,7 +313,8 @@ class ZerocopyTransport final : public Transport {
 IPCLAB_REGISTER(Mechanism{
     .suite = "bulk",
     .name = "zerocopy",
-    .help = "send() from the sender's own pages: MSG_ZEROCOPY or io_uring SEND_ZC, over TCP loopback or a Unix socket",
+    .help = "send() from the sender's own pages: MSG_ZEROCOPY or io_uring SEND_ZC, over TCP loopback or a "
+            "Unix socket",
     .params = suite_params({{.name = "socket",
                              .type = ParamType::String,
                              .def = "tcp",
@@ -322,7 +329,9 @@ IPCLAB_REGISTER(Mechanism{
                              .help = "copy: plain send(); msg_zerocopy: send(MSG_ZEROCOPY); uring_send_zc: "
                                      "IORING_OP_SEND_ZC",
                              .quick = {"copy", "msg_zerocopy", "uring_send_zc"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<ZerocopyTransport>(p); },
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<ZerocopyTransport>(p);
+    },
     .check =
         [](const Params& p) {
           std::string why = check(Caps{}, p);

@@ -1,9 +1,10 @@
 #pragma once
 // The echo suite's client, a Session worker: one thread, pinned, keeping one message in flight per
-// connection (with reactors=k, k such clients, each with its share of the connections). What both of its event loops share (which messages to send, checking every echoed
-// byte, following the Session's phases, counting into the worker's slot) is here; the loops
-// themselves are `drive_epoll` (client.cpp) and `drive_uring` (client_uring.cpp). With
-// pattern=rate the client is open loop instead: `drive_epoll_rate` (client_rate.cpp).
+// connection (with reactors=k, k such clients, each with its share of the connections). What both of its
+// event loops share (which messages to send, checking every echoed byte, following the Session's phases,
+// counting into the worker's slot) is here; the loops themselves are `drive_epoll` (client.cpp) and
+// `drive_uring` (client_uring.cpp). With pattern=rate the client is open loop instead: `drive_epoll_rate`
+// (client_rate.cpp).
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -73,7 +74,8 @@ void drive_uring(Client& c);
 /// together — client `sender` of `senders` an equal share on a schedule of its own
 /// (RateSpec::arrivals_for) — its connections taken in turn, whatever is in flight on them
 /// (client_rate.cpp). `window_ns`: the run's --duration (RateTrace::received).
-void drive_epoll_rate(Client& c, const RateSpec& spec, int64_t rate, uint64_t window_ns, int sender, int senders);
+void drive_epoll_rate(Client& c, const RateSpec& spec, int64_t rate, uint64_t window_ns, int sender,
+                      int senders);
 /// Writes what is left of connection idx's message (Conn::msg from Conn::sent); arms EPOLLOUT on
 /// `ep` while the socket buffer is full. False, with `error` set, when the send fails.
 bool pump(Client& c, int ep, size_t idx);

@@ -137,7 +137,8 @@ timespec span(uint64_t ns) { return {time_t(ns / 1'000'000'000), long(ns % 1'000
 
 }  // namespace
 
-void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t window_ns, int sender, int senders) {
+void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t window_ns, int sender,
+                      int senders) {
   const int ep = cl.epoll_set();
   if (ep < 0) return;
   RateLoop loop(cl, ep, window_ns);
@@ -191,8 +192,8 @@ void drive_epoll_rate(Client& cl, const RateSpec& spec, int64_t rate, uint64_t w
   // The window is over: its requests still in flight come back (for at most kDrainNs), none starts.
   // The stall watchdog watches this too (the heartbeat); an aborted session ends it.
   const uint64_t end = now_ns() + kDrainNs;
-  for (uint64_t now = now_ns(); cl.error.empty() && loop.measured_in_flight() > 0 && now < end &&
-                                !cl.worker->abort_requested();
+  for (uint64_t now = now_ns();
+       cl.error.empty() && loop.measured_in_flight() > 0 && now < end && !cl.worker->abort_requested();
        now = now_ns()) {
     cl.worker->running();
     const int k = wait(std::min(end - now, kMaxWaitNs));

@@ -34,7 +34,9 @@ constexpr int64_t kMaxReactors = kMaxWorkers;
 struct Layout {
   std::vector<int> clients, reactors;
 };
-Layout layout_for(const RunOptions& o, size_t k) { return {round_robin(o.cpus, 0, k), round_robin(o.cpus, k, k)}; }
+Layout layout_for(const RunOptions& o, size_t k) {
+  return {round_robin(o.cpus, 0, k), round_robin(o.cpus, k, k)};
+}
 const char* layout_of(const RunOptions& o) {
   return o.cpus.empty() ? "unpinned" : o.cpus.size() > 1 ? "cross" : "same";
 }
@@ -67,11 +69,12 @@ std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
       {.name = "reactors",
        .type = ParamType::Int,
        .def = "1",
-       .help = "server reactor threads (epoll, uring; the other servers refuse more than 1), each pinned with "
-               "its own SO_REUSEPORT listener on the one port, and as many client threads, the connections "
-               "dealt among them: client thread j on the (j+1)-th --cpus CPU, reactor i on the "
-               "(reactors+i+1)-th, round-robin over --cpus (so 2 CPUs a reactor; they share CPUs when --cpus "
-               "has fewer); on more than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
+       .help =
+           "server reactor threads (epoll, uring; the other servers refuse more than 1), each pinned with "
+           "its own SO_REUSEPORT listener on the one port, and as many client threads, the connections "
+           "dealt among them: client thread j on the (j+1)-th --cpus CPU, reactor i on the "
+           "(reactors+i+1)-th, round-robin over --cpus (so 2 CPUs a reactor; they share CPUs when --cpus "
+           "has fewer); on more than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
        .min = 1,
        .max = kMaxReactors,
        .per_cpu = 2},
@@ -99,12 +102,14 @@ std::function<std::string(const Params&)> suite_check(const std::string& name, b
     if (!multi_reactor) {
       std::string names;
       for (const auto& n : multi_reactor_servers()) names += (names.empty() ? "echo/" : ", echo/") + n;
-      return fmt::format("this server does not run several reactors: use reactors=1, or a server that does ({})",
-                         names.empty() ? "none in this build" : names);
+      return fmt::format(
+          "this server does not run several reactors: use reactors=1, or a server that does ({})",
+          names.empty() ? "none in this build" : names);
     }
     if (p.i64("connections") < k)
-      return fmt::format("reactors={} runs {} client threads, each with its own connections: use connections >= {}",
-                         k, k, k);
+      return fmt::format(
+          "reactors={} runs {} client threads, each with its own connections: use connections >= {}", k, k,
+          k);
     return "";
   };
 }
@@ -149,7 +154,8 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // stopped; each opens its share of the connections (the first connections % k one more).
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<Client*> cls;
-  for (size_t j = 0; j < k; ++j) cls.push_back(clients.emplace_back(std::make_unique<Client>(size_t(p.i64("size")))).get());
+  for (size_t j = 0; j < k; ++j)
+    cls.push_back(clients.emplace_back(std::make_unique<Client>(size_t(p.i64("size")))).get());
   // The server shows progress only through the echoes the clients complete.
   auto echoes = [cls] {
     uint64_t n = 0;
@@ -159,25 +165,30 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   if (link)
     remote::watch_server(s, *link, echoes);
   else
-    s.add_peer({.role = "server", .index = 0, .process = &server->process(), .cpu = process_cpu, .progress = echoes});
+    s.add_peer({.role = "server",
+                .index = 0,
+                .process = &server->process(),
+                .cpu = process_cpu,
+                .progress = echoes});
   const int port = link ? far.port : server->port();
   const std::string address = far.address;
   const auto window_ns = uint64_t(o.duration_s * 1e9);
   std::vector<WorkerSpec> workers;
   for (size_t j = 0; j < k; ++j) {
     const size_t n = size_t(nconn) / k + (j < size_t(nconn) % k ? 1 : 0);
-    workers.push_back({"client", int(j), at.clients[j],
-                       [cl = cls[j], port, address, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
-                         cl->connect(port, n, address);
-                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
-                         cl->worker = &w;
-                         w.ready();
-                         if (spec)
-                           drive_epoll_rate(*cl, rate_spec, rate, window_ns, int(j), int(k));
-                         else
-                           uring ? drive_uring(*cl) : drive_epoll(*cl);
-                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
-                       }});
+    workers.push_back(
+        {"client", int(j), at.clients[j],
+         [cl = cls[j], port, address, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
+           cl->connect(port, n, address);
+           if (!cl->error.empty()) throw std::runtime_error(cl->error);
+           cl->worker = &w;
+           w.ready();
+           if (spec)
+             drive_epoll_rate(*cl, rate_spec, rate, window_ns, int(j), int(k));
+           else
+             uring ? drive_uring(*cl) : drive_epoll(*cl);
+           if (!cl->error.empty()) throw std::runtime_error(cl->error);
+         }});
   }
   const WorkerResults slots = s.run_workers(std::move(workers), false, "rtt");
   // The connections stay open until the run is over: the server's death is a failure, what it
@@ -212,8 +223,8 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
   if (link) x["server_measured_on"] = link->host();
   if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
-    x["reactor_note"] = fmt::format("{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k,
-                                    o.cpus.size());
+    x["reactor_note"] = fmt::format(
+        "{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k, o.cpus.size());
   if (!spec) return std::nullopt;
   return fold_rate(rec, rate_spec, rate, slots, int(k));
 }

@@ -154,8 +154,9 @@ ParamSpec batch_param() {
   return {.name = "batch",
           .type = ParamType::Int,
           .def = "1",
-          .help = "at most this many reads per submitting system call (1 = one per read, as fio's "
-                  "default iodepth_batch_submit=1; 0 = every read prepared in a loop turn at once)",
+          .help =
+              "at most this many reads per submitting system call (1 = one per read, as fio's "
+              "default iodepth_batch_submit=1; 0 = every read prepared in a loop turn at once)",
           .full = {"0", "1"},
           .min = 0,
           .max = 128};
@@ -200,9 +201,10 @@ std::string default_dir_problem() {
   struct stat st {};
   if (lstat(kDefaultDir, &st) != 0) return "";  // made on first use (ensure_default_dir)
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-    return fmt::format("{} is not a folder of yours closed to others (a link, another user's, or writable by "
-                       "others); remove it or choose -p dir",
-                       kDefaultDir);
+    return fmt::format(
+        "{} is not a folder of yours closed to others (a link, another user's, or writable by "
+        "others); remove it or choose -p dir",
+        kDefaultDir);
   return "";
 }
 

@@ -33,13 +33,14 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
       std_params::verify(),
   };
   if (!endpoints.empty())
-    v.push_back({.name = "endpoint",
-                 .type = ParamType::String,
-                 .def = endpoints.front(),
-                 .choices = endpoints,
-                 .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
-                         "inside the process (threads only)",
-                 .quick = endpoints});
+    v.push_back(
+        {.name = "endpoint",
+         .type = ParamType::String,
+         .def = endpoints.front(),
+         .choices = endpoints,
+         .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
+                 "inside the process (threads only)",
+         .quick = endpoints});
   for (auto& r : std_params::rate_params()) v.push_back(std::move(r));
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
@@ -57,9 +58,10 @@ std::string check(const Params& p, bool unix_socket) {
 void ForkRule::admit(const Params& p) {
   const bool processes = p.str("mode") == "processes";
   if (processes && started_here_.load())
-    throw Skip(fmt::format("{} already ran in this process (mode=threads), and {}: run mode=processes in an ipclab "
-                           "run of its own",
-                           library_, why_));
+    throw Skip(
+        fmt::format("{} already ran in this process (mode=threads), and {}: run mode=processes in an ipclab "
+                    "run of its own",
+                    library_, why_));
   if (!processes) started_here_.store(true);
 }
 

@@ -21,7 +21,8 @@ constexpr int64_t kMaxSize = 1 << 20;
 
 /// pattern, size, mode, placement, endpoint (those of `endpoints`, the first the default: ipc | tcp |
 /// inproc; none for a library that has one way only), then `extra`.
-std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, std::vector<ParamSpec> extra = {});
+std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints,
+                                    std::vector<ParamSpec> extra = {});
 /// The longest name socket_path() gives a socket in the run's folder (its tag and a count).
 constexpr size_t kSocketNameMax = 12;
 /// Why `p` cannot run ("" when it can): inproc crosses no process; a Unix socket in the run's folder
@@ -74,7 +75,8 @@ class LibraryTransport : public Transport {
  public:
   /// `tag` names its ipc socket; `library` is its name and version, e.g. "libzmq 4.3.4";
   /// `kernel_transport` what it rides on when the endpoint does not say (no endpoint parameter).
-  LibraryTransport(const Params& p, const std::string& tag, std::string library, std::string kernel_transport = "");
+  LibraryTransport(const Params& p, const std::string& tag, std::string library,
+                   std::string kernel_transport = "");
   ~LibraryTransport() override;
   void describe(nlohmann::json& extra) const override;
 

@@ -55,9 +55,9 @@ namespace {
 constexpr const char* kDaemon = "/usr/bin/dbus-daemon";
 constexpr const char* kPath = "/org/ipclab/Bench";
 constexpr const char* kInterface = "org.ipclab.Bench";
-constexpr uint64_t kWaitUs = 100'000;                      // one bounded wait, then poll_abort
-constexpr size_t kMaxMessage = 4u << 20;                   // the suite's 1 MiB and the header, with room
-constexpr size_t kQueueLimit = 256u << 20;                 // the daemon's per-connection queues
+constexpr uint64_t kWaitUs = 100'000;       // one bounded wait, then poll_abort
+constexpr size_t kMaxMessage = 4u << 20;    // the suite's 1 MiB and the header, with room
+constexpr size_t kQueueLimit = 256u << 20;  // the daemon's per-connection queues
 // Unacknowledged signals at most (and 1024 messages): enough for the daemon always to have the next
 // ones, a sixty-fourth of the queue limit. Four messages at least, so that 1 MiB ones still overlap.
 constexpr size_t kWindowBytes = 4u << 20;
@@ -123,8 +123,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
       rv.publish(cfg_.name);
     } else if (!roundtrip_ && !producer_) {
       // The match is in place before the producer learns that it may emit.
-      const int r = sd_bus_match_signal_async(bus_.get(), &slot, nullptr, kPath, kInterface, "Data", on_message,
-                                              on_answer, this);
+      const int r = sd_bus_match_signal_async(bus_.get(), &slot, nullptr, kPath, kInterface, "Data",
+                                              on_message, on_answer, this);
       slot_.reset(slot);
       await_daemon(r, "AddMatch Data");
       rv.publish(cfg_.name);
@@ -269,7 +269,8 @@ class DbusEndpoint final : public InPlaceEndpoint {
   static int on_answer(sd_bus_message* m, void* self, sd_bus_error*) {
     auto* e = static_cast<DbusEndpoint*>(self);
     e->answered_ = true;
-    if (sd_bus_message_is_method_error(m, nullptr)) e->answer_error_ = std::max(1, sd_bus_message_get_errno(m));
+    if (sd_bus_message_is_method_error(m, nullptr))
+      e->answer_error_ = std::max(1, sd_bus_message_get_errno(m));
     return 1;
   }
 
@@ -435,7 +436,9 @@ IPCLAB_REGISTER(Mechanism{
     .help = "D-Bus through sd-bus and a private dbus-daemon: method calls for round trips, signals (with an "
             "acknowledged window) for throughput",
     .params = suite_params({}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<DbusTransport>(p); },
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<DbusTransport>(p);
+    },
     .check = [](const Params& p) { return check(p, true); },  // its bus's socket, in the run's folder
 });
 

@@ -57,7 +57,9 @@ void keep_grpc_started() {
   (void)started;
 }
 
-std::chrono::system_clock::time_point in(std::chrono::milliseconds ms) { return std::chrono::system_clock::now() + ms; }
+std::chrono::system_clock::time_point in(std::chrono::milliseconds ms) {
+  return std::chrono::system_clock::now() + ms;
+}
 
 // An endpoint's completion queue with one operation in flight at a time (gRPC allows one read and
 // one write per call; the patterns never overlap them), so that a completion needs no matching.
@@ -125,8 +127,8 @@ class GrpcServer final : public InPlaceEndpoint {
     const bool tcp = address.rfind("tcp://", 0) == 0;
     grpc::ServerBuilder builder;
     int port = 0;  // tcp: the port the kernel chose; a Unix socket: 1 once it listens
-    builder.AddListeningPort(tcp ? "127.0.0.1:0" : "unix:" + address.substr(6), grpc::InsecureServerCredentials(),
-                             &port);
+    builder.AddListeningPort(tcp ? "127.0.0.1:0" : "unix:" + address.substr(6),
+                             grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(kMaxMessage);
     cq_ = builder.AddCompletionQueue();
@@ -252,7 +254,8 @@ class GrpcClient final : public InPlaceEndpoint {
   }
   void answered() {
     if (!op_.await() || !status_.ok())
-      throw std::runtime_error(fmt::format("gRPC Echo: {}", status_.ok() ? "no answer" : status_.error_message()));
+      throw std::runtime_error(
+          fmt::format("gRPC Echo: {}", status_.ok() ? "no answer" : status_.error_message()));
   }
   // Ends the stream with the server's status: after the stop marker (`failed` null), or to say why
   // an operation failed.
@@ -300,7 +303,8 @@ const LibraryVersion kVersion{"grpc", version};  // in every result's environmen
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "grpc",
-    .help = "gRPC (C++, async): a unary Echo call per round trip, or one bidirectional stream, over ipc or tcp",
+    .help =
+        "gRPC (C++, async): a unary Echo call per round trip, or one bidirectional stream, over ipc or tcp",
     .params = suite_params({"ipc", "tcp"},
                            {{.name = "rpc",
                              .type = ParamType::String,
@@ -310,7 +314,9 @@ IPCLAB_REGISTER(Mechanism{
                                      "bidirectional stream for the run",
                              .quick = {"unary", "stream"},
                              .full = {"unary", "stream"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<GrpcTransport>(p); },
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<GrpcTransport>(p);
+    },
     .check =
         [](const Params& p) {
           if (p.str("rpc") == "unary" && !std_params::is_roundtrip(p))

@@ -76,8 +76,8 @@ namespace ipclab::libs {
 namespace {
 
 constexpr const char* kRoudi = "/usr/bin/iox-roudi";
-constexpr const char* kLock = "iceoryx";   // the machine-wide lock of iceoryx's fixed names
-constexpr double kLockWait_s = 10;         // how long a run waits for another run's RouDi to end
+constexpr const char* kLock = "iceoryx";  // the machine-wide lock of iceoryx's fixed names
+constexpr double kLockWait_s = 10;        // how long a run waits for another run's RouDi to end
 
 std::string version() {
   return fmt::format("{}.{}.{}", ICEORYX_VERSION_MAJOR, ICEORYX_VERSION_MINOR, ICEORYX_VERSION_PATCH);
@@ -104,12 +104,15 @@ uint64_t queue_capacity(uint64_t size) {
 std::string roudi_config() {
   std::string toml = "[general]\nversion = 1\n\n[[segment]]\n";
   for (const Pool& p : kPools)
-    toml += fmt::format("\n[[segment.mempool]]\nsize = {}\ncount = {}\n", p.payload + kChunkHeaderRoom, p.count);
+    toml +=
+        fmt::format("\n[[segment.mempool]]\nsize = {}\ncount = {}\n", p.payload + kChunkHeaderRoom, p.count);
   return toml;
 }
 
 // The names iceoryx 2.0 gives whatever RouDi runs: files, then POSIX shared memory.
-std::vector<std::string> fixed_files() { return {"/tmp/roudi", "/tmp/roudi.lock", "/tmp/iox-unique-roudi.lock"}; }
+std::vector<std::string> fixed_files() {
+  return {"/tmp/roudi", "/tmp/roudi.lock", "/tmp/iox-unique-roudi.lock"};
+}
 std::vector<std::string> fixed_shm() {
   const group* g = getgrgid(getegid());
   std::vector<std::string> v = {"/iceoryx_mgmt"};
@@ -196,12 +199,14 @@ class Host {
       if (exists("/dev/shm" + m)) present += (present.empty() ? "" : ", ") + ("/dev/shm" + m);
     if (!present.empty()) {
       release_names();
-      throw Skip(fmt::format("iceoryx's fixed names exist ({}): another RouDi runs here, or a dead one left them; "
-                             "ipclab starts its own only where none exist",
-                             present));
+      throw Skip(
+          fmt::format("iceoryx's fixed names exist ({}): another RouDi runs here, or a dead one left them; "
+                      "ipclab starts its own only where none exist",
+                      present));
     }
     // iceoryx's own log goes to stderr; warnings and errors only.
-    iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn, iox::log::LogLevelOutput::kHideLogLevel);
+    iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn,
+                                                             iox::log::LogLevelOutput::kHideLogLevel);
     int fd = -1;
     try {
       fd = ipc::create_file(ipc::run_dir(), "roudi.toml", 0600, config_);
@@ -311,7 +316,8 @@ iox::popo::SubscriberOptions subscriber_options(uint64_t size) {
 class IoxEndpoint final : public InPlaceEndpoint {
  public:
   // `runtime_name`: a forked side's own runtime, made here and ended with the endpoint.
-  IoxEndpoint(const Topics& t, bool sender, bool spin, bool sampled, size_t size, const std::string& runtime_name)
+  IoxEndpoint(const Topics& t, bool sender, bool spin, bool sampled, size_t size,
+              const std::string& runtime_name)
       : own_runtime_(!runtime_name.empty()), spin_(spin), sampled_(sampled) {
     if (own_runtime_) make_runtime(runtime_name);
     pub_.emplace(service(t, sender ? "request" : "reply"), publisher_options());
@@ -353,7 +359,8 @@ class IoxEndpoint final : public InPlaceEndpoint {
     if (loaned_) return static_cast<std::byte*>(loaned_);
     auto r = pub_->loan(uint32_t(len), alignof(std::max_align_t));
     if (r.has_error())
-      throw std::runtime_error(fmt::format("iceoryx: no chunk of {} bytes to loan (error {})", len, int(r.get_error())));
+      throw std::runtime_error(
+          fmt::format("iceoryx: no chunk of {} bytes to loan (error {})", len, int(r.get_error())));
     loaned_ = r.value();
     return static_cast<std::byte*>(loaned_);
   }
@@ -374,7 +381,8 @@ class IoxEndpoint final : public InPlaceEndpoint {
     held_ = chunk;
     const auto* header = iox::mepoo::ChunkHeader::fromUserPayload(chunk);
     if (header->userPayloadSize() != len)
-      throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", header->userPayloadSize(), len));
+      throw std::runtime_error(
+          fmt::format("a message of {} bytes, expected {}", header->userPayloadSize(), len));
     auto* body = static_cast<std::byte*>(const_cast<void*>(chunk));
     if (msg::is_stop(body, len)) {  // its sender waits for this before it stops offering
       auto ack = pub_->loan(1);
@@ -452,7 +460,8 @@ class IoxTransport final : public LibraryTransport {
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool sender = role == Role::Producer;
     const std::string own = !processes_ ? "" : sender ? sender_name_ : receiver_name_;
-    return std::make_unique<IoxEndpoint>(*static_cast<Topics*>(topics_.get()), sender, spin_, sampled_, size_, own);
+    return std::make_unique<IoxEndpoint>(*static_cast<Topics*>(topics_.get()), sender, spin_, sampled_, size_,
+                                         own);
   }
 
  private:
@@ -468,20 +477,24 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "iceoryx",
     .help = "Eclipse iceoryx: publish/subscribe with zero-copy loans through the harness's own RouDi",
-    .params = suite_params({}, {{.name = "wait",
-                                 .type = ParamType::String,
-                                 .def = "waitset",
-                                 .choices = {"waitset", "spin"},
-                                 .help = "how a receiver waits: waitset (iceoryx's WaitSet, a semaphore in shared "
-                                         "memory) or spin (polls its queue)",
-                                 .quick = {"waitset"},
-                                 .full = {"waitset", "spin"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<IoxTransport>(p); },
+    .params =
+        suite_params({}, {{.name = "wait",
+                           .type = ParamType::String,
+                           .def = "waitset",
+                           .choices = {"waitset", "spin"},
+                           .help = "how a receiver waits: waitset (iceoryx's WaitSet, a semaphore in shared "
+                                   "memory) or spin (polls its queue)",
+                           .quick = {"waitset"},
+                           .full = {"waitset", "spin"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<IoxTransport>(p);
+    },
     .check =
         [](const Params& p) {
           if (p.str("wait") == "spin" && p.str("placement") == "same")
-            return std::string("two sides spinning on one CPU wait out each other's time slices; use "
-                               "wait=waitset or placement=cross");
+            return std::string(
+                "two sides spinning on one CPU wait out each other's time slices; use "
+                "wait=waitset or placement=cross");
           return check(p);
         },
 });

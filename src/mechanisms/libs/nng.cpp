@@ -129,17 +129,20 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "nng",
     .help = "nng (nanomsg-next-gen): pair1 sockets over ipc, tcp or inproc",
-    .params = suite_params({"ipc", "tcp", "inproc"},
-                           {{.name = "buffers",
-                             .type = ParamType::Int,
-                             .def = "128",
-                             .help = "messages each socket queues each way (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF): "
-                                     "128 as nng's perf tool sets them; 0 is the library's default (about one "
-                                     "message in flight)",
-                             .full = {"0", "128"},
-                             .min = 0,
-                             .max = 8192}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<NngTransport>(p); },
+    .params =
+        suite_params({"ipc", "tcp", "inproc"},
+                     {{.name = "buffers",
+                       .type = ParamType::Int,
+                       .def = "128",
+                       .help = "messages each socket queues each way (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF): "
+                               "128 as nng's perf tool sets them; 0 is the library's default (about one "
+                               "message in flight)",
+                       .full = {"0", "128"},
+                       .min = 0,
+                       .max = 8192}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<NngTransport>(p);
+    },
     .check = [](const Params& p) { return check(p); },
 });
 

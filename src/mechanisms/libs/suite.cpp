@@ -9,8 +9,9 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "libs",
-    .help = "messaging libraries (ZeroMQ, nng, gRPC over ipc, tcp and inproc; iceoryx in shared memory through its RouDi; "
-             "D-Bus through a private dbus-daemon), beside the transports they ride on",
+    .help = "messaging libraries (ZeroMQ, nng, gRPC over ipc, tcp and inproc; iceoryx in shared memory "
+            "through its RouDi; "
+            "D-Bus through a private dbus-daemon), beside the transports they ride on",
 });
 
 }  // namespace

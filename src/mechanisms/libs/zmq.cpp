@@ -32,7 +32,9 @@
 namespace ipclab::libs {
 namespace {
 
-[[noreturn]] void fail(const char* what) { throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(zmq_errno()))); }
+[[noreturn]] void fail(const char* what) {
+  throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(zmq_errno())));
+}
 
 std::string version() {
   int major, minor, patch;
@@ -42,7 +44,8 @@ std::string version() {
 
 class ZmqEndpoint final : public InPlaceEndpoint {
  public:
-  ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens, bool in_msg)
+  ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens,
+              bool in_msg)
       : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), in_msg_(in_msg), rv_(rv) {
     if (!ctx_) fail("zmq_ctx_new");
     sock_ = zmq_socket(ctx_, type);
@@ -155,7 +158,9 @@ Sockets sockets_of(const Params& p) {
 class ZmqTransport final : public LibraryTransport {
  public:
   explicit ZmqTransport(const Params& p)
-      : LibraryTransport(p, "zmq", "libzmq " + version()), sockets_(sockets_of(p)), in_msg_(p.str("message") == "msg") {
+      : LibraryTransport(p, "zmq", "libzmq " + version()),
+        sockets_(sockets_of(p)),
+        in_msg_(p.str("message") == "msg") {
     if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
   }
   ~ZmqTransport() override {
@@ -163,8 +168,8 @@ class ZmqTransport final : public LibraryTransport {
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
-    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_, producer ? sockets_.sender : sockets_.receiver,
-                                         !producer, in_msg_);
+    return std::make_unique<ZmqEndpoint>(ctx_, rendezvous(), address_,
+                                         producer ? sockets_.sender : sockets_.receiver, !producer, in_msg_);
   }
   void describe(nlohmann::json& extra) const override {
     LibraryTransport::describe(extra);
@@ -182,29 +187,33 @@ const LibraryVersion kVersion{"libzmq", version};  // in every result's environm
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",
     .name = "zmq",
-    .help = "ZeroMQ (libzmq): REQ/REP round trips and PUSH/PULL streams as its perf tools, or PAIR, over ipc, tcp "
+    .help = "ZeroMQ (libzmq): REQ/REP round trips and PUSH/PULL streams as its perf tools, or PAIR, over "
+            "ipc, tcp "
             "or inproc",
-    .params = suite_params({"ipc", "tcp", "inproc"},
-                           {{.name = "socket",
-                             .type = ParamType::String,
-                             .def = "auto",
-                             .choices = {"auto", "pair", "pushpull", "reqrep"},
-                             .help = "auto: the pair libzmq's perf tools use, REQ/REP for round trips (local_lat, "
-                                     "remote_lat) and PUSH/PULL otherwise (local_thr, remote_thr); pair: ZMQ_PAIR both "
-                                     "ways; pushpull: ZMQ_PUSH sender, ZMQ_PULL receiver (one way: throughput and "
-                                     "rate only); reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only). "
-                                     "extra.sockets names the pair a record used",
-                             .quick = {"auto"},
-                             .full = {"auto", "pair"}},
-                            {.name = "message",
-                             .type = ParamType::String,
-                             .def = "msg",
-                             .choices = {"msg", "copy"},
-                             .help = "msg: written into a zmq_msg_t of the library's and handed over with "
-                                     "zmq_msg_send, as libzmq's perf tools send; copy: zmq_send from the "
-                                     "sender's own buffer, which the library copies",
-                             .full = {"msg", "copy"}}}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<ZmqTransport>(p); },
+    .params = suite_params(
+        {"ipc", "tcp", "inproc"},
+        {{.name = "socket",
+          .type = ParamType::String,
+          .def = "auto",
+          .choices = {"auto", "pair", "pushpull", "reqrep"},
+          .help = "auto: the pair libzmq's perf tools use, REQ/REP for round trips (local_lat, "
+                  "remote_lat) and PUSH/PULL otherwise (local_thr, remote_thr); pair: ZMQ_PAIR both "
+                  "ways; pushpull: ZMQ_PUSH sender, ZMQ_PULL receiver (one way: throughput and "
+                  "rate only); reqrep: ZMQ_REQ client, ZMQ_REP server (round trips only). "
+                  "extra.sockets names the pair a record used",
+          .quick = {"auto"},
+          .full = {"auto", "pair"}},
+         {.name = "message",
+          .type = ParamType::String,
+          .def = "msg",
+          .choices = {"msg", "copy"},
+          .help = "msg: written into a zmq_msg_t of the library's and handed over with "
+                  "zmq_msg_send, as libzmq's perf tools send; copy: zmq_send from the "
+                  "sender's own buffer, which the library copies",
+          .full = {"msg", "copy"}}}),
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<ZmqTransport>(p);
+    },
     .check =
         [](const Params& p) {
           if (p.str("socket") == "reqrep" && !std_params::is_roundtrip(p))

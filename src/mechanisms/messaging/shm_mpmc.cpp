@@ -7,7 +7,8 @@ namespace {
 
 class MpmcEndpoint final : public Endpoint {
  public:
-  MpmcEndpoint(MpmcRing& out, MpmcRing& in, Role, const WaitStrategy& w, size_t) : out_(out), in_(in), w_(w) {}
+  MpmcEndpoint(MpmcRing& out, MpmcRing& in, Role, const WaitStrategy& w, size_t)
+      : out_(out), in_(in), w_(w) {}
   void send(const std::byte* d, size_t len) override { out_.push(d, len, w_); }
   size_t recv(std::byte* buf, size_t len) override {
     in_.pop(buf, len, w_);

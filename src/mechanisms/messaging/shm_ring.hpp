@@ -117,7 +117,9 @@ struct alignas(kCacheLine) EventCount {
   }
 };
 
-inline bool sleeps(const WaitStrategy& w) { return w.kind == WaitKind::Futex || w.kind == WaitKind::Adaptive; }
+inline bool sleeps(const WaitStrategy& w) {
+  return w.kind == WaitKind::Futex || w.kind == WaitKind::Adaptive;
+}
 
 inline size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 inline uint64_t pow2_at_least(uint64_t v) {

@@ -51,9 +51,16 @@ struct Pair {
 class MsgRingEndpoint final : public Endpoint {
  public:
   MsgRingEndpoint(Pair& pair, int side, uint64_t depth, bool roundtrip)
-      : pair_(pair), ring_(pair.ring[side]), depth_(depth), credits_(depth),
-        out_(side == 0 ? &pair.up : roundtrip ? &pair.down : nullptr),
-        in_(side == 1 ? &pair.up : roundtrip ? &pair.down : nullptr) {
+      : pair_(pair),
+        ring_(pair.ring[side]),
+        depth_(depth),
+        credits_(depth),
+        out_(side == 0   ? &pair.up
+             : roundtrip ? &pair.down
+                         : nullptr),
+        in_(side == 1   ? &pair.up
+            : roundtrip ? &pair.down
+                        : nullptr) {
     io_uring_params prm{};
     prm.flags = IORING_SETUP_CQSIZE;
     prm.cq_entries = unsigned(4 * depth + 16);  // every slot's message and credit at once, with room
@@ -75,7 +82,8 @@ class MsgRingEndpoint final : public Endpoint {
 
   size_t recv(std::byte* buf, size_t len) override {
     const uint64_t slot = take(0);
-    if (got_len_ != len) throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", got_len_, len));
+    if (got_len_ != len)
+      throw std::runtime_error(fmt::format("a message of {} bytes, expected {}", got_len_, len));
     std::memcpy(buf, in_->slot(slot, depth_), len);
     post(0, kCredit | slot);  // copied out: the slot goes back
     return len;
@@ -184,7 +192,9 @@ IPCLAB_REGISTER(Mechanism{
     .name = "uring_msg_ring",
     .help = "io_uring MSG_RING between two threads' rings: a completion per message, slots in process memory",
     .params = suite_params({queue_depth("64", "message slots per direction", 4096)}),
-    .transport = [](const Params& p) -> std::unique_ptr<Transport> { return std::make_unique<MsgRingTransport>(p); },
+    .transport = [](const Params& p) -> std::unique_ptr<Transport> {
+      return std::make_unique<MsgRingTransport>(p);
+    },
     .check =
         [](const Params& p) {
           return check(Caps{.max_producers = 1,

@@ -21,7 +21,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = pingpong::suite_params(),
     .workload =
         [](Session& s) {
-          pingpong::run(s, pingpong::GuestKind::Go, go::peer_path(IPCLAB_PINGPONG_GO_GUEST, "pingpong_go_guest"));
+          pingpong::run(s, pingpong::GuestKind::Go,
+                        go::peer_path(IPCLAB_PINGPONG_GO_GUEST, "pingpong_go_guest"));
         },
     .check = [](const Params& p) { return pingpong::check(p, pingpong::GuestKind::Go); },
 });

@@ -248,9 +248,10 @@ CpuUsage usage_of(const Header& h) {
 // adaptive: the guest's adaptive_futex with the calibrated spin limit (it does not yield first).
 Process start_go_guest(const std::string& path, const Params& p, const Objects& o, int pairs, Wait wait,
                        int spin_limit, int cpu) {
-  std::vector<std::string> argv{path, "--shm=" + o.base, fmt::format("--pairs={}", pairs),
-                                "--wait=" + (wait == Wait::Adaptive ? std::string("adaptive_futex") : p.str("wait")),
-                                fmt::format("--spin-limit={}", spin_limit)};
+  std::vector<std::string> argv{
+      path, "--shm=" + o.base, fmt::format("--pairs={}", pairs),
+      "--wait=" + (wait == Wait::Adaptive ? std::string("adaptive_futex") : p.str("wait")),
+      fmt::format("--spin-limit={}", spin_limit)};
   if (uses_sem(wait)) argv.push_back("--sem=" + o.base);
   if (wait == Wait::Eventfd) {
     std::string fds;
@@ -316,9 +317,10 @@ void record_figures(Session& s, WorkerResults slots, int first_host, int pairs, 
 ParamSpec placement() {
   ParamSpec p = std_params::placement({"unpinned", "cross", "same"}, {"unpinned"});
   p.full = {"unpinned", "cross"};
-  p.help = "unpinned: the scheduler decides (the reference); cross: hosts on the first --cpus CPU, guests on "
-           "the second; same: everything on the first; smt, llc, cross_llc, cross_numa: hosts and guests on "
-           "the pair of --cpus in that class nearest its median round trip (`ipclab topo`)";
+  p.help =
+      "unpinned: the scheduler decides (the reference); cross: hosts on the first --cpus CPU, guests on "
+      "the second; same: everything on the first; smt, llc, cross_llc, cross_numa: hosts and guests on "
+      "the pair of --cpus in that class nearest its median round trip (`ipclab topo`)";
   return p;
 }
 
@@ -337,8 +339,9 @@ std::vector<ParamSpec> suite_params() {
       {.name = "pairs",
        .type = ParamType::Int,
        .def = "1",
-       .help = "host/guest pairs, one slot each (more pairs than cores on purpose, as the reference); on more "
-               "than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
+       .help =
+           "host/guest pairs, one slot each (more pairs than cores on purpose, as the reference); on more "
+           "than 2 CPUs the presets scale it: 1, 2, 4 … CPUs/2",
        .quick = {"1", "4"},
        .full = {"1", "2", "3", "4", "8"},
        .min = 1,
@@ -394,7 +397,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   Region& r = *o.region;
   // Threads share one address space: private futexes are cheaper. Processes need shared ones.
   // adaptive: a budget calibrated on this machine for this placement, in the record.
-  const waits::Budget budget = wait == Wait::Adaptive ? waits::adaptive(p.str("placement") == "same") : waits::Budget{};
+  const waits::Budget budget =
+      wait == Wait::Adaptive ? waits::adaptive(p.str("placement") == "same") : waits::Budget{};
   const int spin_limit = wait == Wait::Adaptive ? int(budget.spins) : int(p.i64("spin_limit"));
   if (wait == Wait::Adaptive) s.record().extra["wait_budget"] = waits::to_json(budget);
   const Strategy st(wait, spin_limit, kind == GuestKind::Thread, budget.same_cpu ? budget.yield_ns : 0);

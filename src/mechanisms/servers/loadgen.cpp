@@ -1,8 +1,8 @@
 // The load generator: every client in one epoll loop on the calling thread, so that 10,000
 // sessions cost 10,000 sockets and a few hundred bytes each, not 10,000 threads. The clock times
 // each session and connect and enforces their time-outs; the run's window is the Session's.
-#include <errno.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>

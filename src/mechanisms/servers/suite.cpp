@@ -29,9 +29,10 @@ namespace {
 
 IPCLAB_REGISTER(Suite{
     .name = "servers",
-    .help = "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio; epoll and io_uring "
-            "also with a reactor per core, -p reactors) under up to 10,000 concurrent clients of the reference "
-            "protocol (reference 001)",
+    .help =
+        "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio; epoll and io_uring "
+        "also with a reactor per core, -p reactors) under up to 10,000 concurrent clients of the reference "
+        "protocol (reference 001)",
 });
 
 // The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
@@ -184,7 +185,11 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   if (link)
     remote::watch_server(s, *link, progress);
   else
-    s.add_peer({.role = "server", .index = 0, .process = &server->process(), .cpu = process_cpu, .progress = progress});
+    s.add_peer({.role = "server",
+                .index = 0,
+                .process = &server->process(),
+                .cpu = process_cpu,
+                .progress = progress});
   const bool event_driven = m.event_driven;
   // What the measured sessions come to, into the worker's slot.
   auto report = [event_driven](Worker& w, const LoadResult& r, uint64_t sent) {
@@ -276,14 +281,16 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
   if (m.argv) x["server"] = m.argv(p);
-  x["server_pid_cpu"] = reactors.empty() ? std::to_string(server_cpu)
-                                           : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
+  x["server_pid_cpu"] = reactors.empty()
+                            ? std::to_string(server_cpu)
+                            : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
   x["client_cpu"] = client_cpu;
   // Each reactor thread is a side of its own, where it was pinned.
   add_reactor_sides(rec.placement, reactors);
   if (s.placement() == "cross" && std::find(reactors.begin(), reactors.end(), client_cpu) != reactors.end())
-    x["reactor_note"] = fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
-                                    reactors.size(), s.options().cpus.size(), client_cpu);
+    x["reactor_note"] =
+        fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
+                    reactors.size(), s.options().cpus.size(), client_cpu);
   if (m.event_driven && (res.rejected || res.lost))
     rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost", res.rejected,
                          res.lost));
@@ -326,9 +333,10 @@ Mechanism make_mechanism(ServerModel model) {
     if (p.i64("reactors") == 1) return "";
     // A class relates two CPUs, the load generator's and the server's: several reactors have no such pair.
     if (multi && is_class_layout(p.str("placement")))
-      return fmt::format("placement={} places two sides on a pair of CPUs, and reactors > 1 need more: use "
-                         "placement=cross, same or unpinned, or reactors=1",
-                         p.str("placement"));
+      return fmt::format(
+          "placement={} places two sides on a pair of CPUs, and reactors > 1 need more: use "
+          "placement=cross, same or unpinned, or reactors=1",
+          p.str("placement"));
     if (multi) return "";
     std::string models;
     for (const auto& n : multi_reactor_models()) models += (models.empty() ? "" : ", ") + n;
