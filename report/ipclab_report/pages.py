@@ -583,7 +583,8 @@ def _queue(r) -> str:
 def headline(rf, readme_dir: str, pages_dir: str) -> str:
     """The main transports at the smallest message size, one CPU and two side by side: round trip
     and one-way throughput, each with the spread of its repetitions."""
-    msgs = [r for r in summaries(rf) if r.suite == "messaging" and is_number(r.dim("size"))]
+    msgs = [r for r in summaries(rf) if r.suite == "messaging" and is_number(r.dim("size"))
+            and r.dim("pattern") in ("roundtrip", "throughput")]  # the open-loop points have tables of their own
     rt = [r for r in msgs if r.dim("pattern") == "roundtrip"]
     if not rt:
         raise UsageError(f"{rf.path} has no messaging round-trip result for the README's table; "
