@@ -543,18 +543,32 @@ ServerAddress start_server(Session& s, Link& link) {
   return a;
 }
 
+namespace {
+
+// Ends the remote side's benchmark (abort after a failure: its servers may wait for requests that
+// never come) and returns its results; null when they did not come (the record fails, unless it
+// had already). A run that failed already (a stall: the remote side may be frozen) waits no longer
+// than the remote side's own grace after an abort, doubled.
+nlohmann::json end_benchmark(Session& s, Link& link) {
+  Record& rec = s.record();
+  const bool failed = rec.status == Status::Failed;
+  try {
+    link.send({{"op", failed ? "abort" : "end"}});
+    return link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
+        .value("result", nlohmann::json::object());
+  } catch (const std::exception& e) {
+    if (!failed) rec.fail(e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
+
 std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
   Record& rec = s.record();
   const bool failed = rec.status == Status::Failed;
-  nlohmann::json r;
-  try {
-    link.send({{"op", failed ? "abort" : "end"}});
-    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
-            .value("result", nlohmann::json::object());
-  } catch (const std::exception& e) {
-    if (!failed) rec.fail(e.what());
-    return {};
-  }
+  const nlohmann::json r = end_benchmark(s, link);
+  if (r.is_null()) return {};
   const CpuUsage window = cpu_of(r.value("cpu", nlohmann::json::object())),
                  life = cpu_of(r.value("cpu_whole_life", nlohmann::json::object()));
   const std::string role = "server@" + link.host();
@@ -610,18 +624,8 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
 void fold(Session& s, Link& link) {
   Record& rec = s.record();
   const bool failed = rec.status == Status::Failed;
-  nlohmann::json r;
-  try {
-    // After a failure the remote side's servers may wait for requests that never come: it ends them.
-    link.send({{"op", failed ? "abort" : "end"}});
-    // A run that failed already (a stall: the remote side may be frozen) waits no longer than the
-    // remote side's own grace after an abort, doubled.
-    r = link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
-            .value("result", nlohmann::json::object());
-  } catch (const std::exception& e) {
-    if (!failed) rec.fail(e.what());
-    return;
-  }
+  const nlohmann::json r = end_benchmark(s, link);
+  if (r.is_null()) return;
   const std::string role = "server@" + link.host();
   const CpuUsage cpu = cpu_of(r.value("cpu", nlohmann::json::object()));
   rec.cpu += cpu;
