@@ -1,5 +1,6 @@
 #include "core/fdio.hpp"
 
+#include <immintrin.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,16 @@ std::string read_from_start(int fd, char stop) {
     if (stop && std::memchr(buf, stop, size_t(n))) break;
   }
   return text;
+}
+
+bool retry_errno(const char* what, bool nonblocking) {
+  const int e = errno;
+  if (e == EINTR || (nonblocking && (e == EAGAIN || e == EWOULDBLOCK))) {
+    if (abort_requested()) throw Aborted();
+    if (e != EINTR) _mm_pause();
+    return true;
+  }
+  throw std::system_error(e, std::generic_category(), what);
 }
 
 }  // namespace ipclab

@@ -15,5 +15,9 @@ void read_exact(int fd, std::byte* buf, size_t len);
 std::string read_from_start(int fd, char stop = 0);
 /// Throws std::system_error for errno unless it is EINTR outside an abort (then returns).
 void check_errno(const char* what);
+/// The retry rule of a blocking call that failed: true to retry it on EINTR and, when
+/// `nonblocking`, on EAGAIN (after a pause); Aborted once the run aborts; std::system_error for
+/// any other errno.
+bool retry_errno(const char* what, bool nonblocking);
 
 }  // namespace ipclab

@@ -124,14 +124,4 @@ int64_t read_proc_int(const char* path, int64_t fallback) {
   return in >> v ? v : fallback;
 }
 
-bool retry_errno(const char* what, bool nonblocking) {
-  const int e = errno;
-  if (e == EINTR || (nonblocking && (e == EAGAIN || e == EWOULDBLOCK))) {
-    poll_abort();
-    if (e != EINTR) _mm_pause();
-    return true;
-  }
-  throw std::system_error(e, std::generic_category(), what);
-}
-
 }  // namespace ipclab::messaging

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fdio.hpp"
 #include "core/params.hpp"
 #include "core/session.hpp"
 
@@ -45,8 +46,6 @@ int64_t read_proc_int(const char* path, int64_t fallback);
 inline void poll_abort() {
   if (abort_requested()) throw Aborted();
 }
-/// Blocking retry helper for EINTR and (non-blocking mode) EAGAIN: returns true to retry.
-/// Throws for other errors, and Aborted when the session aborts.
-bool retry_errno(const char* what, bool nonblocking);
+using ipclab::retry_errno;  // core/fdio.hpp
 
 }  // namespace ipclab::messaging
