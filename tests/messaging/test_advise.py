@@ -17,7 +17,9 @@ def advise(tmp_path):
     tmp.mkdir(mode=0o700)
 
     def go(*args):
-        env = dict(os.environ, TMPDIR=str(tmp))
+        # A cost model of the test's own (core/estimate): the user's, which every run on this
+        # machine teaches, would make the budget checks depend on what ran here before.
+        env = dict(os.environ, TMPDIR=str(tmp), XDG_STATE_HOME=str(tmp_path / "state"))
         r = subprocess.run([BINARY, "advise", *args], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=120)
         return r.returncode, r.stdout, [l for l in r.stderr.splitlines() if not l.startswith("warning: ")], tmp
