@@ -682,13 +682,6 @@ int bound(int type, const std::string& address) {
   return fd;
 }
 
-int port_of(int fd) {
-  sockaddr_in a{};
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  return ntohs(a.sin_port);
-}
-
 // Channel i's server: takes its connection (tcp: the next accepted; udp: connected to the sender of
 // the first datagram, which stays queued), then echoes as every round-trip server does.
 void server_body(Bench& b, const Mechanism& mech, const Params& p, int i) {
@@ -917,11 +910,11 @@ int serve() {
       if (b->type == SOCK_STREAM) {
         b->listener = bound(SOCK_STREAM, b->address);
         messaging::check_rc(::listen(b->listener, n), "listen");
-        ports.push_back(port_of(b->listener));
+        ports.push_back(local_port(b->listener));
       } else {
         for (int i = 0; i < n; ++i) {
           b->fds[size_t(i)] = bound(SOCK_DGRAM, b->address);
-          ports.push_back(port_of(b->fds[size_t(i)]));
+          ports.push_back(local_port(b->fds[size_t(i)]));
         }
       }
     } catch (const std::exception& e) {
