@@ -7,7 +7,7 @@
 #   ipclab/lib/              the libraries ldd lists for ipclab, and the loader
 #   ipclab/libexec/ipclab    the executable, as built
 #   ipclab/libexec/<peer>    the peers, at their build-tree places relative to ipclab
-#   ipclab/share/<file>      the source tree's files (src/core/home.hpp), and git-sha: the commit
+#   ipclab/share/<file>      the source tree's files (src/core/machine/home.hpp), and git-sha: the commit
 # The peers run with the host's libraries, as everything ipclab starts does: each may need glibc's
 # and libgcc_s (on every glibc system) and nothing else, or this script refuses it.
 # CMake runs it (target bundle; test bundle.runs_anywhere) with what the build made:
@@ -89,7 +89,7 @@ for rel in "${data[@]}"; do
   mkdir -p "$top/share/$(dirname -- "$rel")"
   cp -p -- "$source/$rel" "$top/share/$rel"
 done
-# The commit, as `ipclab env` reports a build tree's (src/core/env.cpp).
+# The commit, as `ipclab env` reports a build tree's (src/core/machine/env.cpp).
 sha=$(git -C "$source" rev-parse --short=12 HEAD 2>/dev/null || true)
 if [ -n "$sha" ] && [ -n "$(git --no-optional-locks -C "$source" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   sha+=-dirty
@@ -105,7 +105,7 @@ cat >"$top/bin/ipclab" <<EOF
 # folder reaches the loader alone (--library-path; nothing exported), so what ipclab starts (sh,
 # python3, fio, daemons, the peers) runs with the host's own libraries. /proc/self/exe names the
 # loader in such a process: IPCLAB_BUNDLE tells ipclab where the bundle is, and ipclab takes it out
-# of its environment at start (src/core/home.hpp).
+# of its environment at start (src/core/machine/home.hpp).
 self=\$(readlink -f -- "\$0") || exit 2
 top=\${self%/bin/*}
 case \$top in

@@ -9,11 +9,11 @@
 #include <map>
 #include <string>
 
-#include "core/mechanism.hpp"
-#include "core/placement.hpp"
-#include "core/record.hpp"
-#include "core/runner.hpp"
-#include "core/session.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab::test {
 

@@ -9,9 +9,9 @@
 #include <system_error>
 #include <vector>
 
-#include "core/fdio.hpp"
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/base/fdio.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::example {

@@ -234,7 +234,7 @@ def plan_side(side: Side) -> None:
 
 class RunFolder:
     """ab's temporaries (each slice's result and error output) live in a run folder of its own in
-    the harness's state folder, kept as the harness keeps its runs (src/core/ipc_names.hpp,
+    the harness's state folder, kept as the harness keeps its runs (src/core/ownership/journal.hpp,
     docs/reliability.md): $TMPDIR/ipclab-<uid>/run.<pid>.<random>, 0700, whose journal is locked
     for as long as ab lives and lists each file ("+path NAME" before it is made, "-path NAME" once
     it is gone). ab removes them when it ends, or on SIGINT/SIGTERM/SIGHUP; killed outright, it

@@ -763,7 +763,7 @@ MAX_FLAGGED = 6
 
 # The flags a repetition's time slices give, and the operations its median slice must hold for
 # them to be judged: one op more or fewer in a slice of 10 is the 10% trend `non_steady` reports
-# (src/core/series.hpp, min_ops_per_slice; docs/methodology.md "Flags"). Files written before
+# (src/core/stats/series.hpp, min_ops_per_slice; docs/methodology.md "Flags"). Files written before
 # the harness kept to it carry such flags on slices of 0-1 operations: they are dropped here.
 SLICE_FLAGS = ("non_steady", "bimodal")
 MIN_OPS_PER_SLICE = 10

@@ -38,7 +38,7 @@ def printable(text) -> str:
 def brief(text, limit: int = 200) -> str:
     """A user's value as an error message echoes it: printable, and cut to about `limit`
     characters ("…(+N more)"), so that a 100 KB argument gives a readable line. The twin of the
-    harness's brief() (src/core/error.hpp): every message that shows user text goes through it."""
+    harness's brief() (src/core/base/error.hpp): every message that shows user text goes through it."""
     shown = printable(text)
     if len(shown) <= limit:
         return shown

@@ -14,12 +14,12 @@
 #include <random>
 
 #include "cli/commands.hpp"
-#include "core/clock.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/estimate.hpp"
-#include "core/placement.hpp"
-#include "core/runner.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/env.hpp"
+#include "core/machine/placement.hpp"
+#include "core/plan/estimate.hpp"
+#include "core/plan/runner.hpp"
 
 namespace ipclab::cli {
 namespace {

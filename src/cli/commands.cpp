@@ -13,14 +13,14 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/home.hpp"
-#include "core/mechanism.hpp"
+#include "core/base/error.hpp"
+#include "core/base/params.hpp"
+#include "core/machine/env.hpp"
+#include "core/machine/home.hpp"
+#include "core/machine/placement.hpp"
+#include "core/machine/topology.hpp"
+#include "core/model/mechanism.hpp"
 #include "core/output/reporter.hpp"
-#include "core/params.hpp"
-#include "core/placement.hpp"
-#include "core/topology.hpp"
 
 namespace ipclab::cli {
 
@@ -250,7 +250,7 @@ int cmd_topo(bool as_json, bool measure) {
 }
 
 // report and compare live in the Python package report/ (matplotlib, scipy); the user need not
-// know: exec it with the same arguments. A bundle leaves the package out (core/home.hpp).
+// know: exec it with the same arguments. A bundle leaves the package out (core/machine/home.hpp).
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args) {
   const char* py = std::getenv("IPCLAB_PYTHON");
   std::string python = py && *py ? py : "python3";

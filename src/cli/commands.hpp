@@ -22,7 +22,7 @@ struct RunArgs {
   bool plan_only = false;             // --plan: print the plan, run nothing
   bool dry_run = false;               // --dry-run: the plan for a person, run nothing
   bool kernel_counters = false;
-  // --remote [USER@]HOST and its companions (core/remote.hpp): the other side runs there.
+  // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
   std::optional<std::string> remote, remote_ipclab, remote_address;
   std::vector<std::string> ssh_options;
 };
@@ -50,7 +50,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline);
 /// What every command that runs benchmarks does before its first: the run's ownership of what it
 /// creates (its folder and journal, the sweep of runs that died, clean-up on a signal or a crash).
 void start_owned_run();
-/// `ipclab remote-side`: the remote end of `ipclab run --remote`, started there by ssh (core/remote.hpp).
+/// `ipclab remote-side`: the remote end of `ipclab run --remote`, started there by ssh (core/run/remote.hpp).
 int cmd_remote_side();
 /// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);

@@ -14,10 +14,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse.hpp"
-#include "core/crash.hpp"
-#include "core/error.hpp"
-#include "core/home.hpp"
-#include "core/ipc_names.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/home.hpp"
+#include "core/ownership/crash.hpp"
+#include "core/ownership/journal.hpp"
 
 using namespace ipclab;
 using namespace ipclab::cli;

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 #include <optional>
 #include <string>

@@ -16,17 +16,20 @@
 #include <tuple>
 
 #include "cli/commands.hpp"
-#include "core/clock.hpp"
-#include "core/crash.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/estimate.hpp"
-#include "core/fault.hpp"
-#include "core/ipc_names.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fs.hpp"
+#include "core/machine/env.hpp"
+#include "core/machine/placement.hpp"
 #include "core/output/reporter.hpp"
-#include "core/placement.hpp"
-#include "core/remote.hpp"
-#include "core/runner.hpp"
+#include "core/ownership/cleanup.hpp"
+#include "core/ownership/crash.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/ownership/sweep.hpp"
+#include "core/plan/estimate.hpp"
+#include "core/plan/runner.hpp"
+#include "core/run/fault.hpp"
+#include "core/run/remote.hpp"
 
 namespace ipclab::cli {
 
@@ -83,7 +86,7 @@ bool check_out_dir(const std::string& dir) {
 // Creates --out (0700 whatever the umask) unless it exists.
 void make_out_dir(const std::string& dir) {
   try {
-    ipc::make_private_dir(dir);
+    make_private_dir(dir);
   } catch (const std::system_error& e) {
     throw UsageError(fmt::format("--out {}: {}; choose a writable folder", brief(dir), e.code().message()));
   }
@@ -442,7 +445,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // every failure there is a usage error of one line.
   std::unique_ptr<remote::Link> link;
   if (a.remote) link = remote::Link::open(remote_opts);
-  struct InUse {  // the run's link for its benchmarks (core/remote.hpp), withdrawn on every path
+  struct InUse {  // the run's link for its benchmarks (core/run/remote.hpp), withdrawn on every path
     explicit InUse(remote::Link* l) { remote::use(l); }
     ~InUse() { remote::use(nullptr); }
   } in_use(link.get());

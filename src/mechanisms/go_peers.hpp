@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "core/error.hpp"
-#include "core/home.hpp"
-#include "core/params.hpp"
+#include "core/base/error.hpp"
+#include "core/base/params.hpp"
+#include "core/machine/home.hpp"
 
 namespace ipclab::go {
 

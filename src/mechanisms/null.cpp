@@ -1,7 +1,7 @@
 // harness/null: an operation that does nothing, so its time per op is the harness's own cost
 // (the batch loop, the phase check and the virtual call).
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab {
 namespace {

@@ -3,11 +3,11 @@
 // Its latency is the lateness of each wait (actual − intended: kind sched_error), so its p99 is what
 // this machine allows a sender's scheduling error at that rate and pace; the record also states the
 // pacing floor (extra.rate.pacing_floor), measured as every open-loop record's is.
-#include "core/clock.hpp"
-#include "core/mechanism.hpp"
-#include "core/openloop.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
+#include "core/run/openloop.hpp"
 
 namespace ipclab {
 namespace {

@@ -1,14 +1,14 @@
 #pragma once
 // Where the Rust peers are (peers/rust: ipclab-peer-tokio, -monoio, -compio), for the runtime,
 // echo and fileio suites' peers_rust.cpp. peers/rust/CMakeLists.txt defines IPCLAB_RUST_PEER_DIR,
-// their folder relative to ipclab's (core/home.hpp), when it builds them; otherwise those
+// their folder relative to ipclab's (core/machine/home.hpp), when it builds them; otherwise those
 // mechanisms skip with the reason.
 #include <string>
 
 #include <fmt/format.h>
 
-#include "core/error.hpp"
-#include "core/home.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/home.hpp"
 
 namespace ipclab {
 

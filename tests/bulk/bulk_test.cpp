@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "../workload_support.hpp"
-#include "core/error.hpp"
-#include "core/runner.hpp"
+#include "core/base/error.hpp"
+#include "core/plan/runner.hpp"
 
 namespace ipclab {
 namespace {

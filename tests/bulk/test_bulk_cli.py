@@ -93,6 +93,6 @@ def test_nothing_is_left_behind(tmp_path):
                *SHORT, "--json", str(tmp_path / "r.json"), env={"TMPDIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     assert set(os.listdir("/dev/shm")) <= before
-    # ipclab's per-user state folder stays (core/ipc_names), empty: each run removes its own.
+    # ipclab's per-user state folder stays (core/ownership/journal.hpp), empty: each run removes its own.
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"ipclab-{os.geteuid()}", "r.json"]
     assert list((tmp_path / f"ipclab-{os.geteuid()}").iterdir()) == []

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 #include "run_variant.hpp"
 

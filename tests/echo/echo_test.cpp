@@ -17,12 +17,12 @@
 #include <gtest/gtest.h>
 
 #include "../workload_support.hpp"
-#include "core/clock.hpp"
-#include "core/error.hpp"
-#include "core/placement.hpp"
-#include "core/runner.hpp"
-#include "core/server.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/peers/server.hpp"
+#include "core/plan/runner.hpp"
 #include "mechanisms/echo/client.hpp"
 #include "mechanisms/echo/common.hpp"
 

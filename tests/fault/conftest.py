@@ -51,7 +51,7 @@ class Lab:
     def env(self, **extra):
         e = dict(os.environ)
         e["TMPDIR"] = str(self.tmpdir)
-        e["XDG_STATE_HOME"] = str(self.root / "state")  # the cost model (core/estimate.hpp), not made yet
+        e["XDG_STATE_HOME"] = str(self.root / "state")  # the cost model (core/plan/estimate.hpp), not made yet
         e.pop("IPCLAB_FAULT", None)
         e.update({k: v for k, v in extra.items() if v is not None})
         return e

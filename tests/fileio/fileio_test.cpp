@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/runner.hpp"
+#include "core/base/error.hpp"
+#include "core/plan/runner.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab {

@@ -1,7 +1,7 @@
 // Open-loop arrivals and pacing (core/arrivals): the schedule's arithmetic and statistics, and that
 // a paced wait never returns before its time. (How close to the time it returns is a figure for
 // the benchmarks, not a unit test.)
-#include "core/arrivals.hpp"
+#include "core/load/arrivals.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
 
 namespace ipclab {
 namespace {

@@ -8,9 +8,10 @@
 
 #include <string>
 
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
-#include "core/watchdog.hpp"
+#include "core/measure/watchdog.hpp"
+#include "core/ownership/deadline.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/process/process.hpp"
 
 namespace ipclab {
 namespace {

@@ -1,6 +1,6 @@
-// Estimates and budgets (core/estimate.hpp): the plan's own model, the learned overheads, the
+// Estimates and budgets (core/plan/estimate.hpp): the plan's own model, the learned overheads, the
 // fitting of windows and repetitions to a budget, and the cost model file.
-#include "core/estimate.hpp"
+#include "core/plan/estimate.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
+#include "core/base/error.hpp"
+#include "core/ownership/journal.hpp"
 
 using namespace ipclab;
 

@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "../workload_support.hpp"
-#include "core/error.hpp"
-#include "core/runner.hpp"
+#include "core/base/error.hpp"
+#include "core/plan/runner.hpp"
 
 namespace ipclab {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/histogram.hpp"
+#include "core/stats/histogram.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // core/kcounters: the kernel's counts of what threads and child processes created after the
 // counters opened do — system calls, page faults, context switches — less the opening thread's
 // own where asked, and the figures per op of a record.
-#include "core/kcounters.hpp"
-#include "core/process.hpp"
+#include "core/measure/kcounters.hpp"
+#include "core/process/process.hpp"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -21,12 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "core/output/output.hpp"
-#include "core/record.hpp"
-#include "core/runner.hpp"
-#include "core/session.hpp"
-#include "core/statistics.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/record.hpp"
+#include "core/stats/statistics.hpp"
 
 using namespace ipclab;
 

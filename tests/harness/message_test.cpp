@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "core/message.hpp"
+#include "core/load/message.hpp"
 
 namespace ipclab {
 namespace {

@@ -1,11 +1,11 @@
 // Open-loop pacing floor and SLO (core/openloop): the floor is measured, cached and ordered; the
 // rule that flags a scheduling error beyond it; slo_p99_us given or derived.
-#include "core/openloop.hpp"
+#include "core/run/openloop.hpp"
 
 #include <gtest/gtest.h>
 
-#include "core/error.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab {
 namespace {

@@ -9,10 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.hpp"
-#include "core/mechanism.hpp"
-#include "core/runner.hpp"
-#include "core/statistics.hpp"
+#include "core/base/error.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/statistics.hpp"
 
 using namespace ipclab;
 

@@ -1,4 +1,4 @@
-// Ownership of what a run creates (core/ipc_names): exclusive creation that leaves a planted
+// Ownership of what a run creates (core/ownership/journal.hpp): exclusive creation that leaves a planted
 // object alone, a journal per run, and a sweep that removes exactly what a dead run's journal
 // lists — never a live run's objects, never anything unlisted or another user's.
 #include <gtest/gtest.h>
@@ -20,8 +20,9 @@
 #include <system_error>
 #include <vector>
 
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/ownership/sweep.hpp"
+#include "core/process/process.hpp"
 
 namespace ipclab {
 namespace {

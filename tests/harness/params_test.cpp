@@ -1,4 +1,4 @@
-#include "core/params.hpp"
+#include "core/base/params.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <chrono>
 #include <cstdint>
 
-#include "core/error.hpp"
-#include "core/mechanism.hpp"
-#include "core/placement.hpp"
-#include "core/runner.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/plan/runner.hpp"
 
 using namespace ipclab;
 

@@ -1,6 +1,6 @@
 // core/process: start, readiness, wait, time-out, stop (a stopped child too), reaping on every
 // path, the death wording, and CPU accounting.
-#include "core/process.hpp"
+#include "core/process/process.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -14,9 +14,9 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "core/clock.hpp"
-#include "core/placement.hpp"
-#include "core/watchdog.hpp"
+#include "core/base/clock.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/watchdog.hpp"
 
 using namespace ipclab;
 

@@ -1,4 +1,4 @@
-#include "core/reservoir.hpp"
+#include "core/stats/reservoir.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,15 +1,15 @@
 // The runner end to end on real mechanisms: naming, filters, grids, integrity failures, peers.
-#include "core/runner.hpp"
-#include "core/statistics.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/statistics.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
-#include "core/peer.hpp"
-#include "core/placement.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/peers/peer.hpp"
 
 using namespace ipclab;
 

@@ -1,16 +1,16 @@
 // The time series of a repetition and the statistics of its aggregate: the trend and cluster tests
 // against reference values, the flags they raise, the slices of a real session, and the bootstrap
 // confidence intervals of the aggregate.
-#include "core/series.hpp"
+#include "core/stats/series.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
-#include "core/statistics.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
+#include "core/stats/statistics.hpp"
 
 namespace ipclab {
 namespace {

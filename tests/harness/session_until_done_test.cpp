@@ -1,7 +1,7 @@
 // core/session, what the echo and servers suites need of it: a run bounded by its work rather
 // than --duration (until_done), warm-up work that keeps the window closed until it is done
 // (Worker::hold_warmup), and a peer's death named before the worker's error it caused.
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <atomic>
 #include <string>
 
-#include "core/clock.hpp"
-#include "core/process.hpp"
+#include "core/base/clock.hpp"
+#include "core/process/process.hpp"
 
 using namespace ipclab;
 

@@ -6,8 +6,8 @@
 #include <ctime>
 #include <thread>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 
 namespace ipclab {
 namespace {

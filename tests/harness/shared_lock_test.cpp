@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
+#include "core/base/error.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/ownership/sweep.hpp"
+#include "core/process/process.hpp"
 
 namespace ipclab {
 namespace {

@@ -8,8 +8,8 @@
 #include <map>
 #include <random>
 
-#include "core/placement.hpp"
-#include "core/topology.hpp"
+#include "core/machine/placement.hpp"
+#include "core/machine/topology.hpp"
 
 namespace ipclab {
 namespace {

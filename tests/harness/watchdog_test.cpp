@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "core/clock.hpp"
-#include "core/watchdog.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/watchdog.hpp"
 
 namespace ipclab {
 namespace {

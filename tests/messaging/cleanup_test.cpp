@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/process/process.hpp"
 
 namespace {
 

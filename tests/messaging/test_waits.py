@@ -1,4 +1,4 @@
-"""Adaptive waits calibrated in time (core/waits.hpp), by their behaviour: with both sides on one
+"""Adaptive waits calibrated in time (core/machine/waits.hpp), by their behaviour: with both sides on one
 CPU an adaptive wait does not spin (a spinner keeps its peer from running: 20-40x slower than a
 futex before the calibration), so its round trip stays within 2x of a wait that sleeps at once;
 across CPUs it spins for what a wake-up costs here, and the record says what it measured.

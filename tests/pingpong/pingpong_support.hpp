@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "core/params.hpp"
-#include "core/placement.hpp"
-#include "core/record.hpp"
-#include "core/runner.hpp"
+#include "core/base/params.hpp"
+#include "core/machine/placement.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab::test {
 

@@ -14,8 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
+#include "core/ownership/cleanup.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/process/process.hpp"
 #include "mechanisms/pingpong/wait.hpp"
 #include "pingpong_support.hpp"
 

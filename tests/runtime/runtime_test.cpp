@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/runner.hpp"
-#include "core/session.hpp"
+#include "core/base/error.hpp"
+#include "core/measure/session.hpp"
+#include "core/plan/runner.hpp"
 #include "mechanisms/runtime/common.hpp"
 
 namespace ipclab {

@@ -13,9 +13,10 @@
 #include <filesystem>
 #include <system_error>
 
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fs.hpp"
 #include "core/output/reporter.hpp"
+#include "core/ownership/journal.hpp"
 
 #include <fmt/format.h>
 
@@ -54,8 +55,7 @@ void check_target(const std::string& option, const std::string& path) {
   if (probe >= 0) ::close(probe);
   if (probe < 0 && (probe_errno == EOPNOTSUPP || probe_errno == EISDIR)) {
     struct statfs fs {};
-    if (::statfs(dir.c_str(), &fs) == 0 &&
-        ((fs.f_flags & ST_RDONLY) || !ipc::special_file_system(dir).empty()))
+    if (::statfs(dir.c_str(), &fs) == 0 && ((fs.f_flags & ST_RDONLY) || !special_file_system(dir).empty()))
       probe_errno = (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
     else if (access(dir.c_str(), W_OK | X_OK) == 0)
       probe_errno = 0;

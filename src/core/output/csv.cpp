@@ -11,9 +11,9 @@
 #include <set>
 #include <system_error>
 
-#include "core/error.hpp"
-#include "core/fdio.hpp"
-#include "core/mechanism.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fdio.hpp"
+#include "core/model/mechanism.hpp"
 #include "core/output/reporter.hpp"
 
 #include <fmt/format.h>

@@ -5,10 +5,10 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "core/crash.hpp"
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
+#include "core/base/error.hpp"
 #include "core/output/reporter.hpp"
+#include "core/ownership/crash.hpp"
+#include "core/ownership/journal.hpp"
 
 #include <fmt/format.h>
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/record.hpp"
-#include "core/runner.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab::output {
 

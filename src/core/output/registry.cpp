@@ -1,6 +1,6 @@
 // The registry as JSON: what `ipclab list --json` prints and a run's context carries, so that the
 // report builds its pages, their order and their tables from it and knows no suite of its own.
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 #include "core/output/output.hpp"
 
 namespace ipclab::output {

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/output/output.hpp"
-#include "core/record.hpp"
-#include "core/runner.hpp"
+#include "core/plan/runner.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab::output {
 

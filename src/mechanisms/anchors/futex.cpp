@@ -7,11 +7,11 @@
 
 #include <atomic>
 
-#include "core/clock.hpp"
-#include "core/fdio.hpp"
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/fdio.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab {
 namespace {

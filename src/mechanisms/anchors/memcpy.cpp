@@ -1,12 +1,12 @@
 // anchors/memcpy: one thread's memory bandwidth — memcpy, or a read-only pass, over buffers of
 // the bulk transports' sizes, cache-warm (the same buffers every time) or cold (a pool four times
-// the largest cache). The physical limit under every bulk transport (core/membw.hpp).
+// the largest cache). The physical limit under every bulk transport (core/machine/membw.hpp).
 #include <algorithm>
 #include <atomic>
 
-#include "core/mechanism.hpp"
-#include "core/membw.hpp"
-#include "core/std_params.hpp"
+#include "core/machine/membw.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab {
 namespace {

@@ -3,8 +3,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab {
 namespace {

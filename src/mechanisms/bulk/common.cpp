@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/std_params.hpp"
+#include "core/model/std_params.hpp"
+#include "core/transport/fd_transport.hpp"
 #include "mechanisms/messaging/common.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::bulk {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/params.hpp"
+#include "core/base/params.hpp"
 
 namespace ipclab::bulk {
 

@@ -19,11 +19,11 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/ipc_names.hpp"
-#include "core/std_params.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/transport/fd_transport.hpp"
 #include "mechanisms/bulk/common.hpp"
 #include "mechanisms/messaging/common.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::bulk {
 namespace {

@@ -1,9 +1,9 @@
 // bulk/pipe: the copying baseline — write() into an anonymous pipe, read() out of it: two copies
 // through the kernel's pipe pages. Pipes are grown to the message size, at most
 // /proc/sys/fs/pipe-max-size (1 MiB by default; a larger message passes in pieces).
-#include "core/std_params.hpp"
+#include "core/model/std_params.hpp"
+#include "core/transport/fd_transport.hpp"
 #include "mechanisms/bulk/common.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::bulk {
 namespace {

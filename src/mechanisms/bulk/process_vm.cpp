@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/error.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/model/std_params.hpp"
 #include "mechanisms/bulk/common.hpp"
 #include "mechanisms/messaging/common.hpp"
 

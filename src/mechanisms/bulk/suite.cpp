@@ -3,15 +3,15 @@
 // cross-memory attach, zero-copy sends, shared memory read in place). Every record states what
 // a bulk transfer costs: bandwidth, CPU per MiB split into user and system time, page faults per
 // message, and its bandwidth as a fraction of one thread's memcpy at the same size, measured in
-// the same run right after it on the same CPU (core/membw.hpp; anchors/memcpy runs the same copy
+// the same run right after it on the same CPU (core/machine/membw.hpp; anchors/memcpy runs the same copy
 // under the harness).
 #include <algorithm>
 
-#include "core/mechanism.hpp"
-#include "core/membw.hpp"
-#include "core/placement.hpp"
-#include "core/record.hpp"
-#include "core/session.hpp"
+#include "core/machine/membw.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab {
 namespace {

@@ -1,7 +1,7 @@
 // bulk/unix_stream: the copying baseline over a Unix stream socketpair — send() copies into
 // socket buffers, recv() out of them, with the kernel's default buffer sizes.
+#include "core/transport/fd_transport.hpp"
 #include "mechanisms/bulk/common.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::bulk {
 namespace {

@@ -24,12 +24,12 @@
 #include <system_error>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/params.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/base/params.hpp"
+#include "core/model/std_params.hpp"
+#include "core/transport/fd_transport.hpp"
 #include "mechanisms/bulk/common.hpp"
 #include "mechanisms/messaging/common.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
 
 namespace ipclab::bulk {
 namespace {

@@ -3,8 +3,8 @@
 #if __has_include(<asio.hpp>)
 #include <asio.hpp>
 
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/asio_pool.hpp"
 
 namespace ipclab::cachecalc {

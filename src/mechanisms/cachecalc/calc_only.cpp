@@ -1,7 +1,7 @@
 // cachecalc/calc_only: the 2000 calcs of an iteration with no delay and no concurrency — the
 // serial compute every variant must at least pay (the reference's BM_cachecalc_only).
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

@@ -1,6 +1,6 @@
 // cachecalc/serial: the 1000 tasks one after another on one thread (the reference's BM_cachecalc).
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
-#include "core/mechanism.hpp"
-#include "core/placement.hpp"
-#include "core/session.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

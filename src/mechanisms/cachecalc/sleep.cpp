@@ -1,6 +1,6 @@
 // cachecalc/sleep: the cost of one blocking delay (the reference's BM_sleep), no map.
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

@@ -3,8 +3,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/cachecalc/workload.hpp"
 
 namespace ipclab::cachecalc {

@@ -1,5 +1,5 @@
 // The cachecalc suite's declaration (reference 000's "cache calc" pattern).
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab {
 namespace {

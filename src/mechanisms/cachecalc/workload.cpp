@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 
 namespace ipclab::cachecalc {
 

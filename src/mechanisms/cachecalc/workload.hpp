@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/params.hpp"
+#include "core/base/params.hpp"
 
 namespace ipclab {
 class Session;

@@ -3,7 +3,7 @@
 #include <asio.hpp>
 #include <asio/experimental/as_tuple.hpp>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/asio_server.hpp"
 #include "mechanisms/echo/common.hpp"
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/clock.hpp"
+#include "core/base/clock.hpp"
 
 namespace ipclab::echo {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/openloop.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/run/openloop.hpp"
 
 namespace ipclab::echo {
 

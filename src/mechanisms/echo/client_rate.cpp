@@ -1,4 +1,4 @@
-// The echo client's open-loop loop (pattern=rate, core/openloop.hpp), on epoll. Requests start on
+// The echo client's open-loop loop (pattern=rate, core/run/openloop.hpp), on epoll. Requests start on
 // the schedule of Arrivals at the run's aggregate rate, the connections taking them in turn, however
 // many are still in flight on each (TCP pipelines them). A server echoes a connection's bytes in
 // order, so each connection keeps a FIFO of its requests in flight: every echoed byte is checked
@@ -23,8 +23,8 @@
 #include <ctime>
 #include <deque>
 
-#include "core/arrivals.hpp"
-#include "core/clock.hpp"
+#include "core/base/clock.hpp"
+#include "core/load/arrivals.hpp"
 #include "mechanisms/echo/client.hpp"
 
 namespace ipclab::echo {

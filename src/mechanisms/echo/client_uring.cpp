@@ -21,7 +21,7 @@
 #include <optional>
 #include <system_error>
 
-#include "core/clock.hpp"
+#include "core/base/clock.hpp"
 #include "mechanisms/echo/common.hpp"
 
 namespace ipclab::echo {

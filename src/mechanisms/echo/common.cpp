@@ -7,13 +7,13 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/listener.hpp"
-#include "core/placement.hpp"
-#include "core/remote.hpp"
-#include "core/server.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
+#include "core/peers/server.hpp"
+#include "core/process/listener.hpp"
+#include "core/run/remote.hpp"
 #include "mechanisms/echo/client.hpp"
 
 namespace ipclab::echo {
@@ -141,7 +141,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // Several reactors pin their own threads: the process itself is then unpinned.
   if (k > 1) launch.reactor_cpus = at.reactors;
   const int process_cpu = k > 1 ? -1 : at.reactors[0];
-  // --remote: the server runs on the other host, started there by its ipclab (core/remote.hpp), and
+  // --remote: the server runs on the other host, started there by its ipclab (core/run/remote.hpp), and
   // is watched through the ssh session; its CPU is measured there.
   remote::Link* link = remote::in_use();
   std::optional<ServerProcess> server;

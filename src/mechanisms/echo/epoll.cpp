@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 
 namespace ipclab::echo {

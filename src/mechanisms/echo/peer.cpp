@@ -2,8 +2,8 @@
 // `<server> --size=<bytes> --connections=<n>` and held to the contract of docs/echo.md:
 // listen on 127.0.0.1 (port 0 = the kernel's choice), print the port as one decimal line on
 // stdout once listening, echo every byte back, and run until killed.
-#include "core/home.hpp"
-#include "core/session.hpp"
+#include "core/machine/home.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 
 namespace ipclab::echo {

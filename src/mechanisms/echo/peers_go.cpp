@@ -1,7 +1,7 @@
 // echo/go: the Go echo server (peers/go/cmd/echo-server): a goroutine per connection, blocking
 // Read then Write on net.Conn over Go's netpoller, GOMAXPROCS 1 by default. Started through the
 // peer server contract of docs/echo.md, pinned to the server CPU like every other server.
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 #include "mechanisms/go_peers.hpp"
 

@@ -5,7 +5,7 @@
 // echo/uring, and measures the server process's CPU.
 #include <fmt/format.h>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 #include "mechanisms/rust_peers.hpp"
 

@@ -13,8 +13,8 @@
 
 #include <ipcrt/ipcrt.hpp>
 
-#include "core/error.hpp"
-#include "core/session.hpp"
+#include "core/base/error.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 
 namespace ipclab::echo {

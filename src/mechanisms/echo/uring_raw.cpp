@@ -28,7 +28,7 @@
 #include <system_error>
 #include <vector>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/echo/common.hpp"
 
 namespace ipclab::echo {

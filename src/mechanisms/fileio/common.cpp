@@ -20,11 +20,13 @@
 #include <random>
 #include <system_error>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/session.hpp"
-#include "core/watchdog.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fs.hpp"
+#include "core/measure/session.hpp"
+#include "core/measure/watchdog.hpp"
+#include "core/ownership/deadline.hpp"
+#include "core/ownership/journal.hpp"
 
 namespace ipclab::fileio {
 
@@ -57,12 +59,12 @@ bool is_tmpfs(const std::string& dir) {
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
 
-// Opens the test file at `path` (ipc::open_own_file: never through a link, never blocking on a
+// Opens the test file at `path` (open_own_file: never through a link, never blocking on a
 // FIFO or device planted at its name in a folder others can write to). -1 when there is none;
 // throws, naming what is there, when it is something else than a regular file of this user's.
 int open_test_file(const std::string& path, int flags) {
   std::string why;
-  const int fd = ipc::open_own_file(path, flags, &why);
+  const int fd = open_own_file(path, flags, &why);
   if (fd < 0 && errno == EPERM)
     throw std::runtime_error(
         fmt::format("{} is not a test file of yours ({}); remove it or choose another -p dir", path, why));
@@ -210,7 +212,7 @@ std::string default_dir_problem() {
 
 // Created 0700 by this user on first use, and checked again (it may have changed since the check).
 void ensure_default_dir() {
-  ipc::make_private_dir(kDefaultDir);
+  make_private_dir(kDefaultDir);
   if (const std::string why = default_dir_problem(); !why.empty()) throw UsageError(why);
 }
 
@@ -222,7 +224,7 @@ std::string check_dir(const std::string& dir) {
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fmt::format("-p dir={} is not an existing folder; create it first or leave dir at its default",
                        dir);
-  if (const std::string fs = ipc::special_file_system(dir); !fs.empty())
+  if (const std::string fs = special_file_system(dir); !fs.empty())
     return fmt::format("-p dir={} is on {}, which holds no test files; choose a folder on a disk, e.g. {}",
                        dir, fs, kDefaultDir);
   if (access(dir.c_str(), W_OK | X_OK) != 0)
@@ -371,7 +373,7 @@ std::string evict(const std::string& path, bool allow_drop_caches) {
 }
 
 double resident_fraction(const std::string& path) {
-  int fd = ipc::open_own_file(path, O_RDONLY);
+  int fd = open_own_file(path, O_RDONLY);
   if (fd < 0) return -1;
   struct stat st {};
   double frac = -1;

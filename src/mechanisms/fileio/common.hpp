@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/histogram.hpp"
-#include "core/mechanism.hpp"
-#include "core/record.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/stats/histogram.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab {
 class Session;

@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/peer.hpp"
-#include "core/process.hpp"
-#include "core/session.hpp"
+#include "core/base/error.hpp"
+#include "core/measure/session.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/peers/peer.hpp"
+#include "core/process/process.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab::fileio {

@@ -11,9 +11,9 @@
 
 #include <ipcrt/ipcrt.hpp>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab::fileio {

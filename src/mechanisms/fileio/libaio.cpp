@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab::fileio {

@@ -6,8 +6,8 @@
 
 #include <bit>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab::fileio {

@@ -7,8 +7,8 @@
 // MB/s and the blocks it verified.
 #include <fmt/format.h>
 
-#include "core/peer.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/peers/peer.hpp"
 #include "mechanisms/fileio/common.hpp"
 #include "mechanisms/rust_peers.hpp"
 

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <thread>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/fileio/common.hpp"
 
 namespace ipclab::fileio {

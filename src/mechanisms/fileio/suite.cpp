@@ -1,5 +1,5 @@
 // The fileio suite's declaration (reference 003's file reads).
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab {
 namespace {

@@ -11,10 +11,10 @@
 #include <thread>
 #include <utility>
 
-#include "core/cancel.hpp"
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/std_params.hpp"
+#include "core/base/cancel.hpp"
+#include "core/base/error.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::libs {

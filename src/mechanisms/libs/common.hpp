@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/mechanism.hpp"
-#include "core/params.hpp"
+#include "core/base/params.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::libs {

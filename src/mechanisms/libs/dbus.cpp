@@ -39,13 +39,13 @@
 #include <system_error>
 #include <utility>
 
-#include "core/daemon.hpp"
-#include "core/env.hpp"
-#include "core/ipc_names.hpp"
-#include "core/mechanism.hpp"
-#include "core/message.hpp"
-#include "core/process.hpp"
-#include "core/std_params.hpp"
+#include "core/load/message.hpp"
+#include "core/machine/env.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/peers/daemon.hpp"
+#include "core/process/process.hpp"
 #include "mechanisms/libs/common.hpp"
 #include "mechanisms/messaging/common.hpp"
 

@@ -22,10 +22,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/env.hpp"
-#include "core/mechanism.hpp"
-#include "core/message.hpp"
-#include "core/std_params.hpp"
+#include "core/load/message.hpp"
+#include "core/machine/env.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 #include "grpc_bench.grpc.pb.h"
 #include "mechanisms/libs/common.hpp"
 #include "mechanisms/messaging/common.hpp"

@@ -28,7 +28,7 @@
 // bounded time, then skips with the holder's name. Under the lock, ipclab starts its RouDi only
 // where none of the names exist (another RouDi's are not ours to remove): otherwise the benchmark
 // is skipped with the names. RouDi removes them itself when stopped; the run removes whatever a
-// killed RouDi left; a run killed outright (its RouDi dies with it, core/daemon.hpp) leaves them
+// killed RouDi left; a run killed outright (its RouDi dies with it, core/peers/daemon.hpp) leaves them
 // to the next run's sweep, which removes them once it holds the lock.
 //
 // The runtime: RouDi's own factory makes one per process for ever; ipclab installs its own
@@ -56,13 +56,13 @@
 #include <string>
 #include <thread>
 
-#include "core/daemon.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/mechanism.hpp"
-#include "core/message.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/load/message.hpp"
+#include "core/machine/env.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/peers/daemon.hpp"
 #include "iceoryx_hoofs/log/logmanager.hpp"
 #include "iceoryx_posh/internal/runtime/posh_runtime_impl.hpp"
 #include "iceoryx_posh/popo/untyped_publisher.hpp"

@@ -2,7 +2,7 @@
 // accounting, each record naming the library's version and the kernel transport it rode on
 // (extra.library, extra.kernel_transport), so that it can be read beside that transport's own
 // figures in the messaging suite.
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab {
 namespace {

@@ -22,10 +22,10 @@
 #include <system_error>
 #include <vector>
 
-#include "core/env.hpp"
-#include "core/mechanism.hpp"
-#include "core/message.hpp"
-#include "core/std_params.hpp"
+#include "core/load/message.hpp"
+#include "core/machine/env.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 #include "mechanisms/libs/common.hpp"
 #include "mechanisms/messaging/common.hpp"
 

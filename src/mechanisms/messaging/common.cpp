@@ -10,8 +10,8 @@
 #include <set>
 #include <system_error>
 
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab::messaging {
 

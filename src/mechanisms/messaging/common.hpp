@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/fdio.hpp"
-#include "core/params.hpp"
-#include "core/session.hpp"
+#include "core/base/fdio.hpp"
+#include "core/base/params.hpp"
+#include "core/measure/session.hpp"
 
 namespace ipclab::messaging {
 
@@ -41,11 +41,7 @@ void warn_once(const std::string& key, const std::string& text);
 /// An integer from a /proc file, or `fallback` when it cannot be read.
 int64_t read_proc_int(const char* path, int64_t fallback);
 
-/// Throws Aborted when the session is aborting; call in busy-poll loops now and then. (Inline, so
-/// that the rings' header needs nothing from the messaging mechanisms' own files.)
-inline void poll_abort() {
-  if (abort_requested()) throw Aborted();
-}
-using ipclab::retry_errno;  // core/fdio.hpp
+using ipclab::poll_abort;   // core/base/cancel.hpp
+using ipclab::retry_errno;  // core/base/fdio.hpp
 
 }  // namespace ipclab::messaging

@@ -10,8 +10,9 @@
 
 #include <cstring>
 
-#include "core/std_params.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/model/std_params.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::messaging {

@@ -5,9 +5,10 @@
 
 #include <tuple>
 
-#include "core/ipc_names.hpp"
-#include "core/std_params.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

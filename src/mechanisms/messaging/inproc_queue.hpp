@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 
 namespace ipclab::messaging {
 

@@ -1,7 +1,8 @@
 // messaging/pipe: anonymous pipes (pipe2). Roundtrip uses one pipe per direction per pair;
 // throughput one pipe from the producer to the consumer.
-#include "core/std_params.hpp"
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/model/std_params.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

@@ -12,11 +12,11 @@
 
 #include <system_error>
 
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/mechanism.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/clock.hpp"
-#include "core/waits.hpp"
+#include "core/base/clock.hpp"
+#include "core/machine/waits.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
@@ -29,7 +29,7 @@ constexpr size_t kCacheLine = 64;
 enum class WaitKind { Spin, SpinYield, Futex, Adaptive };
 /// How a side waits: its kind and, for adaptive, what it does before it sleeps — spin for a time
 /// calibrated on this machine while the peer runs elsewhere, yield while it shares this CPU
-/// (core/waits.hpp). Reference 004 spun a fixed 2000 pauses: 41-58 µs per wait on the VMs we
+/// (core/machine/waits.hpp). Reference 004 spun a fixed 2000 pauses: 41-58 µs per wait on the VMs we
 /// measured, spent keeping a peer on the same CPU from running.
 struct WaitStrategy {
   WaitKind kind = WaitKind::Adaptive;

@@ -11,8 +11,8 @@
 #include <system_error>
 #include <vector>
 
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
 #include "mechanisms/messaging/shm_ring.hpp"
 
 namespace ipclab::messaging {

@@ -3,8 +3,8 @@
 // project's results; our own figures follow in columns of our own.
 #include <fmt/format.h>
 
-#include "core/mechanism.hpp"
-#include "core/record.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab {
 namespace {

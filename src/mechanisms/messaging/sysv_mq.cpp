@@ -12,9 +12,9 @@
 #include <cstring>
 #include <system_error>
 
-#include "core/ipc_names.hpp"
-#include "core/mechanism.hpp"
-#include "core/std_params.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
 #include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {

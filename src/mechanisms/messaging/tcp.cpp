@@ -1,6 +1,7 @@
 // messaging/tcp: a TCP connection over loopback (127.0.0.1) per channel, TCP_NODELAY on both ends
 // so that small messages leave at once instead of waiting for Nagle's coalescing.
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

@@ -4,7 +4,8 @@
 // the receive buffer); roundtrip has one message in flight and needs none.
 #include <netinet/in.h>
 
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

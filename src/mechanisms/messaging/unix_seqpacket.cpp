@@ -1,7 +1,8 @@
 // messaging/unix_seqpacket: a connected AF_UNIX SOCK_SEQPACKET socketpair per channel. Every call moves
 // one whole message, so in throughput all producers share one end and all consumers the other:
 // the socket's queue is the shared queue.
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

@@ -1,5 +1,6 @@
 // messaging/unix_stream: a connected AF_UNIX SOCK_STREAM socketpair per channel.
-#include "mechanisms/messaging/fd_transport.hpp"
+#include "core/transport/fd_transport.hpp"
+#include "mechanisms/messaging/common.hpp"
 
 namespace ipclab::messaging {
 namespace {

@@ -18,8 +18,8 @@
 #include <system_error>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/std_params.hpp"
+#include "core/base/error.hpp"
+#include "core/model/std_params.hpp"
 #include "mechanisms/messaging/common.hpp"
 #include "mechanisms/messaging/shm_ring.hpp"
 

@@ -2,7 +2,7 @@
 // per slot, cgo for the named semaphores and the futex. Built by peers/go/CMakeLists.txt, which
 // passes its path relative to ipclab here; skipped with the reason when Go was not found at build
 // time (go::peer_path).
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/go_peers.hpp"
 #include "mechanisms/pingpong/pingpong.hpp"
 

@@ -24,15 +24,15 @@
 #include <cmath>
 #include <thread>
 
-#include "core/clock.hpp"
-#include "core/cpu.hpp"
-#include "core/error.hpp"
-#include "core/ipc_names.hpp"
-#include "core/process.hpp"
-#include "core/record.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
-#include "core/waits.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/cpu.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/waits.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
+#include "core/ownership/journal.hpp"
+#include "core/process/process.hpp"
+#include "core/stats/record.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 #include "mechanisms/pingpong/wait.hpp"
 

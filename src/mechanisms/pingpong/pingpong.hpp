@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab::pingpong {
 

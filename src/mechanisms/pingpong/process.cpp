@@ -1,6 +1,6 @@
 // pingpong/process: the guest is a forked C++ process with one thread per slot — the reference's
 // two-process shape with the Go runtime taken out.
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/pingpong/pingpong.hpp"
 
 namespace ipclab {

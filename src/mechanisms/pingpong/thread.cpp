@@ -1,6 +1,6 @@
 // pingpong/thread: the guest is one C++ thread per slot in the harness process — the floor under
 // the other guests (no process boundary, private futexes).
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 #include "mechanisms/pingpong/pingpong.hpp"
 
 namespace ipclab {

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/pingpong/slot.hpp"
 
 namespace ipclab::pingpong {
 
-// Adaptive: adaptive_futex with a budget calibrated in time (core/waits.hpp) instead of the
+// Adaptive: adaptive_futex with a budget calibrated in time (core/machine/waits.hpp) instead of the
 // reference's spin_limit: it spins only while the peer runs on another CPU, and yields while it
 // shares this one.
 enum class Wait { Spin, SpinYield, AdaptiveFutex, AdaptiveSem, Sem, Futex, Eventfd, Adaptive };

@@ -1,7 +1,7 @@
 // runtime/channel_asio: n messages through one Asio experimental::channel from a producer
 // coroutine to a consumer coroutine (reference 003's "channel, number of messages").
 #include "mechanisms/runtime/channel_asio.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 
 namespace ipclab::rt {
 namespace {

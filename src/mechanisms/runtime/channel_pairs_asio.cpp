@@ -1,6 +1,6 @@
 // runtime/channel_pairs_asio: P producer/consumer pairs, n messages each, over Asio
 // experimental::channel on one io_context (reference 003's "channel, task pairs"). ops = P * n.
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/channel_asio.hpp"
 
 namespace ipclab::rt {

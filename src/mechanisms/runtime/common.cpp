@@ -1,6 +1,6 @@
 #include "mechanisms/runtime/common.hpp"
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 
 namespace ipclab::rt {
 

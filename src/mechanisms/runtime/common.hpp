@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/params.hpp"
-#include "core/record.hpp"
+#include "core/base/params.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab {
 class Session;

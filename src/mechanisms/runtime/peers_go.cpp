@@ -7,8 +7,8 @@
 // switch_many_go has `tasks` goroutines Gosched round-robin.
 #include <string>
 
-#include "core/peer.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/peers/peer.hpp"
 #include "mechanisms/go_peers.hpp"
 #include "mechanisms/runtime/common.hpp"
 

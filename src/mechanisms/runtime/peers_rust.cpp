@@ -11,8 +11,8 @@
 
 #include <string_view>
 
-#include "core/peer.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/peers/peer.hpp"
 #include "mechanisms/runtime/common.hpp"
 #include "mechanisms/rust_peers.hpp"
 

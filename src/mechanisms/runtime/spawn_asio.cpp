@@ -3,7 +3,7 @@
 // handler is the join and adds the task's result, which must total 0+1+...+n-1.
 #include <exception>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/asio.hpp"
 
 namespace ipclab::rt {

@@ -3,7 +3,7 @@
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/ipcrt.hpp>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {

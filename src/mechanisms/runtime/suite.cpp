@@ -1,5 +1,5 @@
 // The runtime suite's declaration (reference 003's spawn, switch and channel figures, plus timers).
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab {
 namespace {

@@ -4,7 +4,7 @@
 // experimental::deferred operations directly -- that came in 1.24 -- so use_awaitable is the token.)
 #include <asio/post.hpp>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/asio.hpp"
 
 namespace ipclab::rt {

@@ -6,7 +6,7 @@
 
 #include <asio/post.hpp>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/asio.hpp"
 
 namespace ipclab::rt {

@@ -7,7 +7,7 @@
 
 #include <ipcrt/ipcrt.hpp>
 
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/ipcrt.hpp"
 
 namespace ipclab::rt {

@@ -6,8 +6,8 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/steady_timer.hpp>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/asio.hpp"
 
 namespace ipclab::rt {

@@ -5,8 +5,8 @@
 
 #include <ipcrt/ipcrt.hpp>
 
-#include "core/clock.hpp"
-#include "core/session.hpp"
+#include "core/base/clock.hpp"
+#include "core/measure/session.hpp"
 #include "mechanisms/runtime/common.hpp"
 
 namespace ipclab::rt {

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "core/base/clock.hpp"
 #include "mechanisms/servers/loadgen.hpp"
 #include "mechanisms/servers/protocol.hpp"
 

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/histogram.hpp"
-#include "core/openloop.hpp"
-#include "core/session.hpp"
+#include "core/measure/session.hpp"
+#include "core/run/openloop.hpp"
+#include "core/stats/histogram.hpp"
 
 namespace ipclab::servers {
 

@@ -13,15 +13,15 @@
 #include <optional>
 #include <tuple>
 
-#include "core/clock.hpp"
-#include "core/error.hpp"
-#include "core/listener.hpp"
-#include "core/openloop.hpp"
-#include "core/placement.hpp"
-#include "core/remote.hpp"
-#include "core/server.hpp"
-#include "core/session.hpp"
-#include "core/std_params.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
+#include "core/peers/server.hpp"
+#include "core/process/listener.hpp"
+#include "core/run/openloop.hpp"
+#include "core/run/remote.hpp"
 #include "mechanisms/servers/loadgen.hpp"
 
 namespace ipclab::servers {
@@ -163,7 +163,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   // Several reactors pin their own threads: the process itself is then unpinned.
   const std::vector<int> reactors = reactor_cpus(m, s);
   const int process_cpu = reactors.empty() ? server_cpu : -1;
-  // --remote: the server runs on the other host, started there by its ipclab (core/remote.hpp),
+  // --remote: the server runs on the other host, started there by its ipclab (core/run/remote.hpp),
   // watched through the ssh session, its CPU measured there.
   remote::Link* link = remote::in_use();
   std::optional<ServerProcess> server;

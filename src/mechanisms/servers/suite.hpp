@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab::servers {
 

@@ -283,7 +283,7 @@ pub enum Phase {
 static HARNESS_PHASE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// A duration-driven run's window, bounded by the harness's clock (PeerPhases in
-/// src/core/peer.hpp): `new` prints `ready` on stdout, and a thread then reads the harness's lines
+/// src/core/peers/peer.hpp): `new` prints `ready` on stdout, and a thread then reads the harness's lines
 /// on stdin — `measure` opens the window, `stop` (or the end of input: a harness that died)
 /// closes it. The workers check the phase between operations; the first to see a boundary
 /// samples the time and the process's CPU there. Single-threaded (the peers' IO loops run on one

@@ -1,0 +1,277 @@
+#include "core/machine/env.hpp"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <liburing.h>
+
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/base/fs.hpp"
+#include "core/machine/home.hpp"
+#include "core/machine/placement.hpp"
+#include "core/machine/topology.hpp"
+#include "core/process/process.hpp"
+
+namespace ipclab {
+
+namespace {
+std::vector<std::pair<std::string, std::function<std::string()>>>& library_versions() {
+  static std::vector<std::pair<std::string, std::function<std::string()>>> v;
+  return v;
+}
+}  // namespace
+
+LibraryVersion::LibraryVersion(std::string name, std::function<std::string()> version) {
+  library_versions().emplace_back(std::move(name), std::move(version));
+}
+
+namespace {
+
+// The commands env asks the machine (a few ms each): side by side, through the one process model.
+constexpr double kCommandTimeoutS = 5.0;
+
+nlohmann::json limit(int resource) {
+  rlimit rl{};
+  getrlimit(resource, &rl);
+  auto v = [](rlim_t x) {
+    return x == RLIM_INFINITY ? nlohmann::json("unlimited") : nlohmann::json(uint64_t(x));
+  };
+  return {{"soft", v(rl.rlim_cur)}, {"hard", v(rl.rlim_max)}};
+}
+
+long long as_number(const std::string& s) {
+  try {
+    return std::stoll(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+nlohmann::json collect_environment(const std::string& command_line) {
+  using nlohmann::json;
+  json c;
+  json warnings = json::array();
+  auto warn = [&](std::string message, std::string remedy) {
+    warnings.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
+  };
+
+  c["ipclab_version"] = IPCLAB_VERSION;
+  // A build tree asks git about its source tree; a bundle says which commit it was made from
+  // (scripts/bundle.sh wrote share/git-sha).
+  const bool bundle = started_from_bundle();
+  const std::string src = IPCLAB_SOURCE_DIR;
+  const std::vector<std::string> asked =
+      command_outputs({bundle ? std::vector<std::string>{}
+                              : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
+                       bundle ? std::vector<std::string>{}
+                              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status",
+                                                         "--porcelain", "--untracked-files=no"},
+                       {"systemd-detect-virt"},
+                       {"getconf", "GNU_LIBC_VERSION"}},
+                      kCommandTimeoutS);
+  std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
+  if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
+  c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
+  c["started_from"] = started_from();
+  c["command_line"] = command_line;
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  c["date"] = date;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  c["hostname"] = host;
+
+  // CPU
+  json cpu;
+  std::ifstream ci("/proc/cpuinfo");
+  std::string line, model;
+  std::set<std::string> cores;
+  std::string phys, core_id;
+  while (std::getline(ci, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && model.empty()) model = val;
+    if (key == "physical id") phys = val;
+    if (key == "core id") cores.insert(phys + ":" + val);
+  }
+  long logical = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu["model"] = model;
+  cpu["logical_cpus"] = logical;
+  cpu["physical_cores"] = cores.empty() ? logical : long(cores.size());
+  std::string smt = read_first_line("/sys/devices/system/cpu/smt/active");
+  bool smt_on = smt == "1" || (!cores.empty() && long(cores.size()) < logical);
+  cpu["smt"] = smt_on;
+  cpu["online"] = read_first_line("/sys/devices/system/cpu/online");
+  // Packages, NUMA nodes, last-level caches, cores and SMT siblings of the allowed CPUs, as sysfs
+  // says (`ipclab topo` measures what it hides).
+  cpu["topology"] = topo::to_json(topo::read("/sys", allowed_cpus()));
+  json caches = json::object();
+  for (int i = 0; i < 8; ++i) {
+    std::string base = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::string size = read_first_line(base + "size");
+    if (size.empty()) break;
+    std::string level = read_first_line(base + "level"), type = read_first_line(base + "type");
+    caches[fmt::format("L{}{}", level, type == "Data" ? "d" : type == "Instruction" ? "i" : "")] = size;
+  }
+  cpu["caches"] = caches;
+  auto allowed = allowed_cpus();
+  cpu["allowed"] = allowed;
+  c["cpu"] = cpu;
+  c["memory_bytes"] = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+
+  utsname u{};
+  uname(&u);
+  c["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  std::string virt = asked[2];
+  if (virt.empty() || virt == "none") {
+    // No systemd-detect-virt, or it saw none: the CPU's hypervisor flag, and lscpu's vendor.
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    bool flag = false;
+    for (std::string line; !flag && std::getline(cpuinfo, line);)
+      if (line.rfind("flags", 0) == 0) flag = (line + " ").find(" hypervisor ") != std::string::npos;
+    virt = flag ? "unknown-hypervisor" : "none";
+    std::istringstream lscpu(command_output({"lscpu"}, kCommandTimeoutS));
+    constexpr std::string_view kVendor = "Hypervisor vendor:";
+    for (std::string line; std::getline(lscpu, line);)
+      if (line.rfind(kVendor, 0) == 0) {
+        const size_t at = line.find_first_not_of(' ', kVendor.size());
+        if (at != std::string::npos) virt = line.substr(at);
+      }
+  }
+  c["virtualization"] = virt;
+  std::string gov = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  c["governor"] = gov.empty() ? json(nullptr) : json(gov);
+
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  c["load_avg"] = {load[0], load[1], load[2]};
+
+  json mitig = json::object();
+  if (DIR* d = opendir("/sys/devices/system/cpu/vulnerabilities")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.')
+        mitig[e->d_name] =
+            read_first_line(std::string("/sys/devices/system/cpu/vulnerabilities/") + e->d_name);
+    closedir(d);
+  }
+  c["mitigations"] = mitig;
+
+  json lim;
+  long long msg_max = as_number(read_first_line("/proc/sys/fs/mqueue/msg_max"));
+  long long msgsize_max = as_number(read_first_line("/proc/sys/fs/mqueue/msgsize_max"));
+  lim["mq_msg_max"] = msg_max;
+  lim["mq_msgsize_max"] = msgsize_max;
+  lim["mq_queues_max"] = as_number(read_first_line("/proc/sys/fs/mqueue/queues_max"));
+  lim["rlimit_msgqueue"] = limit(RLIMIT_MSGQUEUE);
+  lim["rlimit_nofile"] = limit(RLIMIT_NOFILE);
+  lim["rlimit_memlock"] = limit(RLIMIT_MEMLOCK);
+  long long somaxconn = as_number(read_first_line("/proc/sys/net/core/somaxconn"));
+  lim["somaxconn"] = somaxconn;
+  lim["sysv_msgmnb"] = as_number(read_first_line("/proc/sys/kernel/msgmnb"));
+  lim["sysv_msgmax"] = as_number(read_first_line("/proc/sys/kernel/msgmax"));
+  c["limits"] = lim;
+
+  json uring;
+  io_uring ring;
+  int rc = io_uring_queue_init(8, &ring, 0);
+  uring["available"] = rc == 0;
+  if (rc == 0) {
+    uring["features"] = ring.features;
+    io_uring_queue_exit(&ring);
+    for (auto [name, flag] :
+         {std::pair{"sqpoll", unsigned(IORING_SETUP_SQPOLL)},
+          {"single_issuer", unsigned(IORING_SETUP_SINGLE_ISSUER)},
+          {"defer_taskrun", unsigned(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)},
+          {"coop_taskrun", unsigned(IORING_SETUP_COOP_TASKRUN)}}) {
+      io_uring r;
+      bool ok = io_uring_queue_init(8, &r, flag) == 0;
+      if (ok) io_uring_queue_exit(&r);
+      uring[name] = ok;
+    }
+  } else {
+    uring["error"] = fmt::format("io_uring_queue_init: {}", strerror(-rc));
+    warn("io_uring is unavailable here; the io_uring benchmarks will be skipped",
+         "enable it with `sysctl kernel.io_uring_disabled=0` (kernel 6.6+) or run on a kernel with io_uring");
+  }
+  c["io_uring"] = uring;
+
+  c["compiler"] = fmt::format("gcc {}", __VERSION__);
+  c["build_type"] = IPCLAB_BUILD_TYPE;
+  c["build_flags"] = IPCLAB_BUILD_FLAGS;
+  c["libraries"] = {
+      {"liburing", IPCLAB_URING_VERSION},
+      {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
+      {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
+                                    NLOHMANN_JSON_VERSION_PATCH)},
+      {"glibc", asked[3]}};
+  for (const auto& [name, version] : library_versions()) c["libraries"][name] = version();
+
+  // Warnings, each naming its remedy.
+  if (load[0] > 0.25 * double(logical))
+    warn(fmt::format("load average {:.2f} on {} CPUs: other work competes with the benchmarks", load[0],
+                     logical),
+         "stop other work (see `top`) and re-run; compare only runs made at similar load");
+  if (!gov.empty() && gov != "performance")
+    warn(fmt::format("CPU frequency governor is '{}': clock speed varies during runs", gov),
+         "`cpupower frequency-set -g performance` (as root)");
+  if (virt != "none")
+    warn(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
+                     virt),
+         "compare only runs from the same machine; pin sides with --cpus and record placement");
+  if (smt_on)
+    warn("SMT is on: two logical CPUs may be one core",
+         "pick --cpus on distinct physical cores, or disable SMT");
+  if (allowed.size() < 2)
+    warn("only one CPU is available: cross placement cannot run",
+         "give the process two CPUs (taskset) or use placement=same");
+  if (msg_max >= 0 && msg_max < 64)
+    warn(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
+         "`sysctl fs.mqueue.msg_max=256` (as root) for deeper queues");
+  rlimit nofile{};
+  getrlimit(RLIMIT_NOFILE, &nofile);
+  if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < 20000)
+    warn(fmt::format("open files hard limit is {}: the servers suite needs 10,000+ sockets", nofile.rlim_max),
+         "raise it with `ulimit -Hn 65536` (as root) or in /etc/security/limits.conf");
+  if (somaxconn >= 0 && somaxconn < 4096)
+    warn(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
+         "`sysctl net.core.somaxconn=65535` (as root)");
+  if (std::string(IPCLAB_BUILD_TYPE) != "Release")
+    warn(fmt::format("this is a {} build: timings are not representative", IPCLAB_BUILD_TYPE),
+         "build with `cmake --preset release` (what `make bench` uses)");
+  c["warnings"] = warnings;
+  return c;
+}
+
+void add_measured_topology(nlohmann::json& env, const std::vector<int>& cpus) {
+  if (cpus.size() < 2) return;
+  const topo::Matrix& m = measured_matrix(cpus);
+  env["cpu"]["topology"] = topo::to_json(topo::read("/sys", cpus), m);
+  for (auto& p : m.hidden_siblings)
+    env["warnings"].push_back(
+        {{"message",
+          fmt::format("CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half the median of the "
+                      "pairs sysfs relates as it relates them): a VM may hide that they share a core",
+                      p.a, p.b, p.ns)},
+         {"remedy", fmt::format("do not take them as two cores: -p placement=smt puts two sides there, and "
+                                "--cpus without one of {} and {} keeps sides off a shared core",
+                                p.a, p.b)}});
+}
+
+}  // namespace ipclab

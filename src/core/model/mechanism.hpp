@@ -1,0 +1,176 @@
+#pragma once
+// What a mechanism is: one file fills in a `Mechanism` and registers it with IPCLAB_REGISTER.
+// It provides exactly one of three things, and the harness does the rest (loop, clock, warm-up,
+// placement, CPU accounting, integrity, output):
+//   transport  moves messages; the harness drives it with the throughput and roundtrip patterns;
+//   loop       one operation, repeated by the harness for the duration (null, syscall);
+//   workload   a run with its own shape (servers, file IO, runtimes), built on `Session`.
+// A mechanism that is a server (echo, servers) also says how to start it (`server`): its suite's
+// workload starts it as a process (core/server) and drives it with the suite's client.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/params.hpp"
+
+namespace ipclab {
+
+class Session;
+struct Record;
+
+/// Producer/consumer in the throughput pattern; client (producer) and server (consumer) in roundtrip.
+enum class Role { Producer, Consumer };
+
+/// One side's handle on a transport, opened inside the worker (thread or child process).
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  /// Sends one message of `len` bytes; blocks until the transport has taken it.
+  virtual void send(const std::byte* data, size_t len) = 0;
+  /// Receives one message into `buf` (room for `len` bytes: every message of a run has that size);
+  /// returns its length.
+  virtual size_t recv(std::byte* buf, size_t len) = 0;
+
+  // Zero copy (the bulk transports): a transport whose memory the two sides share can let the
+  // sender write a message where the receiver will read it. The harness asks for both; the
+  // defaults copy through the caller's buffer.
+  /// Where the next message is to be written before send(), which then takes that place as
+  /// `data`: the caller's own buffer `own` (the default), or the transport's own memory.
+  virtual std::byte* send_buffer(std::byte* own, size_t len) {
+    (void)len;
+    return own;
+  }
+  /// Receives one message of `len` bytes and returns where it lies: in `buf` (the default), or in
+  /// the transport's own memory, valid until this endpoint's next receive.
+  virtual std::byte* recv_in_place(std::byte* buf, size_t len) {
+    recv(buf, len);
+    return buf;
+  }
+};
+
+/// An endpoint that receives in place (it implements recv_in_place): a plain recv() is the same
+/// receive with the message copied out to the caller's buffer.
+class InPlaceEndpoint : public Endpoint {
+ public:
+  size_t recv(std::byte* buf, size_t len) final {
+    const std::byte* at = recv_in_place(buf, len);
+    if (at != buf) std::memcpy(buf, at, len);
+    return len;
+  }
+  std::byte* recv_in_place(std::byte* buf, size_t len) override = 0;
+};
+
+/// Kernel or shared-memory objects of one run: created in the coordinating process before any
+/// worker starts (so forked workers inherit them), destroyed (and unlinked) after all have ended.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// Opens the endpoint of worker `index` of `role`; called in that worker.
+  virtual std::unique_ptr<Endpoint> open(Role role, int index) = 0;
+  /// The kernel object's name, for the record (e.g. an mq name); "-" when it has none.
+  virtual std::string object_name() const { return "-"; }
+  /// Adds what the transport actually used to the record's `extra` (e.g. a queue depth capped
+  /// to a kernel limit), so that results state the real configuration.
+  virtual void describe(nlohmann::json& extra) const { (void)extra; }
+  /// Called in the coordinating process once the transport exists, before any worker starts: a
+  /// transport that rides on a process of its own (a library's daemon, core/peers/daemon.hpp) makes it
+  /// a peer of the session there (Session::add_peer), so that its death fails the run and its CPU
+  /// over the window is charged to the record under its role.
+  virtual void attach(Session& s) { (void)s; }
+};
+
+/// How a server mechanism starts, as its own process (core/peers/server.hpp): a function forked to serve
+/// a listener the harness opened, or an executable that opens its own. Either way the process is
+/// ready once it has reported its port, and it serves until it is killed.
+struct ServerLaunch {
+  /// Forked: serves `listen_fd` (TCP on 127.0.0.1, port chosen by the kernel), opened with the
+  /// options below, until killed. With reactor_cpus, one reactor's loop: it runs on each of them.
+  std::function<void(int listen_fd)> serve;
+  int backlog = 1024;
+  bool nonblocking = true;
+  /// A server of several reactors (empty: one, the process's only thread, pinned as the process
+  /// is): reactor i is a thread of the server's process pinned to reactor_cpus[i] (-1: unpinned),
+  /// running `serve` on a listener of its own — SO_REUSEPORT listeners on the one port, all open
+  /// before the port is reported, so that the kernel spreads every connection over all of them.
+  std::vector<int> reactor_cpus;
+  /// TCP_NODELAY on the listener, which accepted sockets inherit: for a client with several
+  /// requests in flight per connection (echo pattern=rate), whose echoes Nagle would otherwise
+  /// hold until the client's delayed ACK (40 ms).
+  bool nodelay = false;
+  /// Exec'd instead (argv[0] an absolute path): it listens on 127.0.0.1 port 0 itself and prints
+  /// the port as one decimal line on stdout (docs/echo.md, peer server contract).
+  std::vector<std::string> argv;
+};
+
+/// One operation of a loop benchmark.
+class Loop {
+ public:
+  virtual ~Loop() = default;
+  virtual void op() = 0;
+  /// Bytes one op moves (counted into the record's bytes), 0 for none.
+  virtual uint64_t bytes_per_op() const { return 0; }
+  /// Ops timed together by one pair of clock reads: many for a cheap op, one for a long one.
+  virtual uint64_t batch() const { return 1000; }
+};
+
+struct Mechanism {
+  std::string suite, name, help;
+  std::vector<ParamSpec> params;
+  std::function<std::unique_ptr<Transport>(const Params&)> transport;
+  std::function<std::unique_ptr<Loop>(const Params&)> loop;
+  std::function<void(Session&)> workload;
+  /// A server mechanism: how to start its server for a session (its parameters, CPUs and
+  /// placement). Its suite's workload calls it; a Skip thrown here skips the benchmark.
+  std::function<ServerLaunch(const Session&)> server;
+  /// Why this combination of values cannot run ("" when it can): impossible combinations are
+  /// left out of preset grids and rejected when asked for explicitly.
+  std::function<std::string(const Params&)> check;
+
+  std::string full_name() const { return suite + "/" + name; }
+};
+
+/// Suite-level declarations: help, and the leading CSV columns a suite's reference used.
+struct Suite {
+  std::string name, help;
+  std::vector<std::string> csv_columns;
+  std::function<std::vector<std::string>(const Record&)> csv_row;
+  /// Called after each repetition of the suite's benchmarks that completed (status ok), with its
+  /// session: figures every record of the suite states (the bulk suite's bandwidth, CPU per MiB
+  /// and fraction of memcpy), added to the record's `extra`.
+  std::function<void(Session&)> finish;
+};
+
+class Registry {
+ public:
+  static Registry& get();
+  void add(Mechanism m);
+  void add(Suite s);
+  const std::vector<Mechanism>& mechanisms() const { return mechanisms_; }
+  const std::vector<Suite>& suites() const { return suites_; }
+  /// Every suite that has a mechanism, in the registry's order (that of `list` and of runs).
+  std::vector<std::string> suite_names() const;
+  const Suite* suite(const std::string& name) const;
+
+ private:
+  std::vector<Mechanism> mechanisms_;
+  std::vector<Suite> suites_;
+};
+
+struct Registrar {
+  template <class T>
+  explicit Registrar(T item) {
+    Registry::get().add(std::move(item));
+  }
+};
+
+#define IPCLAB_CONCAT2(a, b) a##b
+#define IPCLAB_CONCAT(a, b) IPCLAB_CONCAT2(a, b)
+/// Registers a Mechanism or a Suite at start-up: `IPCLAB_REGISTER(Mechanism{...});`
+#define IPCLAB_REGISTER(...) \
+  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __LINE__) { __VA_ARGS__ }
+
+}  // namespace ipclab

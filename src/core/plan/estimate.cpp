@@ -1,0 +1,266 @@
+#include "core/plan/estimate.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.hpp"
+#include "core/base/fdio.hpp"
+#include "core/base/fs.hpp"
+#include "core/base/params.hpp"
+#include "core/machine/home.hpp"
+#include "core/ownership/journal.hpp"
+
+namespace ipclab {
+
+namespace {
+
+constexpr const char* kModelFile = "costs.json";
+constexpr int kModelVersion = 1;
+constexpr size_t kModelMaxBytes = 4 << 20;  // larger is not a file ipclab wrote
+
+// Seconds as the budget line and the docs write them: 1 → "1", 0.25 → "0.25".
+std::string seconds_text(double s) { return fmt::format("{:g}", std::round(s * 1000) / 1000); }
+
+// A budget as --budget takes it back: "5m", "1h", "90s".
+std::string budget_text(double s) {
+  if (s >= 3600 && std::fmod(s, 3600) == 0) return fmt::format("{:g}h", s / 3600);
+  if (s >= 60 && std::fmod(s, 60) == 0) return fmt::format("{:g}m", s / 60);
+  return fmt::format("{:g}s", s);
+}
+
+int planned_repetitions(const RunOptions& opts) {
+  return opts.ci_target_pct > 0 ? kAutoMinRepetitions : opts.repetitions;
+}
+
+}  // namespace
+
+std::string duration_text(double s) {
+  s = std::max(0.0, std::round(s));
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
+}
+
+std::string CostModel::default_path() {
+  const std::string dir = user_state_dir();
+  return dir.empty() ? "" : dir + "/" + kModelFile;
+}
+
+CostModel CostModel::load(const std::string& path) {
+  CostModel m;
+  m.path_ = path;
+  if (path.empty()) return m;
+  const int fd = open_own_file(path, O_RDONLY);
+  if (fd < 0) return m;
+  std::string text = read_from_start(fd);
+  ::close(fd);
+  if (text.size() > kModelMaxBytes) return m;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("version", 0) != kModelVersion || !j.contains("mechanisms") ||
+      !j["mechanisms"].is_object())
+    return m;
+  for (auto& [name, e] : j["mechanisms"].items()) {
+    if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() ||
+        !e.contains("samples") || !e["samples"].is_number_integer())
+      continue;
+    const double o = e["overhead_s"].get<double>();
+    const long n = e["samples"].get<long>();
+    if (std::isfinite(o) && o >= 0 && o < 3600 && n > 0) m.entries_[name] = {o, n};
+  }
+  return m;
+}
+
+double CostModel::overhead_s(const std::string& mechanism) const {
+  const auto it = entries_.find(mechanism);
+  return it == entries_.end() ? kDefaultOverheadS : it->second.overhead_s;
+}
+
+void CostModel::learn(const std::string& mechanism, double overhead_s) {
+  if (!std::isfinite(overhead_s)) return;
+  overhead_s = std::clamp(overhead_s, 0.0, 3600.0);
+  Entry& e = entries_[mechanism];
+  ++e.samples;
+  // The mean of the first four, then a moving average weighing the newest by 1/4: a machine's
+  // overheads drift (another load, another kernel), and one slow start should not stick.
+  const double weight = 1.0 / double(std::min<long>(e.samples, 4));
+  e.overhead_s += weight * (overhead_s - e.overhead_s);
+}
+
+std::string CostModel::save() const {
+  if (path_.empty()) return "no state folder to keep it in (set XDG_STATE_HOME or HOME)";
+  std::string why;
+  if (private_state_dir(why).empty()) return why;
+  nlohmann::json mechs = nlohmann::json::object();
+  for (auto& [name, e] : entries_) mechs[name] = {{"overhead_s", e.overhead_s}, {"samples", e.samples}};
+  const nlohmann::json j{
+      {"version", kModelVersion},
+      {"about",
+       "ipclab's cost model: per mechanism, the seconds a repetition takes beyond its warm-up and "
+       "measured window (start-up and tear-down), learned from past runs; used for estimates and "
+       "--budget (docs/methodology.md). Safe to delete."},
+      {"mechanisms", mechs}};
+  const std::string text = j.dump(1) + "\n";
+  const std::string folder = path_.substr(0, path_.rfind('/'));
+  std::string tmp;
+  try {
+    const int fd = ipc::create_file(folder, "costs", 0600, tmp);
+    try {
+      write_all(fd, reinterpret_cast<const std::byte*>(text.data()), text.size());
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "close " + tmp);
+    ipc::commit_file(tmp, path_, true);
+  } catch (const std::exception& e) {
+    if (!tmp.empty()) ipc::remove(ipc::Kind::File, tmp);
+    return e.what();
+  }
+  return "";
+}
+
+double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
+  return opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name());
+}
+
+double estimate_point(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
+  return double(planned_repetitions(opts)) * estimate_repetition(b, opts, model);
+}
+
+double estimate_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                     const CostModel& model) {
+  double t = 0;
+  for (auto& b : benchmarks) t += estimate_point(b, opts, model);
+  return t;
+}
+
+std::string BudgetFit::text() const {
+  std::string what;
+  auto change = [&](const char* label, const std::string& from, const std::string& to, const char* unit) {
+    if (from != to) what += fmt::format("{}{} {}→{}{}", what.empty() ? "" : ", ", label, from, to, unit);
+  };
+  change("windows", seconds_text(asked.duration_s), seconds_text(fitted.duration_s), " s");
+  change("warm-up", seconds_text(asked.warmup_s), seconds_text(fitted.warmup_s), " s");
+  if (asked.ci_target_pct > 0)
+    change("max repetitions", std::to_string(asked.max_repetitions), std::to_string(fitted.max_repetitions),
+           "");
+  else
+    change("repetitions", std::to_string(asked.repetitions), std::to_string(fitted.repetitions), "");
+  return fmt::format("budget {}{}: {}; estimate {}", budget_s ? budget_text(*budget_s) : "none",
+                     source == "preset" ? " (the preset's)" : "", what.empty() ? "fits as planned" : what,
+                     duration_text(estimate_s));
+}
+
+nlohmann::json BudgetFit::to_json() const {
+  auto options = [](const RunOptions& o) {
+    nlohmann::json j{{"duration_s", o.duration_s}, {"warmup_s", o.warmup_s}};
+    if (o.ci_target_pct > 0) {
+      j["repetitions"] = "auto";
+      j["max_repetitions"] = o.max_repetitions;
+    } else {
+      j["repetitions"] = o.repetitions;
+    }
+    return j;
+  };
+  return {{"limit_s", budget_s ? nlohmann::json(*budget_s) : nlohmann::json(nullptr)},
+          {"source", source},
+          {"estimate_s", estimate_s},
+          {"fitted", changed},
+          {"asked", options(asked)},
+          {"ran", options(fitted)},
+          {"floors",
+           {{"duration_s", kFloors.duration_s},
+            {"warmup_s", kFloors.warmup_s},
+            {"repetitions", kFloors.repetitions}}}};
+}
+
+BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                     std::optional<double> budget_s, const std::string& source, const CostModel& model) {
+  BudgetFit fit;
+  fit.budget_s = budget_s;
+  fit.source = budget_s ? source : "none";
+  fit.asked = fit.fitted = opts;
+  fit.estimate_s = estimate_plan(benchmarks, opts, model);
+  const bool autorep = opts.ci_target_pct > 0;
+  // Within the budget as asked: nothing to do, but for auto's most repetitions.
+  if (!budget_s || (fit.estimate_s <= *budget_s && !autorep)) return fit;
+  const double budget = *budget_s;
+
+  // The cost of one repetition of every point is n windows and the overheads; a run is R of them.
+  const double n = double(benchmarks.size());
+  double overheads = 0;
+  for (auto& b : benchmarks) overheads += model.overhead_s(b.mech->full_name());
+  // A floor never lengthens what was asked; the factor s shortens both windows alike, rounded
+  // down to the millisecond.
+  const double floor_d = std::min(opts.duration_s, kFloors.duration_s);
+  const double floor_w = std::min(opts.warmup_s, kFloors.warmup_s);
+  auto windows = [&](double s) {
+    if (s >= 1) return std::pair{opts.duration_s, opts.warmup_s};
+    auto ms = [](double x) { return std::floor(x * 1000 + 1e-6) / 1000; };  // 0.39999.. is 0.4
+    return std::pair{std::max(floor_d, ms(opts.duration_s * s)), std::max(floor_w, ms(opts.warmup_s * s))};
+  };
+  const double limit = budget * (1 + 1e-9);  // the sums' rounding is no reason to refuse
+  auto round_cost = [&](double s) {
+    auto [d, w] = windows(s);
+    return n * (d + w) + overheads;
+  };
+  const int r0 = planned_repetitions(opts);
+  const int r_floor = autorep ? kAutoMinRepetitions : std::min(r0, kFloors.repetitions);
+  for (int r = r0; r >= r_floor; --r) {
+    if (double(r) * round_cost(0) > limit) continue;
+    double lo = 0, hi = 1;  // the longest windows that fit: bisection on the factor
+    if (double(r) * round_cost(1) <= limit) lo = 1;
+    for (int i = 0; i < 60 && lo < 1; ++i) {
+      const double mid = (lo + hi) / 2;
+      (double(r) * round_cost(mid) <= limit ? lo : hi) = mid;
+    }
+    auto [d, w] = windows(lo);
+    fit.fitted.duration_s = d;
+    fit.fitted.warmup_s = w;
+    if (autorep) {
+      // The fewest repetitions fit; the most auto may run are capped at what fits besides.
+      const int cap = int(std::floor(limit / round_cost(lo)));
+      fit.fitted.max_repetitions = std::clamp(cap, kAutoMinRepetitions, opts.max_repetitions);
+    } else {
+      fit.fitted.repetitions = r;
+    }
+    fit.estimate_s = estimate_plan(benchmarks, fit.fitted, model);
+    fit.changed = fit.fitted.duration_s != opts.duration_s || fit.fitted.warmup_s != opts.warmup_s ||
+                  fit.fitted.repetitions != opts.repetitions ||
+                  fit.fitted.max_repetitions != opts.max_repetitions;
+    return fit;
+  }
+  // Not even the floors fit: refused, with a budget that would (rounded up, as --budget writes it).
+  const double need = double(r_floor) * round_cost(0);
+  const std::string larger = need < 120 ? fmt::format("{:.0f}s", std::ceil(need * 1.05))
+                                        : fmt::format("{:.0f}m", std::ceil(need * 1.05 / 60));
+  throw UsageError(fmt::format(
+      "budget {}{}: the {} planned points take about {} even at the floors (windows {} s, warm-up {} s, {} "
+      "repetition{}); give a larger budget, e.g. --budget {}{}, or a narrower selection (fewer suites, "
+      "mechanisms or -p values)",
+      budget_text(budget), source == "preset" ? " (the preset's)" : "", benchmarks.size(),
+      duration_text(need), seconds_text(floor_d), seconds_text(floor_w), r_floor, r_floor == 1 ? "" : "s",
+      larger, source == "preset" ? " or --budget none" : ""));
+}
+
+std::optional<double> parse_budget(const std::string& text) {
+  if (text == "none") return std::nullopt;
+  auto bad = [&] {
+    return UsageError(fmt::format(
+        "--budget '{}': give a time with its unit, s, m or h, from 1s to 1000h (e.g. --budget 5m), or none",
+        brief(text)));
+  };
+  if (text.size() < 2) throw bad();
+  const char unit = text.back();
+  const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+  const auto v = parse_real(std::string_view(text).substr(0, text.size() - 1));
+  if (!scale || !v || !(*v * scale >= 1 && *v * scale <= 1000 * 3600)) throw bad();
+  return *v * scale;
+}
+
+}  // namespace ipclab

@@ -1,0 +1,105 @@
+#pragma once
+// How long a plan takes, before it runs, and how to fit it to a time budget.
+//
+// A repetition of a point costs its warm-up, its measured window and a start-up overhead: the
+// set-up and tear-down of its session (threads, processes, peers, servers, daemons), whatever the
+// window does not count. The overhead starts as kDefaultOverheadS for every mechanism and is
+// learned from past runs: after each repetition that completed, the run records its wall time
+// less warm-up and window, per mechanism (CostModel::learn), in the cost model file of the user's
+// state folder (user_state_dir(), core/machine/home.hpp). A point's estimate is its repetitions times
+// (warm-up + window + overhead); --repetitions auto counts the fewest it runs.
+//
+// A budget (--budget, or the preset's own) fits the grid by shortening windows and then
+// repetitions, down to kFloors, never by dropping points (fit_budget).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan/runner.hpp"
+
+namespace ipclab {
+
+/// The start-up overhead of a repetition of a mechanism nothing has been learned of, in seconds.
+constexpr double kDefaultOverheadS = 0.05;
+
+/// The per-mechanism overheads learned from past runs.
+class CostModel {
+ public:
+  /// The model in `path` (the cost model file), or an empty one when there is none, it is not a
+  /// regular file of this user's, or it is not one ipclab wrote (a malformed file is rewritten
+  /// by the next save). `path` "" is an empty model that never saves.
+  static CostModel load(const std::string& path);
+  /// The cost model file: <user_state_dir()>/costs.json; "" when no state folder can be named.
+  static std::string default_path();
+
+  /// The overhead of one repetition of `mechanism` ("suite/name"): learned, or kDefaultOverheadS.
+  double overhead_s(const std::string& mechanism) const;
+  /// Whether anything was learned of `mechanism`.
+  bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
+  /// Takes in one observed overhead of `mechanism` (seconds, clamped at 0): a moving average that
+  /// weighs the newest observation by 1/4 once four are in (the first replaces the default).
+  void learn(const std::string& mechanism, double overhead_s);
+  /// Writes the model to its file atomically (a temporary of the run renamed over it, mode 0600),
+  /// creating the state folder (0700) when missing. Returns "" or why it could not (a warning for
+  /// the caller: the run goes on without it).
+  std::string save() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Entry {
+    double overhead_s = 0;
+    long samples = 0;
+  };
+  std::string path_;
+  std::map<std::string, Entry> entries_;
+};
+
+/// The shortest a budget may make windows and repetitions (a given value below a floor is kept:
+/// a budget never lengthens anything).
+struct Floors {
+  double duration_s = 0.2, warmup_s = 0.05;
+  int repetitions = 1;
+};
+constexpr Floors kFloors{};
+
+/// The estimated seconds of one repetition of `b` under `opts`.
+double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model);
+/// The estimated seconds of point `b`: its repetitions (auto: kAutoMinRepetitions) of
+/// estimate_repetition.
+double estimate_point(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model);
+/// The sum of estimate_point over `benchmarks`.
+double estimate_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                     const CostModel& model);
+
+/// What fit_budget did.
+struct BudgetFit {
+  std::optional<double> budget_s;  // none: no budget
+  std::string source;              // "--budget", "preset" or "none"
+  RunOptions asked, fitted;        // the options before and after fitting
+  double estimate_s = 0;           // the plan's estimate, fitted
+  bool changed = false;            // windows or repetitions were shortened
+  /// The line that says what was done: "budget 5m: windows 1.0→0.4 s, repetitions 3→2; estimate
+  /// 4m40s" ("budget 5m: fits as planned; estimate 1m10s" when nothing had to change).
+  std::string text() const;
+  /// context.budget of the results (docs/json-schema.md).
+  nlohmann::json to_json() const;
+};
+
+/// Fits `opts` to `budget_s` (none: left as it is): first the warm-up and window, shortened by
+/// one factor down to their floors, with the repetitions as asked; when that is not enough, one
+/// repetition fewer at a time (down to the floor), each time with the longest windows that fit.
+/// --repetitions auto keeps its fewest repetitions and caps max_repetitions at what fits.
+/// UsageError, naming a budget that would fit and a narrower selection, when even the floors do
+/// not fit.
+BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                     std::optional<double> budget_s, const std::string& source, const CostModel& model);
+
+/// A --budget text: seconds from a number with a unit s, m or h ("90s", "5m", "1.5h"), within 1 s
+/// and 1000 h; "none" is nothing. UsageError otherwise.
+std::optional<double> parse_budget(const std::string& text);
+
+/// Seconds as a person reads them: "45s", "4m40s", "1h05m".
+std::string duration_text(double s);
+
+}  // namespace ipclab

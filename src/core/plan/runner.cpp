@@ -1,0 +1,359 @@
+#include "core/plan/runner.hpp"
+
+#include <fnmatch.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "core/base/error.hpp"
+#include "core/machine/placement.hpp"
+#include "core/measure/kcounters.hpp"
+#include "core/model/std_params.hpp"
+#include "core/run/patterns.hpp"
+#include "core/stats/statistics.hpp"
+
+namespace ipclab {
+
+namespace {
+
+bool filter_matches(const std::string& filter, const Mechanism& m) {
+  const std::string full = m.full_name();
+  if (filter.find_first_of("*?[") != std::string::npos)
+    return fnmatch(filter.c_str(), full.c_str(), 0) == 0 || fnmatch(filter.c_str(), m.name.c_str(), 0) == 0;
+  if (filter == m.suite || filter == full) return true;
+  // A bare mechanism name selects mechanisms in every suite, unless it names a suite itself: a
+  // suite's name selects that suite only, whatever a mechanism elsewhere is called.
+  if (filter == m.name) {
+    for (auto& other : Registry::get().mechanisms())
+      if (other.suite == filter) return false;
+    return true;
+  }
+  return full.rfind(filter, 0) == 0 && (full.size() == filter.size() || full[filter.size()] == '/');
+}
+
+}  // namespace
+
+std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters) {
+  std::vector<const Mechanism*> out;
+  auto& all = Registry::get().mechanisms();
+  for (auto& f : filters) {
+    if (f.empty())
+      throw UsageError(
+          "empty filter; give a suite, suite/mechanism or glob (see `ipclab list`), or none for all");
+    if (printable(f) != f)
+      throw UsageError(
+          fmt::format("filter '{}' has control characters or bytes that are not UTF-8; "
+                      "filters are suite and mechanism names (see `ipclab list`)",
+                      brief(f)));
+    bool any = false;
+    for (auto& m : all)
+      if (filter_matches(f, m)) any = true;
+    if (!any)
+      throw UsageError(
+          fmt::format("no benchmark matches '{}'; see `ipclab list` for suites and mechanisms", brief(f)));
+  }
+  for (auto& m : all) {
+    bool take = filters.empty();
+    for (auto& f : filters) take = take || filter_matches(f, m);
+    if (take) out.push_back(&m);
+  }
+  return out;
+}
+
+std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
+                                   const Overrides& overrides, const std::vector<int>& cpus) {
+  std::set<std::string> known;
+  for (auto* m : mechs)
+    for (auto& p : m->params) known.insert(p.name);
+  for (auto& [name, _] : overrides)
+    if (!known.count(name))
+      throw UsageError(fmt::format(
+          "unknown parameter '{}' for the selected benchmarks; see `ipclab list SUITE`", brief(name)));
+
+  std::vector<PlannedBenchmark> out;
+  std::string dropped;  // why the first impossible point was left out
+  for (auto* m : mechs) {
+    // An impossible point is refused when the user asked for it: some of its values were asked
+    // for (-p) and the rest are defaults. One that a preset's own spread of values made (with
+    // --preset, a parameter not asked for that takes several values) is left out, as in a preset
+    // grid with nothing asked.
+    bool asked = false, spread = false;
+    for (auto& p : m->params) {
+      asked = asked || overrides.count(p.name);
+      // The preset's own values, scaled ones included (a per_cpu grid spreads on a larger machine).
+      spread = spread || (!overrides.count(p.name) && preset_values(p, preset, cpus.size()).size() > 1);
+    }
+    asked = asked && !spread;
+    for (auto& point : expand_grid(m->params, preset, overrides, cpus.size())) {
+      // A layout needs as many distinct CPUs as it places sides on; then the mechanism's own rules.
+      std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
+      if (why.empty() && m->check) why = m->check(point);
+      if (!why.empty()) {
+        if (asked) throw UsageError(fmt::format("{}/{}: {}", m->full_name(), point.path(), why));
+        if (dropped.empty()) dropped = fmt::format("{}/{}: {}", m->full_name(), point.path(), why);
+        continue;
+      }
+      std::string name = m->full_name();
+      if (!point.items().empty()) name += "/" + point.path();
+      out.push_back({m, point, name});
+    }
+  }
+  if (out.empty())
+    throw UsageError(fmt::format("nothing to run: every combination is impossible here, e.g. {}", dropped));
+  // A parameter asked for that no point takes applies only with values not asked for.
+  for (auto& [name, _] : overrides) {
+    bool used = false;
+    for (auto& b : out) used = used || b.params.has(name);
+    if (used) continue;
+    for (auto* m : mechs)
+      for (auto& p : m->params)
+        if (p.name == name && !p.only_with.first.empty()) {
+          std::string vals;
+          for (auto& v : p.only_with.second) vals += (vals.empty() ? "" : ",") + v;
+          throw UsageError(fmt::format("parameter '{}' applies only with {}={}; add -p {}={}", name,
+                                       p.only_with.first, vals, p.only_with.first, p.only_with.second[0]));
+        }
+  }
+  return out;
+}
+
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks,
+                                         const std::string& mode, const std::vector<int>& cpus,
+                                         bool placement_asked) {
+  if (mode != "every" && mode != "class")
+    throw UsageError(
+        fmt::format("--cpu-matrix '{}': use every (every pair of --cpus) or class (one pair per "
+                    "placement class)",
+                    brief(mode)));
+  if (placement_asked)
+    throw UsageError("--cpu-matrix places the two sides itself, pair by pair; drop -p placement");
+  if (cpus.size() < 2)
+    throw UsageError("--cpu-matrix needs two CPUs or more; give --cpus with at least two, e.g. --cpus 0,1");
+  if (mode == "every" && cpus.size() > 64)
+    throw UsageError(
+        fmt::format("--cpu-matrix every over {} CPUs makes {} pairs; give --cpus with at most 64 "
+                    "CPUs, or use --cpu-matrix class",
+                    cpus.size(), cpus.size() * (cpus.size() - 1) / 2));
+  auto two_sided = [](const PlannedBenchmark& b) {
+    for (auto& spec : b.mech->params)
+      if (spec.name == "placement")
+        return std::find(spec.choices.begin(), spec.choices.end(), "cross") != spec.choices.end() &&
+               b.params.has("placement") && std_params::is_roundtrip(b.params);
+    return false;
+  };
+  // The pairs, with the class each stands for.
+  std::vector<std::tuple<int, int, std::string>> pairs;
+  if (mode == "every") {
+    for (size_t i = 0; i < cpus.size(); ++i)
+      for (size_t j = i + 1; j < cpus.size(); ++j) pairs.emplace_back(cpus[i], cpus[j], "");
+  } else {
+    for (const char* cls : {"smt", "llc", "cross_llc", "cross_numa"}) try {
+        const ResolvedPair p = resolve_pair(cls, cpus);
+        pairs.emplace_back(p.a, p.b, cls);
+      } catch (const Skip&) {
+      }
+  }
+  std::vector<PlannedBenchmark> out;
+  std::set<std::string> names;  // points that differed only in their placement are one point here
+  for (auto& b : benchmarks) {
+    if (!two_sided(b)) continue;
+    for (auto& [a, c, cls] : pairs) {
+      PlannedBenchmark m = b;
+      m.params.set("placement", "cross");
+      m.params.set("cpus", fmt::format("{},{}", a, c));
+      m.name = m.mech->full_name() + "/" + m.params.path();
+      m.cpus = {a, c};
+      m.cpu_matrix = mode == "every" ? "every_pair" : "per_class";
+      m.cpu_class = cls;
+      if (names.insert(m.name).second) out.push_back(std::move(m));
+    }
+  }
+  if (out.empty())
+    throw UsageError(
+        "--cpu-matrix runs two-sided round trips, and none was selected; choose a benchmark with a placement "
+        "of two sides and round trips, e.g. messaging/shm_spsc -p pattern=roundtrip, or pingpong/thread");
+  return out;
+}
+
+Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetition) {
+  // A point of a CPU matrix runs on its own pair (kept for the Session, which holds a reference).
+  RunOptions local;
+  if (!b.cpus.empty()) {
+    local = given;
+    local.cpus = b.cpus;
+  }
+  const RunOptions& opts = b.cpus.empty() ? given : local;
+  Record rec;
+  rec.name = b.name;
+  rec.suite = b.mech->suite;
+  rec.mechanism = b.mech->name;
+  rec.params = b.params;
+  rec.repetition = repetition;
+  // Opened before the session, on this thread: every thread and process the benchmark creates
+  // from here on inherits them (core/measure/kcounters.hpp).
+  std::optional<KernelCounters> kernel;
+  if (opts.kernel_counters) kernel.emplace();
+  Session s(*b.mech, b.params, opts, rec);
+  if (kernel) s.count_kernel(&*kernel);
+  s.guard_setup();  // every phase under a watchdog: the set-up and clean-up too
+  if (!b.cpu_matrix.empty()) {
+    rec.extra["cpu_matrix"] = b.cpu_matrix;
+    if (!b.cpu_class.empty()) rec.extra["cpu_class"] = b.cpu_class;
+  }
+  try {
+    s.resolve_placement();
+    if (b.mech->transport)
+      run_transport(s);
+    else if (b.mech->loop)
+      run_loop(s);
+    else
+      b.mech->workload(s);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Skip& e) {
+    rec.status = Status::Skipped;
+    rec.error = e.what();
+  } catch (const std::exception& e) {
+    rec.fail(e.what());
+  }
+  if (rec.status == Status::Ok && !rec.integrity.clean()) rec.fail("integrity: " + rec.integrity.text());
+  if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
+  if (const Suite* suite = Registry::get().suite(rec.suite);
+      suite && suite->finish && rec.status == Status::Ok) {
+    try {
+      suite->finish(s);
+    } catch (const std::exception& e) {
+      rec.fail(e.what());
+    }
+  }
+  finish_kernel(rec.kernel, rec.ops);  // per op once the workload has counted its operations
+  return rec;
+}
+
+namespace {
+
+// The 95% CI half-width of an aggregate's median time per op, in % of that median (none without
+// an interval: fewer than 3 ok repetitions).
+std::optional<double> halfwidth_pct(const Record& agg) {
+  const double med = agg.time_per_op_ns();
+  if (!agg.ci.is_object() || !(med > 0)) return std::nullopt;
+  const auto& ci = agg.ci["time_per_op_ns"];
+  return 50.0 * (ci[1].get<double>() - ci[0].get<double>()) / med;
+}
+
+}  // namespace
+
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed) {
+  const size_t n = benchmarks.size();
+  const bool autorep = opts.ci_target_pct > 0;
+  const size_t reps = size_t(opts.repetitions), cap = size_t(opts.max_repetitions);
+  const size_t min_auto = size_t(kAutoMinRepetitions);
+  std::vector<std::vector<Record>> runs(n);
+  std::vector<std::optional<Record>> aggregates(n);
+  std::vector<bool> closed(n, false);  // auto: the benchmark has what it needs
+  size_t done = 0;
+  // The repetitions still to run as far as known (auto: up to the minimum, or one more), for the
+  // progress line.
+  auto total = [&] {
+    if (!autorep) return n * reps;
+    size_t t = done;
+    for (size_t b = 0; b < n; ++b)
+      if (!closed[b]) t += std::max<size_t>(1, min_auto - std::min(min_auto, runs[b].size()));
+    return t;
+  };
+  auto run = [&](size_t b) {
+    if (hooks.starting) hooks.starting(benchmarks[b], done, total());
+    runs[b].push_back(run_one(benchmarks[b], opts, int(runs[b].size())));
+    ++done;
+    if (hooks.finished) hooks.finished(runs[b].back());
+  };
+  auto aggregate = [&](size_t b) {
+    if (runs[b].size() < 2) return;
+    if (!aggregates[b]) aggregates[b] = aggregate_median(runs[b]);
+    if (hooks.finished) hooks.finished(*aggregates[b]);
+  };
+  // --repetitions auto: whether benchmark b is done — its interval narrow enough, the cap
+  // reached, or a repetition failed (a failing benchmark's interval is not worth chasing) — and
+  // then its aggregate, with the outcome.
+  auto enough = [&](size_t b) {
+    if (runs[b].size() < min_auto) return false;
+    Record agg = aggregate_median(runs[b]);
+    const auto hw = halfwidth_pct(agg);
+    const bool met = hw && *hw <= opts.ci_target_pct;
+    const bool failed =
+        std::any_of(runs[b].begin(), runs[b].end(), [](const Record& r) { return r.status != Status::Ok; });
+    if (!met && !failed && runs[b].size() < cap) return false;
+    agg.repetitions_auto = {{"target_pct", opts.ci_target_pct},
+                            {"cap", cap},
+                            {"met", met},
+                            {"halfwidth_pct", hw ? nlohmann::json(*hw) : nlohmann::json(nullptr)},
+                            {"repetitions", runs[b].size()}};
+    aggregates[b] = std::move(agg);
+    closed[b] = true;
+    return true;
+  };
+
+  if (autorep && !interleave_seed) {
+    for (size_t b = 0; b < n; ++b) {
+      while (!enough(b)) run(b);
+      aggregate(b);
+    }
+  } else if (autorep) {
+    // Rounds of one repetition of every benchmark not done yet, each round in its own random
+    // order from the seed, so that a drift of the machine falls on every benchmark alike.
+    std::mt19937_64 rng(*interleave_seed);
+    for (;;) {
+      std::vector<size_t> round;
+      for (size_t b = 0; b < n; ++b)
+        if (!closed[b]) round.push_back(b);
+      if (round.empty()) break;
+      for (size_t i = round.size(); i > 1; --i) std::swap(round[i - 1], round[rng() % i]);
+      for (size_t b : round) run(b);
+      for (size_t b : round) enough(b);
+    }
+    for (size_t b = 0; b < n; ++b) aggregate(b);
+  } else {
+    std::vector<size_t> order;  // the benchmark of each repetition, in the order they run
+    for (size_t b = 0; b < n; ++b) order.insert(order.end(), reps, b);
+    if (interleave_seed) {
+      // Fisher-Yates over mt19937_64 with a plain modulo: std::shuffle's use of the generator
+      // differs between standard libraries, and one seed must give one order everywhere.
+      std::mt19937_64 rng(*interleave_seed);
+      for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    }
+    for (size_t b : order) {
+      run(b);
+      if (!interleave_seed && runs[b].size() == reps) aggregate(b);
+    }
+    if (interleave_seed)
+      for (size_t b = 0; b < n; ++b) aggregate(b);
+  }
+  std::vector<Record> records;
+  for (size_t b = 0; b < n; ++b) {
+    records.insert(records.end(), runs[b].begin(), runs[b].end());
+    if (aggregates[b]) records.push_back(*aggregates[b]);
+  }
+  return records;
+}
+
+const PresetSpec* find_preset(const std::string& name) {
+  // The default: one second measured per repetition, three repetitions, within 15 minutes; quick:
+  // the whole lab within five minutes (a budget is a time, whatever the machine); full: the
+  // complete grids, five repetitions of two seconds, however long they take.
+  static const PresetSpec kPresets[] = {
+      {"", Preset::Default, RunOptions{.duration_s = 1.0, .warmup_s = 0.2, .repetitions = 3}, 15 * 60},
+      {"quick", Preset::Quick, RunOptions{.duration_s = 0.25, .warmup_s = 0.05, .repetitions = 3}, 5 * 60},
+      {"full", Preset::Full, RunOptions{.duration_s = 2.0, .warmup_s = 0.5, .repetitions = 5}, 0},
+  };
+  for (const auto& p : kPresets)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+}  // namespace ipclab

@@ -1,0 +1,91 @@
+#pragma once
+// Plan → run → aggregate. The runner expands every matching mechanism's grid, runs each point
+// for the requested repetitions (back to back, or interleaved across benchmarks in a seeded random
+// order), and adds a median record per benchmark.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/machine/placement.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/mechanism.hpp"
+#include "core/stats/record.hpp"
+
+namespace ipclab {
+
+struct PlannedBenchmark {
+  const Mechanism* mech;
+  Params params;
+  std::string name;
+  /// --cpu-matrix: the pair this point runs on (in place of the run's --cpus), how the matrix was
+  /// asked for ("every_pair" or "per_class") and, per class, which class the pair stands for.
+  std::vector<int> cpus;
+  std::string cpu_matrix, cpu_class;
+};
+
+/// Mechanisms whose `suite/name` matches any filter: a glob (`*`, `?`), or a prefix ending at a
+/// `/` boundary, or a bare mechanism name. No filter = all. UsageError when a filter is empty, is
+/// not printable UTF-8 (control characters, invalid bytes), or matches none.
+std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& filters);
+
+/// The grid of every selected mechanism. Impossible points (a placement with more sides than
+/// distinct `cpus`, or the mechanism's check) are dropped from preset grids, and are a UsageError
+/// when the user asked for them with -p. UsageError for -p names no mechanism has, and when no
+/// point is left.
+std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
+                                   const Overrides& overrides, const std::vector<int>& cpus = allowed_cpus());
+
+/// --cpu-matrix MODE: each two-sided round-trip point of `benchmarks` (a `placement` that offers
+/// cross, and round trips) once per pair of `cpus` at placement=cross on that pair, its params
+/// gaining cpus=A,B — MODE `every`: every pair, side 0 on the CPU listed first; `class`: one pair
+/// per placement class present here (resolve_pair: the pair nearest its class's median). Other
+/// points are left out. UsageError for another MODE, when no point is left, when -p placement
+/// was given (the matrix places the sides), and for `every` over more than 64 CPUs.
+std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks,
+                                         const std::string& mode, const std::vector<int>& cpus,
+                                         bool placement_asked);
+
+/// A preset: which grid each parameter takes (its `quick` or `full` values, declared with the
+/// parameter) and the run options it implies. The one table of presets.
+struct PresetSpec {
+  const char* name;  // as given to --preset ("" for the default)
+  Preset preset;
+  RunOptions options;  // duration, warm-up and repetitions (cpus left empty)
+  /// The budget the preset fits its runs to when no --budget, --duration, --warmup or
+  /// --repetitions is given (core/plan/estimate.hpp), in seconds; 0: none.
+  double budget_s = 0;
+};
+/// The preset called `name` ("" = the default); nullptr when there is none.
+const PresetSpec* find_preset(const std::string& name);
+
+/// Runs one repetition of one benchmark; never throws for benchmark failures (they go into the
+/// record), only for UsageError.
+Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
+
+/// What run_plan tells its caller as it goes (either may be empty): `starting` before each
+/// repetition (`done` of `total` repetitions run so far), `finished` as each record completes —
+/// repetitions, and aggregates.
+struct PlanHooks {
+  std::function<void(const PlannedBenchmark&, size_t done, size_t total)> starting;
+  std::function<void(const Record&)> finished;
+};
+
+/// Runs the plan: `opts.repetitions` repetitions of every benchmark and, for more than one, its
+/// median aggregate (statistics.hpp). Without a seed, each benchmark's repetitions run back to
+/// back, its aggregate right after them. With `interleave_seed`, the repetitions of all
+/// benchmarks run in one random order drawn from that seed (as google/benchmark's random
+/// interleaving), so that a slow drift of the machine falls on every benchmark alike; the
+/// aggregates come at the end. Either way the records are returned grouped per benchmark in plan
+/// order: its repetitions (numbered in the order they ran), then its aggregate.
+///
+/// With `opts.ci_target_pct` > 0 (--repetitions auto), each benchmark runs kAutoMinRepetitions
+/// repetitions, then one more at a time until the 95% CI half-width of its median time per op is
+/// within the target, `opts.max_repetitions` are run, or a repetition failed; its aggregate
+/// records which (`repetitions_auto`). Interleaved, that is rounds of one repetition of each
+/// benchmark not done yet, each round in a random order drawn from the seed.
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed = {});
+
+}  // namespace ipclab

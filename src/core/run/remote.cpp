@@ -1,0 +1,1009 @@
+#include "core/run/remote.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/base/cancel.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fs.hpp"
+#include "core/machine/env.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
+#include "core/peers/server.hpp"
+#include "core/process/listener.hpp"
+#include "core/run/patterns.hpp"
+#include "core/transport/fd_transport.hpp"
+
+namespace ipclab::remote {
+
+namespace {
+
+// The mechanisms whose two sides can be on two hosts, with the socket type of their data path
+// (kServer: a server mechanism, its server started on the remote host).
+constexpr int kServer = -1;
+const std::map<std::string, int>& crossing() {
+  static const std::map<std::string, int> m = {{"messaging/tcp", SOCK_STREAM}, {"messaging/udp", SOCK_DGRAM},
+                                               {"echo/epoll", kServer},        {"echo/uring", kServer},
+                                               {"servers/epoll_et", kServer},  {"servers/uring", kServer}};
+  return m;
+}
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+nlohmann::json identity() {
+  return {
+      {"version", IPCLAB_VERSION}, {"build_type", IPCLAB_BUILD_TYPE}, {"build_flags", IPCLAB_BUILD_FLAGS}};
+}
+
+std::string identity_text(const nlohmann::json& h) {
+  auto s = [&](const char* k) { return h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : "?"; };
+  return fmt::format("{} ({} build, flags '{}')", s("version"), s("build_type"), s("build_flags"));
+}
+
+// For the remote shell, which runs ssh's command line: one word, quoted.
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Splits "-p 2222" into "-p", "2222" (each --ssh-option as it would be typed after ssh).
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  std::stringstream in(s);
+  std::string x;
+  while (in >> x) w.push_back(x);
+  return w;
+}
+
+// One line of text at a time from a descriptor, waiting at most until `deadline` (now_ns).
+// Returns false at the end of input or past the deadline (`eof` says which).
+bool read_line(int fd, std::string& buf, std::string& line, uint64_t deadline, bool& eof) {
+  eof = false;
+  for (;;) {
+    if (auto nl = buf.find('\n'); nl != std::string::npos) {
+      line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      return true;
+    }
+    const uint64_t now = now_ns();
+    if (now >= deadline) return false;
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, int(std::min<uint64_t>((deadline - now) / 1'000'000 + 1, 100)));
+    if (r < 0 && errno != EINTR) return eof = true, false;
+    if (r <= 0) continue;
+    char tmp[4096];
+    ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return eof = true, false;
+    buf.append(tmp, size_t(n));
+  }
+}
+
+void write_line(int fd, const nlohmann::json& j) {
+  const std::string s = j.dump() + "\n";
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, s.data() + done, s.size() - done);  // stdout: a pipe
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::system_error(errno, std::generic_category(), "control channel");
+    done += size_t(n);
+  }
+}
+
+nlohmann::json cpu_json(const CpuUsage& c) {
+  return {{"user_s", c.user_s}, {"sys_s", c.sys_s}, {"ctx_vol", c.ctx_vol}, {"ctx_invol", c.ctx_invol}};
+}
+
+CpuUsage cpu_of(const nlohmann::json& j) {
+  CpuUsage c;
+  c.user_s = j.value("user_s", 0.0);
+  c.sys_s = j.value("sys_s", 0.0);
+  c.ctx_vol = j.value("ctx_vol", int64_t(0));
+  c.ctx_invol = j.value("ctx_invol", int64_t(0));
+  return c;
+}
+
+std::string sysfs(const std::string& iface, const char* what) {
+  return read_first_line("/sys/class/net/" + iface + "/" + what);
+}
+
+// The queueing discipline of `iface`, as `tc qdisc show` prints it ("" when tc is missing).
+std::string qdisc_of(const std::string& iface) {
+  return command_output({"tc", "qdisc", "show", "dev", iface}, 2.0);
+}
+
+}  // namespace
+
+nlohmann::json network_path(int fd) {
+  nlohmann::json j;
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.ss_family != AF_INET) return j;
+  const in_addr mine = reinterpret_cast<sockaddr_in&>(a).sin_addr;
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &mine, text, sizeof text);
+  j["address"] = text;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return j;
+  std::string iface;
+  for (ifaddrs* i = list; i; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+        reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == mine.s_addr)
+      iface = i->ifa_name;
+  freeifaddrs(list);
+  if (iface.empty()) return j;
+  j["interface"] = iface;
+  if (auto mtu = sysfs(iface, "mtu"); !mtu.empty()) j["mtu"] = std::stoll(mtu);
+  // Link speed in Mb/s: virtual links (veth, loopback) have none, or say -1.
+  if (auto speed = sysfs(iface, "speed"); !speed.empty() && speed[0] != '-')
+    j["speed_mbps"] = std::stoll(speed);
+  ethtool_drvinfo info{};
+  info.cmd = ETHTOOL_GDRVINFO;
+  ifreq req{};
+  std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", iface.c_str());
+  req.ifr_data = reinterpret_cast<char*>(&info);
+  if (ioctl(fd, SIOCETHTOOL, &req) == 0) j["driver"] = info.driver;
+  if (auto q = qdisc_of(iface); !q.empty()) j["qdisc"] = q;
+  return j;
+}
+
+std::string crossing_problem(const Mechanism& m, const Params& p) {
+  if (!crossing().count(m.full_name()))
+    return fmt::format(
+        "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
+        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll, "
+        "echo/uring, "
+        "servers/epoll_et or servers/uring",
+        m.full_name());
+  if (m.suite == "servers") {
+    if (p.i64_or("reactors", 1) != 1)
+      return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
+    return "";
+  }
+  if (m.suite == "echo") {
+    if (p.str_or("pattern", "closed") != "closed")
+      return fmt::format(
+          "--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
+          m.full_name());
+    if (p.i64_or("reactors", 1) != 1)
+      return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
+    return "";
+  }
+  if (!std_params::is_roundtrip(p))
+    return fmt::format(
+        "--remote: {} runs pattern=roundtrip across hosts (throughput and rate are not done "
+        "yet); add -p pattern=roundtrip",
+        m.full_name());
+  if (p.str_or("mode", "threads") == "processes")
+    return "--remote: the remote side runs threads; use -p mode=threads";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The local end: the ssh session.
+
+std::unique_ptr<Link> Link::open(const Options& o) {
+  const std::string ssh = find_program("ssh");
+  if (ssh.empty()) throw UsageError("--remote needs OpenSSH's client (ssh) on PATH; install openssh-client");
+  std::unique_ptr<Link> link(new Link(o));
+  std::vector<std::string> argv{ssh};
+  for (auto& opt : o.ssh_options)
+    for (auto& w : words(opt)) argv.push_back(w);
+  // After the user's options: ssh takes the first value given for each, so theirs win.
+  for (const char* d :
+       {"BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=5", "ServerAliveCountMax=3"}) {
+    argv.push_back("-o");
+    argv.push_back(d);
+  }
+  argv.insert(argv.end(), {"-T", "--", o.host, shell_quote(o.ipclab) + " remote-side"});
+  // ssh's own ConnectTimeout (the user's, or ours) bounds reaching the host; the remote ipclab then
+  // has as long again, and 10 s more, to start and collect its environment block.
+  double connect_s = 10;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "-o" && argv[i + 1].rfind("ConnectTimeout=", 0) == 0) {
+      connect_s = std::max(1.0, std::atof(argv[i + 1].c_str() + 15));
+      break;
+    }
+  const double hello_s = 2 * connect_s + 10;
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+      pipe2(err, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
+  link->ssh_ = Process::exec(Spawn{.stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  link->in_ = in[1];
+  link->out_ = out[0];
+  link->err_ = err[0];
+
+  // The hello.
+  const std::string where = fmt::format("--remote {}", brief(o.host));
+  nlohmann::json hello;
+  std::string line;
+  bool eof = false;
+  const uint64_t deadline = now_ns() + uint64_t(hello_s * 1e9);
+  for (;;) {
+    link->read_some(0);
+    if (!read_line(link->out_, link->out_buf_, line, std::min(deadline, now_ns() + 100'000'000), eof)) {
+      if (eof || now_ns() >= deadline) break;
+      continue;
+    }
+    try {
+      hello = nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      continue;  // a remote login's banner or motd on stdout: not ours
+    }
+    if (hello.is_object() && hello.contains("ipclab_remote")) break;
+    hello = nullptr;
+  }
+  if (hello.is_null()) {
+    if (!eof) {
+      link->ssh_.stop(0);
+      throw UsageError(
+          fmt::format("{}: no answer from the remote ipclab within {:.0f} s; check the host and that "
+                      "`ssh {} {} remote-side` starts",
+                      where, hello_s, brief(o.host), brief(o.ipclab)));
+    }
+    link->ssh_.wait(5.0);
+    link->read_some(0);
+    const int status = link->ssh_.reaped() ? link->ssh_.status() : -1;
+    const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const std::string said = link->ssh_said();
+    if (code == 255)
+      throw UsageError(
+          fmt::format("{}: ssh failed: {}; check the host, its port and the key "
+                      "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
+                      where, said.empty() ? "no reason given" : said));
+    if (code == 127 || code == 126)
+      throw UsageError(
+          fmt::format("{}: no ipclab at '{}' there ({}); install the same ipclab there, or "
+                      "give its path with --remote-ipclab PATH",
+                      where, brief(o.ipclab), said.empty() ? "not found" : said));
+    throw UsageError(
+        fmt::format("{}: the remote ipclab '{}' ended before it said hello ({}{}); give the path "
+                    "of the same ipclab with --remote-ipclab PATH",
+                    where, brief(o.ipclab), status >= 0 ? describe_exit(status) : "no status",
+                    said.empty() ? "" : ": " + said));
+  }
+  const nlohmann::json mine = identity();
+  for (const char* k : {"version", "build_type", "build_flags"})
+    if (!hello.contains(k) || hello[k] != mine[k])
+      throw UsageError(
+          fmt::format("{}: the remote ipclab '{}' is {}, this one is {}; run the same build on "
+                      "both hosts (--remote-ipclab PATH names it there)",
+                      where, brief(o.ipclab), identity_text(hello), identity_text(mine)));
+  link->hello_ = hello;
+
+  // The clocks: NTP's estimate over the channel — the remote's reading against the midpoint of the
+  // local send and receive — from the probe with the shortest round trip, whose half is the bound
+  // on the error.
+  constexpr int kProbes = 16;
+  int64_t best_rtt = -1, offset = 0;
+  for (int i = 0; i < kProbes; ++i) {
+    const uint64_t t0 = realtime_ns();
+    link->send({{"op", "clock"}});
+    nlohmann::json r;
+    try {
+      r = link->receive(10.0, "its clock");
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("{}: {}", where, e.what()));
+    }
+    const uint64_t t3 = realtime_ns();
+    const int64_t rtt = int64_t(t3 - t0);
+    if (best_rtt < 0 || rtt < best_rtt) {
+      best_rtt = rtt;
+      offset = int64_t(r.value("t", uint64_t(0))) - int64_t(t0 + (t3 - t0) / 2);
+    }
+  }
+  link->clock_ = {{"offset_ns", offset},
+                  {"uncertainty_ns", best_rtt / 2},
+                  {"rtt_ns", best_rtt},
+                  {"probes", kProbes},
+                  {"over", "ssh channel"},
+                  {"clock", "CLOCK_REALTIME"},
+                  {"meaning", "remote clock minus local clock; the true offset lies within ± uncertainty"}};
+  return link;
+}
+
+Link::~Link() {
+  if (in_ >= 0) {
+    try {
+      write_line(in_, {{"op", "quit"}});
+    } catch (const std::exception&) {
+    }
+    close(in_);  // the end of its input: the remote side ends and sweeps its run folder
+  }
+  if (ssh_.running() && !ssh_.wait(5.0)) ssh_.stop(1.0);
+  if (out_ >= 0) close(out_);
+  if (err_ >= 0) close(err_);
+}
+
+nlohmann::json Link::context() const {
+  nlohmann::json env = hello_.value("environment", nlohmann::json::object());
+  return {{"host", o_.host},
+          {"ipclab", o_.ipclab},
+          {"ssh_options", o_.ssh_options},
+          {"address", o_.address.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.address)},
+          {"environment", env},
+          {"clock", clock_}};
+}
+
+void Link::send(const nlohmann::json& j) {
+  try {
+    write_line(in_, j);
+  } catch (const std::exception&) {
+    throw std::runtime_error(fmt::format("the ssh connection to {} is lost{}", o_.host,
+                                         ssh_said().empty() ? "" : ": " + ssh_said()));
+  }
+}
+
+void Link::read_some(int ms) {
+  if (err_ < 0) return;
+  pollfd p{err_, POLLIN, 0};
+  while (poll(&p, 1, ms) > 0) {
+    char tmp[4096];
+    ssize_t n = read(err_, tmp, sizeof tmp);
+    if (n <= 0) {
+      close(err_);
+      err_ = -1;
+      return;
+    }
+    err_buf_.append(tmp, size_t(n));
+    if (err_buf_.size() > 16384) err_buf_.erase(0, err_buf_.size() - 8192);
+    ms = 0;
+  }
+}
+
+std::string Link::ssh_said() const {
+  std::string s = err_buf_;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  if (auto nl = s.rfind('\n'); nl != std::string::npos) s.erase(0, nl + 1);
+  while (!s.empty() && s.back() == '\r') s.pop_back();
+  return brief(s, 300);
+}
+
+nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  std::string line;
+  bool eof = false;
+  for (;;) {
+    read_some(0);
+    if (read_line(out_, out_buf_, line, std::min(deadline, now_ns() + 100'000'000), eof)) {
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (j.is_object()) return j;
+      } catch (const std::exception&) {
+      }
+      continue;
+    }
+    if (eof) {
+      ssh_.wait(1.0);
+      read_some(0);
+      throw std::runtime_error(fmt::format("the remote side on {} ended while ipclab waited for {}{}{}",
+                                           o_.host, waiting_for,
+                                           ssh_.reaped() ? " (ssh " + describe_exit(ssh_.status()) + ")" : "",
+                                           ssh_said().empty() ? "" : ": " + ssh_said()));
+    }
+    if (now_ns() >= deadline)
+      throw std::runtime_error(
+          fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
+                      "waited for {}: it is frozen or the connection hangs",
+                      o_.host, timeout_s, waiting_for));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The local end of one benchmark.
+
+namespace {
+
+Link* g_link = nullptr;
+
+// The producers' (clients') ends of the channels: connected sockets to the remote side's ports.
+class RemoteTransport final : public Transport {
+ public:
+  RemoteTransport(const Params& p, Link& link, int type, const std::string& address,
+                  const std::vector<int>& ports)
+      : link_(link), address_(address), ports_(ports) {
+    size_t next = 0;
+    auto make = [&]() {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(uint16_t(ports.at(type == SOCK_STREAM ? 0 : next)));
+      ++next;
+      if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
+        throw std::runtime_error(
+            fmt::format("the remote side reported address '{}', not IPv4", brief(address)));
+      int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        int e = errno;
+        ::close(fd);
+        throw std::runtime_error(fmt::format("cannot connect to the remote side at {}:{}: {}", address,
+                                             ntohs(a.sin_port), std::strerror(e)));
+      }
+      if (type == SOCK_STREAM) {
+        int one = 1;
+        messaging::check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
+      }
+      if (path_.is_null()) path_ = network_path(fd);
+      return messaging::FdChannel{.prod_r = fd, .prod_w = fd};
+    };
+    inner_ = std::make_unique<messaging::FdTransport>(
+        p,
+        messaging::FdTransport::Options{
+            .framing = type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
+            .nonblocking = p.flag("nonblocking")},
+        make);
+  }
+  std::unique_ptr<Endpoint> open(Role role, int index) override {
+    if (role != Role::Producer) throw std::logic_error("the remote side's endpoints are on the remote host");
+    return inner_->open(role, index);
+  }
+  std::string object_name() const override { return fmt::format("{}:{}", address_, ports_.at(0)); }
+  void describe(nlohmann::json& extra) const override {
+    extra["remote"] = {{"host", link_.host()}, {"address", address_}, {"ports", ports_}};
+    extra["network_path"] = {{"local", path_}};
+  }
+  void attach(Session& s) override {
+    const int clients = int(s.params().i64_or("producers", 1));
+    Session* sp = &s;
+    // Its progress is its clients' (each of their round trips is one of its echoes).
+    watch_server(s, link_, [sp, clients] {
+      uint64_t n = 0;
+      for (int i = 0; i < clients; ++i) n += sp->worker_progress(i);
+      return n;
+    });
+  }
+
+ private:
+  Link& link_;
+  std::string address_;
+  std::vector<int> ports_;
+  nlohmann::json path_;
+  std::unique_ptr<messaging::FdTransport> inner_;
+};
+
+}  // namespace
+
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress) {
+  // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
+  // ipclab gone).
+  s.add_peer(PeerSpec{.role = "server@" + link.host(),
+                      .process = &link.process(),
+                      .progress = std::move(progress),
+                      .cpu_usage = [] { return CpuUsage{}; }});  // measured there, folded in after
+  Link* l = &link;
+  s.on_phase([l](Phase ph) {
+    try {
+      if (ph == kMeasure) l->send({{"op", "measure"}});
+      if (ph == kStop) l->send({{"op", "stop"}});
+    } catch (const std::exception&) {
+      // The connection is lost: the peer's death (ssh) fails the run.
+    }
+  });
+}
+
+ServerAddress start_server(Session& s, Link& link) {
+  const Mechanism& m = s.mechanism();
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : s.params().items()) params[k] = v;
+  const double timeout = s.options().timeout_s();
+  link.send({{"op", "server"},
+             {"mechanism", m.full_name()},
+             {"params", params},
+             {"address", link.options().address}});
+  const auto r = link.receive(timeout, "its " + m.full_name() + " server");
+  if (r.contains("error"))
+    throw std::runtime_error(
+        fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address,
+                  r.value("port", 0)};
+  s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
+  // This end of the path: the interface a datagram socket connected there would leave by (a UDP
+  // connect sends nothing).
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(uint16_t(a.port));
+  if (int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
+    if (inet_pton(AF_INET, a.address.c_str(), &to.sin_addr) == 1 &&
+        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0)
+      s.record().extra["network_path"]["local"] = network_path(fd);
+    ::close(fd);
+  }
+  return a;
+}
+
+namespace {
+
+// Ends the remote side's benchmark (abort after a failure: its servers may wait for requests that
+// never come) and returns its results; null when they did not come (the record fails, unless it
+// had already). A run that failed already (a stall: the remote side may be frozen) waits no longer
+// than the remote side's own grace after an abort, doubled.
+nlohmann::json end_benchmark(Session& s, Link& link) {
+  Record& rec = s.record();
+  const bool failed = rec.status == Status::Failed;
+  try {
+    link.send({{"op", failed ? "abort" : "end"}});
+    return link.receive(failed ? 2.5 : s.options().timeout_s(), "its results")
+        .value("result", nlohmann::json::object());
+  } catch (const std::exception& e) {
+    if (!failed) rec.fail(e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
+  Record& rec = s.record();
+  const bool failed = rec.status == Status::Failed;
+  const nlohmann::json r = end_benchmark(s, link);
+  if (r.is_null()) return {};
+  const CpuUsage window = cpu_of(r.value("cpu", nlohmann::json::object())),
+                 life = cpu_of(r.value("cpu_whole_life", nlohmann::json::object()));
+  const std::string role = "server@" + link.host();
+  rec.cpu += window;
+  auto& by_role = rec.extra["cpu_by_role"];
+  by_role[role] = cpu_json(window);
+  by_role[role]["per_op_ns"] = rec.ops ? window.total_s() * 1e9 / double(rec.ops) : 0.0;
+  by_role[role]["measured_on"] = link.host();
+  rec.extra["network_path"]["remote"] = r.value("path", nlohmann::json::object());
+  for (auto& e : r.value("errors", nlohmann::json::array()))
+    if (!failed) rec.fail(fmt::format("the remote side on {}: {}", link.host(), e.get<std::string>()));
+  return {window, life};
+}
+
+namespace {
+// The transport pattern's receivers, on the host of the link in use.
+struct LinkReceivers final : FarReceivers {
+  std::unique_ptr<Transport> open_transport(Session& s) override {
+    return remote::open_transport(s, *g_link);
+  }
+  void fold(Session& s) override { remote::fold(s, *g_link); }
+} g_receivers;
+}  // namespace
+
+Link* in_use() { return g_link; }
+void use(Link* link) {
+  g_link = link;
+  set_far_receivers(link ? &g_receivers : nullptr);
+}
+
+std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
+  const Mechanism& m = s.mechanism();
+  const auto it = crossing().find(m.full_name());
+  if (it == crossing().end()) throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : s.params().items()) params[k] = v;
+  const double timeout = s.options().timeout_s();
+  link.send({{"op", "bench"},
+             {"mechanism", m.full_name()},
+             {"params", params},
+             {"channels", s.params().i64_or("producers", 1)},
+             {"address", link.options().address},
+             {"duration_s", s.options().duration_s},
+             {"timeout_s", timeout}});
+  const auto r = link.receive(timeout, "its end of " + m.full_name());
+  if (r.contains("error"))
+    throw std::runtime_error(
+        fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  const std::string address =
+      link.options().address.empty() ? r.value("address", "") : link.options().address;
+  try {
+    return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
+                                             r.value("ports", std::vector<int>{}));
+  } catch (...) {
+    // Not connected (a firewall, a wrong --remote-address): the remote side's servers wait for
+    // connections that will not come; end its benchmark so that the link serves the next one.
+    try {
+      link.send({{"op", "abort"}});
+      link.receive(2.5, "the end of its benchmark");
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
+}
+
+void fold(Session& s, Link& link) {
+  Record& rec = s.record();
+  const bool failed = rec.status == Status::Failed;
+  const nlohmann::json r = end_benchmark(s, link);
+  if (r.is_null()) return;
+  const std::string role = "server@" + link.host();
+  const CpuUsage cpu = cpu_of(r.value("cpu", nlohmann::json::object()));
+  rec.cpu += cpu;
+  auto& by_role = rec.extra["cpu_by_role"];
+  by_role[role] = cpu_json(cpu);
+  by_role[role]["per_op_ns"] = rec.ops ? cpu.total_s() * 1e9 / double(rec.ops) : 0.0;
+  by_role[role]["measured_on"] = link.host();
+  rec.extra["remote"]["requests"] = r.value("requests", 0);
+  rec.extra["network_path"]["remote"] = r.value("path", nlohmann::json::object());
+  for (auto& e : r.value("errors", nlohmann::json::array()))
+    if (!failed) rec.fail(fmt::format("the remote side on {}: {}", link.host(), e.get<std::string>()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The remote end.
+
+namespace {
+
+// The address ssh reached this host at (SSH_CONNECTION's third field): the data path's default.
+std::string ssh_server_address() {
+  const char* c = getenv("SSH_CONNECTION");
+  if (!c) return "";
+  auto w = words(c);
+  return w.size() >= 3 ? w[2] : "";
+}
+
+struct Bench {
+  int type = SOCK_STREAM;
+  int listener = -1;
+  std::vector<int> fds;  // one per channel (udp: bound; tcp: accepted as they come)
+  std::vector<std::thread> threads;
+  Control* ctl = nullptr;
+  std::atomic<int> done{0};
+  std::string address;
+};
+
+void shutdown_all(Bench& b) {
+  if (b.listener >= 0) ::shutdown(b.listener, SHUT_RDWR);
+  for (int fd : b.fds)
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+}
+
+int bound(int type, const std::string& address) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
+    throw std::runtime_error(fmt::format("address '{}' is not IPv4; give --remote-address", brief(address)));
+  int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::runtime_error(fmt::format("cannot bind {}: {}", address, std::strerror(e)));
+  }
+  return fd;
+}
+
+// Channel i's server: takes its connection (tcp: the next accepted; udp: connected to the sender of
+// the first datagram, which stays queued), then echoes as every round-trip server does.
+void server_body(Bench& b, const Mechanism& mech, const Params& p, int i) {
+  WorkerResult& slot = b.ctl->slots[i];
+  Worker w(*b.ctl, slot, false);
+  try {
+    int fd;
+    if (b.type == SOCK_STREAM) {
+      fd = ::accept4(b.listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      b.fds[size_t(i)] = fd;
+      if (b.ctl->abort.load()) ::shutdown(fd, SHUT_RDWR);
+    } else {
+      fd = b.fds[size_t(i)];
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      char c;
+      if (::recvfrom(fd, &c, 1, MSG_PEEK, reinterpret_cast<sockaddr*>(&from), &len) < 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&from), len) != 0)
+        throw std::system_error(errno, std::generic_category(), "udp peer");
+    }
+    messaging::FdEndpoint ep(fd, fd,
+                             b.type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
+                             true, p.flag("nonblocking"), nullptr);
+    serve_roundtrip(w, ep, mech, p);
+  } catch (const std::exception& e) {
+    if (!b.ctl->abort.load()) std::snprintf(slot.error, sizeof slot.error, "server %d: %s", i, e.what());
+  }
+  w.finish();
+  slot.finished.store(1);
+  b.done.fetch_add(1);
+}
+
+}  // namespace
+
+namespace {
+
+// The context switches of process `pid`'s main thread so far (its /proc status).
+CpuUsage switches_of(pid_t pid) {
+  CpuUsage u;
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string key;
+  int64_t v;
+  while (in >> key) {
+    if (key == "voluntary_ctxt_switches:" && in >> v) u.ctx_vol = v;
+    if (key == "nonvoluntary_ctxt_switches:" && in >> v) u.ctx_invol = v;
+  }
+  return u;
+}
+
+// One server mechanism's server (echo), started here as a local run starts it, on the data path's
+// address; measured over the window the local side's phases set; stopped on stop, abort or the end
+// of input. Returns false when the local side is gone.
+bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                  const std::function<nlohmann::json(double, bool&)>& next) {
+  const Mechanism* mech = nullptr;
+  for (auto& m : Registry::get().mechanisms())
+    if (m.full_name() == cmd.value("mechanism", "") && m.server) mech = &m;
+  if (!mech) {
+    reply({{"error", fmt::format("{} has no server here", brief(cmd.value("mechanism", "")))}});
+    return true;
+  }
+  Params p;
+  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
+  std::string address = cmd.value("address", "");
+  if (address.empty()) address = ssh_server_address();
+  std::optional<ServerProcess> server;
+  try {
+    if (address.empty())
+      throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
+    // server inherits (10,000 clients need as many descriptors).
+    ensure_nofile(0, "the remote server");
+    RunOptions opts;
+    Record rec;
+    Session session(*mech, p, opts, rec);
+    server.emplace(ServerProcess::start(mech->server(session), -1, address));
+  } catch (const std::exception& e) {
+    reply({{"error", fmt::format("{} server: {}", mech->full_name(), e.what())}});
+    return true;
+  }
+  reply({{"address", address}, {"port", server->port()}});
+  // Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
+  // context switches, at the window's opening and closing.
+  auto usage = [&] {
+    CpuUsage u = switches_of(server->pid());
+    u.sys_s = server->process().cpu_seconds();
+    return u;
+  };
+  CpuUsage at_open, at_close;
+  bool opened = false, closed = false, ended = false, lost = false;
+  std::vector<std::string> errors;
+  for (;;) {
+    bool eof = false;
+    const nlohmann::json c = next(0.05, eof);
+    if (eof) {
+      lost = true;
+      break;
+    }
+    const std::string o = c.is_object() ? c.value("op", "") : "";
+    if (o == "measure" && !opened) {
+      at_open = usage();
+      opened = true;
+    }
+    if ((o == "stop" || o == "end" || o == "abort" || o == "quit") && opened && !closed) {
+      at_close = usage();  // the window closes; the clients finish what is in flight
+      closed = true;
+    }
+    if (o == "end" || o == "abort" || o == "quit") {
+      if (o == "quit") lost = true;
+      ended = true;
+      break;
+    }
+    if (!server->process().alive()) {
+      errors.push_back(fmt::format("its {} server {}", mech->full_name(), server->process().death()));
+      break;
+    }
+  }
+  if (!ended) {  // it died, or the local side is gone: wait for the end to answer it
+    while (!lost) {
+      bool eof = false;
+      const nlohmann::json c = next(-1, eof);
+      if (eof) lost = true;
+      const std::string o = c.is_object() ? c.value("op", "") : "";
+      if (o == "end" || o == "abort" || o == "quit") break;
+    }
+  }
+  const CpuUsage life = server->stop();
+  if (lost) return false;
+  CpuUsage window = at_close - at_open;
+  if (!opened || !closed) window = CpuUsage{};
+  CpuUsage whole;
+  whole.sys_s = life.total_s();
+  // This end of the path: the interface of the address it listened on.
+  nlohmann::json path;
+  try {
+    const int fd = bound(SOCK_DGRAM, address);
+    path = network_path(fd);
+    ::close(fd);
+  } catch (const std::exception&) {
+  }
+  reply({{"result",
+          {{"cpu", cpu_json(window)},
+           {"cpu_whole_life", cpu_json(whole)},
+           {"path", path},
+           {"errors", errors}}}});
+  return true;
+}
+
+}  // namespace
+
+int serve() {
+  // A reply to a local side that is gone is an error (EPIPE, thrown by fmt): the caller's clean-up
+  // runs, where SIGPIPE would end the process with its run folder left behind.
+  signal(SIGPIPE, SIG_IGN);
+  const int in = 0;
+  std::string buf, line;
+  bool eof = false;
+  auto reply = [](const nlohmann::json& j) {
+    fmt::print("{}\n", j.dump());
+    std::fflush(stdout);
+  };
+  nlohmann::json hello = identity();
+  hello["ipclab_remote"] = 1;
+  hello["environment"] = collect_environment("ipclab remote-side");
+  reply(hello);
+  auto next = [&](double timeout_s) {
+    const uint64_t deadline = timeout_s < 0 ? UINT64_MAX : now_ns() + uint64_t(timeout_s * 1e9);
+    if (!read_line(in, buf, line, deadline, eof)) return nlohmann::json(nullptr);
+    try {
+      return nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      return nlohmann::json({{"op", "?"}});
+    }
+  };
+  for (;;) {
+    nlohmann::json cmd = next(-1);
+    if (eof) return 3;  // the connection is lost: the caller sweeps the run folder
+    const std::string op = cmd.value("op", "");
+    if (op == "quit") return 0;
+    if (op == "clock") {
+      reply({{"t", realtime_ns()}});
+      continue;
+    }
+    if (op == "server") {
+      if (!serve_server(cmd, reply, [&](double timeout_s, bool& ended) {
+            nlohmann::json j = next(timeout_s);
+            ended = eof;
+            return j;
+          }))
+        return 3;
+      continue;
+    }
+    if (op == "stop" || op == "end" || op == "abort" || op == "measure") {
+      reply({{"result", {{"errors", {"no benchmark is running"}}}}});
+      continue;
+    }
+    if (op != "bench") {
+      reply({{"error", fmt::format("unknown request '{}'", brief(op))}});
+      continue;
+    }
+    // One benchmark: its end of the channels, then its phases as the local side sends them.
+    const Mechanism* mech = nullptr;
+    for (auto& m : Registry::get().mechanisms())
+      if (m.full_name() == cmd.value("mechanism", "")) mech = &m;
+    const auto type = crossing().find(cmd.value("mechanism", ""));
+    if (!mech || type == crossing().end()) {
+      reply({{"error", fmt::format("{} cannot run here", brief(cmd.value("mechanism", "")))}});
+      continue;
+    }
+    Params p;
+    for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
+    const int n = std::max(1, cmd.value("channels", 1));
+    const double timeout_s = cmd.value("timeout_s", 30.0);
+    auto b = std::make_unique<Bench>();
+    b->type = type->second;
+    b->address = cmd.value("address", "");
+    if (b->address.empty()) b->address = ssh_server_address();
+    b->fds.assign(size_t(n), -1);
+    std::vector<int> ports;
+    try {
+      if (b->address.empty())
+        throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+      if (b->type == SOCK_STREAM) {
+        b->listener = bound(SOCK_STREAM, b->address);
+        messaging::check_rc(::listen(b->listener, n), "listen");
+        ports.push_back(local_port(b->listener));
+      } else {
+        for (int i = 0; i < n; ++i) {
+          b->fds[size_t(i)] = bound(SOCK_DGRAM, b->address);
+          ports.push_back(local_port(b->fds[size_t(i)]));
+        }
+      }
+    } catch (const std::exception& e) {
+      reply({{"error", e.what()}});
+      for (int fd : b->fds)
+        if (fd >= 0) close(fd);
+      if (b->listener >= 0) close(b->listener);
+      continue;
+    }
+    b->ctl = new Control();
+    set_abort_flag(&b->ctl->abort);
+    b->ctl->phase.store(kWarmup);  // the local side sends only once its own warm-up has begun
+    for (int i = 0; i < n; ++i) b->threads.emplace_back(server_body, std::ref(*b), std::cref(*mech), p, i);
+    reply({{"address", b->address}, {"ports", ports}});
+    // The phases, until the local side ends the benchmark (end or abort, which it always sends
+    // for its results, or it is gone) and the servers are done: what the local side sends for
+    // this benchmark is read here, so that none of it is taken for a request of the next one.
+    bool stopping = false, ended = false, lost = false;
+    uint64_t stop_deadline = 0;
+    while (!(ended && b->done.load() >= n)) {
+      const nlohmann::json c = next(stopping ? 0.05 : -1);
+      if (eof) {
+        lost = true;
+        break;
+      }
+      const std::string o = c.is_object() ? c.value("op", "") : "";
+      if (o == "measure") b->ctl->phase.store(kMeasure);
+      if (o == "stop" || o == "end" || o == "abort") {
+        if (!stopping) stop_deadline = now_ns() + uint64_t((o == "abort" ? 0.2 : timeout_s) * 1e9);
+        stopping = true;
+        ended = ended || o != "stop";
+        b->ctl->phase.store(kStop);
+        if (o == "abort") b->ctl->abort.store(1);
+      }
+      if (o == "quit") {
+        lost = true;
+        break;
+      }
+      if (stopping && now_ns() >= stop_deadline) break;
+    }
+    std::vector<std::string> errors;
+    if (b->done.load() < n) {
+      if (!lost && !b->ctl->abort.load())
+        errors.push_back(
+            fmt::format("{} of {} servers got no stop marker from their clients", n - b->done.load(), n));
+      b->ctl->abort.store(1);
+      shutdown_all(*b);
+      const uint64_t grace = now_ns() + 1'000'000'000ull;
+      while (b->done.load() < n && now_ns() < grace) sleep_ns(1'000'000);
+    }
+    const bool all_done = b->done.load() == n;
+    for (auto& t : b->threads)
+      if (all_done)
+        t.join();
+      else
+        t.detach();  // blocked for good: the process's end takes it
+    CpuUsage cpu;
+    uint64_t requests = 0;
+    for (int i = 0; i < n; ++i) {
+      cpu += b->ctl->slots[i].cpu;
+      requests += b->ctl->slots[i].progress.load();
+      if (b->ctl->slots[i].error[0]) errors.push_back(b->ctl->slots[i].error);
+    }
+    nlohmann::json path = b->type == SOCK_STREAM
+                              ? (b->fds[0] >= 0 ? network_path(b->fds[0]) : nlohmann::json())
+                              : network_path(b->fds[0]);
+    if (lost) return 3;
+    reply({{"result", {{"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}}}});
+    if (!all_done) return 1;  // a server thread cannot be stopped: this process ends instead
+    set_abort_flag(nullptr);
+    for (int fd : b->fds)
+      if (fd >= 0) close(fd);
+    if (b->listener >= 0) close(b->listener);
+    delete b->ctl;
+  }
+}
+
+}  // namespace ipclab::remote

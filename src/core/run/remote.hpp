@@ -1,0 +1,116 @@
+#pragma once
+// Two hosts (--remote, docs/remote.md): the benchmark's other side runs on another machine, as the
+// same ipclab, started through OpenSSH — ssh does the authentication, the host keys and the
+// encrypted control; ipclab adds no agent and no scheme of its own.
+//
+// The control channel is the ssh session: `ipclab remote-side` on the remote host reads one JSON
+// object per line on its stdin and answers one per line on its stdout. The data path is a direct
+// connection between the two ipclab processes, on a port the remote side chose and reported over
+// that channel. The remote side ends, and its run folder is swept (ipc::end_run), when its stdin
+// ends: a lost ssh connection stops it.
+//
+//   remote → {"ipclab_remote":1, "version", "build_type", "build_flags", "environment"}   (hello)
+//   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns}
+//   local  → {"op":"bench", "mechanism", "params", "channels", "address", "timeout_s"}
+//                                                remote → {"address", "ports"} or {"error"}
+//   local  → {"op":"server", "mechanism", "params", "address"}   remote → {"address", "port"} or {"error"}
+//   local  → {"op":"measure"} / {"op":"stop"}    (the measured window opens / closes)
+//   local  → {"op":"end"} / {"op":"abort"}       remote → {"result": {cpu, requests, path, errors}}
+//   local  → {"op":"quit"} (or the end of its stdin)
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model/mechanism.hpp"
+#include "core/process/process.hpp"
+
+namespace ipclab {
+
+class Session;
+
+namespace remote {
+
+/// What --remote and its companions asked for.
+struct Options {
+  std::string host;                      // [USER@]HOST, as ssh takes it
+  std::vector<std::string> ssh_options;  // --ssh-option, each passed to ssh as it was given (split at blanks)
+  std::string ipclab = "ipclab";         // --remote-ipclab: its path there (default: on the remote PATH)
+  std::string address;                   // --remote-address: where the data path goes ("": ssh's own address)
+};
+
+/// Why `m` with `p` cannot run across two hosts ("" when it can), as one line naming the fix.
+std::string crossing_problem(const Mechanism& m, const Params& p);
+
+/// The ssh session to the remote side, for the whole run.
+class Link {
+ public:
+  /// Starts `ssh -o BatchMode=yes [--ssh-option...] HOST -- IPCLAB remote-side`, reads the remote
+  /// side's hello, checks that both are the same version and build, and estimates the offset between
+  /// the two hosts' clocks over the channel. Every failure (host unreachable, key refused, ipclab
+  /// missing or different there) is a UsageError of one line: nothing has run yet.
+  static std::unique_ptr<Link> open(const Options& o);
+  ~Link();  // quits the remote side (it sweeps its run folder) and reaps ssh; kills it if it hangs
+
+  const Options& options() const { return o_; }
+  const std::string& host() const { return o_.host; }
+  /// What the run's context records: the host, the remote's environment block, the clock estimate.
+  nlohmann::json context() const;
+  /// Sends one control line.
+  void send(const nlohmann::json& j);
+  /// The next control line, waiting at most `timeout_s`; std::runtime_error naming the host and
+  /// `waiting_for` when none came (the connection lost, ssh ended, the remote side frozen).
+  nlohmann::json receive(double timeout_s, const std::string& waiting_for);
+  Process& process() { return ssh_; }
+
+ private:
+  explicit Link(Options o) : o_(std::move(o)) {}
+  std::string ssh_said() const;  // ssh's last stderr line, for messages
+  void read_some(int ms);        // one poll over stdout and stderr
+  Options o_;
+  Process ssh_;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string out_buf_, err_buf_;
+  nlohmann::json hello_, clock_;
+};
+
+/// The run's link while `ipclab run --remote` runs (nullptr: both sides run here). One per process,
+/// as the run's folder and journal are (core/ownership/journal.hpp): set by cmd_run once the link is open,
+/// and cleared before it closes.
+Link* in_use();
+void use(Link* link);
+
+/// The local end of a benchmark whose other side is remote (transport_point): asks the remote side
+/// to open its end, connects to it, and makes the remote side a peer of the session — its death (ssh
+/// ended) fails the run, and the phases go to it as they change.
+std::unique_ptr<Transport> open_transport(Session& s, Link& link);
+/// After the run: the remote side's results (its CPU and context switches over the window, as a
+/// role of its own; its errors; its end of the network path) into the record.
+void fold(Session& s, Link& link);
+
+/// Where a server on the remote host listens.
+struct ServerAddress {
+  std::string address;
+  int port = 0;
+};
+/// A server mechanism's server (echo) on the remote host: its ipclab starts it there as a local
+/// run would (Mechanism::server, core/server), listening on the data path's address.
+ServerAddress start_server(Session& s, Link& link);
+/// Makes the remote server a peer of the session (its death — ssh's end — fails the run; its
+/// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress);
+/// Stops the remote server: its CPU over the measured window and over its whole life, measured
+/// there (schedstat, as a local server's: charged as system time); a failed record on its errors.
+std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link);
+
+/// `ipclab remote-side`: the remote end, over its stdin and stdout. Returns the exit code.
+int serve();
+
+/// The network path of a connected socket, as this host sees it: the interface its local address
+/// is on, its MTU, driver, link speed (where known) and queueing discipline.
+nlohmann::json network_path(int fd);
+
+}  // namespace remote
+}  // namespace ipclab

@@ -1,0 +1,236 @@
+#include "core/stats/record.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ipclab {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::Ok:
+      return "ok";
+    case Status::Failed:
+      return "failed";
+    case Status::Skipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+std::string status_text(const Record& r) {
+  std::string out = status_name(r.status);
+  if (!r.error.empty()) return out + ": " + r.error;
+  if (r.status != Status::Ok) return out;
+  std::vector<std::string> notes;
+  const double tpo = r.time_per_op_ns();
+  if (r.ci.is_object() && r.ci.contains("time_per_op_ns") && r.ci["time_per_op_ns"].is_array() && tpo > 0) {
+    const auto& ci = r.ci["time_per_op_ns"];
+    out += fmt::format(" ±{:.1f}%", 50.0 * (ci[1].get<double>() - ci[0].get<double>()) / tpo);
+  }
+  if (r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true))
+    notes.push_back(fmt::format("CI target ±{}% missed", r.repetitions_auto.value("target_pct", 0.0)));
+  const nlohmann::json& flags = r.run_type == "aggregate" ? r.flags
+                                : r.series.is_object()    ? r.series["flags"]
+                                                          : r.flags;
+  if (flags.is_array())
+    for (auto& f : flags) {
+      std::string word = f.get<std::string>();  // non_steady, bimodal, bimodal_repetitions
+      if (word == "non_steady") word = "non-steady";
+      std::replace(word.begin(), word.end(), '_', ' ');
+      notes.push_back(word);
+    }
+  if (r.kernel.is_object() && r.kernel.contains("unavailable") && r.kernel["unavailable"].is_object()) {
+    std::string which;
+    for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
+    notes.push_back("counters unavailable: " + which);
+  }
+  for (auto& n : notes) out += ", " + n;
+  return out;
+}
+
+std::string Integrity::text() const {
+  return fmt::format("{} lost, {} duplicated, {} reordered, {} corrupt of {} sent", lost, duplicated,
+                     reordered, corrupt, sent);
+}
+
+Latency Latency::from(const std::string& kind, const Histogram& h) {
+  Latency l;
+  l.kind = kind;
+  l.count = h.count();
+  l.min = h.min();
+  l.max = h.max();
+  l.mean = h.mean();
+  l.p50 = h.quantile(0.50);
+  l.p90 = h.quantile(0.90);
+  l.p95 = h.quantile(0.95);
+  l.p99 = h.quantile(0.99);
+  l.p999 = h.quantile(0.999);
+  h.sparse(l.values, l.counts);
+  return l;
+}
+
+nlohmann::json to_json(const Latency& l) {
+  return {{"kind", l.kind},
+          {"count", l.count},
+          {"mean", l.mean},
+          {"min", l.min},
+          {"p50", l.p50},
+          {"p90", l.p90},
+          {"p95", l.p95},
+          {"p99", l.p99},
+          {"p999", l.p999},
+          {"max", l.max},
+          {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
+}
+
+void Record::fail(const std::string& why) {
+  if (status == Status::Failed) return;
+  status = Status::Failed;
+  error = why;
+}
+
+static nlohmann::json num_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json to_json(const Record& r) {
+  using nlohmann::json;
+  json j;
+  j["name"] = r.name;
+  j["suite"] = r.suite;
+  j["mechanism"] = r.mechanism;
+  j["params"] = r.params.to_json();
+  j["run_type"] = r.run_type;
+  if (!r.aggregate_name.empty()) j["aggregate_name"] = r.aggregate_name;
+  j["repetition"] = r.repetition;
+  j["status"] = status_name(r.status);
+  j["error"] = r.error.empty() ? json(nullptr) : json(r.error);
+  j["ops"] = r.ops;
+  j["bytes"] = r.bytes;
+  j["wall_s"] = num_or_null(r.wall_s);
+  j["time_per_op_ns"] = num_or_null(r.time_per_op_ns());
+  json rates = r.rates;
+  if (r.wall_s > 0) {
+    rates["ops_per_s"] = double(r.ops) / r.wall_s;
+    if (r.bytes) {
+      rates["bytes_per_s"] = double(r.bytes) / r.wall_s;
+      rates["MiB_per_s"] = double(r.bytes) / r.wall_s / (1024.0 * 1024.0);
+    }
+  }
+  j["rates"] = rates;
+  j["latency_ns"] = r.latency ? to_json(*r.latency) : nlohmann::json(nullptr);
+  j["cpu"] = {{"user_s", r.cpu.user_s},         {"sys_s", r.cpu.sys_s},
+              {"per_op_ns", r.cpu_per_op_ns()}, {"ctx_vol", r.cpu.ctx_vol},
+              {"ctx_invol", r.cpu.ctx_invol},   {"ctx_per_op", r.ctx_per_op()},
+              {"faults", r.cpu.faults},         {"faults_per_op", r.faults_per_op()}};
+  json sides = json::array();
+  for (auto& s : r.placement.sides)
+    sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
+  j["placement"] = {{"layout", r.placement.layout}, {"cpus", r.placement.cpus}, {"sides", sides}};
+  if (!r.placement.pair.empty()) {
+    j["placement"]["pair"] = r.placement.pair;
+    j["placement"]["c2c_ns"] =
+        r.placement.c2c_ns > 0 ? json(std::round(r.placement.c2c_ns * 10) / 10) : json(nullptr);
+    j["placement"]["basis"] = r.placement.basis;
+  }
+  j["integrity"] = {{"sent", r.integrity.sent},           {"received", r.integrity.received},
+                    {"lost", r.integrity.lost},           {"duplicated", r.integrity.duplicated},
+                    {"reordered", r.integrity.reordered}, {"corrupt", r.integrity.corrupt}};
+  j["extra"] = r.extra;
+  if (!r.kernel.empty()) j["kernel"] = r.kernel;
+  if (!r.spread.is_null()) j["spread"] = r.spread;
+  if (!r.series.is_null()) j["series"] = r.series;
+  if (r.run_type == "aggregate") {
+    j["ci"] = r.ci;
+    j["flags"] = r.flags.is_null() ? json::array() : r.flags;
+    if (!r.repetitions_auto.is_null()) j["repetitions_auto"] = r.repetitions_auto;
+  }
+  return j;
+}
+
+Record record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("record is not a JSON object");
+  for (const char* k : {"name", "ops", "wall_s", "integrity"})
+    if (!j.contains(k)) throw std::runtime_error(std::string("record lacks '") + k + "'");
+  Record r;
+  r.name = j.at("name").get<std::string>();
+  auto first = r.name.find('/');
+  r.suite = j.value("suite", r.name.substr(0, first));
+  r.mechanism = j.value("mechanism", first == std::string::npos
+                                         ? std::string()
+                                         : r.name.substr(first + 1, r.name.find('/', first + 1) - first - 1));
+  if (j.contains("params") && j["params"].is_object())
+    for (auto& [k, v] : j["params"].items()) r.params.set(k, v.is_string() ? v.get<std::string>() : v.dump());
+  r.run_type = j.value("run_type", "iteration");
+  r.repetition = j.value("repetition", 0);
+  std::string st = j.value("status", "ok");
+  r.status = st == "failed" ? Status::Failed : st == "skipped" ? Status::Skipped : Status::Ok;
+  if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+  r.ops = j.at("ops").get<uint64_t>();
+  r.bytes = j.value("bytes", uint64_t(0));
+  r.wall_s = j.at("wall_s").get<double>();
+  if (j.contains("rates") && j["rates"].is_object()) r.rates = j["rates"];
+  if (j.contains("latency_ns") && j["latency_ns"].is_object()) {
+    auto& l = j["latency_ns"];
+    Histogram h;
+    if (l.contains("histogram"))
+      h.add_sparse(l["histogram"].value("values", std::vector<uint64_t>{}),
+                   l["histogram"].value("counts", std::vector<uint64_t>{}));
+    Latency lat = h.count() ? Latency::from(l.value("kind", "op"), h) : Latency{};
+    lat.kind = l.value("kind", "op");
+    // Exact figures from the writer win over the histogram's bucket estimates.
+    for (auto [key, field] : {std::pair{"count", &lat.count},
+                              {"min", &lat.min},
+                              {"max", &lat.max},
+                              {"p50", &lat.p50},
+                              {"p90", &lat.p90},
+                              {"p95", &lat.p95},
+                              {"p99", &lat.p99},
+                              {"p999", &lat.p999}})
+      if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
+    if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
+    r.latency = lat;
+  }
+  if (j.contains("cpu") && j["cpu"].is_object()) {
+    auto& c = j["cpu"];
+    r.cpu.user_s = c.value("user_s", 0.0);
+    r.cpu.sys_s = c.value("sys_s", 0.0);
+    r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
+    r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
+    r.cpu.faults = c.value("faults", int64_t(0));
+  }
+  auto& in = j.at("integrity");
+  r.integrity.sent = in.value("sent", uint64_t(0));
+  r.integrity.received = in.value("received", uint64_t(0));
+  r.integrity.lost = in.value("lost", uint64_t(0));
+  r.integrity.duplicated = in.value("duplicated", uint64_t(0));
+  r.integrity.reordered = in.value("reordered", uint64_t(0));  // absent from older files and peers
+  r.integrity.corrupt = in.value("corrupt", uint64_t(0));
+  if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
+  for (auto [key, field] : {std::pair{"series", &r.series},
+                            {"ci", &r.ci},
+                            {"flags", &r.flags},
+                            {"repetitions_auto", &r.repetitions_auto}})
+    if (j.contains(key)) *field = j[key];
+  if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
+  return r;
+}
+
+std::string to_json_line(const Record& r) {
+  return to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string observed_text(const Placement& p) {
+  std::string out;
+  for (auto& side : p.sides) {
+    std::string cpus;
+    for (int c : side.observed) cpus += (cpus.empty() ? "" : "+") + std::to_string(c);
+    out +=
+        (out.empty() ? "" : " ") + side.role + std::to_string(side.index) + "@" + (cpus.empty() ? "?" : cpus);
+  }
+  return out;
+}
+
+}  // namespace ipclab

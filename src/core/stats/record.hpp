@@ -1,0 +1,118 @@
+#pragma once
+// One result record: what a benchmark repetition produced. Every output format is derived from it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/cpu.hpp"
+#include "core/base/params.hpp"
+#include "core/stats/histogram.hpp"
+
+namespace ipclab {
+
+enum class Status { Ok, Failed, Skipped };
+const char* status_name(Status s);
+
+/// Each message has one verdict, decided by its sequence number (docs/methodology.md#integrity):
+/// received intact, lost (sent, never received), duplicated (received again), reordered (received
+/// after a later one of the same sender, by a transport that promises order) or corrupt (a byte
+/// differs, or it is no message of this run). received <= sent always.
+struct Integrity {
+  uint64_t sent = 0, received = 0, lost = 0, duplicated = 0, reordered = 0, corrupt = 0;
+  bool clean() const { return lost == 0 && duplicated == 0 && reordered == 0 && corrupt == 0; }
+  Integrity& operator+=(const Integrity& o) {
+    sent += o.sent;
+    received += o.received;
+    lost += o.lost;
+    duplicated += o.duplicated;
+    reordered += o.reordered;
+    corrupt += o.corrupt;
+    return *this;
+  }
+  /// "3 lost, 0 duplicated, 0 reordered, 1 corrupt of 1000 sent": the one wording of a verdict.
+  std::string text() const;
+};
+
+/// Summary of a latency histogram as exported (the histogram itself is sparse).
+struct Latency {
+  std::string kind;  // rtt | one_way | session | op | batch_mean
+  uint64_t count = 0, min = 0, max = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0;
+  double mean = 0;
+  std::vector<uint64_t> values, counts;
+
+  static Latency from(const std::string& kind, const Histogram& h);
+};
+
+struct Side {
+  std::string role;  // producer, consumer, client, server, host, guest, worker, ...
+  int index = 0;
+  std::vector<int> pinned;    // CPUs it was pinned to; empty = unpinned
+  std::vector<int> observed;  // CPUs it was seen running on
+};
+
+struct Placement {
+  std::string layout = "unpinned";
+  std::vector<int> cpus;
+  std::vector<Side> sides;
+  /// A two-sided pinned layout (cross, or a class): the CPUs of side 0 and side 1, their measured
+  /// cache-line round trip (0: not measured) and why the pair is in its class (resolve_pair).
+  std::vector<int> pair;
+  double c2c_ns = 0;
+  std::string basis;
+};
+
+struct Record {
+  std::string name, suite, mechanism;
+  Params params;
+  std::string run_type = "iteration";
+  std::string aggregate_name;
+  int repetition = 0;
+  Status status = Status::Ok;
+  std::string error;
+  uint64_t ops = 0, bytes = 0;
+  double wall_s = 0;
+  nlohmann::json rates = nlohmann::json::object();  // beyond ops/bytes per second
+  std::optional<Latency> latency;
+  CpuUsage cpu;
+  Placement placement;
+  Integrity integrity;
+  nlohmann::json extra = nlohmann::json::object();
+  nlohmann::json spread;  // aggregates only
+  nlohmann::json
+      series;  // iterations of run_workers runs: the time series (core/stats/series.hpp); null: none
+  // Aggregates only (statistics.hpp, runner.hpp): bootstrap confidence intervals of the medians,
+  // the flags of the repetitions and of their spread, and --repetitions auto's outcome.
+  nlohmann::json ci, flags, repetitions_auto;
+  // Kernel counters of the measured window (core/measure/kcounters.hpp): scope, totals, per_op, and the
+  // counters that were not available and why. Empty object: none were taken.
+  nlohmann::json kernel = nlohmann::json::object();
+
+  double time_per_op_ns() const { return ops ? wall_s * 1e9 / double(ops) : 0.0; }
+  double cpu_per_op_ns() const { return ops ? cpu.total_s() * 1e9 / double(ops) : 0.0; }
+  double ctx_per_op() const { return ops ? double(cpu.ctx_vol + cpu.ctx_invol) / double(ops) : 0.0; }
+  double faults_per_op() const { return ops ? double(cpu.faults) / double(ops) : 0.0; }
+  /// Marks the record failed with `why` unless it already failed (the first reason is kept).
+  void fail(const std::string& why);
+};
+
+/// The status as the console and Markdown tables show it: the status (and error), then what casts
+/// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto
+/// repetition's missed CI target, the series' flags (non-steady, bimodal; bimodal repetitions),
+/// and kernel counters asked for and unavailable: "ok ±1.4%, non-steady".
+std::string status_text(const Record& r);
+
+nlohmann::json to_json(const Record& r);
+/// The record as one line of JSON with its newline (bytes that are not UTF-8 replaced): a line of
+/// the results journal, as it is appended and as the crash handler writes it.
+std::string to_json_line(const Record& r);
+/// A latency summary with its histogram, as `latency_ns` (and the open-loop figures) hold it.
+nlohmann::json to_json(const Latency& l);
+/// Where each side was seen running, for tables: `producer0@0 consumer0@1+0` (`?`: not seen).
+std::string observed_text(const Placement& p);
+/// Reads a record (a peer's line, or a result file's entry); throws std::runtime_error on bad shape.
+Record record_from_json(const nlohmann::json& j);
+
+}  // namespace ipclab

@@ -1,0 +1,216 @@
+#include "core/stats/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+namespace ipclab {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double quantile_of(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[size_t(q * double(v.size() - 1))];
+}
+
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::vector<std::array<double, 2>> bootstrap_median_ci(const std::vector<std::vector<double>>& columns,
+                                                       uint64_t seed, int resamples, double level) {
+  std::vector<std::array<double, 2>> out;
+  if (columns.empty() || columns[0].empty() || resamples < 1) return out;
+  const size_t n = columns[0].size();
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<double>> medians(columns.size());
+  std::vector<size_t> rows(n);
+  std::vector<double> draw(n);
+  for (int b = 0; b < resamples; ++b) {
+    // A plain modulo, as the runner's shuffle: one seed gives one interval everywhere.
+    for (auto& r : rows) r = size_t(rng() % n);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      for (size_t i = 0; i < n; ++i) draw[i] = columns[c][rows[i]];
+      medians[c].push_back(median_of(draw));
+    }
+  }
+  const double tail = (1 - level) / 2;
+  for (auto& m : medians) out.push_back({quantile_of(m, tail), quantile_of(m, 1 - tail)});
+  return out;
+}
+
+namespace {
+
+/// The kernel counters of an aggregate: each figure per op (and each hardware figure) the median
+/// over the ok repetitions that have it; scope and what was unavailable from the first of them.
+nlohmann::json aggregate_kernel(const std::vector<Record>& reps) {
+  std::vector<const nlohmann::json*> ks;
+  for (auto& r : reps)
+    if (r.status == Status::Ok && r.kernel.contains("per_op")) ks.push_back(&r.kernel);
+  if (ks.empty()) return nlohmann::json::object();
+  const nlohmann::json& first = *ks.front();
+  nlohmann::json k = nlohmann::json::object();
+  for (const char* key : {"scope", "unavailable", "hardware_unavailable"})
+    if (first.contains(key)) k[key] = first[key];
+  for (const char* section : {"per_op", "hardware"}) {
+    if (!first.contains(section)) continue;
+    k[section] = nlohmann::json::object();
+    for (auto& [name, _] : first[section].items()) {
+      std::vector<double> v;
+      for (auto* r : ks)
+        if (r->contains(section) && (*r)[section].value(name, nlohmann::json()).is_number())
+          v.push_back((*r)[section][name].get<double>());
+      if (!v.empty()) k[section][name] = median_of(v);
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+Record aggregate_median(const std::vector<Record>& reps) {
+  Record a = reps.front();
+  a.run_type = "aggregate";
+  a.aggregate_name = "median";
+  a.repetition = int(reps.size());
+  a.integrity = {};
+  a.error.clear();
+  a.status = Status::Ok;
+  a.series = nullptr;  // a repetition's own
+  a.ci = nullptr;
+  a.flags = nlohmann::json::array();
+  // Kernel counters per op: medians of their own (aggregate_kernel).
+  a.kernel = aggregate_kernel(reps);
+  std::vector<const Record*> ok;
+  for (auto& r : reps) {
+    a.integrity += r.integrity;
+    if (r.status == Status::Ok)
+      ok.push_back(&r);
+    else if (a.status == Status::Ok || r.status == Status::Failed) {
+      a.status = r.status;
+      a.error = r.error;
+    }
+  }
+  if (ok.empty()) return a;
+  auto med = [&](auto f) {
+    std::vector<double> v;
+    for (auto* r : ok) v.push_back(double(f(*r)));
+    return median_of(v);
+  };
+  std::vector<double> tpo;
+  for (auto* r : ok) tpo.push_back(r->time_per_op_ns());
+  // Median time per op, expressed through wall and ops so every derived figure stays consistent.
+  a.ops = uint64_t(med([](const Record& r) { return r.ops; }));
+  a.bytes = uint64_t(med([](const Record& r) { return r.bytes; }));
+  a.wall_s = median_of(tpo) * double(a.ops) * 1e-9;
+  a.cpu.user_s = med([](const Record& r) { return r.ops ? r.cpu.user_s / r.ops : 0; }) * a.ops;
+  a.cpu.sys_s = med([](const Record& r) { return r.ops ? r.cpu.sys_s / r.ops : 0; }) * a.ops;
+  a.cpu.ctx_vol = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
+  a.cpu.ctx_invol = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
+  a.cpu.faults = int64_t(
+      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.faults) / r.ops : 0; }) * a.ops));
+  a.rates = nlohmann::json::object();
+  for (auto& [k, v] : ok.front()->rates.items())
+    if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });
+  // Latency and placement of the repetition whose time per op is the median one.
+  const Record* mid = ok.front();
+  double target = median_of(tpo);
+  for (auto* r : ok)
+    if (std::abs(r->time_per_op_ns() - target) < std::abs(mid->time_per_op_ns() - target)) mid = r;
+  a.latency = mid->latency;
+  a.placement = mid->placement;
+  a.extra = mid->extra;
+  double mean = 0, sq = 0;
+  for (double v : tpo) mean += v;
+  mean /= double(tpo.size());
+  for (double v : tpo) sq += (v - mean) * (v - mean);
+  double sd = tpo.size() > 1 ? std::sqrt(sq / double(tpo.size() - 1)) : 0.0;
+  a.spread = {{"metric", "time_per_op_ns"},
+              {"min", *std::min_element(tpo.begin(), tpo.end())},
+              {"max", *std::max_element(tpo.begin(), tpo.end())},
+              {"stddev", sd},
+              {"cv", mean > 0 ? sd / mean : 0.0},
+              {"values", tpo}};
+  // Confidence intervals of the medians over the repetitions; the latency quantiles' only when
+  // every ok repetition measured latency.
+  if (ok.size() >= 3) {
+    std::vector<std::vector<double>> cols{tpo, {}, {}};
+    for (auto* r : ok)
+      if (r->latency && r->latency->count) {
+        cols[1].push_back(double(r->latency->p50));
+        cols[2].push_back(double(r->latency->p99));
+      }
+    const bool lat = cols[1].size() == ok.size();
+    if (!lat) cols.resize(1);
+    constexpr int kResamples = 2000;
+    const auto ci = bootstrap_median_ci(cols, seed_of(a.name), kResamples, 0.95);
+    a.ci = {{"level", 0.95},
+            {"method", "bootstrap-percentile"},
+            {"resamples", kResamples},
+            {"time_per_op_ns", ci[0]},
+            {"p50_ns", lat ? nlohmann::json(ci[1]) : nlohmann::json(nullptr)},
+            {"p99_ns", lat ? nlohmann::json(ci[2]) : nlohmann::json(nullptr)}};
+  }
+  // Flags: every repetition's, and the repetitions' own split into two clusters.
+  std::set<std::string> flags;
+  for (auto* r : ok)
+    if (r->series.is_object())
+      for (auto& f : r->series.value("flags", nlohmann::json::array())) flags.insert(f.get<std::string>());
+  std::vector<double> log_tpo;
+  for (double v : tpo)
+    if (v > 0) log_tpo.push_back(std::log(v));
+  if (log_tpo.size() >= 6 && is_bimodal(best_split(log_tpo))) flags.insert("bimodal_repetitions");
+  for (auto& f : flags) a.flags.push_back(f);
+  return a;
+}
+
+Split best_split(std::vector<double> v, size_t min_side) {
+  Split best;
+  const size_t n = v.size();
+  if (min_side < 1 || n < 2 * min_side) return best;
+  std::sort(v.begin(), v.end());
+  // Sums of squares within each side from prefix sums: SS = sum(x^2) - sum(x)^2 / k.
+  std::vector<double> sum(n + 1, 0.0), sq(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    sum[i + 1] = sum[i] + v[i];
+    sq[i + 1] = sq[i] + v[i] * v[i];
+  }
+  auto ss = [&](size_t a, size_t b) {  // over v[a, b)
+    const double k = double(b - a), s = sum[b] - sum[a];
+    return std::max(0.0, sq[b] - sq[a] - s * s / k);
+  };
+  double least = INFINITY;
+  size_t cut = 0;
+  for (size_t i = min_side; i + min_side <= n; ++i) {
+    const double within = ss(0, i) + ss(i, n);
+    if (within < least) {
+      least = within;
+      cut = i;
+    }
+  }
+  best.found = true;
+  best.low_n = cut;
+  best.high_n = n - cut;
+  best.low_median = median_of({v.begin(), v.begin() + long(cut)});
+  best.high_median = median_of({v.begin() + long(cut), v.end()});
+  best.gap = v[cut] - v[cut - 1];
+  best.pooled_sd = n > 2 ? std::sqrt(least / double(n - 2)) : 0.0;
+  return best;
+}
+
+bool is_bimodal(const Split& s) {
+  return s.found && std::exp(s.high_median - s.low_median) > 1 + kClustersMinApart && s.gap > 3 * s.pooled_sd;
+}
+
+}  // namespace ipclab
