@@ -227,7 +227,7 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
                   columns=columns(cols, multi), column_defs=cols, capacity=capacity_rows(srecs, multi),
                   capacity_columns=capacity_columns(multi))
         if with_plots:
-            s.plots = suite_plots(name, srecs, multi)
+            s.plots = suite_plots(name, srecs, multi, registry.plots(name), registry.scaling(name))
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),

@@ -501,23 +501,6 @@ def bulk_cpu_per_mib_ns(r):
     return sum(parts) * 1e3 if all(is_number(v) for v in parts) else None
 
 
-def bulk_plots(records, multi=False):
-    """The bulk suite: GiB/s and CPU per MiB against the size (log2, in KiB/MiB) per mechanism,
-    from the throughput pattern (one side streams to the other), a panel per placement; and the
-    round-trip pattern's time to send a buffer and have it back against the size."""
-    thr = [r for r in records if r.dim("pattern") != "roundtrip"]
-    rtt = [r for r in records if r.dim("pattern") == "roundtrip"]
-    return [
-        sweep(thr, "size", bulk_gib_s, title="Bulk throughput: GiB/s vs size", multi=multi, x_bytes=True,
-              xlabel="message size", ylabel="GiB/s (higher is better)"),
-        sweep(thr, "size", bulk_cpu_per_mib_ns, title="Bulk CPU per MiB moved vs size", multi=multi,
-              x_bytes=True, y_time=True, xlabel="message size",
-              ylabel="CPU (user+sys, both sides) per MiB"),
-        sweep(rtt, "size", lambda r: r.time_per_op_ns, title="Bulk round trip vs size", multi=multi,
-              x_bytes=True, y_time=True, xlabel="message size", ylabel="time per round trip"),
-    ]
-
-
 # --- CPU x CPU heatmaps --------------------------------------------------------------------------
 
 ANNOTATE_MAX = 16   # CPUs up to which every cell is written out

@@ -1,7 +1,8 @@
 """The C++ registry, as `ipclab list --json` prints it and a result's context carries it (`registry`,
-written by `ipclab run`): the suites in their order, the columns of their tables, the mechanisms
-and their parameters. The report holds no list of suites of its own: its pages, their order and
-their tables come from here, so that a new suite or parameter appears with no edit of this package.
+written by `ipclab run`): the suites in their order, the columns of their tables, the plots they
+name and the parameters they scale over, the mechanisms and their parameters. The report holds no
+list of suites of its own: its pages, their order, their tables and their plots come from here, so
+that a new suite or parameter appears with no edit of this package.
 
 A result file older than the registry in the context is read with the registry of the ipclab that
 runs the report (`ipclab report` names itself in IPCLAB_BIN)."""
@@ -49,13 +50,20 @@ class Registry:
     columns_of: dict = field(default_factory=dict)     # suite -> [column]
     param_types: dict = field(default_factory=dict)    # (suite, mechanism, parameter) -> type
     common: list = field(default_factory=list)         # every table's columns: those of a suite no registry names
+    plots_of: dict = field(default_factory=dict)       # suite -> [plot name], where a registry names them
+    scaling_of: dict = field(default_factory=dict)     # suite -> [parameter it scales over]
 
     def add(self, doc: dict):
         self.common = self.common or list(doc.get("columns") or [])
         for s in doc.get("suites") or []:
-            if isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"] not in self.order:
+            if not (isinstance(s, dict) and isinstance(s.get("name"), str)):
+                continue
+            if s["name"] not in self.order:
                 self.order.append(s["name"])
                 self.columns_of[s["name"]] = list(s.get("columns") or [])
+            if isinstance(s.get("plots"), list) and s["name"] not in self.plots_of:
+                self.plots_of[s["name"]] = list(s["plots"])
+                self.scaling_of[s["name"]] = list(s.get("scaling") or [])
         for m in doc.get("mechanisms") or []:
             for p in m.get("params") or [] if isinstance(m, dict) else []:
                 self.param_types.setdefault((m.get("suite"), m.get("name"), p.get("name")), p.get("type"))
@@ -71,11 +79,31 @@ class Registry:
     def param_type(self, suite, mechanism, param):
         return self.param_types.get((suite, mechanism, param))
 
+    def plots(self, suite) -> list:
+        """The names of the plots the suite's readers expect, in order; none: the generic chart."""
+        return self.plots_of.get(suite, [])
+
+    def scaling(self, suite) -> list:
+        """The parameters the suite scales over."""
+        return self.scaling_of.get(suite, [])
+
+    def add_plots_of_binary(self):
+        """The plots and scaling of each suite whose registry predates them (a result written before
+        suites named their plots), from the ipclab that runs the report, when there is one."""
+        if all(s in self.plots_of for s in self.order):
+            return
+        try:
+            doc = from_binary()
+        except UsageError:
+            return
+        self.add({"suites": [s for s in doc.get("suites") or [] if isinstance(s, dict) and s.get("name") in self.order]})
+
 
 def of(files) -> Registry:
     reg = Registry()
     for f in files:
         reg.add(_doc(f))
+    reg.add_plots_of_binary()
     return reg
 
 

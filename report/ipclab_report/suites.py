@@ -1,7 +1,11 @@
-"""Which plots each suite's readers expect. Unknown suites, and records that fit none of a
+"""The plots a suite's readers expect, by the names the suite gives them in the registry (struct
+Suite `plots`, `ipclab list --json`), and its scaling plots over the parameters it names (`scaling`).
+A suite that names no plot or one this package does not know, and records that fit none of a
 suite's plots (a parameter renamed, a new mechanism), get the generic time-per-op chart."""
 
 from __future__ import annotations
+
+import sys
 
 from . import plots, topology
 from .plots import (PALETTE, DASHES, bars, capacity_walk, cpu_heatmap, flagged_series, hashable, latency_cdf, record_bars,
@@ -41,103 +45,158 @@ def _fairness(r):
     return f if is_number(f) else None
 
 
-def messaging(recs, multi):
-    out = [
-        sweep(recs, "size", _ops, title="Messages per second vs message size", multi=multi,
-              xlabel="message size", ylabel="messages/s", x_bytes=True),
-        sweep(recs, "size", _mib, title="Bandwidth vs message size", multi=multi,
-              xlabel="message size", ylabel="MiB/s", x_bytes=True),
-        # Latency as round trips where the run has them: the throughput pattern's latency is the
-        # time a message waits in a full queue, not how fast the transport answers.
-        latency_cdf([r for r in recs if r.params.get("pattern") in ("roundtrip", "pingpong")] or recs,
-                    title="Round-trip latency CDF" if any(r.params.get("pattern") in ("roundtrip", "pingpong")
-                                                          for r in recs) else None,
-                    multi=multi, limit=len(PALETTE) * len(DASHES)),
-    ]
+# --- the plots a suite names in the registry (`plots`), one builder each: (records, multi) -> Plot --
+
+def rate_vs_size(recs, multi):
+    return sweep(recs, "size", _ops, title="Messages per second vs message size", multi=multi,
+                 xlabel="message size", ylabel="messages/s", x_bytes=True)
+
+
+def bandwidth_vs_size(recs, multi):
+    return sweep(recs, "size", _mib, title="Bandwidth vs message size", multi=multi,
+                 xlabel="message size", ylabel="MiB/s", x_bytes=True)
+
+
+def roundtrip_cdf(recs, multi):
+    """Latency as round trips where the run has them: the throughput pattern's latency is the time a
+    message waits in a full queue, not how fast the transport answers."""
+    rtt = [r for r in recs if r.params.get("pattern") in ("roundtrip", "pingpong")]
+    return latency_cdf(rtt or recs, title="Round-trip latency CDF" if rtt else None, multi=multi,
+                       limit=len(PALETTE) * len(DASHES))
+
+
+def cpu_per_message(recs, multi):
     ok = [r for r in recs if r.ok and is_number(_cpu(r))]
+    if not ok:
+        return None
     sizes = {r.dim("size") for r in ok if r.dim("size") is not None}
-    if ok:
-        sl, fixed = slice_records(ok, keep=("mechanism", "size"))
-        metrics = ({f"size {fmt_memory(s) if is_number(s) else s}": (lambda r, s=s: _cpu(r) if r.dim("size") == s else None)
-                    for s in sorted(sizes, key=lambda v: (not is_number(v), v))}
-                   if 1 < len(sizes) <= 6 and not multi else {"CPU/msg": _cpu})
-        p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
-                        multi=multi, time_axis=True,
-                        category=(lambda r: r.mechanism) if len(metrics) > 1 else None)
-        if p:
-            p.note = plots.fixed_note(fixed)
-        out.append(p)
+    sl, fixed = slice_records(ok, keep=("mechanism", "size"))
+    metrics = ({f"size {fmt_memory(s) if is_number(s) else s}": (lambda r, s=s: _cpu(r) if r.dim("size") == s else None)
+                for s in sorted(sizes, key=lambda v: (not is_number(v), v))}
+               if 1 < len(sizes) <= 6 and not multi else {"CPU/msg": _cpu})
+    p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
+                    multi=multi, time_axis=True, category=(lambda r: r.mechanism) if len(metrics) > 1 else None)
+    if p:
+        p.note = plots.fixed_note(fixed)
+    return p
+
+
+def placement_rates(recs, multi):
     placed = [r for r in recs if r.ok and r.dim("placement") is not None and is_number(_ops(r))]
     layouts = list(dict.fromkeys(r.dim("placement") for r in placed))
-    if len(layouts) >= 2:
-        sl, fixed = slice_records(placed, keep=("mechanism", "placement"))
-        p = record_bars(sl, {f"placement {l}": (lambda r, l=l: _ops(r) if r.dim("placement") == l else None)
-                             for l in layouts},
-                        title="Same vs cross CPU placement", xlabel="messages/s", multi=multi,
-                        category=lambda r: r.mechanism)
-        if p:
-            p.note = plots.fixed_note(fixed)
-            p.used = {id(r) for r in placed}
-        out.append(p)
-    return out
+    if len(layouts) < 2:
+        return None
+    sl, fixed = slice_records(placed, keep=("mechanism", "placement"))
+    p = record_bars(sl, {f"placement {l}": (lambda r, l=l: _ops(r) if r.dim("placement") == l else None)
+                         for l in layouts},
+                    title="Same vs cross CPU placement", xlabel="messages/s", multi=multi,
+                    category=lambda r: r.mechanism)
+    if p:
+        p.note = plots.fixed_note(fixed)
+        p.used = {id(r) for r in placed}
+    return p
 
 
-def pingpong(recs, multi):
-    return [
-        sweep(recs, "pairs", lambda r: r.rate("system_effective_ops"), series="wait", multi=multi,
-              title="System effective OPS vs worker pairs", xlabel="worker pairs",
-              ylabel="round trips/s (all pairs)"),
-        sweep(recs, "pairs", _fairness, series="wait", multi=multi, y_fixed=(0, 1.05),
-              title="Fairness vs worker pairs", xlabel="worker pairs",
-              ylabel="slowest / fastest pair"),
-        latency_cdf(recs, series="wait", multi=multi),
-    ]
+def system_ops_vs_pairs(recs, multi):
+    return sweep(recs, "pairs", lambda r: r.rate("system_effective_ops"), series="wait", multi=multi,
+                 title="System effective OPS vs worker pairs", xlabel="worker pairs",
+                 ylabel="round trips/s (all pairs)")
 
 
-def servers(recs, multi):
+def fairness_vs_pairs(recs, multi):
+    return sweep(recs, "pairs", _fairness, series="wait", multi=multi, y_fixed=(0, 1.05),
+                 title="Fairness vs worker pairs", xlabel="worker pairs", ylabel="slowest / fastest pair")
+
+
+def latency_cdf_by_wait(recs, multi):
+    return latency_cdf(recs, series="wait", multi=multi)
+
+
+def session_outcomes(recs, multi):
     counters = {k: (lambda r, k=k: r.num("extra", k)) for k in ("processed", "rejected", "lost")}
+    return record_bars(recs, counters, title="Sessions processed / rejected / lost per server model",
+                       xlabel="sessions", multi=multi)
+
+
+def session_latency_percentiles(recs, multi):
     pct = {p: (lambda r, p=p: r.latency(p)) for p in ("p50", "p90", "p99", "p999")}
-    return [
-        record_bars(recs, counters, title="Sessions processed / rejected / lost per server model",
-                    xlabel="sessions", multi=multi),
-        record_bars(recs, pct, title="Session latency percentiles per server model",
-                    xlabel="session latency", multi=multi, time_axis=True, log=True),
-        record_bars(recs, {"server": _server_cpu("server_cpu_per_session_ns")},
-                    title="Server CPU per session per server model",
-                    xlabel="server CPU per session (load generator excluded)", multi=multi, time_axis=True),
-    ]
+    return record_bars(recs, pct, title="Session latency percentiles per server model",
+                       xlabel="session latency", multi=multi, time_axis=True, log=True)
 
 
-def echo(recs, multi):
-    return [
-        sweep(recs, "connections", _ops, title="Echo throughput vs connections", multi=multi,
-              xlabel="concurrent connections", ylabel="echoes/s"),
-        sweep(recs, "connections", _cpu, title="CPU per echo vs connections", multi=multi,
-              xlabel="concurrent connections", ylabel="CPU (client + server) per echo", y_time=True),
-        sweep(recs, "connections", _server_cpu("server_cpu_per_echo_ns"),
-              title="Server CPU per echo vs connections", multi=multi,
-              xlabel="concurrent connections", ylabel="server CPU per echo", y_time=True),
-    ]
+def server_cpu_per_session(recs, multi):
+    return record_bars(recs, {"server": _server_cpu("server_cpu_per_session_ns")},
+                       title="Server CPU per session per server model",
+                       xlabel="server CPU per session (load generator excluded)", multi=multi, time_axis=True)
 
 
-def runtime(recs, multi):
-    return [plots.by_operation(recs, lambda r: r.time_per_op_ns, title="Time per operation by operation and runtime",
-                               xlabel="time per operation (shorter is better)", multi=multi)]
+def echo_rate_vs_connections(recs, multi):
+    return sweep(recs, "connections", _ops, title="Echo throughput vs connections", multi=multi,
+                 xlabel="concurrent connections", ylabel="echoes/s")
 
 
-def fileio(recs, multi):
-    return [
-        sweep(recs, "qd", _ops, title="IOPS vs queue depth per engine", multi=multi,
-              xlabel="queue depth", ylabel="IOs/s"),
-        sweep(recs, "qd", _mb, title="Throughput vs queue depth per engine", multi=multi,
-              xlabel="queue depth", ylabel="MB/s (10⁶ B/s)"),
-    ]
+def cpu_per_echo_vs_connections(recs, multi):
+    return sweep(recs, "connections", _cpu, title="CPU per echo vs connections", multi=multi,
+                 xlabel="concurrent connections", ylabel="CPU (client + server) per echo", y_time=True)
 
 
-def cachecalc(recs, multi):
-    return [record_bars(recs, {"wall": lambda r: r.time_per_op_ns, "CPU (user+sys)": _cpu},
-                        title="Wall and CPU time per iteration per variant", multi=multi,
-                        xlabel="time per iteration (1000 tasks)", time_axis=True)]
+def server_cpu_per_echo_vs_connections(recs, multi):
+    return sweep(recs, "connections", _server_cpu("server_cpu_per_echo_ns"),
+                 title="Server CPU per echo vs connections", multi=multi,
+                 xlabel="concurrent connections", ylabel="server CPU per echo", y_time=True)
+
+
+def time_per_operation_panels(recs, multi):
+    return plots.by_operation(recs, lambda r: r.time_per_op_ns, title="Time per operation by operation and runtime",
+                              xlabel="time per operation (shorter is better)", multi=multi)
+
+
+def iops_vs_queue_depth(recs, multi):
+    return sweep(recs, "qd", _ops, title="IOPS vs queue depth per engine", multi=multi,
+                 xlabel="queue depth", ylabel="IOs/s")
+
+
+def throughput_vs_queue_depth(recs, multi):
+    return sweep(recs, "qd", _mb, title="Throughput vs queue depth per engine", multi=multi,
+                 xlabel="queue depth", ylabel="MB/s (10⁶ B/s)")
+
+
+def wall_and_cpu_per_iteration(recs, multi):
+    return record_bars(recs, {"wall": lambda r: r.time_per_op_ns, "CPU (user+sys)": _cpu},
+                       title="Wall and CPU time per iteration per variant", multi=multi,
+                       xlabel="time per iteration (1000 tasks)", time_axis=True)
+
+
+def _bulk_throughput(recs):
+    """The throughput pattern's records: one side streams to the other."""
+    return [r for r in recs if r.dim("pattern") != "roundtrip"]
+
+
+def bulk_gib_s_vs_size(recs, multi):
+    return sweep(_bulk_throughput(recs), "size", plots.bulk_gib_s, title="Bulk throughput: GiB/s vs size",
+                 multi=multi, x_bytes=True, xlabel="message size", ylabel="GiB/s (higher is better)")
+
+
+def bulk_cpu_per_mib_vs_size(recs, multi):
+    return sweep(_bulk_throughput(recs), "size", plots.bulk_cpu_per_mib_ns, title="Bulk CPU per MiB moved vs size",
+                 multi=multi, x_bytes=True, y_time=True, xlabel="message size",
+                 ylabel="CPU (user+sys, both sides) per MiB")
+
+
+def bulk_roundtrip_vs_size(recs, multi):
+    return sweep([r for r in recs if r.dim("pattern") == "roundtrip"], "size", lambda r: r.time_per_op_ns,
+                 title="Bulk round trip vs size", multi=multi, x_bytes=True, y_time=True,
+                 xlabel="message size", ylabel="time per round trip")
+
+
+# The builders by the names suites give them in the registry (struct Suite `plots`).
+PLOTS = {f.__name__: f for f in (
+    rate_vs_size, bandwidth_vs_size, roundtrip_cdf, cpu_per_message, placement_rates,
+    system_ops_vs_pairs, fairness_vs_pairs, latency_cdf_by_wait,
+    session_outcomes, session_latency_percentiles, server_cpu_per_session,
+    echo_rate_vs_connections, cpu_per_echo_vs_connections, server_cpu_per_echo_vs_connections,
+    time_per_operation_panels, iops_vs_queue_depth, throughput_vs_queue_depth, wall_and_cpu_per_iteration,
+    bulk_gib_s_vs_size, bulk_cpu_per_mib_vs_size, bulk_roundtrip_vs_size)}
 
 
 def generic(recs, multi, title="Time per operation"):
@@ -164,12 +223,10 @@ def open_loop(recs, multi):
 
 # --- scaling: rate and CPU per operation against the number of workers -----------------------------
 
-# The dimensions each suite scales over; a plot for each that takes two values or more.
-SCALING = {"messaging": ("producers",), "pingpong": ("pairs",), "runtime": ("pairs",),
-           "servers": ("threads", "reactors"), "echo": ("reactors", "server_threads")}
+# The dimensions a suite scales over are the registry's (`scaling`): a plot for each that takes two
+# values or more, its axis labelled as here (else by the parameter's name).
 SCALING_LABEL = {"pairs": "worker pairs", "producers": "producers (and their consumers)",
-                 "threads": "server threads", "reactors": "reactors (one per core)",
-                 "server_threads": "server threads"}
+                 "threads": "server threads", "reactors": "reactors (one per core)"}
 # The threads one unit of a dimension keeps busy: a pair two, a producer one and its consumer one.
 THREADS_PER = {"pairs": 2, "producers": 2}
 
@@ -316,42 +373,52 @@ def cpu_matrix(recs, multi):
     return out
 
 
-BUILDERS = {"messaging": messaging, "pingpong": pingpong, "servers": servers, "echo": echo,
-            "runtime": runtime, "fileio": fileio, "cachecalc": cachecalc, "bulk": plots.bulk_plots}
+_warned = set()   # the unknown plot names warned about: each once
 
 
-def suite_plots(suite, recs, multi):
-    """Plots for one suite's summary records (all files); never raises on odd data."""
-    builder = BUILDERS.get(suite)
-    out = []
-    # CPU-matrix and open-loop records have plots of their own in every suite; the suite's plots,
-    # and its scaling plots, get the rest.
+def _warn(text):
+    print(f"ipclab report: warning: {text}", file=sys.stderr)
+
+
+def named_builders(suite, names) -> list:
+    """(name, builder) of each plot name the suite gives that this package knows; an unknown one is
+    warned about once and left out (its records fall to the generic chart)."""
+    for n in names:
+        if n not in PLOTS and n not in _warned:
+            _warned.add(n)
+            _warn(f"{suite} names a plot the report does not know ({n!r}); using the generic chart")
+    return [(n, PLOTS[n]) for n in names if n in PLOTS]
+
+
+def _built(suite, what, build, recs, multi) -> list:
+    """The plots `build` draws of `recs` (one or a list); none, with a warning, when it fails: a plot
+    must never take the whole report down."""
+    try:
+        got = build(recs, multi)
+    except Exception as e:
+        _warn(f"{suite} {what} failed ({e!r}); not drawn")
+        return []
+    return [p for p in (got if isinstance(got, list) else [got]) if p is not None]
+
+
+def suite_plots(suite, recs, multi, names=(), dims=()):
+    """Plots for one suite's summary records (all files): the plots it names (`names`, the registry's
+    `plots`), its scaling plots over `dims` (`scaling`), then those every suite has; never raises on
+    odd data. CPU-matrix and open-loop records have plots of their own in every suite; the suite's
+    plots, and its scaling plots, get the rest."""
     matrix = [r for r in recs if r.is_cpu_matrix]
     rate = [r for r in recs if r.is_rate and not r.is_cpu_matrix]
     closed = [r for r in recs if not r.is_rate and not r.is_cpu_matrix]
-    dims = SCALING.get(suite, ())
-    for build, part in ((builder, closed), (lambda rs, m: scaling(rs, dims, m), closed),
-                        (cpu_matrix, matrix), (open_loop, rate)):
-        if not build or not part:
-            continue
-        try:
-            out += [p for p in build(part, multi) if p is not None]
-        except Exception as e:  # a plot must never take the whole report down
-            import sys
-            print(f"ipclab report: warning: {suite} plots failed ({e!r}); using the generic chart",
-                  file=sys.stderr)
+    parts = [(f"plot {n}", build, closed) for n, build in named_builders(suite, names)] + [
+        ("scaling plots", lambda rs, m: scaling(rs, dims, m), closed),
+        ("CPU-matrix plots", cpu_matrix, matrix), ("open-loop plots", open_loop, rate)]
+    out = []
+    for what, build, part in parts:
+        if part:
+            out += _built(suite, what, build, part, multi)
     used = set().union(*(p.used for p in out)) if out else set()
     rest = [r for r in recs if r.ok and id(r) not in used]
     if rest:
         title = "Time per operation" if not out else "Time per operation (benchmarks not in the plots above)"
-        p = generic(rest, multi, title=title)
-        if p:
-            out.append(p)
-    try:
-        p = flagged_series(recs, multi=multi)
-        if p:
-            out.append(p)
-    except Exception as e:  # as above: a plot never takes the report down
-        import sys
-        print(f"ipclab report: warning: {suite} time series failed ({e!r})", file=sys.stderr)
-    return out
+        out += _built(suite, "generic chart", lambda rs, m: generic(rs, m, title=title), rest, multi)
+    return out + _built(suite, "time series", lambda rs, m: flagged_series(rs, multi=m), recs, multi)

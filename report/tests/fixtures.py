@@ -501,8 +501,8 @@ def make_cpu_matrix_result(seed=1, topology=None):
 
 def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
     """Records that vary a scaling dimension: messaging mpmc over producers = consumers 1, 2, 4, 8;
-    echo over reactors 1, 2, 4 and server_threads 1, 2, 4, 8; servers over reactors 1, 2, 4; runtime
-    over pairs 1, 2, 4, 8; cpu.allowed = `allowed`."""
+    echo over reactors 1, 2, 4; servers over reactors 1, 2, 4 and threads 1, 2, 4, 8; runtime over
+    pairs 1, 2, 4, 8; cpu.allowed = `allowed`."""
     rng = random.Random(seed)
     specs = []
     for mech, t in (("shm_mpmc", 300), ("posix_mq", 2600)):
@@ -513,12 +513,12 @@ def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
         for n in (1, 2, 4):
             specs.append(("echo", mech, {"size": 1024, "connections": 64, "reactors": n}, t / n ** 0.8, 2048, "rtt",
                           0.9, "echo", "ok", None))
-        for n in (1, 2, 4, 8):
-            specs.append(("echo", mech, {"size": 1024, "connections": 64, "server_threads": n}, t / min(n, 4) ** 0.7,
-                          2048, "rtt", 0.9, "echo", "ok", None))
     for n in (1, 2, 4):
         specs.append(("servers", "epoll_reactors", {"clients": 2000, "reactors": n}, 60_000 / n, 0, "session", 0.8,
                       "servers", "ok", None))
+    for n in (1, 2, 4, 8):
+        specs.append(("servers", "threads_mutex_accept", {"clients": 2000, "threads": n}, 90_000 / min(n, 4) ** 0.7,
+                      0, "session", 0.8, "servers", "ok", None))
     for rt, t in (("ipcrt", 38), ("go", 240)):
         for n in (1, 2, 4, 8):
             specs.append(("runtime", f"channel_pairs_{rt}", {"pairs": n, "n": 131072}, t / min(n, 2), 0, None, 1.0,

@@ -1,5 +1,5 @@
 """Scaling plots: operations per second and CPU per operation against the number of workers (pairs,
-producers, threads, reactors, server threads), with the point where the workers fill the CPUs."""
+producers, server threads, reactors), with the point where the workers fill the CPUs."""
 
 import re
 
@@ -12,8 +12,8 @@ from ipclab_report.model import anchor
 from ipclab_report.suites import cpu_marks
 
 PLOTS = {"messaging": ["Scaling with producers (and their consumers)"],
-         "echo": ["Scaling with reactors (one per core)", "Scaling with server threads"],
-         "servers": ["Scaling with reactors (one per core)"],
+         "echo": ["Scaling with reactors (one per core)"],
+         "servers": ["Scaling with server threads", "Scaling with reactors (one per core)"],
          "runtime": ["Scaling with worker pairs"]}
 
 

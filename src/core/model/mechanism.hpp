@@ -133,9 +133,16 @@ struct Mechanism {
   std::string full_name() const { return suite + "/" + name; }
 };
 
-/// Suite-level declarations: help, and the leading CSV columns a suite's reference used.
+/// Suite-level declarations: help, the plots and scaling its report shows, and the leading CSV
+/// columns a suite's reference used.
 struct Suite {
   std::string name, help;
+  /// The plots its readers expect, by name, in order (the report's builders are keyed by these:
+  /// report/ipclab_report/suites.py `PLOTS`); none: the report's generic chart.
+  std::vector<std::string> plots;
+  /// The parameters it scales over: the report plots the rate and CPU per operation against each
+  /// one that takes two values or more.
+  std::vector<std::string> scaling;
   std::vector<std::string> csv_columns;
   std::function<std::vector<std::string>(const Record&)> csv_row;
   /// Called after each repetition of the suite's benchmarks that completed (status ok), with its

@@ -39,7 +39,12 @@ nlohmann::json registry_json(const std::set<std::string>& only) {
     nlohmann::json names = nlohmann::json::array();
     for (auto& m : reg.mechanisms())
       if (m.suite == name) names.push_back(m.name);
-    suites.push_back({{"name", name}, {"help", s ? s->help : ""}, {"mechanisms", names}, {"columns", cols}});
+    suites.push_back({{"name", name},
+                      {"help", s ? s->help : ""},
+                      {"mechanisms", names},
+                      {"columns", cols},
+                      {"plots", s ? s->plots : std::vector<std::string>{}},
+                      {"scaling", s ? s->scaling : std::vector<std::string>{}}});
   }
   for (auto& m : reg.mechanisms()) {
     if (!only.empty() && !only.count(m.suite)) continue;

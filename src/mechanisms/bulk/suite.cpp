@@ -44,6 +44,7 @@ IPCLAB_REGISTER(Suite{
     .name = "bulk",
     .help = "moving megabytes: copying baselines, vmsplice, memfd, process_vm, zero-copy sends, shared "
             "memory in place",
+    .plots = {"bulk_gib_s_vs_size", "bulk_cpu_per_mib_vs_size", "bulk_roundtrip_vs_size"},
     .finish = finish,
 });
 

@@ -11,6 +11,7 @@ IPCLAB_REGISTER(Suite{
             "strands and coroutines, the ipcrt runtime, sharded ipcrt); time and CPU per iteration. "
             "The reference's Folly and Seastar variants are left out: neither library is packaged "
             "on Debian bookworm (sharded is our Seastar-style shared-nothing variant)",
+    .plots = {"wall_and_cpu_per_iteration"},
 });
 
 }  // namespace

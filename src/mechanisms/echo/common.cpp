@@ -23,6 +23,9 @@ IPCLAB_REGISTER(Suite{
     .name = "echo",
     .help = "TCP echo over loopback: server pinned to one CPU, event-driven client on the other (or "
             "`reactors` of each, one per CPU); throughput, RTT and server CPU per echo (reference 003)",
+    .plots = {"echo_rate_vs_connections", "cpu_per_echo_vs_connections",
+              "server_cpu_per_echo_vs_connections"},
+    .scaling = {"reactors"},
 });
 
 // The most reactors: each brings a client thread, and a Session runs kMaxWorkers workers at most.

@@ -44,6 +44,8 @@ std::vector<std::string> row(const Record& r) {
 IPCLAB_REGISTER(Suite{
     .name = "messaging",
     .help = "every way to pass a message: pipes, sockets, message queues, shared memory, in-process queues",
+    .plots = {"rate_vs_size", "bandwidth_vs_size", "roundtrip_cdf", "cpu_per_message", "placement_rates"},
+    .scaling = {"producers"},
     .csv_columns = {"backend", "queueName", "duration", "messageSize", "maxMessages", "producers",
                     "consumers", "nonBlocking", "randomPayload", "latencySample", "elapsedSec", "recv",
                     "bytesRecv", "msgPerSec", "MiBps", "p50us", "p90us", "p95us", "p99us", "p999us",

@@ -8,6 +8,8 @@ IPCLAB_REGISTER(Suite{
     .name = "runtime",
     .help = "coroutine runtime primitives, ipcrt against Asio side by side: spawn+join, switch "
             "(yield/post), channel messages (1 pair and P pairs), timer arm+fire; ns per operation",
+    .plots = {"time_per_operation_panels"},
+    .scaling = {"pairs"},
 });
 
 }  // namespace

@@ -33,6 +33,8 @@ IPCLAB_REGISTER(Suite{
         "socket server models (blocking, threads, select, poll, epoll, io_uring, Asio; epoll and io_uring "
         "also with a reactor per core, -p reactors) under up to 10,000 concurrent clients of the reference "
         "protocol (reference 001)",
+    .plots = {"session_outcomes", "session_latency_percentiles", "server_cpu_per_session"},
+    .scaling = {"threads", "reactors"},
 });
 
 // The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
