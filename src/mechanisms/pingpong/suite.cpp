@@ -1,5 +1,5 @@
 // The pingpong suite's declaration: the plots its report shows and the dimension it scales over.
-#include "core/mechanism.hpp"
+#include "core/model/mechanism.hpp"
 
 namespace ipclab {
 namespace {
