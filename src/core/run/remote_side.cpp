@@ -1,0 +1,449 @@
+#include "core/run/remote.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/base/cancel.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/error.hpp"
+#include "core/base/fs.hpp"
+#include "core/machine/env.hpp"
+#include "core/measure/session.hpp"
+#include "core/model/std_params.hpp"
+#include "core/peers/server.hpp"
+#include "core/process/listener.hpp"
+#include "core/run/patterns.hpp"
+#include "core/run/remote_wire.hpp"
+#include "core/transport/fd_transport.hpp"
+
+namespace ipclab::remote {
+
+using namespace detail;
+
+namespace {
+
+// The address ssh reached this host at (SSH_CONNECTION's third field): the data path's default.
+std::string ssh_server_address() {
+  const char* c = getenv("SSH_CONNECTION");
+  if (!c) return "";
+  auto w = words(c);
+  return w.size() >= 3 ? w[2] : "";
+}
+
+int bound(int type, const std::string& address) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
+    throw std::runtime_error(fmt::format("address '{}' is not IPv4; give --remote-address", brief(address)));
+  int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::runtime_error(fmt::format("cannot bind {}: {}", address, std::strerror(e)));
+  }
+  return fd;
+}
+
+
+// One benchmark of a crossing transport, this host's end: the servers of its channels, as threads
+// of a worker block of their own, following the phases the local side sends. Its destructor closes
+// what it opened; a server thread that cannot be stopped is left to the process's end.
+class Bench {
+ public:
+  // Opens the channels (tcp: one listener; udp: a bound socket each); throws the reason.
+  Bench(int type, std::string address, int channels);
+  ~Bench();
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+
+  std::vector<int> ports() const;
+  // Starts a server thread per channel, in the warm-up phase (the local side sends its requests
+  // only once its own warm-up has begun).
+  void start(const Mechanism& mech, const Params& p);
+  // Follows the local side's phases until it ends the benchmark (end or abort, which it always
+  // sends for its results) and the servers are done, or the stop's grace runs out. Reads all
+  // that the local side sends for this benchmark, so none is taken for a request of the next.
+  // False when the local side is gone.
+  bool follow(const std::function<nlohmann::json(double, bool&)>& next, double timeout_s);
+  // Stops the servers that did not end (named in the result's errors), then the result: their
+  // CPU, the requests they served, this end's network path.
+  nlohmann::json finish(bool local_side_lost);
+  bool all_done() const { return done_.load() == n_; }
+
+ private:
+  void server_body(const Mechanism& mech, const Params& p, int i);
+  void shutdown_all();
+
+  int type_, n_;
+  std::string address_;
+  int listener_ = -1;
+  std::vector<int> fds_;  // one per channel (udp: bound; tcp: accepted as they come)
+  std::vector<std::thread> threads_;
+  std::unique_ptr<Control> ctl_ = std::make_unique<Control>();
+  std::atomic<int> done_{0};
+};
+
+Bench::Bench(int type, std::string address, int channels)
+    : type_(type), n_(channels), address_(std::move(address)), fds_(size_t(channels), -1) {
+  try {
+    if (address_.empty())
+      throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    if (type_ == SOCK_STREAM) {
+      listener_ = bound(SOCK_STREAM, address_);
+      messaging::check_rc(::listen(listener_, n_), "listen");
+    } else {
+      for (int& fd : fds_) fd = bound(SOCK_DGRAM, address_);
+    }
+  } catch (...) {
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
+    if (listener_ >= 0) close(listener_);
+    throw;
+  }
+}
+
+Bench::~Bench() {
+  for (auto& t : threads_)
+    if (all_done())
+      t.join();
+    else
+      t.detach();  // blocked for good: the process's end takes it (serve returns 1 first)
+  if (!all_done()) {
+    (void)ctl_.release();  // a detached server thread may still use its slot
+    return;
+  }
+  set_abort_flag(nullptr);
+  for (int fd : fds_)
+    if (fd >= 0) close(fd);
+  if (listener_ >= 0) close(listener_);
+}
+
+std::vector<int> Bench::ports() const {
+  if (type_ == SOCK_STREAM) return {local_port(listener_)};
+  std::vector<int> out;
+  for (int fd : fds_) out.push_back(local_port(fd));
+  return out;
+}
+
+void Bench::start(const Mechanism& mech, const Params& p) {
+  set_abort_flag(&ctl_->abort);
+  ctl_->phase.store(kWarmup);
+  for (int i = 0; i < n_; ++i) threads_.emplace_back([this, &mech, p, i] { server_body(mech, p, i); });
+}
+
+bool Bench::follow(const std::function<nlohmann::json(double, bool&)>& next, double timeout_s) {
+  bool stopping = false, ended = false;
+  uint64_t stop_deadline = 0;
+  while (!(ended && all_done())) {
+    bool eof = false;
+    const nlohmann::json c = next(stopping ? 0.05 : -1, eof);
+    if (eof) return false;
+    const std::string o = c.is_object() ? c.value("op", "") : "";
+    if (o == "quit") return false;
+    if (o == "measure") ctl_->phase.store(kMeasure);
+    if (o == "stop" || o == "end" || o == "abort") {
+      if (!stopping) stop_deadline = now_ns() + uint64_t((o == "abort" ? 0.2 : timeout_s) * 1e9);
+      stopping = true;
+      ended = ended || o != "stop";
+      ctl_->phase.store(kStop);
+      if (o == "abort") ctl_->abort.store(1);
+    }
+    if (stopping && now_ns() >= stop_deadline) break;
+  }
+  return true;
+}
+
+void Bench::shutdown_all() {
+  if (listener_ >= 0) ::shutdown(listener_, SHUT_RDWR);
+  for (int fd : fds_)
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+}
+
+nlohmann::json Bench::finish(bool local_side_lost) {
+  std::vector<std::string> errors;
+  if (!all_done()) {
+    if (!local_side_lost && !ctl_->abort.load())
+      errors.push_back(
+          fmt::format("{} of {} servers got no stop marker from their clients", n_ - done_.load(), n_));
+    ctl_->abort.store(1);
+    shutdown_all();
+    const uint64_t grace = now_ns() + 1'000'000'000ull;
+    while (!all_done() && now_ns() < grace) sleep_ns(1'000'000);
+  }
+  CpuUsage cpu;
+  uint64_t requests = 0;
+  for (int i = 0; i < n_; ++i) {
+    cpu += ctl_->slots[i].cpu;
+    requests += ctl_->slots[i].progress.load();
+    if (ctl_->slots[i].error[0]) errors.push_back(ctl_->slots[i].error);
+  }
+  const nlohmann::json path = fds_[0] >= 0 ? network_path(fds_[0]) : nlohmann::json();
+  return {{"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}};
+}
+
+// Channel i's server: takes its connection (tcp: the next accepted; udp: connected to the sender of
+// the first datagram, which stays queued), then echoes as every round-trip server does.
+void Bench::server_body(const Mechanism& mech, const Params& p, int i) {
+  WorkerResult& slot = ctl_->slots[i];
+  Worker w(*ctl_, slot, false);
+  try {
+    int fd;
+    if (type_ == SOCK_STREAM) {
+      fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      fds_[size_t(i)] = fd;
+      if (ctl_->abort.load()) ::shutdown(fd, SHUT_RDWR);
+    } else {
+      fd = fds_[size_t(i)];
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      char c;
+      if (::recvfrom(fd, &c, 1, MSG_PEEK, reinterpret_cast<sockaddr*>(&from), &len) < 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&from), len) != 0)
+        throw std::system_error(errno, std::generic_category(), "udp peer");
+    }
+    messaging::FdEndpoint ep(fd, fd,
+                             type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
+                             true, p.flag("nonblocking"), nullptr);
+    serve_roundtrip(w, ep, mech, p);
+  } catch (const std::exception& e) {
+    if (!ctl_->abort.load()) std::snprintf(slot.error, sizeof slot.error, "server %d: %s", i, e.what());
+  }
+  w.finish();
+  slot.finished.store(1);
+  done_.fetch_add(1);
+}
+
+}  // namespace
+
+namespace {
+
+// The context switches of process `pid`'s main thread so far (its /proc status).
+CpuUsage switches_of(pid_t pid) {
+  CpuUsage u;
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string key;
+  int64_t v;
+  while (in >> key) {
+    if (key == "voluntary_ctxt_switches:" && in >> v) u.ctx_vol = v;
+    if (key == "nonvoluntary_ctxt_switches:" && in >> v) u.ctx_invol = v;
+  }
+  return u;
+}
+
+// One server mechanism's server (echo), started here as a local run starts it, on the data path's
+// address; measured over the window the local side's phases set; stopped on stop, abort or the end
+// of input. Returns false when the local side is gone.
+bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                  const std::function<nlohmann::json(double, bool&)>& next) {
+  const Mechanism* mech = nullptr;
+  for (auto& m : Registry::get().mechanisms())
+    if (m.full_name() == cmd.value("mechanism", "") && m.server) mech = &m;
+  if (!mech) {
+    reply({{"error", fmt::format("{} has no server here", brief(cmd.value("mechanism", "")))}});
+    return true;
+  }
+  Params p;
+  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
+  std::string address = cmd.value("address", "");
+  if (address.empty()) address = ssh_server_address();
+  std::optional<ServerProcess> server;
+  try {
+    if (address.empty())
+      throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
+    // server inherits (10,000 clients need as many descriptors).
+    ensure_nofile(0, "the remote server");
+    RunOptions opts;
+    Record rec;
+    Session session(*mech, p, opts, rec);
+    server.emplace(ServerProcess::start(mech->server(session), -1, address));
+  } catch (const std::exception& e) {
+    reply({{"error", fmt::format("{} server: {}", mech->full_name(), e.what())}});
+    return true;
+  }
+  reply({{"address", address}, {"port", server->port()}});
+  // Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
+  // context switches, at the window's opening and closing.
+  auto usage = [&] {
+    CpuUsage u = switches_of(server->pid());
+    u.sys_s = server->process().cpu_seconds();
+    return u;
+  };
+  CpuUsage at_open, at_close;
+  bool opened = false, closed = false, ended = false, lost = false;
+  std::vector<std::string> errors;
+  for (;;) {
+    bool eof = false;
+    const nlohmann::json c = next(0.05, eof);
+    if (eof) {
+      lost = true;
+      break;
+    }
+    const std::string o = c.is_object() ? c.value("op", "") : "";
+    if (o == "measure" && !opened) {
+      at_open = usage();
+      opened = true;
+    }
+    if ((o == "stop" || o == "end" || o == "abort" || o == "quit") && opened && !closed) {
+      at_close = usage();  // the window closes; the clients finish what is in flight
+      closed = true;
+    }
+    if (o == "end" || o == "abort" || o == "quit") {
+      if (o == "quit") lost = true;
+      ended = true;
+      break;
+    }
+    if (!server->process().alive()) {
+      errors.push_back(fmt::format("its {} server {}", mech->full_name(), server->process().death()));
+      break;
+    }
+  }
+  if (!ended) {  // it died, or the local side is gone: wait for the end to answer it
+    while (!lost) {
+      bool eof = false;
+      const nlohmann::json c = next(-1, eof);
+      if (eof) lost = true;
+      const std::string o = c.is_object() ? c.value("op", "") : "";
+      if (o == "end" || o == "abort" || o == "quit") break;
+    }
+  }
+  const CpuUsage life = server->stop();
+  if (lost) return false;
+  CpuUsage window = at_close - at_open;
+  if (!opened || !closed) window = CpuUsage{};
+  CpuUsage whole;
+  whole.sys_s = life.total_s();
+  // This end of the path: the interface of the address it listened on.
+  nlohmann::json path;
+  try {
+    const int fd = bound(SOCK_DGRAM, address);
+    path = network_path(fd);
+    ::close(fd);
+  } catch (const std::exception&) {
+  }
+  reply({{"result",
+          {{"cpu", cpu_json(window)},
+           {"cpu_whole_life", cpu_json(whole)},
+           {"path", path},
+           {"errors", errors}}}});
+  return true;
+}
+
+
+// One benchmark of a crossing transport: its end of the channels, then its phases as the local
+// side sends them, then its result. Returns what serve() returns when it must end: 0 to go on, 3
+// when the local side is gone, 1 when a server thread cannot be stopped (this process ends instead).
+int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                 const std::function<nlohmann::json(double, bool&)>& next) {
+  const std::string name = cmd.value("mechanism", "");
+  const Mechanism* mech = nullptr;
+  for (auto& m : Registry::get().mechanisms())
+    if (m.full_name() == name) mech = &m;
+  const auto type = crossing().find(name);
+  if (!mech || type == crossing().end() || type->second == kServer) {
+    reply({{"error", fmt::format("{} cannot run here", brief(name))}});
+    return 0;
+  }
+  Params p;
+  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
+  std::string address = cmd.value("address", "");
+  if (address.empty()) address = ssh_server_address();
+  std::optional<Bench> bench;
+  try {
+    bench.emplace(type->second, address, std::max(1, cmd.value("channels", 1)));
+  } catch (const std::exception& e) {
+    reply({{"error", e.what()}});
+    return 0;
+  }
+  bench->start(*mech, p);
+  reply({{"address", address}, {"ports", bench->ports()}});
+  const bool here = bench->follow(next, cmd.value("timeout_s", 30.0));
+  const nlohmann::json result = bench->finish(!here);
+  if (!here) return 3;
+  reply({{"result", result}});
+  return bench->all_done() ? 0 : 1;
+}
+
+}  // namespace
+
+int serve() {
+  // A reply to a local side that is gone is an error (EPIPE, thrown by fmt): the caller's clean-up
+  // runs, where SIGPIPE would end the process with its run folder left behind.
+  signal(SIGPIPE, SIG_IGN);
+  const int in = 0;
+  std::string buf, line;
+  bool eof = false;
+  auto reply = [](const nlohmann::json& j) {
+    fmt::print("{}\n", j.dump());
+    std::fflush(stdout);
+  };
+  nlohmann::json hello = identity();
+  hello["ipclab_remote"] = 1;
+  hello["environment"] = collect_environment("ipclab remote-side");
+  reply(hello);
+  auto next = [&](double timeout_s) {
+    const uint64_t deadline = timeout_s < 0 ? UINT64_MAX : now_ns() + uint64_t(timeout_s * 1e9);
+    if (!read_line(in, buf, line, deadline, eof)) return nlohmann::json(nullptr);
+    try {
+      return nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      return nlohmann::json({{"op", "?"}});
+    }
+  };
+  auto next_or_eof = [&](double timeout_s, bool& ended) {
+    nlohmann::json j = next(timeout_s);
+    ended = eof;
+    return j;
+  };
+  for (;;) {
+    nlohmann::json cmd = next(-1);
+    if (eof) return 3;  // the connection is lost: the caller sweeps the run folder
+    const std::string op = cmd.value("op", "");
+    if (op == "quit") return 0;
+    if (op == "clock") {
+      reply({{"t", realtime_ns()}});
+      continue;
+    }
+    if (op == "server") {
+      if (!serve_server(cmd, reply, next_or_eof)) return 3;
+      continue;
+    }
+    if (op == "stop" || op == "end" || op == "abort" || op == "measure") {
+      reply({{"result", {{"errors", {"no benchmark is running"}}}}});
+      continue;
+    }
+    if (op != "bench") {
+      reply({{"error", fmt::format("unknown request '{}'", brief(op))}});
+      continue;
+    }
+    if (const int rc = serve_bench(cmd, reply, next_or_eof); rc != 0) return rc;
+  }
+}
+
+}  // namespace ipclab::remote
