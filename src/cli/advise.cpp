@@ -227,9 +227,9 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   opts.cpus = allowed_cpus();
   // The estimator of `ipclab run --budget`: the part of the plan a window does not scale (warm-up
   // and each mechanism's start-up), then the window that fills the rest.
-  const CostModel model = CostModel::load(CostModel::default_path());
+  const auto model = std::make_shared<CostModel>(CostModel::load(CostModel::default_path()));
   opts.duration_s = 0;
-  const double fixed_s = estimate_plan(benches, opts, model), slots = double(benches.size() * kRepetitions);
+  const double fixed_s = estimate_plan(benches, opts, *model), slots = double(benches.size() * kRepetitions);
   const double per_point = (q.budget_s - fixed_s) / slots;
   if (per_point < kFloors.duration_s)
     throw UsageError(fmt::format(
@@ -246,13 +246,14 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   fmt::print(stderr,
              "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
              benches.size(), kRepetitions, opts.duration_s, seed,
-             duration_text(estimate_plan(benches, opts, model)));
+             duration_text(estimate_plan(benches, opts, *model)));
   PlanHooks hooks;
   const bool tty = isatty(2);
   hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
     if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done + 1, total, b.mech->name);
   };
-  const std::vector<Record> records = run_plan(benches, opts, hooks, seed);
+  const std::vector<Record> records =
+      run_plan(benches, opts, learning_hooks(std::move(hooks), model, opts), seed);
   if (tty) fmt::print(stderr, "\r\033[K");
 
   std::vector<Verdict> vs;

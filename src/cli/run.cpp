@@ -119,24 +119,22 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
 
 // The runner's hooks for the console. Each record goes to the reporters as it completes, and a
 // failed repetition is a FAILED line on stderr; each repetition is announced to the crash handler
-// as it starts, and withdrawn once it has finished. Each repetition that completed teaches the
-// cost model its mechanism's overhead (its wall time beyond warm-up and window), saved at once.
-// Progress, with the time left as the model estimates it: on a terminal, a line naming the
-// benchmark (as the tables do: a full name may be wider than the line it must clear) rewritten
-// in place; otherwise a "progress: " line per suite as it starts and as it ends.
+// as it starts, and withdrawn once it has finished; each repetition that completed teaches the
+// cost model (learning_hooks, core/plan/estimate.hpp). Progress, with the time left as the model estimates
+// it: on a terminal, a line naming the benchmark (as the tables do: a full name may be wider than the line it
+// must clear) rewritten in place; otherwise a "progress: " line per suite as it starts and as it ends.
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters,
                         std::shared_ptr<CostModel> model) {
   const bool terminal = isatty(2);
   const bool autorep = opts.ci_target_pct > 0;
   struct State {
-    uint64_t started = now_ns(), rep_started = 0;
+    uint64_t started = now_ns();
     std::map<std::string, size_t> index;                      // benchmark name → its place in the plan
     std::vector<int> reps;                                    // repetitions finished per benchmark
     std::vector<bool> done;                                   // every repetition of the benchmark finished
     std::map<std::string, std::pair<size_t, size_t>> suites;  // points done, points
     std::set<std::string> begun;
-    bool warned = false;
   };
   auto st = std::make_shared<State>();
   st->reps.assign(benchmarks.size(), 0);
@@ -186,10 +184,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     } else if (st->begun.insert(b.mech->suite).second) {
       progress_line(b.mech->suite);
     }
-    st->rep_started = now_ns();
   };
   hooks.finished = [=, &reporters](const Record& r) {
-    const uint64_t ended = now_ns();
     crash::disarm();
     if (terminal) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
@@ -200,22 +196,11 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     const size_t i = it->second;
     if (r.run_type == "aggregate") return point_done(i);
     ++st->reps[i];
-    if (r.status == Status::Ok) {
-      model->learn(r.suite + "/" + r.mechanism,
-                   double(ended - st->rep_started) * 1e-9 - opts.warmup_s - opts.duration_s);
-      if (std::string why = model->save(); !why.empty() && !st->warned) {
-        st->warned = true;
-        fmt::print(
-            stderr,
-            "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
-            model->path().empty() ? "the state folder" : model->path(), why);
-      }
-    }
     // Without auto, the last repetition ends the point (its aggregate, if any, follows); with
     // auto, its aggregate does.
     if (!autorep && st->reps[i] >= opts.repetitions) point_done(i);
   };
-  return hooks;
+  return learning_hooks(std::move(hooks), model, opts);
 }
 
 // The run's options: the preset's, then --duration, --warmup, --repetitions, --cpus; the order's

@@ -70,6 +70,12 @@ def test_ranks_measured_candidates_and_names_those_that_cannot_run(advise):
     # As after `ipclab run`: the user's own folder of runs stays, with no run left in it.
     left = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*"))
     assert left in ([], [f"ipclab-{os.getuid()}"]), left
+    # And as `ipclab run`, it teaches the cost model the start-up of what it measured (each
+    # repetition that completed), not of what could not run.
+    costs = json.loads((tmp.parent / "state" / "ipclab" / "costs.json").read_text())["mechanisms"]
+    assert set(costs) == {"messaging/pipe", "messaging/unix_stream"}, costs
+    for e in costs.values():
+        assert e["samples"] >= 1 and len(e["recent"]) == min(e["samples"], 8) and e["overhead_s"] >= 0
 
 
 def test_a_bound_no_candidate_meets_gives_no_answer_and_exit_1(advise):

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/base/fdio.hpp"
 #include "core/base/fs.hpp"
 #include "core/base/params.hpp"
 #include "core/machine/home.hpp"
 #include "core/ownership/journal.hpp"
+#include "core/stats/statistics.hpp"
 
 namespace ipclab {
 
@@ -68,27 +70,36 @@ CostModel CostModel::load(const std::string& path) {
     if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() ||
         !e.contains("samples") || !e["samples"].is_number_integer())
       continue;
-    const double o = e["overhead_s"].get<double>();
+    const auto sane = [](const nlohmann::json& v) {
+      return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 &&
+             v.get<double>() < 3600;
+    };
     const long n = e["samples"].get<long>();
-    if (std::isfinite(o) && o >= 0 && o < 3600 && n > 0) m.entries_[name] = {o, n};
+    if (!sane(e["overhead_s"]) || n <= 0) continue;
+    Entry entry{.recent = {e["overhead_s"].get<double>()}, .samples = n};
+    // "recent" since the median; a file written before it has the one figure.
+    if (auto r = e.find("recent"); r != e.end() && r->is_array() && !r->empty() && r->size() <= kRecent &&
+                                   std::all_of(r->begin(), r->end(), sane))
+      entry.recent = r->get<std::vector<double>>();
+    m.entries_[name] = std::move(entry);
   }
   return m;
 }
 
 double CostModel::overhead_s(const std::string& mechanism) const {
   const auto it = entries_.find(mechanism);
-  return it == entries_.end() ? kDefaultOverheadS : it->second.overhead_s;
+  return it == entries_.end() ? kDefaultOverheadS : it->second.overhead_s();
 }
+
+double CostModel::Entry::overhead_s() const { return median_of(recent); }
 
 void CostModel::learn(const std::string& mechanism, double overhead_s) {
   if (!std::isfinite(overhead_s)) return;
   overhead_s = std::clamp(overhead_s, 0.0, 3600.0);
   Entry& e = entries_[mechanism];
   ++e.samples;
-  // The mean of the first four, then a moving average weighing the newest by 1/4: a machine's
-  // overheads drift (another load, another kernel), and one slow start should not stick.
-  const double weight = 1.0 / double(std::min<long>(e.samples, 4));
-  e.overhead_s += weight * (overhead_s - e.overhead_s);
+  e.recent.push_back(overhead_s);
+  if (e.recent.size() > kRecent) e.recent.erase(e.recent.begin());
 }
 
 std::string CostModel::save() const {
@@ -96,7 +107,8 @@ std::string CostModel::save() const {
   std::string why;
   if (private_state_dir(why).empty()) return why;
   nlohmann::json mechs = nlohmann::json::object();
-  for (auto& [name, e] : entries_) mechs[name] = {{"overhead_s", e.overhead_s}, {"samples", e.samples}};
+  for (auto& [name, e] : entries_)
+    mechs[name] = {{"overhead_s", e.overhead_s()}, {"samples", e.samples}, {"recent", e.recent}};
   const nlohmann::json j{
       {"version", kModelVersion},
       {"about",
@@ -122,6 +134,33 @@ std::string CostModel::save() const {
     return e.what();
   }
   return "";
+}
+
+PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts) {
+  struct State {
+    uint64_t started = 0;
+    bool warned = false;
+  };
+  auto st = std::make_shared<State>();
+  PlanHooks out;
+  out.starting = [st, inner = hooks.starting](const PlannedBenchmark& b, size_t done, size_t total) {
+    if (inner) inner(b, done, total);
+    st->started = now_ns();
+  };
+  out.finished = [st, model, opts, inner = hooks.finished](const Record& r) {
+    const uint64_t ended = now_ns();
+    if (inner) inner(r);
+    if (r.run_type == "aggregate" || r.status != Status::Ok || !st->started) return;
+    model->learn(r.suite + "/" + r.mechanism,
+                 double(ended - st->started) * 1e-9 - opts.warmup_s - opts.duration_s);
+    if (std::string why = model->save(); !why.empty() && !st->warned) {
+      st->warned = true;
+      fmt::print(stderr,
+                 "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
+                 model->path().empty() ? "the state folder" : model->path(), why);
+    }
+  };
+  return out;
 }
 
 double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {

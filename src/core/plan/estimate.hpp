@@ -12,6 +12,7 @@
 // A budget (--budget, or the preset's own) fits the grid by shortening windows and then
 // repetitions, down to kFloors, never by dropping points (fit_budget).
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +38,12 @@ class CostModel {
   double overhead_s(const std::string& mechanism) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
-  /// Takes in one observed overhead of `mechanism` (seconds, clamped at 0): a moving average that
-  /// weighs the newest observation by 1/4 once four are in (the first replaces the default).
+  /// Takes in one observed overhead of `mechanism` (seconds, clamped at 0). The overhead is the
+  /// median of the last kRecent observations (the first replaces the default): a machine's
+  /// overheads drift (another load, another kernel) and are followed within a few runs, while one
+  /// start that a loaded machine or a stalled run made slow moves it not at all.
   void learn(const std::string& mechanism, double overhead_s);
+  static constexpr size_t kRecent = 8;
   /// Writes the model to its file atomically (a temporary of the run renamed over it, mode 0600),
   /// creating the state folder (0700) when missing. Returns "" or why it could not (a warning for
   /// the caller: the run goes on without it).
@@ -48,12 +52,19 @@ class CostModel {
 
  private:
   struct Entry {
-    double overhead_s = 0;
-    long samples = 0;
+    std::vector<double> recent;  // the last kRecent observations, oldest first
+    long samples = 0;            // all observations taken in
+    double overhead_s() const;   // the median of `recent`
   };
   std::string path_;
   std::map<std::string, Entry> entries_;
 };
+
+/// Wraps `hooks` so that each repetition that completes teaches `model` its mechanism's overhead
+/// (its wall time beyond warm-up and window), saved at once; a model that cannot be kept is said
+/// once on stderr and the run goes on. Every command that runs a plan (`ipclab run`, `advise`)
+/// learns through it.
+PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts);
 
 /// The shortest a budget may make windows and repetitions (a given value below a floor is kept:
 /// a budget never lengthens anything).
