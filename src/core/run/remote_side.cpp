@@ -67,7 +67,6 @@ int bound(int type, const std::string& address) {
   return fd;
 }
 
-
 // One benchmark of a crossing transport, this host's end: the servers of its channels, as threads
 // of a worker block of their own, following the phases the local side sends. Its destructor closes
 // what it opened; a server thread that cannot be stopped is left to the process's end.
@@ -355,12 +354,11 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   return true;
 }
 
-
 // One benchmark of a crossing transport: its end of the channels, then its phases as the local
 // side sends them, then its result. Returns what serve() returns when it must end: 0 to go on, 3
 // when the local side is gone, 1 when a server thread cannot be stopped (this process ends instead).
 int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
-                 const std::function<nlohmann::json(double, bool&)>& next) {
+                const std::function<nlohmann::json(double, bool&)>& next) {
   const std::string name = cmd.value("mechanism", "");
   const Mechanism* mech = nullptr;
   for (auto& m : Registry::get().mechanisms())

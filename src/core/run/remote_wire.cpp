@@ -131,8 +131,8 @@ std::string qdisc_of(const std::string& iface) {
 }  // namespace
 }  // namespace detail
 
-using detail::sysfs;
 using detail::qdisc_of;
+using detail::sysfs;
 
 nlohmann::json network_path(int fd) {
   nlohmann::json j;
