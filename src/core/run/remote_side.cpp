@@ -255,24 +255,33 @@ CpuUsage switches_of(pid_t pid) {
   return u;
 }
 
-// One server mechanism's server (echo), started here as a local run starts it, on the data path's
-// address; measured over the window the local side's phases set; stopped on stop, abort or the end
-// of input. Returns false when the local side is gone.
-bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
-                  const std::function<nlohmann::json(double, bool&)>& next) {
+// What the local side asks a benchmark of: its mechanism (nullptr when there is none of that name,
+// or `server` is asked and it has none), its parameters, and the address to listen on (its own
+// --remote-address, or ssh's).
+struct Request {
+  std::string name;
   const Mechanism* mech = nullptr;
+  Params params;
+  std::string address;
+};
+Request request_of(const nlohmann::json& cmd, bool server) {
+  Request r;
+  r.name = cmd.value("mechanism", "");
   for (auto& m : Registry::get().mechanisms())
-    if (m.full_name() == cmd.value("mechanism", "") && m.server) mech = &m;
-  if (!mech) {
-    reply({{"error", fmt::format("{} has no server here", brief(cmd.value("mechanism", "")))}});
-    return true;
-  }
-  Params p;
-  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
-  std::string address = cmd.value("address", "");
-  if (address.empty()) address = ssh_server_address();
-  std::optional<ServerProcess> server;
-  try {
+    if (m.full_name() == r.name && (!server || m.server)) r.mech = &m;
+  for (auto& [k, v] : cmd["params"].items()) r.params.set(k, v.get<std::string>());
+  r.address = cmd.value("address", "");
+  if (r.address.empty()) r.address = ssh_server_address();
+  return r;
+}
+
+// One server mechanism's server (echo, servers), started here as a local run starts it, on the
+// data path's address, measured over the window the local side's phases set, and stopped at the
+// benchmark's end. Its destructor stops it whatever happened.
+class ServerSide {
+ public:
+  // Starts it; throws the reason it cannot.
+  ServerSide(const Mechanism& mech, const Params& p, const std::string& address) : mech_(mech) {
     if (address.empty())
       throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
     // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
@@ -280,62 +289,60 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
     ensure_nofile(0, "the remote server");
     RunOptions opts;
     Record rec;
-    Session session(*mech, p, opts, rec);
-    server.emplace(ServerProcess::start(mech->server(session), -1, address));
-  } catch (const std::exception& e) {
-    reply({{"error", fmt::format("{} server: {}", mech->full_name(), e.what())}});
-    return true;
+    Session session(mech, p, opts, rec);
+    server_.emplace(ServerProcess::start(mech.server(session), -1, address));
   }
-  reply({{"address", address}, {"port", server->port()}});
+  int port() const { return server_->port(); }
+  // Follows the local side until it ends the benchmark (end or abort; quit or the end of input:
+  // it is gone): `measure` opens the window, the first stop, end or abort closes it. A server that
+  // dies is named in the errors, and the end is then awaited to answer it. False when the local
+  // side is gone.
+  bool follow(const std::function<nlohmann::json(double, bool&)>& next);
+  // Stops the server; the result: its CPU over the window and its whole life, this end's path.
+  nlohmann::json finish(const std::string& address);
+
+ private:
   // Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
-  // context switches, at the window's opening and closing.
-  auto usage = [&] {
-    CpuUsage u = switches_of(server->pid());
-    u.sys_s = server->process().cpu_seconds();
+  // context switches.
+  CpuUsage usage() {
+    CpuUsage u = switches_of(server_->pid());
+    u.sys_s = server_->process().cpu_seconds();
     return u;
-  };
-  CpuUsage at_open, at_close;
-  bool opened = false, closed = false, ended = false, lost = false;
-  std::vector<std::string> errors;
+  }
+  const Mechanism& mech_;
+  std::optional<ServerProcess> server_;
+  CpuUsage at_open_, at_close_;
+  bool opened_ = false, closed_ = false;
+  std::vector<std::string> errors_;
+};
+
+bool ServerSide::follow(const std::function<nlohmann::json(double, bool&)>& next) {
+  auto ends = [](const std::string& o) { return o == "end" || o == "abort" || o == "quit"; };
   for (;;) {
     bool eof = false;
     const nlohmann::json c = next(0.05, eof);
-    if (eof) {
-      lost = true;
-      break;
-    }
+    if (eof) return false;
     const std::string o = c.is_object() ? c.value("op", "") : "";
-    if (o == "measure" && !opened) {
-      at_open = usage();
-      opened = true;
-    }
-    if ((o == "stop" || o == "end" || o == "abort" || o == "quit") && opened && !closed) {
-      at_close = usage();  // the window closes; the clients finish what is in flight
-      closed = true;
-    }
-    if (o == "end" || o == "abort" || o == "quit") {
-      if (o == "quit") lost = true;
-      ended = true;
-      break;
-    }
-    if (!server->process().alive()) {
-      errors.push_back(fmt::format("its {} server {}", mech->full_name(), server->process().death()));
+    if (o == "measure" && !opened_) at_open_ = usage(), opened_ = true;
+    if ((o == "stop" || ends(o)) && opened_ && !closed_) at_close_ = usage(), closed_ = true;
+    if (ends(o)) return o != "quit";
+    if (!server_->process().alive()) {
+      errors_.push_back(fmt::format("its {} server {}", mech_.full_name(), server_->process().death()));
       break;
     }
   }
-  if (!ended) {  // it died, or the local side is gone: wait for the end to answer it
-    while (!lost) {
-      bool eof = false;
-      const nlohmann::json c = next(-1, eof);
-      if (eof) lost = true;
-      const std::string o = c.is_object() ? c.value("op", "") : "";
-      if (o == "end" || o == "abort" || o == "quit") break;
-    }
+  for (;;) {  // it died: wait for the end to answer it
+    bool eof = false;
+    const nlohmann::json c = next(-1, eof);
+    if (eof) return false;
+    const std::string o = c.is_object() ? c.value("op", "") : "";
+    if (ends(o)) return o != "quit";
   }
-  const CpuUsage life = server->stop();
-  if (lost) return false;
-  CpuUsage window = at_close - at_open;
-  if (!opened || !closed) window = CpuUsage{};
+}
+
+nlohmann::json ServerSide::finish(const std::string& address) {
+  const CpuUsage life = server_->stop();
+  const CpuUsage window = opened_ && closed_ ? at_close_ - at_open_ : CpuUsage{};
   CpuUsage whole;
   whole.sys_s = life.total_s();
   // This end of the path: the interface of the address it listened on.
@@ -346,11 +353,31 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
     ::close(fd);
   } catch (const std::exception&) {
   }
-  reply({{"result",
-          {{"cpu", cpu_json(window)},
-           {"cpu_whole_life", cpu_json(whole)},
-           {"path", path},
-           {"errors", errors}}}});
+  return {
+      {"cpu", cpu_json(window)}, {"cpu_whole_life", cpu_json(whole)}, {"path", path}, {"errors", errors_}};
+}
+
+// A server benchmark (echo, servers): its server here, then its phases as the local side sends
+// them, then its result. False when the local side is gone.
+bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                  const std::function<nlohmann::json(double, bool&)>& next) {
+  const Request r = request_of(cmd, true);
+  if (!r.mech) {
+    reply({{"error", fmt::format("{} has no server here", brief(r.name))}});
+    return true;
+  }
+  std::optional<ServerSide> side;
+  try {
+    side.emplace(*r.mech, r.params, r.address);
+  } catch (const std::exception& e) {
+    reply({{"error", fmt::format("{} server: {}", r.mech->full_name(), e.what())}});
+    return true;
+  }
+  reply({{"address", r.address}, {"port", side->port()}});
+  const bool here = side->follow(next);
+  const nlohmann::json result = side->finish(r.address);
+  if (!here) return false;
+  reply({{"result", result}});
   return true;
 }
 
@@ -359,28 +386,21 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
 // when the local side is gone, 1 when a server thread cannot be stopped (this process ends instead).
 int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
                 const std::function<nlohmann::json(double, bool&)>& next) {
-  const std::string name = cmd.value("mechanism", "");
-  const Mechanism* mech = nullptr;
-  for (auto& m : Registry::get().mechanisms())
-    if (m.full_name() == name) mech = &m;
-  const auto type = crossing().find(name);
-  if (!mech || type == crossing().end() || type->second == kServer) {
-    reply({{"error", fmt::format("{} cannot run here", brief(name))}});
+  const Request r = request_of(cmd, false);
+  const auto type = crossing().find(r.name);
+  if (!r.mech || type == crossing().end() || type->second == kServer) {
+    reply({{"error", fmt::format("{} cannot run here", brief(r.name))}});
     return 0;
   }
-  Params p;
-  for (auto& [k, v] : cmd["params"].items()) p.set(k, v.get<std::string>());
-  std::string address = cmd.value("address", "");
-  if (address.empty()) address = ssh_server_address();
   std::optional<Bench> bench;
   try {
-    bench.emplace(type->second, address, std::max(1, cmd.value("channels", 1)));
+    bench.emplace(type->second, r.address, std::max(1, cmd.value("channels", 1)));
   } catch (const std::exception& e) {
     reply({{"error", e.what()}});
     return 0;
   }
-  bench->start(*mech, p);
-  reply({{"address", address}, {"ports", bench->ports()}});
+  bench->start(*r.mech, r.params);
+  reply({{"address", r.address}, {"ports", bench->ports()}});
   const bool here = bench->follow(next, cmd.value("timeout_s", 30.0));
   const nlohmann::json result = bench->finish(!here);
   if (!here) return 3;
