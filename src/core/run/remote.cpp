@@ -450,6 +450,28 @@ std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
   return {window, life};
 }
 
+BenchServer::BenchServer(Session& s, const ServerLaunch& launch, int cpu) : link_(in_use()), cpu_(cpu) {
+  if (link_)
+    far_ = start_server(s, *link_);
+  else
+    local_.emplace(ServerProcess::start(launch, cpu));
+}
+
+void BenchServer::watch(Session& s, std::function<uint64_t()> progress) {
+  if (link_) return watch_server(s, *link_, std::move(progress));
+  s.add_peer({.role = "server",
+              .index = 0,
+              .process = &local_->process(),
+              .cpu = cpu_,
+              .progress = std::move(progress)});
+}
+
+std::pair<CpuUsage, CpuUsage> BenchServer::stop(Session& s) {
+  if (link_) return stop_server(s, *link_);
+  const CpuUsage window = s.peer_cpu().at(0);
+  return {window, local_->stop()};
+}
+
 namespace {
 // The transport pattern's receivers, on the host of the link in use.
 struct LinkReceivers final : FarReceivers {

@@ -19,12 +19,14 @@
 //   local  → {"op":"quit"} (or the end of its stdin)
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/model/mechanism.hpp"
+#include "core/peers/server.hpp"
 #include "core/process/process.hpp"
 
 namespace ipclab {
@@ -104,6 +106,32 @@ void watch_server(Session& s, Link& link, std::function<uint64_t()> progress);
 /// Stops the remote server: its CPU over the measured window and over its whole life, measured
 /// there (schedstat, as a local server's: charged as system time); a failed record on its errors.
 std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link);
+
+/// The server of a server benchmark (echo, servers), wherever it runs: here, a ServerProcess the
+/// session watches as its peer; with a link in use (--remote), on the other host, started, watched
+/// and stopped through the link (start_server, watch_server, stop_server). The one way both suites
+/// start, watch and stop their server.
+class BenchServer {
+ public:
+  /// Starts it: here, `launch` pinned to `cpu`; there, as the remote side launches it.
+  BenchServer(Session& s, const ServerLaunch& launch, int cpu);
+  int port() const { return link_ ? far_.port : local_->port(); }
+  /// Where the clients connect: "" (loopback) here, the remote side's address there.
+  const std::string& address() const { return far_.address; }
+  /// Watches it as the session's peer, `progress` its clients' count.
+  void watch(Session& s, std::function<uint64_t()> progress);
+  /// Stops it once the session's workers are done: its CPU over the measured window and over its
+  /// whole life.
+  std::pair<CpuUsage, CpuUsage> stop(Session& s);
+  /// The host it ran on, when not this one ("").
+  std::string measured_on() const { return link_ ? link_->host() : ""; }
+
+ private:
+  Link* link_;
+  int cpu_;
+  std::optional<ServerProcess> local_;
+  ServerAddress far_;
+};
 
 /// `ipclab remote-side`: the remote end, over its stdin and stdout. Returns the exit code.
 int serve();

@@ -144,15 +144,8 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // Several reactors pin their own threads: the process itself is then unpinned.
   if (k > 1) launch.reactor_cpus = at.reactors;
   const int process_cpu = k > 1 ? -1 : at.reactors[0];
-  // --remote: the server runs on the other host, started there by its ipclab (core/run/remote.hpp), and
-  // is watched through the ssh session; its CPU is measured there.
-  remote::Link* link = remote::in_use();
-  std::optional<ServerProcess> server;
-  remote::ServerAddress far;
-  if (link)
-    far = remote::start_server(s, *link);
-  else
-    server.emplace(ServerProcess::start(launch, process_cpu));
+  // Here, or with --remote on the other host (core/run/remote.hpp), its CPU measured there.
+  remote::BenchServer server(s, launch, process_cpu);
   // A client per client thread, on the heap, for a worker thread to find even if it could not be
   // stopped; each opens its share of the connections (the first connections % k one more).
   std::vector<std::unique_ptr<Client>> clients;
@@ -165,16 +158,9 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
     for (const Client* cl : cls) n += cl->echoes.load(std::memory_order_relaxed);
     return n;
   };
-  if (link)
-    remote::watch_server(s, *link, echoes);
-  else
-    s.add_peer({.role = "server",
-                .index = 0,
-                .process = &server->process(),
-                .cpu = process_cpu,
-                .progress = echoes});
-  const int port = link ? far.port : server->port();
-  const std::string address = far.address;
+  server.watch(s, echoes);
+  const int port = server.port();
+  const std::string address = server.address();
   const auto window_ns = uint64_t(o.duration_s * 1e9);
   std::vector<WorkerSpec> workers;
   for (size_t j = 0; j < k; ++j) {
@@ -199,14 +185,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   if (s.stuck())  // a stuck worker may still use them
     for (auto& c : clients) (void)c.release();
   clients.clear();
-  CpuUsage srv = link ? CpuUsage{} : s.peer_cpu().at(0), whole;
-  if (link) {
-    const auto [window, life] = remote::stop_server(s, *link);
-    srv = window;
-    whole = life;
-  } else {
-    whole = server->stop();
-  }
+  const auto [srv, whole] = server.stop(s);
 
   auto& rec = s.record();
   CpuUsage cli;
@@ -224,7 +203,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
   x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
-  if (link) x["server_measured_on"] = link->host();
+  if (const std::string on = server.measured_on(); !on.empty()) x["server_measured_on"] = on;
   if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
     x["reactor_note"] = fmt::format(
         "{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k, o.cpus.size());

@@ -165,18 +165,11 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   // Several reactors pin their own threads: the process itself is then unpinned.
   const std::vector<int> reactors = reactor_cpus(m, s);
   const int process_cpu = reactors.empty() ? server_cpu : -1;
-  // --remote: the server runs on the other host, started there by its ipclab (core/run/remote.hpp),
-  // watched through the ssh session, its CPU measured there.
-  remote::Link* link = remote::in_use();
-  std::optional<ServerProcess> server;
-  remote::ServerAddress far;
-  if (link)
-    far = remote::start_server(s, *link);
-  else
-    server.emplace(ServerProcess::start(s.mechanism().server(s), process_cpu));
+  // Here, or with --remote on the other host (core/run/remote.hpp), its CPU measured there.
+  remote::BenchServer server(s, s.mechanism().server(s), process_cpu);
 
-  const LoadConfig cfg{.port = link ? far.port : server->port(),
-                       .address = far.address,
+  const LoadConfig cfg{.port = server.port(),
+                       .address = server.address(),
                        .clients = clients,
                        .connect_timeout_s = double(p.i64("connect_timeout_ms")) * 1e-3,
                        .session_timeout_s = double(p.i64("session_timeout_ms")) * 1e-3};
@@ -184,14 +177,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   Waves* wv = waves.get();
   // The server shows progress only through the sessions the load generator sees advance.
   auto progress = [wv] { return wv->progress.load(std::memory_order_relaxed); };
-  if (link)
-    remote::watch_server(s, *link, progress);
-  else
-    s.add_peer({.role = "server",
-                .index = 0,
-                .process = &server->process(),
-                .cpu = process_cpu,
-                .progress = progress});
+  server.watch(s, progress);
   const bool event_driven = m.event_driven;
   // What the measured sessions come to, into the worker's slot.
   auto report = [event_driven](Worker& w, const LoadResult& r, uint64_t sent) {
@@ -237,11 +223,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   const WorkerResults slots = s.run_workers(
       {{.role = "client", .index = 0, .cpu = client_cpu, .body = std::move(body), .series = false}}, false,
       "session");
-  CpuUsage window, whole;
-  if (link)
-    std::tie(window, whole) = remote::stop_server(s, *link);
-  else
-    whole = server->stop(), window = s.peer_cpu().at(0);
+  const auto [window, whole] = server.stop(s);
   if (s.stuck()) {  // the record failed; the stuck worker may still use the waves
     waves.release();
     return std::nullopt;
@@ -249,7 +231,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
 
   const LoadResult& res = wv->measured;
   const double server_cpu_s = window.total_s();
-  if (link) rec.extra["server_measured_on"] = link->host();
+  if (const std::string on = server.measured_on(); !on.empty()) rec.extra["server_measured_on"] = on;
   const double client_cpu_s = slots[0].cpu.total_s();
   rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
   auto& x = rec.extra;
