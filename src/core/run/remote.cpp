@@ -2,13 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
-#include <netdb.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -380,19 +374,31 @@ void watch_server(Session& s, Link& link, std::function<uint64_t()> progress) {
   });
 }
 
-ServerAddress start_server(Session& s, Link& link) {
-  const Mechanism& m = s.mechanism();
+namespace {
+// Asks the far end for `op` ("server", "bench") of the session's benchmark, as its request_of
+// (remote_side.cpp) reads it: the mechanism, its parameters and where to listen, and `extra`.
+// Returns its reply; throws what the far end said when it could not.
+nlohmann::json ask(Session& s, Link& link, const char* op, const nlohmann::json& extra,
+                   const std::string& waiting_for) {
   nlohmann::json params = nlohmann::json::object();
   for (auto& [k, v] : s.params().items()) params[k] = v;
-  const double timeout = s.options().timeout_s();
-  link.send({{"op", "server"},
-             {"mechanism", m.full_name()},
-             {"params", params},
-             {"address", link.options().address}});
-  const auto r = link.receive(timeout, "its " + m.full_name() + " server");
+  nlohmann::json req = {{"op", op},
+                        {"mechanism", s.mechanism().full_name()},
+                        {"params", params},
+                        {"address", link.options().address}};
+  req.update(extra);
+  link.send(req);
+  auto r = link.receive(s.options().timeout_s(), waiting_for);
   if (r.contains("error"))
     throw std::runtime_error(
         fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  return r;
+}
+}  // namespace
+
+ServerAddress start_server(Session& s, Link& link) {
+  const Mechanism& m = s.mechanism();
+  const auto r = ask(s, link, "server", nlohmann::json::object(), "its " + m.full_name() + " server");
   ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address,
                   r.value("port", 0)};
   s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
@@ -492,20 +498,11 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   const Mechanism& m = s.mechanism();
   const auto it = crossing().find(m.full_name());
   if (it == crossing().end()) throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
-  nlohmann::json params = nlohmann::json::object();
-  for (auto& [k, v] : s.params().items()) params[k] = v;
-  const double timeout = s.options().timeout_s();
-  link.send({{"op", "bench"},
-             {"mechanism", m.full_name()},
-             {"params", params},
-             {"channels", s.params().i64_or("producers", 1)},
-             {"address", link.options().address},
-             {"duration_s", s.options().duration_s},
-             {"timeout_s", timeout}});
-  const auto r = link.receive(timeout, "its end of " + m.full_name());
-  if (r.contains("error"))
-    throw std::runtime_error(
-        fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
+  const auto r = ask(s, link, "bench",
+                     {{"channels", s.params().i64_or("producers", 1)},
+                      {"duration_s", s.options().duration_s},
+                      {"timeout_s", s.options().timeout_s()}},
+                     "its end of " + m.full_name());
   const std::string address =
       link.options().address.empty() ? r.value("address", "") : link.options().address;
   try {
