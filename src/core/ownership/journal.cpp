@@ -1,8 +1,6 @@
 #include "core/ownership/journal.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -11,8 +9,6 @@
 #include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -25,10 +21,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <system_error>
 #include <thread>
 #include <utility>
