@@ -17,7 +17,7 @@ namespace {
 
 // A window that holds several operations of its size on a loaded machine under ASan (one 3 MiB
 // round trip, verified in full, takes tens of ms there): no operation in it fails the run.
-Record run(const std::string& mech, Overrides o, double duration_s = 0.05) {
+Record run_bulk(const std::string& mech, Overrides o, double duration_s = 0.05) {
   return test::run_point("bulk/" + mech, std::move(o), duration_s);
 }
 
@@ -58,7 +58,7 @@ TEST_P(Bulk, EveryByteArrivesAndTheRecordStatesTheBulkFigures) {
         o["pattern"] = {pattern};
         o["size"] = {size};
         o["placement"] = {"unpinned"};
-        const Record r = run(v.mech, o, size == "3M" ? 0.3 : 0.05);
+        const Record r = run_bulk(v.mech, o, size == "3M" ? 0.3 : 0.05);
         if (r.status == Status::Skipped) {
           EXPECT_FALSE(r.error.empty()) << r.name << ": skipped without a reason";
           continue;
@@ -97,7 +97,7 @@ TEST_P(Bulk, SampledVerificationDeliversToo) {
   o["placement"] = {"unpinned"};
   for (std::string pattern : {"throughput", "roundtrip"}) {
     o["pattern"] = {pattern};
-    const Record r = run(v.mech, o);
+    const Record r = run_bulk(v.mech, o);
     if (r.status == Status::Skipped) continue;
     EXPECT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
     EXPECT_TRUE(r.integrity.clean()) << r.name;
@@ -108,14 +108,15 @@ INSTANTIATE_TEST_SUITE_P(All, Bulk, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Bulk, SizesOutsideTheSuitesRangeAreRefused) {
-  EXPECT_THROW(run("pipe", {{"size", {"2K"}}}), UsageError);
-  EXPECT_THROW(run("pipe", {{"size", {"2G"}}}), UsageError);
+  EXPECT_THROW(run_bulk("pipe", {{"size", {"2K"}}}), UsageError);
+  EXPECT_THROW(run_bulk("pipe", {{"size", {"2G"}}}), UsageError);
 }
 
 // A Unix socket has no zero-copy send: the kernel says so, and the benchmark is skipped with it.
 TEST(Bulk, ZeroCopyOnAUnixSocketIsSkippedWithTheKernelsReason) {
   for (std::string send : {"msg_zerocopy", "uring_send_zc"}) {
-    const Record r = run("zerocopy", {{"socket", {"unix"}}, {"send", {send}}, {"placement", {"unpinned"}}});
+    const Record r =
+        run_bulk("zerocopy", {{"socket", {"unix"}}, {"send", {send}}, {"placement", {"unpinned"}}});
     if (r.status == Status::Ok) continue;  // a kernel that learnt it
     EXPECT_EQ(r.status, Status::Skipped) << r.name << ": " << r.error;
     EXPECT_NE(r.error.find("unix socket"), std::string::npos) << r.error;

@@ -46,15 +46,15 @@ Record run_against(const std::function<void(int listen_fd, const Params& p)>& se
   return run(m, p);
 }
 
-struct Case {
+struct EchoCase {
   std::string mech, label;
   std::map<std::string, std::string> over;
 };
 
-class EveryServer : public ::testing::TestWithParam<Case> {};
+class EveryServer : public ::testing::TestWithParam<EchoCase> {};
 
 TEST_P(EveryServer, EchoesVerifiedBytes) {
-  const Case& c = GetParam();
+  const EchoCase& c = GetParam();
   const Mechanism* m = test::find_mechanism("echo", c.mech);
   if (!m) GTEST_SKIP() << "echo/" << c.mech << " is not built here";
   std::map<std::string, std::string> over{{"connections", "4"}, {"size", "1024"}};
@@ -83,22 +83,23 @@ TEST_P(EveryServer, EchoesVerifiedBytes) {
 INSTANTIATE_TEST_SUITE_P(
     Echo, EveryServer,
     ::testing::Values(
-        Case{"epoll", "", {}}, Case{"uring", "raw", {{"loop", "raw"}}},
-        Case{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
-        Case{"uring", "raw_oneshot_pollfirst", {{"loop", "raw"}, {"multishot", "0"}, {"poll_first", "1"}}},
-        Case{"uring", "raw_batched", {{"loop", "raw"}, {"wait_nr", "3"}, {"min_wait_us", "50"}}},
+        EchoCase{"epoll", "", {}}, EchoCase{"uring", "raw", {{"loop", "raw"}}},
+        EchoCase{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
+        EchoCase{
+            "uring", "raw_oneshot_pollfirst", {{"loop", "raw"}, {"multishot", "0"}, {"poll_first", "1"}}},
+        EchoCase{"uring", "raw_batched", {{"loop", "raw"}, {"wait_nr", "3"}, {"min_wait_us", "50"}}},
         // Messages larger than a provided buffer arrive in several chunks, sent back in order.
-        Case{"uring", "raw_64k", {{"loop", "raw"}, {"size", "65536"}, {"fixed_files", "1"}}},
-        Case{"uring", "ipcrt", {{"loop", "ipcrt"}}},
-        Case{"uring", "ipcrt_fixed", {{"loop", "ipcrt"}, {"fixed_files", "1"}}},
-        Case{"asio", "epoll", {{"backend", "epoll"}}}, Case{"asio", "io_uring", {{"backend", "io_uring"}}},
-        Case{"go", "", {}},
+        EchoCase{"uring", "raw_64k", {{"loop", "raw"}, {"size", "65536"}, {"fixed_files", "1"}}},
+        EchoCase{"uring", "ipcrt", {{"loop", "ipcrt"}}},
+        EchoCase{"uring", "ipcrt_fixed", {{"loop", "ipcrt"}, {"fixed_files", "1"}}},
+        EchoCase{"asio", "epoll", {{"backend", "epoll"}}},
+        EchoCase{"asio", "io_uring", {{"backend", "io_uring"}}}, EchoCase{"go", "", {}},
         // The cases above run the default client (uring where built); these the epoll one.
-        Case{"epoll", "client_epoll", {{"client", "epoll"}}},
-        Case{"uring", "raw_client_epoll", {{"loop", "raw"}, {"client", "epoll"}}},
-        Case{"uring", "raw_64k_client_epoll", {{"loop", "raw"}, {"size", "65536"}, {"client", "epoll"}}},
-        Case{"asio", "epoll_client_epoll", {{"backend", "epoll"}, {"client", "epoll"}}},
-        Case{"go", "client_epoll", {{"client", "epoll"}}}),
+        EchoCase{"epoll", "client_epoll", {{"client", "epoll"}}},
+        EchoCase{"uring", "raw_client_epoll", {{"loop", "raw"}, {"client", "epoll"}}},
+        EchoCase{"uring", "raw_64k_client_epoll", {{"loop", "raw"}, {"size", "65536"}, {"client", "epoll"}}},
+        EchoCase{"asio", "epoll_client_epoll", {{"backend", "epoll"}, {"client", "epoll"}}},
+        EchoCase{"go", "client_epoll", {{"client", "epoll"}}}),
     [](const auto& info) {
       return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label);
     });
@@ -422,10 +423,10 @@ TEST(EchoRate, RateBeyondReachIsSaturatedWithoutLatency) {
 // threads with four connections each; every echo verified, and each reactor and client thread a
 // side of the record on the CPU the layout gives it (client j on the (j+1)-th CPU, reactor i on
 // the (i+3)-th, round-robin: on two CPUs each reactor on a CPU of its own, beside a client).
-class TwoReactors : public ::testing::TestWithParam<Case> {};
+class TwoReactors : public ::testing::TestWithParam<EchoCase> {};
 
 TEST_P(TwoReactors, EchoVerifiedBytesFromPinnedReactors) {
-  const Case& c = GetParam();
+  const EchoCase& c = GetParam();
   const Mechanism* m = test::find_mechanism("echo", c.mech);
   if (!m) GTEST_SKIP() << "echo/" << c.mech << " is not built here";
   const std::vector<int> cpus = allowed_cpus();
@@ -464,12 +465,12 @@ TEST_P(TwoReactors, EchoVerifiedBytesFromPinnedReactors) {
 
 INSTANTIATE_TEST_SUITE_P(
     Echo, TwoReactors,
-    ::testing::Values(Case{"epoll", "", {}}, Case{"epoll", "client_epoll", {{"client", "epoll"}}},
-                      Case{"uring", "raw", {{"loop", "raw"}}},
-                      Case{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
-                      Case{"uring", "ipcrt", {{"loop", "ipcrt"}}},
+    ::testing::Values(EchoCase{"epoll", "", {}}, EchoCase{"epoll", "client_epoll", {{"client", "epoll"}}},
+                      EchoCase{"uring", "raw", {{"loop", "raw"}}},
+                      EchoCase{"uring", "raw_fixed", {{"loop", "raw"}, {"fixed_files", "1"}}},
+                      EchoCase{"uring", "ipcrt", {{"loop", "ipcrt"}}},
                       // Open loop: each client thread half the rate, on a schedule of its own.
-                      Case{"epoll", "rate", {{"pattern", "rate"}, {"rate", "2k"}}}),
+                      EchoCase{"epoll", "rate", {{"pattern", "rate"}, {"rate", "2k"}}}),
     [](const auto& info) {
       return info.param.mech + (info.param.label.empty() ? "" : "_" + info.param.label);
     });

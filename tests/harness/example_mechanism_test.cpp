@@ -16,7 +16,7 @@
 namespace ipclab {
 namespace {
 
-Record run(Overrides o) { return test::run_point("example/seqpacket_pair", std::move(o)); }
+Record run_example(Overrides o) { return test::run_point("example/seqpacket_pair", std::move(o)); }
 
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
@@ -28,15 +28,15 @@ std::string text_of(const std::string& path) {
 TEST(ExampleMechanism, TheHarnessDrivesItInBothPatternsAsThreadsAndProcesses) {
   for (const char* pattern : {"roundtrip", "throughput"})
     for (const char* mode : {"threads", "processes"}) {
-      const Record r =
-          run({{"pattern", {pattern}}, {"mode", {mode}}, {"size", {"256"}}, {"placement", {"unpinned"}}});
+      const Record r = run_example(
+          {{"pattern", {pattern}}, {"mode", {mode}}, {"size", {"256"}}, {"placement", {"unpinned"}}});
       SCOPED_TRACE(r.name);
       EXPECT_EQ(r.status, Status::Ok) << r.error;
       EXPECT_GT(r.ops, 0u);
       EXPECT_GT(r.integrity.received, 0u);
       EXPECT_TRUE(r.integrity.clean()) << r.integrity.text();
     }
-  const Record pairs = run(
+  const Record pairs = run_example(
       {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}});
   EXPECT_EQ(pairs.status, Status::Ok) << pairs.error;
   EXPECT_TRUE(pairs.integrity.clean()) << pairs.integrity.text();
@@ -45,7 +45,7 @@ TEST(ExampleMechanism, TheHarnessDrivesItInBothPatternsAsThreadsAndProcesses) {
 TEST(ExampleMechanism, ItsChecksRefuseWhatItCannotDo) {
   // Throughput with two producers on one socketpair: refused while planning, with the reason.
   try {
-    run({{"pattern", {"throughput"}}, {"producers", {"2"}}});
+    run_example({{"pattern", {"throughput"}}, {"producers", {"2"}}});
     ADD_FAILURE() << "two producers on one socketpair were planned";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("one socketpair carries one conversation"), std::string::npos)

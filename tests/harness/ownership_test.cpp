@@ -20,6 +20,7 @@
 #include <system_error>
 #include <vector>
 
+#include "../ownership_support.hpp"
 #include "core/ownership/journal.hpp"
 #include "core/ownership/sweep.hpp"
 #include "core/process/process.hpp"
@@ -27,10 +28,8 @@
 namespace ipclab {
 namespace {
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
+using test::exists;
+using test::run_folders_of;
 
 std::string shm_path(const std::string& name) { return "/dev/shm" + name; }
 std::string sem_path(const std::string& name) { return "/dev/shm/sem." + name.substr(1); }
@@ -41,17 +40,6 @@ bool mq_exists(const std::string& name) {
   return true;
 }
 bool msgq_exists(int key) { return msgget(key, 0) >= 0; }
-
-std::vector<std::string> run_folders_of(pid_t pid) {
-  std::vector<std::string> out;
-  const std::string prefix = "run." + std::to_string(pid) + ".";
-  if (DIR* d = opendir(ipc::state_dir().c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(ipc::state_dir() + "/" + e->d_name);
-    closedir(d);
-  }
-  return out;
-}
 
 // What a child's run created, sent back through a pipe.
 struct Created {

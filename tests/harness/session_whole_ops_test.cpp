@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kOpNs = 30'000'000;  // 30 ms: longer than the window of the first tests
 
 // Runs one worker whose every operation is `op` (timed into the slot, counted when measured).
-Record run(double duration_s, bool whole_ops, bool process_cpu, const std::function<void()>& op) {
+Record run_session(double duration_s, bool whole_ops, bool process_cpu, const std::function<void()>& op) {
   Mechanism m{.suite = "harness", .name = "whole_ops"};
   Params p;
   RunOptions o;
@@ -59,7 +59,7 @@ void burn(uint64_t ns) {
 }
 
 TEST(SessionWholeOps, AWindowShorterThanAnOperationMeasuresOneWholeOperation) {
-  const Record r = run(0.001, true, false, [] { sleep_ns(kOpNs); });
+  const Record r = run_session(0.001, true, false, [] { sleep_ns(kOpNs); });
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   ASSERT_GE(r.ops, 1u);
   // The window is the worker's own: every operation it counted lies inside it.
@@ -74,7 +74,7 @@ TEST(SessionWholeOps, TheWindowEndsWithTheOperationRunningAtTheStop) {
   // so the window is at least two whole operations long, not 50 ms. (The worker sees the window
   // open between two of its operations, up to a wake-up late: with 40 ms, a wake-up 10 ms late —
   // two vCPUs busy with another test beside this one — left room for one operation only.)
-  const Record r = run(0.05, true, false, [] { sleep_ns(kOpNs); });
+  const Record r = run_session(0.05, true, false, [] { sleep_ns(kOpNs); });
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   ASSERT_GE(r.ops, 2u);
   EXPECT_GE(r.wall_s * 1e9, double(r.ops * kOpNs));
@@ -85,7 +85,7 @@ TEST(SessionWholeOps, WithoutItTheWindowIsTheSessionsOwn) {
   // The contrast: a plain worker's window closes at the stop, with its operation unfinished (a
   // long one, so that a descheduled coordinator cannot blur the difference).
   constexpr uint64_t kLongNs = 300'000'000;
-  const Record r = run(0.04, false, false, [] { sleep_ns(kLongNs); });
+  const Record r = run_session(0.04, false, false, [] { sleep_ns(kLongNs); });
   ASSERT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_LT(r.wall_s * 1e9, double(kLongNs));
 }
@@ -94,13 +94,13 @@ TEST(SessionWholeOps, ProcessCpuCountsTheThreadsTheWorkerStarts) {
   // Each operation hands 10 ms of CPU work to a thread of its own and waits for it.
   constexpr uint64_t kBurnNs = 10'000'000;
   auto op = [] { std::thread([] { burn(kBurnNs); }).join(); };
-  const Record whole = run(0.05, true, true, op);
+  const Record whole = run_session(0.05, true, true, op);
   ASSERT_EQ(whole.status, Status::Ok) << whole.error;
   ASSERT_GE(whole.ops, 1u);
   const double per_op = (whole.cpu.user_s + whole.cpu.sys_s) / double(whole.ops);
   EXPECT_GE(per_op, 0.9 * double(kBurnNs) * 1e-9) << "the helper threads' CPU is missing";
   // A thread worker's own CPU (RUSAGE_THREAD) leaves them out.
-  const Record own = run(0.05, true, false, op);
+  const Record own = run_session(0.05, true, false, op);
   ASSERT_EQ(own.status, Status::Ok) << own.error;
   EXPECT_LT((own.cpu.user_s + own.cpu.sys_s) / double(own.ops), 0.5 * double(kBurnNs) * 1e-9);
 }

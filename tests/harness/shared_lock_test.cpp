@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../ownership_support.hpp"
 #include "core/base/error.hpp"
 #include "core/ownership/journal.hpp"
 #include "core/ownership/sweep.hpp"
@@ -20,21 +21,8 @@
 namespace ipclab {
 namespace {
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
-
-std::vector<std::string> run_folders_of(pid_t pid) {
-  std::vector<std::string> out;
-  const std::string prefix = "run." + std::to_string(pid) + ".";
-  if (DIR* d = opendir(ipc::state_dir().c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
-    closedir(d);
-  }
-  return out;
-}
+using test::exists;
+using test::run_folders_of;
 
 std::string read_all(int fd) {
   std::string text;

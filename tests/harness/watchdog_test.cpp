@@ -16,7 +16,7 @@
 namespace ipclab {
 namespace {
 
-struct Side {
+struct WatchedSide {
   std::atomic<uint64_t> progress{0};
   std::atomic<pid_t> tid{0};
 };
@@ -24,7 +24,7 @@ struct Side {
 TEST(Watchdog, NamesTheBusySideWhenTheWaitingSideWentQuietFirst) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
-  Side waiter, spinner;
+  WatchedSide waiter, spinner;
   std::atomic<bool> stop{false};
   // Waits (state S) in read() on a pipe nobody writes until the end: no progress from the start.
   std::thread w([&] {

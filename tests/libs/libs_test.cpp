@@ -19,7 +19,7 @@
 namespace ipclab {
 namespace {
 
-Record run(const std::string& mech, Overrides o) { return test::run_point("libs/" + mech, std::move(o)); }
+Record run_lib(const std::string& mech, Overrides o) { return test::run_point("libs/" + mech, std::move(o)); }
 
 class Libs : public ::testing::TestWithParam<std::string> {};
 
@@ -28,10 +28,10 @@ TEST_P(Libs, EveryEndpointAndPatternDeliversEveryMessageIntact) {
   for (std::string endpoint : {"ipc", "tcp", "inproc"})
     for (std::string pattern : {"throughput", "roundtrip"})
       for (std::string size : {"64", "4K", "64K"}) {
-        const Record r = run(lib, {{"endpoint", {endpoint}},
-                                   {"pattern", {pattern}},
-                                   {"size", {size}},
-                                   {"placement", {"unpinned"}}});
+        const Record r = run_lib(lib, {{"endpoint", {endpoint}},
+                                       {"pattern", {pattern}},
+                                       {"size", {size}},
+                                       {"placement", {"unpinned"}}});
         ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
         EXPECT_GT(r.ops, 0u) << r.name;
         EXPECT_TRUE(r.integrity.clean()) << r.name;
@@ -51,11 +51,11 @@ INSTANTIATE_TEST_SUITE_P(All, Libs, ::testing::Values("zmq", "nng"),
 
 TEST(Libs, ZmqRequestReplyRunsRoundTripsOnly) {
   const Record r =
-      run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"roundtrip"}}, {"placement", {"unpinned"}}});
+      run_lib("zmq", {{"socket", {"reqrep"}}, {"pattern", {"roundtrip"}}, {"placement", {"unpinned"}}});
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", "REQ"}, {"receiver", "REP"}}));
-  EXPECT_THROW(run("zmq", {{"socket", {"reqrep"}}, {"pattern", {"throughput"}}}), UsageError);
+  EXPECT_THROW(run_lib("zmq", {{"socket", {"reqrep"}}, {"pattern", {"throughput"}}}), UsageError);
 }
 
 // -p socket=auto is the pair libzmq's perf tools use for the pattern (REQ/REP round trips,
@@ -70,7 +70,7 @@ TEST(Libs, ZmqSocketAutoIsThePerfToolsPairForThePattern) {
   for (const auto& [key, sockets] : want) {
     Overrides o = {{"socket", {key.first}}, {"pattern", {key.second}}, {"placement", {"unpinned"}}};
     if (key.second == "rate") o["rate"] = {"2k"};
-    const Record r = run("zmq", o);
+    const Record r = run_lib("zmq", o);
     ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
     EXPECT_TRUE(r.integrity.clean()) << r.name;
     EXPECT_EQ(r.extra.at("sockets"),
@@ -86,11 +86,11 @@ TEST(Libs, ZmqPushPullDeliversEveryMessageOnceAndStops) {
   for (std::string endpoint : {"ipc", "tcp", "inproc"})
     for (std::string size : {"64", "64K"}) {
       const auto t0 = std::chrono::steady_clock::now();
-      const Record r = run("zmq", {{"socket", {"pushpull"}},
-                                   {"endpoint", {endpoint}},
-                                   {"pattern", {"throughput"}},
-                                   {"size", {size}},
-                                   {"placement", {"unpinned"}}});
+      const Record r = run_lib("zmq", {{"socket", {"pushpull"}},
+                                       {"endpoint", {endpoint}},
+                                       {"pattern", {"throughput"}},
+                                       {"size", {size}},
+                                       {"placement", {"unpinned"}}});
       const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
       EXPECT_GT(r.integrity.sent, 0u) << r.name;
@@ -102,7 +102,7 @@ TEST(Libs, ZmqPushPullDeliversEveryMessageOnceAndStops) {
       EXPECT_EQ(r.extra.at("sockets"), (nlohmann::json{{"sender", "PUSH"}, {"receiver", "PULL"}})) << r.name;
       EXPECT_LT(took_s, 4.5) << r.name << ": the sender waited out its bound for the stop's acknowledgement";
     }
-  EXPECT_THROW(run("zmq", {{"socket", {"pushpull"}}, {"pattern", {"roundtrip"}}}), UsageError);
+  EXPECT_THROW(run_lib("zmq", {{"socket", {"pushpull"}}, {"pattern", {"roundtrip"}}}), UsageError);
 }
 
 // iceoryx through the harness's own RouDi: both patterns, both ways of waiting, 64 B to 64 KiB,
@@ -116,10 +116,10 @@ TEST(Libs, IceoryxDeliversEveryMessageInPlace) {
       for (std::string size : {"64", "4K", "64K"}) {
         // Spinning needs the other side on a CPU of its own (refused on one).
         if (wait == "spin" && !two_cpus) continue;
-        const Record r = run("iceoryx", {{"wait", {wait}},
-                                         {"pattern", {pattern}},
-                                         {"size", {size}},
-                                         {"placement", {wait == "spin" ? "cross" : "unpinned"}}});
+        const Record r = run_lib("iceoryx", {{"wait", {wait}},
+                                             {"pattern", {pattern}},
+                                             {"size", {size}},
+                                             {"placement", {wait == "spin" ? "cross" : "unpinned"}}});
         if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
         ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
         EXPECT_GT(r.ops, 0u) << r.name;
@@ -133,12 +133,12 @@ TEST(Libs, IceoryxDeliversEveryMessageInPlace) {
         // RouDi is a peer of the session: its CPU over the window is charged apart.
         EXPECT_TRUE(r.extra.at("cpu_by_role").contains("roudi")) << r.extra.dump();
       }
-  EXPECT_THROW(run("iceoryx", {{"wait", {"spin"}}, {"placement", {"same"}}}), UsageError);
+  EXPECT_THROW(run_lib("iceoryx", {{"wait", {"spin"}}, {"placement", {"same"}}}), UsageError);
 }
 
 TEST(Libs, InprocCrossesNoProcess) {
   for (std::string lib : {"zmq", "nng"})
-    EXPECT_THROW(run(lib, {{"endpoint", {"inproc"}}, {"mode", {"processes"}}}), UsageError);
+    EXPECT_THROW(run_lib(lib, {{"endpoint", {"inproc"}}, {"mode", {"processes"}}}), UsageError);
 }
 
 }  // namespace

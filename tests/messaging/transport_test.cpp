@@ -15,7 +15,7 @@
 namespace ipclab {
 namespace {
 
-Record run(const std::string& mech, Overrides o) {
+Record run_transport(const std::string& mech, Overrides o) {
   auto mechs = select_mechanisms({"messaging/" + mech});
   auto plan_ = plan(mechs, Preset::Default, o);
   EXPECT_EQ(plan_.size(), 1u);
@@ -53,36 +53,36 @@ void expect_clean(const Record& r) {
   EXPECT_GT(r.integrity.received, 0u) << r.name;
 }
 
-struct Case {
+struct TransportCase {
   std::string mech;
   bool processes, shared;
 };
 
-class Messaging : public ::testing::TestWithParam<Case> {};
+class Messaging : public ::testing::TestWithParam<TransportCase> {};
 
 TEST_P(Messaging, RoundTripDeliversEveryMessageIntact) {
   const auto& c = GetParam();
   for (int64_t size : {8, 64, 8192})
-    expect_clean(
-        run(c.mech,
-            {{"pattern", {"roundtrip"}}, {"size", {size_for(c.mech, size)}}, {"placement", {"unpinned"}}}));
+    expect_clean(run_transport(
+        c.mech,
+        {{"pattern", {"roundtrip"}}, {"size", {size_for(c.mech, size)}}, {"placement", {"unpinned"}}}));
 }
 
 TEST_P(Messaging, ThroughputDeliversEveryMessageInOrder) {
   const auto& c = GetParam();
   for (int64_t size : {24, 1000, 8192})
-    expect_clean(run(c.mech, {{"pattern", {"throughput"}},
-                              {"size", {size_for(c.mech, size)}},
-                              {"placement", {"unpinned"}},
-                              {"random", {"1"}}}));
+    expect_clean(run_transport(c.mech, {{"pattern", {"throughput"}},
+                                        {"size", {size_for(c.mech, size)}},
+                                        {"placement", {"unpinned"}},
+                                        {"random", {"1"}}}));
 }
 
 TEST_P(Messaging, ProcessesAndSeveralPairs) {
   const auto& c = GetParam();
   if (c.processes)
-    expect_clean(
-        run(c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
-  expect_clean(run(
+    expect_clean(run_transport(
+        c.mech, {{"pattern", {"throughput"}}, {"mode", {"processes"}}, {"placement", {"unpinned"}}}));
+  expect_clean(run_transport(
       c.mech,
       {{"pattern", {"roundtrip"}}, {"producers", {"2"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}}));
 }
@@ -92,10 +92,10 @@ TEST_P(Messaging, SharedQueueWithSeveralProducersAndConsumers) {
   Overrides o{
       {"pattern", {"throughput"}}, {"producers", {"3"}}, {"consumers", {"2"}}, {"placement", {"unpinned"}}};
   if (!c.shared) {
-    EXPECT_THROW(run(c.mech, o), UsageError);
+    EXPECT_THROW(run_transport(c.mech, o), UsageError);
     return;
   }
-  expect_clean(run(c.mech, o));
+  expect_clean(run_transport(c.mech, o));
 }
 
 // Open loop: every message sent on its schedule arrives intact, its latency recorded from its
@@ -110,7 +110,7 @@ TEST_P(Messaging, OpenLoopDeliversEveryMessageOnItsSchedule) {
               {"size", {size_for(c.mech, 100)}},
               {"mode", {c.processes ? "processes" : "threads"}}};
   if (c.shared) o["producers"] = o["consumers"] = {"2"};
-  const Record r = run(c.mech, o);
+  const Record r = run_transport(c.mech, o);
   expect_clean(r);
   const auto& rate = r.extra.at("rate");
   EXPECT_EQ(rate.at("requested_per_s").get<double>(), 2000.0);
@@ -132,35 +132,37 @@ TEST_P(Messaging, OpenLoopDeliversEveryMessageOnItsSchedule) {
     EXPECT_GE(double(v) * 1.01, raw.at(q).get<double>()) << r.name << " " << q;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Messaging,
-                         ::testing::Values(Case{"pipe", true, false}, Case{"fifo", true, false},
-                                           Case{"unix_stream", true, false}, Case{"unix_dgram", true, true},
-                                           Case{"unix_seqpacket", true, true}, Case{"tcp", true, false},
-                                           Case{"udp", true, true}, Case{"posix_mq", true, true},
-                                           Case{"sysv_mq", true, true}, Case{"eventfd", true, false},
-                                           Case{"shm_spsc", true, false}, Case{"shm_mpmc", true, true},
-                                           Case{"mutex_cv", false, true}, Case{"lockfree_queue", false, true},
-                                           Case{"uring_msg_ring", false, false}),
-                         [](const auto& info) { return info.param.mech; });
+INSTANTIATE_TEST_SUITE_P(
+    All, Messaging,
+    ::testing::Values(TransportCase{"pipe", true, false}, TransportCase{"fifo", true, false},
+                      TransportCase{"unix_stream", true, false}, TransportCase{"unix_dgram", true, true},
+                      TransportCase{"unix_seqpacket", true, true}, TransportCase{"tcp", true, false},
+                      TransportCase{"udp", true, true}, TransportCase{"posix_mq", true, true},
+                      TransportCase{"sysv_mq", true, true}, TransportCase{"eventfd", true, false},
+                      TransportCase{"shm_spsc", true, false}, TransportCase{"shm_mpmc", true, true},
+                      TransportCase{"mutex_cv", false, true}, TransportCase{"lockfree_queue", false, true},
+                      TransportCase{"uring_msg_ring", false, false}),
+    [](const auto& info) { return info.param.mech; });
 
 TEST(Messaging, EveryWaitStrategyOfTheRings) {
   for (std::string m : {"shm_spsc", "shm_mpmc"})
     for (std::string w : {"spin", "spin_yield", "futex", "adaptive"})
       for (std::string pattern : {"throughput", "roundtrip"})
-        expect_clean(run(
+        expect_clean(run_transport(
             m, {{"pattern", {pattern}}, {"wait", {w}}, {"placement", {"unpinned"}}, {"queue_depth", {"4"}}}));
 }
 
 TEST(Messaging, NonBlockingBusyPolls) {
   for (std::string m : {"fifo", "unix_stream", "unix_dgram", "tcp", "udp", "posix_mq", "sysv_mq", "eventfd"})
-    expect_clean(run(m, {{"pattern", {"throughput"}}, {"nonblocking", {"1"}}, {"placement", {"unpinned"}}}));
+    expect_clean(
+        run_transport(m, {{"pattern", {"throughput"}}, {"nonblocking", {"1"}}, {"placement", {"unpinned"}}}));
 }
 
 TEST(Messaging, ImpossibleCombinationsAreRefused) {
-  EXPECT_THROW(run("mutex_cv", {{"mode", {"processes"}}}), UsageError);
-  EXPECT_THROW(run("udp", {{"size", {"65536"}}}), UsageError);
-  EXPECT_THROW(run("shm_spsc", {{"pattern", {"throughput"}}, {"producers", {"2"}}}), UsageError);
-  EXPECT_THROW(run("tcp", {{"pattern", {"roundtrip"}}, {"producers", {"2"}}}), UsageError);
+  EXPECT_THROW(run_transport("mutex_cv", {{"mode", {"processes"}}}), UsageError);
+  EXPECT_THROW(run_transport("udp", {{"size", {"65536"}}}), UsageError);
+  EXPECT_THROW(run_transport("shm_spsc", {{"pattern", {"throughput"}}, {"producers", {"2"}}}), UsageError);
+  EXPECT_THROW(run_transport("tcp", {{"pattern", {"roundtrip"}}, {"producers", {"2"}}}), UsageError);
 }
 
 // One byte over the kernel's cap on a queue's messages, as read here, is refused naming the cap.
@@ -169,7 +171,7 @@ void expect_over_the_cap_refused(const std::string& mech, const std::string& cap
   if (cap >= 65536)
     GTEST_SKIP() << cap_name << " is " << cap << " here: every size the size parameter allows fits";
   try {
-    run(mech, {{"size", {std::to_string(cap + 1)}}, {"placement", {"unpinned"}}});
+    run_transport(mech, {{"size", {std::to_string(cap + 1)}}, {"placement", {"unpinned"}}});
     ADD_FAILURE() << mech << " ran " << cap + 1 << "-byte messages over " << cap_name << " = " << cap;
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(cap_name), std::string::npos) << e.what();
@@ -182,8 +184,8 @@ TEST(Messaging, PosixMqSizeOverMsgsizeMaxIsRefused) {
 TEST(Messaging, SysvMqSizeOverMsgmaxIsRefused) { expect_over_the_cap_refused("sysv_mq", "msgmax"); }
 
 TEST(Messaging, PosixMqDepthIsCappedAndRecorded) {
-  Record r =
-      run("posix_mq", {{"pattern", {"throughput"}}, {"queue_depth", {"1000"}}, {"placement", {"unpinned"}}});
+  Record r = run_transport(
+      "posix_mq", {{"pattern", {"throughput"}}, {"queue_depth", {"1000"}}, {"placement", {"unpinned"}}});
   expect_clean(r);
   ASSERT_TRUE(r.extra.contains("mq_maxmsg"));
   // Capped at the kernel's limit, read here (RLIMIT_MSGQUEUE may cap it further).

@@ -49,13 +49,13 @@ std::vector<pid_t> children() {
   return out;
 }
 
-bool exists(pid_t pid) { return kill(pid, 0) == 0; }
+bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
-struct Case {
+struct PingpongCase {
   std::string mechanism, wait;
 };
 
-class OtherProcessGuest : public ::testing::TestWithParam<Case> {};
+class OtherProcessGuest : public ::testing::TestWithParam<PingpongCase> {};
 
 TEST_P(OtherProcessGuest, EveryRoundTripIsAnsweredAndVerified) {
   const auto& c = GetParam();
@@ -76,8 +76,8 @@ TEST_P(OtherProcessGuest, EveryRoundTripIsAnsweredAndVerified) {
   EXPECT_TRUE(children().empty()) << "the guest was not reaped";
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> v;
+std::vector<PingpongCase> cases() {
+  std::vector<PingpongCase> v;
   for (auto m : {"pingpong/process", "pingpong/go"})
     for (auto& w : pingpong::wait_names()) v.push_back({m, w});
   return v;
@@ -105,7 +105,7 @@ std::pair<Record, double> disturb_guest(const std::string& mechanism, const std:
   kill(guest, sig);
   Record r = run.get();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_FALSE(exists(guest)) << "guest left behind";
+  EXPECT_FALSE(alive(guest)) << "guest left behind";
   return {r, secs};
 }
 

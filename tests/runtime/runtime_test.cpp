@@ -13,7 +13,7 @@
 namespace ipclab {
 namespace {
 
-Record run(const std::string& mech, Overrides o) {
+Record run_runtime(const std::string& mech, Overrides o) {
   auto planned = plan(select_mechanisms({"runtime/" + mech}), Preset::Default, o);
   EXPECT_EQ(planned.size(), 1u);
   RunOptions opts;
@@ -28,14 +28,14 @@ bool registered(const std::string& mech) {
   return false;
 }
 
-struct Case {
+struct RuntimeCase {
   std::string bench;
   Overrides params;
   uint64_t ops;
   uint64_t results = 0;  // results checked, when not one per operation (switch_many: one per task)
 };
 
-const Case kCases[] = {
+const RuntimeCase kCases[] = {
     {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},  // last batch partial
     {"switch", {{"n", {"777"}}}, 777},
     {"channel", {{"n", {"1000"}}, {"capacity", {"16"}}}, 1000},
@@ -61,7 +61,7 @@ TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
       const std::string mech = c.bench + "_" + rt;
       if (rt == "ipcrt" && !registered(mech)) GTEST_SKIP() << "built without ipcrt";
       SCOPED_TRACE(mech);
-      expect_verified(run(mech, c.params), c.ops);
+      expect_verified(run_runtime(mech, c.params), c.ops);
     }
   }
 }
@@ -69,7 +69,7 @@ TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
 // Issue 20's drive modes and many-task switch, on the C++ runtimes: every bench under either
 // drive, and switch_many with n not a multiple of tasks (ops = the switches done, 77 * 10) and with
 // one task per switch.
-const Case kDriveCases[] = {
+const RuntimeCase kDriveCases[] = {
     {"spawn", {{"n", {"1000"}}, {"batch", {"64"}}}, 1000},
     {"switch", {{"n", {"777"}}}, 777},
     {"channel", {{"n", {"300"}}, {"capacity", {"0"}}}, 300},
@@ -87,7 +87,7 @@ TEST(RuntimeSuite, EveryDriveModeRunsAndVerifies) {
         SCOPED_TRACE(mech + " drive=" + drive);
         Overrides o = c.params;
         o["drive"] = {drive};
-        const Record r = run(mech, o);
+        const Record r = run_runtime(mech, o);
         expect_verified(r, c.ops, c.results);
         EXPECT_EQ(r.params.str("drive"), drive);  // the record says how it was driven
       }
@@ -139,7 +139,7 @@ TEST(RuntimeSuite, GoPeersRunAndVerify) {
   for (const auto& c : kCases) {
     const std::string mech = c.bench + "_go";
     SCOPED_TRACE(mech);
-    const Record r = run(mech, c.params);
+    const Record r = run_runtime(mech, c.params);
     if (r.status == Status::Skipped) GTEST_SKIP() << r.error;
     expect_verified(r, c.ops);
     EXPECT_EQ(r.extra.value("gomaxprocs", 0), 1);
@@ -152,11 +152,12 @@ TEST(RuntimeSuite, GoPeersRunAndVerify) {
 TEST(RuntimeSuite, GoPeersDriveModesAndSwitchMany) {
   for (const std::string drive : {"block_on", "spawned"}) {
     SCOPED_TRACE(drive);
-    const Record sw = run("switch_go", {{"n", {"300"}}, {"drive", {drive}}});
+    const Record sw = run_runtime("switch_go", {{"n", {"300"}}, {"drive", {drive}}});
     if (sw.status == Status::Skipped) GTEST_SKIP() << sw.error;
     expect_verified(sw, 300);
     EXPECT_EQ(sw.extra.value("drive", ""), drive);
-    const Record many = run("switch_many_go", {{"n", {"1000"}}, {"tasks", {"7"}}, {"drive", {drive}}});
+    const Record many =
+        run_runtime("switch_many_go", {{"n", {"1000"}}, {"tasks", {"7"}}, {"drive", {drive}}});
     expect_verified(many, 994);
     EXPECT_EQ(many.extra.value("drive", ""), drive);
     EXPECT_EQ(many.extra.value("tasks", 0), 7);

@@ -178,6 +178,6 @@ struct Registrar {
 #define IPCLAB_CONCAT(a, b) IPCLAB_CONCAT2(a, b)
 /// Registers a Mechanism or a Suite at start-up: `IPCLAB_REGISTER(Mechanism{...});`
 #define IPCLAB_REGISTER(...) \
-  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __LINE__) { __VA_ARGS__ }
+  static const ::ipclab::Registrar IPCLAB_CONCAT(ipclab_registrar_, __COUNTER__) { __VA_ARGS__ }
 
 }  // namespace ipclab

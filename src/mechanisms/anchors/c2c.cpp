@@ -20,7 +20,7 @@ struct alignas(64) Line {
 // could leave just as the client published a round trip, and the client would wait forever.
 constexpr uint64_t kDone = UINT64_MAX;
 
-void run(Session& s) {
+void c2c(Session& s) {
   const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
   auto line = std::make_unique<Line>();
   Line* l = line.get();
@@ -80,7 +80,7 @@ IPCLAB_REGISTER(Mechanism{
                 .help = "time every Nth round trip (a clock read costs ~30 ns here)",
                 .min = 1,
                 .max = 1'000'000}},
-    .workload = run,
+    .workload = c2c,
 });
 
 }  // namespace

@@ -30,7 +30,7 @@ void futex_wake(std::atomic<uint32_t>& word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-void run(Session& s) {
+void futex_pingpong(Session& s) {
   struct alignas(64) Word {
     std::atomic<uint32_t> v{kClientTurn};
   };
@@ -75,7 +75,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "futex",
     .help = "futex wake round trip between two sleeping threads",
     .params = {std_params::placement()},
-    .workload = run,
+    .workload = futex_pingpong,
 });
 
 }  // namespace

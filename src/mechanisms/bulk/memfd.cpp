@@ -31,7 +31,7 @@ namespace {
 using messaging::check_rc;
 
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
-constexpr uint32_t kSlots = 2;
+constexpr uint32_t kMemfdSlots = 2;
 
 int new_memfd(const char* name, size_t bytes) {
   const int fd = check_rc(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), "memfd_create");
@@ -65,7 +65,7 @@ class SealEndpoint final : public InPlaceEndpoint {
     drop_writing();
     // At most two messages in flight: each is a whole message's worth of pages until its
     // receiver lets go of it (and says so with a credit).
-    if (inflight_ == kSlots) {
+    if (inflight_ == kMemfdSlots) {
       notes_.credit();
       --inflight_;
     }
@@ -76,7 +76,7 @@ class SealEndpoint final : public InPlaceEndpoint {
 
   void send(const std::byte* data, size_t len) override {
     if (data == rmap_ && rfd_ >= 0) {  // an echo: the sealed memfd received goes back as it is
-      if (inflight_ == kSlots) {
+      if (inflight_ == kMemfdSlots) {
         notes_.credit();
         --inflight_;
       }
@@ -142,15 +142,15 @@ class RingEndpoint final : public InPlaceEndpoint {
  public:
   // out_fd: the memfd this side writes (-1: none); in_fd: the one it reads.
   RingEndpoint(int sock, int out_fd, int in_fd, size_t size) : notes_(sock), size_(size) {
-    if (out_fd >= 0) out_ = map_fd(out_fd, kSlots * size, PROT_READ | PROT_WRITE);
+    if (out_fd >= 0) out_ = map_fd(out_fd, kMemfdSlots * size, PROT_READ | PROT_WRITE);
     if (in_fd >= 0) {
-      in_ = map_fd(in_fd, kSlots * size, PROT_READ);
-      for (uint32_t k = 0; k < kSlots; ++k) notes_.send({.kind = Note::Credit, .slot = k});
+      in_ = map_fd(in_fd, kMemfdSlots * size, PROT_READ);
+      for (uint32_t k = 0; k < kMemfdSlots; ++k) notes_.send({.kind = Note::Credit, .slot = k});
     }
   }
   ~RingEndpoint() override {
-    if (out_) munmap(out_, kSlots * size_);
-    if (in_) munmap(in_, kSlots * size_);
+    if (out_) munmap(out_, kMemfdSlots * size_);
+    if (in_) munmap(in_, kMemfdSlots * size_);
   }
 
   std::byte* send_buffer(std::byte*, size_t) override {
@@ -168,9 +168,9 @@ class RingEndpoint final : public InPlaceEndpoint {
   std::byte* recv_in_place(std::byte*, size_t len) override {
     if (held_) notes_.send({.kind = Note::Credit, .slot = held_ - 1});  // read: the slot goes back
     const Note n = notes_.data();
-    if (n.slot >= kSlots || n.len != len)
-      throw std::runtime_error(
-          fmt::format("a note for slot {} of {} bytes, expected < {} and {}", n.slot, n.len, kSlots, len));
+    if (n.slot >= kMemfdSlots || n.len != len)
+      throw std::runtime_error(fmt::format("a note for slot {} of {} bytes, expected < {} and {}", n.slot,
+                                           n.len, kMemfdSlots, len));
     held_ = n.slot + 1;
     return in_ + n.slot * size_;
   }
@@ -190,8 +190,8 @@ class MemfdTransport final : public Transport {
         roundtrip_(std_params::is_roundtrip(p)) {
     notify_pair(sock_);
     if (ring_) {
-      up_ = new_memfd("ipclab-bulk-ring", kSlots * size_);
-      if (roundtrip_) down_ = new_memfd("ipclab-bulk-ring", kSlots * size_);
+      up_ = new_memfd("ipclab-bulk-ring", kMemfdSlots * size_);
+      if (roundtrip_) down_ = new_memfd("ipclab-bulk-ring", kMemfdSlots * size_);
     }
   }
   ~MemfdTransport() override {

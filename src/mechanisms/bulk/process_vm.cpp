@@ -26,7 +26,7 @@ namespace {
 
 using messaging::retry_errno;
 
-constexpr uint32_t kSlots = 2;
+constexpr uint32_t kVmSlots = 2;
 
 /// Moves `len` bytes between this process's `local` and `pid`'s `remote` (pull: into local).
 void cross_copy(bool pull, pid_t pid, std::byte* local, uint64_t remote, size_t len) {
@@ -50,7 +50,7 @@ void cross_copy(bool pull, pid_t pid, std::byte* local, uint64_t remote, size_t 
 
 class Slots {
  public:
-  explicit Slots(size_t size) : mem_(kSlots * size), size_(size) {}
+  explicit Slots(size_t size) : mem_(kVmSlots * size), size_(size) {}
   std::byte* at(uint32_t k) const { return mem_.get() + k * size_; }
 
  private:
@@ -65,9 +65,9 @@ class ProcessVmEndpoint final : public InPlaceEndpoint {
     if (pull_ && sends) out_ = std::make_unique<Slots>(size);
     if (!pull_ && receives) {
       in_ = std::make_unique<Slots>(size);
-      for (uint32_t k = 0; k < kSlots; ++k) give_back(k);
+      for (uint32_t k = 0; k < kVmSlots; ++k) give_back(k);
     }
-    if (pull_ && sends) free_ = kSlots;
+    if (pull_ && sends) free_ = kVmSlots;
   }
 
   // Pull: the receiver reads this side's buffers after it sent them, so they must outlive its
@@ -76,7 +76,7 @@ class ProcessVmEndpoint final : public InPlaceEndpoint {
   ~ProcessVmEndpoint() override {
     if (!out_) return;
     try {
-      for (; free_ + (claimed_ ? 1 : 0) < kSlots; ++free_) notes_.credit();
+      for (; free_ + (claimed_ ? 1 : 0) < kVmSlots; ++free_) notes_.credit();
     } catch (const std::exception&) {
     }
   }
@@ -105,7 +105,7 @@ class ProcessVmEndpoint final : public InPlaceEndpoint {
     const Note n = notes_.data();
     if (n.len != len) throw std::runtime_error(fmt::format("a note of {} bytes, expected {}", n.len, len));
     if (!pull_) {
-      if (n.slot >= kSlots) throw std::runtime_error(fmt::format("a note for slot {}", n.slot));
+      if (n.slot >= kVmSlots) throw std::runtime_error(fmt::format("a note for slot {}", n.slot));
       held_ = n.slot + 1;
       return in_->at(n.slot);
     }
@@ -124,7 +124,7 @@ class ProcessVmEndpoint final : public InPlaceEndpoint {
     }
     --free_;
     claimed_ = next_ + 1;
-    next_ = (next_ + 1) % kSlots;
+    next_ = (next_ + 1) % kVmSlots;
     return claimed_ - 1;
   }
   void give_back(uint32_t k) {

@@ -11,7 +11,7 @@
 namespace ipclab::cachecalc {
 namespace {
 
-asio::awaitable<void> task(PoolIteration& it, int64_t us, DelayKind kind) {
+asio::awaitable<void> pool_task(PoolIteration& it, int64_t us, DelayKind kind) {
   co_await asio::dispatch(it.strand, asio::use_awaitable);
   it.calc(it.cache);
   co_await asio::dispatch(it.pool.get_executor(), asio::use_awaitable);
@@ -39,7 +39,7 @@ IPCLAB_REGISTER(Mechanism{
           const int64_t us = s.params().i64("delay_us");
           const DelayKind kind = delay_kind_of(s.params());
           run_on_pool(s, {.threads = kConcurrency}, [us, kind](PoolIteration& it) {
-            asio::co_spawn(it.pool, task(it, us, kind), asio::detached);
+            asio::co_spawn(it.pool, pool_task(it, us, kind), asio::detached);
           });
         },
 });

@@ -10,7 +10,7 @@
 namespace ipclab::cachecalc {
 namespace {
 
-asio::awaitable<void> task(PoolIteration& it, std::chrono::microseconds delay) {
+asio::awaitable<void> strand_task(PoolIteration& it, std::chrono::microseconds delay) {
   it.calc(it.cache);
   asio::steady_timer timer(it.pool.get_executor(), delay);
   co_await timer.async_wait(asio::use_awaitable);
@@ -29,8 +29,9 @@ IPCLAB_REGISTER(Mechanism{
     .workload =
         [](Session& s) {
           const auto delay = std::chrono::microseconds(s.params().i64("delay_us"));
-          run_on_pool(s, {.threads = 1},
-                      [&](PoolIteration& it) { asio::co_spawn(it.strand, task(it, delay), asio::detached); });
+          run_on_pool(s, {.threads = 1}, [&](PoolIteration& it) {
+            asio::co_spawn(it.strand, strand_task(it, delay), asio::detached);
+          });
         },
 });
 

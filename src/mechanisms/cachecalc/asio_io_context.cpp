@@ -10,7 +10,7 @@
 namespace ipclab::cachecalc {
 namespace {
 
-asio::awaitable<void> task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
+asio::awaitable<void> io_context_task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
   calc(c);
   asio::steady_timer timer(co_await asio::this_coro::executor, delay);
   co_await timer.async_wait(asio::use_awaitable);
@@ -32,7 +32,8 @@ IPCLAB_REGISTER(Mechanism{
           asio::io_context io;
           run_iterations(s, [&] {
             Cache c = fresh_cache();
-            for (int t = 0; t < kTasks; ++t) asio::co_spawn(io, task(c, calc, delay), asio::detached);
+            for (int t = 0; t < kTasks; ++t)
+              asio::co_spawn(io, io_context_task(c, calc, delay), asio::detached);
             io.run();
             io.restart();
             return verify(c);

@@ -12,7 +12,7 @@
 namespace ipclab::cachecalc {
 namespace {
 
-ipcrt::task<void> task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
+ipcrt::task<void> ipcrt_task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
   calc(c);
   co_await ipcrt::sleep_for(delay);
   calc(c);
@@ -21,7 +21,7 @@ ipcrt::task<void> task(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
 ipcrt::task<void> iteration(Cache& c, CalcFn calc, std::chrono::microseconds delay) {
   std::vector<ipcrt::join_handle<void>> tasks;
   tasks.reserve(kTasks);
-  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(task(c, calc, delay)));
+  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(ipcrt_task(c, calc, delay)));
   for (auto& h : tasks) co_await h;
 }
 

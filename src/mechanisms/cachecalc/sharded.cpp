@@ -34,7 +34,7 @@ struct alignas(64) Shard {
   std::thread thread;
 };
 
-ipcrt::task<void> task(Shard& sh, std::chrono::microseconds delay) {
+ipcrt::task<void> shard_task(Shard& sh, std::chrono::microseconds delay) {
   calc_lean(sh.cache, sh.keys);
   co_await ipcrt::sleep_for(delay);
   calc_lean(sh.cache, sh.keys);
@@ -45,7 +45,7 @@ ipcrt::task<void> slice(Shard& sh, std::chrono::microseconds delay) {
   sh.cache = fresh_cache(sh.keys);
   std::vector<ipcrt::join_handle<void>> tasks;
   tasks.reserve(kTasks);
-  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(task(sh, delay)));
+  for (int t = 0; t < kTasks; ++t) tasks.push_back(ipcrt::spawn(shard_task(sh, delay)));
   for (auto& h : tasks) co_await h;
 }
 

@@ -27,9 +27,9 @@
 namespace ipclab::echo {
 namespace {
 
-constexpr uint16_t kGroup = 0;
-enum Op : uint64_t { kRecv, kSend, kCancel };
-uint64_t ud(size_t idx, Op op) { return uint64_t(idx) << 2 | op; }
+constexpr uint16_t kClientGroup = 0;
+enum ClientOp : uint64_t { kClientRecv, kClientSend, kClientCancel };
+uint64_t client_ud(size_t idx, ClientOp op) { return uint64_t(idx) << 2 | op; }
 
 class Loop {
  public:
@@ -54,7 +54,7 @@ class Loop {
     // to come back (re-armed after publish()).
     const BufferPlan plan = provided_buffers(cl.size, n);
     try {
-      br_.emplace(&ring_, kGroup, plan.entries, plan.buf_size);
+      br_.emplace(&ring_, kClientGroup, plan.entries, plan.buf_size);
     } catch (const std::system_error& e) {
       cl.error = fmt::format("provided buffer ring: {}", e.what());
     }
@@ -65,7 +65,7 @@ class Loop {
     if (ok_ && inflight_) {
       io_uring_sqe* s = sqe();
       io_uring_prep_cancel64(s, 0, IORING_ASYNC_CANCEL_ANY);
-      io_uring_sqe_set_data64(s, ud(0, kCancel));
+      io_uring_sqe_set_data64(s, client_ud(0, kClientCancel));
       const uint64_t give_up = now_ns() + 1'000'000'000;
       while (inflight_ && now_ns() < give_up) {
         __kernel_timespec ts{.tv_sec = 0, .tv_nsec = 10'000'000};
@@ -128,8 +128,8 @@ class Loop {
     io_uring_sqe* s = sqe();
     io_uring_prep_recv_multishot(s, cl_.cs[i].fd, nullptr, 0, 0);
     s->flags |= IOSQE_BUFFER_SELECT;
-    s->buf_group = kGroup;
-    io_uring_sqe_set_data64(s, ud(i, kRecv));
+    s->buf_group = kClientGroup;
+    io_uring_sqe_set_data64(s, client_ud(i, kClientRecv));
     ++inflight_;
   }
 
@@ -138,23 +138,23 @@ class Loop {
     Conn& c = cl_.cs[i];
     io_uring_sqe* s = sqe();
     io_uring_prep_send(s, c.fd, c.msg + c.sent, cl_.size - c.sent, MSG_NOSIGNAL | MSG_WAITALL);
-    io_uring_sqe_set_data64(s, ud(i, kSend));
+    io_uring_sqe_set_data64(s, client_ud(i, kClientSend));
     ++inflight_;
   }
 
   // Counts an operation as finished when its last CQE arrives.
   void settle(const io_uring_cqe& e) {
-    const auto op = Op(e.user_data & 3);
-    if (op == kSend || (op == kRecv && !(e.flags & IORING_CQE_F_MORE))) --inflight_;
+    const auto op = ClientOp(e.user_data & 3);
+    if (op == kClientSend || (op == kClientRecv && !(e.flags & IORING_CQE_F_MORE))) --inflight_;
   }
 
   void complete(const io_uring_cqe& e, std::vector<size_t>& rearm) {
     settle(e);
-    const auto op = Op(e.user_data & 3);
-    if (op == kCancel) return;
+    const auto op = ClientOp(e.user_data & 3);
+    if (op == kClientCancel) return;
     const size_t i = size_t(e.user_data >> 2);
     Conn& c = cl_.cs[i];
-    if (op == kSend) {
+    if (op == kClientSend) {
       if (e.res < 0) {
         cl_.error = fmt::format("send: {}", strerror(-e.res));
         return;

@@ -13,14 +13,14 @@
 namespace ipclab::echo {
 namespace {
 
-struct Conn {
+struct EpollConn {
   int fd;
   size_t pending = 0, off = 0;  // bytes read but not yet written back
   uint32_t armed = EPOLLIN;
   std::unique_ptr<char[]> buf{new char[kMaxSize]};
 };
 
-void serve(int lfd, const Params&) {
+void serve_epoll(int lfd, const Params&) {
   int ep = epoll_create1(EPOLL_CLOEXEC);
   epoll_event lev{.events = EPOLLIN, .data = {.ptr = nullptr}};
   epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
@@ -28,10 +28,10 @@ void serve(int lfd, const Params&) {
   for (;;) {
     int k = epoll_wait(ep, evs, 256, -1);
     for (int i = 0; i < k; ++i) {
-      auto* c = static_cast<Conn*>(evs[i].data.ptr);
+      auto* c = static_cast<EpollConn*>(evs[i].data.ptr);
       if (!c) {
         for (int fd; (fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
-          epoll_event ev{.events = EPOLLIN, .data = {.ptr = new Conn{fd}}};
+          epoll_event ev{.events = EPOLLIN, .data = {.ptr = new EpollConn{fd}}};
           epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
         }
         continue;
@@ -75,7 +75,9 @@ IPCLAB_REGISTER(Mechanism{
     .params = suite_params(),
     .workload = run_echo,
     .server =
-        [](const Session& s) { return ServerLaunch{.serve = [p = s.params()](int lfd) { serve(lfd, p); }}; },
+        [](const Session& s) {
+          return ServerLaunch{.serve = [p = s.params()](int lfd) { serve_epoll(lfd, p); }};
+        },
     .check = suite_check("epoll", true),
 });
 

@@ -102,7 +102,7 @@ ipcrt::task<void> acceptor(ipcrt::runtime& rt, int lfd, bool use_fixed, ipcrt::b
   }
 }
 
-void serve(int lfd, const Params& p) {
+void serve_uring(int lfd, const Params& p) {
   const bool use_fixed = p.flag("fixed_files");
   ipcrt::runtime rt(ipcrt::options().entries(1024).registered_files(use_fixed ? kSlots : 0));
   std::unique_ptr<ipcrt::buf_ring> br;
@@ -182,7 +182,8 @@ IPCLAB_REGISTER(Mechanism{
           if ((raw || p.flag("multishot")) &&
               !(ipcrt::features::get().recv_multishot && ipcrt::features::get().buf_ring))
             throw Skip("the kernel lacks multishot recv or provided-buffer rings (needs Linux 6.0)");
-          return ServerLaunch{.serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve(lfd, p); }};
+          return ServerLaunch{
+              .serve = [p, raw](int lfd) { raw ? serve_uring_raw(lfd, p) : serve_uring(lfd, p); }};
         },
     .check = suite_check("uring", true),
 });

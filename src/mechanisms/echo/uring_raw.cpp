@@ -45,13 +45,13 @@ struct GeteventsArg {                           // struct io_uring_getevents_arg
 
 enum Op : uint64_t { kAccept, kRecv, kSend, kClose, kIgnore };
 constexpr unsigned kOpBits = 3;
-constexpr uint16_t kGroup = 0;
+constexpr uint16_t kServerGroup = 0;
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr unsigned kFileSlots = 8192;  // > the suite's 4096 connections
 
-uint64_t ud(uint32_t conn, Op op) { return uint64_t(conn) << kOpBits | op; }
+uint64_t server_ud(uint32_t conn, Op op) { return uint64_t(conn) << kOpBits | op; }
 
-struct Conn {
+struct RawConn {
   int fd = -1;                          // socket, or its slot in the registered file table
   uint32_t head = kNone, tail = kNone;  // received buffers not yet sent back, linked by next_
   uint32_t off = 0;                     // bytes of the head buffer already sent
@@ -132,7 +132,7 @@ class Server {
 
   void setup_buffers() {
     try {
-      br_.emplace(&ring_, kGroup, entries_, buf_size_);
+      br_.emplace(&ring_, kServerGroup, entries_, buf_size_);
     } catch (const std::system_error& e) {
       die(e.what(), -e.code().value());
     }
@@ -196,7 +196,7 @@ class Server {
       io_uring_prep_multishot_accept_direct(s, lfd_, nullptr, nullptr, 0);
     else
       io_uring_prep_multishot_accept(s, lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-    io_uring_sqe_set_data64(s, ud(0, kAccept));
+    io_uring_sqe_set_data64(s, server_ud(0, kAccept));
   }
 
   // After io_uring_prep_*, which clears sqe->flags.
@@ -205,34 +205,34 @@ class Server {
   }
 
   void arm_recv(uint32_t ci) {
-    Conn& c = conns_[ci];
+    RawConn& c = conns_[ci];
     io_uring_sqe* s = sqe();
     if (multishot_)
       io_uring_prep_recv_multishot(s, c.fd, nullptr, 0, 0);
     else
       io_uring_prep_recv(s, c.fd, nullptr, buf_size_, 0);
     conn_flags(s, IOSQE_BUFFER_SELECT);
-    s->buf_group = kGroup;
+    s->buf_group = kServerGroup;
     // The last recv emptied the socket: wait for data before trying (one-shot recv only).
     if (poll_first_ && !multishot_) s->ioprio |= IORING_RECVSEND_POLL_FIRST;
-    io_uring_sqe_set_data64(s, ud(ci, kRecv));
+    io_uring_sqe_set_data64(s, server_ud(ci, kRecv));
     c.recv_armed = true;
   }
 
   void send_head(uint32_t ci) {
-    Conn& c = conns_[ci];
+    RawConn& c = conns_[ci];
     io_uring_sqe* s = sqe();
     // MSG_WAITALL: the kernel retries a short send itself; a short result is still handled.
     io_uring_prep_send(s, c.fd, br_->buffer(uint16_t(c.head)).data() + c.off, len_[c.head] - c.off,
                        MSG_NOSIGNAL | MSG_WAITALL);
     conn_flags(s);
-    io_uring_sqe_set_data64(s, ud(ci, kSend));
+    io_uring_sqe_set_data64(s, server_ud(ci, kSend));
     c.send_busy = true;
     ++sends_queued_;
   }
 
   // Returns the buffers of a broken connection, but not the one its send still reads.
-  void drop_queue(Conn& c) {
+  void drop_queue(RawConn& c) {
     const uint32_t keep = c.send_busy ? c.head : kNone;
     for (uint32_t b = c.head; b != kNone; b = next_[b])
       if (b != keep) recycle(b);
@@ -242,12 +242,12 @@ class Server {
 
   // Ends the connection once nothing of ours is in flight on it.
   void settle(uint32_t ci) {
-    Conn& c = conns_[ci];
+    RawConn& c = conns_[ci];
     if (c.closing || !(c.eof || c.broken)) return;
     if (c.broken && c.recv_armed && !c.cancelling) {
       io_uring_sqe* s = sqe();  // the recv's last CQE brings us back here
-      io_uring_prep_cancel64(s, ud(ci, kRecv), 0);
-      io_uring_sqe_set_data64(s, ud(ci, kIgnore));
+      io_uring_prep_cancel64(s, server_ud(ci, kRecv), 0);
+      io_uring_sqe_set_data64(s, server_ud(ci, kIgnore));
       c.cancelling = true;
     }
     if (c.recv_armed || c.send_busy || c.head != kNone) return;
@@ -257,7 +257,7 @@ class Server {
       io_uring_prep_close_direct(s, unsigned(c.fd));
     else
       io_uring_prep_close(s, c.fd);
-    io_uring_sqe_set_data64(s, ud(ci, kClose));
+    io_uring_sqe_set_data64(s, server_ud(ci, kClose));
     c.closing = true;
   }
 
@@ -273,18 +273,18 @@ class Server {
               io_uring_prep_close_direct(s, unsigned(e.res));
             else
               io_uring_prep_close(s, e.res);
-            io_uring_sqe_set_data64(s, ud(0, kIgnore));
+            io_uring_sqe_set_data64(s, server_ud(0, kIgnore));
           } else {
             const uint32_t n = free_.back();
             free_.pop_back();
-            conns_[n] = Conn{.fd = e.res};
+            conns_[n] = RawConn{.fd = e.res};
             arm_recv(n);
           }
         }
         if (!(e.flags & IORING_CQE_F_MORE)) arm_accept();
         return;
       case kRecv: {
-        Conn& c = conns_[ci];
+        RawConn& c = conns_[ci];
         if (e.res > 0) {
           const uint32_t bid = e.flags >> IORING_CQE_BUFFER_SHIFT;
           ++held_;
@@ -314,7 +314,7 @@ class Server {
         return;
       }
       case kSend: {
-        Conn& c = conns_[ci];
+        RawConn& c = conns_[ci];
         c.send_busy = false;
         if (e.res <= 0 || c.broken) {
           c.broken = true;
@@ -331,7 +331,7 @@ class Server {
         return;
       }
       case kClose:
-        conns_[ci] = Conn{};
+        conns_[ci] = RawConn{};
         free_.push_back(ci);
         return;
       case kIgnore:
@@ -347,7 +347,7 @@ class Server {
   std::optional<ipcrt::buf_ring> br_;
   size_t buf_size_ = 0;
   unsigned entries_ = 0, held_ = 0, sends_queued_ = 0;  // held_: buffers out of the ring
-  std::vector<Conn> conns_;
+  std::vector<RawConn> conns_;
   std::vector<uint32_t> free_, starved_, next_, len_;
 };
 

@@ -97,7 +97,7 @@ ipcrt::task<void> read_all(Run& r) {
   for (auto& h : hs) co_await h;
 }
 
-void workload(Session& s) {
+void ipcrt_engine(Session& s) {
   const Variant v = variant_of(s.params().str("variant"));
   const Setup su = prepare(s, v.direct);
   if (v.iopoll) skip_iopoll(su.path);
@@ -142,7 +142,7 @@ IPCLAB_REGISTER(Mechanism{
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
          batch_param(),
          cache_param()}),
-    .workload = workload,
+    .workload = ipcrt_engine,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },
 });
 

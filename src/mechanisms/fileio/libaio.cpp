@@ -37,7 +37,7 @@ void submit_all(aio_context_t ctx, iocb** list, long n) {
   }
 }
 
-void workload(Session& s) {
+void libaio(Session& s) {
   const Setup su = prepare(s, true);
   const long batch = long(s.params().i64("batch"));
   run_engine(s, su, "libaio", [&su, batch](Worker& w) {
@@ -123,7 +123,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "libaio",
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
     .params = suite_params({batch_param()}),
-    .workload = workload,
+    .workload = libaio,
     .check = [](const Params& p) { return check_cache(p, true); },
 });
 

@@ -13,7 +13,7 @@
 namespace ipclab::fileio {
 namespace {
 
-void workload(Session& s) {
+void liburing(Session& s) {
   const bool direct = s.params().flag("direct");
   const Setup su = prepare(s, direct);
   const unsigned batch = unsigned(s.params().i64("batch"));
@@ -93,7 +93,7 @@ IPCLAB_REGISTER(Mechanism{
                             batch_param(),
                             cache_param()},
                            {"32"}),
-    .workload = workload,
+    .workload = liburing,
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });
 

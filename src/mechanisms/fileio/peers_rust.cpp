@@ -27,7 +27,7 @@ const Engine kEngines[] = {
     {"compio", "compio", "Compio (io_uring): qd tasks each awaiting File::read_at"},
 };
 
-void workload(Session& s, const Engine& e) {
+void rust_engine(Session& s, const Engine& e) {
   const bool direct = s.params().str("variant") == "direct";
   const std::string peer = rust_peer(e.binary);
   const Setup su = prepare(s, direct);
@@ -54,7 +54,7 @@ const bool registered = [] {
                                  .quick = {"buffered", "direct"},
                                  .full = {"buffered", "direct"}},
                                 cache_param()}),
-        .workload = [&e](Session& s) { workload(s, e); },
+        .workload = [&e](Session& s) { rust_engine(s, e); },
         .check = [](const Params& p) { return check_cache(p, p.str("variant") == "direct"); },
     });
   return true;

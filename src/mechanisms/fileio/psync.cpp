@@ -13,7 +13,7 @@
 namespace ipclab::fileio {
 namespace {
 
-void workload(Session& s) {
+void psync(Session& s) {
   const bool direct = s.params().flag("direct");
   const Setup su = prepare(s, direct);
   run_engine(s, su, "psync", [&su](Worker& w) {
@@ -77,7 +77,7 @@ IPCLAB_REGISTER(Mechanism{
                              .help = "open with O_DIRECT",
                              .full = {"0", "1"}},
                             cache_param()}),
-    .workload = workload,
+    .workload = psync,
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });
 

@@ -82,11 +82,11 @@ std::string library() {
   return fmt::format("sd-bus (libsystemd {}), dbus-daemon {}", libsystemd_version(), daemon_version());
 }
 
-[[noreturn]] void fail(int r, const std::string& what) {
+[[noreturn]] void fail_sd_bus(int r, const std::string& what) {
   throw std::system_error(-r, std::generic_category(), what);
 }
 void must(int r, const std::string& what) {
-  if (r < 0) fail(r, what);
+  if (r < 0) fail_sd_bus(r, what);
 }
 
 // How the two sides of one transport meet: the daemon's address, the name the server owns, and
@@ -264,7 +264,7 @@ class DbusEndpoint final : public InPlaceEndpoint {
     must(r, what);
     pump([&] { return answered_; }, what);
     answered_ = false;
-    if (const int e = std::exchange(answer_error_, 0)) fail(-e, what);
+    if (const int e = std::exchange(answer_error_, 0)) fail_sd_bus(-e, what);
   }
   static int on_answer(sd_bus_message* m, void* self, sd_bus_error*) {
     auto* e = static_cast<DbusEndpoint*>(self);
@@ -286,8 +286,9 @@ class DbusEndpoint final : public InPlaceEndpoint {
   }
   [[noreturn]] void failed(int r, const char* what) const {
     if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
-      fail(r, fmt::format("lost the connection to the private dbus-daemon ({}) {}", cfg_.address, what));
-    fail(r, fmt::format("sd-bus {}", what));
+      fail_sd_bus(r,
+                  fmt::format("lost the connection to the private dbus-daemon ({}) {}", cfg_.address, what));
+    fail_sd_bus(r, fmt::format("sd-bus {}", what));
   }
 
   Bus cfg_;
@@ -427,7 +428,7 @@ class DbusTransport final : public LibraryTransport {
   std::unique_ptr<Daemon> daemon_;  // the last member: stopped before its socket and configuration go
 };
 
-const LibraryVersion kVersion{"sd-bus", [] { return "libsystemd " + libsystemd_version(); }};
+const LibraryVersion kSdBusVersion{"sd-bus", [] { return "libsystemd " + libsystemd_version(); }};
 const LibraryVersion kDaemonVersion{"dbus-daemon", daemon_version};
 
 IPCLAB_REGISTER(Mechanism{

@@ -41,9 +41,9 @@ using namespace std::chrono_literals;
 // set rather than left to gRPC's default (4 MiB), so that it follows the suite's sizes.
 constexpr int kMaxMessage = int(kMaxSize) + 4096;
 
-ForkRule g_fork_rule("gRPC");
+ForkRule g_grpc_fork_rule("gRPC");
 
-std::string version() {
+std::string grpc_version() {
   return fmt::format("{} (protobuf {})", grpc::Version(),
                      google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION));
 }
@@ -286,8 +286,8 @@ class GrpcClient final : public InPlaceEndpoint {
 class GrpcTransport final : public LibraryTransport {
  public:
   explicit GrpcTransport(const Params& p)
-      : LibraryTransport(p, "grpc", "gRPC " + version()), unary_(p.str("rpc") == "unary") {
-    g_fork_rule.admit(p);
+      : LibraryTransport(p, "grpc", "gRPC " + grpc_version()), unary_(p.str("rpc") == "unary") {
+    g_grpc_fork_rule.admit(p);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     if (role == Role::Consumer) return std::make_unique<GrpcServer>(rendezvous(), address_, unary_);
@@ -298,7 +298,7 @@ class GrpcTransport final : public LibraryTransport {
   bool unary_;
 };
 
-const LibraryVersion kVersion{"grpc", version};  // in every result's environment block
+const LibraryVersion kGrpcVersion{"grpc", grpc_version};  // in every result's environment block
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",

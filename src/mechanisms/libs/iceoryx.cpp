@@ -79,7 +79,7 @@ constexpr const char* kRoudi = "/usr/bin/iox-roudi";
 constexpr const char* kLock = "iceoryx";  // the machine-wide lock of iceoryx's fixed names
 constexpr double kLockWait_s = 10;        // how long a run waits for another run's RouDi to end
 
-std::string version() {
+std::string iceoryx_version() {
   return fmt::format("{}.{}.{}", ICEORYX_VERSION_MAJOR, ICEORYX_VERSION_MINOR, ICEORYX_VERSION_PATCH);
 }
 
@@ -428,18 +428,18 @@ class IoxEndpoint final : public InPlaceEndpoint {
   const void* held_ = nullptr;
 };
 
-ForkRule g_fork_rule("iceoryx", "a forked side cannot register with RouDi after its parent has");
+ForkRule g_iceoryx_fork_rule("iceoryx", "a forked side cannot register with RouDi after its parent has");
 
 class IoxTransport final : public LibraryTransport {
  public:
   explicit IoxTransport(const Params& p)
-      : LibraryTransport(p, "iceoryx", "iceoryx " + version(), "none (shared memory)"),
+      : LibraryTransport(p, "iceoryx", "iceoryx " + iceoryx_version(), "none (shared memory)"),
         processes_(p.str("mode") == "processes"),
         spin_(p.str("wait") == "spin"),
         sampled_(p.str("verify") == "sample"),
         size_(size_t(p.i64("size"))),
         topics_(sizeof(Topics)) {
-    g_fork_rule.admit(p);
+    g_iceoryx_fork_rule.admit(p);
     set_baseline("shm_spsc", {{"wait", spin_ ? "spin" : "futex"}});
     Host& host = Host::get();
     host.ensure_roudi();
@@ -471,7 +471,7 @@ class IoxTransport final : public LibraryTransport {
   std::string sender_name_, receiver_name_;
 };
 
-const LibraryVersion kVersion{"iceoryx", version};  // in every result's environment block
+const LibraryVersion kIceoryxVersion{"iceoryx", iceoryx_version};  // in every result's environment block
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",

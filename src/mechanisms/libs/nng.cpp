@@ -30,13 +30,13 @@
 namespace ipclab::libs {
 namespace {
 
-ForkRule g_fork_rule("nng");
+ForkRule g_nng_fork_rule("nng");
 
 void check_nng(int rc, const std::string& what) {
   if (rc != 0) throw std::runtime_error(fmt::format("{}: {}", what, nng_strerror(rc)));
 }
 
-std::string version() { return nng_version(); }
+std::string nng_library_version() { return nng_version(); }
 
 class NngEndpoint final : public InPlaceEndpoint {
  public:
@@ -112,8 +112,8 @@ class NngEndpoint final : public InPlaceEndpoint {
 class NngTransport final : public LibraryTransport {
  public:
   explicit NngTransport(const Params& p)
-      : LibraryTransport(p, "nng", "nng " + version()), buffers_(int(p.i64("buffers"))) {
-    g_fork_rule.admit(p);
+      : LibraryTransport(p, "nng", "nng " + nng_library_version()), buffers_(int(p.i64("buffers"))) {
+    g_nng_fork_rule.admit(p);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer, buffers_);
@@ -123,7 +123,7 @@ class NngTransport final : public LibraryTransport {
   int buffers_;
 };
 
-const LibraryVersion kVersion{"nng", version};  // in every result's environment block
+const LibraryVersion kNngVersion{"nng", nng_library_version};  // in every result's environment block
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",

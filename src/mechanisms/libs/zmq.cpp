@@ -32,11 +32,11 @@
 namespace ipclab::libs {
 namespace {
 
-[[noreturn]] void fail(const char* what) {
+[[noreturn]] void fail_zmq(const char* what) {
   throw std::runtime_error(fmt::format("{}: {}", what, zmq_strerror(zmq_errno())));
 }
 
-std::string version() {
+std::string zmq_library_version() {
   int major, minor, patch;
   zmq_version(&major, &minor, &patch);
   return fmt::format("{}.{}.{}", major, minor, patch);
@@ -47,11 +47,11 @@ class ZmqEndpoint final : public InPlaceEndpoint {
   ZmqEndpoint(void* shared_ctx, Rendezvous& rv, const std::string& address, int type, bool listens,
               bool in_msg)
       : ctx_(shared_ctx ? shared_ctx : zmq_ctx_new()), own_ctx_(!shared_ctx), in_msg_(in_msg), rv_(rv) {
-    if (!ctx_) fail("zmq_ctx_new");
+    if (!ctx_) fail_zmq("zmq_ctx_new");
     sock_ = zmq_socket(ctx_, type);
     if (!sock_) {
       if (own_ctx_) zmq_ctx_term(ctx_);
-      fail("zmq_socket");
+      fail_zmq("zmq_socket");
     }
     const int timeout = 100, linger = 5000;
     zmq_setsockopt(sock_, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
@@ -63,14 +63,14 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     zmq_msg_init(&out_);
     if (listens) {
       const std::string at = address == "tcp://127.0.0.1" ? address + ":*" : address;
-      if (zmq_bind(sock_, at.c_str()) != 0) fail(("zmq_bind " + at).c_str());
+      if (zmq_bind(sock_, at.c_str()) != 0) fail_zmq(("zmq_bind " + at).c_str());
       char bound[256];
       size_t n = sizeof bound;
       zmq_getsockopt(sock_, ZMQ_LAST_ENDPOINT, bound, &n);
       rv.publish(bound);
     } else {
       const std::string at = rv.wait();
-      if (zmq_connect(sock_, at.c_str()) != 0) fail(("zmq_connect " + at).c_str());
+      if (zmq_connect(sock_, at.c_str()) != 0) fail_zmq(("zmq_connect " + at).c_str());
     }
   }
   ~ZmqEndpoint() override {
@@ -93,7 +93,7 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     if (!in_msg_) return own;
     if (!out_ready_) {
       zmq_msg_close(&out_);
-      if (zmq_msg_init_size(&out_, len) != 0) fail("zmq_msg_init_size");
+      if (zmq_msg_init_size(&out_, len) != 0) fail_zmq("zmq_msg_init_size");
       out_ready_ = true;
     }
     return static_cast<std::byte*>(zmq_msg_data(&out_));
@@ -158,10 +158,10 @@ Sockets sockets_of(const Params& p) {
 class ZmqTransport final : public LibraryTransport {
  public:
   explicit ZmqTransport(const Params& p)
-      : LibraryTransport(p, "zmq", "libzmq " + version()),
+      : LibraryTransport(p, "zmq", "libzmq " + zmq_library_version()),
         sockets_(sockets_of(p)),
         in_msg_(p.str("message") == "msg") {
-    if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail("zmq_ctx_new");
+    if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail_zmq("zmq_ctx_new");
   }
   ~ZmqTransport() override {
     if (ctx_) zmq_ctx_term(ctx_);
@@ -182,7 +182,7 @@ class ZmqTransport final : public LibraryTransport {
   void* ctx_ = nullptr;
 };
 
-const LibraryVersion kVersion{"libzmq", version};  // in every result's environment block
+const LibraryVersion kZmqVersion{"libzmq", zmq_library_version};  // in every result's environment block
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "libs",

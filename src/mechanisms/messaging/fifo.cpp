@@ -32,7 +32,8 @@ std::pair<int, int> make_fifo(const std::string& path, bool nonblocking) {
   return {r, w};
 }
 
-const Caps kCaps{.topology_why = "a FIFO is a byte stream: several writers or readers would split messages"};
+const Caps kFifoCaps{.topology_why =
+                         "a FIFO is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -65,7 +66,7 @@ IPCLAB_REGISTER(Mechanism{
             return c;
           });
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kFifoCaps, p); },
 });
 
 }  // namespace

@@ -7,7 +7,8 @@
 namespace ipclab::messaging {
 namespace {
 
-const Caps kCaps{.topology_why = "a pipe is a byte stream: several writers or readers would split messages"};
+const Caps kPipeCaps{.topology_why =
+                         "a pipe is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -20,7 +21,7 @@ IPCLAB_REGISTER(Mechanism{
           p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
           [nb, roundtrip] { return pipe_channel(roundtrip, nb); });
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kPipeCaps, p); },
 });
 
 }  // namespace

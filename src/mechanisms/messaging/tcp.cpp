@@ -6,8 +6,8 @@
 namespace ipclab::messaging {
 namespace {
 
-const Caps kCaps{.topology_why =
-                     "a TCP connection is a byte stream: several writers or readers would split messages"};
+const Caps kTcpCaps{.topology_why =
+                        "a TCP connection is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -19,7 +19,7 @@ IPCLAB_REGISTER(Mechanism{
           p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
           tcp_loopback_channel);
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kTcpCaps, p); },
 });
 
 }  // namespace

@@ -58,7 +58,8 @@ uint64_t credit_window(const Params& p, int rcvbuf) {
   return std::min(asked, fits);
 }
 
-const Caps kCaps{.max_size = 65507, .size_limit_why = "largest UDP payload over IPv4", .shared_queue = true};
+const Caps kUdpCaps{
+    .max_size = 65507, .size_limit_why = "largest UDP payload over IPv4", .shared_queue = true};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -82,7 +83,7 @@ IPCLAB_REGISTER(Mechanism{
                                                                 .credit_window = credit_window(p, rcvbuf)},
                                            connect_pair);
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kUdpCaps, p); },
 });
 
 }  // namespace

@@ -7,7 +7,7 @@
 namespace ipclab::messaging {
 namespace {
 
-const Caps kCaps{.max_size = 65536, .shared_queue = true};
+const Caps kUnixSeqpacketCaps{.max_size = 65536, .shared_queue = true};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -23,7 +23,7 @@ IPCLAB_REGISTER(Mechanism{
             return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
           });
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kUnixSeqpacketCaps, p); },
 });
 
 }  // namespace

@@ -5,8 +5,8 @@
 namespace ipclab::messaging {
 namespace {
 
-const Caps kCaps{.topology_why =
-                     "a stream socket is a byte stream: several writers or readers would split messages"};
+const Caps kUnixStreamCaps{
+    .topology_why = "a stream socket is a byte stream: several writers or readers would split messages"};
 
 IPCLAB_REGISTER(Mechanism{
     .suite = "messaging",
@@ -18,7 +18,7 @@ IPCLAB_REGISTER(Mechanism{
           p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
           stream_socketpair_channel);
     },
-    .check = [](const Params& p) { return check(kCaps, p); },
+    .check = [](const Params& p) { return check(kUnixStreamCaps, p); },
 });
 
 }  // namespace

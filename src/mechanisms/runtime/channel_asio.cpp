@@ -6,7 +6,7 @@
 namespace ipclab::rt {
 namespace {
 
-void workload(Session& s) {
+void channel_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
@@ -20,7 +20,7 @@ IPCLAB_REGISTER(Mechanism{
     .help = "Asio: n messages through experimental::channel<void(error_code, uint64_t)>(capacity), one "
             "producer and one consumer coroutine",
     .params = {channel_n(), capacity_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = channel_asio,
 });
 
 }  // namespace

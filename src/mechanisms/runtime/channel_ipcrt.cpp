@@ -11,7 +11,7 @@
 namespace ipclab::rt {
 namespace {
 
-void workload(Session& s) {
+void channel_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
@@ -24,7 +24,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "channel_ipcrt",
     .help = "ipcrt: n messages through channel<uint64_t>(capacity), one producer and one consumer task",
     .params = {channel_n(), capacity_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = channel_ipcrt,
 });
 
 }  // namespace

@@ -6,7 +6,7 @@
 namespace ipclab::rt {
 namespace {
 
-void workload(Session& s) {
+void channel_pairs_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
@@ -20,7 +20,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "channel_pairs_asio",
     .help = "Asio: P pairs of producer/consumer coroutines, n messages each through experimental::channel",
     .params = {pairs_param(), pairs_n(), capacity_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = channel_pairs_asio,
 });
 
 }  // namespace

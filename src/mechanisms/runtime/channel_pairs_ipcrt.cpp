@@ -10,7 +10,7 @@
 namespace ipclab::rt {
 namespace {
 
-void workload(Session& s) {
+void channel_pairs_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), pairs = uint64_t(s.params().i64("pairs"));
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
@@ -24,7 +24,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "channel_pairs_ipcrt",
     .help = "ipcrt: P pairs of producer/consumer tasks, n messages each through channel<uint64_t>",
     .params = {pairs_param(), pairs_n(), capacity_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = channel_pairs_ipcrt,
 });
 
 }  // namespace

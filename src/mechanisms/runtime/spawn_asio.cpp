@@ -9,9 +9,9 @@
 namespace ipclab::rt {
 namespace {
 
-asio::awaitable<uint64_t> leaf(uint64_t i) { co_return i; }
+asio::awaitable<uint64_t> asio_leaf(uint64_t i) { co_return i; }
 
-void workload(Session& s) {
+void spawn_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
@@ -21,7 +21,7 @@ void workload(Session& s) {
       const uint64_t end = std::min(n, base + batch);
       run_driven(ctx, spawned, end - base, [&](asio::io_context& c, const asio_done& done) {
         for (uint64_t i = base; i < end; ++i)
-          asio::co_spawn(c, leaf(i), [&t, &done, i](std::exception_ptr e, uint64_t v) {
+          asio::co_spawn(c, asio_leaf(i), [&t, &done, i](std::exception_ptr e, uint64_t v) {
             if (e) std::rethrow_exception(e);
             t.take(v, i);
             done();
@@ -38,7 +38,7 @@ IPCLAB_REGISTER(Mechanism{
     .help = "Asio: co_spawn n empty awaitables on an io_context, joined by their completion handlers (in "
             "batches)",
     .params = {spawn_n(), batch_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = spawn_asio,
 });
 
 }  // namespace

@@ -9,7 +9,7 @@
 namespace ipclab::rt {
 namespace {
 
-ipcrt::task<uint64_t> leaf(uint64_t i) { co_return i; }
+ipcrt::task<uint64_t> ipcrt_leaf(uint64_t i) { co_return i; }
 
 ipcrt::task<Tally> spawn_join(uint64_t n, uint64_t batch) {
   std::vector<ipcrt::join_handle<uint64_t>> hs;
@@ -17,7 +17,7 @@ ipcrt::task<Tally> spawn_join(uint64_t n, uint64_t batch) {
   Tally t;
   for (uint64_t base = 0; base < n; base += batch) {
     const uint64_t end = std::min(n, base + batch);
-    for (uint64_t i = base; i < end; ++i) hs.push_back(ipcrt::spawn(leaf(i)));
+    for (uint64_t i = base; i < end; ++i) hs.push_back(ipcrt::spawn(ipcrt_leaf(i)));
     uint64_t i = base;
     for (auto& h : hs) t.take(co_await h, i++);
     hs.clear();
@@ -25,7 +25,7 @@ ipcrt::task<Tally> spawn_join(uint64_t n, uint64_t batch) {
   co_return t;
 }
 
-void workload(Session& s) {
+void spawn_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
@@ -37,7 +37,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "spawn_ipcrt",
     .help = "ipcrt: spawn(task) n empty tasks, co_await every join_handle (in batches)",
     .params = {spawn_n(), batch_param(), drive_param_default_quick()},
-    .workload = workload,
+    .workload = spawn_ipcrt,
 });
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace ipclab::rt {
 namespace {
 
-asio::awaitable<void> poster(uint64_t n, Tally& t) {
+asio::awaitable<void> poster_n(uint64_t n, Tally& t) {
   auto ex = co_await asio::this_coro::executor;
   for (uint64_t i = 0; i < n; ++i) {
     co_await asio::post(ex, asio::use_awaitable);
@@ -18,14 +18,14 @@ asio::awaitable<void> poster(uint64_t n, Tally& t) {
   }
 }
 
-void workload(Session& s) {
+void switch_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
   measure_counted(s, n, n, index_sum(n), [&] {
     Tally t;
     run_driven(ctx, spawned, 1, [&](asio::io_context& c, const asio_done& done) {
-      asio::co_spawn(c, poster(n, t), then(done));
+      asio::co_spawn(c, poster_n(n, t), then(done));
     });
     return t;
   });
@@ -36,7 +36,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "switch_asio",
     .help = "Asio: co_await asio::post(ex, asio::use_awaitable) n times in one coroutine",
     .params = {switch_n(), drive_param()},
-    .workload = workload,
+    .workload = switch_asio,
 });
 
 }  // namespace

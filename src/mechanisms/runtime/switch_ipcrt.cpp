@@ -9,7 +9,7 @@
 namespace ipclab::rt {
 namespace {
 
-ipcrt::task<Tally> yielder(uint64_t n) {
+ipcrt::task<Tally> yielder_n(uint64_t n) {
   Tally t;
   for (uint64_t i = 0; i < n; ++i) {
     co_await ipcrt::yield();
@@ -18,11 +18,11 @@ ipcrt::task<Tally> yielder(uint64_t n) {
   co_return t;
 }
 
-void workload(Session& s) {
+void switch_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, yielder(n)); });
+  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, yielder_n(n)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -30,7 +30,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "switch_ipcrt",
     .help = "ipcrt: co_await yield() n times in one task",
     .params = {switch_n(), drive_param()},
-    .workload = workload,
+    .workload = switch_ipcrt,
 });
 
 }  // namespace

@@ -12,14 +12,14 @@
 namespace ipclab::rt {
 namespace {
 
-asio::awaitable<uint64_t> poster(uint64_t index, uint64_t per) {
+asio::awaitable<uint64_t> poster_many(uint64_t index, uint64_t per) {
   auto ex = co_await asio::this_coro::executor;
   uint64_t posts = 0;
   for (; posts < per; ++posts) co_await asio::post(ex, asio::use_awaitable);
   co_return switch_many_result(index, posts, per);
 }
 
-void workload(Session& s) {
+void switch_many_asio(Session& s) {
   const uint64_t tasks = uint64_t(s.params().i64("tasks")), per = uint64_t(s.params().i64("n")) / tasks;
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
@@ -28,7 +28,7 @@ void workload(Session& s) {
     Tally t;
     run_driven(ctx, spawned, tasks, [&](asio::io_context& c, const asio_done& done) {
       for (uint64_t i = 0; i < tasks; ++i)
-        asio::co_spawn(c, poster(i, per), [&t, &done, i, per](std::exception_ptr e, uint64_t v) {
+        asio::co_spawn(c, poster_many(i, per), [&t, &done, i, per](std::exception_ptr e, uint64_t v) {
           if (e) std::rethrow_exception(e);
           t.take(v, switch_many_result(i, per, per));
           done();
@@ -43,7 +43,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "switch_many_asio",
     .help = "Asio: `tasks` coroutines co_await asio::post(ex, use_awaitable) n/tasks times each, round-robin",
     .params = {switch_n(), tasks_param(), drive_param()},
-    .workload = workload,
+    .workload = switch_many_asio,
     .check = switch_many_check,
 });
 

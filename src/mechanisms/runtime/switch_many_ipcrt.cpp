@@ -13,7 +13,7 @@
 namespace ipclab::rt {
 namespace {
 
-ipcrt::task<uint64_t> yielder(uint64_t index, uint64_t per) {
+ipcrt::task<uint64_t> yielder_many(uint64_t index, uint64_t per) {
   uint64_t yields = 0;
   for (; yields < per; ++yields) co_await ipcrt::yield();
   co_return switch_many_result(index, yields, per);
@@ -22,13 +22,13 @@ ipcrt::task<uint64_t> yielder(uint64_t index, uint64_t per) {
 ipcrt::task<Tally> spawn_all(uint64_t tasks, uint64_t per) {
   std::vector<ipcrt::join_handle<uint64_t>> hs;
   hs.reserve(tasks);
-  for (uint64_t i = 0; i < tasks; ++i) hs.push_back(ipcrt::spawn(yielder(i, per)));
+  for (uint64_t i = 0; i < tasks; ++i) hs.push_back(ipcrt::spawn(yielder_many(i, per)));
   Tally t;
   for (uint64_t i = 0; i < tasks; ++i) t.take(co_await hs[i], switch_many_result(i, per, per));
   co_return t;
 }
 
-void workload(Session& s) {
+void switch_many_ipcrt(Session& s) {
   const uint64_t tasks = uint64_t(s.params().i64("tasks")), per = uint64_t(s.params().i64("n")) / tasks;
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
@@ -42,7 +42,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "switch_many_ipcrt",
     .help = "ipcrt: `tasks` spawned tasks co_await yield() n/tasks times each, round-robin, then joined",
     .params = {switch_n(), tasks_param(), drive_param()},
-    .workload = workload,
+    .workload = switch_many_ipcrt,
     .check = switch_many_check,
 });
 

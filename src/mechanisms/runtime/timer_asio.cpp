@@ -13,7 +13,7 @@
 namespace ipclab::rt {
 namespace {
 
-asio::awaitable<void> sleeper(uint64_t n, std::chrono::microseconds delay, Tally& t) {
+asio::awaitable<void> asio_sleeper(uint64_t n, std::chrono::microseconds delay, Tally& t) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const uint64_t d = uint64_t(std::chrono::nanoseconds(delay).count());
   for (uint64_t i = 0; i < n; ++i) {
@@ -24,13 +24,13 @@ asio::awaitable<void> sleeper(uint64_t n, std::chrono::microseconds delay, Tally
   }
 }
 
-void workload(Session& s) {
+void timer_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const std::chrono::microseconds delay(s.params().i64("delay_us"));
   asio::io_context ctx(1);
   measure_counted(s, n, n, index_sum(n), [&] {
     Tally t;
-    asio::co_spawn(ctx, sleeper(n, delay, t), asio::detached);
+    asio::co_spawn(ctx, asio_sleeper(n, delay, t), asio::detached);
     run_to_completion(ctx);
     return t;
   });
@@ -41,7 +41,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "timer_asio",
     .help = "Asio: steady_timer expires_after(delay) + co_await async_wait n times in one coroutine",
     .params = {delay_param(), timer_n()},
-    .workload = workload,
+    .workload = timer_asio,
 });
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace ipclab::rt {
 namespace {
 
-ipcrt::task<Tally> sleeper(uint64_t n, std::chrono::microseconds delay) {
+ipcrt::task<Tally> ipcrt_sleeper(uint64_t n, std::chrono::microseconds delay) {
   Tally t;
   const uint64_t d = uint64_t(std::chrono::nanoseconds(delay).count());
   for (uint64_t i = 0; i < n; ++i) {
@@ -24,11 +24,11 @@ ipcrt::task<Tally> sleeper(uint64_t n, std::chrono::microseconds delay) {
   co_return t;
 }
 
-void workload(Session& s) {
+void timer_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const std::chrono::microseconds delay(s.params().i64("delay_us"));
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(sleeper(n, delay)); });
+  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(ipcrt_sleeper(n, delay)); });
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -36,7 +36,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "timer_ipcrt",
     .help = "ipcrt: co_await sleep_for(delay) n times in one task (arm + fire, sequential)",
     .params = {delay_param(), timer_n()},
-    .workload = workload,
+    .workload = timer_ipcrt,
 });
 
 }  // namespace

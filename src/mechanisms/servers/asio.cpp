@@ -11,7 +11,7 @@ namespace {
 
 using asio::ip::tcp;
 
-asio::awaitable<void> connection(tcp::socket sock) {
+asio::awaitable<void> asio_connection(tcp::socket sock) {
   ProtocolConn pc;
   std::string out;
   char buf[512];
@@ -30,11 +30,11 @@ asio::awaitable<void> connection(tcp::socket sock) {
   }
 }
 
-asio::awaitable<void> acceptor(tcp::acceptor& acc) {
+asio::awaitable<void> asio_acceptor(tcp::acceptor& acc) {
   for (;;) {
     auto [ec, sock] = co_await acc.async_accept(asio::experimental::as_tuple(asio::use_awaitable));
     if (ec) continue;
-    asio::co_spawn(acc.get_executor(), connection(std::move(sock)), asio::detached);
+    asio::co_spawn(acc.get_executor(), asio_connection(std::move(sock)), asio::detached);
   }
 }
 
@@ -45,7 +45,7 @@ IPCLAB_REGISTER(make_mechanism({
         [](int lfd, const Params&) {
           asio::io_context io(1);
           tcp::acceptor acc(io, tcp::v4(), lfd);
-          asio::co_spawn(io, acceptor(acc), asio::detached);
+          asio::co_spawn(io, asio_acceptor(acc), asio::detached);
           io.run();
         },
 }));

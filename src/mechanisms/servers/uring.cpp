@@ -13,7 +13,7 @@
 namespace ipclab::servers {
 namespace {
 
-ipcrt::task<void> connection(int fd) {
+ipcrt::task<void> uring_connection(int fd) {
   ProtocolConn pc;
   std::string out;
   char buf[512];
@@ -33,14 +33,14 @@ ipcrt::task<void> connection(int fd) {
   ::close(fd);
 }
 
-ipcrt::task<void> acceptor(int lfd) {
+ipcrt::task<void> uring_acceptor(int lfd) {
   for (;;) {
     auto stream = ipcrt::async_accept_multishot(lfd, SOCK_CLOEXEC);
     // The kernel may end a multishot accept (e.g. under memory pressure): re-arm it then.
     while (true) {
       int fd = co_await stream.next();
       if (fd < 0) break;
-      ipcrt::spawn(connection(fd)).detach();
+      ipcrt::spawn(uring_connection(fd)).detach();
     }
     co_await ipcrt::sleep_for(std::chrono::milliseconds(1));
   }
@@ -53,7 +53,7 @@ IPCLAB_REGISTER(make_mechanism({
     .serve =
         [](int lfd, const Params&) {
           ipcrt::runtime rt(ipcrt::options().entries(4096));
-          auto body = [&]() { return acceptor(lfd); };
+          auto body = [&]() { return uring_acceptor(lfd); };
           rt.block_on(body());
         },
 }));
