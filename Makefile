@@ -47,10 +47,13 @@ bundle: $(STAMP)
 	cmake --preset bundle >/dev/null
 	cmake --build --preset bundle --target bundle
 
+# The default preset: its first answer (the main transports at 64 B, same and cross CPU, round
+# trip and throughput) is printed first, then every mechanism at its defaults, within its budget;
+# after the build's load has settled (or a line saying it did not).
 bench: build
 	@mkdir -p $(RESULTS)
 	@bash scripts/wait-idle.sh 90 60
-	$(PRESET_BUILD)/ipclab run --preset quick --out $(RESULTS); rc=$$?; \
+	$(PRESET_BUILD)/ipclab run --out $(RESULTS); rc=$$?; \
 	if [ -f report/pyproject.toml ]; then \
 	  $(PRESET_BUILD)/ipclab report $(RESULTS)/results.json -o $(RESULTS)/report.html --markdown $(RESULTS)/summary.md || rc=1; \
 	fi; \
@@ -83,8 +86,9 @@ test-asan: asan
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
 
+# On every CPU (pytest-xdist): the report's tests are independent, each in its own folder.
 test-report: build
-	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q; fi
+	@if [ -f report/pyproject.toml ]; then cd report && python3 -m pytest -q -n auto; fi
 
 # C++ formatting (.clang-format), by one pinned clang-format: another version formats some
 # constructs otherwise, and the check would flip between machines.
