@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       run, "--budget", ra.budget,
       "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
       "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
-      "5m, default preset 15m, full none)")
+      "5m, default preset 4m, full none)")
       ->type_name("TIME");
   text_option(
       run, "--remote", ra.remote,

@@ -410,7 +410,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
   // plan
   const remote::Options remote_opts = parse_remote(a);
-  auto benchmarks = plan(select_mechanisms(a.filters), preset->preset, overrides, opts.cpus);
+  const auto selected = select_mechanisms(a.filters);
+  auto benchmarks = plan(selected, preset->preset, overrides, opts.cpus);
+  // The default preset answers first (Suite::first) when nothing narrower was asked: no -p, one
+  // host, the plan's own order.
+  if (preset->preset == Preset::Default && overrides.empty() && !a.cpu_matrix && !a.remote && !seed)
+    benchmarks = first_answers_first(std::move(benchmarks), selected, opts.cpus);
   if (a.remote)
     for (auto& b : benchmarks)
       if (auto why = remote::crossing_problem(*b.mech, b.params); !why.empty()) throw UsageError(why);

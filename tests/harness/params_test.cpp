@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <set>
 
 #include "core/base/error.hpp"
 #include "core/machine/placement.hpp"
@@ -334,6 +335,53 @@ TEST(Placement, ACpuMatrixRunsEachRoundTripOncePerPair) {
   EXPECT_THROW(cpu_matrix(plan(select_mechanisms({"harness/null"}), Preset::Default, {}, {0, 1}), "every",
                           three, false),
                UsageError);
+}
+
+TEST(Plan, TheDefaultPresetPutsTheFirstAnswerFirstWhenTheWholeSuiteIsSelected) {
+  const Suite* messaging = Registry::get().suite("messaging");
+  ASSERT_TRUE(messaging && messaging->first);
+  const auto& first = *messaging->first;
+  const auto selected = select_mechanisms({"messaging"});
+  const auto planned = plan(selected, Preset::Default, {}, {0, 1});
+  const auto out = first_answers_first(planned, selected, {0, 1});
+  // Every combination of the grid is possible on two CPUs for these transports.
+  size_t combos = 1;
+  for (auto& [_, values] : first.grid) combos *= values.size();
+  const size_t n = first.mechanisms.size() * combos;
+  ASSERT_GE(out.size(), n);
+  std::set<std::string> names;
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_TRUE(names.insert(out[i].name).second) << out[i].name << " planned twice";
+    EXPECT_EQ(out[i].first.empty(), i >= n) << out[i].name;
+    if (i >= n) continue;
+    EXPECT_EQ(out[i].first, first.title);
+    EXPECT_NE(std::find(first.mechanisms.begin(), first.mechanisms.end(), out[i].mech->name),
+              first.mechanisms.end());
+    for (auto& [param, values] : first.grid)
+      EXPECT_NE(std::find(values.begin(), values.end(), out[i].params.str(param)), values.end())
+          << out[i].name;
+  }
+  // The default points the first answer already holds are not run twice; every other one still is.
+  for (auto& b : planned) EXPECT_TRUE(names.count(b.name)) << b.name << " dropped";
+  EXPECT_LT(out.size(), planned.size() + n) << "pipe's default point is one of the first answer's";
+  // On one CPU the cross points are left out, not refused.
+  const auto one = first_answers_first(plan(selected, Preset::Default, {}, {0}), selected, {0});
+  size_t same = 0;
+  for (auto& b : one)
+    if (!b.first.empty()) {
+      EXPECT_EQ(b.params.str("placement"), "same") << b.name;
+      ++same;
+    }
+  EXPECT_EQ(same, n / 2);
+  // A selection of part of the suite has no first answer: its plan as it was.
+  const auto pipe = select_mechanisms({"messaging/pipe"});
+  const auto alone = plan(pipe, Preset::Default, {}, {0, 1});
+  const auto kept = first_answers_first(alone, pipe, {0, 1});
+  ASSERT_EQ(kept.size(), alone.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].name, alone[i].name);
+    EXPECT_TRUE(kept[i].first.empty());
+  }
 }
 
 TEST(Filters, EmptyOrUnprintableFiltersAreRefused) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,16 @@ struct Suite {
   std::vector<std::string> scaling;
   std::vector<std::string> csv_columns;
   std::function<std::vector<std::string>(const Record&)> csv_row;
+  /// The default preset's first answer: these of its mechanisms over this grid (the other
+  /// parameters at their defaults) run before any other point of a run that selects the whole
+  /// suite with nothing asked (`ipclab run`, `make bench`), and the console prints them as a table
+  /// of their own under `title`. Points the CPUs or a mechanism cannot hold are left out.
+  struct FirstAnswer {
+    std::string title;
+    std::vector<std::string> mechanisms;
+    Overrides grid;
+  };
+  std::optional<FirstAnswer> first;
   /// Called after each repetition of the suite's benchmarks that completed (status ok), with its
   /// session: figures every record of the suite states (the bulk suite's bandwidth, CPU per MiB
   /// and fraction of memcpy), added to the record's `extra`.

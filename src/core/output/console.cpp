@@ -61,12 +61,25 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
   // line of its own, its figures on the next (see record), never cut.
   const size_t room = columns_ > figures_width() ? columns_ - figures_width() : 0;
   width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
+  // The default preset's first answer is a table of its own, under its title, before the rest.
+  for (auto& b : plan)
+    if (!b.first.empty()) first_.insert(b.name);
+  if (!plan.empty() && !plan.front().first.empty()) fmt::print(out_, "{}\n\n", plan.front().first);
+  header();
+}
+
+void ConsoleReporter::header() const {
   std::string h = row_text(columns().front().key, width_, [](const Column& c) { return c.key; });
   fmt::print(out_, "{}\n{}\n", h, std::string(h.size() + 4, '-'));
   fflush(out_);
 }
 
 void ConsoleReporter::record(const Record& r) {
+  if (!first_.empty() && !rest_begun_ && !first_.count(r.name)) {
+    rest_begun_ = true;
+    fmt::print(out_, "\nThe rest of the run\n\n");
+    header();
+  }
   std::string name = row_name(names_, r);
   if (name.size() > width_) {
     fmt::print(out_, "{}\n", name);

@@ -39,9 +39,13 @@ class ConsoleReporter : public Reporter {
   void record(const Record& r) override;
 
  private:
+  void header() const;
+
   FILE* out_;
   size_t columns_, width_ = 0;
   TableNames names_;
+  std::set<std::string> first_;  // the names of the first answer's points (PlannedBenchmark::first)
+  bool rest_begun_ = false;      // the table after the first answer has its header
 };
 
 /// The width of the terminal `out` writes to; 0 when it is not a terminal.

@@ -23,6 +23,8 @@ struct PlannedBenchmark {
   /// asked for ("every_pair" or "per_class") and, per class, which class the pair stands for.
   std::vector<int> cpus;
   std::string cpu_matrix, cpu_class;
+  /// The title of the suite's first answer this point belongs to (Suite::first); empty for others.
+  std::string first;
 };
 
 /// Mechanisms whose `suite/name` matches any filter: a glob (`*`, `?`), or a prefix ending at a
@@ -43,6 +45,14 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
 /// per placement class present here (resolve_pair: the pair nearest its class's median). Other
 /// points are left out. UsageError for another MODE, when no point is left, when -p placement
 /// was given (the matrix places the sides), and for `every` over more than 64 CPUs.
+/// The default preset's plan with every selected suite's first answer (Suite::first) in front:
+/// for each suite whose mechanisms are all in `selected`, the points of its grid, each combination
+/// of values planned as if asked for alone (one the CPUs or the mechanism cannot hold is left
+/// out), marked with the answer's title; the same points are not planned again further on.
+std::vector<PlannedBenchmark> first_answers_first(std::vector<PlannedBenchmark> planned,
+                                                  const std::vector<const Mechanism*>& selected,
+                                                  const std::vector<int>& cpus = allowed_cpus());
+
 std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& benchmarks,
                                          const std::string& mode, const std::vector<int>& cpus,
                                          bool placement_asked);

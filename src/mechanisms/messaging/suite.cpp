@@ -53,6 +53,15 @@ IPCLAB_REGISTER(Suite{
                     "latency_sample", "queue_depth_used", "hist_p50us", "hist_p90us", "hist_p95us",
                     "hist_p99us", "hist_p999us"},
     .csv_row = row,
+    .first =
+        Suite::FirstAnswer{
+            .title = "First answer: the main transports with 64-byte messages, both sides on one CPU (same) "
+                     "and on two (cross), round trips and throughput",
+            .mechanisms = {"pipe", "unix_stream", "tcp", "udp", "posix_mq", "shm_spsc"},
+            .grid = {{"size", {"64"}},
+                     {"placement", {"same", "cross"}},
+                     {"pattern", {"roundtrip", "throughput"}}},
+        },
 });
 
 }  // namespace
