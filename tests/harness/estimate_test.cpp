@@ -16,6 +16,9 @@ using namespace ipclab;
 
 namespace {
 
+// The warm-up and window the observations below were planned for.
+constexpr double kPlanned = 1.2;
+
 RunOptions options(double duration, double warmup, int reps) {
   RunOptions o;
   o.duration_s = duration;
@@ -43,13 +46,13 @@ TEST(Estimate, FromThePlanAndTheLearnedOverhead) {
   EXPECT_DOUBLE_EQ(estimate_point(p[0], o, model), 3 * (1.2 + kDefaultOverheadS));
   EXPECT_DOUBLE_EQ(estimate_plan(p, o, model), 4 * 3 * (1.2 + kDefaultOverheadS));
   // The first observation replaces the default; then the median of the recent ones.
-  model.learn("messaging/pipe", 0.5);
+  model.learn("messaging/pipe", kPlanned + 0.5, kPlanned);
   EXPECT_TRUE(model.learned("messaging/pipe"));
-  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/pipe"), 0.5);
-  model.learn("messaging/pipe", 0.3);
-  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/pipe"), 0.4);
-  model.learn("messaging/pipe", -1);  // a window that ended early: no negative start-up
-  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/pipe"), 0.3);
+  EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.5, 1e-12);
+  model.learn("messaging/pipe", kPlanned + 0.3, kPlanned);
+  EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.4, 1e-12);
+  model.learn("messaging/pipe", kPlanned - 1, kPlanned);  // a window that ended early: no negative start-up
+  EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.3, 1e-12);
   EXPECT_DOUBLE_EQ(model.overhead_s("messaging/fifo"), kDefaultOverheadS);
   RunOptions autorep = o;
   autorep.ci_target_pct = 2;
@@ -58,12 +61,42 @@ TEST(Estimate, FromThePlanAndTheLearnedOverhead) {
 
 TEST(Estimate, OneSlowStartDoesNotMoveTheOverheadAndADriftIsFollowed) {
   CostModel model = CostModel::load("");
-  for (int i = 0; i < 4; ++i) model.learn("messaging/unix_stream", 0.05);
-  model.learn("messaging/unix_stream", 2.3);  // a start on a loaded machine, a stalled run
-  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/unix_stream"), 0.05);
+  for (int i = 0; i < 4; ++i) model.learn("messaging/unix_stream", kPlanned + 0.05, kPlanned);
+  model.learn("messaging/unix_stream", kPlanned + 2.3,
+              kPlanned);  // a start on a loaded machine, a stalled run
+  EXPECT_NEAR(model.overhead_s("messaging/unix_stream"), 0.05, 1e-12);
   // The machine changed: once most of the recent observations say so, the overhead follows.
-  for (size_t i = 0; i < CostModel::kRecent / 2 + 1; ++i) model.learn("messaging/unix_stream", 0.2);
-  EXPECT_DOUBLE_EQ(model.overhead_s("messaging/unix_stream"), 0.2);
+  for (size_t i = 0; i < CostModel::kRecent / 2 + 1; ++i)
+    model.learn("messaging/unix_stream", kPlanned + 0.2, kPlanned);
+  EXPECT_NEAR(model.overhead_s("messaging/unix_stream"), 0.2, 1e-12);
+}
+
+TEST(Estimate, AMechanismOfFixedWorkIsEstimatedAtItsOwnLengthWhateverTheWindow) {
+  // runtime/switch_ipcrt runs its n operations, about 0.1 s, whether the window is 1 s or 0.4 s.
+  CostModel model = CostModel::load("");
+  const auto rt = plan(select_mechanisms({"runtime/switch_ipcrt"}), Preset::Default, {}, {0, 1});
+  ASSERT_EQ(rt.size(), 1u);
+  EXPECT_FALSE(model.fixed_s("runtime/switch_ipcrt"));
+  model.learn("runtime/switch_ipcrt", 0.1, 1.2);
+  model.learn("runtime/switch_ipcrt", 0.12, 1.2);
+  model.learn("runtime/switch_ipcrt", 0.11, 0.48);
+  ASSERT_TRUE(model.fixed_s("runtime/switch_ipcrt"));
+  EXPECT_DOUBLE_EQ(*model.fixed_s("runtime/switch_ipcrt"), 0.11);
+  EXPECT_NEAR(model.overhead_s("runtime/switch_ipcrt"), 0, 1e-12);  // never a negative start-up
+  EXPECT_DOUBLE_EQ(estimate_repetition(rt[0], options(1.0, 0.2, 3), model), 0.11);
+  EXPECT_DOUBLE_EQ(estimate_repetition(rt[0], options(0.4, 0.08, 3), model), 0.11);
+  // A budget shortens the windows of the points that have them; the fixed one stays as it is.
+  auto both = pipes(4);
+  both.push_back(rt[0]);
+  const BudgetFit fit = fit_budget(both, options(1.0, 0.2, 3), 4 * 3 * 0.7 + 3 * 0.11, "--budget", model);
+  EXPECT_LT(fit.fitted.duration_s, 1.0);
+  EXPECT_LE(fit.estimate_s, 4 * 3 * 0.7 + 3 * 0.11 + 1e-9);
+  EXPECT_NEAR(estimate_point(rt[0], fit.fitted, model), 3 * 0.11, 1e-9);
+  // A mechanism that lasts its window is not taken for fixed work by one short repetition.
+  for (int i = 0; i < 3; ++i) model.learn("messaging/pipe", 1.25, 1.2);
+  model.learn("messaging/pipe", 0.3, 1.2);
+  EXPECT_FALSE(model.fixed_s("messaging/pipe"));
+  EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.05, 1e-12);
 }
 
 TEST(Estimate, BudgetShortensWindowsThenRepetitionsNeverPoints) {
@@ -152,7 +185,7 @@ TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
   EXPECT_EQ(path, (root / "state" / "ipclab" / "costs.json").string());
   CostModel m = CostModel::load(path);
   EXPECT_FALSE(m.learned("messaging/pipe"));
-  m.learn("messaging/pipe", 0.25);
+  m.learn("messaging/pipe", kPlanned + 0.25, kPlanned);
   EXPECT_EQ(m.save(), "");
   struct stat st {};
   ASSERT_EQ(stat((root / "state" / "ipclab").c_str(), &st), 0);
@@ -161,15 +194,15 @@ TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // Only the file: the temporary was renamed over it.
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root / "state" / "ipclab"), {}), 1);
-  m.learn("messaging/pipe", 0.35);
-  m.learn("messaging/pipe", 9.0);
+  m.learn("messaging/pipe", kPlanned + 0.35, kPlanned);
+  m.learn("messaging/pipe", kPlanned + 9.0, kPlanned);
   EXPECT_EQ(m.save(), "");
   const CostModel back = CostModel::load(path);
-  EXPECT_DOUBLE_EQ(back.overhead_s("messaging/pipe"), 0.35);  // the recent observations come back
+  EXPECT_NEAR(back.overhead_s("messaging/pipe"), 0.35, 1e-12);  // the recent observations come back
   // A file from before the median (one figure, no "recent") is read as that figure.
   std::ofstream(path) << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": 0.125, "
                          "\"samples\": 7}}}";
-  EXPECT_DOUBLE_EQ(CostModel::load(path).overhead_s("messaging/pipe"), 0.125);
+  EXPECT_NEAR(CostModel::load(path).overhead_s("messaging/pipe"), 0.125, 1e-12);
   // A file that is not one ipclab wrote teaches nothing.
   std::ofstream(path)
       << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": -3, \"samples\": 1}}}";

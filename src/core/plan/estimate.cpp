@@ -70,17 +70,27 @@ CostModel CostModel::load(const std::string& path) {
     if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() ||
         !e.contains("samples") || !e["samples"].is_number_integer())
       continue;
-    const auto sane = [](const nlohmann::json& v) {
-      return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 &&
-             v.get<double>() < 3600;
+    const auto within = [](double lo, double hi) {
+      return [lo, hi](const nlohmann::json& v) {
+        return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= lo &&
+               v.get<double>() < hi;
+      };
     };
+    const auto sane = within(0, 3600), signed_sane = within(-3600, 3600), positive = within(1e-9, 3600);
     const long n = e["samples"].get<long>();
     if (!sane(e["overhead_s"]) || n <= 0) continue;
     Entry entry{.recent = {e["overhead_s"].get<double>()}, .samples = n};
-    // "recent" since the median; a file written before it has the one figure.
+    // "recent" since the median, "planned" since fixed work was told apart (a repetition that
+    // ended before its window has a negative one); a file written before has the one figure.
     if (auto r = e.find("recent"); r != e.end() && r->is_array() && !r->empty() && r->size() <= kRecent &&
-                                   std::all_of(r->begin(), r->end(), sane))
+                                   std::all_of(r->begin(), r->end(), signed_sane)) {
       entry.recent = r->get<std::vector<double>>();
+      if (auto pl = e.find("planned"); pl != e.end() && pl->is_array() && pl->size() == r->size() &&
+                                       std::all_of(pl->begin(), pl->end(), positive))
+        entry.planned = pl->get<std::vector<double>>();
+      else if (!std::all_of(r->begin(), r->end(), sane))
+        entry.recent = {e["overhead_s"].get<double>()};
+    }
     m.entries_[name] = std::move(entry);
   }
   return m;
@@ -91,15 +101,35 @@ double CostModel::overhead_s(const std::string& mechanism) const {
   return it == entries_.end() ? kDefaultOverheadS : it->second.overhead_s();
 }
 
-double CostModel::Entry::overhead_s() const { return median_of(recent); }
+std::optional<double> CostModel::fixed_s(const std::string& mechanism) const {
+  const auto it = entries_.find(mechanism);
+  return it == entries_.end() ? std::nullopt : it->second.fixed_s();
+}
 
-void CostModel::learn(const std::string& mechanism, double overhead_s) {
-  if (!std::isfinite(overhead_s)) return;
-  overhead_s = std::clamp(overhead_s, 0.0, 3600.0);
+double CostModel::Entry::overhead_s() const { return std::max(0.0, median_of(recent)); }
+
+std::optional<double> CostModel::Entry::fixed_s() const {
+  if (planned.size() != recent.size() || planned.empty()) return std::nullopt;
+  std::vector<double> walls, shares;
+  for (size_t i = 0; i < recent.size(); ++i) {
+    walls.push_back(std::max(0.0, planned[i] + recent[i]));
+    shares.push_back(walls.back() / planned[i]);
+  }
+  if (median_of(shares) >= 0.5) return std::nullopt;
+  return median_of(walls);
+}
+
+void CostModel::learn(const std::string& mechanism, double wall_s, double planned_s) {
+  if (!std::isfinite(wall_s) || !std::isfinite(planned_s) || planned_s <= 0) return;
   Entry& e = entries_[mechanism];
+  if (e.planned.size() != e.recent.size()) e.recent.clear();  // a file's one figure: start afresh
   ++e.samples;
-  e.recent.push_back(overhead_s);
-  if (e.recent.size() > kRecent) e.recent.erase(e.recent.begin());
+  e.recent.push_back(std::clamp(wall_s - planned_s, -3600.0, 3600.0));
+  e.planned.push_back(std::min(planned_s, 3600.0));
+  if (e.recent.size() > kRecent) {
+    e.recent.erase(e.recent.begin());
+    e.planned.erase(e.planned.begin());
+  }
 }
 
 std::string CostModel::save() const {
@@ -108,12 +138,14 @@ std::string CostModel::save() const {
   if (private_state_dir(why).empty()) return why;
   nlohmann::json mechs = nlohmann::json::object();
   for (auto& [name, e] : entries_)
-    mechs[name] = {{"overhead_s", e.overhead_s()}, {"samples", e.samples}, {"recent", e.recent}};
+    mechs[name] = {
+        {"overhead_s", e.overhead_s()}, {"samples", e.samples}, {"recent", e.recent}, {"planned", e.planned}};
   const nlohmann::json j{
       {"version", kModelVersion},
       {"about",
        "ipclab's cost model: per mechanism, the seconds a repetition takes beyond its warm-up and "
-       "measured window (start-up and tear-down), learned from past runs; used for estimates and "
+       "measured window (start-up and tear-down; negative for fixed work that ends before them) and "
+       "the warm-up and window each was planned for, learned from past runs; used for estimates and "
        "--budget (docs/methodology.md). Safe to delete."},
       {"mechanisms", mechs}};
   const std::string text = j.dump(1) + "\n";
@@ -151,8 +183,8 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, cons
     const uint64_t ended = now_ns();
     if (inner) inner(r);
     if (r.run_type == "aggregate" || r.status != Status::Ok || !st->started) return;
-    model->learn(r.suite + "/" + r.mechanism,
-                 double(ended - st->started) * 1e-9 - opts.warmup_s - opts.duration_s);
+    model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9,
+                 opts.warmup_s + opts.duration_s);
     if (std::string why = model->save(); !why.empty() && !st->warned) {
       st->warned = true;
       fmt::print(stderr,
@@ -164,6 +196,7 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, cons
 }
 
 double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
+  if (auto fixed = model.fixed_s(b.mech->full_name())) return *fixed;
   return opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name());
 }
 
@@ -230,10 +263,14 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
   if (!budget_s || (fit.estimate_s <= *budget_s && !autorep)) return fit;
   const double budget = *budget_s;
 
-  // The cost of one repetition of every point is n windows and the overheads; a run is R of them.
-  const double n = double(benchmarks.size());
-  double overheads = 0;
-  for (auto& b : benchmarks) overheads += model.overhead_s(b.mech->full_name());
+  // The cost of one repetition of every point is n windows (of the points whose repetitions last
+  // their window) and the overheads and fixed lengths; a run is R of them.
+  double n = 0, overheads = 0;
+  for (auto& b : benchmarks) {
+    const auto fixed = model.fixed_s(b.mech->full_name());
+    n += fixed ? 0 : 1;
+    overheads += fixed ? *fixed : model.overhead_s(b.mech->full_name());
+  }
   // A floor never lengthens what was asked; the factor s shortens both windows alike, rounded
   // down to the millisecond.
   const double floor_d = std::min(opts.duration_s, kFloors.duration_s);

@@ -7,7 +7,9 @@
 // learned from past runs: after each repetition that completed, the run records its wall time
 // less warm-up and window, per mechanism (CostModel::learn), in the cost model file of the user's
 // state folder (user_state_dir(), core/machine/home.hpp). A point's estimate is its repetitions times
-// (warm-up + window + overhead); --repetitions auto counts the fewest it runs.
+// (warm-up + window + overhead), or times its fixed length for a mechanism whose repetitions do a
+// fixed amount of work and end before their window (CostModel::fixed_s); --repetitions auto
+// counts the fewest it runs.
 //
 // A budget (--budget, or the preset's own) fits the grid by shortening windows and then
 // repetitions, down to kFloors, never by dropping points (fit_budget).
@@ -36,13 +38,18 @@ class CostModel {
 
   /// The overhead of one repetition of `mechanism` ("suite/name"): learned, or kDefaultOverheadS.
   double overhead_s(const std::string& mechanism) const;
+  /// For a mechanism whose repetitions do a fixed amount of work and end well before their warm-up
+  /// and window (most recent ones under half of them: runtime's n operations, servers' wave of
+  /// clients), the seconds a repetition takes, which no window changes; nullopt otherwise.
+  std::optional<double> fixed_s(const std::string& mechanism) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
-  /// Takes in one observed overhead of `mechanism` (seconds, clamped at 0). The overhead is the
-  /// median of the last kRecent observations (the first replaces the default): a machine's
-  /// overheads drift (another load, another kernel) and are followed within a few runs, while one
-  /// start that a loaded machine or a stalled run made slow moves it not at all.
-  void learn(const std::string& mechanism, double overhead_s);
+  /// Takes in one observed repetition of `mechanism`: its wall time and the warm-up and window it
+  /// was planned for (seconds). The overhead is the median of the last kRecent observations of
+  /// wall less planned (the first replaces the default; never below 0): a machine's overheads
+  /// drift (another load, another kernel) and are followed within a few runs, while one start that
+  /// a loaded machine or a stalled run made slow moves it not at all.
+  void learn(const std::string& mechanism, double wall_s, double planned_s);
   static constexpr size_t kRecent = 8;
   /// Writes the model to its file atomically (a temporary of the run renamed over it, mode 0600),
   /// creating the state folder (0700) when missing. Returns "" or why it could not (a warning for
@@ -52,9 +59,11 @@ class CostModel {
 
  private:
   struct Entry {
-    std::vector<double> recent;  // the last kRecent observations, oldest first
-    long samples = 0;            // all observations taken in
-    double overhead_s() const;   // the median of `recent`
+    std::vector<double> recent;   // the last kRecent observations of wall less planned, oldest first
+    std::vector<double> planned;  // the warm-up and window of each (empty: a file from before them)
+    long samples = 0;             // all observations taken in
+    double overhead_s() const;    // the median of `recent`, at least 0
+    std::optional<double> fixed_s() const;
   };
   std::string path_;
   std::map<std::string, Entry> entries_;
