@@ -65,6 +65,25 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
   return out;
 }
 
+namespace {
+
+// Why `point` of `m` cannot run on `cpus`, or "": a layout needs as many distinct CPUs as it places
+// sides on; then the mechanism's own rules.
+std::string point_problem(const Mechanism& m, const Params& point, const std::vector<int>& cpus) {
+  std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
+  if (why.empty() && m.check) why = m.check(point);
+  return why;
+}
+
+// The point as a benchmark of the plan, under its name: suite/mechanism/param:value/...
+PlannedBenchmark planned_point(const Mechanism* m, Params point) {
+  std::string name = m->full_name();
+  if (!point.items().empty()) name += "/" + point.path();
+  return {m, std::move(point), std::move(name)};
+}
+
+}  // namespace
+
 std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, Preset preset,
                                    const Overrides& overrides, const std::vector<int>& cpus) {
   std::set<std::string> known;
@@ -90,17 +109,12 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
     }
     asked = asked && !spread;
     for (auto& point : expand_grid(m->params, preset, overrides, cpus.size())) {
-      // A layout needs as many distinct CPUs as it places sides on; then the mechanism's own rules.
-      std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
-      if (why.empty() && m->check) why = m->check(point);
-      if (!why.empty()) {
+      if (const std::string why = point_problem(*m, point, cpus); !why.empty()) {
         if (asked) throw UsageError(fmt::format("{}/{}: {}", m->full_name(), point.path(), why));
         if (dropped.empty()) dropped = fmt::format("{}/{}: {}", m->full_name(), point.path(), why);
         continue;
       }
-      std::string name = m->full_name();
-      if (!point.items().empty()) name += "/" + point.path();
-      out.push_back({m, point, name});
+      out.push_back(planned_point(m, std::move(point)));
     }
   }
   if (out.empty())
@@ -134,36 +148,18 @@ std::vector<PlannedBenchmark> first_answers_first(std::vector<PlannedBenchmark> 
       return m.suite != suite.name || std::find(selected.begin(), selected.end(), &m) != selected.end();
     });
     if (!whole) continue;
-    // Every combination of the grid's values, one at a time: plan() refuses an impossible point
-    // that was asked for, and here it is only left out.
-    std::vector<Overrides> combos{{}};
-    for (const auto& [param, values] : suite.first->grid) {
-      std::vector<Overrides> more;
-      for (const auto& c : combos)
-        for (const auto& v : values) {
-          Overrides o = c;
-          o[param] = {v};
-          more.push_back(std::move(o));
-        }
-      combos = std::move(more);
-    }
-    for (const auto& name : suite.first->mechanisms)
-      for (const auto* m : selected) {
-        if (m->suite != suite.name || m->name != name) continue;
-        for (const auto& combo : combos) {
-          std::vector<PlannedBenchmark> point;
-          try {
-            point = plan({m}, Preset::Default, combo, cpus);
-          } catch (const UsageError&) {
-            continue;
-          }
-          for (auto& b : point)
-            if (names.insert(b.name).second) {
-              b.first = suite.first->title;
-              first.push_back(std::move(b));
-            }
-        }
+    for (const auto& name : suite.first->mechanisms) {
+      const auto m = std::find_if(selected.begin(), selected.end(),
+                                  [&](auto* x) { return x->suite == suite.name && x->name == name; });
+      if (m == selected.end()) continue;
+      // The grid's points, the other parameters at their defaults; one that cannot run is left out.
+      for (auto& point : expand_grid((*m)->params, Preset::Default, suite.first->grid, cpus.size())) {
+        if (!point_problem(**m, point, cpus).empty()) continue;
+        PlannedBenchmark b = planned_point(*m, std::move(point));
+        b.first = suite.first->title;
+        if (names.insert(b.name).second) first.push_back(std::move(b));
       }
+    }
   }
   std::erase_if(planned, [&](const PlannedBenchmark& b) { return names.count(b.name) > 0; });
   first.insert(first.end(), std::make_move_iterator(planned.begin()), std::make_move_iterator(planned.end()));

@@ -46,9 +46,9 @@ std::vector<PlannedBenchmark> plan(const std::vector<const Mechanism*>& mechs, P
 /// points are left out. UsageError for another MODE, when no point is left, when -p placement
 /// was given (the matrix places the sides), and for `every` over more than 64 CPUs.
 /// The default preset's plan with every selected suite's first answer (Suite::first) in front:
-/// for each suite whose mechanisms are all in `selected`, the points of its grid, each combination
-/// of values planned as if asked for alone (one the CPUs or the mechanism cannot hold is left
-/// out), marked with the answer's title; the same points are not planned again further on.
+/// for each suite whose mechanisms are all in `selected`, the points of its grid with the other
+/// parameters at their defaults (one the CPUs or the mechanism cannot hold is left out), marked
+/// with the answer's title; the same points are not planned again further on.
 std::vector<PlannedBenchmark> first_answers_first(std::vector<PlannedBenchmark> planned,
                                                   const std::vector<const Mechanism*>& selected,
                                                   const std::vector<int>& cpus = allowed_cpus());
