@@ -345,6 +345,7 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
   std::vector<std::string> order;
   std::map<std::string, std::pair<size_t, double>> suites;  // points, seconds
   std::set<std::string> mechs, learned;
+  size_t points_learned = 0;
   for (auto& b : benchmarks) {
     if (!suites.count(b.mech->suite)) order.push_back(b.mech->suite);
     auto& [points, seconds] = suites[b.mech->suite];
@@ -352,6 +353,7 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
     seconds += estimate_point(b, o, model);
     mechs.insert(b.mech->full_name());
     if (model.learned(b.mech->full_name())) learned.insert(b.mech->full_name());
+    points_learned += model.learned_point(b.name);
   }
   const std::string reps = o.ci_target_pct > 0
                                ? fmt::format("{} to {} repetitions (auto; estimated at {})",
@@ -366,8 +368,11 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
   fmt::print("{}\n", fit.budget_s ? fit.text()
                                   : "budget none: nothing shortened (--budget 5m fits the run to 5 minutes)");
   fmt::print(
-      "start-up per repetition: learned from past runs for {} of {} mechanisms{}, {:g} s for the rest\n",
-      learned.size(), mechs.size(), model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
+      "start-up per repetition: learned from past runs for {} of {} points and {} of {} mechanisms{} (a "
+      "point "
+      "not run before takes its mechanism's), {:g} s for the rest\n",
+      points_learned, benchmarks.size(), learned.size(), mechs.size(),
+      model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
   return 0;
 }
 

@@ -134,19 +134,27 @@ def test_cost_model_is_written_privately_and_reused(lab):
     model = json.loads(path.read_text())
     entry = model["mechanisms"]["harness/null"]
     assert entry["samples"] == 4 and entry["overhead_s"] >= 0, entry
+    # Each point learns its own start-up beside its mechanism's: two repetitions each.
+    points = model["points"]
+    assert sorted(points) == ["harness/null/placement:same", "harness/null/placement:unpinned"], points
+    assert all(p["samples"] == 2 and p["overhead_s"] >= 0 for p in points.values()), points
     assert lab.leftovers() == [f"ipclab-{os.geteuid()}"], lab.leftovers()  # no temporary left in the run's
 
-    # A plan after it estimates with what was learned, not the default start-up term.
+    # A plan after it estimates each point with what it learned, not the default start-up term (a
+    # point not run before takes its mechanism's: the unit tests).
     plan = [json.loads(l) for l in
             lab.run("run", *NULL2, "--duration", "1", "--warmup", "0", "--repetitions", "1", "--plan").stdout.splitlines()]
+    assert len(plan) == 2, plan
     for b in plan:
-        assert b["estimate_s"] == pytest.approx(1 + entry["overhead_s"], abs=1e-3), (b, entry)
+        assert b["estimate_s"] == pytest.approx(1 + points[b["name"]]["overhead_s"], abs=1e-3), (b, points)
     dry = lab.run("run", *NULL2, "--dry-run")
-    assert "learned from past runs for 1 of 1 mechanisms" in dry.stdout, dry.stdout
+    assert "learned from past runs for 2 of 2 points and 1 of 1 mechanisms" in dry.stdout, dry.stdout
 
     # A second run takes the model further.
     assert lab.run("run", *NULL2, "--duration", "0.05", "--warmup", "0", "--repetitions", "1").returncode == 0
-    assert json.loads(path.read_text())["mechanisms"]["harness/null"]["samples"] == 6
+    model = json.loads(path.read_text())
+    assert model["mechanisms"]["harness/null"]["samples"] == 6
+    assert model["points"]["harness/null/placement:same"]["samples"] == 3
 
 
 def test_state_folder_open_to_others_is_not_used(lab):

@@ -99,6 +99,46 @@ TEST(Estimate, AMechanismOfFixedWorkIsEstimatedAtItsOwnLengthWhateverTheWindow) 
   EXPECT_NEAR(model.overhead_s("messaging/pipe"), 0.05, 1e-12);
 }
 
+TEST(Estimate, APointRunBeforeIsEstimatedFromItsOwnStartUpAnyOtherFromItsMechanisms) {
+  // pipe at 64 B starts in 0.1 s, at 128 B in 0.5 s (a larger buffer to fill, say): the mechanism
+  // learns their median, each point its own.
+  const auto p = pipes(3);
+  CostModel model = CostModel::load("");
+  const RunOptions o = options(1.0, 0.2, 1);
+  for (int i = 0; i < 3; ++i) {
+    model.learn("messaging/pipe", kPlanned + 0.1, kPlanned, p[0].name);
+    model.learn("messaging/pipe", kPlanned + 0.5, kPlanned, p[1].name);
+  }
+  EXPECT_TRUE(model.learned_point(p[0].name));
+  EXPECT_FALSE(model.learned_point(p[2].name));
+  EXPECT_NEAR(estimate_repetition(p[0], o, model), 1.2 + 0.1, 1e-12);
+  EXPECT_NEAR(estimate_repetition(p[1], o, model), 1.2 + 0.5, 1e-12);
+  EXPECT_NEAR(estimate_repetition(p[2], o, model), 1.2 + 0.3, 1e-12) << "the mechanism's median";
+  EXPECT_NEAR(estimate_plan(p, o, model), 3 * 1.2 + 0.9, 1e-12);
+  // The budget fits with the points' own overheads: 1.2 s of windows at most is left of 1.8 s.
+  const BudgetFit f = fit_budget(p, options(1.0, 0.2, 1), 3 * 0.4 + 0.9, "--budget", model);
+  EXPECT_NEAR(f.estimate_s, 3 * 0.4 + 0.9, 0.01);
+  // Learned without a point (a file from before), only the mechanism learns.
+  CostModel old = CostModel::load("");
+  old.learn("messaging/pipe", kPlanned + 0.2, kPlanned);
+  EXPECT_FALSE(old.learned_point(p[0].name));
+  EXPECT_NEAR(estimate_repetition(p[0], o, old), 1.2 + 0.2, 1e-12);
+}
+
+TEST(Estimate, TheModelKeepsThePointsLearnedLast) {
+  CostModel model = CostModel::load("");
+  for (size_t i = 0; i < CostModel::kMaxPoints + 10; ++i)
+    model.learn("messaging/pipe", kPlanned + 0.1, kPlanned, "messaging/pipe/size=" + std::to_string(i));
+  // Point 0 again: now among the newest, so the next ones evict 10 and up rather than it.
+  model.learn("messaging/pipe", kPlanned + 0.1, kPlanned, "messaging/pipe/size=10");
+  model.learn("messaging/pipe", kPlanned + 0.1, kPlanned, "messaging/pipe/size=new");
+  EXPECT_FALSE(model.learned_point("messaging/pipe/size=0"));
+  EXPECT_FALSE(model.learned_point("messaging/pipe/size=11"));
+  EXPECT_TRUE(model.learned_point("messaging/pipe/size=10"));
+  EXPECT_TRUE(model.learned_point("messaging/pipe/size=12"));
+  EXPECT_TRUE(model.learned_point("messaging/pipe/size=new"));
+}
+
 TEST(Estimate, BudgetShortensWindowsThenRepetitionsNeverPoints) {
   const auto p = pipes(10);
   const CostModel model = CostModel::load("");
@@ -197,8 +237,19 @@ TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
   m.learn("messaging/pipe", kPlanned + 0.35, kPlanned);
   m.learn("messaging/pipe", kPlanned + 9.0, kPlanned);
   EXPECT_EQ(m.save(), "");
-  const CostModel back = CostModel::load(path);
-  EXPECT_NEAR(back.overhead_s("messaging/pipe"), 0.35, 1e-12);  // the recent observations come back
+  m.learn("messaging/pipe", kPlanned + 0.05, kPlanned, "messaging/pipe/size=64");
+  m.learn("messaging/pipe", kPlanned + 0.07, kPlanned, "messaging/pipe/size=64");
+  EXPECT_EQ(m.save(), "");
+  CostModel back = CostModel::load(path);
+  EXPECT_NEAR(back.overhead_s("messaging/pipe"), 0.25, 1e-12);  // the recent five come back: their median
+  EXPECT_NEAR(back.overhead_s("messaging/pipe", "messaging/pipe/size=64"), 0.06, 1e-12);  // and the points'
+  // ... with when each was learned: a point learned after loading is the newest.
+  back.learn("messaging/pipe", kPlanned + 0.1, kPlanned, "messaging/pipe/size=128");
+  EXPECT_EQ(back.save(), "");
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["points"]["messaging/pipe/size=64"]["last"], 2u);
+  EXPECT_EQ(j["points"]["messaging/pipe/size=128"]["last"], 3u);
   // A file from before the median (one figure, no "recent") is read as that figure.
   std::ofstream(path) << "{\"version\": 1, \"mechanisms\": {\"messaging/pipe\": {\"overhead_s\": 0.125, "
                          "\"samples\": 7}}}";

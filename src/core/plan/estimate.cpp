@@ -53,6 +53,40 @@ std::string CostModel::default_path() {
   return dir.empty() ? "" : dir + "/" + kModelFile;
 }
 
+namespace {
+
+// An entry of the file (a mechanism's or a point's), or nullopt for one ipclab did not write.
+std::optional<CostModel::Observations> parse_entry(const nlohmann::json& e) {
+  if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() || !e.contains("samples") ||
+      !e["samples"].is_number_integer())
+    return std::nullopt;
+  const auto within = [](double lo, double hi) {
+    return [lo, hi](const nlohmann::json& v) {
+      return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= lo && v.get<double>() < hi;
+    };
+  };
+  const auto sane = within(0, 3600), signed_sane = within(-3600, 3600), positive = within(1e-9, 3600);
+  const long n = e["samples"].get<long>();
+  if (!sane(e["overhead_s"]) || n <= 0) return std::nullopt;
+  CostModel::Observations entry{.recent = {e["overhead_s"].get<double>()}, .samples = n};
+  // "recent" since the median, "planned" since fixed work was told apart (a repetition that
+  // ended before its window has a negative one); a file written before has the one figure.
+  if (auto r = e.find("recent"); r != e.end() && r->is_array() && !r->empty() &&
+                                 r->size() <= CostModel::kRecent &&
+                                 std::all_of(r->begin(), r->end(), signed_sane)) {
+    entry.recent = r->get<std::vector<double>>();
+    if (auto pl = e.find("planned"); pl != e.end() && pl->is_array() && pl->size() == r->size() &&
+                                     std::all_of(pl->begin(), pl->end(), positive))
+      entry.planned = pl->get<std::vector<double>>();
+    else if (!std::all_of(r->begin(), r->end(), sane))
+      entry.recent = {e["overhead_s"].get<double>()};
+  }
+  if (auto l = e.find("last"); l != e.end() && l->is_number_unsigned()) entry.last = l->get<uint64_t>();
+  return entry;
+}
+
+}  // namespace
+
 CostModel CostModel::load(const std::string& path) {
   CostModel m;
   m.path_ = path;
@@ -66,49 +100,37 @@ CostModel CostModel::load(const std::string& path) {
   if (!j.is_object() || j.value("version", 0) != kModelVersion || !j.contains("mechanisms") ||
       !j["mechanisms"].is_object())
     return m;
-  for (auto& [name, e] : j["mechanisms"].items()) {
-    if (!e.is_object() || !e.contains("overhead_s") || !e["overhead_s"].is_number() ||
-        !e.contains("samples") || !e["samples"].is_number_integer())
-      continue;
-    const auto within = [](double lo, double hi) {
-      return [lo, hi](const nlohmann::json& v) {
-        return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= lo &&
-               v.get<double>() < hi;
-      };
-    };
-    const auto sane = within(0, 3600), signed_sane = within(-3600, 3600), positive = within(1e-9, 3600);
-    const long n = e["samples"].get<long>();
-    if (!sane(e["overhead_s"]) || n <= 0) continue;
-    Entry entry{.recent = {e["overhead_s"].get<double>()}, .samples = n};
-    // "recent" since the median, "planned" since fixed work was told apart (a repetition that
-    // ended before its window has a negative one); a file written before has the one figure.
-    if (auto r = e.find("recent"); r != e.end() && r->is_array() && !r->empty() && r->size() <= kRecent &&
-                                   std::all_of(r->begin(), r->end(), signed_sane)) {
-      entry.recent = r->get<std::vector<double>>();
-      if (auto pl = e.find("planned"); pl != e.end() && pl->is_array() && pl->size() == r->size() &&
-                                       std::all_of(pl->begin(), pl->end(), positive))
-        entry.planned = pl->get<std::vector<double>>();
-      else if (!std::all_of(r->begin(), r->end(), sane))
-        entry.recent = {e["overhead_s"].get<double>()};
-    }
-    m.entries_[name] = std::move(entry);
-  }
+  for (auto& [name, e] : j["mechanisms"].items())
+    if (auto entry = parse_entry(e)) m.entries_[name] = std::move(*entry);
+  // "points" since the start-up was learned per point; a file written before has none.
+  if (auto pts = j.find("points"); pts != j.end() && pts->is_object())
+    for (auto& [name, e] : pts->items())
+      if (auto entry = parse_entry(e); entry && m.points_.size() < kMaxPoints) {
+        m.learned_ = std::max(m.learned_, entry->last);
+        m.points_[name] = std::move(*entry);
+      }
   return m;
 }
 
-double CostModel::overhead_s(const std::string& mechanism) const {
-  const auto it = entries_.find(mechanism);
-  return it == entries_.end() ? kDefaultOverheadS : it->second.overhead_s();
+const CostModel::Observations* CostModel::find(const std::string& mechanism, const std::string& point) const {
+  if (auto it = points_.find(point); !point.empty() && it != points_.end()) return &it->second;
+  if (auto it = entries_.find(mechanism); it != entries_.end()) return &it->second;
+  return nullptr;
 }
 
-std::optional<double> CostModel::fixed_s(const std::string& mechanism) const {
-  const auto it = entries_.find(mechanism);
-  return it == entries_.end() ? std::nullopt : it->second.fixed_s();
+double CostModel::overhead_s(const std::string& mechanism, const std::string& point) const {
+  const Observations* e = find(mechanism, point);
+  return e ? e->overhead_s() : kDefaultOverheadS;
 }
 
-double CostModel::Entry::overhead_s() const { return std::max(0.0, median_of(recent)); }
+std::optional<double> CostModel::fixed_s(const std::string& mechanism, const std::string& point) const {
+  const Observations* e = find(mechanism, point);
+  return e ? e->fixed_s() : std::nullopt;
+}
 
-std::optional<double> CostModel::Entry::fixed_s() const {
+double CostModel::Observations::overhead_s() const { return std::max(0.0, median_of(recent)); }
+
+std::optional<double> CostModel::Observations::fixed_s() const {
   if (planned.size() != recent.size() || planned.empty()) return std::nullopt;
   std::vector<double> walls, shares;
   for (size_t i = 0; i < recent.size(); ++i) {
@@ -119,36 +141,56 @@ std::optional<double> CostModel::Entry::fixed_s() const {
   return median_of(walls);
 }
 
-void CostModel::learn(const std::string& mechanism, double wall_s, double planned_s) {
-  if (!std::isfinite(wall_s) || !std::isfinite(planned_s) || planned_s <= 0) return;
-  Entry& e = entries_[mechanism];
-  if (e.planned.size() != e.recent.size()) e.recent.clear();  // a file's one figure: start afresh
-  ++e.samples;
-  e.recent.push_back(std::clamp(wall_s - planned_s, -3600.0, 3600.0));
-  e.planned.push_back(std::min(planned_s, 3600.0));
-  if (e.recent.size() > kRecent) {
-    e.recent.erase(e.recent.begin());
-    e.planned.erase(e.planned.begin());
+void CostModel::Observations::take(double wall_s, double planned_s) {
+  if (planned.size() != recent.size()) recent.clear();  // a file's one figure: start afresh
+  ++samples;
+  recent.push_back(std::clamp(wall_s - planned_s, -3600.0, 3600.0));
+  planned.push_back(std::min(planned_s, 3600.0));
+  if (recent.size() > kRecent) {
+    recent.erase(recent.begin());
+    planned.erase(planned.begin());
   }
+}
+
+void CostModel::learn(const std::string& mechanism, double wall_s, double planned_s,
+                      const std::string& point) {
+  if (!std::isfinite(wall_s) || !std::isfinite(planned_s) || planned_s <= 0) return;
+  entries_[mechanism].take(wall_s, planned_s);
+  if (point.empty()) return;
+  Observations& p = points_[point];
+  p.take(wall_s, planned_s);
+  p.last = ++learned_;
+  if (points_.size() > kMaxPoints)  // the point learned longest ago goes
+    points_.erase(std::min_element(points_.begin(), points_.end(),
+                                   [](auto& a, auto& b) { return a.second.last < b.second.last; }));
 }
 
 std::string CostModel::save() const {
   if (path_.empty()) return "no state folder to keep it in (set XDG_STATE_HOME or HOME)";
   std::string why;
   if (private_state_dir(why).empty()) return why;
-  nlohmann::json mechs = nlohmann::json::object();
-  for (auto& [name, e] : entries_)
-    mechs[name] = {
-        {"overhead_s", e.overhead_s()}, {"samples", e.samples}, {"recent", e.recent}, {"planned", e.planned}};
+  auto entries = [](const std::map<std::string, Observations>& from, bool with_last) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [name, e] : from) {
+      out[name] = {{"overhead_s", e.overhead_s()},
+                   {"samples", e.samples},
+                   {"recent", e.recent},
+                   {"planned", e.planned}};
+      if (with_last) out[name]["last"] = e.last;
+    }
+    return out;
+  };
   const nlohmann::json j{
       {"version", kModelVersion},
       {"about",
-       "ipclab's cost model: per mechanism, the seconds a repetition takes beyond its warm-up and "
-       "measured window (start-up and tear-down; negative for fixed work that ends before them) and "
-       "the warm-up and window each was planned for, learned from past runs; used for estimates and "
-       "--budget (docs/methodology.md). Safe to delete."},
-      {"mechanisms", mechs}};
-  const std::string text = j.dump(1) + "\n";
+       "ipclab's cost model: per mechanism and per point, the seconds a repetition takes beyond its "
+       "warm-up and measured window (start-up and tear-down; negative for fixed work that ends before "
+       "them) and the warm-up and window each was planned for, learned from past runs; used for "
+       "estimates and --budget (docs/methodology.md). Safe to delete."},
+      {"mechanisms", entries(entries_, false)},
+      {"points", entries(points_, true)}};
+  // A name that is not UTF-8 (a -p value's bytes) is kept with U+FFFD: it then matches no point.
+  const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::string folder = path_.substr(0, path_.rfind('/'));
   std::string tmp;
   try {
@@ -169,35 +211,51 @@ std::string CostModel::save() const {
 }
 
 PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts) {
+  // Saving after every repetition would write the whole file hundreds of times a run; what was
+  // learned since the last save is written when the hooks go (the run's end, or its unwinding).
   struct State {
-    uint64_t started = 0;
-    bool warned = false;
+    std::shared_ptr<CostModel> model;
+    uint64_t started = 0, saved = 0;
+    std::string point;
+    bool dirty = false, warned = false;
+    void save() {
+      dirty = false;
+      saved = now_ns();
+      if (std::string why = model->save(); !why.empty() && !warned) {
+        warned = true;
+        fmt::print(
+            stderr,
+            "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
+            model->path().empty() ? "the state folder" : model->path(), why);
+      }
+    }
+    ~State() {
+      if (dirty) save();
+    }
   };
   auto st = std::make_shared<State>();
+  st->model = std::move(model);
   PlanHooks out;
   out.starting = [st, inner = hooks.starting](const PlannedBenchmark& b, size_t done, size_t total) {
     if (inner) inner(b, done, total);
+    st->point = b.name;
     st->started = now_ns();
   };
-  out.finished = [st, model, opts, inner = hooks.finished](const Record& r) {
+  out.finished = [st, opts, inner = hooks.finished](const Record& r) {
     const uint64_t ended = now_ns();
     if (inner) inner(r);
     if (r.run_type == "aggregate" || r.status != Status::Ok || !st->started) return;
-    model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9,
-                 opts.warmup_s + opts.duration_s);
-    if (std::string why = model->save(); !why.empty() && !st->warned) {
-      st->warned = true;
-      fmt::print(stderr,
-                 "warning: cannot keep the cost model in {}: {} — estimates go on from the ones ipclab had\n",
-                 model->path().empty() ? "the state folder" : model->path(), why);
-    }
+    st->model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9,
+                     opts.warmup_s + opts.duration_s, st->point);
+    st->dirty = true;
+    if (double(ended - st->saved) * 1e-9 >= kModelSaveEveryS) st->save();
   };
   return out;
 }
 
 double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
-  if (auto fixed = model.fixed_s(b.mech->full_name())) return *fixed;
-  return opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name());
+  if (auto fixed = model.fixed_s(b.mech->full_name(), b.name)) return *fixed;
+  return opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name(), b.name);
 }
 
 double estimate_point(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
@@ -267,9 +325,9 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
   // their window) and the overheads and fixed lengths; a run is R of them.
   double n = 0, overheads = 0;
   for (auto& b : benchmarks) {
-    const auto fixed = model.fixed_s(b.mech->full_name());
+    const auto fixed = model.fixed_s(b.mech->full_name(), b.name);
     n += fixed ? 0 : 1;
-    overheads += fixed ? *fixed : model.overhead_s(b.mech->full_name());
+    overheads += fixed ? *fixed : model.overhead_s(b.mech->full_name(), b.name);
   }
   // A floor never lengthens what was asked; the factor s shortens both windows alike, rounded
   // down to the millisecond.

@@ -5,11 +5,13 @@
 // set-up and tear-down of its session (threads, processes, peers, servers, daemons), whatever the
 // window does not count. The overhead starts as kDefaultOverheadS for every mechanism and is
 // learned from past runs: after each repetition that completed, the run records its wall time
-// less warm-up and window, per mechanism (CostModel::learn), in the cost model file of the user's
-// state folder (user_state_dir(), core/machine/home.hpp). A point's estimate is its repetitions times
-// (warm-up + window + overhead), or times its fixed length for a mechanism whose repetitions do a
-// fixed amount of work and end before their window (CostModel::fixed_s); --repetitions auto
-// counts the fewest it runs.
+// less warm-up and window, per point and per mechanism (CostModel::learn), in the cost model file
+// of the user's state folder (user_state_dir(), core/machine/home.hpp). A point run before is
+// estimated from its own observations (a 16 MiB message's start-up is not a 64 KiB one's, nor a
+// library's over TCP its one in-process); any other point from its mechanism's. A point's estimate
+// is its repetitions times (warm-up + window + overhead), or times its fixed length for a
+// mechanism whose repetitions do a fixed amount of work and end before their window
+// (CostModel::fixed_s); --repetitions auto counts the fewest it runs.
 //
 // A budget (--budget, or the preset's own) fits the grid by shortening windows and then
 // repetitions, down to kFloors, never by dropping points (fit_budget).
@@ -26,7 +28,7 @@ namespace ipclab {
 /// The start-up overhead of a repetition of a mechanism nothing has been learned of, in seconds.
 constexpr double kDefaultOverheadS = 0.05;
 
-/// The per-mechanism overheads learned from past runs.
+/// The per-point and per-mechanism overheads learned from past runs.
 class CostModel {
  public:
   /// The model in `path` (the cost model file), or an empty one when there is none, it is not a
@@ -36,21 +38,39 @@ class CostModel {
   /// The cost model file: <user_state_dir()>/costs.json; "" when no state folder can be named.
   static std::string default_path();
 
-  /// The overhead of one repetition of `mechanism` ("suite/name"): learned, or kDefaultOverheadS.
-  double overhead_s(const std::string& mechanism) const;
+  /// The overhead of one repetition of point `point` (PlannedBenchmark::name) of `mechanism`
+  /// ("suite/name"): the point's own when it was learned, else its mechanism's, else
+  /// kDefaultOverheadS.
+  double overhead_s(const std::string& mechanism, const std::string& point = {}) const;
   /// For a mechanism whose repetitions do a fixed amount of work and end well before their warm-up
   /// and window (most recent ones under half of them: runtime's n operations, servers' wave of
-  /// clients), the seconds a repetition takes, which no window changes; nullopt otherwise.
-  std::optional<double> fixed_s(const std::string& mechanism) const;
+  /// clients), the seconds a repetition takes, which no window changes (the point's own when it was
+  /// learned, as overhead_s); nullopt otherwise.
+  std::optional<double> fixed_s(const std::string& mechanism, const std::string& point = {}) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
-  /// Takes in one observed repetition of `mechanism`: its wall time and the warm-up and window it
-  /// was planned for (seconds). The overhead is the median of the last kRecent observations of
-  /// wall less planned (the first replaces the default; never below 0): a machine's overheads
-  /// drift (another load, another kernel) and are followed within a few runs, while one start that
-  /// a loaded machine or a stalled run made slow moves it not at all.
-  void learn(const std::string& mechanism, double wall_s, double planned_s);
+  /// Whether anything was learned of point `point`.
+  bool learned_point(const std::string& point) const { return points_.count(point) > 0; }
+  /// Takes in one observed repetition of `mechanism` (and of its point `point`, unless empty): its
+  /// wall time and the warm-up and window it was planned for (seconds). The overhead is the median
+  /// of the last kRecent observations of wall less planned (the first replaces the default; never
+  /// below 0): a machine's overheads drift (another load, another kernel) and are followed within a
+  /// few runs, while one start that a loaded machine or a stalled run made slow moves it not at
+  /// all. The kMaxPoints points learned last are kept.
+  void learn(const std::string& mechanism, double wall_s, double planned_s, const std::string& point = {});
   static constexpr size_t kRecent = 8;
+  /// The most points the model keeps (about 1 MB of file): the full preset's grid and then some.
+  static constexpr size_t kMaxPoints = 4096;
+  /// What is learned of a mechanism or a point.
+  struct Observations {
+    std::vector<double> recent;   // the last kRecent observations of wall less planned, oldest first
+    std::vector<double> planned;  // the warm-up and window of each (empty: a file from before them)
+    long samples = 0;             // all observations taken in
+    uint64_t last = 0;            // when a point was last learned (the model's count of learn calls)
+    double overhead_s() const;    // the median of `recent`, at least 0
+    std::optional<double> fixed_s() const;
+    void take(double wall_s, double planned_s);
+  };
   /// Writes the model to its file atomically (a temporary of the run renamed over it, mode 0600),
   /// creating the state folder (0700) when missing. Returns "" or why it could not (a warning for
   /// the caller: the run goes on without it).
@@ -58,21 +78,19 @@ class CostModel {
   const std::string& path() const { return path_; }
 
  private:
-  struct Entry {
-    std::vector<double> recent;   // the last kRecent observations of wall less planned, oldest first
-    std::vector<double> planned;  // the warm-up and window of each (empty: a file from before them)
-    long samples = 0;             // all observations taken in
-    double overhead_s() const;    // the median of `recent`, at least 0
-    std::optional<double> fixed_s() const;
-  };
+  const Observations* find(const std::string& mechanism, const std::string& point) const;
   std::string path_;
-  std::map<std::string, Entry> entries_;
+  std::map<std::string, Observations> entries_;  // per mechanism
+  std::map<std::string, Observations> points_;   // per point
+  uint64_t learned_ = 0;                         // learn calls, the points' clock
 };
 
-/// Wraps `hooks` so that each repetition that completes teaches `model` its mechanism's overhead
-/// (its wall time beyond warm-up and window), saved at once; a model that cannot be kept is said
-/// once on stderr and the run goes on. Every command that runs a plan (`ipclab run`, `advise`)
-/// learns through it.
+/// Wraps `hooks` so that each repetition that completes teaches `model` its point's and its
+/// mechanism's overhead (its wall time beyond warm-up and window), saved at most every
+/// kModelSaveEveryS seconds and when the hooks are let go (the run's end, on every exit path); a
+/// model that cannot be kept is said once on stderr and the run goes on. Every command that runs a plan
+/// (`ipclab run`, `advise`) learns through it.
+constexpr double kModelSaveEveryS = 2;
 PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts);
 
 /// The shortest a budget may make windows and repetitions (a given value below a floor is kept:
