@@ -14,6 +14,13 @@ CPU just before: extra.rate.pacing_floor), so that a disagreement beyond 15% can
 point: a sender that kept its schedule (error near its floor) leaves the transport and the two
 methods (one way against half a round trip, which halves the reply's path too) to explain it.
 
+Where the two disagree, the second table shows why, per protocol: the same path as a closed-loop
+round trip, sockperf's ping-pong (half of every round trip) beside ipclab's `pattern=roundtrip`
+halved, interleaved the same way. When those agree, the transport is timed alike by both tools and
+what is left of the first table's gap is the method: half a round trip holds the server's turnaround
+(its receive and reply) and the client's receive of the reply, which a one-way figure ends before;
+the table gives that share, ipclab's half round trip less its own one-way p50 at the lowest rate.
+
     scripts/sockperf-ab.py --ipclab build/release/ipclab --rates 10k,50k --proto udp,tcp --cpus 0
 
 Needs sockperf (Debian: apt install sockperf). Starts and stops its own sockperf servers, on a
@@ -67,6 +74,40 @@ def sockperf_p50(proto, rate, size, seconds, cpus):
     return float(m.group(1)), int(n.group(1)) if n else 0
 
 
+def sockperf_pingpong_p50(proto, size, seconds, cpus):
+    """sockperf ping-pong's p50 (us): half of every round trip, closed loop."""
+    port = free_port()
+    tcp = ["--tcp"] if proto == "tcp" else []
+    server = subprocess.Popen(["taskset", "-c", str(cpus[0]), "sockperf", "server", "-i", "127.0.0.1", "-p",
+                               str(port), *tcp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        time.sleep(0.3)
+        out = subprocess.run(["taskset", "-c", str(cpus[-1]), "sockperf", "ping-pong", "-i", "127.0.0.1", "-p",
+                              str(port), *tcp, "-m", str(size), "-t", str(seconds)],
+                             capture_output=True, text=True, timeout=seconds + 30).stdout
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait()
+    m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
+    if not m:
+        sys.exit(f"sockperf ping-pong printed no median:\n{out}")
+    return float(m.group(1))
+
+
+def ipclab_half_rtt_p50(binary, proto, size, seconds, cpus):
+    """ipclab's closed-loop round trip p50 (us), halved: the figure sockperf's ping-pong reports."""
+    placement = "same" if len(set(cpus)) == 1 else "cross"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        subprocess.run([binary, "run", f"messaging/{proto}", "-p", "pattern=roundtrip", "-p", f"size={size}",
+                        "-p", f"placement={placement}", "--cpus", ",".join(map(str, cpus)), "--duration",
+                        str(seconds), "--warmup", "0.4", "--repetitions", "1", "--json", out], check=True,
+                       capture_output=True, timeout=seconds + 60)
+        rec = [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"][0]
+    return rec["latency_ns"]["p50"] / 2000
+
+
 def ipclab_point(binary, proto, rate, size, seconds, cpus):
     """One ipclab open-loop point: raw and corrected one-way p50 (us), the count, the scheduling
     error p99 and the pacing floor's p99 (us), and whether the error is flagged beyond the floor."""
@@ -106,6 +147,7 @@ def main():
     print("| proto | rate | sockperf p50, half RTT (us) | ipclab raw p50, one way (us) | ipclab / sockperf "
           "| ipclab corrected p50 (us) | sched err p99 (us) | pacing floor p99 (us) | err beyond floor |")
     print("|---|---|---|---|---|---|---|---|---|")
+    one_way = {}  # proto -> ipclab's raw one-way p50 at the lowest rate, for the second table
     for proto in a.proto.split(","):
         for rate_text in a.rates.split(","):
             rate = rate_value(rate_text)
@@ -122,12 +164,28 @@ def main():
                 print(f"| {proto} | {rate_text} | {s:.2f} | saturated: {pts[0]['why']} | — | — {tail}")
                 continue
             i = med("raw", ok)
+            one_way.setdefault(proto, i)
             ratio = i / s
             flag = " (beyond 15%)" if abs(ratio - 1) > 0.15 else ""
             raws = ", ".join(f"{p['raw']:.1f}" if p["why"] is None else "saturated" for p in pts)
             print(f"| {proto} | {rate_text} | {s:.2f} ({', '.join(f'{v:.1f}' for v in sp)}) "
                   f"| {i:.2f} ({raws}) | {ratio:.2f}{flag} "
                   f"| {med('corrected', ok):.2f} {tail}")
+    print()
+    print("| proto | sockperf ping-pong p50, half RTT (us) | ipclab round trip p50 / 2 (us) | ipclab / sockperf "
+          "| ipclab one way p50, lowest rate (us) | half RTT less one way (us) |")
+    print("|---|---|---|---|---|---|")
+    for proto in a.proto.split(","):
+        sp, ip = [], []
+        for _ in range(a.rounds):  # interleaved as above
+            sp.append(sockperf_pingpong_p50(proto, a.size, a.seconds, cpus))
+            ip.append(ipclab_half_rtt_p50(a.ipclab, proto, a.size, a.seconds, cpus))
+        s, i = statistics.median(sp), statistics.median(ip)
+        flag = " (beyond 15%)" if abs(i / s - 1) > 0.15 else ""
+        ow = one_way.get(proto)
+        ow_text = f"{ow:.2f} | {i - ow:.2f}" if ow is not None else "— | —"
+        print(f"| {proto} | {s:.2f} ({', '.join(f'{v:.1f}' for v in sp)}) | {i:.2f} "
+              f"({', '.join(f'{v:.1f}' for v in ip)}) | {i / s:.2f}{flag} | {ow_text} |")
     print(f"# load after: {os.getloadavg()[0]:.2f}")
 
 
