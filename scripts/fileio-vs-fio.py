@@ -16,6 +16,10 @@ PAIRS = [("ipcrt", {}, "fio_io_uring", {"fixed": "1"}),
          ("libaio", {}, "fio_libaio", {})]
 
 
+# The engine parameters a row is told apart by, when a run varies them.
+VARIED = ("batch", "hugepages")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: scripts/fileio-vs-fio.py RESULTS.json")
@@ -54,14 +58,16 @@ def main():
     for pattern in ("rand", "seq"):
         for qd in ("1", "32", "128"):
             for mech, mx, ref, rx in PAIRS:
-                batches = sorted({str(b["params"]["batch"]) for b in aggs
-                                  if b["mechanism"] == mech and "batch" in b["params"]}) or [None]
-                for batch in batches:
-                    a = find(mech, pattern, qd, dict(mx, **({"batch": batch} if batch else {})))
+                # One row per value of each engine parameter the run varied (batch, hugepages).
+                own = [b for b in aggs if b["mechanism"] == mech]
+                varied = [k for k in VARIED if len({str(b["params"].get(k)) for b in own}) > 1]
+                variants = sorted({tuple(str(b["params"][k]) for k in varied) for b in own})
+                for values in variants or [()]:
+                    a = find(mech, pattern, qd, dict(mx, **dict(zip(varied, values))))
                     r = find(ref, pattern, qd, rx)
                     if not a or not r:
                         continue
-                    engine = mech + (f" batch={batch}" if batch and len(batches) > 1 else "")
+                    engine = mech + "".join(f" {k}={v}" for k, v in zip(varied, values))
                     ai, ap50, ap99, acpu = fig(a)
                     ri, rp50, _, rcpu = fig(r)
                     label = ref + "".join(f" {k}={v}" for k, v in rx.items())

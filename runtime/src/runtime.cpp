@@ -1,6 +1,7 @@
 #include "ipcrt/runtime.hpp"
 
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,11 +90,15 @@ runtime::runtime(const options& opt)
   }
   if (opt.fixed_buffer_count() && opt.fixed_buffer_size()) {
     const std::size_t sz = (opt.fixed_buffer_size() + 4095) / 4096 * 4096;
-    void* mem = std::aligned_alloc(4096, sz * opt.fixed_buffer_count());
+    // Huge: whole 2 MiB pages, so that no buffer shares one with other memory.
+    const std::size_t align = opt.huge_buffers() ? std::size_t(2) << 20 : 4096;
+    const std::size_t total = (sz * opt.fixed_buffer_count() + align - 1) / align * align;
+    void* mem = std::aligned_alloc(align, total);
     if (!mem) {
       close(efd_);
       throw std::bad_alloc();
     }
+    if (opt.huge_buffers()) madvise(mem, total, MADV_HUGEPAGE);  // THP "never": 4 KiB pages, as without
     fixed_mem_ = {static_cast<std::byte*>(mem), &std::free};
     std::vector<iovec> iov(opt.fixed_buffer_count());
     for (unsigned i = 0; i < iov.size(); ++i)

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -118,6 +120,55 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
       }
 }
 
+// hugepages=1 (the default) and 0 both read correctly, and the record says which was asked and what
+// the kernel's THP mode was.
+TEST_F(FileIo, BuffersOnHugePagesOrSmallOnesReadCorrectly) {
+  std::vector<std::pair<std::string, Overrides>> cases = {{"libaio", {}}, {"liburing", {}}};
+  for (auto* m : select_mechanisms({"fileio"}))
+    if (m->name == "ipcrt")
+      for (const char* v : {"direct", "fixed_direct"}) cases.push_back({"ipcrt", {{"variant", {v}}}});
+  for (auto& [mech, extra] : cases)
+    for (const char* huge : {"0", "1"}) {
+      Overrides o = extra;
+      o["pattern"] = {"seq"};
+      o["qd"] = {"4"};
+      o["hugepages"] = {huge};
+      Record r = run(mech, o);
+      SCOPED_TRACE(r.name);
+      ASSERT_EQ(r.status, Status::Ok) << r.error;
+      EXPECT_GT(r.ops, 0u);
+      EXPECT_EQ(r.integrity.corrupt, 0u);
+      ASSERT_TRUE(r.extra.contains("buffers"));
+      EXPECT_EQ(r.extra["buffers"]["huge_pages"].get<bool>(), huge == std::string("1"));
+      EXPECT_TRUE(r.extra["buffers"]["thp_mode"].is_string());
+    }
+}
+
+// A huge buffer is whole 2 MiB pages: aligned to 2 MiB, and backed by a huge page wherever the
+// kernel's THP mode lets madvise ask for one.
+TEST(FileIoBuffers, AHugeBufferIsOnHugePages) {
+  auto b = fileio::aligned_buffer(3 << 20, true);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % (2 << 20), 0u);
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  if (mode.find("[never]") != std::string::npos || mode.empty())
+    GTEST_SKIP() << "transparent huge pages are off here (" << mode << "): the buffer is on 4 KiB pages";
+  // The mapping that holds the buffer, in /proc/self/smaps: its AnonHugePages.
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(b.get());
+  bool inside = false;
+  uint64_t huge_kib = 0;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < 17)
+      inside = lo <= at && at < hi;
+    else if (inside && line.rfind("AnonHugePages:", 0) == 0)
+      huge_kib += std::stoull(line.substr(14));
+  }
+  EXPECT_GE(huge_kib, 2048u) << "THP mode " << mode;
+}
+
 TEST_F(FileIo, DamagedBlockIsReportedCorrupt) {
   const std::string p = fileio::ensure_file(dir_, kSize);
   int fd = open(p.c_str(), O_WRONLY);
@@ -189,6 +240,7 @@ TEST_F(FileIo, BadParametersAreUsageErrors) {
   Overrides odd{{"file_size", {"100000"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, odd), UsageError);  // by the plan
   EXPECT_THROW(run("liburing", {{"cache", {"warm"}}}), UsageError);  // warm + O_DIRECT
+  EXPECT_THROW(run("libaio", {{"hugepages", {"2"}}}), UsageError);
   Overrides o{{"dir", {"relative/path"}}};
   EXPECT_THROW(plan(select_mechanisms({"fileio/psync"}), Preset::Default, o), UsageError);
   // A folder the user names must exist: it is never created (a tree and all, as it once was).

@@ -45,6 +45,13 @@ class options {
     fixed_buf_size_ = size;
     return *this;
   }
+  /// Fixed buffers on 2 MiB transparent huge pages (madvise(MADV_HUGEPAGE), where the kernel's THP
+  /// mode allows it): a buffer is then physically contiguous, one segment per I/O however large,
+  /// rather than as many 4 KiB pieces as the page allocator hands out.
+  options& huge_buffers(bool on) noexcept {
+    huge_buffers_ = on;
+    return *this;
+  }
   /// Ready tasks run per loop turn before the ring is looked at again (latency vs throughput).
   options& budget(unsigned n) noexcept {
     budget_ = n ? n : 1;
@@ -67,6 +74,7 @@ class options {
   unsigned registered_files() const noexcept { return registered_files_; }
   unsigned fixed_buffer_count() const noexcept { return fixed_buf_count_; }
   std::size_t fixed_buffer_size() const noexcept { return fixed_buf_size_; }
+  bool huge_buffers() const noexcept { return huge_buffers_; }
   unsigned budget() const noexcept { return budget_; }
   unsigned idle_poll_us() const noexcept { return idle_poll_us_; }
 
@@ -80,6 +88,7 @@ class options {
   unsigned registered_files_ = 0;
   unsigned fixed_buf_count_ = 0;
   std::size_t fixed_buf_size_ = 0;
+  bool huge_buffers_ = false;
   unsigned budget_ = 1024;
   unsigned idle_poll_us_ = 0;
 };

@@ -39,6 +39,8 @@ ParamSpec cache_param();
 /// 1 (default) submits each read as soon as it is prepared, as fio's default
 /// iodepth_batch_submit=1 does; 0 submits every read prepared in one turn of the loop at once.
 ParamSpec batch_param();
+/// `hugepages` (1 | 0): the IO buffers on 2 MiB transparent huge pages, or on 4 KiB pages.
+ParamSpec hugepages_param();
 /// "" or why the combination cannot run (cache=warm with O_DIRECT, a -p dir that is not an
 /// existing writable folder).
 std::string check_cache(const Params& p, bool direct);
@@ -81,7 +83,10 @@ int open_file(const std::string& path, bool direct, bool random);
 /// DIOALIGN, else the device's logical block size, else 4096); throws when 4096 is not a multiple.
 uint64_t direct_alignment(const std::string& path);
 /// Buffer of `n` bytes aligned to 4096 (freed with std::free).
-std::unique_ptr<std::byte, void (*)(void*)> aligned_buffer(size_t n);
+/// `huge`: on 2 MiB transparent huge pages (whole ones, madvise(MADV_HUGEPAGE)), so that a read's
+/// buffer is one physically contiguous piece; where the kernel's THP mode is "never", or memory is
+/// too fragmented for a huge page, the kernel gives 4 KiB pages as without.
+std::unique_ptr<std::byte, void (*)(void*)> aligned_buffer(size_t n, bool huge = false);
 
 /// Everything an engine needs, prepared once before the workers start (file, plan, cache state).
 struct Setup {

@@ -105,11 +105,12 @@ void ipcrt_engine(Session& s) {
     throw Skip("SQPOLL: io_uring_setup refused IORING_SETUP_SQPOLL on this kernel/privilege level");
   s.record().extra["variant"] = s.params().str("variant");
   const unsigned batch = unsigned(s.params().i64("batch"));
-  run_engine(s, su, "ipcrt", [&su, v, batch](Worker& w) {
+  const bool huge = s.params().flag("hugepages");
+  run_engine(s, su, "ipcrt", [&su, v, batch, huge](Worker& w) {
     const uint64_t len = su.plan.len();
     ipcrt::options opt;
     opt.entries(std::max(8u, std::bit_ceil(unsigned(su.qd))));
-    if (v.fixed) opt.registered_files(1).fixed_buffers(unsigned(su.qd), len);
+    if (v.fixed) opt.registered_files(1).fixed_buffers(unsigned(su.qd), len).huge_buffers(huge);
     if (v.sqpoll) opt.sqpoll(true);
     ipcrt::runtime rt(opt);
     const int fd = open_file(su.path, v.direct, su.plan.random());
@@ -118,7 +119,7 @@ void ipcrt_engine(Session& s) {
       if (int r = rt.update_files(0, fds); r < 0)
         throw std::system_error(-r, std::generic_category(), "register file");
     }
-    auto mem = aligned_buffer(v.fixed ? 1 : len * su.qd);
+    auto mem = aligned_buffer(v.fixed ? 1 : len * su.qd, huge && !v.fixed);
     std::unique_ptr<Run> run(new Run{su, w, v, batch, fd, mem.get(), Cursor(su), {}});
     w.ready();
     rt.block_on(read_all(*run));
@@ -141,6 +142,7 @@ IPCLAB_REGISTER(Mechanism{
           .quick = {"buffered", "fixed_direct"},
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
          batch_param(),
+         hugepages_param(),
          cache_param()}),
     .workload = ipcrt_engine,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },

@@ -40,7 +40,8 @@ void submit_all(aio_context_t ctx, iocb** list, long n) {
 void libaio(Session& s) {
   const Setup su = prepare(s, true);
   const long batch = long(s.params().i64("batch"));
-  run_engine(s, su, "libaio", [&su, batch](Worker& w) {
+  const bool huge = s.params().flag("hugepages");
+  run_engine(s, su, "libaio", [&su, batch, huge](Worker& w) {
     const int fd = open_file(su.path, true, su.plan.random());
     const uint64_t len = su.plan.len();
     const int qd = su.qd;
@@ -48,7 +49,7 @@ void libaio(Session& s) {
     if (int r = io_setup(qd, &ctx); r < 0)
       throw std::system_error(-r, std::generic_category(),
                               fmt::format("io_setup({}) (see /proc/sys/fs/aio-max-nr)", qd));
-    auto mem = aligned_buffer(len * qd);
+    auto mem = aligned_buffer(len * qd, huge);
     std::vector<iocb> cbs(qd);
     std::vector<iocb*> list(qd);
     std::vector<io_event> events(qd);
@@ -122,7 +123,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "libaio",
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
-    .params = suite_params({batch_param()}),
+    .params = suite_params({batch_param(), hugepages_param()}),
     .workload = libaio,
     .check = [](const Params& p) { return check_cache(p, true); },
 });

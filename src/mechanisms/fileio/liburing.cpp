@@ -17,7 +17,8 @@ void liburing(Session& s) {
   const bool direct = s.params().flag("direct");
   const Setup su = prepare(s, direct);
   const unsigned batch = unsigned(s.params().i64("batch"));
-  run_engine(s, su, "liburing", [&su, batch](Worker& w) {
+  const bool huge = s.params().flag("hugepages");
+  run_engine(s, su, "liburing", [&su, batch, huge](Worker& w) {
     const int fd = open_file(su.path, su.direct, su.plan.random());
     const uint64_t len = su.plan.len();
     const int qd = su.qd;
@@ -27,7 +28,7 @@ void liburing(Session& s) {
     int r = io_uring_queue_init(std::bit_ceil(unsigned(qd)), &ring, want);
     if (r == -EINVAL) r = io_uring_queue_init(std::bit_ceil(unsigned(qd)), &ring, 0);
     if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init");
-    auto mem = aligned_buffer(len * qd);
+    auto mem = aligned_buffer(len * qd, huge);
     std::vector<uint64_t> off(qd), t0(qd);
     Cursor cursor(su);
     Tally tally;
@@ -91,6 +92,7 @@ IPCLAB_REGISTER(Mechanism{
                              .help = "open with O_DIRECT",
                              .full = {"0", "1"}},
                             batch_param(),
+                            hugepages_param(),
                             cache_param()},
                            {"32"}),
     .workload = liburing,
