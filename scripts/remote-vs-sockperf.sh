@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # ipclab --remote beside sockperf ping-pong across a veth pair between two network namespaces,
-# with and without netem delay (issue 38's acceptance figures; docs/remote.md). Sets up the two
+# with and without netem delay (issue 38's acceptance figures; docs/remote.md). Where the kernel has
+# no netem, the delayed rows go over a second link between the namespaces, tests/remote/delay_wire.c
+# (two TUN devices and a program that holds each packet for the delay; built here with cc). Sets up the two
 # namespaces, the veth pair, sshd in the far namespace (generated host and client keys, its own
 # port, a generated known_hosts) and tears all of it down on every exit. Needs root, iproute2,
 # openssh-server and sockperf (scripts/setup.sh installs them). Prints tables: round-trip medians beside
@@ -29,10 +31,12 @@ NET="10.$((16 + RANDOM % 230)).$((RANDOM % 250))"
 NEAR_IP=$NET.1 FAR_IP=$NET.2
 PORT=$((20000 + RANDOM % 30000)) SPORT=$((PORT + 1))
 WORK=$(mktemp -d /tmp/ipclab-remote-vs-sockperf.XXXXXX)
-made_ns=() made_run_sshd=0 sshd_pid=""
+WIRE_NEAR_IP=$NET.5 WIRE_FAR_IP=$NET.6
+made_ns=() made_run_sshd=0 sshd_pid="" wire_pid=""
 
 cleanup() {
   [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null && wait "$sshd_pid" 2>/dev/null || true
+  [ -n "$wire_pid" ] && kill "$wire_pid" 2>/dev/null && wait "$wire_pid" 2>/dev/null || true  # its TUN devices go with it
   for ns in "${made_ns[@]}"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
@@ -74,7 +78,9 @@ SSH_OPTS=(--ssh-option "-p $PORT" --ssh-option "-i $WORK/keys/client" --ssh-opti
           --ssh-option "-o IdentitiesOnly=yes" --ssh-option "-o UserKnownHostsFile=$WORK/keys/known_hosts"
           --ssh-option "-o StrictHostKeyChecking=yes")
 
-delay() {  # delay US (0: none) on both ends of the pair
+DATA_IP=$FAR_IP  # where the data path goes: the veth pair, or the delay wire's far end
+delay() {  # delay US (0: none) on both ends of the pair, or on the wire
+  if [ -n "$wire_pid" ]; then echo "$DELAY" >&7; return; fi
   for pair in "$NEAR $VNEAR" "$FAR $VFAR"; do
     set -- $pair
     if [ "$DELAY" = 0 ]; then tc -n "$1" qdisc del dev "$2" root 2>/dev/null || true
@@ -86,7 +92,8 @@ ipclab_p50() {  # ipclab_p50 MECH → median round trip (µs) of the repetitions
   local out="$WORK/r.json"
   TMPDIR=$WORK/ltmp ip netns exec "$NEAR" "$IPCLAB" run "messaging/$1" -p pattern=roundtrip -p size=$SIZE -p placement=same --cpus "$CPU" \
     --duration "$DURATION" --repetitions "$REPS" --json "$out" --remote "root@$FAR_IP" "${SSH_OPTS[@]}" \
-    --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" || { cat "$WORK/ipclab.err" >&2; echo nan; return; }
+    --remote-address "$DATA_IP" --remote-ipclab "$IPCLAB" >/dev/null 2>"$WORK/ipclab.err" ||
+    { cat "$WORK/ipclab.err" >&2; echo nan; return; }
   python3 - "$out" <<'EOF'
 import json, statistics, sys
 recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
@@ -102,7 +109,7 @@ CPU=$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')  # the first CPU this script
 
 sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
   local proto=(); [ "$1" = tcp ] && proto=(--tcp)
-  ip netns exec "$FAR" sockperf server -i "$FAR_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
+  ip netns exec "$FAR" sockperf server -i "$DATA_IP" -p "$SPORT" "${proto[@]}" >/dev/null 2>&1 &
   local srv=$! secs
   secs=$(python3 -c "import math; print(max(1, math.ceil(float('$DURATION'))))")  # sockperf -t: whole seconds
   sleep 0.5
@@ -110,31 +117,48 @@ sockperf_p50() {  # sockperf_p50 tcp|udp → median round trip (µs), --full-rtt
   for _ in $(seq "$REPS"); do
     # Its client where ipclab's (placement=same: the first CPU); both servers unpinned. sockperf's
     # sides wait in epoll_wait before each receive (its default iomux), ipclab's block in the receive.
-    meds+=("$(ip netns exec "$NEAR" taskset -c "$CPU" sockperf ping-pong -i "$FAR_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
+    meds+=("$(ip netns exec "$NEAR" taskset -c "$CPU" sockperf ping-pong -i "$DATA_IP" -p "$SPORT" "${proto[@]}" -m $SIZE \
       -t "$secs" --full-rtt 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')")
   done
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
   printf '%s\n' "${meds[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
 }
 
-DELAYS=(0)
+rows() {  # rows LINK DELAY...: ipclab beside sockperf over the current data path at each delay
+  for DELAY in "${@:2}"; do
+    delay
+    for proto in tcp udp; do
+      a=$(ipclab_p50 "$proto")
+      b=$(sockperf_p50 "$proto")
+      d=$(python3 -c "a,b=float('$a'),float('${b:-nan}'); print(f'{100*(a-b)/b:+.1f}')" 2>/dev/null || echo nan)
+      printf '%-6s %-6s %-5s %14s %16s %8s\n' "$1" "${DELAY}us" "$proto" "$a" "${b:-nan}" "$d"
+    done
+  done
+  DELAY=0; delay
+}
+
+printf '%-6s %-6s %-5s %14s %16s %8s\n' link delay proto "ipclab p50 µs" "sockperf p50 µs" "diff %"
 if ip netns exec "$NEAR" tc qdisc replace dev "$VNEAR" root netem delay 1us 2>/dev/null; then
   ip netns exec "$NEAR" tc qdisc del dev "$VNEAR" root
-  DELAYS+=("$DELAY_US")
+  rows veth 0 "$DELAY_US"
 else
-  echo "(tc netem is not available in this kernel: no delayed rows)"
+  rows veth 0
+  if command -v cc >/dev/null && cc -O2 -o "$WORK/delay_wire" "$(dirname "$0")/../tests/remote/delay_wire.c"; then
+    mkfifo "$WORK/wire.ctl"
+    exec 7<>"$WORK/wire.ctl"
+    "$WORK/delay_wire" "$NEAR" "wt${tag}a" "$FAR" "wt${tag}b" 0 <&7 >"$WORK/wire.out" 2>&1 &
+    wire_pid=$!
+    for _ in $(seq 100); do grep -q ready "$WORK/wire.out" && break; sleep 0.05; done
+    ip -n "$NEAR" addr add "$WIRE_NEAR_IP/30" dev "wt${tag}a"; ip -n "$NEAR" link set "wt${tag}a" up
+    ip -n "$FAR" addr add "$WIRE_FAR_IP/30" dev "wt${tag}b"; ip -n "$FAR" link set "wt${tag}b" up
+    echo "(tc netem is not in this kernel: the delayed rows go over tests/remote/delay_wire.c, $(cat "$WORK/wire.out"))"
+    DATA_IP=$WIRE_FAR_IP
+    rows wire 0 "$DELAY_US"
+    DATA_IP=$FAR_IP
+  else
+    echo "(tc netem is not in this kernel and cc is missing for the delay wire: no delayed rows)"
+  fi
 fi
-printf '%-6s %-5s %14s %16s %8s\n' delay proto "ipclab p50 µs" "sockperf p50 µs" "diff %"
-for DELAY in "${DELAYS[@]}"; do
-  delay
-  for proto in tcp udp; do
-    a=$(ipclab_p50 "$proto")
-    b=$(sockperf_p50 "$proto")
-    d=$(python3 -c "a,b=float('$a'),float('${b:-nan}'); print(f'{100*(a-b)/b:+.1f}')" 2>/dev/null || echo nan)
-    printf '%-6s %-5s %14s %16s %8s\n' "${DELAY}us" "$proto" "$a" "${b:-nan}" "$d"
-  done
-done
-DELAY=0; delay
 
 remote_run() {  # remote_run OUT ARGS...: ipclab run ARGS with the far namespace as the remote host
   local out=$1; shift
