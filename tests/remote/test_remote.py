@@ -448,14 +448,15 @@ def gone(pid, within_s):
     return not os.path.exists(f"/proc/{pid}")
 
 
-@pytest.mark.parametrize("fault,pattern", [("killed", "roundtrip"), ("ssh_lost", "roundtrip"),
-                                           ("frozen", "roundtrip"), ("killed", "throughput"),
-                                           ("frozen", "throughput")])
-def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern):
+@pytest.mark.parametrize("fault,pattern,mech", [("killed", "roundtrip", "tcp"), ("ssh_lost", "roundtrip", "tcp"),
+                                                ("frozen", "roundtrip", "tcp"), ("killed", "throughput", "tcp"),
+                                                ("frozen", "throughput", "tcp"), ("killed", "throughput", "udp"),
+                                                ("frozen", "throughput", "udp")])
+def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
     """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
     the measured window: the run fails naming the host; the remote side ends (once continued, when
     frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
-    proc, out = pair.run("messaging/tcp", "-p", f"pattern={pattern}", "-p", "size=64", "--duration", "3",
+    proc, out = pair.run(f"messaging/{mech}", "-p", f"pattern={pattern}", "-p", "size=64", "--duration", "3",
                          "--warmup", "0.1", background=True)
     pid = None
     try:

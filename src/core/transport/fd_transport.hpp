@@ -88,11 +88,14 @@ struct alignas(64) Credits {
   }
 
  private:
-  // The sender's end across hosts: waits up to a millisecond for the receiver's totals and takes
-  // the highest (several producers read the one socket; each total only ever raises `returned`).
+  // The sender's end across hosts: waits for the receiver's totals and takes the highest (several
+  // producers read the one socket; each total only ever raises `returned`). Asleep while it waits,
+  // as a sender blocked on a full socket is, so that a stall names the receiver it waits on; 10 ms
+  // at most, for the abort flag (the session's wake-up signal ends the wait sooner) and for a total
+  // another producer read first.
   void read_returns() {
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 1) < 0 && errno != EINTR)
+    if (::poll(&p, 1, 10) < 0 && errno != EINTR)
       throw std::system_error(errno, std::generic_category(), "poll");
     poll_abort();
     uint64_t total;
