@@ -303,14 +303,15 @@ def test_throughput_across_the_pair(pair, mech, consumers):
     # Its estimate holds the true offset (SKEW_S with a time namespace, else 0) within its bound.
     lat, ow = rec["latency_ns"], rec["extra"]["one_way"]
     assert lat["kind"] == "one_way" and lat["count"] == rec["ops"], lat
-    assert 0 < ow["uncertainty_ns"] < 10**9 and abs(ow["offset_ns"] - pair.skew_ns) <= ow["uncertainty_ns"], ow
+    assert 0 < ow["uncertainty_ns"] and abs(ow["offset_ns"] - pair.skew_ns) <= ow["uncertainty_ns"], ow
     assert ow["before"]["offset_ns"] == ow["offset_ns"] and "after" in ow and "CLOCK_MONOTONIC" in ow["method"]
     # Plausible: positive, its least below a round trip of the same path, and none off by the skew
     # (a correction missed or of the wrong sign is SKEW_S off). Values within the offset's error of
     # zero count as 0, so the median is not asserted above zero: the tail is.
     rc, err, rts, _ = pair.run(f"messaging/{mech}", *RT)
     assert rc == 0, err
-    assert lat["p99"] > 0 and lat["min"] < rts[0]["latency_ns"]["p50"] and lat["max"] < 10**9, (lat, rts[0]["latency_ns"])
+    assert lat["p99"] > 0 and lat["min"] < rts[0]["latency_ns"]["p50"], (lat, rts[0]["latency_ns"])
+    assert lat["max"] < SKEW_S * 10**9 // 2, lat
     assert pair.remote_runs_left() == []
     assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
 
