@@ -1,7 +1,10 @@
 """Two hosts (`ipclab run --remote`, docs/remote.md), end to end: two network namespaces joined by a
 veth pair, Debian's OpenSSH server in the far one (its own port, a generated host key, a generated
 client key, a generated known_hosts: host keys are checked, not waived), and `tc netem` delay on
-the pair. The "remote" ipclab is this very binary, reached through ssh.
+the pair. The "remote" ipclab is this very binary, reached through ssh. Where the kernel has time
+namespaces, sshd (and so the remote side) runs in one whose CLOCK_MONOTONIC is SKEW_S ahead, as
+another host's would be: the one-way latency's clock offset then has a true value to be checked
+against, which a missing or wrongly signed correction misses by SKEW_S.
 
 Everything the module creates has a name of its own run (namespaces, veth pair, temp folder) and is
 removed on every exit path; nothing it did not create is touched. Skips, naming the reason, when
@@ -26,6 +29,7 @@ import pytest
 BINARY = os.environ.get("IPCLAB_BIN", "")
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 DELAY_US = 200  # netem on each end of the pair: +2 × 200 µs per round trip
+SKEW_S = 1000  # the far namespace's CLOCK_MONOTONIC ahead of this one's (a time namespace)
 
 
 def sh(*args, check=True, **kw):
@@ -82,8 +86,13 @@ class Pair:
             os.mkdir("/run/sshd", 0o755)
             self.run_sshd_dir_made = True
         self.sshd_log = open(self.root / "sshd.log", "w")
-        self.sshd = subprocess.Popen(["ip", "netns", "exec", self.far, SSHD, "-D", "-e", "-f", cfg],
-                                     stdout=self.sshd_log, stderr=subprocess.STDOUT)
+        sshd = ["ip", "netns", "exec", self.far, SSHD, "-D", "-e", "-f", cfg]
+        # Its monotonic clock SKEW_S ahead, where time namespaces can be had (util-linux's unshare).
+        skewed = ["unshare", "--time", "--monotonic", str(SKEW_S), "--fork", *sshd]
+        self.skew_ns = 0
+        if shutil.which("unshare") and sh(*skewed[:5], "true", check=False).returncode == 0:
+            sshd, self.skew_ns = skewed, SKEW_S * 10**9
+        self.sshd = subprocess.Popen(sshd, stdout=self.sshd_log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.sshd.poll() is not None:
@@ -95,7 +104,12 @@ class Pair:
 
     def close(self):
         if self.sshd and self.sshd.poll() is None:
-            self.sshd.terminate()
+            # sshd itself: unshare, its parent when the clock is skewed, passes no signal on (and
+            # ends once sshd has); while it runs, its sshd runs, whose pid is the one in the file.
+            try:
+                os.kill(int((self.root / "sshd.pid").read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                self.sshd.terminate()
             try:
                 self.sshd.wait(5)
             except subprocess.TimeoutExpired:
@@ -257,6 +271,60 @@ def test_round_trip_shows_the_injected_delay(pair, mech):
     assert "netem" in path["local"]["qdisc"] and "netem" in path["remote"]["qdisc"], path
 
 
+TP = ["-p", "pattern=throughput", "-p", "size=64", "--duration", "0.4", "--warmup", "0.1"]
+
+
+@pytest.mark.parametrize("mech,consumers", [("tcp", 1), ("udp", 2)])
+def test_throughput_across_the_pair(pair, mech, consumers):
+    """The producers here, the consumers there, every message checked there as a local consumer
+    checks it; the one-way latency corrected by the estimated offset of the two monotonic clocks."""
+    shape = ["-p", f"producers={consumers}", "-p", f"consumers={consumers}"]
+    rc, err, recs, ctx = pair.run(f"messaging/{mech}", *TP, *shape, reps=2)
+    assert rc == 0, err
+    assert [r["status"] for r in recs] == ["ok", "ok"], [r.get("error") for r in recs]
+    rec = recs[0]
+    # Every message the producers sent here reached a consumer there, intact, once.
+    integ = rec["integrity"]
+    assert integ["lost"] == integ["corrupt"] == integ["duplicated"] == integ["reordered"] == 0, integ
+    assert integ["received"] == integ["sent"] >= rec["ops"] > 0, integ
+    # Both sides' counts agree: what the consumers took there is every message sent here and a stop
+    # marker each.
+    assert rec["extra"]["remote"]["requests"] == integ["sent"] + consumers, (rec["extra"]["remote"], integ)
+    if mech == "udp":  # UDP's window, sized there and kept here on credits that come back
+        assert rec["extra"]["credit_window"] >= 1
+    # The consumers' CPU as a role of their own, measured there, with their context switches.
+    role = f"consumer@root@{pair.far_ip}"
+    by_role = rec["extra"]["cpu_by_role"]
+    assert set(by_role) == {role, "producer"}, by_role
+    assert by_role[role]["user_s"] + by_role[role]["sys_s"] > 0 and by_role[role]["ctx_vol"] > 0, by_role
+    assert by_role[role]["measured_on"] == f"root@{pair.far_ip}"
+    assert by_role[role]["per_op_ns"] > 0 and by_role["producer"]["per_op_ns"] > 0, by_role
+    # The one-way latency, of every measured message, beside the clock offset it was corrected by.
+    # Its estimate holds the true offset (SKEW_S with a time namespace, else 0) within its bound.
+    lat, ow = rec["latency_ns"], rec["extra"]["one_way"]
+    assert lat["kind"] == "one_way" and lat["count"] == rec["ops"], lat
+    assert 0 < ow["uncertainty_ns"] and abs(ow["offset_ns"] - pair.skew_ns) <= ow["uncertainty_ns"], ow
+    assert ow["before"]["offset_ns"] == ow["offset_ns"] and "after" in ow and "CLOCK_MONOTONIC" in ow["method"]
+    # Plausible: positive, its least below a round trip of the same path, and none off by the skew
+    # (a correction missed or of the wrong sign is SKEW_S off). Values within the offset's error of
+    # zero count as 0, so the median is not asserted above zero: the tail is.
+    rc, err, rts, _ = pair.run(f"messaging/{mech}", *RT)
+    assert rc == 0, err
+    assert lat["p99"] > 0 and lat["min"] < rts[0]["latency_ns"]["p50"], (lat, rts[0]["latency_ns"])
+    assert lat["max"] < SKEW_S * 10**9 // 2, lat
+    assert pair.remote_runs_left() == []
+    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+
+
+def test_throughput_refuses_what_does_not_cross_yet(pair):
+    rc, err, _, _ = pair.run("messaging/udp", "-p", "pattern=rate", "-p", "size=64", "-p", "rate=1000")
+    line = one_line_refusal(rc, err)
+    assert "rate is not done yet" in line and "pattern=throughput" in line, line
+    rc, err, _, _ = pair.run("messaging/udp", *TP, "-p", "latency_reservoir=100")
+    line = one_line_refusal(rc, err)
+    assert "latency_reservoir=0" in line, line
+
+
 @pytest.mark.parametrize("mech", ["epoll", "uring"])
 def test_echo_with_the_server_across_the_pair(pair, mech):
     rc, err, recs, ctx = pair.run(f"echo/{mech}", "-p", "connections=16", "-p", "size=1024",
@@ -381,13 +449,16 @@ def gone(pid, within_s):
     return not os.path.exists(f"/proc/{pid}")
 
 
-@pytest.mark.parametrize("fault", ["killed", "ssh_lost", "frozen"])
-def test_remote_fault_mid_run_fails_naming_the_host(pair, fault):
+@pytest.mark.parametrize("fault,pattern,mech", [("killed", "roundtrip", "tcp"), ("ssh_lost", "roundtrip", "tcp"),
+                                                ("frozen", "roundtrip", "tcp"), ("killed", "throughput", "tcp"),
+                                                ("frozen", "throughput", "tcp"), ("killed", "throughput", "udp"),
+                                                ("frozen", "throughput", "udp")])
+def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
     """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
     the measured window: the run fails naming the host; the remote side ends (once continued, when
     frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
-    proc, out = pair.run("messaging/tcp", "-p", "pattern=roundtrip", "--duration", "3", "--warmup", "0.1",
-                         background=True)
+    proc, out = pair.run(f"messaging/{mech}", "-p", f"pattern={pattern}", "-p", "size=64", "--duration", "3",
+                         "--warmup", "0.1", background=True)
     pid = None
     try:
         deadline = time.monotonic() + 20
@@ -413,7 +484,8 @@ def test_remote_fault_mid_run_fails_naming_the_host(pair, fault):
     recs, _ = records_of(out)
     assert recs and recs[0]["status"] == "failed"
     error = recs[0]["error"]
-    assert f"server@root@{pair.far_ip}" in error, error
+    role = "server" if pattern == "roundtrip" else "consumer"
+    assert f"{role}@root@{pair.far_ip}" in error, error
     if fault == "frozen":
         assert "stalled" in error, error
     # The remote side reads the end of its input (the session gone) and ends, sweeping its folder.

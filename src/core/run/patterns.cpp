@@ -37,6 +37,9 @@ struct TransportShape {
   uint64_t reservoir;  // latency_reservoir: 0, or the reference's reservoir size
   int producers, consumers;
   bool processes;
+  // The consumers' CLOCK_MONOTONIC minus the producers': 0 on one host; across hosts (--remote)
+  // the estimate of the offset between the two, added to each send stamp (serve_throughput).
+  int64_t clock_offset_ns = 0;
 };
 
 TransportShape shape_of(const Params& p) {
@@ -293,8 +296,12 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
         out.record_latency(arrived > d.h.intended_ns ? arrived - d.h.intended_ns : 0);
         out.rate.received(d.h.intended_ns, d.h.send_ns, arrived, t.window_ns);
       } else if (d.h.send_ns) {
-        out.record_latency(arrived - d.h.send_ns);
-        if (reservoir) reservoir->offer(arrived - d.h.send_ns);
+        // On this clock. Across hosts a message faster than the offset's error can come out
+        // before its stamp: it counts as 0, never as a wrapped-around 2^64.
+        const uint64_t sent = d.h.send_ns + uint64_t(t.clock_offset_ns);
+        const uint64_t lat = arrived > sent ? arrived - sent : 0;
+        out.record_latency(lat);
+        if (reservoir) reservoir->offer(lat);
       }
     }
     return true;
@@ -351,17 +358,23 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
                     receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back(
-        {sender, i, s.cpu_for(0), [tp, t, i, &mech, dur, sender, spec, rate_spec, rate](Worker& w) {
-           auto ep = tp->open(Role::Producer, i);
-           FaultPoint fault(mech, dur, sender, w);
-           if (t.roundtrip)
-             roundtrip_client(w, *ep, fault, t, i);
-           else if (spec)
-             rate_producer(w, *ep, fault, t, i, rate_spec, rate);
-           else
-             throughput_producer(w, *ep, fault, t, i);
-         }});
+    workers.push_back({.role = sender,
+                       .index = i,
+                       .cpu = s.cpu_for(0),
+                       .body =
+                           [tp, t, i, &mech, dur, sender, spec, rate_spec, rate](Worker& w) {
+                             auto ep = tp->open(Role::Producer, i);
+                             FaultPoint fault(mech, dur, sender, w);
+                             if (t.roundtrip)
+                               roundtrip_client(w, *ep, fault, t, i);
+                             else if (spec)
+                               rate_producer(w, *ep, fault, t, i, rate_spec, rate);
+                             else
+                               throughput_producer(w, *ep, fault, t, i);
+                           },
+                       // Throughput's ops and latencies are the consumers' to count: far ones count them
+                       // there, over no slices of this host's window.
+                       .series = t.roundtrip || !far});
   for (int i = 0; i < (far ? 0 : t.consumers); ++i)
     workers.push_back(
         {receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver, res_mem, res_words](Worker& w) {
@@ -380,7 +393,21 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   const size_t workers_n = workers.size();
   const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
-  if (far) far->fold(s);
+  const FarSeen far_seen = far ? far->fold(s) : FarSeen{};
+  // What the consumers saw of producer p's messages: here, their slots; far, what they reported.
+  auto seen = [&](int p) {
+    if (far) {
+      const size_t i = size_t(p);
+      return std::pair{i < far_seen.count.size() ? far_seen.count[i] : 0,
+                       i < far_seen.seqsum.size() ? far_seen.seqsum[i] : 0};
+    }
+    uint64_t count = 0, seqsum = 0;
+    for (int c = 0; c < t.consumers; ++c) {
+      count += slots[t.producers + c].seen_count[p];
+      seqsum += slots[t.producers + c].seen_seqsum[p];
+    }
+    return std::pair{count, seqsum};
+  };
 
   if (!t.roundtrip) {
     // Every message each producer sent must have reached exactly one consumer, intact. A corrupt
@@ -390,11 +417,8 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
     // the run never delivered count as lost, in flight or not.
     uint64_t missing = 0;
     for (int p = 0; p < t.producers; ++p) {
-      uint64_t sent = slots[p].integrity.sent, count = 0, seqsum = 0;
-      for (int c = 0; c < t.consumers; ++c) {
-        count += slots[t.producers + c].seen_count[p];
-        seqsum += slots[t.producers + c].seen_seqsum[p];
-      }
+      const uint64_t sent = slots[p].integrity.sent;
+      const auto [count, seqsum] = seen(p);
       if (count < sent) missing += sent - count;
       // A repeat that reached another consumer than the first copy: counted received twice.
       if (count > sent) {
@@ -477,6 +501,14 @@ void run_transport(Session& s) {
 void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p) {
   FaultPoint fault(mech, 0, "server", w);
   roundtrip_server(w, ep, fault, shape_of(p));
+}
+
+void serve_throughput(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p, int index,
+                      int64_t clock_offset_ns) {
+  FaultPoint fault(mech, 0, "consumer", w);
+  TransportShape t = shape_of(p);
+  t.clock_offset_ns = clock_offset_ns;
+  throughput_consumer(w, ep, fault, t, index, nullptr);
 }
 
 // One timed batch of a loop's operations, in a function of its own that starts on a cache line: a

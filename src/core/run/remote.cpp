@@ -37,6 +37,10 @@ namespace ipclab::remote {
 
 using namespace detail;
 
+namespace {
+constexpr int kClockProbes = 16;  // per estimate (Link::estimate_clocks)
+}  // namespace
+
 std::string crossing_problem(const Mechanism& m, const Params& p) {
   if (!crossing().count(m.full_name()))
     return fmt::format(
@@ -59,13 +63,16 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
       return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
     return "";
   }
-  if (!std_params::is_roundtrip(p))
+  if (std_params::is_rate(p))
     return fmt::format(
-        "--remote: {} runs pattern=roundtrip across hosts (throughput and rate are not done "
-        "yet); add -p pattern=roundtrip",
+        "--remote: {} runs pattern=roundtrip or pattern=throughput across hosts (rate is not done "
+        "yet); add -p pattern=throughput",
         m.full_name());
   if (p.str_or("mode", "threads") == "processes")
     return "--remote: the remote side runs threads; use -p mode=threads";
+  if (!std_params::is_roundtrip(p) && p.i64_or("latency_reservoir", 0) > 0)
+    return "--remote: the reservoir of one-way latencies is sampled here, and the consumers are there; use "
+           "-p latency_reservoir=0";
   return "";
 }
 
@@ -165,35 +172,48 @@ std::unique_ptr<Link> Link::open(const Options& o) {
                       where, brief(o.ipclab), identity_text(hello), identity_text(mine)));
   link->hello_ = hello;
 
-  // The clocks: NTP's estimate over the channel — the remote's reading against the midpoint of the
-  // local send and receive — from the probe with the shortest round trip, whose half is the bound
-  // on the error.
-  constexpr int kProbes = 16;
-  int64_t best_rtt = -1, offset = 0;
-  for (int i = 0; i < kProbes; ++i) {
-    const uint64_t t0 = realtime_ns();
-    link->send({{"op", "clock"}});
-    nlohmann::json r;
-    try {
-      r = link->receive(10.0, "its clock");
-    } catch (const std::exception& e) {
-      throw UsageError(fmt::format("{}: {}", where, e.what()));
-    }
-    const uint64_t t3 = realtime_ns();
-    const int64_t rtt = int64_t(t3 - t0);
-    if (best_rtt < 0 || rtt < best_rtt) {
-      best_rtt = rtt;
-      offset = int64_t(r.value("t", uint64_t(0))) - int64_t(t0 + (t3 - t0) / 2);
-    }
+  // The clocks, as the run starts: the context's.
+  try {
+    const auto [realtime, monotonic] = link->estimate_clocks();
+    auto json_of = [](const ClockOffset& c, const char* clock) {
+      return nlohmann::json{
+          {"offset_ns", c.offset_ns},
+          {"uncertainty_ns", c.uncertainty_ns},
+          {"rtt_ns", c.rtt_ns},
+          {"probes", kClockProbes},
+          {"over", "ssh channel"},
+          {"clock", clock},
+          {"meaning", "remote clock minus local clock; the true offset lies within ± uncertainty"}};
+    };
+    link->clock_ = json_of(realtime, "CLOCK_REALTIME");
+    link->monotonic_ = monotonic.known() ? json_of(monotonic, "CLOCK_MONOTONIC") : nlohmann::json(nullptr);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: {}", where, e.what()));
   }
-  link->clock_ = {{"offset_ns", offset},
-                  {"uncertainty_ns", best_rtt / 2},
-                  {"rtt_ns", best_rtt},
-                  {"probes", kProbes},
-                  {"over", "ssh channel"},
-                  {"clock", "CLOCK_REALTIME"},
-                  {"meaning", "remote clock minus local clock; the true offset lies within ± uncertainty"}};
   return link;
+}
+
+// NTP's estimate over the channel — the remote's reading against the midpoint of the local send
+// and receive — from the probe with the shortest round trip, whose half is the bound on the error.
+// Each probe reads both clocks here on either side of it, and both there in one answer.
+std::pair<ClockOffset, ClockOffset> Link::estimate_clocks() {
+  ClockOffset realtime, monotonic;
+  int64_t best_rtt = -1;
+  for (int i = 0; i < kClockProbes; ++i) {
+    const uint64_t r0 = realtime_ns(), m0 = now_ns();
+    send({{"op", "clock"}});
+    const nlohmann::json r = receive(10.0, "its clock");
+    const uint64_t m3 = now_ns(), r3 = realtime_ns();
+    const int64_t rtt = int64_t(m3 - m0);
+    if (best_rtt >= 0 && rtt >= best_rtt) continue;
+    best_rtt = rtt;
+    realtime = {int64_t(r.value("t", uint64_t(0))) - int64_t(r0 + (r3 - r0) / 2), int64_t(r3 - r0) / 2,
+                int64_t(r3 - r0)};
+    monotonic = r.contains("m")
+                    ? ClockOffset{int64_t(r["m"].get<uint64_t>()) - int64_t(m0 + (m3 - m0) / 2), rtt / 2, rtt}
+                    : ClockOffset{};
+  }
+  return {realtime, monotonic};
 }
 
 Link::~Link() {
@@ -216,7 +236,8 @@ nlohmann::json Link::context() const {
           {"ssh_options", o_.ssh_options},
           {"address", o_.address.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.address)},
           {"environment", env},
-          {"clock", clock_}};
+          {"clock", clock_},
+          {"monotonic_clock", monotonic_}};
 }
 
 void Link::send(const nlohmann::json& j) {
@@ -290,11 +311,18 @@ namespace {
 
 Link* g_link = nullptr;
 
+// The remote side's role in the record: the round trips' server, or throughput's consumers.
+std::string far_role(const Session& s, const Link& link) {
+  return (std_params::is_roundtrip(s.params()) ? "server@" : "consumer@") + link.host();
+}
+
 // The producers' (clients') ends of the channels: connected sockets to the remote side's ports.
 class RemoteTransport final : public Transport {
  public:
+  // `credit_window`: UDP throughput's, the remote receiver's (0: none), its credits returned on
+  // the socket (messaging::Credits).
   RemoteTransport(const Params& p, Link& link, int type, const std::string& address,
-                  const std::vector<int>& ports)
+                  const std::vector<int>& ports, uint64_t credit_window)
       : link_(link), address_(address), ports_(ports) {
     size_t next = 0;
     auto make = [&]() {
@@ -323,7 +351,9 @@ class RemoteTransport final : public Transport {
         p,
         messaging::FdTransport::Options{
             .framing = type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
-            .nonblocking = p.flag("nonblocking")},
+            .nonblocking = p.flag("nonblocking"),
+            .credit_window = credit_window,
+            .credits_on_socket = true},
         make);
   }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
@@ -332,18 +362,23 @@ class RemoteTransport final : public Transport {
   }
   std::string object_name() const override { return fmt::format("{}:{}", address_, ports_.at(0)); }
   void describe(nlohmann::json& extra) const override {
+    inner_->describe(extra);
     extra["remote"] = {{"host", link_.host()}, {"address", address_}, {"ports", ports_}};
     extra["network_path"] = {{"local", path_}};
   }
   void attach(Session& s) override {
-    const int clients = int(s.params().i64_or("producers", 1));
+    const int senders = int(s.params().i64_or("producers", 1));
     Session* sp = &s;
-    // Its progress is its clients' (each of their round trips is one of its echoes).
-    watch_server(s, link_, [sp, clients] {
-      uint64_t n = 0;
-      for (int i = 0; i < clients; ++i) n += sp->worker_progress(i);
-      return n;
-    });
+    // Its progress is its senders' (each of their round trips is one of its echoes; their
+    // messages stop once its consumers stop taking them).
+    watch_server(
+        s, link_,
+        [sp, senders] {
+          uint64_t n = 0;
+          for (int i = 0; i < senders; ++i) n += sp->worker_progress(i);
+          return n;
+        },
+        far_role(s, link_));
   }
 
  private:
@@ -356,13 +391,13 @@ class RemoteTransport final : public Transport {
 
 }  // namespace
 
-void watch_server(Session& s, Link& link, std::function<uint64_t()> progress) {
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role) {
   // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
   // ipclab gone).
-  s.add_peer(PeerSpec{.role = "server@" + link.host(),
-                      .process = &link.process(),
-                      .progress = std::move(progress),
-                      .cpu_usage = [] { return CpuUsage{}; }});  // measured there, folded in after
+  s.add_peer(
+      PeerSpec{.role = role, .process = &link.process(), .progress = std::move(progress), .cpu_usage = [] {
+                 return CpuUsage{};
+               }});  // measured there, folded in after
   Link* l = &link;
   s.on_phase([l](Phase ph) {
     try {
@@ -464,7 +499,7 @@ BenchServer::BenchServer(Session& s, const ServerLaunch& launch, int cpu) : link
 }
 
 void BenchServer::watch(Session& s, std::function<uint64_t()> progress) {
-  if (link_) return watch_server(s, *link_, std::move(progress));
+  if (link_) return watch_server(s, *link_, std::move(progress), "server@" + link_->host());
   s.add_peer({.role = "server",
               .index = 0,
               .process = &local_->process(),
@@ -484,7 +519,7 @@ struct LinkReceivers final : FarReceivers {
   std::unique_ptr<Transport> open_transport(Session& s) override {
     return remote::open_transport(s, *g_link);
   }
-  void fold(Session& s) override { remote::fold(s, *g_link); }
+  FarSeen fold(Session& s) override { return remote::fold(s, *g_link); }
 } g_receivers;
 }  // namespace
 
@@ -494,20 +529,51 @@ void use(Link* link) {
   set_far_receivers(link ? &g_receivers : nullptr);
 }
 
+namespace {
+
+// The one-way latency's clock offset, as extra.one_way records it.
+nlohmann::json one_way_json(const ClockOffset& c) {
+  return {
+      {"offset_ns", c.offset_ns},
+      {"uncertainty_ns", c.uncertainty_ns},
+      {"method",
+       fmt::format("CLOCK_MONOTONIC of both hosts, NTP-style over the ssh channel: the shortest "
+                   "round trip of {} probes before the run gives the offset; the uncertainty is half "
+                   "its round trip plus how far a second estimate after the run moved",
+                   kClockProbes)},
+      {"before", {{"offset_ns", c.offset_ns}, {"uncertainty_ns", c.uncertainty_ns}, {"rtt_ns", c.rtt_ns}}}};
+}
+
+}  // namespace
+
 std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   const Mechanism& m = s.mechanism();
   const auto it = crossing().find(m.full_name());
   if (it == crossing().end()) throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
-  const auto r = ask(s, link, "bench",
-                     {{"channels", s.params().i64_or("producers", 1)},
-                      {"duration_s", s.options().duration_s},
-                      {"timeout_s", s.options().timeout_s()}},
-                     "its end of " + m.full_name());
+  const bool roundtrip = std_params::is_roundtrip(s.params());
+  nlohmann::json extra = {{"channels", roundtrip ? s.params().i64_or("producers", 1) : 1},
+                          {"consumers", s.params().i64_or("consumers", 1)},
+                          {"duration_s", s.options().duration_s},
+                          {"timeout_s", s.options().timeout_s()}};
+  if (!roundtrip) {
+    // The consumers there take one-way latencies of stamps made here: they add this offset to
+    // each (its estimate now, just before the run; fold checks it after).
+    const ClockOffset mono = link.estimate_clocks().second;
+    if (mono.known()) {
+      extra["clock_offset_ns"] = mono.offset_ns;
+      s.record().extra["one_way"] = one_way_json(mono);
+    } else {
+      s.record().extra["one_way"] = {
+          {"omitted", "the remote side reported no CLOCK_MONOTONIC reading: no offset, no one-way latency"}};
+    }
+  }
+  const auto r = ask(s, link, "bench", extra, "its end of " + m.full_name());
   const std::string address =
       link.options().address.empty() ? r.value("address", "") : link.options().address;
   try {
     return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
-                                             r.value("ports", std::vector<int>{}));
+                                             r.value("ports", std::vector<int>{}),
+                                             roundtrip ? 0 : r.value("credit_window", uint64_t(0)));
   } catch (...) {
     // Not connected (a firewall, a wrong --remote-address): the remote side's servers wait for
     // connections that will not come; end its benchmark so that the link serves the next one.
@@ -520,22 +586,60 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   }
 }
 
-void fold(Session& s, Link& link) {
+FarSeen fold(Session& s, Link& link) {
   Record& rec = s.record();
   const bool failed = rec.status == Status::Failed;
   const nlohmann::json r = end_benchmark(s, link);
-  if (r.is_null()) return;
-  const std::string role = "server@" + link.host();
+  if (r.is_null()) return {};
+  FarSeen seen;
+  if (r.contains("consumers")) {  // throughput: what its consumers counted, as a local run's consumers do
+    const nlohmann::json& c = r["consumers"];
+    const nlohmann::json& in = c.value("integrity", nlohmann::json::object());
+    rec.integrity.received += in.value("received", uint64_t(0));
+    rec.integrity.duplicated += in.value("duplicated", uint64_t(0));
+    rec.integrity.reordered += in.value("reordered", uint64_t(0));
+    rec.integrity.corrupt += in.value("corrupt", uint64_t(0));
+    rec.ops += c.value("ops", uint64_t(0));
+    rec.bytes += c.value("bytes", uint64_t(0));
+    seen.count = c.value("seen_count", std::vector<uint64_t>{});
+    seen.seqsum = c.value("seen_seqsum", std::vector<uint64_t>{});
+    // Their one-way latencies, corrected there by the offset estimated before the run. A second
+    // estimate now bounds how far it moved over the run (drift, or a noisier probe): the
+    // uncertainty is the first's plus that.
+    nlohmann::json& ow = rec.extra["one_way"];
+    if (ow.contains("offset_ns")) {
+      try {
+        const ClockOffset after = link.estimate_clocks().second;
+        if (after.known()) {
+          const int64_t moved = std::abs(after.offset_ns - ow["offset_ns"].get<int64_t>());
+          ow["after"] = {{"offset_ns", after.offset_ns},
+                         {"uncertainty_ns", after.uncertainty_ns},
+                         {"rtt_ns", after.rtt_ns}};
+          ow["uncertainty_ns"] = ow["uncertainty_ns"].get<int64_t>() + moved;
+        }
+      } catch (const std::exception& e) {
+        if (!failed && rec.status != Status::Failed) rec.fail(e.what());
+      }
+      Histogram h;
+      h.add_sparse(c.value("latency_values", std::vector<uint64_t>{}),
+                   c.value("latency_counts", std::vector<uint64_t>{}));
+      if (h.count()) rec.latency = Latency::from("one_way", h);
+    }
+  }
+  const std::string role = far_role(s, link);
   const CpuUsage cpu = cpu_of(r.value("cpu", nlohmann::json::object()));
   rec.cpu += cpu;
   auto& by_role = rec.extra["cpu_by_role"];
   by_role[role] = cpu_json(cpu);
-  by_role[role]["per_op_ns"] = rec.ops ? cpu.total_s() * 1e9 / double(rec.ops) : 0.0;
   by_role[role]["measured_on"] = link.host();
+  // Every role's CPU per op, the remote side's ops (throughput's) now counted.
+  for (auto& [name, c] : by_role.items())
+    c["per_op_ns"] = rec.ops ? (c.value("user_s", 0.0) + c.value("sys_s", 0.0)) * 1e9 / double(rec.ops) : 0.0;
   rec.extra["remote"]["requests"] = r.value("requests", 0);
   rec.extra["network_path"]["remote"] = r.value("path", nlohmann::json::object());
   for (auto& e : r.value("errors", nlohmann::json::array()))
     if (!failed) rec.fail(fmt::format("the remote side on {}: {}", link.host(), e.get<std::string>()));
+  return seen;
 }
 
 }  // namespace ipclab::remote

@@ -10,12 +10,14 @@
 // ends: a lost ssh connection stops it.
 //
 //   remote → {"ipclab_remote":1, "version", "build_type", "build_flags", "environment"}   (hello)
-//   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns}
-//   local  → {"op":"bench", "mechanism", "params", "channels", "address", "timeout_s"}
-//                                                remote → {"address", "ports"} or {"error"}
+//   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns, "m": CLOCK_MONOTONIC ns}
+//   local  → {"op":"bench", "mechanism", "params", "channels", "consumers", "clock_offset_ns",
+//             "address", "timeout_s"}            remote → {"address", "ports", "credit_window"} or {"error"}
 //   local  → {"op":"server", "mechanism", "params", "address"}   remote → {"address", "port"} or {"error"}
 //   local  → {"op":"measure"} / {"op":"stop"}    (the measured window opens / closes)
 //   local  → {"op":"end"} / {"op":"abort"}       remote → {"result": {cpu, requests, path, errors}}
+//                                                (throughput: and its consumers' integrity, ops,
+//                                                bytes, seen counts and one-way latencies)
 //   local  → {"op":"quit"} (or the end of its stdin)
 #include <functional>
 #include <memory>
@@ -28,6 +30,7 @@
 #include "core/model/mechanism.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/process.hpp"
+#include "core/run/patterns.hpp"
 
 namespace ipclab {
 
@@ -45,6 +48,14 @@ struct Options {
 
 /// Why `m` with `p` cannot run across two hosts ("" when it can), as one line naming the fix.
 std::string crossing_problem(const Mechanism& m, const Params& p);
+
+/// An NTP-style estimate of how far one of the remote host's clocks is from the same clock here.
+struct ClockOffset {
+  int64_t offset_ns = 0;        // the remote clock minus this host's
+  int64_t uncertainty_ns = -1;  // the true offset lies within ± this (half the best round trip); < 0: none
+  int64_t rtt_ns = 0;           // the round trip of the probe it comes from
+  bool known() const { return uncertainty_ns >= 0; }
+};
 
 /// The ssh session to the remote side, for the whole run.
 class Link {
@@ -66,6 +77,10 @@ class Link {
   /// `waiting_for` when none came (the connection lost, ssh ended, the remote side frozen).
   nlohmann::json receive(double timeout_s, const std::string& waiting_for);
   Process& process() { return ssh_; }
+  /// Estimates both clocks' offsets now (16 probes over the channel; the shortest round trip's):
+  /// CLOCK_REALTIME (the context's) and CLOCK_MONOTONIC (the harness's, now_ns: the one-way
+  /// latency's). Throws what receive() throws.
+  std::pair<ClockOffset, ClockOffset> estimate_clocks();
 
  private:
   explicit Link(Options o) : o_(std::move(o)) {}
@@ -75,7 +90,7 @@ class Link {
   Process ssh_;
   int in_ = -1, out_ = -1, err_ = -1;
   std::string out_buf_, err_buf_;
-  nlohmann::json hello_, clock_;
+  nlohmann::json hello_, clock_, monotonic_;
 };
 
 /// The run's link while `ipclab run --remote` runs (nullptr: both sides run here). One per process,
@@ -89,8 +104,10 @@ void use(Link* link);
 /// ended) fails the run, and the phases go to it as they change.
 std::unique_ptr<Transport> open_transport(Session& s, Link& link);
 /// After the run: the remote side's results (its CPU and context switches over the window, as a
-/// role of its own; its errors; its end of the network path) into the record.
-void fold(Session& s, Link& link);
+/// role of its own; its errors; its end of the network path) into the record; of throughput, also
+/// its consumers' integrity, ops, bytes and one-way latencies (extra.one_way: the clock offset they
+/// are corrected by, and its uncertainty), and what they saw of each producer's messages.
+FarSeen fold(Session& s, Link& link);
 
 /// Where a server on the remote host listens.
 struct ServerAddress {
@@ -102,7 +119,8 @@ struct ServerAddress {
 ServerAddress start_server(Session& s, Link& link);
 /// Makes the remote server a peer of the session (its death — ssh's end — fails the run; its
 /// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
-void watch_server(Session& s, Link& link, std::function<uint64_t()> progress);
+/// `role`: the remote side's role in the record (server@HOST, or consumer@HOST for throughput).
+void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role);
 /// Stops the remote server: its CPU over the measured window and over its whole life, measured
 /// there (schedstat, as a local server's: charged as system time); a failed record on its errors.
 std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link);

@@ -60,36 +60,46 @@ int bound(int type, const std::string& address) {
   return fd;
 }
 
-// One benchmark of a crossing transport, this host's end: the servers of its channels, as threads
-// of a worker block of their own, following the phases the local side sends. Its destructor closes
-// what it opened; a server thread that cannot be stopped is left to the process's end.
+// One benchmark of a crossing transport, this host's end: the servers of its round-trip channels,
+// or the consumers of its throughput channel, as threads of a worker block of their own (in the
+// slots a local run gives them), following the phases the local side sends. Its destructor closes
+// what it opened; a thread that cannot be stopped is left to the process's end.
 class Bench {
  public:
-  // Opens the channels (tcp: one listener; udp: a bound socket each); throws the reason.
-  Bench(int type, std::string address, int channels);
+  // Opens the channels (tcp: one listener; udp: a bound socket each); throws the reason. Round
+  // trips: a server per channel; throughput (`p`'s pattern): one channel, `consumers` consumers.
+  Bench(int type, std::string address, int channels, const Params& p, int consumers);
   ~Bench();
   Bench(const Bench&) = delete;
   Bench& operator=(const Bench&) = delete;
 
   std::vector<int> ports() const;
-  // Starts a server thread per channel, in the warm-up phase (the local side sends its requests
-  // only once its own warm-up has begun).
-  void start(const Mechanism& mech, const Params& p);
+  // UDP throughput's credit window (0: none), from this end's receive buffer.
+  uint64_t credit_window() const { return credits_ ? credits_->window : 0; }
+  // Starts a server (consumer) thread per channel (consumer), in the warm-up phase (the local
+  // side sends only once its own warm-up has begun). `clock_offset_ns`: throughput's, this host's
+  // CLOCK_MONOTONIC minus the senders'.
+  void start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns);
   // Follows the local side's phases until it ends the benchmark (end or abort, which it always
   // sends for its results) and the servers are done, or the stop's grace runs out. Reads all
   // that the local side sends for this benchmark, so none is taken for a request of the next.
   // False when the local side is gone.
   bool follow(const std::function<nlohmann::json(double, bool&)>& next, double timeout_s);
-  // Stops the servers that did not end (named in the result's errors), then the result: their
-  // CPU, the requests they served, this end's network path.
+  // Stops the threads that did not end (named in the result's errors), then the result: their
+  // CPU, the requests they served, this end's network path; of throughput, also what its consumers
+  // counted — their integrity, ops, bytes, seen counts per producer and one-way latencies.
   nlohmann::json finish(bool local_side_lost);
   bool all_done() const { return done_.load() == n_; }
 
  private:
-  void server_body(const Mechanism& mech, const Params& p, int i);
+  void server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns);
   void shutdown_all();
+  nlohmann::json consumers_result() const;
 
   int type_, n_;
+  bool throughput_;
+  int producers_;  // throughput: the senders there, whose slots come first (a local run's order)
+  std::unique_ptr<messaging::Credits> credits_;  // UDP throughput: returned on the socket
   std::string address_;
   int listener_ = -1;
   std::vector<int> fds_;  // one per channel (udp: bound; tcp: accepted as they come)
@@ -98,16 +108,37 @@ class Bench {
   std::atomic<int> done_{0};
 };
 
-Bench::Bench(int type, std::string address, int channels)
-    : type_(type), n_(channels), address_(std::move(address)), fds_(size_t(channels), -1) {
+Bench::Bench(int type, std::string address, int channels, const Params& p, int consumers)
+    : type_(type),
+      throughput_(!std_params::is_roundtrip(p)),
+      producers_(throughput_ ? int(p.i64_or("producers", 1)) : 0),
+      address_(std::move(address)) {
+  if (throughput_) channels = 1;
+  n_ = throughput_ ? consumers : channels;
+  fds_.assign(size_t(channels), -1);
   try {
     if (address_.empty())
       throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+    if (producers_ + n_ > kMaxWorkers)
+      throw std::runtime_error(fmt::format("at most {} producers and consumers together", kMaxWorkers));
     if (type_ == SOCK_STREAM) {
       listener_ = bound(SOCK_STREAM, address_);
-      messaging::check_rc(::listen(listener_, n_), "listen");
+      messaging::check_rc(::listen(listener_, channels), "listen");
     } else {
       for (int& fd : fds_) fd = bound(SOCK_DGRAM, address_);
+    }
+    if (throughput_ && type_ == SOCK_DGRAM) {
+      // UDP drops what its receive buffer cannot hold: the senders there keep the messages in
+      // flight within what fits here, on credits this end returns on the socket.
+      int buf = messaging::kUdpRcvBuf, rcvbuf = 0;
+      socklen_t len = sizeof rcvbuf;
+      ::setsockopt(fds_[0], SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+      ::getsockopt(fds_[0], SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
+      credits_ = std::make_unique<messaging::Credits>();
+      credits_->window =
+          messaging::credit_window(uint64_t(p.i64_or("queue_depth", 256)), uint64_t(p.i64("size")), rcvbuf);
+      credits_->ack_every = std::max<uint64_t>(1, credits_->window / 4);
+      credits_->fd = fds_[0];
     }
   } catch (...) {
     for (int fd : fds_)
@@ -124,7 +155,8 @@ Bench::~Bench() {
     else
       t.detach();  // blocked for good: the process's end takes it (serve returns 1 first)
   if (!all_done()) {
-    (void)ctl_.release();  // a detached server thread may still use its slot
+    (void)ctl_.release();      // a detached server thread may still use its slot
+    (void)credits_.release();  // and its credits
     return;
   }
   set_abort_flag(nullptr);
@@ -140,10 +172,12 @@ std::vector<int> Bench::ports() const {
   return out;
 }
 
-void Bench::start(const Mechanism& mech, const Params& p) {
+void Bench::start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns) {
   set_abort_flag(&ctl_->abort);
+  if (throughput_) ctl_->consumers_left.store(n_);  // the last to leave drains (patterns.cpp)
   ctl_->phase.store(kWarmup);
-  for (int i = 0; i < n_; ++i) threads_.emplace_back([this, &mech, p, i] { server_body(mech, p, i); });
+  for (int i = 0; i < n_; ++i)
+    threads_.emplace_back([this, &mech, p, i, clock_offset_ns] { server_body(mech, p, i, clock_offset_ns); });
 }
 
 bool Bench::follow(const std::function<nlohmann::json(double, bool&)>& next, double timeout_s) {
@@ -178,8 +212,9 @@ nlohmann::json Bench::finish(bool local_side_lost) {
   std::vector<std::string> errors;
   if (!all_done()) {
     if (!local_side_lost && !ctl_->abort.load())
-      errors.push_back(
-          fmt::format("{} of {} servers got no stop marker from their clients", n_ - done_.load(), n_));
+      errors.push_back(fmt::format("{} of {} {} got no stop marker from their {}", n_ - done_.load(), n_,
+                                   throughput_ ? "consumers" : "servers",
+                                   throughput_ ? "producers" : "clients"));
     ctl_->abort.store(1);
     shutdown_all();
     const uint64_t grace = now_ns() + 1'000'000'000ull;
@@ -187,20 +222,59 @@ nlohmann::json Bench::finish(bool local_side_lost) {
   }
   CpuUsage cpu;
   uint64_t requests = 0;
-  for (int i = 0; i < n_; ++i) {
+  for (int i = producers_; i < producers_ + n_; ++i) {
     cpu += ctl_->slots[i].cpu;
     requests += ctl_->slots[i].progress.load();
     if (ctl_->slots[i].error[0]) errors.push_back(ctl_->slots[i].error);
   }
   const nlohmann::json path = fds_[0] >= 0 ? network_path(fds_[0]) : nlohmann::json();
-  return {{"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}};
+  nlohmann::json result = {
+      {"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}};
+  if (throughput_) result["consumers"] = consumers_result();
+  return result;
 }
 
-// Channel i's server: takes its connection (tcp: the next accepted; udp: connected to the sender of
-// the first datagram, which stays queued), then echoes as every round-trip server does.
-void Bench::server_body(const Mechanism& mech, const Params& p, int i) {
-  WorkerResult& slot = ctl_->slots[i];
+// What the consumers counted, as the local side folds a local run's consumers' slots: the seen
+// counts per producer are for its check of every message sent.
+nlohmann::json Bench::consumers_result() const {
+  Integrity in;
+  uint64_t ops = 0, bytes = 0;
+  std::vector<uint64_t> count(size_t(std::min(producers_, kMaxPeersTracked)), 0), seqsum(count.size(), 0);
+  auto hist = std::make_unique<Histogram>();  // tens of KiB: on the heap
+  for (int i = producers_; i < producers_ + n_; ++i) {
+    const WorkerResult& s = ctl_->slots[i];
+    in += s.integrity;
+    ops += s.ops;
+    bytes += s.bytes;
+    hist->merge(s.hist);
+    for (size_t p = 0; p < count.size(); ++p) {
+      count[p] += s.seen_count[p];
+      seqsum[p] += s.seen_seqsum[p];
+    }
+  }
+  std::vector<uint64_t> values, counts;
+  hist->sparse(values, counts);
+  return {{"integrity",
+           {{"received", in.received},
+            {"duplicated", in.duplicated},
+            {"reordered", in.reordered},
+            {"corrupt", in.corrupt}}},
+          {"ops", ops},
+          {"bytes", bytes},
+          {"seen_count", count},
+          {"seen_seqsum", seqsum},
+          {"latency_values", values},
+          {"latency_counts", counts}};
+}
+
+// Round trips: channel i's server; throughput: consumer i of the one channel. Takes its connection
+// (tcp: the next accepted; udp: connected to the sender of the first datagram, which stays queued:
+// the consumers of one socket each connect it to the same sender), then echoes as every round-trip
+// server does, or consumes as every throughput consumer does.
+void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns) {
+  WorkerResult& slot = ctl_->slots[producers_ + i];
   Worker w(*ctl_, slot, false);
+  const size_t channel = throughput_ ? 0 : size_t(i);
   try {
     int fd;
     if (type_ == SOCK_STREAM) {
@@ -208,10 +282,10 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i) {
       if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      fds_[size_t(i)] = fd;
+      fds_[channel] = fd;
       if (ctl_->abort.load()) ::shutdown(fd, SHUT_RDWR);
     } else {
-      fd = fds_[size_t(i)];
+      fd = fds_[channel];
       sockaddr_in from{};
       socklen_t len = sizeof from;
       char c;
@@ -221,10 +295,15 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i) {
     }
     messaging::FdEndpoint ep(fd, fd,
                              type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
-                             true, p.flag("nonblocking"), nullptr);
-    serve_roundtrip(w, ep, mech, p);
+                             true, p.flag("nonblocking"), credits_.get());
+    if (throughput_)
+      serve_throughput(w, ep, mech, p, i, clock_offset_ns);
+    else
+      serve_roundtrip(w, ep, mech, p);
   } catch (const std::exception& e) {
-    if (!ctl_->abort.load()) std::snprintf(slot.error, sizeof slot.error, "server %d: %s", i, e.what());
+    if (!ctl_->abort.load())
+      std::snprintf(slot.error, sizeof slot.error, "%s %d: %s", throughput_ ? "consumer" : "server", i,
+                    e.what());
   }
   w.finish();
   slot.finished.store(1);
@@ -387,13 +466,14 @@ int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohma
   }
   std::optional<Bench> bench;
   try {
-    bench.emplace(type->second, r.address, std::max(1, cmd.value("channels", 1)));
+    bench.emplace(type->second, r.address, std::max(1, cmd.value("channels", 1)), r.params,
+                  std::max(1, cmd.value("consumers", 1)));
   } catch (const std::exception& e) {
     reply({{"error", e.what()}});
     return 0;
   }
-  bench->start(*r.mech, r.params);
-  reply({{"address", r.address}, {"ports", bench->ports()}});
+  bench->start(*r.mech, r.params, cmd.value("clock_offset_ns", int64_t(0)));
+  reply({{"address", r.address}, {"ports", bench->ports()}, {"credit_window", bench->credit_window()}});
   const bool here = bench->follow(next, cmd.value("timeout_s", 30.0));
   const nlohmann::json result = bench->finish(!here);
   if (!here) return 3;
@@ -438,7 +518,7 @@ int serve() {
     const std::string op = cmd.value("op", "");
     if (op == "quit") return 0;
     if (op == "clock") {
-      reply({{"t", realtime_ns()}});
+      reply({{"t", realtime_ns()}, {"m", now_ns()}});
       continue;
     }
     if (op == "server") {

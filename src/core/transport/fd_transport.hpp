@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -51,10 +52,19 @@ enum class Framing { Stream, Message };
 /// Flow control for transports that drop instead of blocking (UDP): a producer takes a credit
 /// before it sends and a consumer returns it after it received, so at most `window` messages
 /// are in flight and the receive buffer never overflows. Lives in MAP_SHARED memory.
+///
+/// Across hosts (--remote, core/run/remote.cpp) the two ends share no memory: each has Credits of
+/// its own with `fd` the channel's socket. The receiver's end then sends its count of returned
+/// credits back on it (a datagram of 8 bytes, the running total) every `ack_every` messages, and the
+/// sender's end, its window full, reads those totals from the socket: a lost one is made good by
+/// the next, and fewer than `ack_every` (at most a quarter of the window) are ever returned and not
+/// yet told, so the window never closes for good.
 struct alignas(64) Credits {
   std::atomic<uint64_t> taken{0};
   alignas(64) std::atomic<uint64_t> returned{0};
   uint64_t window = 1;
+  int fd = -1;  // across hosts: the socket the returns travel on
+  uint64_t ack_every = 1;
 
   void take() {
     // Relaxed suffices: the counters only bound how much is in flight; the data itself travels
@@ -63,12 +73,56 @@ struct alignas(64) Credits {
     // Signed: other producers' credits may come back before ours, so `returned` can pass `mine`.
     for (uint32_t spins = 0; int64_t(mine - returned.load(std::memory_order_relaxed)) >= int64_t(window);
          ++spins) {
+      if (fd >= 0) {
+        read_returns();
+        continue;
+      }
       if ((spins & 63) == 63) poll_abort();
       sched_yield();  // the consumer may need this very CPU
     }
   }
-  void give() { returned.fetch_add(1, std::memory_order_relaxed); }
+  void give() {
+    const uint64_t n = returned.fetch_add(1, std::memory_order_relaxed) + 1;
+    // The running total, not a count since the last: any later one makes good a lost one.
+    if (fd >= 0 && n % ack_every == 0) (void)::send(fd, &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
+ private:
+  // The sender's end across hosts: waits for the receiver's totals and takes the highest (several
+  // producers read the one socket; each total only ever raises `returned`). Asleep while it waits,
+  // as a sender blocked on a full socket is, so that a stall names the receiver it waits on; 10 ms
+  // at most, for the abort flag (the session's wake-up signal ends the wait sooner) and for a total
+  // another producer read first.
+  void read_returns() {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10) < 0 && errno != EINTR)
+      throw std::system_error(errno, std::generic_category(), "poll");
+    poll_abort();
+    uint64_t total;
+    for (;;) {
+      const ssize_t n = ::recv(fd, &total, sizeof total, MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        throw std::system_error(errno, std::generic_category(), "credits from the receiver");
+      }
+      if (n != sizeof total) continue;  // not a total: nothing else travels this way
+      uint64_t seen = returned.load(std::memory_order_relaxed);
+      while (total > seen && !returned.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
+      }
+    }
+  }
 };
+
+/// The receive buffer a UDP receiver asks for (the kernel caps it to net.core.rmem_max).
+inline constexpr int kUdpRcvBuf = 4 << 20;
+
+/// UDP's credit window: the messages of `size` bytes that fit in a receive buffer of `rcvbuf` bytes
+/// (as the kernel reports it: already doubled), each costing its payload and the kernel's buffer
+/// overhead (skb truesize; ~1 KiB is generous), and at most `asked` (queue_depth).
+inline uint64_t credit_window(uint64_t asked, uint64_t size, int rcvbuf) {
+  const uint64_t fits = std::max<uint64_t>(1, uint64_t(std::max(rcvbuf, 0)) / 2 / (size + 1024));
+  return std::min(asked, fits);
+}
 
 /// Anonymous pipes (pipe2): `up` from the producer/client to the consumer/server, and in
 /// roundtrip `down` back.
@@ -174,7 +228,8 @@ class FdTransport final : public Transport {
     Framing framing = Framing::Stream;
     bool socket = true;
     bool nonblocking = false;
-    uint64_t credit_window = 0;  // 0 = the kernel blocks the sender itself
+    uint64_t credit_window = 0;      // 0 = the kernel blocks the sender itself
+    bool credits_on_socket = false;  // across hosts: the returns come back on the channel (Credits)
   };
 
   /// Makes one channel per round-trip pair, or one shared channel for throughput.
@@ -196,6 +251,7 @@ class FdTransport final : public Transport {
       }
       credits_ = new (mem) Credits();
       credits_->window = o.credit_window;
+      if (o.credits_on_socket) credits_->fd = channels_[0].prod_w;
     }
   }
   ~FdTransport() override {

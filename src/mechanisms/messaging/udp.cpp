@@ -10,15 +10,13 @@
 namespace ipclab::messaging {
 namespace {
 
-constexpr int kRcvBuf = 4 << 20;  // asked for; the kernel caps it to net.core.rmem_max
-
 int bound_socket(sockaddr_in& a) {
   int fd = check_rc(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), "socket");
   a = {};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t alen = sizeof a;
-  int buf = kRcvBuf;
+  int buf = kUdpRcvBuf;
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) < 0) {
@@ -45,17 +43,15 @@ FdChannel connect_pair() {
   return FdChannel{.prod_r = c, .prod_w = c, .cons_r = s, .cons_w = s};
 }
 
-// Messages that fit in the receive buffer: each datagram costs its payload plus the kernel's
-// buffer overhead (skb truesize; ~1 KiB is generous), and the buffer reported is already doubled.
+// The credit window (fd_transport.hpp), and a warning when the receive buffer caps it.
 uint64_t credit_window(const Params& p, int rcvbuf) {
-  const uint64_t per = uint64_t(p.i64("size")) + 1024;
-  const uint64_t fits = std::max<uint64_t>(1, uint64_t(rcvbuf) / 2 / per);
   const uint64_t asked = uint64_t(p.i64("queue_depth"));
-  if (asked > fits)
+  const uint64_t window = messaging::credit_window(asked, uint64_t(p.i64("size")), rcvbuf);
+  if (window < asked)
     warn_once("udp_window", fmt::format("udp: queue_depth {} capped to {} messages so that the window "
                                         "fits in the receive buffer ({} bytes; raise net.core.rmem_max)",
-                                        asked, fits, rcvbuf));
-  return std::min(asked, fits);
+                                        asked, window, rcvbuf));
+  return window;
 }
 
 const Caps kUdpCaps{
