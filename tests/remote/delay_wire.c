@@ -9,10 +9,13 @@
 // "ready" once both exist, and then moves each IP packet one end sends to the other end after
 // DELAY_US microseconds, in order: it sleeps until a margin before a packet is due and spins the
 // rest (the margin: the 99th percentile of this machine's wake-up lateness, measured at start), so
-// that the delay holds within a few µs however late a sleeping thread wakes here. A line on stdin with a number sets a new delay (µs) for the
-// packets read from then on. The devices are the program's own (not persistent): they go when it
-// ends — on SIGTERM, SIGINT, the end of stdin, or its death — so nothing is left behind. The
-// caller gives the devices their addresses and brings them up.
+// that the delay holds within a few µs however late a sleeping thread wakes here. A line on stdin
+// with a number sets a new delay (µs) for the packets read from then on; "NUMBER spin" also keeps
+// the wire polling without ever sleeping (a CPU of its own), so that no packet waits for it to
+// wake: the link's own cost is then the same at every delay, and a delay is all a change adds.
+// The devices are the program's own (not persistent): they go when it ends — on SIGTERM, SIGINT,
+// the end of stdin, or its death — so nothing is left behind. The caller gives the devices their
+// addresses and brings them up.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +50,10 @@ struct way {
 };
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig) {
+  (void)sig;
+  stop = 1;
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -120,14 +126,19 @@ int main(int argc, char** argv) {
   fflush(stdout);
   char line[64];
   size_t line_len = 0;
+  int spin = 0;
+  const struct timespec zero = {0, 0};
   while (!stop) {
     // Until the first packet due, or a packet to read, or a line on stdin.
     uint64_t next = UINT64_MAX;
     for (int w = 0; w < 2; ++w)
-      if (ways[w].head != ways[w].tail && ways[w].ring[ways[w].head].due < next) next = ways[w].ring[ways[w].head].due;
+      if (ways[w].head != ways[w].tail && ways[w].ring[ways[w].head].due < next)
+        next = ways[w].ring[ways[w].head].due;
     struct pollfd p[3] = {{a, POLLIN, 0}, {b, POLLIN, 0}, {0, POLLIN, 0}};
-    struct timespec wait, *tw = NULL;
-    if (next != UINT64_MAX) {  // asleep until the margin before it, then polled without sleeping
+    struct timespec wait;
+    const struct timespec* tw = spin ? &zero : NULL;
+    // Asleep until the margin before the next packet is due, then polled without sleeping.
+    if (next != UINT64_MAX && !spin) {
       const uint64_t t = now_ns(), left = next > t + margin ? next - t - margin : 0;
       wait.tv_sec = (time_t)(left / 1000000000u);
       wait.tv_nsec = (long)(left % 1000000000u);
@@ -142,7 +153,9 @@ int main(int argc, char** argv) {
       char* nl;
       while ((nl = strchr(line, '\n'))) {
         *nl = '\0';
-        delay = strtoull(line, NULL, 10) * 1000;
+        char* end;
+        delay = strtoull(line, &end, 10) * 1000;
+        spin = strstr(end, "spin") != NULL;
         memmove(line, nl + 1, line_len - (size_t)(nl + 1 - line) + 1);
         line_len = strlen(line);
       }
