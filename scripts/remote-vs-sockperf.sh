@@ -158,6 +158,8 @@ else
     DATA_IP=$WIRE_FAR_IP
     rows wire 0 "$DELAY_US"
     DATA_IP=$FAR_IP
+    # Gone before echo and servers: it polls a CPU of its own while it runs.
+    kill "$wire_pid"; wait "$wire_pid" 2>/dev/null || true; wire_pid=""
   else
     echo "(tc netem is not in this kernel and cc is missing for the delay wire: no delayed rows)"
   fi
