@@ -52,30 +52,9 @@ def rate_value(text):
     return int(float(text.rstrip("kM")) * mult)
 
 
-def sockperf_p50(proto, rate, size, seconds, cpus):
-    port = free_port()
-    pin = ["taskset", "-c", str(cpus[0])]
-    pin_client = ["taskset", "-c", str(cpus[-1])]
-    tcp = ["--tcp"] if proto == "tcp" else []
-    server = subprocess.Popen([*pin, "sockperf", "server", "-i", "127.0.0.1", "-p", str(port), *tcp],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        time.sleep(0.3)
-        out = subprocess.run([*pin_client, "sockperf", "under-load", "-i", "127.0.0.1", "-p", str(port), *tcp,
-                              f"--mps={rate}", "-m", str(size), "-t", str(seconds)],
-                             capture_output=True, text=True, timeout=seconds + 30).stdout
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait()
-    m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
-    n = re.search(r"Total (\d+) observations", out)
-    if not m:
-        sys.exit(f"sockperf printed no median:\n{out}")
-    return float(m.group(1)), int(n.group(1)) if n else 0
-
-
-def sockperf_pingpong_p50(proto, size, seconds, cpus):
-    """sockperf ping-pong's p50 (us): half of every round trip, closed loop."""
+def sockperf_run(proto, seconds, cpus, client):
+    """A sockperf server on the first of `cpus` and one client run (`client`: its mode and options)
+    on the last; the client's output."""
     port = free_port()
     tcp = ["--tcp"] if proto == "tcp" else []
     server = subprocess.Popen(["taskset", "-c", str(cpus[0]), "sockperf", "server", "-i", "127.0.0.1", "-p",
@@ -83,42 +62,55 @@ def sockperf_pingpong_p50(proto, size, seconds, cpus):
                               start_new_session=True)
     try:
         time.sleep(0.3)
-        out = subprocess.run(["taskset", "-c", str(cpus[-1]), "sockperf", "ping-pong", "-i", "127.0.0.1", "-p",
-                              str(port), *tcp, "-m", str(size), "-t", str(seconds)],
-                             capture_output=True, text=True, timeout=seconds + 30).stdout
+        return subprocess.run(["taskset", "-c", str(cpus[-1]), "sockperf", client[0], "-i", "127.0.0.1", "-p",
+                               str(port), *tcp, *client[1:], "-t", str(seconds)],
+                              capture_output=True, text=True, timeout=seconds + 30).stdout
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait()
+
+
+def sockperf_median(out, mode):
     m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
     if not m:
-        sys.exit(f"sockperf ping-pong printed no median:\n{out}")
+        sys.exit(f"sockperf {mode} printed no median:\n{out}")
     return float(m.group(1))
+
+
+def sockperf_p50(proto, rate, size, seconds, cpus):
+    out = sockperf_run(proto, seconds, cpus, ["under-load", f"--mps={rate}", "-m", str(size)])
+    n = re.search(r"Total (\d+) observations", out)
+    return sockperf_median(out, "under-load"), int(n.group(1)) if n else 0
+
+
+def sockperf_pingpong_p50(proto, size, seconds, cpus):
+    """sockperf ping-pong's p50 (us): half of every round trip, closed loop."""
+    return sockperf_median(sockperf_run(proto, seconds, cpus, ["ping-pong", "-m", str(size)]), "ping-pong")
+
+
+def ipclab_record(binary, proto, size, seconds, cpus, pattern):
+    """One repetition of messaging/PROTO at `size` on `cpus` (same: one CPU, cross: two), with
+    `pattern` (its -p arguments): the record."""
+    placement = "same" if len(set(cpus)) == 1 else "cross"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        subprocess.run([binary, "run", f"messaging/{proto}", *pattern, "-p", f"size={size}",
+                        "-p", f"placement={placement}", "--cpus", ",".join(map(str, cpus)), "--duration",
+                        str(seconds), "--warmup", "0.4", "--repetitions", "1", "--json", out], check=True,
+                       capture_output=True, timeout=seconds + 60)
+        return [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"][0]
 
 
 def ipclab_half_rtt_p50(binary, proto, size, seconds, cpus):
     """ipclab's closed-loop round trip p50 (us), halved: the figure sockperf's ping-pong reports."""
-    placement = "same" if len(set(cpus)) == 1 else "cross"
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "r.json")
-        subprocess.run([binary, "run", f"messaging/{proto}", "-p", "pattern=roundtrip", "-p", f"size={size}",
-                        "-p", f"placement={placement}", "--cpus", ",".join(map(str, cpus)), "--duration",
-                        str(seconds), "--warmup", "0.4", "--repetitions", "1", "--json", out], check=True,
-                       capture_output=True, timeout=seconds + 60)
-        rec = [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"][0]
+    rec = ipclab_record(binary, proto, size, seconds, cpus, ["-p", "pattern=roundtrip"])
     return rec["latency_ns"]["p50"] / 2000
 
 
 def ipclab_point(binary, proto, rate, size, seconds, cpus):
     """One ipclab open-loop point: raw and corrected one-way p50 (us), the count, the scheduling
     error p99 and the pacing floor's p99 (us), and whether the error is flagged beyond the floor."""
-    placement = "same" if len(set(cpus)) == 1 else "cross"
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "r.json")
-        subprocess.run([binary, "run", f"messaging/{proto}", "-p", "pattern=rate", "-p", f"rate={rate}",
-                        "-p", f"size={size}", "-p", f"placement={placement}", "--cpus",
-                        ",".join(map(str, cpus)), "--duration", str(seconds), "--warmup", "0.4",
-                        "--repetitions", "1", "--json", out], check=True, capture_output=True, timeout=seconds + 60)
-        rec = [r for r in json.load(open(out))["benchmarks"] if r["run_type"] == "iteration"][0]
+    rec = ipclab_record(binary, proto, size, seconds, cpus, ["-p", "pattern=rate", "-p", f"rate={rate}"])
     rate_x = rec["extra"]["rate"]
     floor = rate_x.get("pacing_floor", {}).get("lateness_ns", {})
     if rec["latency_ns"] is None:  # saturated (or failed): no latency, but its sender's figures
