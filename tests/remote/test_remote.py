@@ -29,7 +29,11 @@ import pytest
 
 BINARY = os.environ.get("IPCLAB_BIN", "")
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
-DELAY_US = 200  # netem on each end of the pair (or the wire each way): +2 × 200 µs per round trip
+# netem on each end of the pair (or the wire each way): +2 × 1 ms per round trip. Long enough that
+# what a delay costs beyond itself is small beside it: a side that waits 1 ms has its CPU halted, and
+# a halted vCPU wakes tens of µs later than a busy one (KVM polls a halting vCPU for 200 µs at most;
+# CI's machine, at 200 µs each way, woke ~25 µs late each way, 11% of the round trip).
+DELAY_US = 1000
 WIRE_SRC = Path(__file__).with_name("delay_wire.c")
 SKEW_S = 1000  # the far namespace's CLOCK_MONOTONIC ahead of this one's (a time namespace)
 
