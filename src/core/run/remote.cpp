@@ -224,7 +224,9 @@ Link::~Link() {
     }
     close(in_);  // the end of its input: the remote side ends and sweeps its run folder
   }
-  if (ssh_.running() && !ssh_.wait(5.0)) ssh_.stop(1.0);
+  // A remote side that answered nothing when last asked (frozen, or its host gone) will not end of
+  // its own now either: ssh goes at once, and its session's end is the remote side's end of input.
+  if (ssh_.running() && !ssh_.wait(unresponsive_ ? 0.0 : 5.0)) ssh_.stop(1.0);
   if (out_ >= 0) close(out_);
   if (err_ >= 0) close(err_);
 }
@@ -296,11 +298,13 @@ nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
                                            ssh_.reaped() ? " (ssh " + describe_exit(ssh_.status()) + ")" : "",
                                            ssh_said().empty() ? "" : ": " + ssh_said()));
     }
-    if (now_ns() >= deadline)
+    if (now_ns() >= deadline) {
+      unresponsive_ = true;
       throw std::runtime_error(
           fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
                       "waited for {}: it is frozen or the connection hangs",
                       o_.host, timeout_s, waiting_for));
+    }
   }
 }
 

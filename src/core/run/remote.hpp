@@ -91,6 +91,7 @@ class Link {
   int in_ = -1, out_ = -1, err_ = -1;
   std::string out_buf_, err_buf_;
   nlohmann::json hello_, clock_, monotonic_;
+  bool unresponsive_ = false;  // a receive() timed out: the remote side is frozen or unreachable
 };
 
 /// The run's link while `ipclab run --remote` runs (nullptr: both sides run here). One per process,
