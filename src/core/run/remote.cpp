@@ -54,15 +54,7 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
       return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
     return "";
   }
-  if (m.suite == "echo") {
-    if (p.str_or("pattern", "closed") != "closed")
-      return fmt::format(
-          "--remote: {} runs pattern=closed across hosts (rate is not done yet); add -p pattern=closed",
-          m.full_name());
-    if (p.i64_or("reactors", 1) != 1)
-      return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
-    return "";
-  }
+  if (m.suite == "echo") return "";  // closed or open loop, one reactor or several: the server is there
   if (std_params::is_rate(p))
     return fmt::format(
         "--remote: {} runs pattern=roundtrip or pattern=throughput across hosts (rate is not done "
@@ -435,11 +427,12 @@ nlohmann::json ask(Session& s, Link& link, const char* op, const nlohmann::json&
 }
 }  // namespace
 
-ServerAddress start_server(Session& s, Link& link) {
+ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch) {
   const Mechanism& m = s.mechanism();
-  const auto r = ask(s, link, "server", nlohmann::json::object(), "its " + m.full_name() + " server");
+  const nlohmann::json asked = {{"nodelay", launch.nodelay}, {"reactors", launch.reactor_cpus.size()}};
+  const auto r = ask(s, link, "server", {{"launch", asked}}, "its " + m.full_name() + " server");
   ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address,
-                  r.value("port", 0)};
+                  r.value("port", 0), r.value("reactor_cpus", std::vector<int>{})};
   s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
   // This end of the path: the interface a datagram socket connected there would leave by (a UDP
   // connect sends nothing).
@@ -497,7 +490,7 @@ std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link) {
 
 BenchServer::BenchServer(Session& s, const ServerLaunch& launch, int cpu) : link_(in_use()), cpu_(cpu) {
   if (link_)
-    far_ = start_server(s, *link_);
+    far_ = start_server(s, *link_, launch);
   else
     local_.emplace(ServerProcess::start(launch, cpu));
 }
@@ -509,6 +502,15 @@ void BenchServer::watch(Session& s, std::function<uint64_t()> progress) {
               .process = &local_->process(),
               .cpu = cpu_,
               .progress = std::move(progress)});
+}
+
+void BenchServer::add_reactor_sides(Placement& placement, const ServerLaunch& launch) const {
+  if (!link_) return ipclab::add_reactor_sides(placement, launch.reactor_cpus);
+  // Pinned to CPUs of the other host: sides of its own role, so that no CPU number is read as one
+  // of this host's.
+  const size_t first = placement.sides.size();
+  ipclab::add_reactor_sides(placement, far_.reactor_cpus);
+  for (size_t i = first; i < placement.sides.size(); ++i) placement.sides[i].role += "@" + link_->host();
 }
 
 std::pair<CpuUsage, CpuUsage> BenchServer::stop(Session& s) {

@@ -114,10 +114,13 @@ FarSeen fold(Session& s, Link& link);
 struct ServerAddress {
   std::string address;
   int port = 0;
+  std::vector<int> reactor_cpus;  // that host's CPUs its reactors are pinned to (one reactor: none)
 };
 /// A server mechanism's server (echo) on the remote host: its ipclab starts it there as a local
-/// run would (Mechanism::server, core/server), listening on the data path's address.
-ServerAddress start_server(Session& s, Link& link);
+/// run would (Mechanism::server, core/server), listening on the data path's address, with what
+/// `launch` asks beyond the mechanism's own (TCP_NODELAY; as many reactors, pinned round-robin
+/// over that host's CPUs).
+ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch);
 /// Makes the remote server a peer of the session (its death — ssh's end — fails the run; its
 /// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
 /// `role`: the remote side's role in the record (server@HOST, or consumer@HOST for throughput).
@@ -142,6 +145,9 @@ class BenchServer {
   /// Stops it once the session's workers are done: its CPU over the measured window and over its
   /// whole life.
   std::pair<CpuUsage, CpuUsage> stop(Session& s);
+  /// Its reactors as sides of the placement (core/peers/server.hpp): here, on `launch`'s CPUs; there,
+  /// as reactor@HOST on that host's.
+  void add_reactor_sides(Placement& placement, const ServerLaunch& launch) const;
   /// The host it ran on, when not this one ("").
   std::string measured_on() const { return link_ ? link_->host() : ""; }
 

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/affinity.hpp"
 #include "core/base/cancel.hpp"
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
@@ -352,8 +353,11 @@ Request request_of(const nlohmann::json& cmd, bool server) {
 // benchmark's end. Its destructor stops it whatever happened.
 class ServerSide {
  public:
-  // Starts it; throws the reason it cannot.
-  ServerSide(const Mechanism& mech, const Params& p, const std::string& address) : mech_(mech) {
+  // Starts it, with what the local side's launch asked of it (`launch`: TCP_NODELAY for a client
+  // with several requests in flight; its number of reactors, pinned round-robin over this host's
+  // CPUs); throws the reason it cannot.
+  ServerSide(const Mechanism& mech, const Params& p, const std::string& address, const nlohmann::json& launch)
+      : mech_(mech) {
     if (address.empty())
       throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
     // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
@@ -362,9 +366,16 @@ class ServerSide {
     RunOptions opts;
     Record rec;
     Session session(mech, p, opts, rec);
-    server_.emplace(ServerProcess::start(mech.server(session), -1, address));
+    ServerLaunch l = mech.server(session);
+    l.nodelay = launch.value("nodelay", false);
+    if (const size_t k = launch.value("reactors", size_t(1)); k > 1)
+      l.reactor_cpus = round_robin(allowed_cpus(), 0, k);
+    reactor_cpus_ = l.reactor_cpus;
+    server_.emplace(ServerProcess::start(l, -1, address));
   }
   int port() const { return server_->port(); }
+  // This host's CPUs its reactors were pinned to (none with one reactor: the process is unpinned).
+  const std::vector<int>& reactor_cpus() const { return reactor_cpus_; }
   // Follows the local side until it ends the benchmark (end or abort; quit or the end of input:
   // it is gone): `measure` opens the window, the first stop, end or abort closes it. A server that
   // dies is named in the errors, and the end is then awaited to answer it. False when the local
@@ -383,6 +394,7 @@ class ServerSide {
   }
   const Mechanism& mech_;
   std::optional<ServerProcess> server_;
+  std::vector<int> reactor_cpus_;
   CpuUsage at_open_, at_close_;
   bool opened_ = false, closed_ = false;
   std::vector<std::string> errors_;
@@ -440,12 +452,12 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   }
   std::optional<ServerSide> side;
   try {
-    side.emplace(*r.mech, r.params, r.address);
+    side.emplace(*r.mech, r.params, r.address, cmd.value("launch", nlohmann::json::object()));
   } catch (const std::exception& e) {
     reply({{"error", fmt::format("{} server: {}", r.mech->full_name(), e.what())}});
     return true;
   }
-  reply({{"address", r.address}, {"port", side->port()}});
+  reply({{"address", r.address}, {"port", side->port()}, {"reactor_cpus", side->reactor_cpus()}});
   const bool here = side->follow(next);
   const nlohmann::json result = side->finish(r.address);
   if (!here) return false;

@@ -193,7 +193,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   const double server_cpu_s = srv.total_s();
   rec.placement.layout = layout_of(o);  // the suite's fixed layout (it has no placement parameter)
   // Each reactor thread is a side of its own, where it was pinned.
-  add_reactor_sides(rec.placement, launch.reactor_cpus);  // none with one reactor
+  server.add_reactor_sides(rec.placement, launch);  // none with one reactor
   rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
   rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
   auto& x = rec.extra;
