@@ -127,13 +127,13 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
 }
 
 RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResults slots, int n,
-                    const std::string& cause) {
+                    const std::string& cause, const RateTrace* far) {
   // Histograms are large (tens of KiB): on the heap, not the stack.
   auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
   uint64_t sent = 0, overdue = 0;
   double slice_sum[RateTrace::kSlices] = {}, slice_n[RateTrace::kSlices] = {};
-  for (int i = 0; i < n; ++i) {
-    const RateTrace& t = slots[i].rate;
+  for (int i = 0; i < n + (far ? 1 : 0); ++i) {
+    const RateTrace& t = i < n ? slots[i].rate : *far;
     raw->merge(t.raw);
     late->merge(t.lateness);
     sent += t.sent;

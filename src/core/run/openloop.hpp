@@ -98,9 +98,10 @@ struct RatePoint {
 /// own spread is no shortfall), or whose backlog grew through the window, is saturated: its
 /// latency is removed from the record (never a latency figure). `cause`: a reason the caller
 /// knows the point is saturated (e.g. sessions due beyond a suite's cap were not started), which
-/// comes before the rule's own; empty: the rule alone.
+/// comes before the rule's own; empty: the rule alone. `far`: the receivers' trace when they ran on
+/// another host (--remote), folded as one more slot's.
 RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, std::span<const WorkerResult> slots,
-                    int n, const std::string& cause = {});
+                    int n, const std::string& cause = {}, const RateTrace* far = nullptr);
 
 /// Runs one open-loop point at `rate` on a session (run_workers and fold_rate included).
 using RatePointFn = std::function<RatePoint(Session&, int64_t rate)>;

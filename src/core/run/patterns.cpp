@@ -293,8 +293,11 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
       out.ops++;
       out.bytes += t.size;
       if (d.h.flags & msg::kIntended) {  // open loop: latency from the intended send time
-        out.record_latency(arrived > d.h.intended_ns ? arrived - d.h.intended_ns : 0);
-        out.rate.received(d.h.intended_ns, d.h.send_ns, arrived, t.window_ns);
+        // Both stamps on this clock (across hosts, corrected by the offset as below).
+        const uint64_t intended = d.h.intended_ns + uint64_t(t.clock_offset_ns),
+                       sent = d.h.send_ns + uint64_t(t.clock_offset_ns);
+        out.record_latency(arrived > intended ? arrived - intended : 0);
+        out.rate.received(intended, sent, arrived, t.window_ns);
       } else if (d.h.send_ns) {
         // On this clock. Across hosts a message faster than the offset's error can come out
         // before its stamp: it counts as 0, never as a wrapped-around 2^64.
@@ -461,7 +464,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
       rec.fail(why);
   }
   std::optional<RatePoint> point;
-  if (spec) point = fold_rate(rec, rate_spec, rate, slots, int(workers_n));
+  if (spec) point = fold_rate(rec, rate_spec, rate, slots, int(workers_n), {}, far_seen.rate.get());
   if (s.stuck()) {  // a stuck thread may still use them
     transport.release();
     res_owner.release();
@@ -504,10 +507,11 @@ void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Param
 }
 
 void serve_throughput(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p, int index,
-                      int64_t clock_offset_ns) {
+                      int64_t clock_offset_ns, uint64_t window_ns) {
   FaultPoint fault(mech, 0, "consumer", w);
   TransportShape t = shape_of(p);
   t.clock_offset_ns = clock_offset_ns;
+  t.window_ns = window_ns;
   throughput_consumer(w, ep, fault, t, index, nullptr);
 }
 

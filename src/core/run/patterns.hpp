@@ -18,12 +18,16 @@ void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Param
 /// consumer does, into its slot — which must be the run's slot `producers + index`, the consumers'
 /// place in a local run. The producers' send stamps are on another host's clock: `clock_offset_ns`
 /// (this host's CLOCK_MONOTONIC minus theirs) is added to each before the one-way latency is taken.
+/// `window_ns`: the run's --duration (pattern=rate's backlog slices).
 void serve_throughput(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p, int index,
-                      int64_t clock_offset_ns);
+                      int64_t clock_offset_ns, uint64_t window_ns);
 /// What far receivers saw of each producer's messages (a consumer's seen counts, summed over the
 /// consumers): for the check that every message sent reached one of them, intact.
 struct FarSeen {
   std::vector<uint64_t> count, seqsum;  // per producer (empty: a round-trip run's)
+  /// pattern=rate: the receivers' half of the open-loop trace (latency from the actual send time,
+  /// the backlog slices), summed over them; null otherwise.
+  std::unique_ptr<RateTrace> rate;
 };
 /// Where a transport's receivers run when they are not on this host: `--remote` (core/run/remote.cpp)
 /// sets them for its run; the transport pattern then opens only the senders' ends here, through

@@ -55,11 +55,6 @@ std::string crossing_problem(const Mechanism& m, const Params& p) {
     return "";
   }
   if (m.suite == "echo") return "";  // closed or open loop, one reactor or several: the server is there
-  if (std_params::is_rate(p))
-    return fmt::format(
-        "--remote: {} runs pattern=roundtrip or pattern=throughput across hosts (rate is not done "
-        "yet); add -p pattern=throughput",
-        m.full_name());
   if (p.str_or("mode", "threads") == "processes")
     return "--remote: the remote side runs threads; use -p mode=threads";
   if (!std_params::is_roundtrip(p) && p.i64_or("latency_reservoir", 0) > 0)
@@ -630,6 +625,15 @@ FarSeen fold(Session& s, Link& link) {
       h.add_sparse(c.value("latency_values", std::vector<uint64_t>{}),
                    c.value("latency_counts", std::vector<uint64_t>{}));
       if (h.count()) rec.latency = Latency::from("one_way", h);
+    }
+    if (const nlohmann::json& rate = c.value("rate", nlohmann::json()); rate.is_object()) {
+      seen.rate = std::make_unique<RateTrace>();
+      seen.rate->raw.add_sparse(rate.value("raw_values", std::vector<uint64_t>{}),
+                                rate.value("raw_counts", std::vector<uint64_t>{}));
+      const auto sum = rate.value("slice_sum", std::vector<uint64_t>{}),
+                 n = rate.value("slice_n", std::vector<uint64_t>{});
+      for (size_t k = 0; k < size_t(RateTrace::kSlices) && k < sum.size() && k < n.size(); ++k)
+        seen.rate->slice_sum[k] = sum[k], seen.rate->slice_n[k] = n[k];
     }
   }
   const std::string role = far_role(s, link);

@@ -79,8 +79,8 @@ class Bench {
   uint64_t credit_window() const { return credits_ ? credits_->window : 0; }
   // Starts a server (consumer) thread per channel (consumer), in the warm-up phase (the local
   // side sends only once its own warm-up has begun). `clock_offset_ns`: throughput's, this host's
-  // CLOCK_MONOTONIC minus the senders'.
-  void start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns);
+  // CLOCK_MONOTONIC minus the senders'; `window_ns`: the run's --duration.
+  void start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns, uint64_t window_ns);
   // Follows the local side's phases until it ends the benchmark (end or abort, which it always
   // sends for its results) and the servers are done, or the stop's grace runs out. Reads all
   // that the local side sends for this benchmark, so none is taken for a request of the next.
@@ -93,13 +93,14 @@ class Bench {
   bool all_done() const { return done_.load() == n_; }
 
  private:
-  void server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns);
+  void server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns,
+                   uint64_t window_ns);
   void shutdown_all();
   nlohmann::json consumers_result() const;
 
   int type_, n_;
-  bool throughput_;
-  int producers_;  // throughput: the senders there, whose slots come first (a local run's order)
+  bool throughput_, rate_;  // rate_: throughput's open loop (pattern=rate)
+  int producers_;           // throughput: the senders there, whose slots come first (a local run's order)
   std::unique_ptr<messaging::Credits> credits_;  // UDP throughput: returned on the socket
   std::string address_;
   int listener_ = -1;
@@ -112,6 +113,7 @@ class Bench {
 Bench::Bench(int type, std::string address, int channels, const Params& p, int consumers)
     : type_(type),
       throughput_(!std_params::is_roundtrip(p)),
+      rate_(std_params::is_rate(p)),
       producers_(throughput_ ? int(p.i64_or("producers", 1)) : 0),
       address_(std::move(address)) {
   if (throughput_) channels = 1;
@@ -173,12 +175,14 @@ std::vector<int> Bench::ports() const {
   return out;
 }
 
-void Bench::start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns) {
+void Bench::start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns, uint64_t window_ns) {
   set_abort_flag(&ctl_->abort);
   if (throughput_) ctl_->consumers_left.store(n_);  // the last to leave drains (patterns.cpp)
   ctl_->phase.store(kWarmup);
   for (int i = 0; i < n_; ++i)
-    threads_.emplace_back([this, &mech, p, i, clock_offset_ns] { server_body(mech, p, i, clock_offset_ns); });
+    threads_.emplace_back([this, &mech, p, i, clock_offset_ns, window_ns] {
+      server_body(mech, p, i, clock_offset_ns, window_ns);
+    });
 }
 
 bool Bench::follow(const std::function<nlohmann::json(double, bool&)>& next, double timeout_s) {
@@ -255,7 +259,25 @@ nlohmann::json Bench::consumers_result() const {
   }
   std::vector<uint64_t> values, counts;
   hist->sparse(values, counts);
-  return {{"integrity",
+  nlohmann::json rate;  // pattern=rate: the receivers' half of the trace, summed as fold_rate sums it
+  if (rate_) {
+    auto raw = std::make_unique<Histogram>();
+    std::vector<uint64_t> slice_sum(RateTrace::kSlices, 0), slice_n(RateTrace::kSlices, 0);
+    for (int i = producers_; i < producers_ + n_; ++i) {
+      const RateTrace& t = ctl_->slots[i].rate;
+      raw->merge(t.raw);
+      for (int k = 0; k < RateTrace::kSlices; ++k)
+        slice_sum[size_t(k)] += t.slice_sum[k], slice_n[size_t(k)] += t.slice_n[k];
+    }
+    std::vector<uint64_t> raw_values, raw_counts;
+    raw->sparse(raw_values, raw_counts);
+    rate = {{"raw_values", raw_values},
+            {"raw_counts", raw_counts},
+            {"slice_sum", slice_sum},
+            {"slice_n", slice_n}};
+  }
+  return {{"rate", rate},
+          {"integrity",
            {{"received", in.received},
             {"duplicated", in.duplicated},
             {"reordered", in.reordered},
@@ -272,7 +294,8 @@ nlohmann::json Bench::consumers_result() const {
 // (tcp: the next accepted; udp: connected to the sender of the first datagram, which stays queued:
 // the consumers of one socket each connect it to the same sender), then echoes as every round-trip
 // server does, or consumes as every throughput consumer does.
-void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns) {
+void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns,
+                        uint64_t window_ns) {
   WorkerResult& slot = ctl_->slots[producers_ + i];
   Worker w(*ctl_, slot, false);
   const size_t channel = throughput_ ? 0 : size_t(i);
@@ -298,7 +321,7 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t c
                              type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
                              true, p.flag("nonblocking"), credits_.get());
     if (throughput_)
-      serve_throughput(w, ep, mech, p, i, clock_offset_ns);
+      serve_throughput(w, ep, mech, p, i, clock_offset_ns, window_ns);
     else
       serve_roundtrip(w, ep, mech, p);
   } catch (const std::exception& e) {
@@ -484,7 +507,8 @@ int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohma
     reply({{"error", e.what()}});
     return 0;
   }
-  bench->start(*r.mech, r.params, cmd.value("clock_offset_ns", int64_t(0)));
+  bench->start(*r.mech, r.params, cmd.value("clock_offset_ns", int64_t(0)),
+               uint64_t(cmd.value("duration_s", 0.0) * 1e9));
   reply({{"address", r.address}, {"ports", bench->ports()}, {"credit_window", bench->credit_window()}});
   const bool here = bench->follow(next, cmd.value("timeout_s", 30.0));
   const nlohmann::json result = bench->finish(!here);
