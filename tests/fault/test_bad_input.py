@@ -332,14 +332,14 @@ BAD = [
          "--ssh-option", " ", expect="--ssh-option ''"),
     case("remote-mechanism-cannot-cross", "run", "messaging/pipe", "-p", "pattern=roundtrip", "--remote", "h",
          expect="cannot cross hosts"),
-    case("remote-rate-not-yet", "run", "messaging/udp", "-p", "pattern=rate", "-p", "rate=1000", "--remote", "h",
-         expect="pattern=throughput"),
+    case("remote-processes-not-yet", "run", "messaging/udp", "-p", "pattern=rate", "-p", "rate=1000", "-p",
+         "mode=processes", "--remote", "h", expect="mode=threads"),
     case("remote-reservoir-not-there", "run", "messaging/udp", "-p", "pattern=throughput", "-p",
          "latency_reservoir=100", "--remote", "h", expect="latency_reservoir=0"),
     case("remote-processes", "run", "messaging/tcp", "-p", "pattern=throughput", "-p", "mode=processes",
          "--remote", "h", expect="mode=threads"),
-    case("remote-echo-rate-not-yet", "run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=1000", "--remote", "h",
-         expect="pattern=closed"),
+    case("remote-echo-asio-not-yet", "run", "echo/asio", "-p", "pattern=rate", "-p", "rate=1000", "--remote", "h",
+         expect="cannot cross hosts"),
     # anchors.
     case("anchors-latency-sample-zero", "run", "anchors/c2c", "-p", "latency_sample=0", expect="latency_sample"),
 ]
