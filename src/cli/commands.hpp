@@ -23,7 +23,7 @@ struct RunArgs {
   bool dry_run = false;               // --dry-run: the plan for a person, run nothing
   bool kernel_counters = false;
   // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
-  std::optional<std::string> remote, remote_ipclab, remote_address;
+  std::optional<std::string> remote, remote_ipclab, remote_address, remote_role;
   std::vector<std::string> ssh_options;
 };
 

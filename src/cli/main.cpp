@@ -133,6 +133,10 @@ int main(int argc, char** argv) {
       run, "--remote-address", ra.remote_address,
       "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached)")
       ->type_name("ADDR");
+  text_option(run, "--remote-role", ra.remote_role,
+              "with --remote: what runs on HOST — server (default: echo's and servers' server there, their "
+              "clients here) or client (their clients there, the server here)")
+      ->type_name("server|client");
   run->add_option("--out", ra.out_dir, "directory for results.json, results.csv, results.md");
   run->add_option("--json", ra.json, "write the result JSON here (atomically)");
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");

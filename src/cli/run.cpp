@@ -276,11 +276,12 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
 remote::Options parse_remote(const RunArgs& a) {
   remote::Options o;
   if (!a.remote) {
-    if (!a.ssh_options.empty() || a.remote_ipclab || a.remote_address)
+    if (!a.ssh_options.empty() || a.remote_ipclab || a.remote_address || a.remote_role)
       throw UsageError(fmt::format("{} applies to --remote; add --remote [USER@]HOST or drop it",
                                    !a.ssh_options.empty() ? "--ssh-option"
                                    : a.remote_ipclab      ? "--remote-ipclab"
-                                                          : "--remote-address"));
+                                   : a.remote_address     ? "--remote-address"
+                                                          : "--remote-role"));
     return o;
   }
   if (a.remote->empty() || a.remote->front() == '-' ||
@@ -305,6 +306,14 @@ remote::Options parse_remote(const RunArgs& a) {
           fmt::format("--remote-address '{}': give an IPv4 address of the remote host, e.g. 10.0.0.2",
                       brief(*a.remote_address)));
     o.address = *a.remote_address;
+  }
+  if (a.remote_role) {
+    if (*a.remote_role != "server" && *a.remote_role != "client")
+      throw UsageError(
+          fmt::format("--remote-role '{}': give server (the server there, the clients here) or client (the "
+                      "other way round)",
+                      brief(*a.remote_role)));
+    o.far_clients = *a.remote_role == "client";
   }
   return o;
 }
@@ -423,7 +432,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     benchmarks = first_answers_first(std::move(benchmarks), selected, opts.cpus);
   if (a.remote)
     for (auto& b : benchmarks)
-      if (auto why = remote::crossing_problem(*b.mech, b.params); !why.empty()) throw UsageError(why);
+      if (auto why = remote::crossing_problem(*b.mech, b.params, remote_opts.far_clients); !why.empty())
+        throw UsageError(why);
   if (a.cpu_matrix)
     benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
   if (a.plan_only && a.dry_run) throw UsageError("--plan and --dry-run both print the plan; choose one");

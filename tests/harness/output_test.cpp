@@ -113,6 +113,16 @@ TEST(Output, JsonRoundTripsThroughTheReader) {
   EXPECT_EQ(back.ops, 1000u);
   EXPECT_EQ(back.latency->p50, sample().latency->p50);
   EXPECT_EQ(back.params.str("placement"), "cross");
+  // The placement, side by side (a record read back is adopted whole: --remote-role client).
+  const Record want = sample();
+  EXPECT_EQ(back.placement.layout, want.placement.layout);
+  ASSERT_EQ(back.placement.sides.size(), want.placement.sides.size());
+  for (size_t i = 0; i < want.placement.sides.size(); ++i) {
+    EXPECT_EQ(back.placement.sides[i].role, want.placement.sides[i].role);
+    EXPECT_EQ(back.placement.sides[i].index, want.placement.sides[i].index);
+    EXPECT_EQ(back.placement.sides[i].pinned, want.placement.sides[i].pinned);
+    EXPECT_EQ(back.placement.sides[i].observed, want.placement.sides[i].observed);
+  }
 }
 
 TEST(Output, MessagingCsvStartsWithTheReferenceColumns) {

@@ -488,6 +488,42 @@ def test_echo_with_several_reactors_across_the_pair(pair):
     assert pair.remote_runs_left() == []
 
 
+@pytest.mark.parametrize("bench", [["echo/epoll", "-p", "connections=16", "-p", "size=1024"],
+                                   ["echo/epoll", "-p", "pattern=rate", "-p", "rate=2000", "-p", "connections=4"],
+                                   ["servers/epoll_et", "-p", "concurrency=1000", "--warmup", "0"]],
+                         ids=["echo", "echo-rate", "servers"])
+def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
+    """--remote-role client: the load generator there, the server here. The remote side runs the
+    benchmark as a local run would, asking this side for its server; the record is the same
+    benchmark's, its clients named after their host and the server's CPU measured here."""
+    rc, err, recs, _ = pair.run(*bench, "--duration", "0.4", *([] if "--warmup" in bench else ["--warmup", "0.1"]),
+                                "--remote-role", "client")
+    assert rc == 0, err
+    rec = recs[0]
+    assert rec["status"] == "ok", rec["error"]
+    integ = rec["integrity"]
+    assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    assert rec["ops"] > 0 and rec["wall_s"] > 0
+    far = f"root@{pair.far_ip}"
+    by_role = rec["extra"]["cpu_by_role"]
+    assert by_role["server"]["sys_s"] > 0 and "measured_on" not in by_role["server"], by_role
+    assert by_role[f"client@{far}"]["measured_on"] == far, by_role
+    assert rec["extra"]["clients_measured_on"] == far and "server_measured_on" not in rec["extra"]
+    assert [s["role"] for s in rec["placement"]["sides"] if s["role"].startswith("client")] == [f"client@{far}"]
+    # The path as this host sees it: its own end on the near veth, the far end on the other.
+    path = rec["extra"]["network_path"]
+    assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path
+    if "pattern=rate" in bench:
+        assert not rec["extra"]["rate"]["saturated"], rec["extra"]["rate"]
+    assert pair.remote_runs_left() == []
+
+
+def test_remote_role_client_refuses_what_has_no_server(pair):
+    rc, err, _, _ = pair.run("messaging/tcp", *RT, "--remote-role", "client")
+    line = one_line_refusal(rc, err)
+    assert "--remote-role client" in line and "drop --remote-role" in line, line
+
+
 def test_a_data_path_that_cannot_connect_fails_each_repetition(pair):
     """--remote-address 127.0.0.1: the remote side listens on its own loopback, which this side
     cannot reach. Each repetition fails at once naming the address, and the link serves the next."""

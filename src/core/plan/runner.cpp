@@ -15,6 +15,7 @@
 #include "core/measure/kcounters.hpp"
 #include "core/model/std_params.hpp"
 #include "core/run/patterns.hpp"
+#include "core/run/remote.hpp"
 #include "core/stats/statistics.hpp"
 
 namespace ipclab {
@@ -255,6 +256,8 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
       run_transport(s);
     else if (b.mech->loop)
       run_loop(s);
+    else if (remote::far_clients())  // --remote-role client: the workload runs there
+      remote::run_far_clients(s, *remote::in_use());
     else
       b.mech->workload(s);
   } catch (const UsageError&) {

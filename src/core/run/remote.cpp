@@ -41,7 +41,12 @@ namespace {
 constexpr int kClockProbes = 16;  // per estimate (Link::estimate_clocks)
 }  // namespace
 
-std::string crossing_problem(const Mechanism& m, const Params& p) {
+std::string crossing_problem(const Mechanism& m, const Params& p, bool far_clients) {
+  if (far_clients && m.suite != "echo" && m.suite != "servers")
+    return fmt::format(
+        "--remote-role client runs a server benchmark's clients there and its server here (echo, servers); "
+        "{} has no such roles: drop --remote-role",
+        m.full_name());
   if (!crossing().count(m.full_name()))
     return fmt::format(
         "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
@@ -203,7 +208,16 @@ std::pair<ClockOffset, ClockOffset> Link::estimate_clocks() {
   return {realtime, monotonic};
 }
 
+std::unique_ptr<Link> Link::back(const std::string& host, const std::string& server_address) {
+  std::unique_ptr<Link> link(new Link(Options{.host = host, .address = server_address}));
+  link->back_ = true;
+  link->in_ = STDOUT_FILENO;
+  link->out_ = STDIN_FILENO;
+  return link;
+}
+
 Link::~Link() {
+  if (back_) return;  // the remote side's own stdin and stdout: its caller's to end
   if (in_ >= 0) {
     try {
       write_line(in_, {{"op", "quit"}});
@@ -261,6 +275,25 @@ std::string Link::ssh_said() const {
   if (auto nl = s.rfind('\n'); nl != std::string::npos) s.erase(0, nl + 1);
   while (!s.empty() && s.back() == '\r') s.pop_back();
   return brief(s, 300);
+}
+
+nlohmann::json Link::try_receive(double timeout_s, const std::string& waiting_for) {
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  std::string line;
+  bool eof = false;
+  for (;;) {
+    read_some(0);
+    if (read_line(out_, out_buf_, line, deadline, eof)) {
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (j.is_object()) return j;
+      } catch (const std::exception&) {
+      }
+      continue;
+    }
+    if (eof) return receive(0, waiting_for);  // throws, naming how ssh ended
+    if (now_ns() >= deadline) return nullptr;
+  }
 }
 
 nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
@@ -384,11 +417,13 @@ class RemoteTransport final : public Transport {
 
 void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role) {
   // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
-  // ipclab gone).
-  s.add_peer(
-      PeerSpec{.role = role, .process = &link.process(), .progress = std::move(progress), .cpu_usage = [] {
-                 return CpuUsage{};
-               }});  // measured there, folded in after
+  // ipclab gone). Over a link back (Link::back) there is no ssh here: the server's death is in its
+  // result, and the clients' watchdog names them stalled meanwhile.
+  if (link.process().running())
+    s.add_peer(
+        PeerSpec{.role = role, .process = &link.process(), .progress = std::move(progress), .cpu_usage = [] {
+                   return CpuUsage{};
+                 }});  // measured there, folded in after
   Link* l = &link;
   s.on_phase([l](Phase ph) {
     try {
@@ -525,6 +560,7 @@ struct LinkReceivers final : FarReceivers {
 }  // namespace
 
 Link* in_use() { return g_link; }
+bool far_clients() { return g_link && g_link->options().far_clients; }
 void use(Link* link) {
   g_link = link;
   set_far_receivers(link ? &g_receivers : nullptr);
@@ -650,6 +686,129 @@ FarSeen fold(Session& s, Link& link) {
   for (auto& e : r.value("errors", nlohmann::json::array()))
     if (!failed) rec.fail(fmt::format("the remote side on {}: {}", link.host(), e.get<std::string>()));
   return seen;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --remote-role client: the clients there, the server here.
+
+namespace {
+
+// This host's address on the route to `remote` (a UDP connect sends nothing): where clients on
+// that host reach a server here.
+std::string address_toward(const std::string& remote) {
+  sockaddr_in to{}, me{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  socklen_t len = sizeof me;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && inet_pton(AF_INET, remote.c_str(), &to.sin_addr) == 1 &&
+                  ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok)
+    throw std::runtime_error(fmt::format("no route from this host to {}: {}", remote, std::strerror(errno)));
+  char text[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &me.sin_addr, text, sizeof text);
+}
+
+// The far record becomes the run's: what its clients measured, its windows and placement, the
+// server's CPU it was sent from here. In it, a role named after a host (server@ADDR, reactor@ADDR)
+// is this host's, the others its own: they are named the other way round here, as a local run with
+// --remote names them — the clients client@HOST, the server plain.
+void adopt(Record& rec, const Record& far, const std::string& host) {
+  rec.status = far.status;
+  rec.error = far.error.empty() ? "" : fmt::format("on {}: {}", host, far.error);
+  rec.ops = far.ops;
+  rec.bytes = far.bytes;
+  rec.wall_s = far.wall_s;
+  rec.rates = far.rates;
+  rec.latency = far.latency;
+  rec.cpu = far.cpu;
+  rec.integrity = far.integrity;
+  rec.series = far.series;
+  rec.placement = far.placement;
+  auto flip = [&](const std::string& role) {
+    const auto at = role.find('@');
+    return at == std::string::npos ? role + "@" + host : role.substr(0, at);
+  };
+  for (Side& side : rec.placement.sides) side.role = flip(side.role);
+  nlohmann::json extra = far.extra;
+  if (extra.contains("cpu_by_role")) {
+    nlohmann::json by_role = nlohmann::json::object();
+    for (auto& [role, cpu] : extra["cpu_by_role"].items()) {
+      nlohmann::json c = cpu;
+      if (role.find('@') == std::string::npos)
+        c["measured_on"] = host;
+      else
+        c.erase("measured_on");
+      by_role[flip(role)] = c;
+    }
+    extra["cpu_by_role"] = by_role;
+  }
+  extra.erase("server_measured_on");
+  extra["clients_measured_on"] = host;
+  if (extra.contains("network_path")) {  // its local end is the other host's
+    nlohmann::json& path = extra["network_path"];
+    nlohmann::json theirs = path.value("local", nlohmann::json()),
+                   ours = path.value("remote", nlohmann::json());
+    path = {{"local", ours}, {"remote", theirs}};
+  }
+  if (extra.contains("remote")) extra["remote"]["host"] = host;
+  extra["remote"]["role"] = "client";
+  rec.extra.update(extra);
+}
+
+}  // namespace
+
+void run_far_clients(Session& s, Link& link) {
+  const Mechanism& m = s.mechanism();
+  const RunOptions& o = s.options();
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : s.params().items()) params[k] = v;
+  // Where the clients reach the server: this host's address toward --remote-address, or (none
+  // given) the one ssh came from, which the remote side reads from its SSH_CONNECTION.
+  const std::string toward = link.options().address;
+  link.send({{"op", "clients"},
+             {"mechanism", m.full_name()},
+             {"params", params},
+             {"duration_s", o.duration_s},
+             {"warmup_s", o.warmup_s},
+             {"server_address", toward.empty() ? "" : address_toward(toward)}});
+  // Each line from there comes within a window's timeout of the one before: the request for a
+  // server, the phases, the end, the record (a capacity search asks for a server per point).
+  const double quiet_s = o.timeout_s();
+  for (;;) {
+    const nlohmann::json j = link.receive(quiet_s, "its clients' run");
+    if (j.contains("error"))
+      throw std::runtime_error(
+          fmt::format("the remote side on {}: {}", link.host(), j["error"].get<std::string>()));
+    if (j.contains("record")) return adopt(s.record(), record_from_json(j["record"]), link.host());
+    if (j.value("op", "") != "server") continue;
+    // Its server, here, as the remote side starts one for a local run's clients.
+    const std::string at = j.value("address", "");
+    std::optional<ServerSide> side;
+    try {
+      side.emplace(m, s.params(), at, j.value("launch", nlohmann::json::object()));
+    } catch (const std::exception& e) {
+      link.send({{"error", fmt::format("{} server on {}: {}", m.full_name(), at, e.what())}});
+      continue;
+    }
+    link.send({{"address", at}, {"port", side->port()}, {"reactor_cpus", side->reactor_cpus()}});
+    uint64_t quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
+    side->follow([&](double, bool& eof) {
+      eof = false;
+      nlohmann::json c = link.try_receive(0.05, "the phases of its clients' run");
+      if (!c.is_null())
+        quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
+      else if (now_ns() >= quiet_until)
+        throw std::runtime_error(fmt::format(
+            "the remote side on {} sent nothing for {:.0f} s while its clients ran: it is frozen or the "
+            "connection hangs",
+            link.host(), quiet_s));
+      return c;
+    });
+    link.send({{"result", side->finish(at)}});
+  }
 }
 
 }  // namespace ipclab::remote

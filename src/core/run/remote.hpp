@@ -44,10 +44,12 @@ struct Options {
   std::vector<std::string> ssh_options;  // --ssh-option, each passed to ssh as it was given (split at blanks)
   std::string ipclab = "ipclab";         // --remote-ipclab: its path there (default: on the remote PATH)
   std::string address;                   // --remote-address: where the data path goes ("": ssh's own address)
+  bool far_clients = false;  // --remote-role client: a server benchmark's clients there, its server here
 };
 
-/// Why `m` with `p` cannot run across two hosts ("" when it can), as one line naming the fix.
-std::string crossing_problem(const Mechanism& m, const Params& p);
+/// Why `m` with `p` cannot run across two hosts ("" when it can), as one line naming the fix;
+/// `far_clients`: with its clients there and its server here (--remote-role client).
+std::string crossing_problem(const Mechanism& m, const Params& p, bool far_clients = false);
 
 /// An NTP-style estimate of how far one of the remote host's clocks is from the same clock here.
 struct ClockOffset {
@@ -65,6 +67,11 @@ class Link {
   /// the two hosts' clocks over the channel. Every failure (host unreachable, key refused, ipclab
   /// missing or different there) is a UsageError of one line: nothing has run yet.
   static std::unique_ptr<Link> open(const Options& o);
+  /// The other way round, on the remote host (--remote-role client): the remote side's channel
+  /// back to the local one, over its stdin and stdout, for a server benchmark whose server is on the
+  /// local host, at `server_address` (whose name is `host` in the record). It quits nothing at its
+  /// end: the channel is the remote side's.
+  static std::unique_ptr<Link> back(const std::string& host, const std::string& server_address);
   ~Link();  // quits the remote side (it sweeps its run folder) and reaps ssh; kills it if it hangs
 
   const Options& options() const { return o_; }
@@ -76,6 +83,9 @@ class Link {
   /// The next control line, waiting at most `timeout_s`; std::runtime_error naming the host and
   /// `waiting_for` when none came (the connection lost, ssh ended, the remote side frozen).
   nlohmann::json receive(double timeout_s, const std::string& waiting_for);
+  /// The next control line if one comes within `timeout_s` (null otherwise); throws what receive()
+  /// throws when the remote side ended.
+  nlohmann::json try_receive(double timeout_s, const std::string& waiting_for);
   Process& process() { return ssh_; }
   /// Estimates both clocks' offsets now (16 probes over the channel; the shortest round trip's):
   /// CLOCK_REALTIME (the context's) and CLOCK_MONOTONIC (the harness's, now_ns: the one-way
@@ -92,6 +102,7 @@ class Link {
   std::string out_buf_, err_buf_;
   nlohmann::json hello_, clock_, monotonic_;
   bool unresponsive_ = false;  // a receive() timed out: the remote side is frozen or unreachable
+  bool back_ = false;          // Link::back: the remote side's own channel, no ssh of its own
 };
 
 /// The run's link while `ipclab run --remote` runs (nullptr: both sides run here). One per process,
@@ -156,6 +167,47 @@ class BenchServer {
   int cpu_;
   std::optional<ServerProcess> local_;
   ServerAddress far_;
+};
+
+/// True when the run's server benchmarks run their clients on the other host (--remote-role client).
+bool far_clients();
+/// --remote-role client: runs `s`'s benchmark with its server here and its clients there. The
+/// remote side runs the benchmark as a local run would, its server being this host's: it asks for
+/// it (this side starts it as the remote side starts one, ServerSide), sends the phases, and at the
+/// end its record, which becomes `s`'s — its clients' roles named after the host, the server's CPU
+/// measured here.
+void run_far_clients(Session& s, Link& link);
+
+/// One server mechanism's server (echo, servers) on the host it is asked of — the remote one, or
+/// with --remote-role client this one — started as a local run starts it (Mechanism::server),
+/// listening on `address`, with what the asking side's launch needs beyond the mechanism's own
+/// (`launch`: TCP_NODELAY; its number of reactors, pinned round-robin over this host's CPUs);
+/// measured over the window the asking side's phases set, and stopped at the benchmark's end. Its
+/// destructor stops it whatever happened.
+class ServerSide {
+ public:
+  /// Starts it; throws the reason it cannot.
+  ServerSide(const Mechanism& mech, const Params& p, const std::string& address,
+             const nlohmann::json& launch);
+  int port() const { return server_->port(); }
+  /// This host's CPUs its reactors were pinned to (none with one reactor: the process is unpinned).
+  const std::vector<int>& reactor_cpus() const { return reactor_cpus_; }
+  /// Follows the asking side until it ends the benchmark (end or abort; quit or the end of input:
+  /// it is gone): `measure` opens the window, the first stop, end or abort closes it. A server that
+  /// dies is named in the errors, and the end is then awaited to answer it. False when the asking
+  /// side is gone. `next(timeout_s, eof)`: its next control line, null when none came in time.
+  bool follow(const std::function<nlohmann::json(double, bool&)>& next);
+  /// Stops the server; the result: its CPU over the window and its whole life, this end's path.
+  nlohmann::json finish(const std::string& address);
+
+ private:
+  CpuUsage usage();
+  const Mechanism& mech_;
+  std::optional<ServerProcess> server_;
+  std::vector<int> reactor_cpus_;
+  CpuUsage at_open_, at_close_;
+  bool opened_ = false, closed_ = false;
+  std::vector<std::string> errors_;
 };
 
 /// `ipclab remote-side`: the remote end, over its stdin and stdout. Returns the exit code.

@@ -39,13 +39,17 @@ using namespace detail;
 
 namespace {
 
-// The address ssh reached this host at (SSH_CONNECTION's third field): the data path's default.
-std::string ssh_server_address() {
+// A field of SSH_CONNECTION ("CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT"), "" without it.
+std::string ssh_connection(size_t field) {
   const char* c = getenv("SSH_CONNECTION");
   if (!c) return "";
   auto w = words(c);
-  return w.size() >= 3 ? w[2] : "";
+  return w.size() > field ? w[field] : "";
 }
+// The address ssh reached this host at: the data path's default.
+std::string ssh_server_address() { return ssh_connection(2); }
+// The address ssh came from: the local side's, where its server is by default (--remote-role client).
+std::string ssh_client_address() { return ssh_connection(0); }
 
 int bound(int type, const std::string& address) {
   sockaddr_in a{};
@@ -371,57 +375,34 @@ Request request_of(const nlohmann::json& cmd, bool server) {
   return r;
 }
 
-// One server mechanism's server (echo, servers), started here as a local run starts it, on the
-// data path's address, measured over the window the local side's phases set, and stopped at the
-// benchmark's end. Its destructor stops it whatever happened.
-class ServerSide {
- public:
-  // Starts it, with what the local side's launch asked of it (`launch`: TCP_NODELAY for a client
-  // with several requests in flight; its number of reactors, pinned round-robin over this host's
-  // CPUs); throws the reason it cannot.
-  ServerSide(const Mechanism& mech, const Params& p, const std::string& address, const nlohmann::json& launch)
-      : mech_(mech) {
-    if (address.empty())
-      throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
-    // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
-    // server inherits (10,000 clients need as many descriptors).
-    ensure_nofile(0, "the remote server");
-    RunOptions opts;
-    Record rec;
-    Session session(mech, p, opts, rec);
-    ServerLaunch l = mech.server(session);
-    l.nodelay = launch.value("nodelay", false);
-    if (const size_t k = launch.value("reactors", size_t(1)); k > 1)
-      l.reactor_cpus = round_robin(allowed_cpus(), 0, k);
-    reactor_cpus_ = l.reactor_cpus;
-    server_.emplace(ServerProcess::start(l, -1, address));
-  }
-  int port() const { return server_->port(); }
-  // This host's CPUs its reactors were pinned to (none with one reactor: the process is unpinned).
-  const std::vector<int>& reactor_cpus() const { return reactor_cpus_; }
-  // Follows the local side until it ends the benchmark (end or abort; quit or the end of input:
-  // it is gone): `measure` opens the window, the first stop, end or abort closes it. A server that
-  // dies is named in the errors, and the end is then awaited to answer it. False when the local
-  // side is gone.
-  bool follow(const std::function<nlohmann::json(double, bool&)>& next);
-  // Stops the server; the result: its CPU over the window and its whole life, this end's path.
-  nlohmann::json finish(const std::string& address);
+}  // namespace
 
- private:
-  // Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
-  // context switches.
-  CpuUsage usage() {
-    CpuUsage u = switches_of(server_->pid());
-    u.sys_s = server_->process().cpu_seconds();
-    return u;
-  }
-  const Mechanism& mech_;
-  std::optional<ServerProcess> server_;
-  std::vector<int> reactor_cpus_;
-  CpuUsage at_open_, at_close_;
-  bool opened_ = false, closed_ = false;
-  std::vector<std::string> errors_;
-};
+ServerSide::ServerSide(const Mechanism& mech, const Params& p, const std::string& address,
+                       const nlohmann::json& launch)
+    : mech_(mech) {
+  if (address.empty())
+    throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
+  // As a local run does for its servers: RLIMIT_NOFILE's soft limit up to the hard one, which the
+  // server inherits (10,000 clients need as many descriptors).
+  ensure_nofile(0, "the remote server");
+  RunOptions opts;
+  Record rec;
+  Session session(mech, p, opts, rec);
+  ServerLaunch l = mech.server(session);
+  l.nodelay = launch.value("nodelay", false);
+  if (const size_t k = launch.value("reactors", size_t(1)); k > 1)
+    l.reactor_cpus = round_robin(allowed_cpus(), 0, k);
+  reactor_cpus_ = l.reactor_cpus;
+  server_.emplace(ServerProcess::start(l, -1, address));
+}
+
+// Its CPU as a local server's is read (schedstat: one figure, charged as system time), and its
+// context switches.
+CpuUsage ServerSide::usage() {
+  CpuUsage u = switches_of(server_->pid());
+  u.sys_s = server_->process().cpu_seconds();
+  return u;
+}
 
 bool ServerSide::follow(const std::function<nlohmann::json(double, bool&)>& next) {
   auto ends = [](const std::string& o) { return o == "end" || o == "abort" || o == "quit"; };
@@ -464,6 +445,8 @@ nlohmann::json ServerSide::finish(const std::string& address) {
       {"cpu", cpu_json(window)}, {"cpu_whole_life", cpu_json(whole)}, {"path", path}, {"errors", errors_}};
 }
 
+namespace {
+
 // A server benchmark (echo, servers): its server here, then its phases as the local side sends
 // them, then its result. False when the local side is gone.
 bool serve_server(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
@@ -486,6 +469,50 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
   if (!here) return false;
   reply({{"result", result}});
   return true;
+}
+
+// --remote-role client: a server benchmark's clients here, its server on the local side's host. The
+// benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), with a
+// link back to the local side in use (Link::back): its server is asked of the local side, the
+// phases and the end go there. Its record goes back as the answer.
+void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply) {
+  const Request r = request_of(cmd, true);
+  if (!r.mech) {
+    reply({{"error", fmt::format("{} has no server to run clients against", brief(r.name))}});
+    return;
+  }
+  std::string at = cmd.value("server_address", "");
+  if (at.empty()) at = ssh_client_address();
+  if (at.empty()) {
+    reply({{"error", "no address of the local host (no SSH_CONNECTION here); give --remote-address"}});
+    return;
+  }
+  RunOptions opts;
+  opts.duration_s = cmd.value("duration_s", opts.duration_s);
+  opts.warmup_s = cmd.value("warmup_s", opts.warmup_s);
+  opts.cpus = allowed_cpus();  // this host's, as a run here without --cpus has them
+  Record rec;
+  rec.name = r.name;
+  rec.suite = r.mech->suite;
+  rec.mechanism = r.mech->name;
+  rec.params = r.params;
+  {
+    const std::unique_ptr<Link> back = Link::back(at, at);
+    use(back.get());
+    try {
+      Session s(*r.mech, r.params, opts, rec);
+      s.guard_setup();
+      s.resolve_placement();
+      r.mech->workload(s);
+    } catch (const Skip& e) {
+      rec.status = Status::Skipped;
+      rec.error = e.what();
+    } catch (const std::exception& e) {
+      rec.fail(e.what());
+    }
+    use(nullptr);
+  }
+  reply({{"record", to_json(rec)}});
 }
 
 // One benchmark of a crossing transport: its end of the channels, then its phases as the local
@@ -555,6 +582,10 @@ int serve() {
     if (op == "quit") return 0;
     if (op == "clock") {
       reply({{"t", realtime_ns()}, {"m", now_ns()}});
+      continue;
+    }
+    if (op == "clients") {
+      serve_clients(cmd, reply);
       continue;
     }
     if (op == "server") {

@@ -215,6 +215,19 @@ Record record_from_json(const nlohmann::json& j) {
                             {"repetitions_auto", &r.repetitions_auto}})
     if (j.contains(key)) *field = j[key];
   if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
+  if (j.contains("placement") && j["placement"].is_object()) {
+    auto& p = j["placement"];
+    r.placement.layout = p.value("layout", r.placement.layout);
+    r.placement.cpus = p.value("cpus", std::vector<int>{});
+    for (auto& s : p.value("sides", nlohmann::json::array()))
+      r.placement.sides.push_back({.role = s.value("role", ""),
+                                   .index = s.value("index", 0),
+                                   .pinned = s.value("pinned", std::vector<int>{}),
+                                   .observed = s.value("observed", std::vector<int>{})});
+    r.placement.pair = p.value("pair", std::vector<int>{});
+    if (p.contains("c2c_ns") && p["c2c_ns"].is_number()) r.placement.c2c_ns = p["c2c_ns"].get<double>();
+    r.placement.basis = p.value("basis", "");
+  }
   return r;
 }
 
