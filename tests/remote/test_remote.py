@@ -518,6 +518,34 @@ def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
     assert pair.remote_runs_left() == []
 
 
+def test_the_far_clients_killed_mid_run_fail_it_naming_the_host(pair):
+    """--remote-role client, the remote side (the clients) killed inside the window: the run fails
+    naming the host, the server here is stopped, and nothing is left on either side."""
+    proc, out = pair.run("echo/epoll", "-p", "connections=4", "--duration", "3", "--warmup", "0.1",
+                         "--remote-role", "client", background=True)
+    pid = None
+    try:
+        deadline = time.monotonic() + 20
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pid = remote_side_pid(pair)
+        assert pid, "the remote side did not start"
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    recs, _ = records_of(out)
+    assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
+    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+    # No echo server of this run is left here.
+    left = subprocess.run(["pgrep", "-f", f"{BINARY} run echo/epoll"], capture_output=True, text=True).stdout.split()
+    assert left == [], left
+
+
 def test_remote_role_client_refuses_what_has_no_server(pair):
     rc, err, _, _ = pair.run("messaging/tcp", *RT, "--remote-role", "client")
     line = one_line_refusal(rc, err)
