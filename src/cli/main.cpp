@@ -117,8 +117,9 @@ int main(int argc, char** argv) {
       ->type_name("TIME");
   text_option(run, "--remote", ra.remote,
               "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
-              "(docs/remote.md): messaging/tcp and udp round trips and throughput, echo/epoll and uring, "
-              "servers/epoll_et and uring")
+              "(docs/remote.md): messaging/tcp and udp round trips and throughput, libs/zmq, nng and grpc "
+              "over endpoint=tcp, bulk/zerocopy over socket=tcp, echo/epoll and uring, servers/epoll_et "
+              "and uring")
       ->type_name("[USER@]HOST");
   run->add_option(
          "--ssh-option", ra.ssh_options,
