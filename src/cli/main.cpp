@@ -115,10 +115,12 @@ int main(int argc, char** argv) {
       "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
       "5m, default preset 4m, full none)")
       ->type_name("TIME");
-  text_option(run, "--remote", ra.remote,
-              "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
-              "(docs/remote.md): messaging/tcp and udp round trips and throughput, echo/epoll and uring, "
-              "servers/epoll_et and uring")
+  text_option(
+      run, "--remote", ra.remote,
+      "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
+      "(docs/remote.md): messaging/tcp and udp (round trips, throughput, open loop), libs/zmq, nng and grpc "
+      "over endpoint=tcp, bulk/zerocopy over socket=tcp, echo/epoll and uring, servers/epoll_et "
+      "and uring")
       ->type_name("[USER@]HOST");
   run->add_option(
          "--ssh-option", ra.ssh_options,

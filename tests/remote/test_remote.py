@@ -378,12 +378,13 @@ def test_throughput_across_the_pair(pair, mech, consumers):
     assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
 
 
-@pytest.mark.parametrize("mech", ["tcp", "udp"])
+@pytest.mark.parametrize("mech", ["messaging/tcp", "messaging/udp", "libs/zmq", "libs/nng", "libs/grpc"])
 def test_open_loop_across_the_pair(pair, mech):
     """pattern=rate: the producers here send at their intended times, the consumers there check each
     message and time it from its intended send time, on this host's clock (corrected by the offset,
     as throughput's one-way latency is: a far clock SKEW_S ahead shows in no figure)."""
-    rc, err, recs, _ = pair.run(f"messaging/{mech}", "-p", "pattern=rate", "-p", "rate=5000", "-p", "size=64",
+    tcp = ["-p", "endpoint=tcp"] if mech.startswith("libs/") else []
+    rc, err, recs, _ = pair.run(mech, *tcp, "-p", "pattern=rate", "-p", "rate=5000", "-p", "size=64",
                                 "--duration", "0.6", "--warmup", "0.1")
     assert rc == 0, err
     rec = recs[0]
@@ -406,6 +407,82 @@ def test_throughput_refuses_what_does_not_cross_yet(pair):
     rc, err, _, _ = pair.run("messaging/udp", *TP, "-p", "latency_reservoir=100")
     line = one_line_refusal(rc, err)
     assert "latency_reservoir=0" in line, line
+
+
+SHORT = ["--duration", "0.3", "--warmup", "0.1"]
+
+
+def check_transport_across(pair, rec):
+    """A transport benchmark run across the pair: ok, every message accounted for and intact, the
+    far side's CPU as a role of its own measured there, the data path the veth pair."""
+    assert rec["status"] == "ok", (rec["name"], rec.get("error"))
+    integ = rec["integrity"]
+    assert integ["lost"] == integ["corrupt"] == integ["duplicated"] == 0, (rec["name"], integ)
+    assert integ["received"] == integ["sent"] >= rec["ops"] > 0, (rec["name"], integ)
+    roundtrip = rec["params"]["pattern"] == "roundtrip"
+    role = ("server@" if roundtrip else "consumer@") + f"root@{pair.far_ip}"
+    by_role = rec["extra"]["cpu_by_role"]
+    assert set(by_role) == {role, "client" if roundtrip else "producer"}, (rec["name"], by_role)
+    assert by_role[role]["measured_on"] == f"root@{pair.far_ip}", by_role
+    assert by_role[role]["user_s"] + by_role[role]["sys_s"] > 0, (rec["name"], by_role)
+    remote = rec["extra"]["remote"]
+    assert remote["address"] == pair.far_ip and len(remote["ports"]) == 1 and remote["ports"][0] > 0, remote
+    # Round trips: every request echoed there (warm-up and the stop marker too); throughput: the
+    # consumer took every message sent here and its stop marker.
+    if roundtrip:
+        assert remote["requests"] >= integ["sent"], (rec["name"], remote, integ)
+    else:
+        assert remote["requests"] == integ["sent"] + 1, (rec["name"], remote, integ)
+        assert rec["latency_ns"]["kind"] == "one_way" and "offset_ns" in rec["extra"]["one_way"], rec["name"]
+    path = rec["extra"]["network_path"]
+    assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path
+
+
+def test_libs_over_tcp_across_the_pair(pair):
+    """ZeroMQ, nng and gRPC over tcp: the library's receiving side listens there, on the data path's
+    address, and its sending side here reaches it at the port reported over ssh; each message is
+    checked as a local run checks it. One ssh session for the six points."""
+    rc, err, recs, _ = pair.run("libs/zmq", "libs/nng", "libs/grpc", "-p", "endpoint=tcp",
+                                "-p", "pattern=roundtrip,throughput", "-p", "size=64", *SHORT)
+    assert rc == 0, err
+    assert sorted((r["mechanism"], r["params"]["pattern"]) for r in recs) == sorted(
+        (m, p) for m in ("zmq", "nng", "grpc") for p in ("roundtrip", "throughput")), [r["name"] for r in recs]
+    for rec in recs:
+        check_transport_across(pair, rec)
+        assert rec["extra"]["kernel_transport"] == "tcp" and rec["extra"]["library"], rec["extra"]
+    assert pair.remote_runs_left() == []
+    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+
+
+def test_zerocopy_over_tcp_across_the_pair(pair):
+    """bulk/zerocopy socket=tcp, each way of sending: the receiver there, the sender here; the bulk
+    suite's figures (bandwidth, CPU per MiB) as for a local run."""
+    rc, err, recs, _ = pair.run("bulk/zerocopy", "-p", "socket=tcp", "-p", "send=copy,msg_zerocopy,uring_send_zc",
+                                "-p", "pattern=throughput,roundtrip", "-p", "size=64K", *SHORT)
+    assert rc == 0, err
+    assert len(recs) == 6, [r["name"] for r in recs]
+    for rec in recs:
+        if rec["status"] == "skipped":  # this kernel lacks the zero-copy send
+            assert rec["params"]["send"] != "copy", rec["error"]
+            continue
+        check_transport_across(pair, rec)
+        assert rec["extra"]["bulk"]["GiB_per_s"] > 0, rec["extra"]
+    assert pair.remote_runs_left() == []
+
+
+@pytest.mark.parametrize("mech,params,fix", [
+    ("libs/zmq", ["-p", "endpoint=ipc"], "use -p endpoint=tcp"),
+    ("libs/nng", ["-p", "endpoint=inproc"], "use -p endpoint=tcp"),
+    ("libs/grpc", [], "use -p endpoint=tcp"),  # its default endpoint: ipc
+    ("bulk/zerocopy", ["-p", "socket=unix"], "use -p socket=tcp"),
+    ("libs/iceoryx", [], "cannot cross hosts"),
+    ("libs/dbus", [], "cannot cross hosts"),
+])
+def test_libs_and_bulk_refuse_what_cannot_cross(pair, mech, params, fix):
+    rc, err, recs, _ = pair.run(mech, *params, "-p", "pattern=roundtrip")
+    line = one_line_refusal(rc, err)
+    assert mech in line and fix in line, line
+    assert recs == []
 
 
 @pytest.mark.parametrize("mech", ["epoll", "uring"])

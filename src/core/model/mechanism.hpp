@@ -82,6 +82,20 @@ class Transport {
   /// a peer of the session there (Session::add_peer), so that its death fails the run and its CPU
   /// over the window is charged to the record under its role.
   virtual void attach(Session& s) { (void)s; }
+  /// The receivers' half of a transport in halves (Half, Mechanism::half): the TCP port it listens
+  /// on, once it does; 0 until then (a library listens as its receiver's endpoint opens).
+  virtual int listening_port() const { return 0; }
+};
+
+/// One host's half of a transport whose two sides run on two hosts (--remote, core/run/remote.hpp):
+/// Consumer, the receivers' half (consumers, round-trip servers), listening on a TCP port the kernel
+/// picks on `address`, an IPv4 address of its host (Transport::listening_port); Producer, the
+/// senders' half, reaching the receivers at `address`:`port` on the other host. Each half opens
+/// only its own role's endpoints. A half meets at one port: a transport of one connection.
+struct Half {
+  Role role;
+  std::string address;
+  int port = 0;
 };
 
 /// How a server mechanism starts, as its own process (core/peers/server.hpp): a function forked to serve
@@ -130,6 +144,13 @@ struct Mechanism {
   /// Why this combination of values cannot run ("" when it can): impossible combinations are
   /// left out of preset grids and rejected when asked for explicitly.
   std::function<std::string(const Params&)> check;
+  /// A transport mechanism whose two sides can run on two hosts (--remote): builds one host's half
+  /// of its transport (Half) — the same transport as a local run's, its endpoints opened there on
+  /// the address given, with the same messages and checks. `half_check`: why these values cannot
+  /// cross hosts ("" when they can), as the rest of a line "--remote: MECHANISM ..." that names the
+  /// fix (e.g. a Unix socket endpoint: "endpoint=ipc ...; use -p endpoint=tcp").
+  std::function<std::unique_ptr<Transport>(const Params&, const Half&)> half;
+  std::function<std::string(const Params&)> half_check;
 
   std::string full_name() const { return suite + "/" + name; }
 };

@@ -1,6 +1,5 @@
 #include "core/run/remote.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,7 +12,6 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -39,6 +37,15 @@ using namespace detail;
 
 namespace {
 constexpr int kClockProbes = 16;  // per estimate (Link::estimate_clocks)
+
+// The mechanisms that cross hosts: the socket and server ones, then the transports in halves.
+std::string crossing_names() {
+  std::string names;
+  for (auto& [name, type] : crossing()) names += (names.empty() ? "" : ", ") + name;
+  for (auto& m : Registry::get().mechanisms())
+    if (m.half) names += ", " + m.full_name();
+  return names;
+}
 }  // namespace
 
 std::string crossing_problem(const Mechanism& m, const Params& p, bool far_clients) {
@@ -47,13 +54,14 @@ std::string crossing_problem(const Mechanism& m, const Params& p, bool far_clien
         "--remote-role client runs a server benchmark's clients there and its server here (echo, servers); "
         "{} has no such roles: drop --remote-role",
         m.full_name());
-  if (!crossing().count(m.full_name()))
+  if (!crossing().count(m.full_name()) && !m.half)
     return fmt::format(
         "--remote: {} cannot cross hosts (its two sides share this machine's kernel or memory, or its "
-        "crossing is not done yet); across two hosts run messaging/tcp, messaging/udp, echo/epoll, "
-        "echo/uring, "
-        "servers/epoll_et or servers/uring",
-        m.full_name());
+        "crossing is not done yet); across two hosts run one of {}",
+        m.full_name(), crossing_names());
+  if (m.half && m.half_check)
+    if (std::string why = m.half_check(p); !why.empty())
+      return fmt::format("--remote: {} {}", m.full_name(), why);
   if (m.suite == "servers") {
     if (p.i64_or("reactors", 1) != 1)
       return fmt::format("--remote: {} runs one reactor across hosts; use -p reactors=1", m.full_name());
@@ -340,34 +348,20 @@ std::string far_role(const Session& s, const Link& link) {
   return (std_params::is_roundtrip(s.params()) ? "server@" : "consumer@") + link.host();
 }
 
-// The producers' (clients') ends of the channels: connected sockets to the remote side's ports.
+// The producers' (clients') ends of the channels, the remote side's ends being on its host: of a
+// crossing socket mechanism, connected sockets to its ports; of a transport in halves (Half), its
+// senders' half, reaching the receivers' half there at its port.
 class RemoteTransport final : public Transport {
  public:
-  // `credit_window`: UDP throughput's, the remote receiver's (0: none), its credits returned on
-  // the socket (messaging::Credits).
+  // A socket mechanism's channels (`type`). `credit_window`: UDP throughput's, the remote
+  // receiver's (0: none), its credits returned on the socket (messaging::Credits).
   RemoteTransport(const Params& p, Link& link, int type, const std::string& address,
                   const std::vector<int>& ports, uint64_t credit_window)
       : link_(link), address_(address), ports_(ports) {
     size_t next = 0;
     auto make = [&]() {
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(uint16_t(ports.at(type == SOCK_STREAM ? 0 : next)));
-      ++next;
-      if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
-        throw std::runtime_error(
-            fmt::format("the remote side reported address '{}', not IPv4", brief(address)));
-      int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        int e = errno;
-        ::close(fd);
-        throw std::runtime_error(fmt::format("cannot connect to the remote side at {}:{}: {}", address,
-                                             ntohs(a.sin_port), std::strerror(e)));
-      }
-      if (type == SOCK_STREAM) {
-        int one = 1;
-        messaging::check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
-      }
+      const int fd = messaging::connected_ipv4(type, address, ports.at(type == SOCK_STREAM ? 0 : next++),
+                                               "the remote side");
       if (path_.is_null()) path_ = network_path(fd);
       return messaging::FdChannel{.prod_r = fd, .prod_w = fd};
     };
@@ -380,6 +374,11 @@ class RemoteTransport final : public Transport {
             .credits_on_socket = true},
         make);
   }
+  // A transport in halves: `m`'s senders' half, to the receivers' at `address`:`port`.
+  RemoteTransport(const Mechanism& m, const Params& p, Link& link, const std::string& address, int port)
+      : link_(link), address_(address), ports_{port}, path_(network_path_to(address, port)) {
+    inner_ = m.half(p, Half{.role = Role::Producer, .address = address, .port = port});
+  }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
     if (role != Role::Producer) throw std::logic_error("the remote side's endpoints are on the remote host");
     return inner_->open(role, index);
@@ -391,6 +390,7 @@ class RemoteTransport final : public Transport {
     extra["network_path"] = {{"local", path_}};
   }
   void attach(Session& s) override {
+    inner_->attach(s);
     const int senders = int(s.params().i64_or("producers", 1));
     Session* sp = &s;
     // Its progress is its senders' (each of their round trips is one of its echoes; their
@@ -410,7 +410,7 @@ class RemoteTransport final : public Transport {
   std::string address_;
   std::vector<int> ports_;
   nlohmann::json path_;
-  std::unique_ptr<messaging::FdTransport> inner_;
+  std::unique_ptr<Transport> inner_;
 };
 
 }  // namespace
@@ -450,6 +450,9 @@ nlohmann::json ask(Session& s, Link& link, const char* op, const nlohmann::json&
   req.update(extra);
   link.send(req);
   auto r = link.receive(s.options().timeout_s(), waiting_for);
+  // What the remote host lacks (a kernel feature, a library's) skips the point, as here.
+  if (r.contains("error") && r.value("skip", false))
+    throw Skip(fmt::format("on {}: {}", link.host(), r["error"].get<std::string>()));
   if (r.contains("error"))
     throw std::runtime_error(
         fmt::format("the remote side on {}: {}", link.host(), r["error"].get<std::string>()));
@@ -464,17 +467,7 @@ ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch) {
   ServerAddress a{link.options().address.empty() ? r.value("address", "") : link.options().address,
                   r.value("port", 0), r.value("reactor_cpus", std::vector<int>{})};
   s.record().extra["remote"] = {{"host", link.host()}, {"address", a.address}, {"ports", {a.port}}};
-  // This end of the path: the interface a datagram socket connected there would leave by (a UDP
-  // connect sends nothing).
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(uint16_t(a.port));
-  if (int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
-    if (inet_pton(AF_INET, a.address.c_str(), &to.sin_addr) == 1 &&
-        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0)
-      s.record().extra["network_path"]["local"] = network_path(fd);
-    ::close(fd);
-  }
+  s.record().extra["network_path"]["local"] = network_path_to(a.address, a.port);
   return a;
 }
 
@@ -586,7 +579,8 @@ nlohmann::json one_way_json(const ClockOffset& c) {
 std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   const Mechanism& m = s.mechanism();
   const auto it = crossing().find(m.full_name());
-  if (it == crossing().end()) throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
+  if (it == crossing().end() && !m.half)
+    throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
   const bool roundtrip = std_params::is_roundtrip(s.params());
   nlohmann::json extra = {{"channels", roundtrip ? s.params().i64_or("producers", 1) : 1},
                           {"consumers", s.params().i64_or("consumers", 1)},
@@ -607,9 +601,10 @@ std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
   const auto r = ask(s, link, "bench", extra, "its end of " + m.full_name());
   const std::string address =
       link.options().address.empty() ? r.value("address", "") : link.options().address;
+  const auto ports = r.value("ports", std::vector<int>{});
   try {
-    return std::make_unique<RemoteTransport>(s.params(), link, it->second, address,
-                                             r.value("ports", std::vector<int>{}),
+    if (m.half) return std::make_unique<RemoteTransport>(m, s.params(), link, address, ports.at(0));
+    return std::make_unique<RemoteTransport>(s.params(), link, it->second, address, ports,
                                              roundtrip ? 0 : r.value("credit_window", uint64_t(0)));
   } catch (...) {
     // Not connected (a firewall, a wrong --remote-address): the remote side's servers wait for
@@ -693,22 +688,18 @@ FarSeen fold(Session& s, Link& link) {
 
 namespace {
 
-// This host's address on the route to `remote` (a UDP connect sends nothing): where clients on
-// that host reach a server here.
+// This host's address on the route to `remote` (a connected UDP socket's own address: the connect
+// sends nothing): where clients on that host reach a server here.
 std::string address_toward(const std::string& remote) {
-  sockaddr_in to{}, me{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(9);
+  const int fd = messaging::connected_ipv4(SOCK_DGRAM, remote, 9, "the remote host");
+  sockaddr_in me{};
   socklen_t len = sizeof me;
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  const bool ok = fd >= 0 && inet_pton(AF_INET, remote.c_str(), &to.sin_addr) == 1 &&
-                  ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!ok)
-    throw std::runtime_error(fmt::format("no route from this host to {}: {}", remote, std::strerror(errno)));
-  char text[INET_ADDRSTRLEN];
-  return inet_ntop(AF_INET, &me.sin_addr, text, sizeof text);
+  const int rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);
+  ::close(fd);
+  char text[INET_ADDRSTRLEN] = {};
+  if (rc != 0 || !inet_ntop(AF_INET, &me.sin_addr, text, sizeof text))
+    throw std::system_error(errno, std::generic_category(), "getsockname");
+  return text;
 }
 
 // The far record becomes the run's: what its clients measured, its windows and placement, the

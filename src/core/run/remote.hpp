@@ -13,6 +13,9 @@
 //   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns, "m": CLOCK_MONOTONIC ns}
 //   local  → {"op":"bench", "mechanism", "params", "channels", "consumers", "clock_offset_ns",
 //             "address", "timeout_s"}            remote → {"address", "ports", "credit_window"} or {"error"}
+//                                                ({"error", "skip": true}: that host lacks what it needs)
+//             (a socket mechanism: its channels' ports; a transport in halves, Mechanism::half: the
+//             port its receivers' half listens on, once its receivers' endpoints are open)
 //   local  → {"op":"server", "mechanism", "params", "address"}   remote → {"address", "port"} or {"error"}
 //   local  → {"op":"measure"} / {"op":"stop"}    (the measured window opens / closes)
 //   local  → {"op":"end"} / {"op":"abort"}       remote → {"result": {cpu, requests, path, errors}}
@@ -112,8 +115,9 @@ Link* in_use();
 void use(Link* link);
 
 /// The local end of a benchmark whose other side is remote (transport_point): asks the remote side
-/// to open its end, connects to it, and makes the remote side a peer of the session — its death (ssh
-/// ended) fails the run, and the phases go to it as they change.
+/// to open its end, connects to it (a transport in halves: builds its senders' half, to the port
+/// the receivers' half there listens on), and makes the remote side a peer of the session — its
+/// death (ssh ended) fails the run, and the phases go to it as they change.
 std::unique_ptr<Transport> open_transport(Session& s, Link& link);
 /// After the run: the remote side's results (its CPU and context switches over the window, as a
 /// role of its own; its errors; its end of the network path) into the record; of throughput, also

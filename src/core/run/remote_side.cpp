@@ -1,6 +1,5 @@
 #include "core/run/remote.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -51,19 +50,8 @@ std::string ssh_server_address() { return ssh_connection(2); }
 // The address ssh came from: the local side's, where its server is by default (--remote-role client).
 std::string ssh_client_address() { return ssh_connection(0); }
 
-int bound(int type, const std::string& address) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
-    throw std::runtime_error(fmt::format("address '{}' is not IPv4; give --remote-address", brief(address)));
-  int fd = messaging::check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw std::runtime_error(fmt::format("cannot bind {}: {}", address, std::strerror(e)));
-  }
-  return fd;
-}
+// The data path of a transport in halves (Mechanism::half) in place of a socket type.
+constexpr int kHalves = -2;
 
 // One benchmark of a crossing transport, this host's end: the servers of its round-trip channels,
 // or the consumers of its throughput channel, as threads of a worker block of their own (in the
@@ -71,14 +59,18 @@ int bound(int type, const std::string& address) {
 // what it opened; a thread that cannot be stopped is left to the process's end.
 class Bench {
  public:
-  // Opens the channels (tcp: one listener; udp: a bound socket each); throws the reason. Round
-  // trips: a server per channel; throughput (`p`'s pattern): one channel, `consumers` consumers.
-  Bench(int type, std::string address, int channels, const Params& p, int consumers);
+  // Opens the channels (tcp: one listener; udp: a bound socket each; kHalves: `mech`'s receivers'
+  // half, whose endpoints open in the threads); throws the reason. Round trips: a server per
+  // channel; throughput (`p`'s pattern): one channel, `consumers` consumers.
+  Bench(const Mechanism& mech, int type, std::string address, int channels, const Params& p, int consumers);
   ~Bench();
   Bench(const Bench&) = delete;
   Bench& operator=(const Bench&) = delete;
 
   std::vector<int> ports() const;
+  // Once start()ed, in halves: waits (at most `timeout_s`) until its receivers listen — a library
+  // listens as its receiver's endpoint opens — and returns "", or why they do not.
+  std::string listening(double timeout_s) const;
   // UDP throughput's credit window (0: none), from this end's receive buffer.
   uint64_t credit_window() const { return credits_ ? credits_->window : 0; }
   // Starts a server (consumer) thread per channel (consumer), in the warm-up phase (the local
@@ -108,13 +100,15 @@ class Bench {
   std::unique_ptr<messaging::Credits> credits_;  // UDP throughput: returned on the socket
   std::string address_;
   int listener_ = -1;
-  std::vector<int> fds_;  // one per channel (udp: bound; tcp: accepted as they come)
+  std::vector<int> fds_;             // one per channel (udp: bound; tcp: accepted as they come)
+  std::unique_ptr<Transport> half_;  // kHalves: the receivers' half
   std::vector<std::thread> threads_;
   std::unique_ptr<Control> ctl_ = std::make_unique<Control>();
   std::atomic<int> done_{0};
 };
 
-Bench::Bench(int type, std::string address, int channels, const Params& p, int consumers)
+Bench::Bench(const Mechanism& mech, int type, std::string address, int channels, const Params& p,
+             int consumers)
     : type_(type),
       throughput_(!std_params::is_roundtrip(p)),
       rate_(std_params::is_rate(p)),
@@ -128,11 +122,13 @@ Bench::Bench(int type, std::string address, int channels, const Params& p, int c
       throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
     if (producers_ + n_ > kMaxWorkers)
       throw std::runtime_error(fmt::format("at most {} producers and consumers together", kMaxWorkers));
-    if (type_ == SOCK_STREAM) {
-      listener_ = bound(SOCK_STREAM, address_);
+    if (type_ == kHalves) {
+      half_ = mech.half(p, Half{.role = Role::Consumer, .address = address_});
+    } else if (type_ == SOCK_STREAM) {
+      listener_ = messaging::bound_ipv4(SOCK_STREAM, address_);
       messaging::check_rc(::listen(listener_, channels), "listen");
     } else {
-      for (int& fd : fds_) fd = bound(SOCK_DGRAM, address_);
+      for (int& fd : fds_) fd = messaging::bound_ipv4(SOCK_DGRAM, address_);
     }
     if (throughput_ && type_ == SOCK_DGRAM) {
       // UDP drops what its receive buffer cannot hold: the senders there keep the messages in
@@ -164,6 +160,7 @@ Bench::~Bench() {
   if (!all_done()) {
     (void)ctl_.release();      // a detached server thread may still use its slot
     (void)credits_.release();  // and its credits
+    (void)half_.release();     // and its transport
     return;
   }
   set_abort_flag(nullptr);
@@ -173,10 +170,25 @@ Bench::~Bench() {
 }
 
 std::vector<int> Bench::ports() const {
+  if (half_) return {half_->listening_port()};
   if (type_ == SOCK_STREAM) return {local_port(listener_)};
   std::vector<int> out;
   for (int fd : fds_) out.push_back(local_port(fd));
   return out;
+}
+
+std::string Bench::listening(double timeout_s) const {
+  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
+  while (half_ && half_->listening_port() == 0) {
+    if (done_.load() > 0) {  // a receiver ended before it listened: its error says why
+      for (int i = producers_; i < producers_ + n_; ++i)
+        if (ctl_->slots[i].error[0]) return ctl_->slots[i].error;
+      return "a receiver ended before it listened";
+    }
+    if (now_ns() >= deadline) return fmt::format("its receivers did not listen within {:.0f} s", timeout_s);
+    sleep_ns(1'000'000);
+  }
+  return "";
 }
 
 void Bench::start(const Mechanism& mech, const Params& p, int64_t clock_offset_ns, uint64_t window_ns) {
@@ -236,7 +248,7 @@ nlohmann::json Bench::finish(bool local_side_lost) {
     requests += ctl_->slots[i].progress.load();
     if (ctl_->slots[i].error[0]) errors.push_back(ctl_->slots[i].error);
   }
-  const nlohmann::json path = fds_[0] >= 0 ? network_path(fds_[0]) : nlohmann::json();
+  const nlohmann::json path = fds_[0] >= 0 ? network_path(fds_[0]) : network_path_at(address_);
   nlohmann::json result = {
       {"cpu", cpu_json(cpu)}, {"requests", requests}, {"path", path}, {"errors", errors}};
   if (throughput_) result["consumers"] = consumers_result();
@@ -304,8 +316,11 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t c
   Worker w(*ctl_, slot, false);
   const size_t channel = throughput_ ? 0 : size_t(i);
   try {
-    int fd;
-    if (type_ == SOCK_STREAM) {
+    std::unique_ptr<Endpoint> ep;
+    int fd = -1;
+    if (half_) {
+      ep = half_->open(Role::Consumer, i);
+    } else if (type_ == SOCK_STREAM) {
       fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
       int one = 1;
@@ -321,13 +336,14 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t c
           ::connect(fd, reinterpret_cast<sockaddr*>(&from), len) != 0)
         throw std::system_error(errno, std::generic_category(), "udp peer");
     }
-    messaging::FdEndpoint ep(fd, fd,
-                             type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
-                             true, p.flag("nonblocking"), credits_.get());
+    if (!ep)
+      ep = std::make_unique<messaging::FdEndpoint>(
+          fd, fd, type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message, true,
+          p.flag("nonblocking"), credits_.get());
     if (throughput_)
-      serve_throughput(w, ep, mech, p, i, clock_offset_ns, window_ns);
+      serve_throughput(w, *ep, mech, p, i, clock_offset_ns, window_ns);
     else
-      serve_roundtrip(w, ep, mech, p);
+      serve_roundtrip(w, *ep, mech, p);
   } catch (const std::exception& e) {
     if (!ctl_->abort.load())
       std::snprintf(slot.error, sizeof slot.error, "%s %d: %s", throughput_ ? "consumer" : "server", i,
@@ -434,15 +450,10 @@ nlohmann::json ServerSide::finish(const std::string& address) {
   CpuUsage whole;
   whole.sys_s = life.total_s();
   // This end of the path: the interface of the address it listened on.
-  nlohmann::json path;
-  try {
-    const int fd = bound(SOCK_DGRAM, address);
-    path = network_path(fd);
-    ::close(fd);
-  } catch (const std::exception&) {
-  }
-  return {
-      {"cpu", cpu_json(window)}, {"cpu_whole_life", cpu_json(whole)}, {"path", path}, {"errors", errors_}};
+  return {{"cpu", cpu_json(window)},
+          {"cpu_whole_life", cpu_json(whole)},
+          {"path", network_path_at(address)},
+          {"errors", errors_}};
 }
 
 namespace {
@@ -522,22 +533,32 @@ int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohma
                 const std::function<nlohmann::json(double, bool&)>& next) {
   const Request r = request_of(cmd, false);
   const auto type = crossing().find(r.name);
-  if (!r.mech || type == crossing().end() || type->second == kServer) {
+  const bool halves = r.mech && r.mech->half;
+  if (!r.mech || (!halves && (type == crossing().end() || type->second == kServer))) {
     reply({{"error", fmt::format("{} cannot run here", brief(r.name))}});
     return 0;
   }
   std::optional<Bench> bench;
   try {
-    bench.emplace(type->second, r.address, std::max(1, cmd.value("channels", 1)), r.params,
-                  std::max(1, cmd.value("consumers", 1)));
+    bench.emplace(*r.mech, halves ? kHalves : type->second, r.address, std::max(1, cmd.value("channels", 1)),
+                  r.params, std::max(1, cmd.value("consumers", 1)));
+  } catch (const Skip& e) {  // this host lacks what it needs: the point is skipped there
+    reply({{"error", e.what()}, {"skip", true}});
+    return 0;
   } catch (const std::exception& e) {
     reply({{"error", e.what()}});
     return 0;
   }
   bench->start(*r.mech, r.params, cmd.value("clock_offset_ns", int64_t(0)),
                uint64_t(cmd.value("duration_s", 0.0) * 1e9));
+  const double timeout_s = cmd.value("timeout_s", 30.0);
+  if (const std::string why = bench->listening(timeout_s); !why.empty()) {
+    (void)bench->finish(true);  // called off: its other receivers stop, none waits for a stop marker
+    reply({{"error", why}});
+    return bench->all_done() ? 0 : 1;
+  }
   reply({{"address", r.address}, {"ports", bench->ports()}, {"credit_window", bench->credit_window()}});
-  const bool here = bench->follow(next, cmd.value("timeout_s", 30.0));
+  const bool here = bench->follow(next, timeout_s);
   const nlohmann::json result = bench->finish(!here);
   if (!here) return 3;
   reply({{"result", result}});

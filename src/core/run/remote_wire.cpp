@@ -23,6 +23,7 @@
 #include "core/base/fs.hpp"
 #include "core/machine/env.hpp"
 #include "core/process/process.hpp"
+#include "core/transport/fd_transport.hpp"
 
 namespace ipclab::remote {
 namespace detail {
@@ -167,4 +168,29 @@ nlohmann::json network_path(int fd) {
   return j;
 }
 
+namespace detail {
+
+nlohmann::json network_path_to(const std::string& address, int port) {
+  nlohmann::json path = nlohmann::json::object();
+  try {
+    const int fd = messaging::connected_ipv4(SOCK_DGRAM, address, port, "the remote side");
+    path = network_path(fd);
+    ::close(fd);
+  } catch (const std::exception&) {
+  }
+  return path;
+}
+
+nlohmann::json network_path_at(const std::string& address) {
+  nlohmann::json path = nlohmann::json::object();
+  try {
+    const int fd = messaging::bound_ipv4(SOCK_DGRAM, address);
+    path = network_path(fd);
+    ::close(fd);
+  } catch (const std::exception&) {
+  }
+  return path;
+}
+
+}  // namespace detail
 }  // namespace ipclab::remote

@@ -37,6 +37,12 @@ bool read_line(int fd, std::string& buf, std::string& line, uint64_t deadline, b
 /// One JSON line, whole.
 void write_line(int fd, const nlohmann::json& j);
 
+/// This end of the data path to `address`:`port`: the interface a datagram socket connected there
+/// leaves by (a UDP connect sends nothing); {} when there is none.
+nlohmann::json network_path_to(const std::string& address, int port);
+/// The interface of this host's `address`, where a data path ends; {} when it has none.
+nlohmann::json network_path_at(const std::string& address);
+
 /// CPU usage as the control channel carries it, and back.
 nlohmann::json cpu_json(const CpuUsage& c);
 CpuUsage cpu_of(const nlohmann::json& j);

@@ -5,6 +5,7 @@
 // seqpacket sockets keep message boundaries, so several readers and writers can share one);
 // roundtrip uses one channel per pair. The messaging and bulk suites build their pipe and socket
 // mechanisms on it, and the remote side's channels (core/run/remote.cpp) are its sockets too.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "core/base/cancel.hpp"
+#include "core/base/error.hpp"
 #include "core/base/fdio.hpp"
 #include "core/model/mechanism.hpp"
 #include "core/model/std_params.hpp"
@@ -172,6 +175,44 @@ inline FdChannel tcp_loopback_channel() {
   }
   ::close(l);
   return FdChannel{.prod_r = c, .prod_w = c, .cons_r = s, .cons_w = s};
+}
+
+/// A socket of `type` (SOCK_STREAM, SOCK_DGRAM) bound to IPv4 `address` on a port the kernel picks:
+/// the listening end of a data path across hosts (--remote). Throws naming the address.
+inline int bound_ipv4(int type, const std::string& address) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
+    throw std::runtime_error(fmt::format("address '{}' is not IPv4; give --remote-address", brief(address)));
+  const int fd = check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(fmt::format("cannot bind {}: {}", address, std::strerror(e)));
+  }
+  return fd;
+}
+
+/// A socket of `type` connected to IPv4 `address`:`port` (TCP_NODELAY on a stream, as on loopback):
+/// the sending end of a data path across hosts (--remote). Throws "cannot connect to `what` at ...".
+inline int connected_ipv4(int type, const std::string& address, int port, const std::string& what) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
+    throw std::runtime_error(fmt::format("{} reported address '{}', not IPv4", what, brief(address)));
+  const int fd = check_rc(::socket(AF_INET, type | SOCK_CLOEXEC, 0), "socket");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(
+        fmt::format("cannot connect to {} at {}:{}: {}", what, address, port, std::strerror(e)));
+  }
+  if (type == SOCK_STREAM) {
+    int one = 1;
+    check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
+  }
+  return fd;
 }
 
 class FdEndpoint final : public Endpoint {

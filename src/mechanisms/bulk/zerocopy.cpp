@@ -27,6 +27,7 @@
 #include "core/base/error.hpp"
 #include "core/base/params.hpp"
 #include "core/model/std_params.hpp"
+#include "core/process/listener.hpp"
 #include "core/transport/fd_transport.hpp"
 #include "mechanisms/bulk/common.hpp"
 #include "mechanisms/messaging/common.hpp"
@@ -246,14 +247,27 @@ class ZerocopyEndpoint final : public Endpoint {
   int last_res_ = 0;
 };
 
+// Both sides here: a loopback connection or a socketpair. Across two hosts (--remote, socket=tcp:
+// Mechanism::half), a TCP connection between them: the receivers' half listens on its host's
+// address and takes the connection as its endpoint opens; the senders' half connects to it.
 class ZerocopyTransport final : public Transport {
  public:
-  explicit ZerocopyTransport(const Params& p)
+  explicit ZerocopyTransport(const Params& p, const Half* half = nullptr)
       : api_(api_of(p)), size_(size_t(p.i64("size"))), roundtrip_(std_params::is_roundtrip(p)) {
-    c_ =
-        p.str("socket") == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+    const std::string socket = p.str("socket");
+    probe(socket);
     try {
-      probe(p.str("socket"));
+      if (!half) {
+        c_ = socket == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+        for (int fd : {c_.prod_w, c_.cons_w}) zerocopy_on(fd, socket);
+      } else if (half->role == Role::Producer) {
+        c_.prod_r = c_.prod_w =
+            messaging::connected_ipv4(SOCK_STREAM, half->address, half->port, "the receiving side");
+        zerocopy_on(c_.prod_w, socket);
+      } else {
+        listener_ = listen_tcp(0, 1, false, false, half->address);
+        zerocopy_on(listener_, socket);  // the connection it accepts inherits it
+      }
     } catch (...) {
       close_all();
       throw;
@@ -262,30 +276,30 @@ class ZerocopyTransport final : public Transport {
   ~ZerocopyTransport() override { close_all(); }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
+    if (!producer && listener_ >= 0 && c_.cons_w < 0) c_.cons_r = c_.cons_w = accept_sender();
     return std::make_unique<ZerocopyEndpoint>(producer ? c_.prod_w : c_.cons_w, api_, size_,
                                               producer || roundtrip_);
   }
+  int listening_port() const override { return listener_ >= 0 ? local_port(listener_) : 0; }
 
  private:
-  // What the kernel supports on this socket, found before the run: a missing feature skips.
+  // What the kernel supports on this kind of socket, found before the run on a pair of its own: a
+  // missing feature skips. MSG_ZEROCOPY: SO_ZEROCOPY, set on the run's sockets (zerocopy_on).
   void probe(const std::string& socket) {
-    if (api_ == Api::MsgZerocopy) {
-      int one = 1;
-      for (int fd : {c_.prod_w, c_.cons_w})
-        if (::setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
-          throw Skip(fmt::format("SO_ZEROCOPY on a {} socket: {}", socket, std::strerror(errno)));
-    }
-    if (api_ == Api::UringSendZc) {
-      // One byte sent zero-copy and read back tells whether this kernel and socket do it.
-      io_uring ring;
-      const int rc = io_uring_queue_init(4, &ring, 0);
-      if (rc < 0) throw Skip(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
+    if (api_ != Api::UringSendZc) return;
+    // One byte sent zero-copy and read back tells whether this kernel and socket do it.
+    messaging::FdChannel c =
+        socket == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+    io_uring ring;
+    const int init = io_uring_queue_init(4, &ring, 0);
+    int res = init;
+    if (init == 0) {
       const char byte = 'z';
       io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-      io_uring_prep_send_zc(sqe, c_.prod_w, &byte, 1, 0, 0);
+      io_uring_prep_send_zc(sqe, c.prod_w, &byte, 1, 0, 0);
       io_uring_submit(&ring);
       io_uring_cqe* cqe = nullptr;
-      int res = io_uring_wait_cqe(&ring, &cqe);
+      res = io_uring_wait_cqe(&ring, &cqe);
       if (res == 0) {
         res = cqe->res;
         const bool more = cqe->flags & IORING_CQE_F_MORE;
@@ -293,21 +307,43 @@ class ZerocopyTransport final : public Transport {
         if (more && io_uring_wait_cqe(&ring, &cqe) == 0) io_uring_cqe_seen(&ring, cqe);
       }
       io_uring_queue_exit(&ring);
-      if (res < 0)
-        throw Skip(fmt::format("IORING_OP_SEND_ZC on a {} socket: {}", socket, std::strerror(-res)));
       char got;
-      messaging::check_rc(int(::recv(c_.cons_r, &got, 1, 0)), "recv");
+      if (res >= 0) res = int(::recv(c.cons_r, &got, 1, 0)) == 1 ? 0 : -errno;
+    }
+    for (int fd : {c.prod_w, c.cons_w}) ::close(fd);
+    if (init < 0) throw Skip(fmt::format("io_uring_queue_init: {}", std::strerror(-init)));
+    if (res < 0) throw Skip(fmt::format("IORING_OP_SEND_ZC on a {} socket: {}", socket, std::strerror(-res)));
+  }
+  void zerocopy_on(int fd, const std::string& socket) {
+    int one = 1;
+    if (api_ == Api::MsgZerocopy && ::setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) != 0)
+      throw Skip(fmt::format("SO_ZEROCOPY on a {} socket: {}", socket, std::strerror(errno)));
+  }
+  // The receivers' half: the sender's connection, waited for in slices so that an aborted run ends.
+  int accept_sender() {
+    for (;;) {
+      pollfd p{listener_, POLLIN, 0};
+      if (::poll(&p, 1, 100) < 0 && errno != EINTR)
+        throw std::system_error(errno, std::generic_category(), "poll");
+      poll_abort();
+      if (!(p.revents & POLLIN)) continue;
+      const int fd = check_rc(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC), "accept");
+      int one = 1;
+      check_rc(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), "TCP_NODELAY");
+      return fd;
     }
   }
   void close_all() {
-    for (int fd : {c_.prod_w, c_.cons_w})
+    for (int fd : {c_.prod_w, c_.cons_w, listener_})
       if (fd >= 0) ::close(fd);
     c_ = {};
+    listener_ = -1;
   }
   Api api_;
   size_t size_;
   bool roundtrip_;
   messaging::FdChannel c_;
+  int listener_ = -1;  // the receivers' half across hosts
 };
 
 IPCLAB_REGISTER(Mechanism{
@@ -336,6 +372,15 @@ IPCLAB_REGISTER(Mechanism{
         [](const Params& p) {
           std::string why = check(Caps{}, p);
           return why.empty() ? memlock_why(p) : why;
+        },
+    .half = [](const Params& p, const Half& h) -> std::unique_ptr<Transport> {
+      return std::make_unique<ZerocopyTransport>(p, &h);
+    },
+    .half_check =
+        [](const Params& p) {
+          return p.str("socket") == "tcp"
+                     ? std::string()
+                     : std::string("socket=unix is a Unix socket, on one host; use -p socket=tcp");
         },
 });
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -33,14 +34,15 @@ std::vector<ParamSpec> suite_params(const std::vector<std::string>& endpoints, s
       std_params::verify(),
   };
   if (!endpoints.empty())
-    v.push_back(
-        {.name = "endpoint",
-         .type = ParamType::String,
-         .def = endpoints.front(),
-         .choices = endpoints,
-         .help = "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1; inproc: "
-                 "inside the process (threads only)",
-         .quick = endpoints});
+    v.push_back({.name = "endpoint",
+                 .type = ParamType::String,
+                 .def = endpoints.front(),
+                 .choices = endpoints,
+                 .help =
+                     "ipc: a Unix stream socket in the run's private folder; tcp: loopback 127.0.0.1 (with "
+                     "--remote: the receiving side on the remote host, on its data path's address); inproc: "
+                     "inside the process (threads only)",
+                 .quick = endpoints});
   for (auto& r : std_params::rate_params()) v.push_back(std::move(r));
   for (auto& e : extra) v.push_back(std::move(e));
   return v;
@@ -53,6 +55,13 @@ std::string check(const Params& p, bool unix_socket) {
   if (unix_socket || p.str_or("endpoint", "") == "ipc")
     if (std::string why = ipc::socket_path_problem(kSocketNameMax); !why.empty()) return why;
   return std_params::size_problem(p);
+}
+
+std::string half_check(const Params& p) {
+  const std::string e = p.str_or("endpoint", "");
+  if (e == "tcp") return "";
+  return fmt::format("endpoint={} {}; use -p endpoint=tcp", e,
+                     e == "inproc" ? "stays inside one process" : "is a Unix socket, on one host");
 }
 
 void ForkRule::admit(const Params& p) {
@@ -80,6 +89,9 @@ std::string Rendezvous::wait() const {
 }
 
 bool Rendezvous::wait_stop_taken(double timeout_s) const {
+  // Across hosts the sender closes at once; what it still has queued leaves all the same, as its
+  // library lingers (ZeroMQ's ZMQ_LINGER) and its context outlives the run's end there.
+  if (far) return false;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (!stop_taken.load(std::memory_order_acquire)) {
     if (abort_requested() || std::chrono::steady_clock::now() > until) return false;
@@ -95,8 +107,9 @@ const char* kernel_transport(const std::string& endpoint) {
   return endpoint == "ipc" ? "unix_stream" : endpoint == "tcp" ? "tcp" : "none (in-process)";
 }
 
-std::string listen_address(const std::string& endpoint, const std::string& tag) {
-  if (endpoint == "tcp") return "tcp://127.0.0.1";
+// `host`: tcp's IPv4 address (a half's across hosts; loopback here).
+std::string listen_address(const std::string& endpoint, const std::string& tag, const std::string& host) {
+  if (endpoint == "tcp") return "tcp://" + host;
   const std::string name = ipc::unique_name(tag);  // "/ipclab.<run>.<n>.<tag>"
   if (endpoint == "inproc") return "inproc:/" + name;
   return "ipc://" + socket_path(tag);
@@ -119,14 +132,25 @@ std::string socket_path(const std::string& tag) {
 }
 
 LibraryTransport::LibraryTransport(const Params& p, const std::string& tag, std::string library,
-                                   std::string kernel_transport)
+                                   std::string kernel_transport, const Half* half)
     : endpoint_(p.str_or("endpoint", "")),
-      address_(endpoint_.empty() ? "" : listen_address(endpoint_, tag)),
+      address_(endpoint_.empty() ? "" : listen_address(endpoint_, tag, half ? half->address : "127.0.0.1")),
       library_(std::move(library)),
       kernel_transport_(std::move(kernel_transport)),
       rv_(sizeof(Rendezvous)) {
   new (rv_.get()) Rendezvous();
   if (endpoint_ == "ipc" || endpoint_ == "tcp") set_baseline(libs::kernel_transport(endpoint_));
+  if (half && half->role == Role::Producer) {  // the receiver listens on the other host, there
+    rendezvous().far = true;
+    rendezvous().publish(fmt::format("{}:{}", address_, half->port));
+  }
+}
+
+int LibraryTransport::listening_port() const {
+  const Rendezvous& rv = rendezvous();
+  if (endpoint_ != "tcp" || !rv.ready.load(std::memory_order_acquire)) return 0;
+  const char* colon = std::strrchr(rv.address, ':');
+  return colon ? std::atoi(colon + 1) : 0;
 }
 
 // The library leaves its ipc socket behind (libzmq does) once the sides have closed.

@@ -50,20 +50,27 @@ class ForkRule {
 /// for the library that creates the socket; throws when it would not fit sun_path.
 std::string socket_path(const std::string& tag);
 
+/// Why `p` cannot run across two hosts ("" when it can): only endpoint=tcp leaves the host.
+std::string half_check(const Params& p);
+
 /// One channel's meeting point: the listener publishes its address, the dialer waits for it. It
 /// also carries the receiver's word that it has the stop marker, for a library whose sockets
-/// cannot carry an acknowledgement back (ZeroMQ's PUSH/PULL are one-way).
+/// cannot carry an acknowledgement back (ZeroMQ's PUSH/PULL are one-way). Across hosts (the
+/// senders' half, Half) the address is the remote receiver's, published before any side opens,
+/// and the receiver's word cannot come through this memory (`far`).
 struct Rendezvous {
   std::atomic<int> ready{0};
   std::atomic<int> stop_taken{0};
+  bool far = false;
   char address[240] = {};
   void publish(const std::string& a);
   /// Waits (yielding, and ending with the run) until published; returns the address.
   std::string wait() const;
   /// The receiver has the stop marker, so every message sent before it too.
   void take_stop() { stop_taken.store(1, std::memory_order_release); }
-  /// Waits up to `timeout_s` (less once the run aborts) for take_stop(); true when it came. Never
-  /// throws: a sender's destructor calls it before closing its socket.
+  /// Waits up to `timeout_s` (less once the run aborts) for take_stop(); true when it came; false at
+  /// once when the receiver is `far`. Never throws: a sender's destructor calls it before closing
+  /// its socket.
   bool wait_stop_taken(double timeout_s) const;
 };
 
@@ -71,14 +78,21 @@ struct Rendezvous {
 /// socket in the run's private folder, removed with the transport; tcp:// 127.0.0.1 with the port
 /// left to the kernel; inproc:// a name), the rendezvous in memory a forked side shares, and
 /// what the record says of it (extra.library, extra.kernel_transport).
+///
+/// Across two hosts (--remote, endpoint=tcp) it is built in halves (Mechanism::half): the
+/// receivers' half listens on the address the half names, and its listening port is what its
+/// receiver published; the senders' half finds the remote receiver's address already published.
+/// A tcp address in the rendezvous is "tcp://HOST:PORT" whatever the library (gRPC writes its own).
 class LibraryTransport : public Transport {
  public:
   /// `tag` names its ipc socket; `library` is its name and version, e.g. "libzmq 4.3.4";
-  /// `kernel_transport` what it rides on when the endpoint does not say (no endpoint parameter).
+  /// `kernel_transport` what it rides on when the endpoint does not say (no endpoint parameter);
+  /// `half`: this host's half across two hosts (nullptr: both sides here).
   LibraryTransport(const Params& p, const std::string& tag, std::string library,
-                   std::string kernel_transport = "");
+                   std::string kernel_transport = "", const Half* half = nullptr);
   ~LibraryTransport() override;
   void describe(nlohmann::json& extra) const override;
+  int listening_port() const override;
 
  protected:
   /// The messaging mechanism the report sets beside this one (extra.baseline), with the values of
@@ -90,6 +104,7 @@ class LibraryTransport : public Transport {
   const std::string endpoint_;
   std::string address_;  // a tcp:// address before the port: the library adds the syntax it wants
   Rendezvous& rendezvous() { return *static_cast<Rendezvous*>(rv_.get()); }
+  const Rendezvous& rendezvous() const { return *static_cast<const Rendezvous*>(rv_.get()); }
 
  private:
   std::string library_, kernel_transport_;

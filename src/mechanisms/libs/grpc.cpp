@@ -127,7 +127,7 @@ class GrpcServer final : public InPlaceEndpoint {
     const bool tcp = address.rfind("tcp://", 0) == 0;
     grpc::ServerBuilder builder;
     int port = 0;  // tcp: the port the kernel chose; a Unix socket: 1 once it listens
-    builder.AddListeningPort(tcp ? "127.0.0.1:0" : "unix:" + address.substr(6),
+    builder.AddListeningPort(tcp ? address.substr(6) + ":0" : "unix:" + address.substr(6),
                              grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(kMaxMessage);
@@ -135,7 +135,7 @@ class GrpcServer final : public InPlaceEndpoint {
     op_.emplace(*cq_);
     server_ = builder.BuildAndStart();
     if (!server_ || port == 0) throw std::runtime_error("gRPC: cannot serve on " + address);
-    rv.publish(tcp ? fmt::format("ipv4:127.0.0.1:{}", port) : "unix:" + address.substr(6));
+    rv.publish(tcp ? fmt::format("{}:{}", address, port) : "unix:" + address.substr(6));
     if (!unary_) {  // the client's call, awaited at the first receive
       ctx_.emplace();
       stream_.emplace(&*ctx_);
@@ -200,7 +200,10 @@ class GrpcClient final : public InPlaceEndpoint {
     keep_grpc_started();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxMessage);
-    channel_ = grpc::CreateCustomChannel(rv.wait(), grpc::InsecureChannelCredentials(), args);
+    // The rendezvous writes a tcp address as the suite does (tcp://HOST:PORT); gRPC's is ipv4:HOST:PORT.
+    const std::string at = rv.wait();
+    const std::string target = at.rfind("tcp://", 0) == 0 ? "ipv4:" + at.substr(6) : at;
+    channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
     stub_ = Bench::NewStub(channel_);
   }
   ~GrpcClient() override {
@@ -285,8 +288,8 @@ class GrpcClient final : public InPlaceEndpoint {
 
 class GrpcTransport final : public LibraryTransport {
  public:
-  explicit GrpcTransport(const Params& p)
-      : LibraryTransport(p, "grpc", "gRPC " + grpc_version()), unary_(p.str("rpc") == "unary") {
+  explicit GrpcTransport(const Params& p, const Half* half = nullptr)
+      : LibraryTransport(p, "grpc", "gRPC " + grpc_version(), "", half), unary_(p.str("rpc") == "unary") {
     g_grpc_fork_rule.admit(p);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
@@ -323,6 +326,10 @@ IPCLAB_REGISTER(Mechanism{
             return std::string("unary calls answer every request: use pattern=roundtrip or rpc=stream");
           return check(p);
         },
+    .half = [](const Params& p, const Half& h) -> std::unique_ptr<Transport> {
+      return std::make_unique<GrpcTransport>(p, &h);
+    },
+    .half_check = half_check,
 });
 
 }  // namespace

@@ -48,14 +48,15 @@ class NngEndpoint final : public InPlaceEndpoint {
     check_nng(nng_socket_set_ms(sock_, NNG_OPT_RECVTIMEO, 100), "recv-timeout");
     check_nng(nng_socket_set_ms(sock_, NNG_OPT_SENDTIMEO, 100), "send-timeout");
     if (listens) {
-      const std::string at = address == "tcp://127.0.0.1" ? address + ":0" : address;
+      const bool tcp = address.rfind("tcp://", 0) == 0;
+      const std::string at = tcp ? address + ":0" : address;
       nng_listener l;
       check_nng(nng_listen(sock_, at.c_str(), &l, 0), "nng_listen " + at);
       std::string bound = at;
-      if (address == "tcp://127.0.0.1") {
+      if (tcp) {
         int port = 0;
         check_nng(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port), "tcp-bound-port");
-        bound = fmt::format("tcp://127.0.0.1:{}", port);
+        bound = fmt::format("{}:{}", address, port);
       }
       rv.publish(bound);
     } else {
@@ -111,8 +112,9 @@ class NngEndpoint final : public InPlaceEndpoint {
 
 class NngTransport final : public LibraryTransport {
  public:
-  explicit NngTransport(const Params& p)
-      : LibraryTransport(p, "nng", "nng " + nng_library_version()), buffers_(int(p.i64("buffers"))) {
+  explicit NngTransport(const Params& p, const Half* half = nullptr)
+      : LibraryTransport(p, "nng", "nng " + nng_library_version(), "", half),
+        buffers_(int(p.i64("buffers"))) {
     g_nng_fork_rule.admit(p);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
@@ -144,6 +146,10 @@ IPCLAB_REGISTER(Mechanism{
       return std::make_unique<NngTransport>(p);
     },
     .check = [](const Params& p) { return check(p); },
+    .half = [](const Params& p, const Half& h) -> std::unique_ptr<Transport> {
+      return std::make_unique<NngTransport>(p, &h);
+    },
+    .half_check = half_check,
 });
 
 }  // namespace

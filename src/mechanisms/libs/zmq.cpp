@@ -62,7 +62,7 @@ class ZmqEndpoint final : public InPlaceEndpoint {
     zmq_msg_init(&msg_);
     zmq_msg_init(&out_);
     if (listens) {
-      const std::string at = address == "tcp://127.0.0.1" ? address + ":*" : address;
+      const std::string at = address.rfind("tcp://", 0) == 0 ? address + ":*" : address;
       if (zmq_bind(sock_, at.c_str()) != 0) fail_zmq(("zmq_bind " + at).c_str());
       char bound[256];
       size_t n = sizeof bound;
@@ -157,8 +157,8 @@ Sockets sockets_of(const Params& p) {
 
 class ZmqTransport final : public LibraryTransport {
  public:
-  explicit ZmqTransport(const Params& p)
-      : LibraryTransport(p, "zmq", "libzmq " + zmq_library_version()),
+  explicit ZmqTransport(const Params& p, const Half* half = nullptr)
+      : LibraryTransport(p, "zmq", "libzmq " + zmq_library_version(), "", half),
         sockets_(sockets_of(p)),
         in_msg_(p.str("message") == "msg") {
     if (p.str("mode") != "processes" && !(ctx_ = zmq_ctx_new())) fail_zmq("zmq_ctx_new");
@@ -222,6 +222,10 @@ IPCLAB_REGISTER(Mechanism{
             return std::string("PUSH/PULL carries messages one way: use pattern=throughput or socket=reqrep");
           return check(p);
         },
+    .half = [](const Params& p, const Half& h) -> std::unique_ptr<Transport> {
+      return std::make_unique<ZmqTransport>(p, &h);
+    },
+    .half_check = half_check,
 });
 
 }  // namespace
