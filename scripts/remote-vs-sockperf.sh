@@ -6,7 +6,9 @@
 # namespaces, the veth pair, sshd in the far namespace (generated host and client keys, its own
 # port, a generated known_hosts) and tears all of it down on every exit. Needs root, iproute2,
 # openssh-server and sockperf (scripts/setup.sh installs them). Prints tables: round-trip medians beside
-# sockperf, echo at 16 and 64 connections, servers under 10,000 clients.
+# sockperf, echo at 16 and 64 connections, servers under 10,000 clients — both ways round (the
+# server there, then --remote-role client: the clients there) — the libraries over tcp beside
+# messaging/tcp, bulk/zerocopy, and the open loop.
 #
 #   scripts/remote-vs-sockperf.sh [IPCLAB] [DURATION_S] [REPETITIONS] [DELAY_US]
 #   e.g. scripts/remote-vs-sockperf.sh build/release/ipclab 5 5 200
@@ -172,10 +174,8 @@ remote_run() {  # remote_run OUT ARGS...: ipclab run ARGS with the far namespace
     tail -3 "$WORK/ipclab.err" >&2
 }
 
-echo
-echo "echo across the pair (server in the far namespace, measured there; medians of $REPS repetitions):"
-remote_run "$WORK/echo.json" echo/epoll echo/uring -p connections=16,64
-python3 - "$WORK/echo.json" <<'PY'
+echo_table() {  # echo_table JSON: echoes/s, the server's CPU per echo, p50 per server and connections
+  python3 - "$1" <<'PY'
 import json, statistics, sys
 from collections import defaultdict
 recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
@@ -190,11 +190,10 @@ for (m, c), rs in sorted(by.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
           f'{med(lambda r: r["extra"]["server_cpu_per_echo_ns"]):>19.0f} '
           f'{med(lambda r: r["latency_ns"]["p50"]) / 1000:>8.1f} {len(rs) - len(ok):>6}')
 PY
+}
 
-echo
-echo "servers across the pair (10,000 clients from the near namespace, the server in the far one):"
-remote_run "$WORK/servers.json" servers/epoll_et servers/uring -p concurrency=10000
-python3 - "$WORK/servers.json" <<'PY'
+servers_table() {  # servers_table JSON: processed, rejected, lost per repetition
+  python3 - "$1" <<'PY'
 import json, sys
 recs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
 print(f'{"server":<9} {"rep":>3} {"processed":>9} {"rejected":>8} {"lost":>6} {"status":>7}')
@@ -202,4 +201,54 @@ for r in recs:
     x = r["extra"]
     print(f'{r["mechanism"]:<9} {r["repetition"]:>3} {x.get("processed", r["ops"]):>9} {x.get("rejected", "?"):>8} '
           f'{x.get("lost", r["integrity"]["lost"]):>6} {r["status"]:>7}')
+PY
+}
+
+echo
+echo "echo across the pair (server in the far namespace, measured there; medians of $REPS repetitions):"
+remote_run "$WORK/echo.json" echo/epoll echo/uring -p connections=16,64
+echo_table "$WORK/echo.json"
+echo
+echo "echo the other way round (--remote-role client: the clients in the far namespace, the server here, measured here):"
+remote_run "$WORK/echo_rev.json" echo/epoll echo/uring -p connections=16,64 --remote-role client
+echo_table "$WORK/echo_rev.json"
+
+echo
+echo "servers across the pair (10,000 clients from the near namespace, the server in the far one):"
+remote_run "$WORK/servers.json" servers/epoll_et servers/uring -p concurrency=10000
+servers_table "$WORK/servers.json"
+echo
+echo "servers the other way round (--remote-role client: 10,000 clients from the far namespace, the server here):"
+remote_run "$WORK/servers_rev.json" servers/epoll_et servers/uring -p concurrency=10000 --remote-role client
+servers_table "$WORK/servers_rev.json"
+
+echo
+echo "the libraries over tcp across the pair, beside messaging/tcp (64 B; medians of $REPS repetitions):"
+remote_run "$WORK/libs.json" messaging/tcp libs/zmq libs/nng libs/grpc -p endpoint=tcp -p pattern=roundtrip,throughput \
+  -p size=64
+echo
+echo "bulk/zerocopy across the pair (socket=tcp, its default sizes):"
+remote_run "$WORK/bulk.json" bulk/zerocopy -p socket=tcp -p send=copy,msg_zerocopy,uring_send_zc -p pattern=throughput
+echo
+echo "the open loop across the pair (messaging/tcp and libs/zmq at 10,000/s; one-way latency from the intended send time):"
+remote_run "$WORK/rate.json" messaging/tcp libs/zmq -p endpoint=tcp -p pattern=rate -p rate=10k -p size=64
+python3 - "$WORK/libs.json" "$WORK/bulk.json" "$WORK/rate.json" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+for path in sys.argv[1:]:
+    recs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    by = defaultdict(list)
+    for r in recs:
+        by[r["name"]].append(r)
+    print(f'{"benchmark":<64} {"ops/s":>10} {"MiB/s":>9} {"p50 µs":>8} {"p99 µs":>8} {"± µs":>6} {"failed":>6}')
+    for name, rs in by.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
+        lat = lambda q: med(lambda r: (r["latency_ns"] or {}).get(q, float("nan")) / 1000)
+        unc = med(lambda r: r["extra"].get("one_way", {}).get("uncertainty_ns", float("nan")) / 1000)
+        short = "/".join(p for p in name.split("/") if not p.startswith(("mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:")))
+        print(f'{short[:64]:<64} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
+              f'{med(lambda r: r["rates"].get("MiB_per_s", 0)):>9.1f} {lat("p50"):>8.1f} {lat("p99"):>8.1f} '
+              f'{unc:>6.1f} {len(rs) - len(ok):>6}')
+    print()
 PY
