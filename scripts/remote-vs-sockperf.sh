@@ -246,7 +246,9 @@ for path in sys.argv[1:]:
         med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
         lat = lambda q: med(lambda r: (r["latency_ns"] or {}).get(q, float("nan")) / 1000)
         unc = med(lambda r: r["extra"].get("one_way", {}).get("uncertainty_ns", float("nan")) / 1000)
-        short = "/".join(p for p in name.split("/") if not p.startswith(("mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:")))
+        short = "/".join(p for p in name.split("/") if not p.startswith((
+            "mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:", "verify:",
+            "arrivals:", "pace:", "seed:", "message:", "buffers:")))
         print(f'{short[:64]:<64} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
               f'{med(lambda r: r["rates"].get("MiB_per_s", 0)):>9.1f} {lat("p50"):>8.1f} {lat("p99"):>8.1f} '
               f'{unc:>6.1f} {len(rs) - len(ok):>6}')
