@@ -240,7 +240,7 @@ for path in sys.argv[1:]:
     by = defaultdict(list)
     for r in recs:
         by[r["name"]].append(r)
-    print(f'{"benchmark":<64} {"ops/s":>10} {"MiB/s":>9} {"p50 µs":>8} {"p99 µs":>8} {"± µs":>6} {"failed":>6}')
+    print(f'{"benchmark":<80} {"ops/s":>10} {"MiB/s":>9} {"p50 µs":>8} {"p99 µs":>8} {"± µs":>6} {"failed":>6}')
     for name, rs in by.items():
         ok = [r for r in rs if r["status"] == "ok"]
         med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
@@ -249,7 +249,7 @@ for path in sys.argv[1:]:
         short = "/".join(p for p in name.split("/") if not p.startswith((
             "mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:", "verify:",
             "arrivals:", "pace:", "seed:", "message:", "buffers:")))
-        print(f'{short[:64]:<64} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
+        print(f'{short[:80]:<80} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
               f'{med(lambda r: r["rates"].get("MiB_per_s", 0)):>9.1f} {lat("p50"):>8.1f} {lat("p99"):>8.1f} '
               f'{unc:>6.1f} {len(rs) - len(ok):>6}')
     print()
