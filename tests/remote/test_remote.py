@@ -528,16 +528,22 @@ def test_servers_with_the_server_across_the_pair(pair, mech):
     assert pair.remote_runs_left() == []
 
 
-def test_echo_open_loop_with_the_server_across_the_pair(pair):
-    """pattern=rate: requests leave at their intended times, several in flight per connection (the
-    server there set TCP_NODELAY, or Nagle would hold echoes 40 ms), each checked as it returns."""
-    rc, err, recs, _ = pair.run("echo/epoll", "-p", "pattern=rate", "-p", "rate=2000", "-p", "connections=4",
-                                "--duration", "0.5", "--warmup", "0.1")
+def clean_record(pair, *args):
+    """`ipclab run ARGS` across the pair: its one record, ok, every request answered intact."""
+    rc, err, recs, _ = pair.run(*args)
     assert rc == 0, err
     rec = recs[0]
     assert rec["status"] == "ok", rec["error"]
     integ = rec["integrity"]
     assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    return rec
+
+
+def test_echo_open_loop_with_the_server_across_the_pair(pair):
+    """pattern=rate: requests leave at their intended times, several in flight per connection (the
+    server there set TCP_NODELAY, or Nagle would hold echoes 40 ms), each checked as it returns."""
+    rec = clean_record(pair, "echo/epoll", "-p", "pattern=rate", "-p", "rate=2000", "-p", "connections=4",
+                       "--duration", "0.5", "--warmup", "0.1")
     rate = rec["extra"]["rate"]
     assert not rate["saturated"], rate["saturation"]
     assert abs(rate["achieved_per_s"] - 2000) < 200, rate
@@ -550,13 +556,8 @@ def test_echo_open_loop_with_the_server_across_the_pair(pair):
 def test_echo_with_several_reactors_across_the_pair(pair):
     """reactors=2: the server there runs two reactor threads, pinned to that host's CPUs; the record
     shows them as reactor@HOST sides (not as CPUs of this host), the clients here."""
-    rc, err, recs, _ = pair.run("echo/epoll", "-p", "reactors=2", "-p", "connections=8", "--duration", "0.4",
-                                "--warmup", "0.1")
-    assert rc == 0, err
-    rec = recs[0]
-    assert rec["status"] == "ok", rec["error"]
-    integ = rec["integrity"]
-    assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    rec = clean_record(pair, "echo/epoll", "-p", "reactors=2", "-p", "connections=8", "--duration", "0.4",
+                       "--warmup", "0.1")
     sides = rec["placement"]["sides"]
     far = [s for s in sides if s["role"] == f"reactor@root@{pair.far_ip}"]
     assert [s["index"] for s in far] == [0, 1] and all(len(s["pinned"]) == 1 for s in far), sides
@@ -573,13 +574,8 @@ def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
     """--remote-role client: the load generator there, the server here. The remote side runs the
     benchmark as a local run would, asking this side for its server; the record is the same
     benchmark's, its clients named after their host and the server's CPU measured here."""
-    rc, err, recs, _ = pair.run(*bench, "--duration", "0.4", *([] if "--warmup" in bench else ["--warmup", "0.1"]),
-                                "--remote-role", "client")
-    assert rc == 0, err
-    rec = recs[0]
-    assert rec["status"] == "ok", rec["error"]
-    integ = rec["integrity"]
-    assert integ["corrupt"] == 0 and integ["lost"] == 0 and integ["received"] == integ["sent"] > 0, integ
+    rec = clean_record(pair, *bench, "--duration", "0.4", *([] if "--warmup" in bench else ["--warmup", "0.1"]),
+                       "--remote-role", "client")
     assert rec["ops"] > 0 and rec["wall_s"] > 0
     far = f"root@{pair.far_ip}"
     by_role = rec["extra"]["cpu_by_role"]
@@ -598,23 +594,8 @@ def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
 def test_the_far_clients_killed_mid_run_fail_it_naming_the_host(pair):
     """--remote-role client, the remote side (the clients) killed inside the window: the run fails
     naming the host, the server here is stopped, and nothing is left on either side."""
-    proc, out = pair.run("echo/epoll", "-p", "connections=4", "--duration", "3", "--warmup", "0.1",
-                         "--remote-role", "client", background=True)
-    pid = None
-    try:
-        deadline = time.monotonic() + 20
-        while pid is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pid = remote_side_pid(pair)
-        assert pid, "the remote side did not start"
-        time.sleep(1.0)
-        os.kill(pid, signal.SIGKILL)
-        _, err = proc.communicate(timeout=40)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 1, err
+    rc, err, out, _ = fault_mid_run(pair, ["echo/epoll", "-p", "connections=4", "--remote-role", "client"], "killed")
+    assert rc == 1, err
     recs, _ = records_of(out)
     assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
     assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
@@ -704,16 +685,11 @@ def gone(pid, within_s):
     return not os.path.exists(f"/proc/{pid}")
 
 
-@pytest.mark.parametrize("fault,pattern,mech", [("killed", "roundtrip", "tcp"), ("ssh_lost", "roundtrip", "tcp"),
-                                                ("frozen", "roundtrip", "tcp"), ("killed", "throughput", "tcp"),
-                                                ("frozen", "throughput", "tcp"), ("killed", "throughput", "udp"),
-                                                ("frozen", "throughput", "udp")])
-def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
-    """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
-    the measured window: the run fails naming the host; the remote side ends (once continued, when
-    frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
-    proc, out = pair.run(f"messaging/{mech}", "-p", f"pattern={pattern}", "-p", "size=64", "--duration", "3",
-                         "--warmup", "0.1", background=True)
+def fault_mid_run(pair, args, fault):
+    """Runs `ipclab run ARGS` across the pair for 3 s and, 1 s into it, kills the remote side
+    (killed), stops it (frozen: continued once the run is over) or kills its ssh session
+    (ssh_lost). Returns (exit code, stderr, the JSON's path, the remote side's pid)."""
+    proc, out = pair.run(*args, "--duration", "3", "--warmup", "0.1", background=True)
     pid = None
     try:
         deadline = time.monotonic() + 20
@@ -735,7 +711,19 @@ def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
             proc.wait()
         if pid and fault == "frozen":
             os.kill(pid, signal.SIGCONT)
-    assert proc.returncode == 1, err
+    return proc.returncode, err, out, pid
+
+
+@pytest.mark.parametrize("fault,pattern,mech", [("killed", "roundtrip", "tcp"), ("ssh_lost", "roundtrip", "tcp"),
+                                                ("frozen", "roundtrip", "tcp"), ("killed", "throughput", "tcp"),
+                                                ("frozen", "throughput", "tcp"), ("killed", "throughput", "udp"),
+                                                ("frozen", "throughput", "udp")])
+def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
+    """The remote side killed, its ssh session killed, or the remote side stopped (SIGSTOP) inside
+    the measured window: the run fails naming the host; the remote side ends (once continued, when
+    frozen) and leaves no run folder (a killed one's is swept by the next run there)."""
+    rc, err, out, pid = fault_mid_run(pair, [f"messaging/{mech}", "-p", f"pattern={pattern}", "-p", "size=64"], fault)
+    assert rc == 1, err
     recs, _ = records_of(out)
     assert recs and recs[0]["status"] == "failed"
     error = recs[0]["error"]

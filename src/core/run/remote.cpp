@@ -290,26 +290,7 @@ nlohmann::json Link::try_receive(double timeout_s, const std::string& waiting_fo
   std::string line;
   bool eof = false;
   for (;;) {
-    read_some(0);
-    if (read_line(out_, out_buf_, line, deadline, eof)) {
-      try {
-        auto j = nlohmann::json::parse(line);
-        if (j.is_object()) return j;
-      } catch (const std::exception&) {
-      }
-      continue;
-    }
-    if (eof) return receive(0, waiting_for);  // throws, naming how ssh ended
-    if (now_ns() >= deadline) return nullptr;
-  }
-}
-
-nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
-  const uint64_t deadline = now_ns() + uint64_t(timeout_s * 1e9);
-  std::string line;
-  bool eof = false;
-  for (;;) {
-    read_some(0);
+    read_some(0);  // ssh's stderr too, at least every 100 ms, for the messages that name its end
     if (read_line(out_, out_buf_, line, std::min(deadline, now_ns() + 100'000'000), eof)) {
       try {
         auto j = nlohmann::json::parse(line);
@@ -326,14 +307,18 @@ nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
                                            ssh_.reaped() ? " (ssh " + describe_exit(ssh_.status()) + ")" : "",
                                            ssh_said().empty() ? "" : ": " + ssh_said()));
     }
-    if (now_ns() >= deadline) {
-      unresponsive_ = true;
-      throw std::runtime_error(
-          fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
-                      "waited for {}: it is frozen or the connection hangs",
-                      o_.host, timeout_s, waiting_for));
-    }
+    if (now_ns() >= deadline) return nullptr;
   }
+}
+
+nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
+  nlohmann::json j = try_receive(timeout_s, waiting_for);
+  if (!j.is_null()) return j;
+  unresponsive_ = true;
+  throw std::runtime_error(
+      fmt::format("the remote side on {} did not answer within {:.0f} s while ipclab "
+                  "waited for {}: it is frozen or the connection hangs",
+                  o_.host, timeout_s, waiting_for));
 }
 
 // ---------------------------------------------------------------------------------------------
