@@ -583,6 +583,7 @@ def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
     assert by_role[f"client@{far}"]["measured_on"] == far, by_role
     assert rec["extra"]["clients_measured_on"] == far and "server_measured_on" not in rec["extra"]
     assert [s["role"] for s in rec["placement"]["sides"] if s["role"].startswith("client")] == [f"client@{far}"]
+    assert [s["pinned"] for s in rec["placement"]["sides"] if s["role"] == "server"] == [[]], rec["placement"]
     # The path as this host sees it: its own end on the near veth, the far end on the other.
     path = rec["extra"]["network_path"]
     assert path["local"]["interface"] == pair.veth_near and path["remote"]["interface"] == pair.veth_far, path

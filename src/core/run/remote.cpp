@@ -708,6 +708,11 @@ void adopt(Record& rec, const Record& far, const std::string& host) {
     return at == std::string::npos ? role + "@" + host : role.substr(0, at);
   };
   for (Side& side : rec.placement.sides) side.role = flip(side.role);
+  // The server is a side here as the remote server is one there (unpinned: ServerSide pins none);
+  // the remote side watched no peer for it (Link::back), so its record has none.
+  const bool has_server = std::any_of(rec.placement.sides.begin(), rec.placement.sides.end(),
+                                      [](const Side& side) { return side.role == "server"; });
+  if (!has_server) rec.placement.sides.push_back({.role = "server"});
   nlohmann::json extra = far.extra;
   if (extra.contains("cpu_by_role")) {
     nlohmann::json by_role = nlohmann::json::object();
