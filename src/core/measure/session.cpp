@@ -132,6 +132,21 @@ void Session::guard_setup() {
   arm_guard("set-up");
 }
 
+void Session::run_workload(const std::function<void()>& body) {
+  guard_setup();
+  try {
+    resolve_placement();
+    body();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Skip& e) {
+    rec_.status = Status::Skipped;
+    rec_.error = e.what();
+  } catch (const std::exception& e) {
+    rec_.fail(e.what());
+  }
+}
+
 void Session::arm_guard(const char* phase) {
   guard_.reset();  // one Deadline at a time
   if (!guarded_) return;

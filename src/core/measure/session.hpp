@@ -297,6 +297,11 @@ class Session {
   /// for (Deadline::waiting_for), instead of hanging for ever. run_workers and measure have
   /// watchdogs of their own, which take over while they run.
   void guard_setup();
+  /// Runs a repetition's workload `body` as every repetition is run (run_one, and the remote side of
+  /// --remote-role client): its set-up guarded (guard_setup), the placement resolved, then `body`;
+  /// a Skip marks the record skipped with its reason, any other error fails it. Bad input
+  /// (UsageError) goes to the caller: it is the run's, not the record's.
+  void run_workload(const std::function<void()>& body);
 
  private:
   class Run;  // one run_workers run in its named steps (session.cpp)

@@ -245,13 +245,12 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
   if (opts.kernel_counters) kernel.emplace();
   Session s(*b.mech, b.params, opts, rec);
   if (kernel) s.count_kernel(&*kernel);
-  s.guard_setup();  // every phase under a watchdog: the set-up and clean-up too
   if (!b.cpu_matrix.empty()) {
     rec.extra["cpu_matrix"] = b.cpu_matrix;
     if (!b.cpu_class.empty()) rec.extra["cpu_class"] = b.cpu_class;
   }
-  try {
-    s.resolve_placement();
+  // Every phase under a watchdog: the set-up and clean-up too.
+  s.run_workload([&] {
     if (b.mech->transport)
       run_transport(s);
     else if (b.mech->loop)
@@ -260,14 +259,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
       remote::run_far_clients(s, *remote::in_use());
     else
       b.mech->workload(s);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Skip& e) {
-    rec.status = Status::Skipped;
-    rec.error = e.what();
-  } catch (const std::exception& e) {
-    rec.fail(e.what());
-  }
+  });
   if (rec.status == Status::Ok && !rec.integrity.clean()) rec.fail("integrity: " + rec.integrity.text());
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
   if (const Suite* suite = Registry::get().suite(rec.suite);

@@ -1,5 +1,6 @@
 #include "core/run/remote.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>

@@ -512,13 +512,8 @@ void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlo
     use(back.get());
     try {
       Session s(*r.mech, r.params, opts, rec);
-      s.guard_setup();
-      s.resolve_placement();
-      r.mech->workload(s);
-    } catch (const Skip& e) {
-      rec.status = Status::Skipped;
-      rec.error = e.what();
-    } catch (const std::exception& e) {
+      s.run_workload([&] { r.mech->workload(s); });
+    } catch (const std::exception& e) {  // bad input, which the local side checked already
       rec.fail(e.what());
     }
     use(nullptr);
