@@ -128,21 +128,12 @@ Arrivals RateSpec::arrivals_for(int64_t rate, int index, int senders, uint64_t s
 
 RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResults slots, int n,
                     const std::string& cause, const RateTrace* far) {
-  // Histograms are large (tens of KiB): on the heap, not the stack.
-  auto raw = std::make_unique<Histogram>(), late = std::make_unique<Histogram>();
-  uint64_t sent = 0, overdue = 0;
-  double slice_sum[RateTrace::kSlices] = {}, slice_n[RateTrace::kSlices] = {};
-  for (int i = 0; i < n + (far ? 1 : 0); ++i) {
-    const RateTrace& t = i < n ? slots[i].rate : *far;
-    raw->merge(t.raw);
-    late->merge(t.lateness);
-    sent += t.sent;
-    overdue += t.overdue;
-    for (int k = 0; k < RateTrace::kSlices; ++k) {
-      slice_sum[k] += double(t.slice_sum[k]);
-      slice_n[k] += double(t.slice_n[k]);
-    }
-  }
+  // Its histograms are large (tens of KiB): on the heap, not the stack.
+  auto all = std::make_unique<RateTrace>();
+  for (int i = 0; i < n; ++i) all->merge(slots[i].rate);
+  if (far) all->merge(*far);
+  const Histogram &raw = all->raw, &late = all->lateness;
+  const uint64_t sent = all->sent, overdue = all->overdue;
   RatePoint pt;
   pt.requested = double(rate);
   pt.achieved = rec.wall_s > 0 ? double(sent) / rec.wall_s : 0.0;
@@ -154,8 +145,8 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResul
   // sessions per quarter, or one stall late in the window, is no backlog.
   double q_sum[4] = {}, q_n[4] = {};
   for (int k = 0; k < RateTrace::kSlices; ++k) {
-    q_sum[k * 4 / RateTrace::kSlices] += slice_sum[k];
-    q_n[k * 4 / RateTrace::kSlices] += slice_n[k];
+    q_sum[k * 4 / RateTrace::kSlices] += double(all->slice_sum[k]);
+    q_n[k * 4 / RateTrace::kSlices] += double(all->slice_n[k]);
   }
   double q_mean[4];
   for (int k = 0; k < 4; ++k) q_mean[k] = q_n[k] > 0 ? q_sum[k] / q_n[k] : 0.0;
@@ -186,14 +177,14 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResul
                       {"saturation", why},
                       {"backlog_growth_us", growth_ns / 1e3}};
   const std::string kind = rec.latency ? rec.latency->kind : "one_way";
-  r["raw_ns"] = pt.saturated || !raw->count() ? nlohmann::json(nullptr) : to_json(Latency::from(kind, *raw));
-  r["sched_error_ns"] = to_json(Latency::from("sched_error", *late));
+  r["raw_ns"] = pt.saturated || !raw.count() ? nlohmann::json(nullptr) : to_json(Latency::from(kind, raw));
+  r["sched_error_ns"] = to_json(Latency::from("sched_error", late));
   // Beside it, what pacing alone allowed on the sender's CPU just before (absent when no floor was
   // measured: a point whose senders are not paced by the harness).
   if (spec.floor.lateness.count) {
     const PacingFloor& f = spec.floor;
     r["pacing_floor"] = to_json(f, spec.pace);
-    r["sched_error_over_floor"] = sched_error_over_floor(LateStats::of(*late), f.lateness);
+    r["sched_error_over_floor"] = sched_error_over_floor(LateStats::of(late), f.lateness);
   }
   rec.extra["rate"] = r;
   if (pt.saturated) {

@@ -277,20 +277,14 @@ nlohmann::json Bench::consumers_result() const {
   hist->sparse(values, counts);
   nlohmann::json rate;  // pattern=rate: the receivers' half of the trace, summed as fold_rate sums it
   if (rate_) {
-    auto raw = std::make_unique<Histogram>();
-    std::vector<uint64_t> slice_sum(RateTrace::kSlices, 0), slice_n(RateTrace::kSlices, 0);
-    for (int i = producers_; i < producers_ + n_; ++i) {
-      const RateTrace& t = ctl_->slots[i].rate;
-      raw->merge(t.raw);
-      for (int k = 0; k < RateTrace::kSlices; ++k)
-        slice_sum[size_t(k)] += t.slice_sum[k], slice_n[size_t(k)] += t.slice_n[k];
-    }
+    auto all = std::make_unique<RateTrace>();  // large: on the heap
+    for (int i = producers_; i < producers_ + n_; ++i) all->merge(ctl_->slots[i].rate);
     std::vector<uint64_t> raw_values, raw_counts;
-    raw->sparse(raw_values, raw_counts);
+    all->raw.sparse(raw_values, raw_counts);
     rate = {{"raw_values", raw_values},
             {"raw_counts", raw_counts},
-            {"slice_sum", slice_sum},
-            {"slice_n", slice_n}};
+            {"slice_sum", std::vector<uint64_t>(std::begin(all->slice_sum), std::end(all->slice_sum))},
+            {"slice_n", std::vector<uint64_t>(std::begin(all->slice_n), std::end(all->slice_n))}};
   }
   return {{"rate", rate},
           {"integrity",
