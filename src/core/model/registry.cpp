@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/model/mechanism.hpp"
 
@@ -15,12 +16,15 @@ void Registry::add(Mechanism m) {
   if (kinds != 1) throw std::logic_error(m.full_name() + ": give exactly one of transport, loop, workload");
   if (m.server && !m.workload)
     throw std::logic_error(m.full_name() + ": a server is started and driven by its suite's workload");
-  for (auto& o : mechanisms_)
-    if (o.full_name() == m.full_name()) throw std::logic_error(m.full_name() + " registered twice");
-  mechanisms_.push_back(std::move(m));
-  // Stable, readable order for `list` and runs: by suite, then by name.
-  std::stable_sort(mechanisms_.begin(), mechanisms_.end(),
-                   [](auto& a, auto& b) { return a.suite != b.suite ? a.suite < b.suite : a.name < b.name; });
+  // Kept in a stable, readable order for `list` and runs (by suite, then by name) by inserting each
+  // at its place: sorting the whole list again at every registration made start-up quadratic (a
+  // third of an ASan test program's start, which every unit test pays).
+  auto before = [](const Mechanism& a, const Mechanism& b) {
+    return std::tie(a.suite, a.name) < std::tie(b.suite, b.name);
+  };
+  auto [same, after] = std::equal_range(mechanisms_.begin(), mechanisms_.end(), m, before);
+  if (same != after) throw std::logic_error(m.full_name() + " registered twice");
+  mechanisms_.insert(after, std::move(m));
 }
 
 void Registry::add(Suite s) { suites_.push_back(std::move(s)); }
