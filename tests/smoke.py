@@ -27,6 +27,18 @@ with tempfile.TemporaryDirectory() as tmp:
     if proc.returncode not in (0, 1):
         sys.exit(f"ipclab run exited {proc.returncode}")
     doc = json.load(open(out))
+    # A 50 ms window can see no completion at all where a device pauses for longer (this VM's virtio
+    # disk does, mostly while it writes back): that point alone is measured again with a window of
+    # 0.5 s, and must then be ok. Any other failure stands.
+    for i, b in enumerate(doc["benchmarks"]):
+        if b["status"] == "failed" and b["error"] == "no operation completed in the measured window":
+            again = os.path.join(tmp, f"again{i}.json")
+            params = [a for k, v in b["params"].items() for a in ("-p", f"{k}={v}")]
+            print(f'{b["name"]}: no operation completed in 50 ms; measured again with a 0.5 s window')
+            subprocess.run([ipclab, "run", f'{b["suite"]}/{b["mechanism"]}', *params, "--duration", "0.5",
+                            "--warmup", "0.05", "--repetitions", "1", "--json", again],
+                           capture_output=True, text=True, timeout=120)
+            [doc["benchmarks"][i]] = json.load(open(again))["benchmarks"] if os.path.exists(again) else [b]
     # `ipclab list` is an index of suites (a row each, continuation lines indented, a closing hint
     # in backquotes); `ipclab list SUITE` names each mechanism on a line of its own.
     def listed(*args):

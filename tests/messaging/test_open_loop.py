@@ -52,6 +52,15 @@ def run(args, fault=None, duration=1.0, warmup=0.2):
     return recs[0]
 
 
+def wait_idle(seconds=20):
+    """Until the CPUs are 90% idle over 2 s (scripts/wait-idle.sh), at most `seconds`: work the
+    machine does beside a run (a build's write-back, another test's leftovers) takes the spinning
+    consumer away unseen by the sender's lateness, so a missed attempt is retried on a quiet
+    machine where one can be had."""
+    subprocess.run(["bash", os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "wait-idle.sh"),
+                    "90", str(seconds)], timeout=seconds + 10)
+
+
 def rate_run(rate, extra=(), fault=None, duration=1.0):
     return run([*RING, "-p", "pattern=rate", "-p", f"rate={rate}", *extra], fault=fault, duration=duration)
 
@@ -109,6 +118,7 @@ def test_poisson_arrivals_on_a_deterministic_server_wait_as_m_d_1():
             if 0.9 * lowest <= want <= 1.1 * high:
                 break
             misses.append(f"[{lowest:.0f}, {high:.0f}]")
+            wait_idle()
         else:
             pytest.fail(f"rho {rho}: Wq in {', '.join(misses)} ns over three runs, M/D/1 says {want:.0f} ns")
 
