@@ -27,14 +27,18 @@ with tempfile.TemporaryDirectory() as tmp:
     if proc.returncode not in (0, 1):
         sys.exit(f"ipclab run exited {proc.returncode}")
     doc = json.load(open(out))
-    # A 50 ms window can see no completion at all where a device pauses for longer (this VM's virtio
-    # disk does, mostly while it writes back): that point alone is measured again with a window of
-    # 0.5 s, and must then be ok. Any other failure stands.
+    # A disk can pause for longer than a 50 ms window, or than the 1 s stall limit: this VM's virtio
+    # disk does, most of all right after much writing (a fresh clone's build). A file IO point that
+    # failed so, and only that, is measured once again with a window of 0.5 s, and must then be ok;
+    # any other failure stands.
+    def device_paused(b):
+        return b["suite"] == "fileio" and b["status"] == "failed" and (
+            b["error"] == "no operation completed in the measured window" or b["error"].startswith("stalled:"))
     for i, b in enumerate(doc["benchmarks"]):
-        if b["status"] == "failed" and b["error"] == "no operation completed in the measured window":
+        if device_paused(b):
             again = os.path.join(tmp, f"again{i}.json")
             params = [a for k, v in b["params"].items() for a in ("-p", f"{k}={v}")]
-            print(f'{b["name"]}: no operation completed in 50 ms; measured again with a 0.5 s window')
+            print(f'{b["name"]}: {b["error"]}; measured again with a 0.5 s window')
             subprocess.run([ipclab, "run", f'{b["suite"]}/{b["mechanism"]}', *params, "--duration", "0.5",
                             "--warmup", "0.05", "--repetitions", "1", "--json", again],
                            capture_output=True, text=True, timeout=120)

@@ -86,7 +86,9 @@ def test_the_daemon_killed_mid_run_fails_it_at_once_and_nothing_is_left(tmp_path
     try:
         daemon = None
         while daemon is None and time.monotonic() - start < 5:
-            daemon = next((p[0] for p in processes() if p[1] == proc.pid and p[2] == "dbus-daemon"), None)
+            # The run's daemon, started from its configuration under tmp_path: not the
+            # `dbus-daemon --version` that ipclab runs first to record the library's version.
+            daemon = next((p[0] for p in our_daemons(tmp_path) if p[1] == proc.pid), None)
             time.sleep(0.05)
         assert daemon is not None, "no dbus-daemon child of ipclab appeared"
         time.sleep(0.5)  # well into the 5 s window
