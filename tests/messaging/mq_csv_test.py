@@ -51,7 +51,8 @@ def main():
         assert all(v >= 0 for v in ps) and ps == sorted(ps), ps
         # The reference's columns are the reservoir's, ours the histogram's.
         assert ps[0] == round(res["p50_us"], 2) and row["hist_p50us"] != ""
-        assert row["latency_sample"] == "1"
+        # Our stride: the one the producer chose (latency_sample=0), as the record says.
+        assert row["latency_sample"] == str(rec["extra"]["latency_sample"]), (row["latency_sample"], rec["extra"])
 
         # Without a reservoir: latencySample 0 and no reference percentiles (it wrote nan).
         os.remove(c)

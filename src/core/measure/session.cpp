@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -125,6 +127,27 @@ void sleep_ns(uint64_t ns) {
   timespec ts{time_t(ns / 1'000'000'000u), long(ns % 1'000'000'000u)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+}
+
+double clock_read_ns() {
+  static const double cost = [] {
+    constexpr int kReads = 1000;
+    double best = 1e9;
+    for (int batch = 0; batch < 5; ++batch) {
+      const uint64_t t0 = now_ns();
+      uint64_t last = t0;
+      for (int i = 0; i < kReads; ++i) last = now_ns();
+      best = std::min(best, double(last - t0) / kReads);
+    }
+    return best;
+  }();
+  return cost;
+}
+
+uint64_t Stamping::every_for(double op_ns, double clock_ns) {
+  if (!(op_ns > 0)) return 1;
+  const double n = std::ceil(2 * clock_ns / (kShare * op_ns));
+  return uint64_t(std::clamp(n, 1.0, double(kMaxEvery)));
 }
 
 void Session::guard_setup() {
@@ -643,10 +666,12 @@ void Session::Run::fold(const std::string& latency_kind) {
   for (const auto& why : peer_death_)
     if (!why.empty()) rec_.fail(why);
   std::map<std::string, CpuUsage> role_cpu;  // each role's CPU, workers and peers alike
+  uint64_t latency_sample = 0;               // the largest stride of the workers' stamps
   for (int i = 0; i < n_; ++i) {
     const WorkerResult& s = ctl_.slots[i];
     const WorkerSpec& w = workers_[size_t(i)];
     hist->merge(s.hist);
+    latency_sample = std::max(latency_sample, s.latency_sample);
     rec_.ops += s.ops;
     rec_.bytes += s.bytes;
     rec_.integrity += s.integrity;
@@ -672,6 +697,7 @@ void Session::Run::fold(const std::string& latency_kind) {
                      {"sys_s", c.sys_s},
                      {"per_op_ns", rec_.ops ? c.total_s() * 1e9 / double(rec_.ops) : 0.0}};
   rec_.extra["cpu_by_role"] = by_role;
+  if (latency_sample) rec_.extra["latency_sample"] = latency_sample;
   // The workers run on threads and processes of their own: this thread's polls are not theirs.
   if (s_.kernel_ && t_begin_)
     s_.kernel_->add_window(rec_.kernel, kernel0_, kernel1_, true,

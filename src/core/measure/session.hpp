@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/cancel.hpp"
+#include "core/base/clock.hpp"
 #include "core/base/cpu.hpp"
 #include "core/load/rate_trace.hpp"
 #include "core/measure/watchdog.hpp"
@@ -70,6 +71,7 @@ struct WorkerResult {
   std::atomic<int> finished{0};
   std::atomic<int> readied{0};  // its set-up (Worker::ready) is done: the endpoint or file opened
   uint64_t t_done = 0;          // when it finished inside the measured window (0: it did not)
+  uint64_t latency_sample = 0;  // every how many operations it took latency stamps (Stamping; 0: none)
   // The worker's own measured window: when it saw the measure phase and when it saw the stop (or
   // finished), each between two of its operations — the run's window for workers of whole
   // operations (WorkerSpec::whole_ops). Atomic: the coordinator follows a process_cpu worker's.
@@ -167,6 +169,38 @@ class Worker {
   CpuUsage begin_;
   bool open_ = false;
   bool holding_ = false;  // hold_warmup() without warmed() yet
+};
+
+/// Which of a loop's operations take latency stamps (two clock reads each): every `asked`-th; or,
+/// with asked 0 (`-p latency_sample=0`, the default), every one unless the two reads would cost more
+/// than kShare of an operation as the warm-up timed it, and then every Nth, N the fewest that keeps
+/// them within it. The clock's cost is this machine's (clock_read_ns), so a spinning ring is not
+/// slowed by a quarter by its own stamps, while a kernel transport keeps every one. Without a
+/// warm-up, every operation. The N used goes to the worker's slot (extra.latency_sample).
+class Stamping {
+ public:
+  static constexpr double kShare = 0.02;
+  static constexpr uint64_t kMaxEvery = 1024;
+  Stamping(uint64_t asked, WorkerResult& out) : every_(asked), out_(out) { out_.latency_sample = asked; }
+  /// Call once per operation with Worker::measuring() and the operation's number: whether to stamp it.
+  bool timed(bool measuring, uint64_t k) {
+    if (!every_) [[unlikely]] {
+      if (!measuring) {
+        if (!warm_ops_++) warm_start_ = now_ns();
+        return false;
+      }
+      every_ = warm_ops_ ? every_for(double(now_ns() - warm_start_) / double(warm_ops_), clock_read_ns()) : 1;
+      out_.latency_sample = every_;
+    }
+    return measuring && k % every_ == 0;
+  }
+  /// N for an operation of `op_ns` and a clock read of `clock_ns` (1 when op_ns is unknown).
+  static uint64_t every_for(double op_ns, double clock_ns);
+
+ private:
+  uint64_t every_;
+  WorkerResult& out_;
+  uint64_t warm_ops_ = 0, warm_start_ = 0;
 };
 
 /// A worker to start: where it runs and what it does.

@@ -32,8 +32,8 @@ struct TransportShape {
   uint64_t window_ns;
   size_t size;
   bool random;
-  bool sampled;  // verify=sample: the header, the tail and a word per 4 KiB page (message.hpp)
-  uint64_t sample;
+  bool sampled;        // verify=sample: the header, the tail and a word per 4 KiB page (message.hpp)
+  uint64_t sample;     // latency_sample: every how many messages are stamped, 0 for Stamping's choice
   uint64_t reservoir;  // latency_reservoir: 0, or the reference's reservoir size
   int producers, consumers;
   bool processes;
@@ -50,7 +50,7 @@ TransportShape shape_of(const Params& p) {
   t.size = size_t(p.i64("size"));
   t.random = p.has("random") && p.flag("random");
   t.sampled = p.str_or("verify", "full") == "sample";
-  t.sample = uint64_t(p.i64_or("latency_sample", 1));
+  t.sample = uint64_t(p.i64_or("latency_sample", 0));
   t.reservoir = uint64_t(p.i64_or("latency_reservoir", 0));
   t.producers = int(p.i64_or("producers", 1));
   t.consumers = int(p.i64_or("consumers", 1));
@@ -105,10 +105,11 @@ void roundtrip_client(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   uint64_t seq = 0;
   msg::encode(req.data(), t.size, {.seq = seq, .producer = uint32_t(index)}, t.random, t.sampled);
   const std::byte* last = prev.data();  // where the previous echo lies (in place: the transport's)
+  Stamping stamping(t.sample, out);
   w.ready();
   while (w.running()) {
     const bool measuring = w.measuring();
-    const bool timed = measuring && seq % t.sample == 0;
+    const bool timed = stamping.timed(measuring, seq);
     const uint64_t t0 = timed ? now_ns() : 0;
     fault.before_send();
     // Zero copy: the request is written where the server reads it, on the round trip (that write
@@ -196,12 +197,13 @@ void throughput_producer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   std::vector<std::byte> buf(t.size);
   auto& out = w.out();
   uint64_t seq = 0;
+  Stamping stamping(t.sample, out);
   w.ready();
   while (w.running()) {
     const bool measuring = w.measuring();
     msg::Header h{.seq = seq,
                   .producer = uint32_t(index),
-                  .send_ns = seq % t.sample == 0 ? now_ns() : 0,
+                  .send_ns = stamping.timed(measuring, seq) ? now_ns() : 0,
                   .flags = measuring ? uint32_t(msg::kMeasured) : 0u};
     std::byte* place = ep.send_buffer(buf.data(), t.size);  // zero copy: where the consumer reads it
     msg::encode(place, t.size, h, t.random, t.sampled);

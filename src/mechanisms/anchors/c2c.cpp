@@ -21,17 +21,18 @@ struct alignas(64) Line {
 constexpr uint64_t kDone = UINT64_MAX;
 
 void c2c(Session& s) {
-  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
+  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));  // 0: Stamping's choice
   auto line = std::make_unique<Line>();
   Line* l = line.get();
   std::vector<WorkerSpec> workers;
   workers.push_back({"client", 0, s.cpu_for(0), [l, sample](Worker& w) {
                        auto& out = w.out();
                        uint64_t k = 0, spins = 0;
+                       Stamping stamping(sample, out);
                        w.ready();
                        while (w.running()) {
                          const bool measuring = w.measuring();
-                         const bool timed = measuring && k % sample == 0;
+                         const bool timed = stamping.timed(measuring, k);
                          uint64_t t0 = timed ? now_ns() : 0;
                          // release/acquire: the value itself is the message, nothing else to publish.
                          l->value.store(2 * k + 1, std::memory_order_release);
@@ -73,13 +74,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "anchors",
     .name = "c2c",
     .help = "cache-line round trip between two CPUs (two spinning threads)",
-    .params = {std_params::placement({"cross", "unpinned"}, {"cross"}),
-               {.name = "latency_sample",
-                .type = ParamType::Int,
-                .def = "8",
-                .help = "time every Nth round trip (a clock read costs ~30 ns here)",
-                .min = 1,
-                .max = 1'000'000}},
+    .params = {std_params::placement({"cross", "unpinned"}, {"cross"}), std_params::latency_sample()},
     .workload = c2c,
 });
 

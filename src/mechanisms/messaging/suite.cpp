@@ -34,7 +34,9 @@ std::vector<std::string> row(const Record& r) {
           fmt::format("{:.2f}", secs > 0 ? double(r.bytes) / 1048576.0 / secs : 0.0), res_us("p50_us"),
           res_us("p90_us"), res_us("p95_us"), res_us("p99_us"), res_us("p999_us"),
           // Ours.
-          r.params.str_or("latency_sample", "1"),
+          // The stride used (latency_sample=0 lets the client choose it), else the one asked.
+          r.extra.contains("latency_sample") ? fmt::format("{}", r.extra["latency_sample"].get<uint64_t>())
+                                             : r.params.str_or("latency_sample", "1"),
           r.extra.contains("queue_depth_used") ? fmt::format("{}", r.extra["queue_depth_used"].get<int64_t>())
                                                : "",
           hist_us(&Latency::p50), hist_us(&Latency::p90), hist_us(&Latency::p95), hist_us(&Latency::p99),
