@@ -51,6 +51,12 @@ class FaultPoint {
   /// mechanism `mech` in a run of `duration_s`: corrupt, slow and ramp act on receivers, stall on its
   /// own role. (Nothing of the Session: a worker that cannot be stopped may outlive it.)
   FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w);
+  /// With the queue hook: says on stderr how late, on average, this side got the window's messages
+  /// done beyond their virtual completion and their send ("fault queue: N messages of the window,
+  /// done X ns late on average").
+  ~FaultPoint();
+  FaultPoint(const FaultPoint&) = delete;
+  FaultPoint& operator=(const FaultPoint&) = delete;
 
   /// Call before each send.
   void before_send() {
@@ -81,8 +87,9 @@ class FaultPoint {
   bool armed_ = false;  // any hook below applies to this side
   uint64_t corrupt_every_ = 0, slow_ns_ = 0, ramp_ns_ = 0, queue_ns_ = 0, stall_ns_ = 0, period_ns_ = 0;
   int crash_ = 0;  // crash: the signal, SIGABRT by abort(), SIGSEGV by a bad write, others raised
-  uint64_t window_ns_ = 0, ramp_start_ = 0;  // ramp: the window's length, and its start as seen here
-  uint64_t queue_done_ = 0;                  // queue: when the last message is done
+  uint64_t window_ns_ = 0, ramp_start_ = 0;       // ramp: the window's length, and its start as seen here
+  uint64_t queue_done_ = 0;                       // queue: when the last message is done
+  uint64_t queue_late_ns_ = 0, queue_taken_ = 0;  // queue: this side's lateness over the window's messages
   uint64_t half_window_ns_ = 0;
   uint64_t count_ = 0, window_seen_ = 0, next_stall_ = 0;
   bool stalled_ = false;
