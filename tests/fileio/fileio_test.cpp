@@ -40,7 +40,16 @@ class FileIo : public ::testing::Test {
     // still leaves completed reads in the window.
     opts.duration_s = 0.4;
     opts.warmup_s = 0.03;
-    return run_one(planned.at(0), opts, 0);
+    Record r = run_one(planned.at(0), opts, 0);
+    // A disk can pause for longer than the window, or than the stall limit (this VM's virtio disk
+    // does, most of all right after much writing): a point that failed so, and only so, is measured
+    // once more, as tests/smoke.py does. Any other failure stands.
+    if (r.status == Status::Failed &&
+        (r.error == "no operation completed in the measured window" || r.error.rfind("stalled:", 0) == 0)) {
+      std::fprintf(stderr, "%s: %s; measured again\n", r.name.c_str(), r.error.c_str());
+      r = run_one(planned.at(0), opts, 0);
+    }
+    return r;
   }
 
   std::string dir_;
