@@ -34,15 +34,6 @@ struct RateTrace {
   }
   /// Receiver, per measured message received at `now`, after recording the corrected latency
   /// (now − intended) in the worker's histogram. `window_ns`: the run's --duration.
-  /// Adds another worker's trace (the open-loop record folds its workers' so; a remote side its
-  /// receivers' before it sends them).
-  void merge(const RateTrace& o) {
-    raw.merge(o.raw);
-    lateness.merge(o.lateness);
-    sent += o.sent;
-    overdue += o.overdue;
-    for (int k = 0; k < kSlices; ++k) slice_sum[k] += o.slice_sum[k], slice_n[k] += o.slice_n[k];
-  }
   void received(uint64_t intended, uint64_t actual, uint64_t now, uint64_t window_ns) {
     raw.record(now > actual ? now - actual : 0);
     if (!first_intended) {
@@ -53,6 +44,15 @@ struct RateTrace {
     if (k >= uint64_t(kSlices)) k = kSlices - 1;
     slice_sum[k] += now > intended ? now - intended : 0;
     slice_n[k]++;
+  }
+  /// Adds another worker's trace (the open-loop record folds its workers' so; a remote side its
+  /// receivers' before it sends them).
+  void merge(const RateTrace& o) {
+    raw.merge(o.raw);
+    lateness.merge(o.lateness);
+    sent += o.sent;
+    overdue += o.overdue;
+    for (int k = 0; k < kSlices; ++k) slice_sum[k] += o.slice_sum[k], slice_n[k] += o.slice_n[k];
   }
 };
 
