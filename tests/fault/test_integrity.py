@@ -171,7 +171,7 @@ def queues(lab, pid, mech, count):
     return fifos(lab, count)
 
 
-def meddled_run(lab, mech, pattern, meddle, *, window=2.0, delay=0.5):
+def meddled_run(lab, mech, pattern, meddle, *, window=1.0, delay=0.3):
     """Runs `mech` with `pattern` for `window` s; `delay` s after its queues appear, calls
     `meddle(queues)` (requests first in a round trip). Returns (rc, stderr, the integrity record)."""
     out = lab.work / "r.json"

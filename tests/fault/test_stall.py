@@ -65,11 +65,15 @@ def wait_children(pid, count, comm, timeout=15.0, settled=0.1):
     pytest.fail(f"ipclab (pid {pid}) did not start {count} {comm} process(es) within {timeout} s")
 
 
-def freeze(pid, hold):
-    """SIGSTOPs `pid` for `hold` seconds, then SIGCONTs it (it may have been killed meanwhile)."""
+def freeze(pid, hold, run):
+    """SIGSTOPs `pid` for `hold` seconds, or until ipclab's process `run` (a Popen) has ended when
+    that comes first, then SIGCONTs it (it may have been killed meanwhile)."""
     os.kill(pid, signal.SIGSTOP)
     try:
-        time.sleep(hold)
+        try:
+            run.wait(timeout=hold)
+        except subprocess.TimeoutExpired:
+            pass
     finally:
         try:
             os.kill(pid, signal.SIGCONT)
@@ -109,15 +113,15 @@ def iteration(path):
 
 def frozen_process_run(lab, args, *, child, hold, window, delay=0.3, count=None, comm="ipclab"):
     """Starts ipclab with `args`; `delay` s after its `count` (default child + 1) children named
-    `comm` appear, freezes child number `child` (in pid order) for `hold` s. Returns (rc, stderr,
-    the frozen pid, wall seconds)."""
+    `comm` appear, freezes child number `child` (in pid order) for `hold` s, or until the run has
+    failed on it. Returns (rc, stderr, the frozen pid, wall seconds)."""
     t0 = time.monotonic()
     proc = lab.start("run", *args, *QUICK, "--duration", str(window))
     try:
         wait_children(proc.pid, count or child + 1, comm)
         time.sleep(delay)
         victim = wait_children(proc.pid, count or child + 1, comm)[child]
-        freeze(victim, hold)
+        freeze(victim, hold, proc)
         rc, _, err = finish(proc)
     finally:
         if proc.poll() is None:
