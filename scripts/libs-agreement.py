@@ -13,9 +13,10 @@ Sources: with --src DIR, DIR/libzmq and DIR/nng are checkouts (or `git archive` 
 libzmq and nng at the installed versions' tags (v4.3.4, v1.5.2 here); without it the script
 `git clone --depth 1 --branch <tag>`s them from GitHub into a temporary folder of its own. It
 writes only in that temporary folder (sources, tools, sockets, ipclab's TMPDIR), removed on every
-way out, and in --json's file; it starts every process itself, each in a session of its own,
-pinned with taskset, and kills what is left of them on every way out. Bad input is refused with
-exit 2 and one line naming the fix, before anything is created.
+way out, and in --json's file; it starts every process itself, each in a process group of its
+own (in this script's session: see Processes.start), pinned with taskset, and kills what is left
+of them on every way out. Bad input is refused with exit 2 and one line naming the fix, before
+anything is created.
 
 What is matched (ipclab's side), and what is not:
   zmq round trip:  socket=reqrep (local_lat binds a REP and sends each request back as it came,
@@ -172,8 +173,13 @@ class Processes:
         self.live = []
 
     def start(self, argv, **kw):
+        # A process group of its own (killpg), in this script's session: a session of its own
+        # would give each process its own scheduler autogroup (CONFIG_SCHED_AUTOGROUP), and two
+        # autogroups taking turns on one CPU made the tools' round trips 1.6x longer than the
+        # same two processes in one (nng 64 B: 86 against 54 us), where ipclab's two sides are
+        # always in one session.
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True, **kw)
+                             process_group=0, **kw)
         self.live.append(p)
         return p
 
