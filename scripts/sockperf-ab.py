@@ -54,12 +54,15 @@ def rate_value(text):
 
 def sockperf_run(proto, seconds, cpus, client):
     """A sockperf server on the first of `cpus` and one client run (`client`: its mode and options)
-    on the last; the client's output."""
+    on the last; the client's output. Both stay in this script's session, as ipclab's two sides
+    stay in one: a session of its own would give the server a scheduler autogroup of its own
+    (CONFIG_SCHED_AUTOGROUP), and on one CPU two autogroups take turns as groups, which slowed
+    nng's own tool pair by half (docs/libs.md, "Sessions and the scheduler")."""
     port = free_port()
     tcp = ["--tcp"] if proto == "tcp" else []
     server = subprocess.Popen(["taskset", "-c", str(cpus[0]), "sockperf", "server", "-i", "127.0.0.1", "-p",
                                str(port), *tcp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+                              process_group=0)  # killpg's group, in this session: see below
     try:
         time.sleep(0.3)
         return subprocess.run(["taskset", "-c", str(cpus[-1]), "sockperf", client[0], "-i", "127.0.0.1", "-p",
