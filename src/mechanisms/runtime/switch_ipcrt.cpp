@@ -1,5 +1,6 @@
 // runtime/switch_ipcrt: one task yields n times on ipcrt (reference 003's "coroutine switch"):
-// each co_await yield() requeues the task at the back of the ready queue and the loop resumes it.
+// each co_await yield() goes through the runtime's yield (runtime::yield_inline): with no other task
+// ready, the task goes on at once, as a round trip through the ready queue would have it do.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <ipcrt/ipcrt.hpp>
 
