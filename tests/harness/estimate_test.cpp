@@ -92,6 +92,11 @@ TEST(Estimate, AMechanismOfFixedWorkIsEstimatedAtItsOwnLengthWhateverTheWindow) 
   EXPECT_LT(fit.fitted.duration_s, 1.0);
   EXPECT_LE(fit.estimate_s, 4 * 3 * 0.7 + 3 * 0.11 + 1e-9);
   EXPECT_NEAR(estimate_point(rt[0], fit.fitted, model), 3 * 0.11, 1e-9);
+  // One that ends a little before its window (servers' wave of 1000 clients: 0.19 s of 0.3 s) is
+  // fixed work too, estimated at its own length, not at the window it does not wait for.
+  for (int i = 0; i < 3; ++i) model.learn("servers/epoll_et", 0.19, 0.3);
+  ASSERT_TRUE(model.fixed_s("servers/epoll_et"));
+  EXPECT_DOUBLE_EQ(*model.fixed_s("servers/epoll_et"), 0.19);
   // A mechanism that lasts its window is not taken for fixed work by one short repetition.
   for (int i = 0; i < 3; ++i) model.learn("messaging/pipe", 1.25, 1.2);
   model.learn("messaging/pipe", 0.3, 1.2);

@@ -137,7 +137,7 @@ std::optional<double> CostModel::Observations::fixed_s() const {
     walls.push_back(std::max(0.0, planned[i] + recent[i]));
     shares.push_back(walls.back() / planned[i]);
   }
-  if (median_of(shares) >= 0.5) return std::nullopt;
+  if (median_of(shares) >= 1) return std::nullopt;
   return median_of(walls);
 }
 

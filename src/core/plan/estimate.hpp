@@ -42,10 +42,12 @@ class CostModel {
   /// ("suite/name"): the point's own when it was learned, else its mechanism's, else
   /// kDefaultOverheadS.
   double overhead_s(const std::string& mechanism, const std::string& point = {}) const;
-  /// For a mechanism whose repetitions do a fixed amount of work and end well before their warm-up
-  /// and window (most recent ones under half of them: runtime's n operations, servers' wave of
-  /// clients), the seconds a repetition takes, which no window changes (the point's own when it was
-  /// learned, as overhead_s); nullopt otherwise.
+  /// For a mechanism whose repetitions do a fixed amount of work and end before their warm-up and
+  /// window are over (most recent ones: runtime's n operations, servers' wave of clients), the
+  /// seconds a repetition takes, which no window changes (the point's own when it was learned, as
+  /// overhead_s); nullopt otherwise. A repetition that follows its window lasts at least that
+  /// window, so ending sooner is the sign; a point ending at 0.6 of it was estimated at its whole
+  /// window before, 1.6 times too long.
   std::optional<double> fixed_s(const std::string& mechanism, const std::string& point = {}) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
