@@ -57,12 +57,12 @@ def sockperf_run(proto, seconds, cpus, client):
     on the last; the client's output. Both stay in this script's session, as ipclab's two sides
     stay in one: a session of its own would give the server a scheduler autogroup of its own
     (CONFIG_SCHED_AUTOGROUP), and on one CPU two autogroups take turns as groups, which slowed
-    nng's own tool pair by half (docs/libs.md, "Sessions and the scheduler")."""
+    nng's own tool pair by 60% (docs/libs.md, "Sessions and the scheduler")."""
     port = free_port()
     tcp = ["--tcp"] if proto == "tcp" else []
     server = subprocess.Popen(["taskset", "-c", str(cpus[0]), "sockperf", "server", "-i", "127.0.0.1", "-p",
                                str(port), *tcp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              process_group=0)  # killpg's group, in this session: see below
+                              process_group=0)  # killpg's group, in this session: see above
     try:
         time.sleep(0.3)
         return subprocess.run(["taskset", "-c", str(cpus[-1]), "sockperf", client[0], "-i", "127.0.0.1", "-p",
