@@ -175,9 +175,8 @@ class Processes:
     def start(self, argv, **kw):
         # A process group of its own (killpg), in this script's session: a session of its own
         # would give each process its own scheduler autogroup (CONFIG_SCHED_AUTOGROUP), and two
-        # autogroups taking turns on one CPU made the tools' round trips 1.6x longer than the
-        # same two processes in one (nng 64 B: 86 against 54 us), where ipclab's two sides are
-        # always in one session.
+        # autogroups take turns on one CPU as groups, which slows the tools' round trips there,
+        # where ipclab's two sides are always in one session (docs/libs.md).
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              process_group=0, **kw)
         self.live.append(p)

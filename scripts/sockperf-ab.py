@@ -56,8 +56,8 @@ def sockperf_run(proto, seconds, cpus, client):
     """A sockperf server on the first of `cpus` and one client run (`client`: its mode and options)
     on the last; the client's output. Both stay in this script's session, as ipclab's two sides
     stay in one: a session of its own would give the server a scheduler autogroup of its own
-    (CONFIG_SCHED_AUTOGROUP), and on one CPU two autogroups take turns as groups, which slowed
-    nng's own tool pair by 60% (docs/libs.md, "Sessions and the scheduler")."""
+    (CONFIG_SCHED_AUTOGROUP), and on one CPU two autogroups take turns as groups (docs/libs.md,
+    "Sessions and the scheduler")."""
     port = free_port()
     tcp = ["--tcp"] if proto == "tcp" else []
     server = subprocess.Popen(["taskset", "-c", str(cpus[0]), "sockperf", "server", "-i", "127.0.0.1", "-p",

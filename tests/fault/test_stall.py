@@ -70,10 +70,9 @@ def freeze(pid, hold, run):
     that comes first, then SIGCONTs it (it may have been killed meanwhile)."""
     os.kill(pid, signal.SIGSTOP)
     try:
-        try:
-            run.wait(timeout=hold)
-        except subprocess.TimeoutExpired:
-            pass
+        run.wait(timeout=hold)
+    except subprocess.TimeoutExpired:
+        pass
     finally:
         try:
             os.kill(pid, signal.SIGCONT)

@@ -46,8 +46,7 @@ class CostModel {
   /// window are over (most recent ones: runtime's n operations, servers' wave of clients), the
   /// seconds a repetition takes, which no window changes (the point's own when it was learned, as
   /// overhead_s); nullopt otherwise. A repetition that follows its window lasts at least that
-  /// window, so ending sooner is the sign; a point ending at 0.6 of it was estimated at its whole
-  /// window before, 1.6 times too long.
+  /// window, so ending sooner is the sign.
   std::optional<double> fixed_s(const std::string& mechanism, const std::string& point = {}) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }
