@@ -46,6 +46,20 @@ TEST_P(Libs, EveryEndpointAndPatternDeliversEveryMessageIntact) {
       }
 }
 
+// message=copy: sent from the sender's own buffer, which the library copies (zmq_send, nng_send);
+// message=msg, the default, is the tests above (a message of the library's, handed over).
+TEST_P(Libs, CopiedMessagesArriveIntactInBothPatterns) {
+  const std::string lib = GetParam();
+  for (std::string pattern : {"throughput", "roundtrip"}) {
+    const Record r = run_lib(
+        lib, {{"message", {"copy"}}, {"pattern", {pattern}}, {"size", {"4K"}}, {"placement", {"unpinned"}}});
+    ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+    EXPECT_GT(r.ops, 0u) << r.name;
+    EXPECT_TRUE(r.integrity.clean()) << r.name;
+    EXPECT_EQ(r.params.str("message"), "copy") << r.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Libs, ::testing::Values("zmq", "nng"),
                          [](const auto& info) { return info.param; });
 

@@ -1,7 +1,10 @@
 // libs/nng: nng (nanomsg-next-gen) pair1 sockets between the two sides, over ipc:// (a Unix stream
 // socket), tcp:// (loopback) or inproc:// (threads only). The receiving side listens, the
-// sending side dials. A message is sent with nng_send (the library copies it) and received with
-// nng_recvmsg, looked at where the library put it. Every wait is bounded (100 ms timeouts,
+// sending side dials. A message is written into an nng_msg of the library's (nng_msg_alloc) and
+// handed over with nng_sendmsg, as nng's perf tool sends (-p message=msg), or sent from the
+// caller's buffer with nng_send, which copies it (message=copy); it is received with nng_recvmsg,
+// looked at where the library put it, and a round trip's server sends that very message back
+// (message=msg, as the perf tool's latency server does). Every wait is bounded (100 ms timeouts,
 // retried) so that an aborted run ends. nng has no linger: a socket closed with a message still
 // queued drops it, so the side that sent a stop marker waits (at most 5 s) for the receiver's
 // one-byte acknowledgement of it before it closes. nng's threads are process-wide and do not survive
@@ -40,7 +43,8 @@ std::string nng_library_version() { return nng_version(); }
 
 class NngEndpoint final : public InPlaceEndpoint {
  public:
-  NngEndpoint(Rendezvous& rv, const std::string& address, bool listens, int buffers) {
+  NngEndpoint(Rendezvous& rv, const std::string& address, bool listens, int buffers, bool in_msg)
+      : in_msg_(in_msg) {
     check_nng(nng_pair1_open(&sock_), "nng_pair1_open");
     open_ = true;
     check_nng(nng_socket_set_int(sock_, NNG_OPT_SENDBUF, buffers), "send-buffer");
@@ -67,7 +71,8 @@ class NngEndpoint final : public InPlaceEndpoint {
   }
   ~NngEndpoint() override {
     if (msg_) nng_msg_free(msg_);
-    msg_ = nullptr;
+    if (out_) nng_msg_free(out_);
+    msg_ = out_ = nullptr;
     for (int tries = 0; stop_sent_ && tries < 50; ++tries) {  // 50 x the 100 ms receive timeout
       nng_msg* m = nullptr;
       if (nng_recvmsg(sock_, &m, 0) != 0) continue;
@@ -78,9 +83,26 @@ class NngEndpoint final : public InPlaceEndpoint {
     if (open_) nng_close(sock_);
   }
 
+  // message=msg: the next message is written straight into a message of the library's.
+  std::byte* send_buffer(std::byte* own, size_t len) override {
+    if (!in_msg_) return own;
+    if (!out_) check_nng(nng_msg_alloc(&out_, len), "nng_msg_alloc");
+    return static_cast<std::byte*>(nng_msg_body(out_));
+  }
+
   void send(const std::byte* data, size_t len) override {
-    for (int rc; (rc = nng_send(sock_, const_cast<std::byte*>(data), len, 0)) != 0;) retry(rc, "nng_send");
+    // Read before sending: a message handed over is the library's.
     if (msg::is_stop(data, len)) stop_sent_ = true;
+    if (out_ && data == nng_msg_body(out_) && nng_msg_len(out_) == len) {
+      for (int rc; (rc = nng_sendmsg(sock_, out_, 0)) != 0;) retry(rc, "nng_sendmsg");  // then the library's
+      out_ = nullptr;
+    } else if (in_msg_ && msg_ && len > 0 && data == nng_msg_body(msg_) && nng_msg_len(msg_) == len) {
+      // The echo of the message just received, sent back as it is: nothing is copied.
+      for (int rc; (rc = nng_sendmsg(sock_, msg_, 0)) != 0;) retry(rc, "nng_sendmsg");
+      msg_ = nullptr;
+    } else {
+      for (int rc; (rc = nng_send(sock_, const_cast<std::byte*>(data), len, 0)) != 0;) retry(rc, "nng_send");
+    }
   }
 
   std::byte* recv_in_place(std::byte*, size_t len) override {
@@ -106,23 +128,26 @@ class NngEndpoint final : public InPlaceEndpoint {
     check_nng(rc, what);
   }
   nng_socket sock_ = NNG_SOCKET_INITIALIZER;
-  bool open_ = false, stop_sent_ = false;
-  nng_msg* msg_ = nullptr;
+  bool in_msg_, open_ = false, stop_sent_ = false;
+  nng_msg* msg_ = nullptr;  // the last message received, until the next receive
+  nng_msg* out_ = nullptr;  // message=msg: the next message to send, while the harness writes it
 };
 
 class NngTransport final : public LibraryTransport {
  public:
   explicit NngTransport(const Params& p, const Half* half = nullptr)
       : LibraryTransport(p, "nng", "nng " + nng_library_version(), "", half),
-        buffers_(int(p.i64("buffers"))) {
+        buffers_(int(p.i64("buffers"))),
+        in_msg_(p.str("message") == "msg") {
     g_nng_fork_rule.admit(p);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
-    return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer, buffers_);
+    return std::make_unique<NngEndpoint>(rendezvous(), address_, role == Role::Consumer, buffers_, in_msg_);
   }
 
  private:
   int buffers_;
+  bool in_msg_;
 };
 
 const LibraryVersion kNngVersion{"nng", nng_library_version};  // in every result's environment block
@@ -141,7 +166,15 @@ IPCLAB_REGISTER(Mechanism{
                                "message in flight)",
                        .full = {"0", "128"},
                        .min = 0,
-                       .max = 8192}}),
+                       .max = 8192},
+                      {.name = "message",
+                       .type = ParamType::String,
+                       .def = "msg",
+                       .choices = {"msg", "copy"},
+                       .help = "msg: written into an nng_msg of the library's (nng_msg_alloc) and handed "
+                               "over with nng_sendmsg, as nng's perf tool sends; copy: nng_send from the "
+                               "sender's own buffer, which the library copies",
+                       .full = {"msg", "copy"}}}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<NngTransport>(p);
     },
