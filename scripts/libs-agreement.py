@@ -43,16 +43,28 @@ Units, so that both columns mean the same thing:
                doubles it. ipclab's figure is its time per op (window / round trips).
   throughput:  messages per second received (local_thr's figure; ipclab's ops per second).
 
-iceoryx: its iceperf (iceoryx_examples/iceperf at v2.0.3) is not built. It links
-iceoryx_binding_c for its C-API variant, which Debian's iceoryx 2.0.3 packages do not ship, so
-the example cannot be built as published against the installed library (only with its C variant
-cut out of the sources); it needs a RouDi of its own (iceperf-roudi, a static configuration)
-where iceoryx 2.0's fixed names allow one RouDi per machine — the one ipclab's libs/iceoryx starts
-for itself; and it measures round trips only.
+iceoryx: its iceperf (iceoryx_examples/iceperf at the installed version's tag, v2.0.3 here),
+built as published: it links iceoryx_binding_c for its C-API variant, which Debian's iceoryx
+packages do not ship, so the script first builds that library from the same tag (a static
+library, against the installed iceoryx_posh) and then iceperf against both; its RouDi is the
+example's own (iceperf-roudi, a static configuration). iceoryx 2.0 gives every RouDi the same
+machine-wide names (/tmp/roudi, /dev/shm/iceoryx_mgmt, ...), and iceperf's leader unlinks fixed
+message-queue and socket names as it starts, so the three programs run in a mount and IPC
+namespace of their own (unshare; root, or a user namespace), with empty tmpfs mounts on /tmp and
+/dev/shm: they never see, remove or block on another RouDi's names (ipclab's own included), and
+everything they make goes with the namespace. Matched: iceperf measures round trips only, its
+follower spinning on its subscriber (take() in a loop) — ipclab runs -p wait=spin, and only
+across two CPUs (two spinning sides on one CPU wait out each other's time slices; ipclab refuses
+that pairing); its sizes are 1 kB to 4 MB, so 4K and 64K only (no 64-byte point). It prints the
+half round trip with two significant digits (elapsed / (2 x round trips)); the script doubles it.
+Not matched: iceperf's messages carry a 12-byte header and nothing else is written or read,
+where ipclab with verify=sample writes and checks one word per 4 KiB page, and its server copies
+those words into the echo (docs/libs.md).
 
 It measures: run it with nothing else running; the figures of a busy machine say little.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -69,8 +81,13 @@ TOOLS = {  # library -> (GitHub repository, the tag of a version, the files the 
     "zmq": ("https://github.com/zeromq/libzmq", "v{}",
             ["perf/local_lat.cpp", "perf/remote_lat.cpp", "perf/local_thr.cpp", "perf/remote_thr.cpp"]),
     "nng": ("https://github.com/nanomsg/nng", "v{}", ["src/tools/perf/perf.c"]),
+    "iceoryx": ("https://github.com/eclipse-iceoryx/iceoryx", "v{}",
+                ["iceoryx_binding_c/CMakeLists.txt", "iceoryx_examples/iceperf/CMakeLists.txt",
+                 "iceoryx_examples/iceperf/roudi_main_static_config.cpp"]),
 }
-CHECKOUT = {"zmq": "libzmq", "nng": "nng"}  # folder names under --src
+CHECKOUT = {"zmq": "libzmq", "nng": "nng", "iceoryx": "iceoryx"}  # folder names under --src
+LIBS = list(TOOLS)
+LIBRARY = {"zmq": "libzmq", "nng": "nng", "iceoryx": "iceoryx"}  # names in the record and in ipclab's context
 SIZES = {"64": 64, "4K": 4096, "64K": 65536}
 MIN_COUNT = {"roundtrip": 2000, "throughput": 20000}
 UNITS = {"roundtrip": "µs per round trip (mean)", "throughput": "messages/s"}
@@ -93,8 +110,9 @@ def parse_args(argv):
     ap = Parser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ipclab", default="build/release/ipclab", help="the ipclab binary")
-    ap.add_argument("--src", help="a folder holding libzmq/ and nng/ checkouts at the installed versions' tags")
-    ap.add_argument("--libs", default="zmq,nng", help="zmq, nng or both (default)")
+    ap.add_argument("--src", help="a folder holding libzmq/, nng/ and iceoryx/ checkouts at the installed "
+                                   "versions' tags")
+    ap.add_argument("--libs", default=",".join(LIBS), help="among zmq, nng and iceoryx (default: all three)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds, each running the tool and ipclab once (3)")
     ap.add_argument("--sizes", default="64,4K,64K", help="message sizes among 64, 4K, 64K")
     ap.add_argument("--placements", default="same,cross", help="same, cross or both")
@@ -120,7 +138,7 @@ def split(text, allowed, what):
 
 def installed_versions(libs):
     """The installed libraries' versions: pkg-config for libzmq, nng's header (Debian ships no
-    nng.pc) for nng."""
+    nng.pc) for nng, its versions header for iceoryx."""
     found = {}
     if "zmq" in libs:
         r = subprocess.run(["pkg-config", "--modversion", "libzmq"], capture_output=True, text=True)
@@ -137,7 +155,60 @@ def installed_versions(libs):
         if not all(parts):
             refuse(f"{header} names no NNG_MAJOR/MINOR/PATCH_VERSION: install nng's own headers (libnng-dev)")
         found["nng"] = ".".join(m.group(1) for m in parts)
+    if "iceoryx" in libs:
+        headers = sorted(glob.glob("/usr/include/iceoryx/v*/iceoryx_versions.hpp"))
+        text = open(headers[-1]).read() if headers else ""
+        parts = [re.search(rf"#define ICEORYX_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
+        if not all(parts):
+            refuse("iceoryx is not installed (/usr/include/iceoryx/v*/iceoryx_versions.hpp): "
+                   "apt install libiceoryx-posh-dev, or --libs zmq,nng")
+        found["iceoryx"] = ".".join(m.group(1) for m in parts)
     return found
+
+
+# iceperf's three programs in a mount and IPC namespace of their own (see the docstring), run by
+# this shell from the folder they were built in: it holds that folder as its working directory
+# before the empty /tmp is mounted over the one that folder lies in. Arguments: the leader's CPU,
+# the follower's, RouDi's, the round trips per size. RouDi is stopped with SIGTERM, as its
+# documentation asks; on any other way out (a program that fails, `set -e`) the shell kills the
+# two it started in the background before it exits, each only while it is still its unreaped
+# child; a run killed outright (the process group) takes the namespace, and all it made, with it.
+ICEPERF_SH = r"""
+set -eu
+roudi= follower=
+trap 'for p in $follower $roudi; do kill -KILL "$p" 2> /dev/null || true; done' EXIT
+mount -t tmpfs -o mode=1777 libs-agreement /tmp
+mount -t tmpfs -o mode=1777 libs-agreement /dev/shm
+taskset -c "$3" ./iceperf-roudi > roudi.log 2>&1 &
+roudi=$!
+tries=0
+until grep -q "RouDi is ready for clients" roudi.log; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 1000 ] || ! kill -0 "$roudi" 2> /dev/null; then
+    echo "iceperf-roudi did not start: $(tail -n 5 roudi.log)"; exit 1
+  fi
+  sleep 0.01
+done
+taskset -c "$2" ./iceperf-bench-follower > follower.log 2>&1 &
+follower=$!
+taskset -c "$1" ./iceperf-bench-leader -n "$4" -t iceoryx-cpp-api
+wait "$follower"
+follower=
+kill -TERM "$roudi"
+wait "$roudi" || true
+roudi=
+"""
+
+
+def namespace_argv():
+    """How this process makes a mount and IPC namespace of its own: as root, or in a user
+    namespace mapping it to root; None when neither works here."""
+    for extra in ([], ["--map-root-user"]):
+        argv = ["unshare", *extra, "--mount", "--ipc", "--propagation", "private"]
+        r = subprocess.run([*argv, "true"], capture_output=True)
+        if r.returncode == 0:
+            return argv
+    return None
 
 
 def check_src(src, libs, versions):
@@ -264,13 +335,32 @@ def build_tools(libs, roots, work):
         run_checked(["cc", "-O2", "-DNNG_HAVE_PAIR1", "-o", exe, os.path.join(roots["nng"], "src/tools/perf/perf.c"),
                      "-lnng", "-lpthread"], "building nng's perf")
         tools["nng"] = {name: [exe, "-m", name] for name in ("local_lat", "remote_lat", "local_thr", "remote_thr")}
+    if "iceoryx" in libs:
+        # iceoryx_binding_c as a static library, so that iceperf needs nothing from the work folder
+        # at run time (its namespace hides that folder behind an empty /tmp); then the example,
+        # finding both through CMake as its CMakeLists.txt asks.
+        base = os.path.join(work, "iceoryx")
+        prefix, jobs = os.path.join(base, "prefix"), str(max(1, len(os.sched_getaffinity(0))))
+        for what, source, build, extra in (
+                ("iceoryx_binding_c", "iceoryx_binding_c", "binding_c",
+                 ["-DBUILD_SHARED_LIBS=OFF", f"-DCMAKE_INSTALL_PREFIX={prefix}"]),
+                ("iceperf", "iceoryx_examples/iceperf", "iceperf", [f"-DCMAKE_PREFIX_PATH={prefix}"])):
+            folder = os.path.join(base, build)
+            run_checked(["cmake", "-S", os.path.join(roots["iceoryx"], source), "-B", folder,
+                         "-DCMAKE_BUILD_TYPE=Release", *extra], f"configuring iceoryx's {what}")
+            run_checked(["cmake", "--build", folder, "-j", jobs, *(["--target", "install"] if build == "binding_c" else [])],
+                        f"building iceoryx's {what}")
+        folder = os.path.join(base, "iceperf")
+        tools["iceoryx"] = {name: [os.path.join(folder, name)]
+                            for name in ("iceperf-roudi", "iceperf-bench-leader", "iceperf-bench-follower")}
     return tools
 
 
 def linked_library(exe):
-    """The library file the dynamic loader gives `exe` for libzmq or nng (its name holds the version)."""
+    """The library file the dynamic loader gives `exe` for libzmq, nng or iceoryx (its name holds
+    the version)."""
     out = run_checked(["ldd", exe], f"ldd {exe}")
-    m = re.search(r"lib(zmq|nng)\.so[.\d]* => (\S+)", out)
+    m = re.search(r"lib(zmq|nng|iceoryx_posh)\.so[.\d]* => (\S+)", out)
     return os.path.realpath(m.group(2)) if m else None
 
 
@@ -332,13 +422,40 @@ def tool_run(procs, tools, lib, pattern, size, cpus, addresses, count):
     return float(m.group(1))
 
 
+def iceperf_run(procs, tools, size, cpus, count, namespace):
+    """One run of iceperf (C++ API): µs per round trip at `size` bytes, from the row of the
+    table it prints for every size (each `count` round trips)."""
+    folder = os.path.dirname(tools["iceoryx"]["iceperf-roudi"][0])
+    p = procs.start([*namespace, "sh", "-c", ICEPERF_SH, "iceperf", str(cpus[0]), str(cpus[1]),
+                     f"{cpus[0]},{cpus[1]}", str(count)], cwd=folder)
+    out = procs.finish(p, 60 + 13 * count * 1e-3)  # 13 sizes; a millisecond a round trip is far past any working run
+    m = re.search(rf"^\|\s*{size // 1024}\s*\|\s*([0-9.e+]+)\s*\|", out, re.M)
+    if not m:
+        raise RuntimeError(f"iceperf-bench-leader printed no row for {size // 1024} kB: {out[-600:]!r}")
+    return 2 * float(m.group(1))  # half a round trip, as iceperf prints it
+
+
+def not_run(lib, pattern, size_text, placement):
+    """Why a cell of the grid is not measured for `lib`, or None."""
+    if lib != "iceoryx":
+        return None
+    if pattern != "roundtrip":
+        return "iceperf measures round trips only"
+    if placement == "same":
+        return "iceperf's follower spins: two spinning sides on one CPU wait out each other's time slices"
+    if SIZES[size_text] % 1024:
+        return "iceperf's sizes are 1 kB to 4 MB"
+    return None
+
+
 def ipclab_args(lib, pattern):
     """The ipclab parameters that make its run the tool's (see the docstring)."""
-    common = ["-p", "message=msg"] if lib == "zmq" else []
     if lib == "zmq":
-        common += ["-p", "socket=" + ("reqrep" if pattern == "roundtrip" else "pushpull")]
+        common = ["-p", "message=msg", "-p", "socket=" + ("reqrep" if pattern == "roundtrip" else "pushpull")]
+    elif lib == "nng":
+        common = ["-p", "buffers=" + ("0" if pattern == "roundtrip" else "128")]
     else:
-        common += ["-p", "buffers=" + ("0" if pattern == "roundtrip" else "128")]
+        common = ["-p", "wait=spin"]
     return common + ["-p", "verify=sample"]
 
 
@@ -346,8 +463,8 @@ def ipclab_run(procs, binary, lib, pattern, size_text, placement, endpoint, cpus
     """One ipclab run: its figure in the table's unit, its rate (ops/s) and its record's name."""
     out = os.path.join(work, "ipclab.json")
     argv = [binary, "run", f"libs/{lib}", "-p", f"pattern={pattern}", "-p", f"size={size_text}",
-            "-p", "mode=processes", "-p", f"placement={placement}", "-p", f"endpoint={endpoint}",
-            *ipclab_args(lib, pattern), "--cpus", f"{cpus[0]},{cpus[1]}", "--duration", str(seconds),
+            "-p", "mode=processes", "-p", f"placement={placement}",
+            *([] if lib == "iceoryx" else ["-p", f"endpoint={endpoint}"]), *ipclab_args(lib, pattern), "--cpus", f"{cpus[0]},{cpus[1]}", "--duration", str(seconds),
             "--warmup", str(min(0.5, seconds / 4)), "--repetitions", "1", "--json", out]
     p = procs.start(argv, env={**os.environ, "TMPDIR": work})
     procs.finish(p, 120 + 5 * seconds)
@@ -365,12 +482,20 @@ def ipclab_run(procs, binary, lib, pattern, size_text, placement, endpoint, cpus
 # ---------------------------------------------------------------------------------------------
 # The table.
 
+def paired_ratio(cell):
+    """Each round's ipclab figure over the tool's run right after it, the median of those: two
+    runs next to each other share the machine's state (on a VM, where the host has put the two
+    vCPUs), which the two columns' medians need not. None without a whole round."""
+    pairs = [i / t for i, t in zip(cell["ipclab"], cell["tool"]) if t]
+    return statistics.median(pairs) if pairs else None
+
+
 def table(doc, markdown):
     lines = []
     head = ["library", "pattern", "size", "placement", "tool", "ipclab", "ipclab / tool", "rounds (tool | ipclab)"]
-    info = (f"# {doc['endpoint']} endpoint, processes, medians of {doc['rounds']} alternating rounds; "
+    info = (f"# {doc['endpoint']} endpoint (zmq, nng), processes, medians of {doc['rounds']} alternating rounds; "
             f"round trip: {UNITS['roundtrip']} (the tools' 'average latency' x 2, ipclab's time per op); "
-            f"throughput: {UNITS['throughput']} received. "
+            f"throughput: {UNITS['throughput']} received; ipclab / tool: the median of the rounds' ratios. "
             f"Versions: {', '.join(f'{k} {v}' for k, v in doc['versions'].items())}. "
             f"Load {doc['load'][0]:.2f} before, {doc['load'][1]:.2f} after; {doc['when']}.")
     rows = []
@@ -379,7 +504,8 @@ def table(doc, markdown):
             if v is None:
                 return "—"
             return f"{v:.1f} µs" if pattern == "roundtrip" else f"{v / 1000:.1f} k/s"
-        ratio = f"{c['ratio']:.2f}" if c.get("ratio") is not None else "—"
+        r = paired_ratio(c)
+        ratio = f"{r:.2f}" if r is not None else "—"
         rounds = ", ".join(f"{v:.1f}" if c["pattern"] == "roundtrip" else f"{v / 1000:.0f}k" for v in c["tool"])
         rounds += " | " + ", ".join(f"{v:.1f}" if c["pattern"] == "roundtrip" else f"{v / 1000:.0f}k"
                                     for v in c["ipclab"])
@@ -400,6 +526,13 @@ def table(doc, markdown):
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
         lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
         lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip() for r in rows]
+    if doc.get("not_run"):
+        lines.append("")
+        lines.append("Not run:" if markdown else "# not run:")
+        grouped = {}
+        for n in doc["not_run"]:
+            grouped.setdefault(n["why"], []).append(n["cell"])
+        lines += [f"{'- ' if markdown else '#   '}{', '.join(cells)}: {why}" for why, cells in grouped.items()]
     return "\n".join(lines)
 
 
@@ -415,7 +548,7 @@ def main(argv):
             refuse(f"--from {a.from_json}: not a file this script wrote ({e!r}); give the file of an earlier --json")
         print(text)
         return 0
-    libs = split(a.libs, ["zmq", "nng"], "libs")
+    libs = split(a.libs, LIBS, "libs")
     sizes = split(a.sizes, list(SIZES), "sizes")
     placements = split(a.placements, ["same", "cross"], "placements")
     patterns = split(a.patterns, ["roundtrip", "throughput"], "patterns")
@@ -441,6 +574,8 @@ def main(argv):
     needed = {"taskset": "util-linux", "cc": "gcc", "c++": "g++", "ldd": "libc-bin", "pkg-config": "pkg-config"}
     if not a.src:
         needed["git"] = "git"
+    if "iceoryx" in libs:
+        needed.update({"cmake": "cmake", "unshare": "util-linux", "sh": "dash"})
     for tool, package in needed.items():
         if not shutil.which(tool):
             refuse(f"{tool} is not installed: apt install {package}")
@@ -449,6 +584,12 @@ def main(argv):
     versions = installed_versions(libs)
     if a.src:
         check_src(a.src, libs, versions)
+    namespace = None
+    if "iceoryx" in libs:
+        namespace = namespace_argv()  # makes a namespace and leaves it at once: nothing to remove
+        if namespace is None:
+            refuse("iceperf needs a mount and IPC namespace of its own (unshare --mount --ipc), which this "
+                   "user cannot make: run as root, allow user namespaces, or --libs zmq,nng")
 
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)  # through the finally below: processes killed, folder removed
@@ -463,7 +604,7 @@ def main(argv):
         doc = {
             "script": "scripts/libs-agreement.py",
             "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-            "versions": {("libzmq" if l == "zmq" else l): versions[l] for l in libs},
+            "versions": {LIBRARY[l]: versions[l] for l in libs},
             "sources": {l: {"root": os.path.abspath(roots[l]) if a.src else TOOLS[l][0],
                             "tag": TOOLS[l][1].format(versions[l])} for l in libs},
             "linked": {l: linked_library(next(iter(tools[l].values()))[0]) for l in libs},
@@ -476,6 +617,7 @@ def main(argv):
             "settings": {l: {p: ipclab_args(l, p)[1::2] for p in patterns} for l in libs},
             "units": UNITS,
             "cells": [],
+            "not_run": [],
         }
         addresses = Address(a.endpoint, work)
         for lib in libs:
@@ -483,6 +625,10 @@ def main(argv):
                 for placement in placements:
                     for size_text in sizes:
                         size = SIZES[size_text]
+                        why = not_run(lib, pattern, size_text, placement)
+                        if why:
+                            doc["not_run"].append({"cell": f"{lib} {pattern} {size_text} {placement}", "why": why})
+                            continue
                         pin = cpus if placement == "cross" else [cpus[0], cpus[0]]
                         cell = {"library": lib, "pattern": pattern, "size": size_text, "placement": placement,
                                 "cpus": pin, "tool": [], "ipclab": [], "counts": [], "ipclab_name": None}
@@ -492,21 +638,24 @@ def main(argv):
                                                                         placement, a.endpoint, cpus, a.seconds, work)
                                 cell["ipclab"].append(fig)
                                 cell["ipclab_name"] = name
-                                key = "libzmq" if lib == "zmq" else "nng"
+                                key = LIBRARY[lib]
                                 if libraries.get(key) and libraries[key] != versions[lib]:
                                     raise RuntimeError(f"ipclab links {key} {libraries[key]}, the tools "
                                                        f"{versions[lib]}: rebuild ipclab here")
                                 count = max(MIN_COUNT[pattern], int(rate * a.seconds))
                                 cell["counts"].append(count)
-                                cell["tool"].append(tool_run(procs, tools, lib, pattern, size, pin, addresses, count))
+                                if lib == "iceoryx":
+                                    cell["tool"].append(iceperf_run(procs, tools, size, pin, count, namespace))
+                                else:
+                                    cell["tool"].append(tool_run(procs, tools, lib, pattern, size, pin, addresses,
+                                                                 count))
                         except RuntimeError as e:
                             if not a.keep_going:
                                 raise
                             cell["error"] = str(e)
                         cell["tool_median"] = statistics.median(cell["tool"]) if cell["tool"] else None
                         cell["ipclab_median"] = statistics.median(cell["ipclab"]) if cell["ipclab"] else None
-                        cell["ratio"] = (cell["ipclab_median"] / cell["tool_median"]
-                                         if cell["tool_median"] and cell["ipclab_median"] else None)
+                        cell["ratio"] = paired_ratio(cell)
                         doc["cells"].append(cell)
                         print(f"# {lib} {pattern} {size_text} {placement}: tool {cell['tool']}, "
                               f"ipclab {cell['ipclab']}", file=sys.stderr, flush=True)
