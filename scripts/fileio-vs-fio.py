@@ -17,7 +17,7 @@ PAIRS = [("ipcrt", {}, "fio_io_uring", {"fixed": "1"}),
 
 
 # The engine parameters a row is told apart by, when a run varies them.
-VARIED = ("batch", "hugepages")
+VARIED = ("batch", "hugepages", "verify")
 
 
 def main():

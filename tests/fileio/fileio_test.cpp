@@ -64,6 +64,24 @@ TEST(FileIoPattern, BlocksVerifyAtTheirOffsetOnly) {
   EXPECT_FALSE(fileio::block_ok(buf, 8192));  // a flipped bit
 }
 
+// verify=sample reads a block's header and its last word: it tells a misplaced, a stale (another
+// offset's) or a cut-short block, and not a bit flipped in between.
+TEST(FileIoPattern, SampledCheckReadsHeaderAndLastWord) {
+  alignas(64) std::byte buf[fileio::kBlock];
+  fileio::fill_block(buf, 8192);
+  EXPECT_TRUE(fileio::block_ok_sampled(buf, 8192));
+  EXPECT_FALSE(fileio::block_ok_sampled(buf, 4096));  // a misplaced block
+  buf[1000] ^= std::byte{1};
+  EXPECT_TRUE(fileio::block_ok_sampled(buf, 8192));  // between the samples: unseen
+  EXPECT_FALSE(fileio::block_ok(buf, 8192));
+  fileio::fill_block(buf, 8192);
+  buf[8] ^= std::byte{1};
+  EXPECT_FALSE(fileio::block_ok_sampled(buf, 8192));  // the magic word
+  fileio::fill_block(buf, 8192);
+  buf[fileio::kBlock - 1] ^= std::byte{1};
+  EXPECT_FALSE(fileio::block_ok_sampled(buf, 8192));  // the last word
+}
+
 TEST(FileIoPattern, RandomPlanCoversEveryBlockOnceWithSeed42) {
   fileio::Plan a(kSize, true), b(kSize, true);
   std::vector<int> seen(kSize / 4096);
@@ -101,7 +119,8 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
                              {"libaio", {{"batch", {"3"}}}},
                              {"liburing", {}},
                              {"liburing", {{"batch", {"0"}}}},
-                             {"liburing", {{"direct", {"0"}}}}};
+                             {"liburing", {{"direct", {"0"}}}},
+                             {"liburing", {{"verify", {"sample"}}}}};
   for (auto* m : select_mechanisms({"fileio"}))
     if (m->name == "ipcrt") {
       for (const char* v : {"buffered", "fixed", "direct", "fixed_direct", "sqpoll"})
@@ -126,6 +145,7 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
         EXPECT_EQ(r.latency->kind, "op");
         EXPECT_EQ(r.latency->count, r.ops);
         EXPECT_TRUE(r.extra.contains("cache"));
+        EXPECT_EQ(r.extra.at("verify"), c.extra.count("verify") ? "sample" : "full");
       }
 }
 
@@ -193,6 +213,15 @@ TEST_F(FileIo, DamagedBlockIsReportedCorrupt) {
     EXPECT_EQ(r.status, Status::Failed);
     EXPECT_NE(r.error.find("corrupt"), std::string::npos) << r.error;
   }
+  // A block whose header is another's fails the sampled check too.
+  fd = open(p.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, junk, 16, 9 * 4096), 16);
+  fdatasync(fd);
+  close(fd);
+  Record r = run("liburing", {{"pattern", {"rand"}}, {"qd", {"4"}}, {"verify", {"sample"}}});
+  EXPECT_GT(r.integrity.corrupt, 0u);
+  EXPECT_EQ(r.status, Status::Failed);
 }
 
 TEST_F(FileIo, IopollIsSkippedWithAReasonNeverMeasured) {

@@ -41,6 +41,8 @@ ParamSpec cache_param();
 ParamSpec batch_param();
 /// `hugepages` (1 | 0): the IO buffers on 2 MiB transparent huge pages, or on 4 KiB pages.
 ParamSpec hugepages_param();
+/// `verify` (full | sample): how much of every block read is checked (block_ok, block_ok_sampled).
+ParamSpec verify_param();
 /// "" or why the combination cannot run (cache=warm with O_DIRECT, a -p dir that is not an
 /// existing writable folder).
 std::string check_cache(const Params& p, bool direct);
@@ -52,6 +54,10 @@ std::string check_dir(const std::string& dir);
 void fill_block(void* buf, uint64_t off);
 /// True when `buf` (kBlock bytes) holds exactly the block at offset `off`.
 bool block_ok(const void* buf, uint64_t off);
+/// True when `buf` (kBlock bytes) starts with the header of the block at `off` (its offset and
+/// the magic word) and ends with that block's last word: the block the read asked for, whole,
+/// without reading the 62 cache lines between.
+bool block_ok_sampled(const void* buf, uint64_t off);
 
 /// The test file of `size` bytes in `dir`: reused when present with that size and valid blocks,
 /// otherwise written to a temporary of the run (ipc::create_file), fsynced and renamed. Returns
@@ -97,6 +103,7 @@ struct Setup {
   std::string cache;  // drop | warm
   Plan plan;
   std::string drop_method;  // how evictions are done (fadvise, or drop_caches)
+  bool sampled = false;     // verify=sample: block_ok_sampled instead of block_ok
 };
 
 /// Reads the common params, creates/reuses the file, checks O_DIRECT, handles the page cache and
@@ -118,9 +125,11 @@ class Cursor {
 
 /// Per-thread tally of completed IOs, folded into the worker's slot at the end.
 struct Tally {
+  explicit Tally(const Setup& su) : sampled(su.sampled) {}
   Histogram hist;
   uint64_t ops = 0, bytes = 0;
   Integrity integrity;
+  bool sampled;  // how much of each block complete() checks (Setup::sampled)
 
   /// Accounts one completed IO: `res` is the read's result (bytes, or -errno which throws);
   /// verifies every block of it; counts ops/bytes/latency only when `measuring`.

@@ -120,7 +120,7 @@ void ipcrt_engine(Session& s) {
         throw std::system_error(-r, std::generic_category(), "register file");
     }
     auto mem = aligned_buffer(v.fixed ? 1 : len * su.qd, huge && !v.fixed);
-    std::unique_ptr<Run> run(new Run{su, w, v, batch, fd, mem.get(), Cursor(su), {}});
+    std::unique_ptr<Run> run(new Run{su, w, v, batch, fd, mem.get(), Cursor(su), Tally(su)});
     w.ready();
     rt.block_on(read_all(*run));
     close(fd);
@@ -143,6 +143,7 @@ IPCLAB_REGISTER(Mechanism{
           .full = {"buffered", "fixed", "direct", "fixed_direct", "iopoll", "sqpoll"}},
          batch_param(),
          hugepages_param(),
+         verify_param(),
          cache_param()}),
     .workload = ipcrt_engine,
     .check = [](const Params& p) { return check_cache(p, variant_of(p.str("variant")).direct); },

@@ -55,7 +55,7 @@ void libaio(Session& s) {
     std::vector<io_event> events(qd);
     std::vector<uint64_t> off(qd), t0(qd);
     Cursor cursor(su);
-    Tally tally;
+    Tally tally(su);
     auto prep = [&](int i) {
       off[i] = su.plan.offset(cursor.next());
       cbs[i] = iocb{};
@@ -123,7 +123,7 @@ IPCLAB_REGISTER(Mechanism{
     .suite = "fileio",
     .name = "libaio",
     .help = "Linux native AIO with O_DIRECT: io_submit / io_getevents, qd iocbs in flight",
-    .params = suite_params({batch_param(), hugepages_param()}),
+    .params = suite_params({batch_param(), hugepages_param(), verify_param()}),
     .workload = libaio,
     .check = [](const Params& p) { return check_cache(p, true); },
 });

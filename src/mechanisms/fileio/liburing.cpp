@@ -31,7 +31,7 @@ void liburing(Session& s) {
     auto mem = aligned_buffer(len * qd, huge);
     std::vector<uint64_t> off(qd), t0(qd);
     Cursor cursor(su);
-    Tally tally;
+    Tally tally(su);
     int inflight = 0;  // prepared reads not yet reaped (submitted or about to be)
     auto prep = [&](int i) {
       ++inflight;
@@ -93,6 +93,7 @@ IPCLAB_REGISTER(Mechanism{
                              .full = {"0", "1"}},
                             batch_param(),
                             hugepages_param(),
+                            verify_param(),
                             cache_param()},
                            {"32"}),
     .workload = liburing,

@@ -21,7 +21,7 @@ void psync(Session& s) {
     const uint64_t len = su.plan.len();
     Cursor cursor(su);
     std::vector<std::unique_ptr<Tally>> tallies;
-    for (int i = 0; i < su.qd; ++i) tallies.push_back(std::make_unique<Tally>());
+    for (int i = 0; i < su.qd; ++i) tallies.push_back(std::make_unique<Tally>(su));
     std::atomic<bool> stop{false};
     std::mutex err_mu;
     std::string err;
@@ -76,7 +76,8 @@ IPCLAB_REGISTER(Mechanism{
                              .def = "0",
                              .help = "open with O_DIRECT",
                              .full = {"0", "1"}},
-                            cache_param()}),
+                            cache_param(),
+                            verify_param()}),
     .workload = psync,
     .check = [](const Params& p) { return check_cache(p, p.flag("direct")); },
 });
