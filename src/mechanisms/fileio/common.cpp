@@ -25,6 +25,7 @@
 #include "core/base/fs.hpp"
 #include "core/measure/session.hpp"
 #include "core/measure/watchdog.hpp"
+#include "core/model/std_params.hpp"
 #include "core/ownership/deadline.hpp"
 #include "core/ownership/journal.hpp"
 
@@ -162,14 +163,12 @@ ParamSpec verify_param() {
   // fio reads without checking; verify=sample is the nearest an engine here comes to that while
   // still proving each read brought the block it asked for. On the reference VM the full check's
   // CPU cost 2.5-3% of fio's IOPS at qd=128 (docs/fileio.md#against-fio).
-  return {.name = "verify",
-          .type = ParamType::String,
-          .def = "full",
-          .choices = {"full", "sample"},
-          .help =
-              "full: every word of every 4 KiB block read is checked; sample: each block's "
-              "header (its offset and the magic word) and its last word",
-          .full = {"full"}};
+  ParamSpec p = std_params::verify();  // the messaging suites' parameter, for blocks read
+  p.help =
+      "full: every word of every 4 KiB block read is checked; sample: each block's header (its "
+      "offset and the magic word) and its last word";
+  p.full = {"full"};  // the comparisons with fio ask for sample by name
+  return p;
 }
 
 ParamSpec hugepages_param() {
