@@ -23,19 +23,19 @@ What is matched (ipclab's side), and what is not:
                    remote_lat connects a REQ), message=msg (zmq_msg_t handed over, as the tools).
   zmq throughput:  socket=pushpull (local_thr binds a PULL, remote_thr connects a PUSH),
                    message=msg.
-  nng round trip:  pair1, buffers=0 (the latency tool leaves nng's default queues).
-  nng throughput:  pair1, buffers=128 (the throughput tool sets NNG_OPT_SENDBUF/RECVBUF to 128).
+  nng round trip:  pair1, buffers=0 (the latency tool leaves nng's default queues), message=msg
+                   (one nng_msg sent back and forth, the server echoing the message it received).
+  nng throughput:  pair1, buffers=128 (the throughput tool sets NNG_OPT_SENDBUF/RECVBUF to 128),
+                   message=msg (an nng_msg_alloc and nng_sendmsg per message, as the tool).
   both:            verify=sample — the tools check only each message's size, never its bytes,
                    while ipclab still writes and checks its header, one word per 4 KiB and the
                    tail; mode=processes; the tool's transport (endpoint=ipc: ipc:// on a Unix
                    socket; or tcp, 127.0.0.1); same = both sides on the first CPU, cross = the
                    client/sender (remote_*) on the first and the server/receiver (local_*) on the
                    second.
-  not matched:     ipclab's nng sender copies each message (nng_send) where nng's throughput tool
-                   allocates one per message (nng_msg_alloc, nng_sendmsg); remote_lat sends one
-                   message back and forth, ipclab a new one per request (each is checked); the
-                   tools time one run from start to end (warm-up included, nng with its
-                   millisecond clock), ipclab a window after a warm-up.
+  not matched:     remote_lat sends one message back and forth, ipclab's client a new one per
+                   request (each is checked); the tools time one run from start to end (warm-up
+                   included, nng with its millisecond clock), ipclab a window after a warm-up.
 
 Units, so that both columns mean the same thing:
   round trip:  µs per round trip, the mean over the run. libzmq's remote_lat and nng's perf print
@@ -453,7 +453,7 @@ def ipclab_args(lib, pattern):
     if lib == "zmq":
         common = ["-p", "message=msg", "-p", "socket=" + ("reqrep" if pattern == "roundtrip" else "pushpull")]
     elif lib == "nng":
-        common = ["-p", "buffers=" + ("0" if pattern == "roundtrip" else "128")]
+        common = ["-p", "message=msg", "-p", "buffers=" + ("0" if pattern == "roundtrip" else "128")]
     else:
         common = ["-p", "wait=spin"]
     return common + ["-p", "verify=sample"]

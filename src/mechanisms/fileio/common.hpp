@@ -132,7 +132,7 @@ struct Tally {
   bool sampled;  // how much of each block complete() checks (Setup::sampled)
 
   /// Accounts one completed IO: `res` is the read's result (bytes, or -errno which throws);
-  /// verifies every block of it; counts ops/bytes/latency only when `measuring`.
+  /// checks every block of it (whole, or its samples); counts ops/bytes/latency only when `measuring`.
   void complete(long res, const void* buf, uint64_t off, uint64_t len, uint64_t t0, uint64_t t1,
                 bool measuring);
   void fold_into(Worker& w) const;

@@ -91,8 +91,7 @@ class NngEndpoint final : public InPlaceEndpoint {
   }
 
   void send(const std::byte* data, size_t len) override {
-    // Read before sending: a message handed over is the library's.
-    if (msg::is_stop(data, len)) stop_sent_ = true;
+    const bool stop = msg::is_stop(data, len);  // read before sending: a message handed over is the library's
     if (out_ && data == nng_msg_body(out_) && nng_msg_len(out_) == len) {
       for (int rc; (rc = nng_sendmsg(sock_, out_, 0)) != 0;) retry(rc, "nng_sendmsg");  // then the library's
       out_ = nullptr;
@@ -103,6 +102,7 @@ class NngEndpoint final : public InPlaceEndpoint {
     } else {
       for (int rc; (rc = nng_send(sock_, const_cast<std::byte*>(data), len, 0)) != 0;) retry(rc, "nng_send");
     }
+    if (stop) stop_sent_ = true;
   }
 
   std::byte* recv_in_place(std::byte*, size_t len) override {
