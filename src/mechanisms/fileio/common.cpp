@@ -161,8 +161,8 @@ ParamSpec cache_param() {
 
 ParamSpec verify_param() {
   // fio reads without checking; verify=sample is the nearest an engine here comes to that while
-  // still proving each read brought the block it asked for. On the reference VM the full check's
-  // CPU cost 2.5-3% of fio's IOPS at qd=128 (docs/fileio.md#against-fio).
+  // still proving each read brought the block it asked for. On the reference VM the full check
+  // cost 2.5-3% of fio's IOPS at qd=128 (docs/fileio.md#against-fio).
   ParamSpec p = std_params::verify();  // the messaging suites' parameter, for blocks read
   p.help =
       "full: every word of every 4 KiB block read is checked; sample: each block's header (its "
