@@ -136,6 +136,17 @@ def split(text, allowed, what):
     return list(dict.fromkeys(values))
 
 
+def header_version(path, define):
+    """MAJOR.MINOR.PATCH from the #defines of a C header (`define` with {} where MAJOR, MINOR and
+    PATCH go); None when the header or a part is missing."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    parts = [re.search(define.format(p) + r"\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts) if all(parts) else None
+
+
 def installed_versions(libs):
     """The installed libraries' versions: pkg-config for libzmq, nng's header (Debian ships no
     nng.pc) for nng, its versions header for iceoryx."""
@@ -143,26 +154,20 @@ def installed_versions(libs):
     if "zmq" in libs:
         r = subprocess.run(["pkg-config", "--modversion", "libzmq"], capture_output=True, text=True)
         if r.returncode != 0:
-            refuse("libzmq is not installed (pkg-config libzmq): apt install libzmq3-dev, or --libs nng")
+            refuse("libzmq is not installed (pkg-config libzmq): apt install libzmq3-dev, or leave zmq out of --libs")
         found["zmq"] = r.stdout.strip()
     if "nng" in libs:
         header = "/usr/include/nng/nng.h"
-        try:
-            text = open(header).read()
-        except OSError:
-            refuse(f"nng is not installed ({header}): apt install libnng-dev, or --libs zmq")
-        parts = [re.search(rf"#define NNG_{p}_VERSION\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
-        if not all(parts):
-            refuse(f"{header} names no NNG_MAJOR/MINOR/PATCH_VERSION: install nng's own headers (libnng-dev)")
-        found["nng"] = ".".join(m.group(1) for m in parts)
+        found["nng"] = header_version(header, "#define NNG_{}_VERSION")
+        if not found["nng"]:
+            refuse(f"nng is not installed, or {header} names no NNG_MAJOR/MINOR/PATCH_VERSION: "
+                   "apt install libnng-dev, or leave nng out of --libs")
     if "iceoryx" in libs:
         headers = sorted(glob.glob("/usr/include/iceoryx/v*/iceoryx_versions.hpp"))
-        text = open(headers[-1]).read() if headers else ""
-        parts = [re.search(rf"#define ICEORYX_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
-        if not all(parts):
+        found["iceoryx"] = header_version(headers[-1], "#define ICEORYX_VERSION_{}") if headers else None
+        if not found["iceoryx"]:
             refuse("iceoryx is not installed (/usr/include/iceoryx/v*/iceoryx_versions.hpp): "
-                   "apt install libiceoryx-posh-dev, or --libs zmq,nng")
-        found["iceoryx"] = ".".join(m.group(1) for m in parts)
+                   "apt install libiceoryx-posh-dev, or leave iceoryx out of --libs")
     return found
 
 
@@ -341,15 +346,14 @@ def build_tools(libs, roots, work):
         # finding both through CMake as its CMakeLists.txt asks.
         base = os.path.join(work, "iceoryx")
         prefix, jobs = os.path.join(base, "prefix"), str(max(1, len(os.sched_getaffinity(0))))
-        for what, source, build, extra in (
+        for what, source, build, configure, target in (
                 ("iceoryx_binding_c", "iceoryx_binding_c", "binding_c",
-                 ["-DBUILD_SHARED_LIBS=OFF", f"-DCMAKE_INSTALL_PREFIX={prefix}"]),
-                ("iceperf", "iceoryx_examples/iceperf", "iceperf", [f"-DCMAKE_PREFIX_PATH={prefix}"])):
+                 ["-DBUILD_SHARED_LIBS=OFF", f"-DCMAKE_INSTALL_PREFIX={prefix}"], ["--target", "install"]),
+                ("iceperf", "iceoryx_examples/iceperf", "iceperf", [f"-DCMAKE_PREFIX_PATH={prefix}"], [])):
             folder = os.path.join(base, build)
             run_checked(["cmake", "-S", os.path.join(roots["iceoryx"], source), "-B", folder,
-                         "-DCMAKE_BUILD_TYPE=Release", *extra], f"configuring iceoryx's {what}")
-            run_checked(["cmake", "--build", folder, "-j", jobs, *(["--target", "install"] if build == "binding_c" else [])],
-                        f"building iceoryx's {what}")
+                         "-DCMAKE_BUILD_TYPE=Release", *configure], f"configuring iceoryx's {what}")
+            run_checked(["cmake", "--build", folder, "-j", jobs, *target], f"building iceoryx's {what}")
         folder = os.path.join(base, "iceperf")
         tools["iceoryx"] = {name: [os.path.join(folder, name)]
                             for name in ("iceperf-roudi", "iceperf-bench-leader", "iceperf-bench-follower")}
@@ -464,7 +468,8 @@ def ipclab_run(procs, binary, lib, pattern, size_text, placement, endpoint, cpus
     out = os.path.join(work, "ipclab.json")
     argv = [binary, "run", f"libs/{lib}", "-p", f"pattern={pattern}", "-p", f"size={size_text}",
             "-p", "mode=processes", "-p", f"placement={placement}",
-            *([] if lib == "iceoryx" else ["-p", f"endpoint={endpoint}"]), *ipclab_args(lib, pattern), "--cpus", f"{cpus[0]},{cpus[1]}", "--duration", str(seconds),
+            *([] if lib == "iceoryx" else ["-p", f"endpoint={endpoint}"]),  # iceoryx has one way only
+            *ipclab_args(lib, pattern), "--cpus", f"{cpus[0]},{cpus[1]}", "--duration", str(seconds),
             "--warmup", str(min(0.5, seconds / 4)), "--repetitions", "1", "--json", out]
     p = procs.start(argv, env={**os.environ, "TMPDIR": work})
     procs.finish(p, 120 + 5 * seconds)

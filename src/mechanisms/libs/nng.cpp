@@ -93,12 +93,9 @@ class NngEndpoint final : public InPlaceEndpoint {
   void send(const std::byte* data, size_t len) override {
     const bool stop = msg::is_stop(data, len);  // read before sending: a message handed over is the library's
     if (out_ && data == nng_msg_body(out_) && nng_msg_len(out_) == len) {
-      for (int rc; (rc = nng_sendmsg(sock_, out_, 0)) != 0;) retry(rc, "nng_sendmsg");  // then the library's
-      out_ = nullptr;
+      hand_over(out_);
     } else if (in_msg_ && msg_ && len > 0 && data == nng_msg_body(msg_) && nng_msg_len(msg_) == len) {
-      // The echo of the message just received, sent back as it is: nothing is copied.
-      for (int rc; (rc = nng_sendmsg(sock_, msg_, 0)) != 0;) retry(rc, "nng_sendmsg");
-      msg_ = nullptr;
+      hand_over(msg_);  // the echo of the message just received, sent back as it is: nothing is copied
     } else {
       for (int rc; (rc = nng_send(sock_, const_cast<std::byte*>(data), len, 0)) != 0;) retry(rc, "nng_send");
     }
@@ -120,6 +117,11 @@ class NngEndpoint final : public InPlaceEndpoint {
   }
 
  private:
+  // Sends `m` with nng_sendmsg; once sent it is the library's.
+  void hand_over(nng_msg*& m) {
+    for (int rc; (rc = nng_sendmsg(sock_, m, 0)) != 0;) retry(rc, "nng_sendmsg");
+    m = nullptr;
+  }
   static void retry(int rc, const char* what) {
     if (rc == NNG_ETIMEDOUT || rc == NNG_EAGAIN || rc == NNG_EINTR) {
       messaging::poll_abort();
