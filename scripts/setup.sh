@@ -17,7 +17,7 @@ DEB_PACKAGES=(
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsystemd-dev dbus-daemon
+  libsystemd-dev dbus-daemon python3-fusepy
   linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium

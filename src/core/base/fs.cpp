@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -110,6 +112,84 @@ int open_own_file(const std::string& path, int flags, std::string* why) {
     return -1;
   }
   return fd;
+}
+
+std::string missing_interpreter(const std::string& path) {
+  const int fd = open_own_file(path, O_RDONLY);
+  std::string line(256, '\0');
+  ssize_t n = -1;
+  if (fd >= 0) {
+    n = pread(fd, line.data(), line.size(), 0);
+    close(fd);
+  } else {
+    // Not this user's file (a system one): read it all the same, without blocking or following.
+    const int any = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st {};
+    if (any >= 0 && fstat(any, &st) == 0 && S_ISREG(st.st_mode)) n = pread(any, line.data(), line.size(), 0);
+    if (any >= 0) close(any);
+  }
+  if (n < 2 || line[0] != '#' || line[1] != '!') return "";
+  line.resize(size_t(n));
+  line = line.substr(2, line.find('\n') == std::string::npos ? std::string::npos : line.find('\n') - 2);
+  std::istringstream words(line);
+  std::string interpreter, arg;
+  words >> interpreter >> arg;
+  if (interpreter.empty()) return "";
+  if (access(interpreter.c_str(), X_OK) != 0)
+    return fmt::format("its interpreter {} is missing", interpreter);
+  if (interpreter != "/usr/bin/env" && interpreter != "/bin/env") return "";
+  if (arg.empty() || arg[0] == '-') return "";  // env's own options: left to exec
+  const char* path_env = std::getenv("PATH");
+  std::istringstream dirs(path_env ? path_env : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((dir + "/" + arg).c_str(), X_OK) == 0) return "";
+  return fmt::format("its interpreter {} is not on PATH", arg);
+}
+
+int rename_noreplace(const char* from, const char* to, NoReplace* used) {
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) {
+    if (used) *used = NoReplace::Rename2;
+    return 0;
+  }
+  // EINVAL: the file system lacks the flag (both names are files of one folder: no other cause).
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return -1;
+  if (link(from, to) == 0) {
+    if (unlink(from) == 0) {
+      if (used) *used = NoReplace::Link;
+      return 0;
+    }
+    const int e = errno;
+    unlink(to);  // the name this call just made: `from` stays the one name
+    errno = e;
+    return -1;
+  }
+  if (errno == EEXIST) return -1;
+  // No hard links here (or a file system that answers link(2) with another refusal): the name is
+  // reserved exclusively, and only that reservation is replaced. Any real failure (ENOSPC, EROFS)
+  // shows again here, with its own errno.
+  const int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  close(fd);
+  if (rename(from, to) != 0) {
+    const int e = errno;
+    unlink(to);  // the reservation, this call's own
+    errno = e;
+    return -1;
+  }
+  if (used) *used = NoReplace::Reserve;
+  return 0;
+}
+
+const char* describe(NoReplace way) {
+  switch (way) {
+    case NoReplace::Rename2:
+      return "renameat2(RENAME_NOREPLACE)";
+    case NoReplace::Link:
+      return "link(2) and unlink(2)";
+    case NoReplace::Reserve:
+      return "an O_EXCL reservation and rename(2)";
+  }
+  return "?";
 }
 
 }  // namespace ipclab

@@ -29,4 +29,27 @@ std::string special_file_system(const std::string& path);
 /// what is there when it is something else ("a FIFO of uid 0", "a file of uid 65534").
 int open_own_file(const std::string& path, int flags, std::string* why = nullptr);
 
+/// For an executable script ("#!INTERPRETER [ARG]", "#!/usr/bin/env NAME"): what is missing to run
+/// it ("its interpreter python3 is not on PATH", "its interpreter /usr/bin/perl is missing"); ""
+/// when nothing is (or `path` is no script). A host without python3 then skips the example servers
+/// with the reason instead of failing them with exec's 127.
+std::string missing_interpreter(const std::string& path);
+
+/// How rename_noreplace() put a file in place.
+enum class NoReplace {
+  Rename2,  ///< renameat2(RENAME_NOREPLACE): one atomic step
+  Link,     ///< link(2) to the new name (fails on an existing one), then unlink(2) of the old
+  Reserve,  ///< the new name reserved with O_CREAT | O_EXCL, then rename(2) over that reservation
+};
+/// Renames `from` to `to` (the same folder) unless something named `to` exists: -1 with errno
+/// EEXIST then, and `from` left as it is. renameat2's RENAME_NOREPLACE only where the file system
+/// has it (rename(2) lists which: NFS, 9p and most FUSE file systems refuse it with EINVAL), else
+/// link(2) + unlink(2), else (no hard links: vfat, some FUSE) an exclusive reservation of `to`
+/// renamed over. Each way fails on an existing `to` and never replaces what it did not make.
+/// System calls only, no allocation: async-signal-safe (the crash handler uses it). `used`, when
+/// given, receives the way that worked. Returns 0, or -1 with errno.
+int rename_noreplace(const char* from, const char* to, NoReplace* used = nullptr);
+/// "RENAME_NOREPLACE", "link(2) and unlink(2)", "an O_EXCL reservation and rename(2)".
+const char* describe(NoReplace way);
+
 }  // namespace ipclab

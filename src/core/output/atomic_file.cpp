@@ -17,6 +17,7 @@
 #include "core/base/fs.hpp"
 #include "core/output/reporter.hpp"
 #include "core/ownership/journal.hpp"
+#include "core/stats/statistics.hpp"
 
 #include <fmt/format.h>
 
@@ -124,9 +125,31 @@ AtomicReporter::AtomicReporter(std::string option, std::string path, bool folder
   if (!folder_is_new) check_target(option_, path_);
 }
 
+// The target is this run's alone from here to its end: a second run naming the same file (by
+// whatever path) is refused here, before it runs anything, rather than replacing the first one's
+// results at its end. A machine-wide lock named after the file's identity (ipc::try_lock_shared:
+// journaled, released and removed at the run's end, swept after a crash). --csv needs none: its
+// rows are appended whole under the file's own lock.
+void hold_target(const std::string& option, const std::string& path) {
+  const std::string identity = target_identity(path);
+  std::string held_by;
+  const int fd = ipc::try_lock_shared(fmt::format("out.{:016x}", seed_of(identity)), held_by);
+  if (fd == -1)
+    throw UsageError(
+        fmt::format("{} {} is being written by {}; wait until that run ends, or give this "
+                    "run another path",
+                    option, brief(path), printable(held_by)));
+  if (fd == -2)
+    throw UsageError(
+        fmt::format("{} {}: its lock cannot be taken: {}; remove that file if it is no one's, "
+                    "or run as its owner",
+                    option, brief(path), printable(held_by)));
+}
+
 // The temporary now, before the run: a place the checks could not judge (a special or read-only
 // file system) is refused before the run rather than after it.
 void AtomicReporter::open() {
+  hold_target(option_, path_);
   try {
     file_ = std::make_unique<AtomicFile>(path_);
   } catch (const std::system_error& e) {

@@ -23,6 +23,10 @@ void check_target(const std::string& option, const std::string& path);
 /// resolved as far as the folder exists) and its file name.
 std::string target_identity(const std::string& path);
 
+/// Makes the result file at `path` this run's alone until the run ends (a machine-wide lock named
+/// after target_identity): UsageError, naming the run that holds it, when another run writes it.
+void hold_target(const std::string& option, const std::string& path);
+
 /// A result file in the making: its temporary of the run is created at once (so a place that
 /// cannot be written is found before the run), and commit() writes, syncs and renames it over
 /// `path` — never a half-written file, never a write through a link, mode 0644 whatever the

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/base/error.hpp"
+#include "core/base/fs.hpp"
 #include "core/ownership/cleanup.hpp"
 #include "core/ownership/journal.hpp"
 #include "core/stats/record.hpp"
@@ -85,7 +86,8 @@ void write_whole(int fd, const std::string& s) {
   }
 }
 
-// Async-signal-safe only: loads, write(2), renameat2(2), the allocation-free clean-up, raise.
+// Async-signal-safe only: loads, write(2), rename_noreplace (system calls), the allocation-free clean-up,
+// raise.
 extern "C" void on_crash(int sig) {
   // A forked child, or a second crash while this one is handled: the default action, now.
   if (g_owner.load() != getpid() || g_handling.exchange(1) != 0) {
@@ -101,8 +103,7 @@ extern "C" void on_crash(int sig) {
     const Lines& l = g_lines[set];
     const int fd = g_journal_fd.load();
     if (fd >= 0 && !l.record[i].empty()) {
-      if (!g_committed.load())
-        renameat2(AT_FDCWD, g_temporary.c_str(), AT_FDCWD, g_path.c_str(), RENAME_NOREPLACE);
+      if (!g_committed.load()) rename_noreplace(g_temporary.c_str(), g_path.c_str());
       write_whole(fd, l.record[i]);
     }
     write_whole(2, l.message[i]);

@@ -30,6 +30,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/fdio.hpp"
+#include "core/base/fs.hpp"
 
 #include "core/ownership/deadline.hpp"
 #include "core/ownership/run_table.hpp"
@@ -440,10 +441,18 @@ bool commit_file(const std::string& path, const std::string& target, bool replac
   };
   if (folder(target) != folder(path))
     throw std::logic_error("commit_file: " + target + " is not in the folder of " + path);
-  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0) {
+  NoReplace way = NoReplace::Rename2;
+  if ((replace ? ::rename(path.c_str(), target.c_str())
+               : rename_noreplace(path.c_str(), target.c_str(), &way)) != 0) {
     if (!replace && errno == EEXIST) return false;
     throw std::system_error(errno, std::generic_category(), "rename to " + target);
   }
+  // Said once a run: the file system of the results has not the one-step way (NFS, 9p, FUSE).
+  static std::atomic<bool> said{false};
+  if (way != NoReplace::Rename2 && !said.exchange(true))
+    fmt::print(stderr,
+               "ipclab: {}'s file system has no RENAME_NOREPLACE; new files there are put in place with {}\n",
+               printable(folder(target).string()), describe(way));
   forget(Kind::File, path);
   journal('-', Kind::File, path);
   return true;
@@ -503,28 +512,33 @@ std::string shared_lock_path(const std::string& name) {
   return fmt::format("{}/ipclab-shared.{}.lock", kSharedLockDir, name);
 }
 
-int lock_shared(const std::string& name, double wait_s) {
+int try_lock_shared(const std::string& name, std::string& held_by) {
   ensure_run();
+  const std::string path = shared_lock_path(name);
+  const int fd = try_lock_file(path, held_by);
+  if (fd < 0) return fd;
+  try {
+    journal('+', Kind::Lock, path);
+    remember(Kind::Lock, path, fd);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  // Who holds it, for a run that waits on it or is refused.
+  const std::string holder = fmt::format("ipclab run {} (uid {})\n", g_run.id, geteuid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, holder.data(), holder.size(), 0) != ssize_t(holder.size())) {
+  }  // the lock is held all the same; only the others' message loses the name
+  return fd;
+}
+
+int lock_shared(const std::string& name, double wait_s) {
   const std::string path = shared_lock_path(name);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   const Deadline::Waiting waiting("the machine-wide lock " + path, wait_s);
   for (;;) {
     std::string why;
-    const int fd = try_lock_file(path, why);
-    if (fd >= 0) {
-      try {
-        journal('+', Kind::Lock, path);
-        remember(Kind::Lock, path, fd);
-      } catch (...) {
-        close(fd);
-        throw;
-      }
-      // Who holds it, for a run that waits on it.
-      const std::string holder = fmt::format("ipclab run {} (uid {})\n", g_run.id, geteuid());
-      if (ftruncate(fd, 0) != 0 || pwrite(fd, holder.data(), holder.size(), 0) != ssize_t(holder.size())) {
-      }  // the lock is held all the same; only the waiters' message loses the name
-      return fd;
-    }
+    const int fd = try_lock_shared(name, why);
+    if (fd >= 0) return fd;
     if (fd == -2)
       throw Skip(
           fmt::format("{}'s machine-wide names cannot be locked: {}; remove that file if it is "

@@ -84,6 +84,10 @@ void track_shm(const std::string& name);
 /// written in the file). Skip too when the file is not one ipclab may use. Returns the locked
 /// descriptor (close-on-exec), owned by the run until unlock_shared().
 int lock_shared(const std::string& name, double wait_s);
+/// lock_shared() without waiting: the descriptor, or -1 when another holds it (`held_by` names
+/// the holder, as written in the file: "ipclab run <id> (uid N)"), or -2 when the file is not one
+/// ipclab may use (`held_by` says why).
+int try_lock_shared(const std::string& name, std::string& held_by);
 /// Releases lock_shared(name): call once the names it guards are removed. No effect when not held.
 void unlock_shared(const std::string& name);
 /// The lock file of lock_shared(name).
