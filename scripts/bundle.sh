@@ -108,8 +108,12 @@ cat >"$top/bin/ipclab" <<EOF
 # of its environment at start (src/core/machine/home.hpp).
 self=\$(readlink -f -- "\$0") || exit 2
 top=\${self%/bin/*}
+# The loader reads --library-path as a list (':' and ';' separate) and expands \$ORIGIN, \$LIB and
+# \$PLATFORM in it (\${...} too), with no way to quote either: such a folder would have it load
+# other libraries than the bundle's, so it is refused.
 case \$top in
-  *[:\;]*) echo "ipclab: the bundle's folder \$top holds a ':' or ';', which the loader takes for a separator; move it elsewhere" >&2; exit 2 ;;
+  *[:\;]*) echo "ipclab: the bundle's folder \$top holds a ':' or ';', which the loader takes for a separator; move the bundle to a folder without them" >&2; exit 2 ;;
+  *'\$'*) echo "ipclab: the bundle's folder \$top holds a '\$', which the loader expands (\$ORIGIN, \$LIB, \$PLATFORM) and would load other libraries than the bundle's; move the bundle to a folder without '\$'" >&2; exit 2 ;;
 esac
 IPCLAB_BUNDLE=\$top
 export IPCLAB_BUNDLE

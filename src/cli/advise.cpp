@@ -18,6 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/machine/env.hpp"
 #include "core/machine/placement.hpp"
+#include "core/model/std_params.hpp"
 #include "core/plan/estimate.hpp"
 #include "core/plan/runner.hpp"
 
@@ -54,6 +55,10 @@ Question parse_question(const AdviseArgs& a) {
           fmt::format("--rate '{}': give messages per second, e.g. --rate 50k, or leave it out for "
                       "closed-loop round trips",
                       brief(*a.rate)));
+    const int64_t most = std_params::rate_params().front().max;  // the open-loop rate parameter's bound
+    if (*v > most)
+      throw UsageError(fmt::format("--rate '{}': at most {} messages per second; give a lower rate",
+                                   brief(*a.rate), rate_text(most)));
     q.rate = *v;
   }
   if (a.mode) {
@@ -219,8 +224,19 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   std::vector<PlannedBenchmark> benches;
   for (auto& c : cands)
     if (c.not_applicable.empty()) benches.push_back(c.bench);
-  if (benches.empty())
-    throw UsageError("no messaging transport can run this; change --size, --sides or --only");
+  if (benches.empty()) {
+    // The reasons the candidates gave, each once: the fix is in them (a rate over a parameter's
+    // bound names the rate, a size over a transport's limit the size).
+    std::vector<std::string> reasons;
+    for (auto& c : cands)
+      if (std::find(reasons.begin(), reasons.end(), c.not_applicable) == reasons.end())
+        reasons.push_back(c.not_applicable);
+    std::string why;
+    for (size_t i = 0; i < reasons.size() && i < 3; ++i) why += (i ? "; " : "") + reasons[i];
+    if (reasons.size() > 3) why += fmt::format("; and {} more", reasons.size() - 3);
+    throw UsageError(
+        fmt::format("no messaging transport can run this: {}", why.empty() ? "none is built" : why));
+  }
   RunOptions opts;
   opts.repetitions = kRepetitions;
   opts.warmup_s = 0.1;

@@ -17,6 +17,19 @@ namespace ipclab {
 /// it should stop (after help, or after printing "<prog>: <error>; see <help>").
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std::string_view prog,
                                              std::string_view help) {
+  // "--opt=" with nothing after the '=': CLI11 would take the next argument as its value
+  // (`--json= messaging/pipe` writing the results over a file named messaging/pipe).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 3 && arg.substr(0, 2) == "--" && arg.find('=') == arg.size() - 1) {
+      const std::string option(arg.substr(0, arg.size() - 1));
+      fmt::print(stderr,
+                 "{}: {} has an empty value; give one after the '=' ({}=VALUE), or leave {} out; see {}\n",
+                 prog, printable(option), printable(option), printable(option), help);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -33,9 +33,13 @@ has_peer() { case " ${peers[*]} " in *"/$1 "*) return 0 ;; esac; return 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ipclab-bundle-test.XXXXXX")
 trap 'rm -rf -- "$tmp"' EXIT
 bash "$bundle_sh" "$tmp/ipclab-bundle.tar.gz" "${args[@]}"
-mkdir "$tmp/unpacked" "$tmp/work" "$tmp/out"
-tar -C "$tmp/unpacked" -xzf "$tmp/ipclab-bundle.tar.gz"
-b=$tmp/unpacked/ipclab
+# Unpacked where a person might: a folder whose name holds a space, ',', '=' and '%' (its own
+# defaults, such as echo/peer's example server there, must run).
+unpacked="$tmp/plain space,a=b%c"
+mkdir "$unpacked" "$tmp/work" "$tmp/out" "$tmp/nopy"
+tar -C "$unpacked" -xzf "$tmp/ipclab-bundle.tar.gz"
+b=$unpacked/ipclab
+ln -s "$(command -v readlink)" "$tmp/nopy/readlink"  # the launcher's one tool, and no python3
 ln -s "$b/bin/ipclab" "$tmp/work/ipclab-link"  # as a user puts it on PATH
 
 # The host's programs that ipclab starts here, and what they load from $libdir. python3: the real
@@ -81,7 +85,9 @@ mount --bind "$syslib" "$libdir" || exit 3
 cd "$tmp/work"
 run() {
   name=\$1; shift
-  env -i PATH="$(dirname -- "$python"):/usr/bin:/bin" HOME="$tmp/work" "\$@" >"$tmp/out/\$name.out" 2>"$tmp/out/\$name.err"
+  # Through sh: env would take a command whose path holds '=' (the bundle's folder) for a variable.
+  env -i PATH="$(dirname -- "$python"):/usr/bin:/bin" HOME="$tmp/work" /bin/sh -c 'exec "\$0" "\$@"' "\$@" \
+    >"$tmp/out/\$name.out" 2>"$tmp/out/\$name.err"
   echo \$? >"$tmp/out/\$name.rc"
 }
 tiny="--duration 0.05 --warmup 0.01 --repetitions 1"
@@ -94,12 +100,28 @@ $(has_peer ipclab-peer-tokio && echo "run rust \"$b/bin/ipclab\" run runtime/swi
 run python "$b/bin/ipclab" run echo/peer -p connections=1 --duration 0.2 --warmup 0.01 --repetitions 1 --json "$tmp/out/python.json"
 run child "$b/bin/ipclab" run echo/peer -p server="$tmp/env_server.py" -p connections=1 --duration 0.2 --warmup 0.01 --repetitions 1 --json "$tmp/out/child-run.json"
 run report "$b/bin/ipclab" report "$tmp/out/python.json"
-run bad_home env IPCLAB_BUNDLE="$tmp/work" "$b/lib/ld-linux-x86-64.so.2" --library-path "$b/lib" "$b/libexec/ipclab" list
+run quick_dry "$b/bin/ipclab" run --preset quick --dry-run
+# A host without python3: the example servers are skipped with the reason, not failed with 127.
+env -i PATH="$tmp/nopy" HOME="$tmp/work" /bin/sh -c 'exec "\$0" "\$@"' "$b/bin/ipclab" run echo/peer servers/peer -p connections=1 \$tiny \
+  --json "$tmp/out/nopy.json" >"$tmp/out/nopy.out" 2>"$tmp/out/nopy.err"
+echo \$? >"$tmp/out/nopy.rc"
+run bad_home env IPCLAB_BUNDLE="$tmp/work" /bin/sh -c 'exec "\$0" "\$@"' "$b/lib/ld-linux-x86-64.so.2" --library-path "$b/lib" "$b/libexec/ipclab" list
 EOF
 timeout 100 unshare -m --propagation private bash "$tmp/inner.sh" || { echo "FAIL: the namespace's script exited $?"; exit 1; }
 
+# A folder whose name the loader would expand ($LIB, $PLATFORM, $ORIGIN): refused, exit 2, one line.
+mkdir "$tmp/lib\$LIB"
+cp -a "$b" "$tmp/lib\$LIB/"
+dollar_rc=0
+dollar_err=$("$tmp/lib\$LIB/ipclab/bin/ipclab" list 2>&1 >/dev/null) || dollar_rc=$?
+rm -rf -- "$tmp/lib\$LIB"
+if [ "$dollar_rc" != 2 ] || [ "$(printf '%s\n' "$dollar_err" | wc -l)" != 1 ] || [[ $dollar_err != *"holds a '\$'"* ]]; then
+  echo "FAIL: a bundle in a folder named with \$LIB: exit $dollar_rc, '$dollar_err'; expected exit 2 and one line naming the '\$'"
+  exit 1
+fi
+
 python3 - "$tmp" "$b" "$(has_peer pingpong-guest && echo go) $(has_peer ipclab-peer-tokio && echo rust)" <<'EOF'
-import json, os, sys
+import json, os, re, sys
 tmp, bundle, peer_runs = sys.argv[1], sys.argv[2], sys.argv[3].split()
 out = os.path.join(tmp, "out")
 problems = []
@@ -156,6 +178,18 @@ except (OSError, ValueError, KeyError) as e:
 rc, _, err = result("report")
 if rc != 2 or len(err.splitlines()) != 1 or "a bundle leaves it out" not in err:
     problems.append(f"report in a bundle: exit {rc}, {err!r}; expected one line naming the fix, exit 2")
+rc, out_text, err = result("quick_dry")
+if rc != 0 or not re.search(r"^echo +[1-9]", out_text + err, re.M):
+    problems.append(f"run --preset quick --dry-run from a folder with a space: exit {rc}: {err[-400:]}")
+rc, _, err = result("nopy")
+if rc != 0:
+    problems.append(f"echo/peer and servers/peer without python3: exit {rc}: {err[-400:]}")
+else:
+    recs = [r for r in json.load(open(os.path.join(out, "nopy.json")))["benchmarks"] if r["run_type"] == "iteration"]
+    bad = [(r["name"], r["status"], r["error"]) for r in recs
+           if r["status"] != "skipped" or "its interpreter python3 is not on PATH" not in r["error"]]
+    if len(recs) < 2 or bad:
+        problems.append(f"without python3 the example servers were not skipped with the reason: {bad or recs}")
 rc, _, err = result("bad_home")
 if rc != 2 or len(err.splitlines()) != 1 or "IPCLAB_BUNDLE" not in err:
     problems.append(f"IPCLAB_BUNDLE naming no bundle: exit {rc}, {err!r}; expected one line, exit 2")

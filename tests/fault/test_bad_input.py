@@ -344,6 +344,13 @@ BAD = [
          "--remote", "h", expect="mode=threads"),
     case("remote-echo-asio-not-yet", "run", "echo/asio", "-p", "pattern=rate", "-p", "rate=1000", "--remote", "h",
          expect="cannot cross hosts"),
+    # An option's value after '=' left empty: never the next argument taken as its value.
+    case("json-equals-empty", "run", "--json=", "messaging/pipe", expect="--json has an empty value"),
+    case("budget-equals-empty", "run", "harness/null", "--budget=", "--dry-run", expect="--budget has an empty value"),
+    case("out-equals-empty-last", "run", "harness/null", *QUICK, "--out=", expect="--out has an empty value"),
+    case("advise-rate-equals-empty", "advise", "--rate=", "--size", "64", expect="--rate has an empty value"),
+    # advise: the bound it is over, named.
+    case("advise-rate-over-the-bound", "advise", "--rate", "1e12", expect="--rate '1e12': at most 100M"),
     # anchors.
     case("anchors-latency-sample-negative", "run", "anchors/c2c", "-p", "latency_sample=-1", expect="latency_sample"),
 ]

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include "core/base/error.hpp"
 
@@ -143,8 +144,11 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
       // Values go into result names, CSV and JSON: printable UTF-8 only.
       if (printable(value) != value) throw bad("printable text (no control characters, valid UTF-8)");
       if (spec.path) {
-        if (value.empty() || value[0] != '/' || value.find_first_of(":,= %") != std::string::npos)
-          throw bad("an absolute path without ':', ',', '=', '%' or spaces");
+        // Any folder a user (or a bundle unpacked there) may have: spaces, ',', '=' and '%' are
+        // escaped in result names (path()). ':' alone is refused: fio and the dynamic loader take
+        // it for a separator of several paths.
+        if (value.empty() || value[0] != '/' || value.find(':') != std::string::npos)
+          throw bad("an absolute path without ':'");
         break;
       }
       if (value.empty() || value.find_first_of("/:,= ") != std::string::npos)
@@ -187,10 +191,13 @@ void Params::set(const std::string& name, const std::string& value) {
 
 std::string Params::path() const {
   std::string s;
-  // '/' separates the parts of a name, so path values carry it escaped.
+  // '/' separates the parts of a name, ':' a name from its value, ',' and '=' the values of -p, and
+  // '%' starts an escape: path values carry them (and spaces) percent-escaped.
   for (auto& [k, v] : kv_) {
     s += (s.empty() ? "" : "/") + k + ":";
-    for (char c : v) s += c == '/' ? std::string("%2F") : std::string(1, c);
+    for (char c : v)
+      s += std::string_view("/:,=% ").find(c) != std::string_view::npos ? fmt::format("%{:02X}", int(c))
+                                                                        : std::string(1, c);
   }
   return s;
 }

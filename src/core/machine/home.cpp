@@ -32,7 +32,14 @@ struct Home {
 const Home& home() {
   static const Home h = [] {
     Home h;
-    if (const char* b = std::getenv(kBundleVariable); b && *b) {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    // The variable counts only where the bundle's launcher put it: in a process whose
+    // /proc/self/exe is a dynamic loader (the bundle's lib/ld-linux-*). Exported into a shell and
+    // inherited by a build tree's ipclab, it is not that ipclab's, which then records itself as
+    // what it is.
+    const char* b = std::getenv(kBundleVariable);
+    if (b && *b && !ec && exe.filename().string().rfind("ld-", 0) == 0) {
       h.bundle = b;
       h.exe_dir = h.bundle + "/libexec";
       if (h.bundle.front() != '/' || access((h.exe_dir + "/ipclab").c_str(), X_OK) != 0)
@@ -41,8 +48,7 @@ const Home& home() {
             "ipclab through its bin/ipclab, or unset {}",
             kBundleVariable, brief(h.bundle), kBundleVariable);
     } else {
-      std::error_code ec;
-      h.exe_dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+      h.exe_dir = exe.parent_path().string();
     }
     return h;
   }();

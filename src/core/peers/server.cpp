@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/base/fs.hpp"
 #include "core/machine/placement.hpp"
 #include "core/process/listener.hpp"
 
@@ -30,6 +31,9 @@ ServerProcess ServerProcess::start(const ServerLaunch& launch, int cpu, const st
           "an exec'd server runs its own threads: it has no reactor_cpus (refuse it in check)");
     if (access(launch.argv[0].c_str(), X_OK) != 0)
       throw Skip(fmt::format("server executable {} is not built", launch.argv[0]));
+    if (auto missing = missing_interpreter(launch.argv[0]); !missing.empty())
+      throw Skip(fmt::format("server {} cannot run here: {}; install it, or give another server",
+                             launch.argv[0], missing));
     return ServerProcess(Process::exec(Spawn{.cpu = cpu, .ready_pipe = true}, launch.argv));
   }
   if (!launch.serve) throw std::logic_error("a ServerLaunch gives either serve or argv");
