@@ -191,28 +191,34 @@ def test_a_rate_above_capacity_is_saturated_by_either_rule():
 @needs_two_cpus
 def test_rate_auto_finds_a_capacity_below_the_service_rate():
     mu = 1e9 / (D_NS / 2)  # an upper bound: the hook's service time alone
-    # A bound of 5 ms: well above what the machine's own hiccups (a side taken away for a few ms)
-    # do to a short trial's p99, well below what a queue near its capacity builds.
+    # What a busy machine holds (a CPU hog beside it, issue 50): a side that shares its CPU is taken
+    # away for a scheduler slice (ms) at a time, so it serves about half as fast, and the bound
+    # must stay clear of those pauses. A bound of 20 ms: well above a few slices, well below what
+    # a queue past its capacity builds in a trial. With fixed arrivals (D/D/1) nothing queues below
+    # the capacity, and above it a trial's backlog grows by (rate - mu) per second: one just above
+    # mu still meets 20 ms in a 0.6 s trial, hence the upper bound of 1.05 mu. The lower bound is
+    # what half a CPU, and a search a spoiled trial misleads, still clears: 0.15 mu (measured with
+    # a hog on one CPU and builds running: 0.19-0.50 mu; idle: 0.77-0.99 mu).
     # Up to three searches, each judged whole: a trial the machine spoils (a side taken away past
     # the bound) ends a search low; a wrong search misses every time.
     found = []
     for _ in range(3):
-        r = run([*RING, "-p", "pattern=rate", "-p", "rate=auto", "-p", "slo_p99_us=5000", "-p", "queue_depth=4096"],
+        r = run([*RING, "-p", "pattern=rate", "-p", "rate=auto", "-p", "slo_p99_us=20000", "-p", "queue_depth=4096"],
                 fault=f"slow:shm_spsc:{D_NS // 2}")
         cap = r["extra"]["capacity"]
-        assert cap["slo_p99_us"] == 5000 and cap["slo_basis"] == "given"
-        if 0.3 * mu < cap["capacity_per_s"] < mu:
+        assert cap["slo_p99_us"] == 20000 and cap["slo_basis"] == "given"
+        if 0.15 * mu < cap["capacity_per_s"] < 1.05 * mu:
             break
         found.append(cap["capacity_per_s"])
     else:
-        pytest.fail(f"capacities {found} /s over three searches, outside ({0.3 * mu:.0f}, {mu:.0f})")
+        pytest.fail(f"capacities {found} /s over three searches, outside ({0.15 * mu:.0f}, {1.05 * mu:.0f})")
     trials = cap["trials"]
     assert any(t["meets_slo"] for t in trials) and any(not t["meets_slo"] for t in trials)
     # The record is the confirming run (the last entry of the walk, full length).
     assert trials[-1]["requested_per_s"] == r["extra"]["rate"]["requested_per_s"]
     if cap["confirmed"]:
         assert cap["capacity_per_s"] == trials[-1]["requested_per_s"]
-        assert r["latency_ns"]["p99"] <= 5_000_000
+        assert r["latency_ns"]["p99"] <= 20_000_000
 
 
 def assert_ordered(lat):
