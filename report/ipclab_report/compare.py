@@ -160,25 +160,54 @@ class Point:
     log_ratio: float
 
 
+class NoiseModel:
+    """The points of one comparison, indexed once by placement class: the anchors of each class
+    by how far they moved, and the class spread per (class, mechanism) computed on first use, so
+    that the band of every benchmark costs a look-up rather than a pass over all the others."""
+
+    def __init__(self, points):
+        self.classes = {}
+        for q in points:
+            self.classes.setdefault(q.placement, []).append(q)
+        # Farthest first; a stable sort keeps the file order among equals (max() would take the first).
+        self.anchors = {k: sorted((q for q in qs if q.anchor), key=lambda q: -abs(q.log_ratio))
+                        for k, qs in self.classes.items()}
+        self.spreads = {}
+
+    def spread(self, placement, mechanism):
+        """K x the SPREAD_QUANTILE of |r - median r| over the class's points of other mechanisms;
+        None with fewer than MIN_SPREAD of them."""
+        key = (placement, mechanism)
+        if key not in self.spreads:
+            others = [q.log_ratio for q in self.classes.get(placement, ()) if q.mechanism != mechanism]
+            value = None
+            if len(others) >= MIN_SPREAD:
+                centre = median(others)
+                value = SPREAD_K * _quantile([abs(x - centre) for x in others], SPREAD_QUANTILE)
+            self.spreads[key] = value
+        return self.spreads[key]
+
+    def band(self, p: Point, threshold_pct: float, noise_pct: float) -> Band:
+        """The widest of threshold, noise floor, anchor drift and class spread for point `p`."""
+        cands = [threshold_band(threshold_pct), Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")]
+        a = next((q for q in self.anchors.get(p.placement, ()) if q.name != p.name), None)
+        if a is not None:
+            # The whole class moves with the machine, each benchmark's median scattering around the
+            # anchor's move: the threshold on top keeps a benchmark that moved 1.62x beside an anchor
+            # that moved 1.60x inside.
+            cands.append(Band(abs(a.log_ratio) + math.log1p(threshold_pct / 100.0),
+                              f"{a.name} moved x{math.exp(abs(a.log_ratio)):.2f}"))
+        spread = self.spread(p.placement, p.mechanism)
+        if spread is not None:
+            cands.append(Band(spread, f"{p.placement}-CPU spread" if p.placement in ("same", "cross")
+                              else f"{p.placement} spread"))
+        return max(cands, key=lambda b: b.log)
+
+
 def noise_band(p: Point, points, threshold_pct: float, noise_pct: float) -> Band:
-    """The widest of threshold, noise floor, anchor drift and class spread for point `p`."""
-    cands = [threshold_band(threshold_pct), Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")]
-    klass = [q for q in points if q.placement == p.placement]
-    anchors = [q for q in klass if q.anchor and q.name != p.name]
-    if anchors:
-        a = max(anchors, key=lambda q: abs(q.log_ratio))
-        # The whole class moves with the machine, each benchmark's median scattering around the
-        # anchor's move: the threshold on top keeps a benchmark that moved 1.62x beside an anchor
-        # that moved 1.60x inside.
-        cands.append(Band(abs(a.log_ratio) + math.log1p(threshold_pct / 100.0),
-                          f"{a.name} moved x{math.exp(abs(a.log_ratio)):.2f}"))
-    others = [q.log_ratio for q in klass if q.mechanism != p.mechanism]
-    if len(others) >= MIN_SPREAD:
-        centre = median(others)
-        spread = _quantile([abs(x - centre) for x in others], SPREAD_QUANTILE)
-        cands.append(Band(SPREAD_K * spread, f"{p.placement}-CPU spread" if p.placement in ("same", "cross")
-                          else f"{p.placement} spread"))
-    return max(cands, key=lambda b: b.log)
+    """The widest of threshold, noise floor, anchor drift and class spread for point `p` (one
+    point; compare_files builds one NoiseModel for all of them)."""
+    return NoiseModel(points).band(p, threshold_pct, noise_pct)
 
 
 @dataclass
@@ -239,7 +268,7 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
             rec = info[name]
             points[name] = Point(name=name, placement=placement_class(rec), mechanism=f"{rec.suite}/{rec.mechanism}",
                                  anchor=rec.suite == "anchors", log_ratio=math.log(mn / mb))
-    plist = list(points.values())
+    model = NoiseModel(points.values())
     rows = []
     for name, bv, nv in matched:
         if name in states:
@@ -248,7 +277,7 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
         p = points.get(name)
         metric, _, higher_better = compared(info[name])
         if p:
-            band = noise_band(p, plist, threshold_pct, noise_pct)
+            band = model.band(p, threshold_pct, noise_pct)
         elif metric != TIME_PER_OP[0]:
             band = Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")
         else:

@@ -225,13 +225,36 @@ class ResultFile:
         t = cpu.get("topology") if isinstance(cpu, dict) else None
         return t if isinstance(t, dict) else None
 
+    # (how many records it was built over, iterations, aggregates, {name: its iterations}): built
+    # once over the records and again only when some were added, so that asking for one
+    # benchmark's repetitions costs a look-up, not a pass over every record: a report of n
+    # records stays linear in n.
+    _index: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _indexed(self) -> tuple:
+        if self._index is None or self._index[0] != len(self.records):
+            iterations, aggregates, by_name = [], [], {}
+            for r in self.records:
+                kind = r.run_type
+                if kind == "iteration":
+                    iterations.append(r)
+                    by_name.setdefault(r.name, []).append(r)
+                elif kind == "aggregate":
+                    aggregates.append(r)
+            self._index = (len(self.records), iterations, aggregates, by_name)
+        return self._index
+
     @property
     def iterations(self):
-        return [r for r in self.records if r.run_type == "iteration"]
+        return list(self._indexed()[1])
 
     @property
     def aggregates(self):
-        return [r for r in self.records if r.run_type == "aggregate"]
+        return list(self._indexed()[2])
+
+    def repetitions(self, name: str) -> list:
+        """The iteration records of benchmark `name`, in file order (a copy: the caller may keep it)."""
+        return list(self._indexed()[3].get(name, ()))
 
 
 def cpu_list_count(text: str):
@@ -466,7 +489,7 @@ def samples(rf: ResultFile) -> dict:
     out = {}
     for s in summaries(rf):
         _, get, _ = compared(s)
-        reps = [r for r in rf.iterations if r.name == s.name]
+        reps = rf.repetitions(s.name)
         if reps:
             vals = [get(r) for r in reps if r.ok and get(r) is not None]
         else:

@@ -211,7 +211,10 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
         recs, fixed = slice_records(recs, keep=(x, series, facet, *follows))
         others = []
     facets = list(dict.fromkeys(r.dim(facet) for r in recs)) if facet else [None]
-    keys = list(dict.fromkeys(keyf(r) for r in recs))
+    lines = {}   # each line's records, grouped in one pass
+    for r in recs:
+        lines.setdefault(keyf(r), []).append(r)
+    keys = list(lines)
     # One colour per line of the grid; with several files the file is the dash pattern.
     bases = list(dict.fromkeys(k[1:] for k in keys))
     tags = list(dict.fromkeys(k[0] for k in keys))
@@ -227,15 +230,15 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
         ys_of[ax] = []
         for k in keys:
             pts = {}
-            for r in recs:
-                if keyf(r) == k and (facet is None or r.dim(facet) == fv) and is_number(get(r)):
+            for r in lines[k]:
+                if (facet is None or r.dim(facet) == fv) and is_number(get(r)):
                     pts.setdefault(r.dim(x), []).append(get(r))
             if not pts:
                 continue
             xs = sorted(pts)
             ys = [median(pts[v]) for v in xs]
             ys_of[ax] += ys
-            label = series_label(next(r for r in recs if keyf(r) == k), [series] + others, multi)
+            label = series_label(lines[k][0], [series] + others, multi)
             color, marker, dash = looks[k]
             ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
                     markersize=4.5)
@@ -371,18 +374,19 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
     if not recs:
         return None
     category = category or compact_labels(recs)
-    cats = list(dict.fromkeys(category(r) for r in recs))
+    # The records of each bar, grouped in one pass: (category, file label or None) -> records.
+    groups, tags = {}, {}
+    for r in recs:
+        groups.setdefault((category(r), r.source.label if multi else None), []).append(r)
+        tags.setdefault(r.source.label, r.source.tag)
+    cats = list(dict.fromkeys(c for c, _ in groups))
     labels = list(dict.fromkeys(r.source.label for r in recs)) if multi else [None]
     series = {}
     for mname, getter in metrics.items():
         for lab in labels:
-            tag = next((r.source.tag for r in recs if r.source.label == lab), lab)
+            tag = tags.get(lab, lab)
             key = mname if lab is None else (f"{mname} · {tag}" if len(metrics) > 1 else tag)
-            vals = []
-            for c in cats:
-                hits = [getter(r) for r in recs if category(r) == c and (lab is None or r.source.label == lab)]
-                vals.append(median(hits))
-            series[key] = vals
+            series[key] = [median([getter(r) for r in groups.get((c, lab), ())]) for c in cats]
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
                 used={id(r) for r in recs})
 
@@ -763,7 +767,7 @@ def series_flags(r) -> list:
     """The flags of a summary record: its repetitions' judged series flags (judged_flags) with
     the aggregate's own (`bimodal_repetitions`); the aggregate's `flags` as they are when the
     file holds none of its repetitions."""
-    reps = [it for it in r.source.iterations if it.name == r.name]
+    reps = r.source.repetitions(r.name)
     own = r.get("flags")
     own = [f for f in own if isinstance(f, str)] if isinstance(own, list) else []
     if not reps:
@@ -778,7 +782,7 @@ def flagged_series(records, *, multi=False):
     flagged = [r for r in records if r.ok and series_flags(r)][:MAX_FLAGGED]
     panels = []
     for r in flagged:
-        reps = [it for it in r.source.iterations if it.name == r.name and it.ok
+        reps = [it for it in r.source.repetitions(r.name) if it.ok
                 and isinstance(it.get("series", "rate_per_s"), list) and isinstance(it.get("series", "t_ns"), list)]
         if reps:
             panels.append((r, reps))

@@ -62,9 +62,9 @@ def short_names(recs, registry=None, exclude=(), suite=True) -> dict:
 def suite_rows(recs, cols, registry, multi=False):
     """Rows sorted so that one benchmark's results from several files sit next to each other; each
     row's `name` short (short_names), its `full` name beside it."""
-    order = list(dict.fromkeys(r.name for r in recs))
-    files = list(dict.fromkeys(r.source.label for r in recs))
-    recs = sorted(recs, key=lambda r: (order.index(r.name), files.index(r.source.label)))
+    order = {n: i for i, n in enumerate(dict.fromkeys(r.name for r in recs))}
+    files = {f: i for i, f in enumerate(dict.fromkeys(r.source.label for r in recs))}
+    recs = sorted(recs, key=lambda r: (order[r.name], files[r.source.label]))
     short = short_names(recs, registry)
     rows = []
     for r in recs:
