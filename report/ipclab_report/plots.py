@@ -27,6 +27,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8"]
 DASHES = ["-", "--", ":", "-."]
 MAX_SERIES = 10
+MAX_BARS = 60       # groups of one bar chart: its height is capped, so more would not be legible
 
 
 def style(i):
@@ -334,6 +335,11 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
         note = " ".join(x for x in (note, f"Zero on every bar, so not drawn: {', '.join(zero)}.") if x)
     if not categories or not series:
         return None
+    if len(categories) > MAX_BARS:  # more than a page can label: the rest are in the table under it
+        note = " ".join(x for x in (note, f"Drawn: the first {MAX_BARS} of {len(categories)} "
+                                          "(every one is in the table).") if x)
+        categories = categories[:MAX_BARS]
+        series = {k: v[:MAX_BARS] for k, v in series.items()}
     values = [x for v in series.values() for x in v if is_number(x)]
     if log is None:
         log = _spans(values, 100)
