@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .stats import histogram_percentile, median, median_index, stddev
-from .util import UsageError, brief, is_number
+from .util import UsageError, brief, is_number, read_regular
 
 SCHEMA_VERSION = 1
 FIX = "pass a result file written by `ipclab run --json F`"
@@ -316,14 +316,9 @@ def journal_document(path: str, text: bytes):
 def load(path: str) -> ResultFile:
     """Read and check one result file; any problem is a UsageError with a one-line message."""
     try:
-        with open(path, "rb") as f:
-            text = f.read()
+        text = read_regular(path, "", FIX)  # a FIFO, a folder or a device is refused, not waited on
     except FileNotFoundError:
         raise UsageError(f"{brief(path)}: no such file; {FIX}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{brief(path)} is a directory; pass the result JSON inside it") from None
-    except OSError as e:
-        raise UsageError(f"{brief(path)}: cannot read ({e.strerror}); check the path and its permissions") from None
     try:
         doc = journal_document(path, text)
         if doc is None:

@@ -17,7 +17,7 @@ import os
 
 from . import registry
 from .load import SCHEMA_VERSION, summaries
-from .util import UsageError, write_atomic
+from .util import UsageError, read_regular, write_atomic
 
 LONG_TEXT = 80
 DIGITS = 6
@@ -105,9 +105,9 @@ def write(rfs, path: str) -> None:
         if any(os.path.samefile(path, rf.path) for rf in rfs):
             raise UsageError(f"--reduce {path} is the result being reduced; name another file")
         try:
-            with open(path, encoding="utf-8") as f:
-                ours = "reduced_from" in (json.load(f).get("context") or {})
-        except (OSError, ValueError, AttributeError):
+            old = json.loads(read_regular(path, "--reduce", "name a file", follow=False))
+            ours = "reduced_from" in (old.get("context") or {})
+        except (OSError, ValueError, AttributeError, RecursionError):
             ours = False
         if not ours:
             raise UsageError(f"--reduce {path} exists and is not a reduced result; move it away or name another file")

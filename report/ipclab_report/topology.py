@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from .stats import median
-from .util import UsageError, brief, is_number
+from .util import UsageError, brief, is_number, read_regular
 
 RELATIONS = ["smt", "llc", "cross_llc", "cross_numa"]   # as sysfs relates two CPUs, closest first
 
@@ -221,12 +221,9 @@ def load_saved(path: str) -> dict:
     """A saved `ipclab topo --json` with its measured matrix; any problem is a UsageError."""
     fix = "pass the output of `ipclab topo --json` (measured: without --no-measure)"
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
+        doc = json.loads(read_regular(path, "--topology", fix))
     except FileNotFoundError:
         raise UsageError(f"--topology {brief(path)}: no such file; {fix}") from None
-    except OSError as e:
-        raise UsageError(f"--topology {brief(path)}: cannot read ({e.strerror}); check the path") from None
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise UsageError(f"--topology {brief(path)} is not JSON; {fix}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cpus"), list):

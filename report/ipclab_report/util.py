@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import stat
 import tempfile
 
 
@@ -107,6 +108,77 @@ def check_target(option: str, path: str) -> None:
         raise UsageError(f"{option} {shown} names a folder; give a file name")
     if os.path.lexists(path) and not os.path.isfile(path):
         raise UsageError(f"{option} {shown} is not a regular file; choose another name")
+
+
+def file_kind(mode: int) -> str:
+    """What a file of st_mode `mode` is, for a message: 'a FIFO', 'a folder', 'a device', ..."""
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISREG, "a file")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def open_regular(path: str, what: str, remedy: str, *, follow: bool = True):
+    """(fd, stat) of the regular file at `path`, for reading: opened with O_NONBLOCK, so that a
+    FIFO planted there is refused rather than waited on for a writer, and checked with fstat, so
+    that nothing but a regular file is read (not a FIFO, a folder, a device, a socket); with
+    `follow` False, O_NOFOLLOW refuses a symbolic link too, as the harness opens its own files
+    (open_own_file, src/core/base/fs.cpp). FileNotFoundError propagates (the caller says what a
+    missing file means); every other problem is a UsageError of one line: '`what` PATH is a FIFO,
+    not a regular file; `remedy`'. The caller closes the fd."""
+    shown = f"{what} {brief(path)}".strip()
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        kind = None
+        if e.errno in (errno.ELOOP, errno.ENXIO, errno.EOPNOTSUPP):  # a link (O_NOFOLLOW), a socket
+            try:
+                kind = file_kind(os.lstat(path).st_mode)
+            except OSError:
+                pass
+        if kind and kind != "a file":
+            raise UsageError(f"{shown} is {kind}, not a regular file; {remedy}") from None
+        raise UsageError(f"{shown}: cannot read ({e.strerror}); check the path and its permissions") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{shown} is {file_kind(st.st_mode)}, not a regular file; {remedy}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_regular(path: str, what: str, remedy: str, *, follow: bool = True, limit: int | None = None,
+                 over_limit: str = "") -> bytearray:
+    """The bytes of the regular file at `path`, opened as open_regular opens it. `limit`: a file
+    of more bytes is refused before any is read, and so is one that grows past it while read
+    ('... is 1.2 GiB, over the 1 GiB the report reads; `over_limit`'): what it holds is never
+    more than `limit`. FileNotFoundError propagates; any other problem is a one-line UsageError."""
+    shown = f"{what} {brief(path)}".strip()
+    fd, st = open_regular(path, what, remedy, follow=follow)
+
+    def too_large(size):
+        return UsageError(f"{shown} is {fmt_memory(size)}, over the {fmt_memory(limit)} the report reads; "
+                          f"{over_limit or remedy}")
+
+    with os.fdopen(fd, "rb") as f:
+        if limit is not None and st.st_size > limit:
+            raise too_large(st.st_size)
+        data = bytearray()
+        try:
+            while chunk := f.read(1 << 24):
+                if limit is not None and len(data) + len(chunk) > limit:
+                    raise too_large(len(data) + len(chunk))
+                data += chunk
+        except OSError as e:
+            raise UsageError(f"{shown}: cannot read ({e.strerror}); check the path and its permissions") from None
+    return data
 
 
 def target_identity(path: str) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -519,3 +520,48 @@ def test_pages_of_some_suites_only_keep_the_others_as_baselines(tmp_path, capsys
     # A suite the file lacks is named, with the fix, before anything is written.
     assert main(["report", ref, "--pages", pages, "--suites", "nosuch"]) == 2
     assert "--suites nosuch" in capsys.readouterr().err
+
+
+def _report_within(argv, limit=30):
+    """`ipclab report ARGV` as its own process, killed after `limit` seconds: (returncode, stderr);
+    returncode None when it had to be killed (it hung)."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "ipclab_report", "report", *argv], capture_output=True,
+                           text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return None, "hung"
+    return p.returncode, p.stderr
+
+
+@pytest.mark.parametrize("where", ["messaging.md", os.path.join("notes", "messaging.md")])
+def test_a_fifo_in_the_pages_folder_is_refused_not_waited_on(tmp_path, where):
+    """A FIFO at DIR/messaging.md or DIR/notes/messaging.md: opened without blocking and refused in
+    one line, exit 2, nothing written (it hung on open() for a writer that never came)."""
+    ref = fixtures.write(tmp_path / "r.json", fixtures.make_result(suites=["messaging"], samples=10))
+    pages = tmp_path / "pages"
+    (pages / "notes").mkdir(parents=True)
+    os.mkfifo(pages / where)
+    rc, err = _report_within([ref, "--pages", str(pages)])
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and str(pages / where) in err
+    assert sorted(os.listdir(pages)) == sorted(["notes"] + (["messaging.md"] if where == "messaging.md" else []))
+    # a link there is refused too, not followed (notes included)
+    os.remove(pages / where)
+    os.symlink(ref, pages / where)
+    rc, err = _report_within([ref, "--pages", str(pages)])
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and str(pages / where) in err, err
+
+
+def test_a_fifo_as_an_input_is_refused_not_waited_on(tmp_path):
+    """A FIFO named as the result, as --topology, or at the README: one line, exit 2, no hang."""
+    ref = fixtures.write(tmp_path / "r.json", fixtures.make_result(suites=["messaging"], samples=10))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for argv in ([str(fifo), "--markdown", str(tmp_path / "s.md")],
+                 [ref, "-o", str(tmp_path / "r.html"), "--topology", str(fifo)],
+                 [ref, "--pages", str(tmp_path / "pages"), "--readme", str(fifo)]):
+        rc, err = _report_within(argv)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and str(fifo) in err, (argv, err)
+    p = subprocess.run([sys.executable, "-m", "ipclab_report", "compare", str(fifo), ref], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and "FIFO" in p.stderr and len(p.stderr.strip().splitlines()) == 1
