@@ -16,6 +16,7 @@ from .stats import histogram_percentile, median, median_index, stddev
 from .util import UsageError, brief, is_number, read_regular
 
 SCHEMA_VERSION = 1
+JOURNAL_VERSION = 1   # a results journal's header, {"ipclab_journal": 1, ...} (src/core/output/journal.cpp)
 FIX = "pass a result file written by `ipclab run --json F`"
 
 # Parameter values renamed since, {parameter: {old: new}}: the harness still accepts the old
@@ -298,6 +299,11 @@ def journal_document(path: str, text: bytes):
         return None
     if not isinstance(head, dict) or "ipclab_journal" not in head:
         return None
+    version = head["ipclab_journal"]
+    if type(version) is not int or version != JOURNAL_VERSION:  # "1", 1.0 and true are no version either
+        raise UsageError(f"{brief(path)} is a results journal of version {brief(json.dumps(version), 40)}; this reader "
+                         f"reads version {JOURNAL_VERSION}: read it with the ipclab that wrote it, or rerun the "
+                         "benchmarks with this one")
     lines = text.split(b"\n")[1:]
     benchmarks = []
     for i, line in enumerate(lines):

@@ -169,3 +169,27 @@ def test_targets_are_checked_before_any_input_is_read(tmp_path, capsys):
     assert main(["report", missing_input, "-o", str(tmp_path / "x"), "--markdown", str(tmp_path / "." / "x")]) == 2
     assert "name the same file" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def _journal(path, version, doc):
+    head = {"ipclab_journal": version, "schema_version": 1, "context": doc["context"]}
+    with open(path, "w") as f:
+        f.write(json.dumps(head) + "\n" + "".join(json.dumps(b) + "\n" for b in doc["benchmarks"]))
+    return str(path)
+
+
+def test_a_journal_is_read_only_at_the_version_this_reader_knows(tmp_path, capsys):
+    """A results journal's header names its format ("ipclab_journal": 1): a version this reader does
+    not know, or one that is not a whole number, is refused in one line naming the fix, not read as
+    if it were version 1."""
+    doc = fixtures.make_result(suites=["anchors"], samples=10)
+    good = _journal(tmp_path / "good.jsonl", 1, doc)
+    assert len(load(good).records) == len(doc["benchmarks"])
+    for version in (99, "1", 1.0, True, None, 0, [1]):
+        bad = _journal(tmp_path / "bad.jsonl", version, doc)
+        assert main(["report", bad, "--markdown", str(tmp_path / "s.md")]) == 2, version
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"journal of version {json.dumps(version)}" in err and "reads version 1" in err, err
+        assert "read it with the ipclab that wrote it" in err
+        assert not (tmp_path / "s.md").exists()
