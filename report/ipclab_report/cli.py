@@ -233,7 +233,25 @@ def main(argv=None) -> int:
         sys.stdout = real
 
 
+OUT_OF_MEMORY = (f"{PROG}: out of memory (the input is larger than this machine, or its ulimit -v, lets "
+                 "the report hold); give it more memory, or split the run into a result file per suite "
+                 "(`ipclab run SUITE --json SUITE.json`)")
+
+
 def run(argv=None) -> int:
+    """The command's exit status; running out of memory is one line and exit 1, whatever ran out."""
+    try:
+        return _run(argv)
+    except MemoryError:
+        pass  # left here, where the frames that held the memory are gone, so the line can be printed
+    try:
+        print(OUT_OF_MEMORY, file=sys.stderr)
+    except MemoryError:
+        pass
+    return 1
+
+
+def _run(argv=None) -> int:
     args = None
     argv = sys.argv[1:] if argv is None else argv
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -18,6 +19,21 @@ from .util import UsageError, brief, is_number, read_regular
 SCHEMA_VERSION = 1
 JOURNAL_VERSION = 1   # a results journal's header, {"ipclab_journal": 1, ...} (src/core/output/journal.cpp)
 FIX = "pass a result file written by `ipclab run --json F`"
+
+# What one input may hold, so that the memory a report takes is bounded and an input beyond it is
+# refused in one line before it is parsed. A `--preset full` run is 7,167 benchmarks x (5
+# repetitions + 1 aggregate) = 43,002 records: about 300 MB written, 1.3 GB once read.
+MAX_RECORDS = 200_000
+MAX_BYTES = 1 << 30
+# Every record has a "name"; so does each suite, mechanism and parameter of the registry in the
+# context (a few hundred): more "name" keys than the records allowed and these are too many.
+NAME_SLACK = 20_000
+TOO_LARGE = "split the run into a result file per suite (`ipclab run SUITE --json SUITE.json`)"
+
+
+def too_many_records(path: str) -> UsageError:
+    return UsageError(f"{brief(path)} holds more than {MAX_RECORDS:,} benchmark records, the most the report "
+                      f"reads (a `--preset full` run has 43,002); {TOO_LARGE}")
 
 # Parameter values renamed since, {parameter: {old: new}}: the harness still accepts the old
 # names on input (its ParamSpec aliases), and this reader reads them as the new ones, so that a
@@ -290,9 +306,14 @@ def journal_document(path: str, text: bytes):
     as each record completes and keeps when the run crashed or could not write its result files
     (docs/reliability.md) — or None when `text` is not one. A last line cut short (the run died
     while writing it) is left out, with a note on stderr."""
-    first = text.split(b"\n", 1)[0]
-    if not first.lstrip().startswith(b"{"):
+    end = text.find(b"\n")
+    end = len(text) if end < 0 else end
+    # Its header names it at once ({"ipclab_journal": 1, ...}): a result file, which may be a single
+    # line too, is neither copied nor parsed as a header first.
+    start = text[:min(end, 256)]
+    if not start.lstrip().startswith(b"{") or b'"ipclab_journal"' not in start:
         return None
+    first = text[:end]
     try:
         head = json.loads(first)
     except (ValueError, UnicodeDecodeError):
@@ -304,31 +325,47 @@ def journal_document(path: str, text: bytes):
         raise UsageError(f"{brief(path)} is a results journal of version {brief(json.dumps(version), 40)}; this reader "
                          f"reads version {JOURNAL_VERSION}: read it with the ipclab that wrote it, or rerun the "
                          "benchmarks with this one")
-    lines = text.split(b"\n")[1:]
+    if text.count(b"\n") > MAX_RECORDS + 1:  # a record a line
+        raise too_many_records(path)
     benchmarks = []
-    for i, line in enumerate(lines):
+    pos, line_no = len(first) + 1, 1
+    while pos < len(text):  # line by line, never a second copy of the whole text
+        stop = text.find(b"\n", pos)
+        stop = len(text) if stop < 0 else stop
+        line, pos, line_no = text[pos:stop], stop + 1, line_no + 1
         if not line.strip():
             continue
         try:
             benchmarks.append(json.loads(line))
         except (ValueError, UnicodeDecodeError):
-            if any(rest.strip() for rest in lines[i + 1:]):
-                raise UsageError(f"{path}: line {i + 2} of the journal is not JSON; {FIX}") from None
+            if NOT_BLANK.search(text, pos):
+                raise UsageError(f"{path}: line {line_no} of the journal is not JSON; {FIX}") from None
             print(f"note: {path}: its last line is cut short (the run ended while writing it) and is left out",
                   file=sys.stderr)
     return {"schema_version": head.get("schema_version"), "context": head.get("context"), "benchmarks": benchmarks}
 
 
+NOT_BLANK = re.compile(rb"\S")
+
+
 def load(path: str) -> ResultFile:
-    """Read and check one result file; any problem is a UsageError with a one-line message."""
+    """Read and check one result file; any problem is a UsageError with a one-line message. A file
+    over MAX_BYTES, or holding over MAX_RECORDS records, is refused before it is parsed."""
     try:
-        text = read_regular(path, "", FIX)  # a FIFO, a folder or a device is refused, not waited on
+        # A FIFO, a folder or a device is refused, not waited on; so is a file over MAX_BYTES.
+        text = read_regular(path, "", FIX, limit=MAX_BYTES, over_limit=TOO_LARGE)
     except FileNotFoundError:
         raise UsageError(f"{brief(path)}: no such file; {FIX}") from None
     try:
         doc = journal_document(path, text)
         if doc is None:
-            doc = json.loads(text)
+            if text.count(b'"name"') > MAX_RECORDS + NAME_SLACK:
+                raise too_many_records(path)
+            # Decoded, then parsed with the bytes let go: the text is held once, not twice.
+            decoded = text.decode(json.detect_encoding(text), "surrogatepass")
+            del text
+            doc = json.loads(decoded)
+            del decoded
     except (ValueError, UnicodeDecodeError) as e:
         where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise UsageError(f"{brief(path)} is not JSON{where}; {FIX}") from None
@@ -344,6 +381,8 @@ def load(path: str) -> ResultFile:
     benchmarks = doc.get("benchmarks")
     if not isinstance(benchmarks, list):
         raise UsageError(f"{path} has no \"benchmarks\" list; {FIX}")
+    if len(benchmarks) > MAX_RECORDS:
+        raise too_many_records(path)
     context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     rf = ResultFile(path=path, context=context)
     for i, b in enumerate(benchmarks):

@@ -395,6 +395,8 @@ def _built(suite, what, build, recs, multi) -> list:
     must never take the whole report down."""
     try:
         got = build(recs, multi)
+    except MemoryError:
+        raise  # not a plot's failure: the report's (cli.run says so in one line)
     except Exception as e:
         _warn(f"{suite} {what} failed ({e!r}); not drawn")
         return []

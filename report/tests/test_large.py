@@ -1,7 +1,10 @@
-"""Large inputs: a report is linear in the records, and a --preset full-sized result renders well
-within a minute."""
+"""Large inputs: a report is linear in the records, a --preset full-sized result renders well
+within a minute, an input over the limits is refused in one line before it is parsed, and running
+out of memory is one line, not a traceback."""
 
 import copy
+import json
+import os
 import subprocess
 import sys
 import time
@@ -9,7 +12,7 @@ import time
 import pytest
 
 import fixtures
-from ipclab_report import compare
+from ipclab_report import compare, load as load_mod
 from ipclab_report.cli import main
 from ipclab_report.load import Record
 
@@ -96,3 +99,57 @@ def test_a_result_of_20k_records_renders_within_a_minute(tmp_path, base_doc):
     assert took < 60, f"{took:.0f} s"
     assert (tmp_path / "big.md").read_text().count("\n| `") >= 20_000 // 4  # a row per benchmark
 
+
+def _journal(path, doc):
+    head = {"ipclab_journal": 1, "schema_version": 1, "context": doc["context"]}
+    with open(path, "w") as f:
+        f.write(json.dumps(head) + "\n" + "".join(json.dumps(b) + "\n" for b in doc["benchmarks"]))
+    return str(path)
+
+
+def test_an_input_over_the_limits_is_refused_in_one_line_before_it_is_parsed(tmp_path, base_doc, monkeypatch,
+                                                                               capsys):
+    """More records than MAX_RECORDS (counted before parsing by their "name" keys, a journal by its
+    lines) or more bytes than MAX_BYTES: exit 2, one line naming the fix. The limits are lowered
+    here; at their real values a million-record result (745 MB) is refused in about a second."""
+    res = fixtures.write(tmp_path / "r.json", base_doc)
+    journal = _journal(tmp_path / "r.jsonl", base_doc)
+    n = len(base_doc["benchmarks"])
+    cases = [("MAX_RECORDS", n - 1, "NAME_SLACK", 10**9, res),   # counted once parsed
+             ("MAX_RECORDS", n - 1, "NAME_SLACK", 0, res),       # counted before: never parsed
+             ("MAX_RECORDS", n - 1, "NAME_SLACK", 0, journal),
+             ("MAX_BYTES", os.path.getsize(res) - 1, "NAME_SLACK", 0, res),
+             ("MAX_BYTES", os.path.getsize(journal) - 1, "NAME_SLACK", 0, journal)]
+    for limit, value, other, other_value, path in cases:
+        with monkeypatch.context() as m:
+            m.setattr(load_mod, limit, value)
+            m.setattr(load_mod, other, other_value)
+            if other_value == 0:  # refused before its records are parsed: not one is made
+                m.setattr(load_mod, "Record", None)
+            assert main(["report", path, "--markdown", str(tmp_path / "s.md")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        want = f"more than {value:,} benchmark records" if limit == "MAX_RECORDS" else "the report reads"
+        assert want in err and "split the run into a result file per suite" in err, (limit, err)
+        assert not (tmp_path / "s.md").exists()
+
+
+def test_running_out_of_memory_is_one_line_not_a_traceback(tmp_path, base_doc):
+    """A MemoryError anywhere is one line and exit 1. Here for real: the report runs in a process
+    whose address space is capped (RLIMIT_AS) at what it holds once imported plus 64 MiB, reading a
+    20,000-record result that takes over 200 MB once parsed."""
+    res = fixtures.write(tmp_path / "big.json", replicated(base_doc, 20_000))
+    child = """
+import resource, sys
+from ipclab_report import cli, html, load, markdown, plots, suites  # imported before the cap
+size = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+sys.exit(cli.main(sys.argv[1:]))
+"""
+    p = subprocess.run([sys.executable, "-c", child, "report", res, "-o", str(tmp_path / "r.html"),
+                        "--markdown", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr.startswith("ipclab: out of memory") and "split the run" in p.stderr
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "r.md").exists()
