@@ -1,60 +1,130 @@
-"""Markdown summary: the same per-suite tables as the HTML report, for issues and READMEs."""
+"""Markdown summary: the same per-suite tables as the HTML report, for issues and READMEs.
+
+Whatever a result file says (hostnames, kernel, environment, mechanism and parameter names, errors,
+warnings) reaches Markdown through text(), code() or prose() only: a renderer shows it and runs
+nothing. pages.py writes its pages with the same three."""
 
 from __future__ import annotations
 
+import re
+
 from .model import all_warnings, build, machine_line
 
+# HTML that would make a tag or an attribute, as entities.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+# Markdown's code spans and links or images ([text](url), ![alt](url)), and a table's cell border.
+_BACKSLASHED = "\\`[]|"
+# A scheme that runs or embeds rather than links (javascript:alert(1)): a zero-width space after its
+# name, so that no renderer that links bare URLs takes it for one; what a reader sees is the same.
+_SCRIPT_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data|file)(\s*:)")
+_ZWSP = "\u200b"
 
-def cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+
+def _one_line(value) -> str:
+    return str(value).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+
+
+def text(value) -> str:
+    """`value`, text from a result file, as Markdown that shows it as it is and makes nothing of it:
+    no HTML (<, >, &, " as entities), no code span, link or image (`, [, ], and \\ itself, escaped
+    with a backslash), no table cell border (|), no script link (javascript:, vbscript:, data:,
+    file:), on one line. Parentheses, * and _ stay as they are: without a [ or a < they make no
+    link, and names such as unix_stream stay readable in the file."""
+    out = []
+    for ch in _one_line(value):
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _BACKSLASHED:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return _SCRIPT_SCHEME.sub(lambda m: m.group(1) + _ZWSP + m.group(2), "".join(out))
+
+
+def _codeable(s: str) -> bool:
+    """Whether a code span can carry `s` as it is: not blank, no space at either end, no backtick,
+    and nothing a reader of the file could take for markup (HTML's <, >, &, ", a script link)."""
+    return bool(s.strip()) and s == s.strip() and not any(c in s for c in '`<>&"') and not _SCRIPT_SCHEME.search(s)
+
+
+def code(value, in_table: bool = True) -> str:
+    """`value` (a benchmark name, a command) as a code span, which every renderer shows literally;
+    in a table its | escaped, as a table needs even there. A value a code span cannot carry
+    (_codeable) is written as text() instead."""
+    s = _one_line(value)
+    if not _codeable(s):
+        return text(s)
+    return "`" + (s.replace("|", "\\|") if in_table else s) + "`"
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def prose(value) -> str:
+    """text(), but the code spans the harness writes in its warnings ("see `top`") stay code spans
+    where code() can carry what they hold; any other backtick is escaped."""
+    s = _one_line(value)
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(s):
+        if _codeable(m.group(1)):
+            out += [text(s[pos:m.start()]), "`" + m.group(1) + "`"]
+            pos = m.end()
+    out.append(text(s[pos:]))
+    return "".join(out)
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def render(files) -> str:
     report = build(files, with_plots=False)
     out = ["# ipclab results", ""]
     for f in files:
-        prefix = f"**{cell(f.tag)}** ({cell(f.label)}): " if report.multi else "Machine: "
-        out.append(f"{prefix}{cell(machine_line(f))}" + ("  " if report.multi else ""))
+        prefix = f"**{text(f.tag)}** ({text(f.label)}): " if report.multi else "Machine: "
+        out.append(f"{prefix}{text(machine_line(f))}" + ("  " if report.multi else ""))
     out.append("")
     for msg, remedy, tags in all_warnings(files):
-        who = f" ({', '.join(tags) if len(tags) < len(files) else 'every run'})" if report.multi else ""
-        out.append(f"- ⚠ {cell(msg)}{who}" + (f" — remedy: `{cell(remedy)}`" if remedy else ""))
+        who = f" ({text(', '.join(tags)) if len(tags) < len(files) else 'every run'})" if report.multi else ""
+        remedy = code(remedy, in_table=False) if _codeable(_one_line(remedy)) else prose(remedy)
+        out.append(f"- ⚠ {prose(msg)}{who}" + (f" — remedy: {remedy}" if remedy else ""))
     if out[-1] != "":
         out.append("")
     if report.answers:
         out += ["## Answers", ""]
         for a in report.answers:
-            out += [f"**{cell(a.question)}** Ranked by {cell(a.ranked_by)}"
-                    + (f"; every row: {cell(a.measured)}." if a.measured else "."), ""]
-            out.append("| " + " | ".join(a.columns) + " |")
+            out += [f"**{text(a.question)}** Ranked by {text(a.ranked_by)}"
+                    + (f"; every row: {text(a.measured)}." if a.measured else "."), ""]
+            out.append(_row(text(c) for c in a.columns))
             out.append("|" + "|".join(":--" if c in ("name", "run") else "--:" for c in a.columns) + "|")
             for r in a.rows:
-                out.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "name" else r[c]) for c in a.columns) + " |")
+                out.append(_row(code(r[c]) if c == "name" else text(r[c]) for c in a.columns))
             out.append("")
     for s in report.suites:
         # The registry's columns (those of the console and of `ipclab run --markdown`), the run's after
         # the name when several files are compared; figures right-aligned.
         fmt = {c["key"]: c["format"] for c in s.column_defs}
-        out += [f"## {s.name}", ""]
-        out.append("| " + " | ".join(s.columns) + " |")
+        out += [f"## {text(s.name)}", ""]
+        out.append(_row(text(c) for c in s.columns))
         out.append("|" + "|".join(":--" if fmt.get(c, "name") in ("name", "status") else "--:" for c in s.columns) + "|")
         for r in s.rows:
             cells = []
             for c in s.columns:
                 v = r[c]
                 if fmt.get(c) == "name":
-                    v = f"`{v}`"
+                    cells.append(code(v))
                 elif fmt.get(c) == "status" and v != "ok":
-                    v = f"**{v.upper()}**" + (f": {r['error']}" if r["error"] else "")
-                cells.append(cell(v))
-            out.append("| " + " | ".join(cells) + " |")
+                    cells.append(f"**{text(str(v).upper())}**" + (f": {text(r['error'])}" if r["error"] else ""))
+                else:
+                    cells.append(text(v))
+            out.append(_row(cells))
         out.append("")
         if s.capacity:
-            out += [f"Capacity under a latency bound ({s.name}):", ""]
-            out.append("| " + " | ".join(s.capacity_columns) + " |")
+            out += [f"Capacity under a latency bound ({text(s.name)}):", ""]
+            out.append(_row(text(c) for c in s.capacity_columns))
             out.append("|" + "|".join(":--" if c in ("name", "run") else "--:" for c in s.capacity_columns) + "|")
             for r in s.capacity:
-                out.append("| " + " | ".join(cell(f"`{r[c]}`" if c == "name" else len(r[c]) if c == "trials" else r[c])
-                                             for c in s.capacity_columns) + " |")
+                out.append(_row(code(r[c]) if c == "name" else text(len(r[c]) if c == "trials" else r[c])
+                                for c in s.capacity_columns))
             out.append("")
     return "\n".join(out)

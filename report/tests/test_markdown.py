@@ -1,3 +1,7 @@
+import json
+import os
+import re
+
 import fixtures
 from ipclab_report.cli import main
 from ipclab_report import registry
@@ -66,3 +70,92 @@ def test_pipes_are_escaped(tmp_path):
     res = fixtures.write(tmp_path / "r.json", doc)
     assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "s.md")]) == 0
     assert "**FAILED**: bad \\| pipe" in (tmp_path / "s.md").read_text()
+
+
+HOSTILE = {
+    "hostname": "<script>alert(1)</script>",
+    "kernel": '"><img src=x onerror=alert(2)>',
+    "remote": "the remote side on lab9: <script>alert(3)</script>",
+    "link": "[click](javascript:alert(4))",
+    "iframe": "<iframe src=javascript:alert(5)>",
+    "image": "![x](javascript:alert(6))",
+    "code": "`</code><svg onload=alert(7)>`",
+    "pipe": "a | b",
+}
+# What must never reach an output as it is: markup a renderer would run, a link it would follow
+# (an unescaped ](javascript...: the link syntax), a code span broken out of.
+RAW = [re.escape(x) for x in ("<script", "<img", "<iframe", "<svg", "javascript:", "onerror=alert(2)>")] + [
+    r"(?<!\\)\]\(\s*javascript", r"(?<!\\)`</code>"]
+
+
+def _hostile_result(tmp_path):
+    """A real result (data/dev-result.json) whose every text a Markdown renderer could run: the
+    context's hostname, kernel, CPU model, compiler, libraries, virtualisation, command line and
+    warnings; a mechanism's name and a parameter's value; the error a remote side sent back."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dev-result.json")) as f:
+        doc = json.load(f)
+    ctx = doc["context"]
+    ctx.update(hostname=HOSTILE["hostname"], kernel=HOSTILE["kernel"], compiler=HOSTILE["iframe"],
+               command_line="ipclab run " + HOSTILE["code"], virtualization=HOSTILE["link"],
+               libraries={"evil": HOSTILE["image"]},
+               warnings=[{"message": HOSTILE["link"], "remedy": HOSTILE["iframe"]},
+                         {"message": HOSTILE["image"] + " " + HOSTILE["code"], "remedy": HOSTILE["code"]},
+                         {"message": "load is high", "remedy": "stop other work (see `top`) and re-run"}])
+    ctx["cpu"]["model"] = HOSTILE["image"]
+    first = next(b["name"] for b in doc["benchmarks"] if b["suite"] == "messaging")
+    for b in doc["benchmarks"]:
+        if b["name"] == first:
+            b.update(status="failed", error=HOSTILE["remote"])
+        if b["mechanism"] == "posix_mq":  # a name and a value from the file
+            b["mechanism"] = "mq" + HOSTILE["iframe"]
+            b["params"]["queue_depth"] = HOSTILE["link"]
+            b["name"] = b["name"].replace("/posix_mq/", "/mq" + HOSTILE["iframe"] + "/") + "/x:" + HOSTILE["pipe"]
+    return fixtures.write(tmp_path / "hostile.json", doc)
+
+
+def test_untrusted_strings_reach_markdown_and_pages_escaped(tmp_path):
+    """Hostnames, kernel, environment, warnings, names, parameter values and a remote side's error
+    are written so that no renderer runs them: no tag, no link, no broken-out code span, in the
+    Markdown summary, in every page of --pages and in the README's table. They stay readable: the
+    text is all there, its markup characters escaped. (All of it went out raw but for |.)"""
+    res = _hostile_result(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- reference:begin -->\n<!-- reference:end -->\n")
+    pages = tmp_path / "pages"
+    assert main(["report", res, "--markdown", str(tmp_path / "s.md"), "-o", str(tmp_path / "r.html")]) == 0
+    assert main(["report", res, "--pages", str(pages), "--readme", str(readme)]) == 0
+    outputs = {"summary": (tmp_path / "s.md").read_text(), "README": readme.read_text()}
+    outputs.update({p.name: p.read_text() for p in pages.glob("*.md")})
+    for name, md in outputs.items():
+        for raw in RAW:
+            assert not re.search(raw, md), (name, raw, [ln for ln in md.splitlines() if re.search(raw, ln)][:3])
+    summary, page = outputs["summary"], outputs["messaging.md"]
+    assert "Machine: !\\[x\\](javascript\u200b:alert(6))" in summary
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in summary and "**FAILED**: the remote side on lab9:" in summary
+    assert "| kernel | &quot;&gt;&lt;img src=x onerror=alert(2)&gt; |" in page
+    assert "- \\[click\\](javascript\u200b:alert(4)) — remedy: &lt;iframe src=javascript\u200b:alert(5)&gt;" in page
+    # ordinary text as it was: names, the harness's own code spans, parentheses
+    assert "| `messaging/shm_spsc" in summary and "| shm_spsc" in page
+    assert "- load is high — remedy: stop other work (see `top`) and re-run" in page
+    assert "remedy: stop other work (see `top`) and re-run" in summary
+    # the HTML report escapes them too (jinja2's autoescape)
+    html = (tmp_path / "r.html").read_text()
+    for raw in ("<script>alert", "<img src=x", "<iframe", "<svg onload", 'href="javascript'):
+        assert raw not in html, raw
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_text_code_and_prose_escape_markup_and_keep_ordinary_text():
+    from ipclab_report.markdown import code, prose, text
+
+    assert text('<a href="x">&</a>') == "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
+    assert text("[t](u) ![i](u) `c` a|b \\ x") == "\\[t\\](u) !\\[i\\](u) \\`c\\` a\\|b \\\\ x"
+    assert text("JavaScript:alert(1) data:x vbscript :y") == \
+        "JavaScript\u200b:alert(1) data\u200b:x vbscript\u200b :y"
+    assert text("line one\nline two") == "line one line two"
+    plain = "unix_stream (34 benchmarks), 2 cores / 4 CPUs: p99 *high*"
+    assert text(plain) == plain
+    assert code("messaging/pipe size:64") == "`messaging/pipe size:64`"
+    assert code("a|b") == "`a\\|b`" and code("a|b", in_table=False) == "`a|b`"
+    assert code("x`y") == "x\\`y" and code("<b>") == "&lt;b&gt;" and code("javascript:x") == "javascript\u200b:x"
+    assert prose("stop (see `top`) and `<b>`") == "stop (see `top`) and \\`&lt;b&gt;\\`"
