@@ -565,3 +565,19 @@ def test_a_fifo_as_an_input_is_refused_not_waited_on(tmp_path):
     p = subprocess.run([sys.executable, "-m", "ipclab_report", "compare", str(fifo), ref], capture_output=True,
                        text=True, timeout=30)
     assert p.returncode == 2 and "FIFO" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_suite_name_that_is_no_plain_name_writes_no_page_outside_the_folder(tmp_path, capsys):
+    """A page is <pages>/<suite>.md, the suite's name read from the file: a name such as '../x' or
+    'a/b' is refused in one line, and nothing is written (it wrote <pages>/../x.md)."""
+    for odd in ("../escaped", "a/b", ".hidden"):
+        doc = fixtures.make_result(suites=["anchors"], samples=10)
+        for b in doc["benchmarks"]:
+            b["suite"] = odd
+        res = fixtures.write(tmp_path / "odd.json", doc)
+        pages = tmp_path / "site" / "pages"
+        pages.mkdir(parents=True, exist_ok=True)
+        assert main(["report", res, "--pages", str(pages)]) == 2, odd
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "is no plain name" in err, err
+        assert os.listdir(pages) == [] and sorted(os.listdir(tmp_path / "site")) == ["pages"]
