@@ -512,7 +512,8 @@ def placement_text(recs) -> str:
         pins = []
         for s in sides:
             if isinstance(s, dict) and s.get("pinned"):
-                text = f"{s.get('role', 'side')} on CPU {','.join(str(c) for c in s['pinned'])}"
+                cpus = s["pinned"] if isinstance(s["pinned"], list) else [s["pinned"]]
+                text = f"{s.get('role', 'side')} on CPU {','.join(str(c) for c in cpus)}"
                 if text not in pins:
                     pins.append(text)
         desc = f"{layout_}: " + (", ".join(pins) if pins else "no side pinned, the scheduler places them")

@@ -1,4 +1,5 @@
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -193,3 +194,41 @@ def test_a_journal_is_read_only_at_the_version_this_reader_knows(tmp_path, capsy
         assert f"journal of version {json.dumps(version)}" in err and "reads version 1" in err, err
         assert "read it with the ipclab that wrote it" in err
         assert not (tmp_path / "s.md").exists()
+
+
+def test_odd_values_anywhere_give_a_report_or_one_line_never_a_traceback(tmp_path, capsys):
+    """A real result (data/dev-result.json) with fields replaced at random by values of other types
+    (null, a string, a list, an object, a huge or negative number), 200 times: --markdown and --pages give
+    their files or one line and exit 2, never an exception (a CPU list given as a number did)."""
+    import copy
+    import random
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dev-result.json")) as f:
+        base = json.load(f)
+
+    def paths(o, pre=()):
+        items = o.items() if isinstance(o, dict) else enumerate(o[:3]) if isinstance(o, list) else ()
+        for k, v in items:
+            if pre == ("context",) and k == "registry":
+                continue
+            yield pre + (k,)
+            yield from paths(v, pre + (k,))
+
+    every = list(paths(base))
+    values = [None, "x", 1e308, -1, 0, [], {}, True, "<b>", [1, "a"], {"a": None}, 2**70]
+    rng = random.Random(7)
+    for i in range(200):
+        doc = copy.deepcopy(base)
+        for _ in range(rng.randint(1, 4)):
+            path = rng.choice(every)
+            cur = doc
+            try:
+                for k in path[:-1]:
+                    cur = cur[k]
+                cur[path[-1]] = copy.deepcopy(rng.choice(values))
+            except (KeyError, IndexError, TypeError):
+                pass
+        res = fixtures.write(tmp_path / "odd.json", doc)
+        rc = main(["report", res, "--markdown", str(tmp_path / f"s{i}.md"), "--pages", str(tmp_path / f"p{i}")])
+        err = capsys.readouterr().err
+        assert rc == 0 or (rc == 2 and len(err.strip().splitlines()) == 1), (i, rc, err)
