@@ -172,6 +172,43 @@ TEST(Output, MarkdownTableHasOneRowPerAggregate) {
   EXPECT_NE(md.find("EPYC"), std::string::npos);
 }
 
+// What a result file's context and a remote side send reaches results.md as text (issue 50): no
+// tag, link, image or code span a renderer would act on, and the table keeps its columns.
+TEST(Output, MarkdownCarriesNoMarkupFromTheMachineOrARemoteSide) {
+  Record agg = sample();
+  agg.run_type = "aggregate";
+  agg.name = "messaging/x`y`|z";
+  agg.fail("the remote side on h: <script>alert(3)</script> [click](javascript:alert(4))");
+  const nlohmann::json context = {
+      {"cpu", {{"model", "<script>alert(1)</script>"}, {"logical_cpus", 2}}},
+      {"kernel", "\"><img src=x onerror=alert(2)>"},
+      {"warnings",
+       {{{"message", "<iframe src=javascript:alert(5)>"}, {"remedy", "![x](javascript:alert(6))"}}}}};
+  const std::string md = output::markdown(context, {}, {agg});
+  std::string unescaped;  // md less its escaped brackets: no link or image may be left in it
+  for (size_t i = 0; i < md.size(); ++i)
+    if (md[i] == '\\' && i + 1 < md.size() && (md[i + 1] == '[' || md[i + 1] == ']'))
+      ++i;
+    else
+      unescaped += md[i];
+  for (const char* raw : {"<script>", "<img", "<iframe", "](", "[click"})
+    EXPECT_EQ(unescaped.find(raw), std::string::npos) << raw << " in\n" << md;
+  EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << md;
+  EXPECT_NE(md.find("\\[click\\](javascript:alert(4))"), std::string::npos) << md;
+  // The name in a code span that holds its backticks; the row has as many cells as the header.
+  EXPECT_NE(md.find("``messaging/x`y`/z``"), std::string::npos) << md;
+  const size_t row = md.find("| ``messaging");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  const std::string head = md.substr(md.find("| name"), md.find('\n', md.find("| name")) - md.find("| name"));
+  auto cells = [](const std::string& l) {
+    int n = 0;
+    for (size_t i = 0; i < l.size(); ++i) n += l[i] == '|' && (i == 0 || l[i - 1] != '\\');
+    return n;
+  };
+  EXPECT_EQ(cells(line), cells(head)) << line;
+}
+
 TEST(Output, ObservedPlacementTextIsInTheCsv) {
   Record r = sample();
   r.placement.sides[1].observed = {1, 0};

@@ -5,23 +5,84 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ipclab::output {
+
+namespace {
+
+// Text from the machine, the environment, a remote side or a failure (a hostname, a kernel string,
+// a warning, an error a remote side sent) reaches the page as text: no renderer may read a tag, a
+// link, an image or a code span in it. HTML's three characters become entities; '[', ']', '`',
+// '|' and '\\' are backslash-escaped (emphasis marks are left: harmless, and the raw file stays
+// readable in a terminal).
+std::string md_text(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\\':
+      case '`':
+      case '[':
+      case ']':
+      case '|':
+        out += '\\';
+        out += c;
+        break;
+      case '\n':
+      case '\r':
+        out += ' ';
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// A code span that holds `s` whatever it holds: delimited by one backtick more than its longest run
+// of them (CommonMark), padded where it starts or ends with one; '|' as '/' in a table cell.
+std::string md_code(std::string s) {
+  size_t longest = 0, run = 0;
+  for (char& c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '|') c = '/';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !s.empty() && (s.front() == '`' || s.back() == '`');
+  return fence + (pad ? " " : "") + s + (pad ? " " : "") + fence;
+}
+
+}  // namespace
 
 std::string markdown(const nlohmann::json& context, const TableNames& names,
                      const std::vector<Record>& records) {
   std::string md = "# ipclab results\n\n";
   auto cpu = context.value("cpu", nlohmann::json::object());
   auto load = context.value("load_avg", nlohmann::json::array());
-  md += fmt::format(
-      "Machine: {} ({} CPUs), {}, {}; load average {}; {}; git {}\n\n", cpu.value("model", "?"),
-      cpu.value("logical_cpus", 0), context.value("kernel", "?"), context.value("virtualization", "?"),
-      load.empty() ? "?" : fmt::format("{:.2f}", load[0].get<double>()), context.value("date", "?"),
-      context.contains("git_sha") && context["git_sha"].is_string() ? context["git_sha"].get<std::string>()
-                                                                    : "?");
+  md += fmt::format("Machine: {} ({} CPUs), {}, {}; load average {}; {}; git {}\n\n",
+                    md_text(cpu.value("model", "?")), cpu.value("logical_cpus", 0),
+                    md_text(context.value("kernel", "?")), md_text(context.value("virtualization", "?")),
+                    load.empty() ? "?" : fmt::format("{:.2f}", load[0].get<double>()),
+                    md_text(context.value("date", "?")),
+                    md_text(context.contains("git_sha") && context["git_sha"].is_string()
+                                ? context["git_sha"].get<std::string>()
+                                : "?"));
   if (context.contains("warnings") && !context["warnings"].empty()) {
     md += "Warnings:\n";
     for (auto& w : context["warnings"])
-      md += fmt::format("- {} — {}\n", w.value("message", ""), w.value("remedy", ""));
+      md += fmt::format("- {} — {}\n", md_text(w.value("message", "")), md_text(w.value("remedy", "")));
     md += "\n";
   }
   std::string header = "|", rule = "|";
@@ -37,18 +98,17 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
     const nlohmann::json j = to_json(r);
     std::string row = "|";
     for (auto& c : columns()) {
-      std::string text = c.format == "name"     ? "`" + names.of(r.name) + "`"
-                         : c.format == "status" ? status_text(r)
-                                                : figure_cell(c, j);
-      for (auto& ch : text)
-        if (ch == '|') ch = '/';
+      const std::string text = c.format == "name"     ? md_code(names.of(r.name))
+                               : c.format == "status" ? md_text(status_text(r))
+                                                      : md_text(figure_cell(c, j));
       row += " " + text + " |";
     }
     md += row + "\n";
   }
   if (!names.fixed.empty()) {
     md += "\nThe same in every row of a mechanism:\n";
-    for (auto& [mechanism, fixed] : names.fixed) md += fmt::format("- `{}`: `{}`\n", mechanism, fixed);
+    for (auto& [mechanism, fixed] : names.fixed)
+      md += fmt::format("- {}: {}\n", md_code(mechanism), md_code(fixed));
   }
   return md;
 }
