@@ -246,6 +246,12 @@ int cmd_topo(bool as_json, bool measure) {
                "warning: CPUs {} and {} behave as SMT siblings ({:.0f} ns, under half their sysfs relation's "
                "median) — a VM may hide that they share a core; do not take them as two cores\n",
                p.a, p.b, p.ns);
+  for (auto& p : m.fleeting_siblings)
+    fmt::print(
+        stderr,
+        "warning: {}: the VM's vCPUs move between the host's cores — which CPUs share a core holds only "
+        "for a moment here; compare only paired runs (`ipclab ab`)\n",
+        topo::fleeting_text(m, p));
   return 0;
 }
 

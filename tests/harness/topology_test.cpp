@@ -120,6 +120,37 @@ TEST(Topology, AVmThatHidesSmtHasItsHiddenSiblingsFound) {
         << m.pairs[i].a << "-" << m.pairs[i].b;
 }
 
+// The 16-vCPU guest of issue 51: vCPUs that share a host core for one measurement need not for the
+// next. A pair that is a sibling on the first look only is fleeting (the second look's figure
+// stands); one that is a sibling on both stays one.
+TEST(Topology, AHiddenSiblingMustStillBeOneOnASecondLook) {
+  FakeSys s;
+  for (int c = 0; c < 16; ++c) s.cpu(c, 0, c, std::to_string(c), "0-15");
+  s.node(0, "0-15");
+  const auto t = topo::read(s.root());
+  std::map<std::pair<int, int>, int> looks;
+  const auto m = topo::measure_pairs(t, [&](int a, int b) {
+    const int look = looks[{a, b}]++;
+    if (a == 2 && b == 5) return look == 0 ? 86.0 : 341.0;  // moved apart before the second look
+    if (a == 0 && b == 7) return 81.0;                      // stays on one core
+    return 300.0 + (a * 16 + b) % 7 * 10.0;
+  });
+  EXPECT_EQ((looks[{2, 5}]), 2);
+  EXPECT_EQ((looks[{0, 7}]), 2);
+  EXPECT_EQ((looks[{1, 3}]), 1);  // only the candidates are looked at again
+  ASSERT_EQ(m.hidden_siblings.size(), 1u);
+  EXPECT_EQ(m.hidden_siblings[0].a, 0);
+  EXPECT_EQ(m.hidden_siblings[0].b, 7);
+  ASSERT_EQ(m.fleeting_siblings.size(), 1u);
+  EXPECT_EQ(m.fleeting_siblings[0].a, 2);
+  EXPECT_EQ(m.fleeting_siblings[0].ns, 86.0);
+  EXPECT_EQ(topo::fleeting_text(m, m.fleeting_siblings[0]),
+            "CPUs 2 and 5 behaved as SMT siblings on one look (86 ns) and not on the next (341 ns)");
+  const auto j = topo::to_json(t, m);
+  EXPECT_EQ(j["c2c"]["fleeting_smt_siblings"].size(), 1u);
+  EXPECT_EQ(j["c2c"]["behaves_as_smt_siblings"].size(), 1u);
+}
+
 TEST(Topology, NoiseMakesNoClassAndRealStepsDo) {
   std::mt19937 rng(11);
   std::normal_distribution<double> noise(1.0, 0.05);

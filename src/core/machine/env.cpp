@@ -278,6 +278,15 @@ void add_measured_topology(nlohmann::json& env, const std::vector<int>& cpus) {
          {"remedy", fmt::format("do not take them as two cores: -p placement=smt puts two sides there, and "
                                 "--cpus without one of {} and {} keeps sides off a shared core",
                                 p.a, p.b)}});
+  for (auto& p : m.fleeting_siblings)
+    env["warnings"].push_back(
+        {{"message",
+          fmt::format("{}: the VM's vCPUs move between the host's cores, so which CPUs share a core "
+                      "holds only for a moment here",
+                      topo::fleeting_text(m, p))},
+         {"remedy",
+          "pin the VM's vCPUs to host cores (libvirt <vcpupin>, a cloud's dedicated hosts), or "
+          "compare only paired runs (`ipclab ab`, --interleave); placement=smt finds no pair here"}});
 }
 
 }  // namespace ipclab

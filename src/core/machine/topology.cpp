@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <immintrin.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -167,6 +169,15 @@ void judge(const Topology& t, Matrix& m) {
   }
 }
 
+std::string fleeting_text(const Matrix& m, const Pair& first_look) {
+  double again = 0;
+  for (const Pair& p : m.pairs)
+    if (p.a == first_look.a && p.b == first_look.b) again = p.ns;
+  return fmt::format(
+      "CPUs {} and {} behaved as SMT siblings on one look ({:.0f} ns) and not on the next ({:.0f} ns)",
+      first_look.a, first_look.b, first_look.ns, again);
+}
+
 double c2c_ns(int a, int b, int rounds) {
   struct alignas(64) Line {
     std::atomic<uint64_t> v{0};
@@ -244,10 +255,14 @@ nlohmann::json to_json(const Topology& t, const Matrix& m) {
   nlohmann::json hidden = nlohmann::json::array();
   for (auto& p : m.hidden_siblings)
     hidden.push_back({{"a", p.a}, {"b", p.b}, {"c2c_ns", std::round(p.ns * 10) / 10}});
+  nlohmann::json fleeting = nlohmann::json::array();
+  for (auto& p : m.fleeting_siblings)
+    fleeting.push_back({{"a", p.a}, {"b", p.b}, {"first_c2c_ns", std::round(p.ns * 10) / 10}});
   j["c2c"] = {{"pairs", pairs},
               {"sampled", m.sampled},
               {"classes", m.cls.empty() ? 0 : *std::max_element(m.cls.begin(), m.cls.end()) + 1},
-              {"behaves_as_smt_siblings", hidden}};
+              {"behaves_as_smt_siblings", hidden},
+              {"fleeting_smt_siblings", fleeting}};
   return j;
 }
 
