@@ -392,8 +392,9 @@ void Session::Run::start_workers() {
   }
   for (auto& peer : peers_)
     if (peer.progress)
-      wd_.watch(peer.role, peer.index, peer.process->pid(), -1, peer.progress,
-                [this] { return workers_finished(); });
+      wd_.watch(
+          peer.role, peer.index, peer.process->pid(), -1, peer.progress,
+          [this] { return workers_finished(); }, peer.process_is);
 }
 
 // A forked worker that exits before finishing its work is a dead peer, and so is a peer process
@@ -408,10 +409,20 @@ void Session::Run::check_children() {
     }
   }
   for (size_t k = 0; k < peers_.size(); ++k) {
-    Process& p = *peers_[k].process;
-    if (!peer_death_[k].empty() || !p.running() || p.alive()) continue;
-    if (peers_[k].may_exit && p.clean() && workers_finished()) continue;
-    peer_death_[k] = fmt::format("{} {} {}", peers_[k].role, peers_[k].index, p.death());
+    const PeerSpec& peer = peers_[k];
+    Process& p = *peer.process;
+    if (!peer_death_[k].empty() || !p.running()) continue;
+    if (p.alive()) {
+      if (const std::string why = peer.lost ? peer.lost() : ""; !why.empty()) {
+        peer_death_[k] = fmt::format("{} {}: {}", peer.role, peer.index, why);
+        abort();
+      }
+      continue;
+    }
+    if (peer.may_exit && p.clean() && workers_finished()) continue;
+    peer_death_[k] = peer.process_is.empty()
+                         ? fmt::format("{} {} {}", peer.role, peer.index, p.death())
+                         : fmt::format("{} {}: {} {}", peer.role, peer.index, peer.process_is, p.death());
     abort();
   }
 }

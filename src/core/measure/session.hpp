@@ -257,6 +257,12 @@ struct PeerSpec {
   /// The peer may end by itself once the workers are done (a guest released by its hosts): its
   /// clean exit after every worker finished is not a death.
   bool may_exit = false;
+  /// What `process` is when it is not the peer itself, for messages (a remote side's: "the local
+  /// ssh to it"); "" when it is the peer.
+  std::string process_is;
+  /// Why the peer is gone though its process still runs ("" while it is not): a remote side gone
+  /// silent behind a live ssh. Polled as its process's death is, and failing the run the same way.
+  std::function<std::string()> lost;
 };
 
 class Session {

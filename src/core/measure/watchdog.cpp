@@ -34,11 +34,14 @@ double stall_limit_s(double duration_s) { return std::max(duration_s / 4, 1.0) *
 Watchdog::Watchdog(double duration_s) : limit_ns_(uint64_t(stall_limit_s(duration_s) * 1e9)) {}
 
 void Watchdog::watch(std::string role, int index, pid_t pid, pid_t tid, std::function<uint64_t()> progress,
-                     std::function<bool()> done) {
-  sides_.push_back({std::move(role), index, pid, tid, std::move(progress), std::move(done)});
+                     std::function<bool()> done, std::string pid_is) {
+  sides_.push_back(
+      {std::move(role), index, pid, tid, std::move(progress), std::move(done), std::move(pid_is), 0, 0});
 }
 
 std::string Watchdog::name(const Side& s) const {
+  if (s.pid > 0 && !s.pid_is.empty())
+    return fmt::format("{} {} ({}: pid {})", s.role, s.index, s.pid_is, s.pid);
   if (s.pid > 0) return fmt::format("{} {} (pid {})", s.role, s.index, s.pid);
   if (s.tid > 0) return fmt::format("{} {} (thread {})", s.role, s.index, s.tid);
   return fmt::format("{} {}", s.role, s.index);

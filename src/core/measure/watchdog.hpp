@@ -37,9 +37,10 @@ class Watchdog {
   /// Watches one side. `progress` reads its count (a relaxed load of a counter the side stores as
   /// it completes operations); `pid` is its process (-1 for a thread of this process, then `tid`
   /// if known, else -1); `done`, when given, says the side has finished its work (it is no longer
-  /// watched: a producer that sent its last message stays silent, rightly).
+  /// watched: a producer that sent its last message stays silent, rightly). `pid_is`: what `pid`
+  /// is when it is not the side itself (a remote side's: "the local ssh to it"), for the message.
   void watch(std::string role, int index, pid_t pid, pid_t tid, std::function<uint64_t()> progress,
-             std::function<bool()> done = {});
+             std::function<bool()> done = {}, std::string pid_is = "");
   /// Sets the thread id of side `i` (in watch() order) once it is known.
   void set_tid(size_t i, pid_t tid) { sides_[i].tid = tid; }
 
@@ -54,6 +55,7 @@ class Watchdog {
     pid_t pid, tid;
     std::function<uint64_t()> progress;
     std::function<bool()> done;
+    std::string pid_is;
     uint64_t last = 0, since = 0;
   };
   std::string name(const Side& s) const;
