@@ -133,7 +133,8 @@ int main(int argc, char** argv) {
       ->type_name("PATH");
   text_option(
       run, "--remote-address", ra.remote_address,
-      "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached)")
+      "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached; "
+      "needed when ssh goes through a jump host)")
       ->type_name("ADDR");
   text_option(run, "--remote-role", ra.remote_role,
               "with --remote: what runs on HOST — server (default: echo's and servers' server there, their "

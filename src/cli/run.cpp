@@ -1,6 +1,5 @@
 // `ipclab run`: parse → plan → run → report. Every option and parameter is checked, and every
 // result target, before the run creates anything (docs/reliability.md).
-#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -300,11 +299,7 @@ remote::Options parse_remote(const RunArgs& a) {
     o.ipclab = *a.remote_ipclab;
   }
   if (a.remote_address) {
-    in_addr x{};
-    if (inet_pton(AF_INET, a.remote_address->c_str(), &x) != 1)
-      throw UsageError(
-          fmt::format("--remote-address '{}': give an IPv4 address of the remote host, e.g. 10.0.0.2",
-                      brief(*a.remote_address)));
+    if (auto why = remote::address_problem(*a.remote_address, o.host); !why.empty()) throw UsageError(why);
     o.address = *a.remote_address;
   }
   if (a.remote_role) {
@@ -398,8 +393,12 @@ std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& repo
 }  // namespace
 
 int cmd_remote_side() {
-  start_owned_run();  // its run folder, swept at its end like a local one (and by a later run if it dies)
-  return remote::serve();
+  // Its run folder, swept at its end like a local one (and by a later run if it dies); what its
+  // sweep removes goes to the local side in its hello, not on its stderr, which is ssh's.
+  ipc::begin_run();
+  ipc::install_signal_cleanup();
+  crash::install();
+  return remote::serve(ipc::sweep_leftovers());
 }
 
 void start_owned_run() {
@@ -430,6 +429,11 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // host, the plan's own order.
   if (preset->preset == Preset::Default && overrides.empty() && !a.cpu_matrix && !a.remote && !seed)
     benchmarks = first_answers_first(std::move(benchmarks), selected, opts.cpus);
+  if (a.remote && a.cpu_matrix)
+    throw UsageError(
+        "--cpu-matrix places both sides of each point on this host's CPUs, and with --remote one side runs "
+        "on "
+        "the other host; drop --cpu-matrix (or --remote)");
   if (a.remote)
     for (auto& b : benchmarks)
       if (auto why = remote::crossing_problem(*b.mech, b.params, remote_opts.far_clients); !why.empty())
@@ -477,7 +481,11 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   context["kernel_counters"] = opts.kernel_counters;
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
-  if (link) context["remote"] = link->context();
+  if (link) {
+    context["remote"] = link->context();
+    for (auto& line : context["remote"]["swept"])
+      fmt::print(stderr, "on {}: {}\n", link->host(), line.get<std::string>());
+  }
   {
     // The registry of the run's suites, so that a report of this file, by any later ipclab, builds
     // their pages and tables as this binary describes them.

@@ -5,11 +5,17 @@
 //
 // The control channel is the ssh session: `ipclab remote-side` on the remote host reads one JSON
 // object per line on its stdin and answers one per line on its stdout. The data path is a direct
-// connection between the two ipclab processes, on a port the remote side chose and reported over
-// that channel. The remote side ends, and its run folder is swept (ipc::end_run), when its stdin
-// ends: a lost ssh connection stops it.
+// connection between the two ipclab processes, to the address this side chose (where ssh reached
+// the host, or --remote-address) and a port the remote side reported over that channel. Both ends
+// send a beat every heartbeat interval (detail::Heartbeat) and take the other for gone after five
+// of them in silence. The remote side ends, and its run folder is swept (ipc::end_run), when its
+// stdin ends or falls silent: a lost ssh connection, or a link that is down, stops it. Nothing it
+// answers is taken unchecked: every figure is range-checked against what this side saw, and one
+// that fails fails the record, naming the field.
 //
-//   remote → {"ipclab_remote":1, "version", "build_type", "build_flags", "environment"}   (hello)
+//   remote → {"ipclab_remote":1, "version", "build_type", "build_flags", "environment", "swept"}   (hello)
+//   local  → {"op":"heartbeat", "interval_s"}    (at once after the hello)
+//   either → {"op":"beat"}                       (every interval; dropped by the channel)
 //   local  → {"op":"clock"}                      remote → {"t": CLOCK_REALTIME ns, "m": CLOCK_MONOTONIC ns}
 //   local  → {"op":"bench", "mechanism", "params", "channels", "consumers", "clock_offset_ns",
 //             "address", "timeout_s"}            remote → {"address", "ports", "credit_window"} or {"error"}
@@ -41,6 +47,10 @@ class Session;
 
 namespace remote {
 
+namespace detail {
+class Channel;
+}
+
 /// What --remote and its companions asked for.
 struct Options {
   std::string host;                      // [USER@]HOST, as ssh takes it
@@ -49,6 +59,11 @@ struct Options {
   std::string address;                   // --remote-address: where the data path goes ("": ssh's own address)
   bool far_clients = false;  // --remote-role client: a server benchmark's clients there, its server here
 };
+
+/// Why `address` cannot be the data path's address on `host` (--remote-address), as one line naming
+/// the fix; "" when it can: an unspecified, loopback, multicast or broadcast address cannot, unless
+/// the host itself is this machine's loopback.
+std::string address_problem(const std::string& address, const std::string& host);
 
 /// Why `m` with `p` cannot run across two hosts ("" when it can), as one line naming the fix;
 /// `far_clients`: with its clients there and its server here (--remote-role client).
@@ -66,19 +81,31 @@ struct ClockOffset {
 class Link {
  public:
   /// Starts `ssh -o BatchMode=yes [--ssh-option...] HOST -- IPCLAB remote-side`, reads the remote
-  /// side's hello, checks that both are the same version and build, and estimates the offset between
-  /// the two hosts' clocks over the channel. Every failure (host unreachable, key refused, ipclab
-  /// missing or different there) is a UsageError of one line: nothing has run yet.
+  /// side's hello, checks that both are the same version and build, starts the heartbeat
+  /// (IPCLAB_REMOTE_HEARTBEAT_S), takes the data path's address (--remote-address, or the one ssh's
+  /// own connection reached) and estimates the offset between the two hosts' clocks over the
+  /// channel. Every failure (host unreachable, key refused or unknown, ipclab missing or different
+  /// there, a login shell that prints too much, a malformed answer) is a UsageError of one line:
+  /// nothing has run yet.
   static std::unique_ptr<Link> open(const Options& o);
   /// The other way round, on the remote host (--remote-role client): the remote side's channel
-  /// back to the local one, over its stdin and stdout, for a server benchmark whose server is on the
-  /// local host, at `server_address` (whose name is `host` in the record). It quits nothing at its
-  /// end: the channel is the remote side's.
-  static std::unique_ptr<Link> back(const std::string& host, const std::string& server_address);
+  /// back to the local one (`channel`, its stdin and stdout), for a server benchmark whose server
+  /// is on the local host, at `server_address` (whose name is `host` in the record). It quits
+  /// nothing at its end: the channel is the remote side's.
+  static std::unique_ptr<Link> back(const std::string& host, const std::string& server_address,
+                                    detail::Channel& channel);
   ~Link();  // quits the remote side (it sweeps its run folder) and reaps ssh; kills it if it hangs
 
   const Options& options() const { return o_; }
   const std::string& host() const { return o_.host; }
+  /// The data path's address on the remote host: --remote-address, or the one ssh reached it at.
+  /// Every request names it and every answer must: the data path goes nowhere else.
+  const std::string& address() const { return address_; }
+  /// The remote host's CPUs (its hello), which bound the CPU time it may report.
+  int remote_cpus() const { return remote_cpus_; }
+  /// "" while the remote side is heard from; else why it is taken for gone (silent past the
+  /// heartbeat's deadline, or a line past the channel's limit), for the session's peer watch.
+  std::string lost() const;
   /// What the run's context records: the host, the remote's environment block, the clock estimate.
   nlohmann::json context() const;
   /// Sends one control line.
@@ -96,14 +123,19 @@ class Link {
   std::pair<ClockOffset, ClockOffset> estimate_clocks();
 
  private:
-  explicit Link(Options o) : o_(std::move(o)) {}
+  explicit Link(Options o);
   std::string ssh_said() const;  // ssh's last stderr line, for messages
-  void read_some(int ms);        // one poll over stdout and stderr
+  void read_some(int ms);        // one poll over ssh's stderr
   Options o_;
   Process ssh_;
   int in_ = -1, out_ = -1, err_ = -1;
-  std::string out_buf_, err_buf_;
-  nlohmann::json hello_, clock_, monotonic_;
+  std::string err_buf_;
+  std::unique_ptr<detail::Channel> own_;  // Link::open's channel over ssh
+  detail::Channel* channel_ = nullptr;    // own_, or the remote side's own (Link::back)
+  std::string address_;
+  int remote_cpus_ = 1;
+  uint64_t arrived_ns_ = 0;  // when the line receive() returned last was read (now_ns)
+  nlohmann::json hello_, clock_, monotonic_, heartbeat_;
   bool unresponsive_ = false;  // a receive() timed out: the remote side is frozen or unreachable
   bool back_ = false;          // Link::back: the remote side's own channel, no ssh of its own
 };
@@ -130,6 +162,7 @@ struct ServerAddress {
   std::string address;
   int port = 0;
   std::vector<int> reactor_cpus;  // that host's CPUs its reactors are pinned to (one reactor: none)
+  uint64_t asked_ns = 0;          // when it was asked for (now_ns): its whole life's CPU is bounded by it
 };
 /// A server mechanism's server (echo) on the remote host: its ipclab starts it there as a local
 /// run would (Mechanism::server, core/server), listening on the data path's address, with what
@@ -140,9 +173,10 @@ ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch);
 /// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
 /// `role`: the remote side's role in the record (server@HOST, or consumer@HOST for throughput).
 void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role);
-/// Stops the remote server: its CPU over the measured window and over its whole life, measured
-/// there (schedstat, as a local server's: charged as system time); a failed record on its errors.
-std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link);
+/// Stops the remote server `at`: its CPU over the measured window and over its whole life, measured
+/// there (schedstat, as a local server's: charged as system time); a failed record on its errors,
+/// or on a figure that fails its check (named).
+std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link, const ServerAddress& at);
 
 /// The server of a server benchmark (echo, servers), wherever it runs: here, a ServerProcess the
 /// session watches as its peer; with a link in use (--remote), on the other host, started, watched
@@ -214,8 +248,10 @@ class ServerSide {
   std::vector<std::string> errors_;
 };
 
-/// `ipclab remote-side`: the remote end, over its stdin and stdout. Returns the exit code.
-int serve();
+/// `ipclab remote-side`: the remote end, over its stdin and stdout; `swept`: what its run's sweep
+/// removed of runs there that died, which the hello carries to the local side (its stderr is
+/// ssh's, whose last line names a failure). Returns the exit code.
+int serve(const std::vector<std::string>& swept);
 
 /// The network path of a connected socket, as this host sees it: the interface its local address
 /// is on, its MTU, driver, link speed (where known) and queueing discipline.

@@ -480,7 +480,8 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
 // benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), with a
 // link back to the local side in use (Link::back): its server is asked of the local side, the
 // phases and the end go there. Its record goes back as the answer.
-void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply) {
+void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
+                   Channel& channel) {
   const Request r = request_of(cmd, true);
   if (!r.mech) {
     reply({{"error", fmt::format("{} has no server to run clients against", brief(r.name))}});
@@ -502,7 +503,7 @@ void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlo
   rec.mechanism = r.mech->name;
   rec.params = r.params;
   {
-    const std::unique_ptr<Link> back = Link::back(at, at);
+    const std::unique_ptr<Link> back = Link::back(at, at, channel);
     use(back.get());
     try {
       Session s(*r.mech, r.params, opts, rec);
@@ -556,29 +557,54 @@ int serve_bench(const nlohmann::json& cmd, const std::function<void(const nlohma
 
 }  // namespace
 
-int serve() {
-  // A reply to a local side that is gone is an error (EPIPE, thrown by fmt): the caller's clean-up
-  // runs, where SIGPIPE would end the process with its run folder left behind.
-  signal(SIGPIPE, SIG_IGN);
-  const int in = 0;
-  std::string buf, line;
-  bool eof = false;
-  auto reply = [](const nlohmann::json& j) {
-    fmt::print("{}\n", j.dump());
-    std::fflush(stdout);
+namespace {
+
+// What ends this process when its clean-up after a silent channel does not: `grace_s` later, the
+// clean-up a SIGTERM runs (core/ownership/cleanup.hpp: its run's objects, journal and folder
+// removed; its children, which die with it, ended).
+std::function<void()> end_after(double grace_s) {
+  return [grace_s] {
+    std::thread([grace_s] {
+      sleep_ns(uint64_t(grace_s * 1e9));
+      kill(getpid(), SIGTERM);
+    }).detach();
   };
+}
+
+}  // namespace
+
+int serve(const std::vector<std::string>& swept) {
+  // A reply to a local side that is gone is an error (EPIPE): the caller's clean-up runs, where
+  // SIGPIPE would end the process with its run folder left behind.
+  signal(SIGPIPE, SIG_IGN);
+  // The clock probe is answered as it is read, on the channel's thread (Link::estimate_clocks).
+  Channel channel(STDIN_FILENO, STDOUT_FILENO, [](const std::string& line) -> std::optional<nlohmann::json> {
+    if (line != R"({"op":"clock"})") return std::nullopt;
+    return nlohmann::json{{"t", realtime_ns()}, {"m", now_ns()}};
+  });
+  auto reply = [&channel](const nlohmann::json& j) { channel.send(j); };
   nlohmann::json hello = identity();
   hello["ipclab_remote"] = 1;
   hello["environment"] = collect_environment("ipclab remote-side");
+  hello["swept"] = swept;
   reply(hello);
+  // Its own deadline on the channel from the start, at the default interval until the local side
+  // names its own: a local side that never speaks, or whose link goes down, ends this one.
+  channel.beat(Heartbeat{}, end_after(Heartbeat{}.grace_s()));
+  bool eof = false;
   auto next = [&](double timeout_s) {
     const uint64_t deadline = timeout_s < 0 ? UINT64_MAX : now_ns() + uint64_t(timeout_s * 1e9);
-    if (!read_line(in, buf, line, deadline, eof)) return nlohmann::json(nullptr);
-    try {
-      return nlohmann::json::parse(line);
-    } catch (const std::exception&) {
-      return nlohmann::json({{"op", "?"}});
+    std::string line;
+    if (!channel.next(line, deadline)) {
+      eof = channel.end() != Channel::End::Open;
+      return nlohmann::json(nullptr);
     }
+    try {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j.is_object()) return j;
+    } catch (const std::exception&) {
+    }
+    return nlohmann::json({{"op", "?"}});
   };
   auto next_or_eof = [&](double timeout_s, bool& ended) {
     nlohmann::json j = next(timeout_s);
@@ -587,15 +613,25 @@ int serve() {
   };
   for (;;) {
     nlohmann::json cmd = next(-1);
-    if (eof) return 3;  // the connection is lost: the caller sweeps the run folder
-    const std::string op = cmd.value("op", "");
+    if (eof) return 3;  // the connection is lost or silent: the caller sweeps the run folder
+    const std::string op = cmd.contains("op") && cmd["op"].is_string() ? cmd["op"].get<std::string>() : "";
     if (op == "quit") return 0;
-    if (op == "clock") {
+    if (op == "heartbeat") {
+      Heartbeat h;  // one out of range (the local side checks the same) keeps the default: it is not answered
+      try {
+        h.interval_s = real(cmd, "interval_s", Heartbeat::kMin, Heartbeat::kMax, std::nullopt, "heartbeat");
+      } catch (const BadReply&) {
+        continue;
+      }
+      channel.beat(h, end_after(h.grace_s()));
+      continue;
+    }
+    if (op == "clock") {  // spelled otherwise than the channel's thread answers it
       reply({{"t", realtime_ns()}, {"m", now_ns()}});
       continue;
     }
     if (op == "clients") {
-      serve_clients(cmd, reply);
+      serve_clients(cmd, reply, channel);
       continue;
     }
     if (op == "server") {
