@@ -176,13 +176,15 @@ class Pair:
                 "--ssh-option", f"-o UserKnownHostsFile={keys / 'known_hosts'}",
                 "--ssh-option", "-o StrictHostKeyChecking=yes"]
 
-    def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False, reps=1):
-        """`ipclab run ARGS --remote root@FAR` from the near namespace; (rc, stderr, records, context)."""
+    def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False, reps=1, env=None):
+        """`ipclab run ARGS --remote root@FAR` from the near namespace; (rc, stderr, records, context).
+        `env`: variables for this side's ipclab beyond the test's own."""
         out = self.root / f"r{random.randrange(1 << 30)}.json"
         cmd = ["ip", "netns", "exec", self.near, BINARY, "run", *args, "--repetitions", str(reps),
                "--json", str(out), "--remote", f"root@{self.far_ip}", *self.ssh_options(key, port),
                "--remote-ipclab", ipclab or BINARY]
-        env = dict(os.environ, TMPDIR=str(self.local_tmp), XDG_STATE_HOME=str(self.root / "local-state"))
+        env = dict(os.environ, TMPDIR=str(self.local_tmp), XDG_STATE_HOME=str(self.root / "local-state"),
+                   **(env or {}))
         if background:
             return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -594,15 +596,23 @@ def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
 
 def test_the_far_clients_killed_mid_run_fail_it_naming_the_host(pair):
     """--remote-role client, the remote side (the clients) killed inside the window: the run fails
-    naming the host, the server here is stopped, and nothing is left on either side."""
-    rc, err, out, _ = fault_mid_run(pair, ["echo/epoll", "-p", "connections=4", "--remote-role", "client"], "killed")
-    assert rc == 1, err
-    recs, _ = records_of(out)
-    assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
-    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
-    # No echo server of this run is left here.
-    left = subprocess.run(["pgrep", "-f", f"{BINARY} run echo/epoll"], capture_output=True, text=True).stdout.split()
-    assert left == [], left
+    naming the host and its own cause, the server here is stopped, and nothing is left here. Twice:
+    the second remote side sweeps what the first left, and says so in its hello, not on the stderr
+    whose last line the failure quotes."""
+    for attempt in range(2):
+        rc, err, out, _ = fault_mid_run(pair, ["echo/epoll", "-p", "connections=4", "--remote-role", "client"],
+                                        "killed")
+        assert rc == 1, err
+        recs, _ = records_of(out)
+        assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
+        error = recs[0]["error"]
+        assert "the remote ipclab was killed" in error and "removed what" not in error, error
+        if attempt:  # the sweep there of the first one's folder, shown as the remote side's
+            assert f"on root@{pair.far_ip}: removed what run" in err, err
+        assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+        # No echo server of this run is left here.
+        left = subprocess.run(["pgrep", "-f", f"{BINARY} run echo/epoll"], capture_output=True, text=True).stdout.split()
+        assert left == [], left
 
 
 def test_remote_role_client_refuses_what_has_no_server(pair):
@@ -612,16 +622,47 @@ def test_remote_role_client_refuses_what_has_no_server(pair):
 
 
 def test_a_data_path_that_cannot_connect_fails_each_repetition(pair):
-    """--remote-address 127.0.0.1: the remote side listens on its own loopback, which this side
-    cannot reach. Each repetition fails at once naming the address, and the link serves the next."""
-    t0 = time.monotonic()
-    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--remote-address", "127.0.0.1", reps=2)
+    """--remote-address of an address the far host has (on its loopback device) and this side has no
+    route to: the remote side listens there, this side cannot connect. Each repetition fails at once
+    naming the address, and the link serves the next."""
+    unrouted = "192.0.2.77"  # TEST-NET-1
+    sh("ip", "-n", pair.far, "addr", "add", f"{unrouted}/32", "dev", "lo")
+    try:
+        t0 = time.monotonic()
+        rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--remote-address", unrouted, reps=2)
+    finally:
+        sh("ip", "-n", pair.far, "addr", "del", f"{unrouted}/32", "dev", "lo", check=False)
     assert rc == 1, err
     assert len(recs) == 2 and all(r["status"] == "failed" for r in recs), recs
     for r in recs:
-        assert "cannot connect to the remote side at 127.0.0.1" in r["error"], r["error"]
+        assert f"cannot connect to the remote side at {unrouted}" in r["error"], r["error"]
     assert time.monotonic() - t0 < 15
     assert pair.remote_runs_left() == []
+
+
+@pytest.mark.parametrize("address,kind", [("0.0.0.0", "unspecified"), ("127.0.0.1", "loopback"),
+                                          ("224.0.0.1", "multicast"), ("255.255.255.255", "broadcast")])
+def test_remote_address_that_is_no_host_is_refused_before_anything(pair, address, kind):
+    """--remote-address that names no remote host's interface: exit 2, one line naming the fix,
+    before ssh is started (the host is not loopback here)."""
+    t0 = time.monotonic()
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--remote-address", address)
+    line = one_line_refusal(rc, err)
+    assert f"--remote-address {address}" in line and kind in line and "leave --remote-address out" in line, line
+    assert recs == [] and time.monotonic() - t0 < 3  # no ssh session: that takes longer here
+
+
+def test_a_malformed_heartbeat_interval_is_refused(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, env={"IPCLAB_REMOTE_HEARTBEAT_S": "often"})
+    line = one_line_refusal(rc, err)
+    assert "IPCLAB_REMOTE_HEARTBEAT_S 'often'" in line and "0.05 to 60" in line, line
+
+
+def test_cpu_matrix_is_refused_across_hosts(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--cpu-matrix", "every")
+    line = one_line_refusal(rc, err)
+    assert "--cpu-matrix" in line and "drop --cpu-matrix" in line, line
+    assert recs == []
 
 
 def one_line_refusal(rc, err):
@@ -636,6 +677,16 @@ def test_unreachable_host(pair):
     line = one_line_refusal(rc, err)
     assert f"--remote root@{pair.far_ip}" in line and "Connection refused" in line, line
     assert recs == []
+
+
+def test_unknown_host_key(pair):
+    """A host whose key is not in known_hosts: the fix named is adding it, not a port or a key."""
+    empty = pair.root / "empty_known_hosts"
+    empty.write_text("")
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, "--ssh-option", f"-o UserKnownHostsFile={empty}")
+    line = one_line_refusal(rc, err)
+    assert "known_hosts" in line and "ssh-keyscan" in line and f"-p {pair.port}" in line, line
+    assert "-i KEY" not in line, line
 
 
 def test_refused_key(pair):
@@ -732,6 +783,9 @@ def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
     assert f"{role}@root@{pair.far_ip}" in error, error
     if fault == "frozen":
         assert "stalled" in error, error
+        # The pid the stall names for the remote side is this host's ssh to it, and it says so.
+        if f"{role}@root@{pair.far_ip} 0 (" in error:
+            assert f"{role}@root@{pair.far_ip} 0 (the local ssh to it: pid" in error, error
     # The remote side reads the end of its input (the session gone) and ends, sweeping its folder.
     assert gone(pid, 10), f"the remote side ({fault}) is still running"
     if fault == "killed":  # its folder is left to the next run there, which sweeps it
@@ -739,3 +793,168 @@ def test_remote_fault_mid_run_fails_naming_the_host(pair, fault, pattern, mech):
         rc, err, recs, _ = pair.run("messaging/tcp", *RT)
         assert rc == 0, err
     assert pair.remote_runs_left() == []
+
+
+# -- A remote side that answers what it should not -------------------------------------------------
+
+PROXY = r'''
+import json, subprocess, sys, threading
+mode, real = sys.argv[1], sys.argv[2]
+child = subprocess.Popen([real, *sys.argv[3:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+def down():
+    for line in sys.stdin.buffer:
+        child.stdin.write(line)
+        child.stdin.flush()
+    child.stdin.close()
+
+def tamper(j):
+    if mode == "address" and "ports" in j:
+        j.update(address="127.0.0.1", ports=[22])
+    if mode == "clock" and "t" in j:
+        j["t"] = "soon"
+    cpu = j.get("result", {}).get("cpu")
+    if cpu is not None:
+        if mode == "negative":
+            cpu["user_s"] = -5
+        if mode == "huge":
+            cpu.update(sys_s=1e308, ctx_vol=1e308)
+        if mode == "nan":
+            cpu["user_s"] = "NaN"
+        if mode == "requests":
+            j["result"]["requests"] = 5
+    return j
+
+threading.Thread(target=down, daemon=True).start()
+for line in child.stdout:
+    try:
+        j = json.loads(line)
+    except ValueError:
+        j = None
+    if isinstance(j, dict):
+        line = (json.dumps(tamper(j)) + "\n").encode()
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+sys.exit(child.wait())
+'''
+
+
+def fake_remote(pair, mode):
+    """A stand-in for the remote ipclab: this very one behind a proxy that alters its answers as
+    `mode` says (PROXY), or, for `junk`, behind a login shell's 4 MiB of output on one line."""
+    proxy = pair.root / "proxy.py"
+    proxy.write_text(PROXY)
+    fake = pair.root / f"fake-{mode}"
+    if mode == "junk":
+        fake.write_text(f"#!/bin/sh\nhead -c 4194304 /dev/zero | tr '\\0' x\nexec {BINARY} \"$@\"\n")
+    else:
+        fake.write_text(f"#!/bin/sh\nexec python3 {proxy} {mode} {BINARY} \"$@\"\n")
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_an_answer_pointing_the_data_path_elsewhere_is_refused(pair):
+    """The remote side answers that its end is at 127.0.0.1:22: this side connects nowhere but the
+    address ssh reached, and the repetition fails naming the field; nothing here is dialled."""
+    # A listener at this side's 127.0.0.1:22, which would see a connection were the answer followed.
+    listener = subprocess.Popen(
+        ["ip", "netns", "exec", pair.near, "python3", "-c",
+         "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+         "s.bind(('127.0.0.1', 22))\ns.listen()\nprint('listening', flush=True)\ns.settimeout(30)\n"
+         "s.accept()\nprint('dialled', flush=True)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == "listening"
+        rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab=fake_remote(pair, "address"))
+    finally:
+        listener.kill()
+        rest, _ = listener.communicate()
+    assert "dialled" not in rest
+    assert rc == 1, err
+    error = recs[0]["error"]
+    assert recs[0]["status"] == "failed" and "bench.address" in error and "127.0.0.1" in error, error
+    assert f"goes only to {pair.far_ip}" in error and "cannot connect" not in error, error
+    assert pair.remote_runs_left() == []
+
+
+@pytest.mark.parametrize("mode,field", [("negative", "result.cpu.user_s is -5"),
+                                        ("huge", "result.cpu.sys_s is 1e+308"),
+                                        ("nan", 'result.cpu.user_s is "NaN"'),
+                                        ("requests", "result.requests is 5")])
+def test_implausible_figures_fail_the_record_naming_the_field(pair, mode, field):
+    """The remote side's figures (its CPU, the requests it answered) are checked against what this
+    side saw; one that fails fails the record, naming the field, and none of its answer is taken."""
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab=fake_remote(pair, mode))
+    assert rc == 1, err
+    rec = recs[0]
+    assert rec["status"] == "failed" and field in rec["error"] and "want" in rec["error"], rec["error"]
+    assert f"server@root@{pair.far_ip}" not in rec["extra"].get("cpu_by_role", {}), rec["extra"]["cpu_by_role"]
+    assert rec["cpu"]["ctx_vol"] >= 0 and rec["cpu"]["user_s"] >= 0, rec["cpu"]
+
+
+def test_a_malformed_clock_answer_names_the_field(pair):
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab=fake_remote(pair, "clock"))
+    line = one_line_refusal(rc, err)
+    assert 'clock.t is "soon"' in line and "malformed" in line and "not this one" in line, line
+    assert "json.exception" not in line, line
+
+
+def test_a_login_shell_that_prints_too_much_is_named(pair):
+    """4 MiB on stdout before the remote ipclab's hello, on one line: reported as the login shell's
+    output, with the fix, at once — not as a hello that never came."""
+    t0 = time.monotonic()
+    rc, err, recs, _ = pair.run("messaging/tcp", *RT, ipclab=fake_remote(pair, "junk"))
+    line = one_line_refusal(rc, err)
+    assert "login shell printed" in line and "quiet for non-interactive" in line, line
+    assert "no answer" not in line and time.monotonic() - t0 < 20, line
+
+
+# -- An outage --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["messaging/tcp", *RT[:4], "--duration", "4"],
+                                  ["echo/epoll", "-p", "connections=4", "--remote-role", "client", "--duration", "6"]],
+                         ids=["roundtrip", "far-clients"])
+def test_an_outage_ends_the_remote_side_within_the_bound(pair, args):
+    """The link down mid-run for longer than the heartbeat's bound (IPCLAB_REMOTE_HEARTBEAT_S=0.5:
+    silence past 5 beats ends the remote side, its clean-up forced 2 beats later): the remote side
+    is gone within the bound with nothing of its run left, though sshd there still holds its session
+    and the link is still down; the local run fails naming the host. Its clients' run there
+    (far-clients) outlasts the bound, so its end is the forced clean-up's (SIGTERM's)."""
+    beat = 0.5
+    bound, slack = 7 * beat, 3.0
+    shm_before = set(os.listdir("/dev/shm"))
+    proc, out = pair.run(*args, "--warmup", "0.1", background=True, env={"IPCLAB_REMOTE_HEARTBEAT_S": str(beat)})
+    link = ["ip", "-n", pair.far, "link", "set", pair.veth_far]
+    down_at = None
+    try:
+        deadline = time.monotonic() + 20
+        pid = None
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pid = remote_side_pid(pair)
+        assert pid, "the remote side did not start"
+        time.sleep(1.0)  # inside the measured window
+        sh(*link, "down")
+        down_at = time.monotonic()
+        ended = gone(pid, bound + slack)
+        took = time.monotonic() - down_at
+        # Still down past the bound: what ended it is its own deadline, not the link's return.
+        time.sleep(max(0.0, bound + 0.5 - took))
+        assert ended, f"the remote side is still there {took:.1f} s into the outage"
+        assert remote_side_pid(pair) is None
+        assert pair.remote_runs_left() == []
+        assert [n for n in set(os.listdir("/dev/shm")) - shm_before if n.startswith(f"ipclab.{pid}.")] == []
+        sh(*link, "up")
+        down_at = None
+        _, err = proc.communicate(timeout=40)
+    finally:
+        if down_at is not None:
+            sh(*link, "up", check=False)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    recs, ctx = records_of(out)
+    assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
+    assert ctx["remote"]["heartbeat"]["interval_s"] == beat and ctx["remote"]["heartbeat"]["deadline_s"] == 5 * beat
+    assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
