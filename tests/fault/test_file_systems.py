@@ -259,5 +259,5 @@ def test_a_path_parameter_may_hold_spaces_equals_and_percent(lab):
     assert p.returncode == 0, p.stderr
     [rec] = [b for b in json.loads((lab.work / "r.json").read_text())["benchmarks"] if b["run_type"] == "iteration"]
     assert rec["status"] == "ok" and rec["params"]["server"] == str(server), rec
-    assert "server:" + str(server).replace("%", "%25").replace("/", "%2F").replace(" ", "%20") \
-        .replace(",", "%2C").replace("=", "%3D") in rec["name"], rec["name"]
+    assert "server:" + str(server).replace("%", "%25").replace("/", "%2F").replace(" ", "%20") in rec["name"], \
+        rec["name"]

@@ -156,14 +156,20 @@ def test_a_periodic_sender_stall_shows_in_the_corrected_latency_not_the_raw():
         f = stalls * stall_ms * 1e-3 * rate / r["ops"]
         want = stall_ms * 1e6 * (1 - 0.001 / f)
         corrected, raw = r["latency_ns"]["p999"], r["extra"]["rate"]["raw_ns"]["p999"]
+        raw_max = r["extra"]["rate"]["raw_ns"]["max"]
         assert corrected > 0.9 * want, f"corrected p99.9 {corrected} ns misses the stalls (analytic {want:.0f} ns)"
         # The raw latency is from the actual send, after the stall: what is left is the ring's, and
-        # the consumer's own outages.
-        if abs(corrected - want) <= 0.05 * want and raw < 0.5 * want:
+        # the consumer's own outages. On a busy machine (a CPU hog beside it, issue 50) the consumer
+        # is taken away for scheduler slices of milliseconds, which both figures carry: measured
+        # with a hog on one CPU, corrected 13.3-16.8 ms and raw 4.0-7.5 ms against 9.9 analytic.
+        # So the corrected figure must hold the stall in full and at most the consumer's worst
+        # outage besides (the raw maximum: on an idle machine a few microseconds, so within 5% of
+        # the analytic value there), and the raw figure must miss at least half of the stall.
+        if 0.95 * want <= corrected <= 1.05 * want + raw_max and raw <= corrected - 0.5 * want:
             return
-        misses.append(f"corrected {corrected} ns, raw {raw} ns")
-    pytest.fail(f"never corrected p99.9 within 5% of the analytic {want:.0f} ns with raw p99.9 under "
-                f"half of it: {'; '.join(misses)}")
+        misses.append(f"corrected {corrected} ns, raw {raw} ns (max {raw_max} ns)")
+    pytest.fail(f"never corrected p99.9 from 0.95 x the analytic {want:.0f} ns to 1.05 x it plus the raw "
+                f"maximum, with raw p99.9 at least half the stall under it: {'; '.join(misses)}")
 
 
 @needs_binary

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
-#include <string_view>
 
 #include "core/base/error.hpp"
 
@@ -191,13 +190,12 @@ void Params::set(const std::string& name, const std::string& value) {
 
 std::string Params::path() const {
   std::string s;
-  // '/' separates the parts of a name, ':' a name from its value, ',' and '=' the values of -p, and
-  // '%' starts an escape: path values carry them (and spaces) percent-escaped.
+  // '/' separates the parts of a name and a space ends it where names are listed: path values carry
+  // them percent-escaped, and '%' too, so that an escape reads one way ("cpus:0,1" stays as it is).
   for (auto& [k, v] : kv_) {
     s += (s.empty() ? "" : "/") + k + ":";
     for (char c : v)
-      s += std::string_view("/:,=% ").find(c) != std::string_view::npos ? fmt::format("%{:02X}", int(c))
-                                                                        : std::string(1, c);
+      s += c == '/' || c == '%' || c == ' ' ? fmt::format("%{:02X}", int(c)) : std::string(1, c);
   }
   return s;
 }

@@ -30,7 +30,8 @@ struct ParamSpec {
   std::vector<std::string> quick;            // values of the quick preset (empty = default)
   std::vector<std::string> full;             // values of the full preset (empty = quick, then default)
   int64_t min = INT64_MIN, max = INT64_MAX;  // bounds for Int and Size
-  /// String holding an absolute filesystem path: '/' allowed (written as %2F in result names).
+  /// String holding an absolute filesystem path: any printable text but ':' (in result names '/', '%'
+  /// and spaces are written %2F, %25 and %20).
   bool path = false;
   /// A parameter that means something only when an earlier one has one of some values (the open-
   /// loop rate only with pattern=rate): {"pattern", {"rate"}}. Points where it does not apply leave
