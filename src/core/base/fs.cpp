@@ -115,19 +115,13 @@ int open_own_file(const std::string& path, int flags, std::string* why) {
 }
 
 std::string missing_interpreter(const std::string& path) {
-  const int fd = open_own_file(path, O_RDONLY);
+  // Anyone's file (a system script too), read without blocking on a FIFO or following a link.
   std::string line(256, '\0');
   ssize_t n = -1;
-  if (fd >= 0) {
-    n = pread(fd, line.data(), line.size(), 0);
-    close(fd);
-  } else {
-    // Not this user's file (a system one): read it all the same, without blocking or following.
-    const int any = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat st {};
-    if (any >= 0 && fstat(any, &st) == 0 && S_ISREG(st.st_mode)) n = pread(any, line.data(), line.size(), 0);
-    if (any >= 0) close(any);
-  }
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = pread(fd, line.data(), line.size(), 0);
+  if (fd >= 0) close(fd);
   if (n < 2 || line[0] != '#' || line[1] != '!') return "";
   line.resize(size_t(n));
   line = line.substr(2, line.find('\n') == std::string::npos ? std::string::npos : line.find('\n') - 2);

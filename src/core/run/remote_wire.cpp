@@ -286,17 +286,23 @@ std::string field(const std::string& where, const char* key) {
   const std::string got = j.contains(key) ? brief(j[key].dump(), 60) : "missing";
   throw BadReply(fmt::format("{} is {}: want {}", field(where, key), got, want));
 }
+// The field `key` of the object `j`; nullptr when it is missing and the caller has a fallback. `j`
+// no object, or the field missing without a fallback, is a BadReply naming what is wanted.
+const nlohmann::json* present(const nlohmann::json& j, const char* key, bool has_fallback,
+                              const std::string& where, const std::string& want) {
+  if (!j.is_object()) throw BadReply(fmt::format("{} is not an object", where));
+  if (j.contains(key)) return &j[key];
+  if (!has_fallback) bad(j, key, where, want);
+  return nullptr;
+}
 }  // namespace
 
 int64_t whole(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi,
               std::optional<int64_t> fallback, const std::string& where) {
   const std::string want = fmt::format("a whole number from {} to {}", lo, hi);
-  if (!j.is_object()) throw BadReply(fmt::format("{} is not an object", where));
-  if (!j.contains(key)) {
-    if (fallback) return *fallback;
-    bad(j, key, where, want);
-  }
-  const nlohmann::json& v = j[key];
+  const nlohmann::json* field_value = present(j, key, fallback.has_value(), where, want);
+  if (!field_value) return *fallback;
+  const nlohmann::json& v = *field_value;
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
     if (u <= uint64_t(INT64_MAX) && int64_t(u) >= lo && int64_t(u) <= hi) return int64_t(u);
@@ -310,12 +316,9 @@ int64_t whole(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi,
 uint64_t whole_u64(const nlohmann::json& j, const char* key, uint64_t hi, std::optional<uint64_t> fallback,
                    const std::string& where) {
   const std::string want = fmt::format("a whole number from 0 to {}", hi);
-  if (!j.is_object()) throw BadReply(fmt::format("{} is not an object", where));
-  if (!j.contains(key)) {
-    if (fallback) return *fallback;
-    bad(j, key, where, want);
-  }
-  const nlohmann::json& v = j[key];
+  const nlohmann::json* field_value = present(j, key, fallback.has_value(), where, want);
+  if (!field_value) return *fallback;
+  const nlohmann::json& v = *field_value;
   if (v.is_number_unsigned() && v.get<uint64_t>() <= hi) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0 && uint64_t(v.get<int64_t>()) <= hi)
     return uint64_t(v.get<int64_t>());
@@ -325,12 +328,9 @@ uint64_t whole_u64(const nlohmann::json& j, const char* key, uint64_t hi, std::o
 double real(const nlohmann::json& j, const char* key, double lo, double hi, std::optional<double> fallback,
             const std::string& where) {
   const std::string want = fmt::format("a number from {:g} to {:g}", lo, hi);
-  if (!j.is_object()) throw BadReply(fmt::format("{} is not an object", where));
-  if (!j.contains(key)) {
-    if (fallback) return *fallback;
-    bad(j, key, where, want);
-  }
-  const nlohmann::json& v = j[key];
+  const nlohmann::json* field_value = present(j, key, fallback.has_value(), where, want);
+  if (!field_value) return *fallback;
+  const nlohmann::json& v = *field_value;
   if (v.is_number()) {
     const double d = v.get<double>();
     if (std::isfinite(d) && d >= lo && d <= hi) return d;
@@ -356,14 +356,11 @@ std::vector<uint64_t> wholes(const nlohmann::json& j, const char* key, size_t ma
 
 std::string text(const nlohmann::json& j, const char* key, size_t max, std::optional<std::string> fallback,
                  const std::string& where) {
-  if (!j.is_object()) throw BadReply(fmt::format("{} is not an object", where));
-  if (!j.contains(key)) {
-    if (fallback) return *fallback;
-    bad(j, key, where, "a string");
-  }
-  if (!j[key].is_string() || j[key].get_ref<const std::string&>().size() > max)
+  const nlohmann::json* v = present(j, key, fallback.has_value(), where, "a string");
+  if (!v) return *fallback;
+  if (!v->is_string() || v->get_ref<const std::string&>().size() > max)
     bad(j, key, where, fmt::format("a string of at most {} bytes", max));
-  return j[key].get<std::string>();
+  return v->get<std::string>();
 }
 
 const nlohmann::json& object(const nlohmann::json& j, const char* key, const std::string& where) {
