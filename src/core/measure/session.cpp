@@ -46,12 +46,16 @@ void copy_error(WorkerResult& slot, const char* what) {
   std::strncpy(slot.error, what, sizeof slot.error - 1);
 }
 
-std::vector<int> cpus_of_mask(uint64_t mask) {
+std::vector<int> cpus_of(const std::bitset<kMaxCpusSeen>& seen) {
   std::vector<int> v;
-  for (int c = 0; c < 64; ++c)
-    if (mask & (uint64_t(1) << c)) v.push_back(c);
+  for (int c = 0; c < kMaxCpusSeen && v.size() < seen.count(); ++c)
+    if (seen.test(size_t(c))) v.push_back(c);
   return v;
 }
+
+// Where a Control's slots begin: after the block, aligned as a WorkerResult.
+constexpr size_t kSlotsAt =
+    (sizeof(Control) + alignof(WorkerResult) - 1) / alignof(WorkerResult) * alignof(WorkerResult);
 
 }  // namespace
 
@@ -110,7 +114,7 @@ void Worker::finish() {
 
 void Worker::sample_cpu() {
   int c = current_cpu();
-  if (c >= 0 && c < 64) out_.cpu_mask |= uint64_t(1) << c;
+  if (c >= 0 && c < kMaxCpusSeen) out_.cpus_seen.set(size_t(c));
 }
 
 void Worker::ready() {
@@ -181,9 +185,26 @@ void Session::arm_guard(const char* phase) {
                                                          rec_.name, rec_.repetition, phase, limit));
 }
 
-void Session::Unmap::operator()(Control* c) const {
+WorkerResult* Control::slots() {
+  return reinterpret_cast<WorkerResult*>(reinterpret_cast<char*>(this) + kSlotsAt);
+}
+
+void Unmap::operator()(Control* c) const {
+  const size_t bytes = c->bytes;
+  for (int i = 0; i < c->workers; ++i) c->slot(i).~WorkerResult();
   c->~Control();
-  munmap(c, sizeof(Control));
+  munmap(c, bytes);
+}
+
+ControlBlock make_control(int workers) {
+  const size_t bytes = kSlotsAt + size_t(workers) * sizeof(WorkerResult);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap control");
+  ControlBlock c(new (mem) Control());
+  c->bytes = bytes;
+  for (int i = 0; i < workers; ++i) new (&c->slot(i)) WorkerResult();
+  c->workers = workers;
+  return c;
 }
 
 Session::~Session() {
@@ -310,7 +331,7 @@ void Session::Run::set_phase(Phase ph) {
 // the run.
 bool Session::Run::run_body(int i, bool proc) {
   WorkerSpec& spec = workers_[size_t(i)];
-  WorkerResult& slot = ctl_.slots[i];
+  WorkerResult& slot = ctl_.slot(i);
   Worker w(ctl_, slot, proc || spec.process_cpu, spec.whole_ops);
   slot.tid.store(int(gettid()), std::memory_order_relaxed);
   try {
@@ -338,14 +359,14 @@ CpuUsage Session::Run::peer_usage(size_t k) const {
 
 bool Session::Run::workers_finished() const {
   for (int i = 0; i < n_; ++i)
-    if (!ctl_.slots[i].finished.load(std::memory_order_acquire)) return false;
+    if (!ctl_.slot(i).finished.load(std::memory_order_acquire)) return false;
   return true;
 }
 
 // Every worker gone: its process reaped, its thread's body returned.
 bool Session::Run::workers_exited() const {
   for (int i = 0; i < n_; ++i)
-    if (workers_[size_t(i)].process ? procs_[size_t(i)].running() : !ctl_.slots[i].finished.load())
+    if (workers_[size_t(i)].process ? procs_[size_t(i)].running() : !ctl_.slot(i).finished.load())
       return false;
   return true;
 }
@@ -363,32 +384,32 @@ void Session::Run::start_workers() {
       // Unpinned here: the worker pins itself (run_body), so that its slot says where.
       procs_[size_t(i)] = Process::fork(-1, [this, i] {
         const bool ok = run_body(i, true);
-        ctl_.slots[i].finished.store(1, std::memory_order_release);
+        ctl_.slot(i).finished.store(1, std::memory_order_release);
         return ok ? 0 : 1;
       });
     } catch (const std::system_error&) {
       abort();
-      copy_error(ctl_.slots[i], "fork failed");
+      copy_error(ctl_.slot(i), "fork failed");
       break;
     }
   }
   for (int i = 0; i < n_; ++i) {
     if (workers_[size_t(i)].process) continue;
     if (aborted()) {  // a fork failed: the run is over before it started
-      ctl_.slots[i].finished.store(1, std::memory_order_release);
+      ctl_.slot(i).finished.store(1, std::memory_order_release);
       continue;
     }
     threads_[size_t(i)] = std::thread([this, i] {
       run_body(i, false);
-      ctl_.slots[i].finished.store(1, std::memory_order_release);
+      ctl_.slot(i).finished.store(1, std::memory_order_release);
     });
   }
   for (int i = 0; i < n_; ++i) {
     const WorkerSpec& w = workers_[size_t(i)];
     std::function<uint64_t()> beat = w.progress;
-    if (!beat) beat = [this, i] { return ctl_.slots[i].progress.load(std::memory_order_relaxed); };
+    if (!beat) beat = [this, i] { return ctl_.slot(i).progress.load(std::memory_order_relaxed); };
     wd_.watch(w.role, w.index, w.process ? procs_[size_t(i)].pid() : -1, -1, std::move(beat),
-              [this, i] { return ctl_.slots[i].finished.load(std::memory_order_acquire) != 0; });
+              [this, i] { return ctl_.slot(i).finished.load(std::memory_order_acquire) != 0; });
   }
   for (auto& peer : peers_)
     if (peer.progress)
@@ -404,7 +425,7 @@ void Session::Run::check_children() {
     Process& p = procs_[size_t(i)];
     if (!p.running() || p.alive()) continue;
     if (!p.clean()) {
-      if (!ctl_.slots[i].error[0]) copy_error(ctl_.slots[i], ("process " + p.death()).c_str());
+      if (!ctl_.slot(i).error[0]) copy_error(ctl_.slot(i), ("process " + p.death()).c_str());
       abort();
     }
   }
@@ -435,8 +456,8 @@ void Session::Run::watch_stall() {
   if (why.empty()) return;
   uint64_t sent = 0, received = 0;
   for (int i = 0; i < n_; ++i) {
-    sent += ctl_.slots[i].integrity.sent;
-    received += ctl_.slots[i].integrity.received + ctl_.slots[i].integrity.corrupt;
+    sent += ctl_.slot(i).integrity.sent;
+    received += ctl_.slot(i).integrity.received + ctl_.slot(i).integrity.corrupt;
   }
   if (sent) why += fmt::format("; by then {} sent, {} received", sent, received);
   rec_.fail(why);
@@ -445,7 +466,7 @@ void Session::Run::watch_stall() {
 
 void Session::Run::follow_window() {
   if (process_cpu_ < 0 || own_seen_ == 2) return;
-  const WorkerResult& s = ctl_.slots[process_cpu_];
+  const WorkerResult& s = ctl_.slot(process_cpu_);
   if (own_seen_ == 0 && s.t_open.load(std::memory_order_acquire)) {
     own_open_ = cpu_usage(RUSAGE_THREAD);
     own_seen_ = 1;
@@ -481,7 +502,7 @@ void Session::Run::await_ready() {
   if (ctl_.ready.load() < n_ && !aborted()) {
     std::string who;
     for (int i = 0; i < n_; ++i)
-      if (!ctl_.slots[i].readied.load(std::memory_order_acquire) && !ctl_.slots[i].finished.load())
+      if (!ctl_.slot(i).readied.load(std::memory_order_acquire) && !ctl_.slot(i).finished.load())
         who += fmt::format(
             "{}{} {}{}", who.empty() ? "" : ", ", workers_[size_t(i)].role, workers_[size_t(i)].index,
             workers_[size_t(i)].process ? fmt::format(" (pid {})", procs_[size_t(i)].pid()) : "");
@@ -492,7 +513,7 @@ void Session::Run::await_ready() {
   }
   for (int i = 0; i < n_; ++i)
     if (!workers_[size_t(i)].process)
-      wd_.set_tid(size_t(i), ctl_.slots[i].tid.load(std::memory_order_relaxed));
+      wd_.set_tid(size_t(i), ctl_.slot(i).tid.load(std::memory_order_relaxed));
 }
 
 // --warmup (none in a run bounded by its work), then until the workers whose warm-up is a piece of
@@ -550,8 +571,8 @@ void Session::Run::close_window() {
     uint64_t last = 0;
     bool all_done = true;
     for (int i = 0; i < n_; ++i) {
-      all_done = all_done && ctl_.slots[i].finished.load() && ctl_.slots[i].t_done;
-      last = std::max(last, ctl_.slots[i].t_done);
+      all_done = all_done && ctl_.slot(i).finished.load() && ctl_.slot(i).t_done;
+      last = std::max(last, ctl_.slot(i).t_done);
     }
     if (all_done && n_ > 0) t_end_ = std::min(t_end_, last);
     if (until_done_ > 0 && !all_done && !aborted()) {
@@ -577,7 +598,7 @@ void Session::Run::give_up_on_workers(uint64_t now, uint64_t join_deadline) {
   for (int i = 0; i < n_; ++i) {
     if (workers_[size_t(i)].process)
       procs_[size_t(i)].signal(SIGUSR1);
-    else if (!ctl_.slots[i].finished.load())
+    else if (!ctl_.slot(i).finished.load())
       pthread_kill(threads_[size_t(i)].native_handle(), SIGUSR1);
   }
 }
@@ -621,7 +642,7 @@ void Session::Run::stop_workers() {
   for (auto& p : procs_) p.stop(0);
   for (int i = 0; i < n_; ++i) {
     if (workers_[size_t(i)].process || !threads_[size_t(i)].joinable()) continue;
-    if (ctl_.slots[i].finished.load())
+    if (ctl_.slot(i).finished.load())
       threads_[size_t(i)].join();
     else {
       threads_[size_t(i)].detach();  // cannot be stopped: leak its objects rather than free them under it
@@ -638,7 +659,7 @@ void Session::Run::stop_workers() {
 void Session::Run::charge_coordinator() {
   follow_window();
   if (own_seen_ != 2) return;
-  CpuUsage& c = ctl_.slots[process_cpu_].cpu;
+  CpuUsage& c = ctl_.slot(process_cpu_).cpu;
   const CpuUsage own = own_close_ - own_open_;
   c.user_s -= own.user_s;
   c.sys_s -= own.sys_s;
@@ -661,7 +682,7 @@ void Session::Run::fold(const std::string& latency_kind) {
   whole_ = n_ > 0;
   uint64_t first_open = UINT64_MAX, last_close = 0;
   for (int i = 0; i < n_ && whole_; ++i) {
-    const uint64_t open = ctl_.slots[i].t_open.load(), close = ctl_.slots[i].t_close.load();
+    const uint64_t open = ctl_.slot(i).t_open.load(), close = ctl_.slot(i).t_close.load();
     whole_ = workers_[size_t(i)].whole_ops && open && close >= open;
     first_open = std::min(first_open, open);
     last_close = std::max(last_close, close);
@@ -679,7 +700,7 @@ void Session::Run::fold(const std::string& latency_kind) {
   std::map<std::string, CpuUsage> role_cpu;  // each role's CPU, workers and peers alike
   uint64_t latency_sample = 0;               // the largest stride of the workers' stamps
   for (int i = 0; i < n_; ++i) {
-    const WorkerResult& s = ctl_.slots[i];
+    const WorkerResult& s = ctl_.slot(i);
     const WorkerSpec& w = workers_[size_t(i)];
     hist->merge(s.hist);
     latency_sample = std::max(latency_sample, s.latency_sample);
@@ -688,7 +709,7 @@ void Session::Run::fold(const std::string& latency_kind) {
     rec_.integrity += s.integrity;
     rec_.cpu += s.cpu;
     role_cpu[w.role] += s.cpu;
-    Side side{w.role, w.index, {}, cpus_of_mask(s.cpu_mask)};
+    Side side{w.role, w.index, {}, cpus_of(s.cpus_seen)};
     if (s.pinned >= 0) side.pinned = {s.pinned};
     rec_.placement.sides.push_back(side);
     if (s.error[0] && std::strcmp(s.error, "aborted") != 0)
@@ -730,7 +751,7 @@ void Session::Run::fold_series(const std::string& latency_kind) {
   t_ns.push_back(t_end_ - t_begin_);
   std::vector<CoarseHistogram> lat(latency_kind.empty() ? 0 : kSlices);
   for (int i = 0; i < n_; ++i) {
-    auto& s = ctl_.slots[i];
+    auto& s = ctl_.slot(i);
     // A slice past the last one the worker saw holds none of its ops (it stopped counting).
     const CoarseHistogram lat_end = CoarseHistogram::of(s.hist);
     for (int k = s.slice + 1; k < kSlices; ++k) {
@@ -766,10 +787,7 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   install_wakeup_signal();
   if (stuck_) (void)ctl_.release();  // a stuck worker thread may still write into the last run's block
   ctl_.reset();
-  // Shared anonymous memory: the same block serves threads and forked processes alike.
-  void* mem = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap control");
-  ctl_.reset(new (mem) Control());
+  ctl_ = make_control(int(workers.size()));
   set_abort_flag(&ctl_->abort);  // abort_requested() reads this run's flag (core/base/cancel.hpp)
   const size_t n = workers.size();
   Run run(*this, *ctl_, std::move(workers), process_cpu);
@@ -781,7 +799,7 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   run.stop_workers();
   run.charge_coordinator();
   run.fold(latency_kind);
-  return {ctl_->slots, n};
+  return {ctl_->slots(), n};
 }
 void Session::measure(const std::function<void()>& body, double deadline_s) {
   // The body shows no progress the harness could watch, and runs on this thread: a deadline per

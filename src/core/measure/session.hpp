@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,7 +47,11 @@ constexpr int kAutoMinRepetitions = 5;
 
 enum Phase : int { kInit = 0, kWarmup = 1, kMeasure = 2, kStop = 3 };
 
-constexpr int kMaxWorkers = 32;
+/// The most workers one run has. Their result slots are sized to each run (Control), so this is a
+/// sanity bound, not a cost: a pair or a reactor per core of a large machine, twice over.
+constexpr int kMaxWorkers = 1024;
+/// The CPUs a worker's observed set can name (Linux's NR_CPUS of distribution kernels).
+constexpr int kMaxCpusSeen = 8192;
 constexpr int kMaxPeersTracked = 16;  // producers whose sequences a consumer tracks
 /// The measured window of a run_workers run is cut into this many equal time slices, each with its
 /// own ops and latency figures (the record's `series`, core/stats/series.hpp).
@@ -57,8 +62,8 @@ struct WorkerResult {
   Histogram hist;
   uint64_t ops = 0, bytes = 0;
   Integrity integrity;
-  CpuUsage cpu;           // measured window only
-  uint64_t cpu_mask = 0;  // CPUs seen (bit per CPU < 64)
+  CpuUsage cpu;                         // measured window only
+  std::bitset<kMaxCpusSeen> cpus_seen;  // the CPUs it was seen on
   int pinned = -1;
   // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
   uint64_t seen_count[kMaxPeersTracked] = {};
@@ -91,7 +96,9 @@ struct WorkerResult {
   void record_latency(uint64_t ns) { hist.record(ns); }
 };
 
-/// The block every worker of a session shares with the coordinator.
+/// The block every worker of a session shares with the coordinator, its workers' result slots after
+/// it: one per worker of the run (a WorkerResult is some 200 KB), in shared anonymous memory, so
+/// that the same block serves threads and forked processes alike (make_control).
 struct Control {
   std::atomic<int> phase{kInit};
   std::atomic<int> ready{0};
@@ -101,8 +108,18 @@ struct Control {
   std::atomic<int> warming{0};          // workers whose warm-up work is not done (Worker::hold_warmup)
   std::atomic<uint64_t> window_end{0};  // when the measured window closed (now_ns; 0: not yet)
   std::atomic<int> slice{0};  // the measured window's current slice, 0..kSlices-1 (set by the coordinator)
-  WorkerResult slots[kMaxWorkers];
+  int workers = 0;            // slots after the block
+  size_t bytes = 0;           // the mapping, block and slots
+
+  WorkerResult* slots();
+  WorkerResult& slot(int i) { return slots()[i]; }
 };
+struct Unmap {
+  void operator()(Control* c) const;
+};
+using ControlBlock = std::unique_ptr<Control, Unmap>;
+/// A Control with `workers` slots, constructed in a new shared anonymous mapping.
+ControlBlock make_control(int workers);
 
 /// The in-worker view: phase transitions, CPU window, and the slot to report into.
 class Worker {
@@ -153,7 +170,7 @@ class Worker {
   bool last_consumer_left() { return ctl_.consumers_left.fetch_sub(1, std::memory_order_acq_rel) == 1; }
   /// Another worker's slot (by its place among the run's WorkerSpecs), for counts the last
   /// consumer checks against the producers' once they have left.
-  const WorkerResult& peer_slot(int i) const { return ctl_.slots[i]; }
+  const WorkerResult& peer_slot(int i) const { return ctl_.slot(i); }
   void sample_cpu();
 
  private:
@@ -302,7 +319,7 @@ class Session {
   /// progress of a side whose work completes that worker's (PeerSpec::progress, WorkerSpec::
   /// progress), e.g. a guest whose answers complete its hosts' round trips.
   uint64_t worker_progress(int i) const {
-    return ctl_ ? ctl_->slots[i].progress.load(std::memory_order_relaxed) : 0;
+    return ctl_ ? ctl_->slot(i).progress.load(std::memory_order_relaxed) : 0;
   }
   /// The last run_workers' measured window (now_ns(); both 0 when it never opened), of which
   /// record().wall_s is the length: for figures over part of it, e.g. a worker's rate from the
@@ -345,11 +362,6 @@ class Session {
 
  private:
   class Run;  // one run_workers run in its named steps (session.cpp)
-  /// The control block, in shared anonymous memory (threads and forked workers alike), unmapped
-  /// with the session — unless a worker thread is stuck, which may still write into it.
-  struct Unmap {
-    void operator()(Control* c) const;
-  };
   void arm_guard(const char* phase);
   /// While run_workers or measure runs its own watchdog: the set-up guard is off, and the
   /// clean-up's is armed once it returns, on every path.
@@ -364,7 +376,9 @@ class Session {
   const Params& params_;
   const RunOptions& opts_;
   Record& rec_;
-  std::unique_ptr<Control, Unmap> ctl_;
+  // The control block, unmapped with the session — unless a worker thread is stuck, which may
+  // still write into it.
+  ControlBlock ctl_;
   bool stuck_ = false;
   std::vector<PeerSpec> peers_;
   std::vector<CpuUsage> peer_cpu_;

@@ -103,7 +103,7 @@ class Bench {
   std::vector<int> fds_;             // one per channel (udp: bound; tcp: accepted as they come)
   std::unique_ptr<Transport> half_;  // kHalves: the receivers' half
   std::vector<std::thread> threads_;
-  std::unique_ptr<Control> ctl_ = std::make_unique<Control>();
+  ControlBlock ctl_;  // a slot per sender there and per receiver here
   std::atomic<int> done_{0};
 };
 
@@ -122,6 +122,7 @@ Bench::Bench(const Mechanism& mech, int type, std::string address, int channels,
       throw std::runtime_error("no address to listen on (no SSH_CONNECTION); give --remote-address");
     if (producers_ + n_ > kMaxWorkers)
       throw std::runtime_error(fmt::format("at most {} producers and consumers together", kMaxWorkers));
+    ctl_ = make_control(producers_ + n_);
     if (type_ == kHalves) {
       half_ = mech.half(p, Half{.role = Role::Consumer, .address = address_});
     } else if (type_ == SOCK_STREAM) {
@@ -182,7 +183,7 @@ std::string Bench::listening(double timeout_s) const {
   while (half_ && half_->listening_port() == 0) {
     if (done_.load() > 0) {  // a receiver ended before it listened: its error says why
       for (int i = producers_; i < producers_ + n_; ++i)
-        if (ctl_->slots[i].error[0]) return ctl_->slots[i].error;
+        if (ctl_->slot(i).error[0]) return ctl_->slot(i).error;
       return "a receiver ended before it listened";
     }
     if (now_ns() >= deadline) return fmt::format("its receivers did not listen within {:.0f} s", timeout_s);
@@ -244,9 +245,9 @@ nlohmann::json Bench::finish(bool local_side_lost) {
   CpuUsage cpu;
   uint64_t requests = 0;
   for (int i = producers_; i < producers_ + n_; ++i) {
-    cpu += ctl_->slots[i].cpu;
-    requests += ctl_->slots[i].progress.load();
-    if (ctl_->slots[i].error[0]) errors.push_back(ctl_->slots[i].error);
+    cpu += ctl_->slot(i).cpu;
+    requests += ctl_->slot(i).progress.load();
+    if (ctl_->slot(i).error[0]) errors.push_back(ctl_->slot(i).error);
   }
   const nlohmann::json path = fds_[0] >= 0 ? network_path(fds_[0]) : network_path_at(address_);
   nlohmann::json result = {
@@ -263,7 +264,7 @@ nlohmann::json Bench::consumers_result() const {
   std::vector<uint64_t> count(size_t(std::min(producers_, kMaxPeersTracked)), 0), seqsum(count.size(), 0);
   auto hist = std::make_unique<Histogram>();  // tens of KiB: on the heap
   for (int i = producers_; i < producers_ + n_; ++i) {
-    const WorkerResult& s = ctl_->slots[i];
+    const WorkerResult& s = ctl_->slot(i);
     in += s.integrity;
     ops += s.ops;
     bytes += s.bytes;
@@ -278,7 +279,7 @@ nlohmann::json Bench::consumers_result() const {
   nlohmann::json rate;  // pattern=rate: the receivers' half of the trace, summed as fold_rate sums it
   if (rate_) {
     auto all = std::make_unique<RateTrace>();  // large: on the heap
-    for (int i = producers_; i < producers_ + n_; ++i) all->merge(ctl_->slots[i].rate);
+    for (int i = producers_; i < producers_ + n_; ++i) all->merge(ctl_->slot(i).rate);
     std::vector<uint64_t> raw_values, raw_counts;
     all->raw.sparse(raw_values, raw_counts);
     rate = {{"raw_values", raw_values},
@@ -306,7 +307,7 @@ nlohmann::json Bench::consumers_result() const {
 // server does, or consumes as every throughput consumer does.
 void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t clock_offset_ns,
                         uint64_t window_ns) {
-  WorkerResult& slot = ctl_->slots[producers_ + i];
+  WorkerResult& slot = ctl_->slot(producers_ + i);
   Worker w(*ctl_, slot, false);
   const size_t channel = throughput_ ? 0 : size_t(i);
   try {

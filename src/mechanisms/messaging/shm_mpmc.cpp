@@ -26,12 +26,33 @@ IPCLAB_REGISTER(Mechanism{
     .name = "shm_mpmc",
     .help =
         "bounded multi-producer multi-consumer ring (Vyukov) in shared memory, wait strategy as a parameter",
-    .params = suite_params({wait_strategy({"adaptive"}),
-                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)}),
+    // The one ring every producer and consumer shares: on a larger machine the presets scale the
+    // consumers as the producers (the grid is producers x consumers), where the other transports
+    // keep one consumer.
+    .params =
+        [] {
+          auto v =
+              suite_params({wait_strategy({"adaptive"}),
+                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)});
+          for (auto& s : v)
+            if (s.name == "consumers") {
+              s.per_cpu = 2;
+              s.help +=
+                  "; on more than 2 CPUs the presets scale it as producers: the grid is producers x "
+                  "consumers";
+            }
+          return v;
+        }(),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<RingTransport<MpmcRing, MpmcEndpoint>>(p);
     },
-    .check = [](const Params& p) { return check(Caps{.shared_queue = true}, p); },
+    .check =
+        [](const Params& p) {
+          return check(
+              Caps{
+                  .shared_queue = true, .max_producers = kMaxPeersTracked, .max_consumers = kMaxPeersTracked},
+              p);
+        },
 });
 
 }  // namespace
