@@ -48,7 +48,8 @@ void copy_error(WorkerResult& slot, const char* what) {
 
 std::vector<int> cpus_of(const std::bitset<kMaxCpusSeen>& seen) {
   std::vector<int> v;
-  for (int c = 0; c < kMaxCpusSeen && v.size() < seen.count(); ++c)
+  const size_t n = seen.count();
+  for (int c = 0; c < kMaxCpusSeen && v.size() < n; ++c)
     if (seen.test(size_t(c))) v.push_back(c);
   return v;
 }
