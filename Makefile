@@ -7,7 +7,7 @@ STAMP := build/.setup-done
 RESULTS := results/$(shell date -u +%Y%m%dT%H%M%SZ)
 REFERENCE := docs/reference/result.json
 
-.PHONY: all setup build asan tsan bundle bench reference docs test test-release test-asan test-tsan test-report format format-check clean
+.PHONY: all setup build asan tsan bundle bench reference docs test test-release test-asan test-tsan test-report test-guests format format-check clean
 
 # `make docs` without the reference result stops here, before building anything.
 ifneq ($(filter docs,$(MAKECMDGOALS)),)
@@ -85,6 +85,15 @@ test-asan: asan
 
 test-tsan: tsan
 	ctest --preset tsan -L concurrent
+
+# Emulated machines of other shapes (tests/guest: 2 sockets with SMT and 2 NUMA nodes; one socket
+# with two last-level caches; 72 CPUs on 4 nodes), QEMU guests running the bundle build's ipclab
+# (x86-64-v2: the guests' CPU model lacks what -march=native may use). Its own CI step, after
+# `make test`: the guests boot under TCG, minutes each.
+test-guests: $(STAMP)
+	cmake --preset bundle >/dev/null
+	cmake --build --preset bundle --target ipclab
+	python3 -m pytest -q -rs -p no:cacheprovider tests/guest
 
 # On every CPU (pytest-xdist): the report's tests are independent, each in its own folder.
 test-report: build

@@ -10,7 +10,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # Debian packages: build tools (clang-format pinned by version: `make format-check`), the C++ libraries we build on, and the reference tools
-# (perf bench, fio, sockperf) that benchmarks are checked against.
+# (perf bench, fio, sockperf) that benchmarks are checked against; QEMU, a kernel image and busybox
+# for the emulated machines of `make test-guests` (tests/guest).
 DEB_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format-14
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
@@ -21,6 +22,7 @@ DEB_PACKAGES=(
   linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium
+  qemu-system-x86 linux-image-amd64 busybox-static
 )
 
 missing=()
@@ -62,5 +64,13 @@ if [ -f "$here/report/pyproject.toml" ]; then
   else
     echo "setup: Python packages present"
   fi
+fi
+# The emulated machines' launcher (tests/guest/guest.py): virtme-ng, pinned.
+VIRTME_NG=1.42
+if ! command -v vng >/dev/null 2>&1 || [ "$(vng --version 2>/dev/null | awk '{print $2}')" != "$VIRTME_NG" ]; then
+  echo "setup: installing virtme-ng $VIRTME_NG (PyPI)"
+  "$PY" -m pip install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG"
+else
+  echo "setup: virtme-ng present"
 fi
 echo "setup: done"
