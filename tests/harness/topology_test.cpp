@@ -95,6 +95,36 @@ TEST(Topology, TwoSocketsWithSmtAndTwoNumaNodes) {
   EXPECT_EQ(t.cpus[6].node, 1);
   // Only the CPUs asked for.
   EXPECT_EQ(topo::read(s.root(), {1, 6}).cpus.size(), 2u);
+  // No has_memory file: every node listed holds memory.
+  EXPECT_EQ(t.node_ids, (std::vector<int>{0, 1}));
+  EXPECT_EQ(t.memory_nodes, (std::vector<int>{0, 1}));
+}
+
+// The nodes that hold memory are has_memory's, whatever CPUs the others have: node 2 has CPUs and no
+// memory, node 3 memory and no CPUs. The nodes of the machine are all of them, not only those of the
+// CPUs read.
+TEST(Topology, NodesWithMemoryAreTheKernelsList) {
+  FakeSys s;
+  two_sockets_with_smt(s);
+  s.cpu(8, 2, 0, "8", "8");
+  s.node(2, "8");
+  s.put("devices/system/node/node3/cpulist", "");
+  s.put("devices/system/node/has_memory", "0-1,3");
+  const auto t = topo::read(s.root(), {0, 1});
+  EXPECT_EQ(t.nodes, 1);
+  EXPECT_EQ(t.node_ids, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(t.memory_nodes, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(topo::read(s.root(), {8}).cpus.at(0).node, 2);
+}
+
+// A kernel without NUMA lists no node: one, node 0, with the memory.
+TEST(Topology, NoNodeListedIsOneNodeWithMemory) {
+  FakeSys s;
+  for (int c = 0; c < 2; ++c) s.cpu(c, 0, c, std::to_string(c), "0-1");
+  const auto t = topo::read(s.root());
+  EXPECT_EQ(t.node_ids, (std::vector<int>{0}));
+  EXPECT_EQ(t.memory_nodes, (std::vector<int>{0}));
+  EXPECT_EQ(t.cpus.at(1).node, 0);
 }
 
 // The 16-vCPU VM of issue 34: sysfs says 16 cores, no SMT, one cache; vCPUs 2 and 8 measure 52 ns

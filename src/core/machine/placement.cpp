@@ -27,12 +27,6 @@ const char* class_wording(const std::string& layout) {
   return "two NUMA nodes";
 }
 
-// The allowed CPUs' topology as sysfs states it, read once.
-const topo::Topology& machine() {
-  static const topo::Topology t = topo::read("/sys", allowed_cpus());
-  return t;
-}
-
 }  // namespace
 
 bool is_class_layout(const std::string& layout) {
@@ -119,7 +113,7 @@ ResolvedPair resolve_pair(const std::string& layout, const std::vector<int>& cpu
     return {cpus[0], cpus[1], it->second, "given"};
   }
   if (!is_class_layout(layout)) throw UsageError(fmt::format("unknown placement '{}'", brief(layout)));
-  ResolvedPair p = class_pair(layout, cpus, machine(), measured_matrix(cpus));
+  ResolvedPair p = class_pair(layout, cpus, topo::here(), measured_matrix(cpus));
   if (p.a < 0) {
     std::string have;
     for (int c : cpus) have += (have.empty() ? "" : ",") + std::to_string(c);

@@ -79,9 +79,18 @@ Topology read(const std::string& sys, const std::vector<int>& want) {
   std::vector<int> ids = want.empty() ? numbered(cpu_dir, "cpu") : want;
   // NUMA nodes: which node lists each CPU (none listed: node 0).
   std::vector<std::pair<int, std::vector<int>>> nodes;
-  for (int n : numbered(sys + "/devices/system/node", "node"))
+  for (int n : numbered(sys + "/devices/system/node", "node")) {
     nodes.emplace_back(
         n, kernel_list(first_line(sys + "/devices/system/node/node" + std::to_string(n) + "/cpulist")));
+    t.node_ids.push_back(n);
+  }
+  // The nodes that hold memory: has_memory is the kernel's N_MEMORY set (a node of CPUs only is
+  // not in it).
+  if (std::ifstream(sys + "/devices/system/node/has_memory"))
+    t.memory_nodes = kernel_list(first_line(sys + "/devices/system/node/has_memory"));
+  else
+    t.memory_nodes = t.node_ids;
+  if (t.node_ids.empty()) t.node_ids = t.memory_nodes = {0};
   std::set<int> packages, node_set, llcs;
   std::set<std::pair<int, int>> cores;
   for (int id : ids) {
@@ -120,6 +129,11 @@ Topology read(const std::string& sys, const std::vector<int>& want) {
   t.nodes = int(node_set.size());
   t.llcs = int(llcs.size());
   t.cores = int(cores.size());
+  return t;
+}
+
+const Topology& here() {
+  static const Topology t = read("/sys", allowed_cpus());
   return t;
 }
 

@@ -21,13 +21,20 @@ struct Cpu {
 };
 
 /// What sysfs says of `cpus` (every CPU listed there when empty). `sys` is the sysfs root
-/// ("/sys", or a fake tree for tests): cpu/cpuN/topology, cpu/cpuN/cache/indexK, node/nodeM.
+/// ("/sys", or a fake tree for tests): cpu/cpuN/topology, cpu/cpuN/cache/indexK, node/nodeM,
+/// node/has_memory.
 struct Topology {
   std::vector<Cpu> cpus;
-  int packages = 0, nodes = 0, llcs = 0, cores = 0;
-  bool smt = false;  // some core lists more than one thread
+  int packages = 0, nodes = 0, llcs = 0, cores = 0;  // nodes: those `cpus` are on
+  bool smt = false;                                  // some core lists more than one thread
+  /// Every NUMA node of the machine (node/nodeM, whatever CPUs it has), and those that hold memory
+  /// (node/has_memory; every listed node when the file is missing). A kernel without NUMA lists
+  /// none: then node 0, with memory.
+  std::vector<int> node_ids, memory_nodes;
 };
 Topology read(const std::string& sys, const std::vector<int>& cpus = {});
+/// read("/sys", allowed_cpus()): the CPUs this process may use, read once per process.
+const Topology& here();
 
 /// How sysfs relates two CPUs: "smt" (one core), "llc" (one last-level cache), "cross_llc" (one
 /// NUMA node, two caches), "cross_numa".
