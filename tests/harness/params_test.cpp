@@ -162,6 +162,44 @@ TEST(Params, BadValuesAreUsageErrors) {
   EXPECT_THROW(parse_override("size=1,,2", o), UsageError);
 }
 
+// A choice `word:N` takes a whole number after the word (memory=node:1), written canonically; the
+// word alone, a number that is not whole or not from 0, and other text are refused naming the form.
+TEST(Params, ANumberedChoiceTakesAWholeNumber) {
+  const ParamSpec spec{.name = "memory",
+                       .type = ParamType::String,
+                       .def = "first_touch",
+                       .choices = {"first_touch", "writer", "node:N"}};
+  EXPECT_EQ(canonical_value(spec, "node:1"), "node:1");
+  EXPECT_EQ(canonical_value(spec, "node:007"), "node:7");
+  EXPECT_EQ(canonical_value(spec, "writer"), "writer");
+  for (const char* bad : {"node:", "node:-1", "node:x", "node:1.5", "node:+1", "node: 1", "node:1K"}) {
+    try {
+      canonical_value(spec, bad);
+      ADD_FAILURE() << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("node:N with N a whole number from 0"), std::string::npos)
+          << e.what();
+    }
+  }
+  // Not the family's word: a value like any other, refused naming the choices.
+  EXPECT_THROW(canonical_value(spec, "node"), UsageError);
+  EXPECT_THROW(canonical_value(spec, "nodes:1"), UsageError);
+  EXPECT_THROW(canonical_value(spec, "node:N"), UsageError);
+  try {
+    canonical_value(spec, "bogus");
+    ADD_FAILURE();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("first_touch|writer|node:N"), std::string::npos) << e.what();
+  }
+  // A grid of them: each once, in the order given.
+  Overrides o;
+  parse_override("memory=node:1,node:01,writer", o);
+  const auto grid = expand_grid({spec}, Preset::Default, o);
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_EQ(grid[0].path(), "memory:node:1");
+  EXPECT_EQ(grid[1].path(), "memory:writer");
+}
+
 TEST(Params, JsonHasNumbersAsNumbers) {
   Params p({{"size", "64"}, {"mode", "threads"}, {"ratio", "0.5"}});
   auto j = p.to_json();

@@ -93,6 +93,27 @@ std::optional<double> parse_real(std::string_view text) {
   return v;
 }
 
+namespace {
+
+// `value` as a numbered choice of `spec` (a choice `word:N`, ParamSpec::choices): "word:N" with N
+// in its canonical form; nothing when no such choice's word starts it; UsageError (from `bad`)
+// when one does and N is no number from 0 to spec.max.
+template <class Bad>
+std::optional<std::string> numbered_choice(const ParamSpec& spec, const std::string& value, Bad&& bad) {
+  for (const std::string& c : spec.choices) {
+    if (c.size() < 3 || c.compare(c.size() - 2, 2, ":N") != 0) continue;
+    const std::string word = c.substr(0, c.size() - 1);  // "node:"
+    if (value.rfind(word, 0) != 0) continue;
+    const auto n = parse_integer(std::string_view(value).substr(word.size()));
+    if (!n || *n < 0 || *n > spec.max)
+      throw bad(fmt::format("{}N with N a whole number from 0 (e.g. {}0)", word, word));
+    return word + std::to_string(*n);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string canonical_value(const ParamSpec& spec, const std::string& value) {
   auto bad = [&](const std::string& want) {
     return UsageError(fmt::format("parameter '{}': '{}' is not {}; see `ipclab list SUITE` for its values",
@@ -150,6 +171,7 @@ std::string canonical_value(const ParamSpec& spec, const std::string& value) {
           throw bad("an absolute path without ':'");
         break;
       }
+      if (auto n = numbered_choice(spec, value, bad)) return *n;
       if (value.empty() || value.find_first_of("/:,= ") != std::string::npos)
         throw bad("a word without '/', ':', ',', '=' or spaces");
       break;

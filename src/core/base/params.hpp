@@ -21,8 +21,10 @@ enum class ParamType { Int, Size, Double, String, Bool, Rate };
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::Int;
-  std::string def;                   // default value (one)
-  std::vector<std::string> choices;  // allowed values; empty = any value of the type
+  std::string def;  // default value (one)
+  /// Allowed values; empty = any value of the type. A choice `word:N` stands for a family of them
+  /// (String only): the word, ':' and a whole number from 0 to `max` (`node:N` lets `node:1` in).
+  std::vector<std::string> choices;
   /// Old names of values, accepted on input and read as the value they map to (which is what
   /// result names and JSON say): {"pingpong", "roundtrip"} lets `-p pattern=pingpong` still run.
   std::map<std::string, std::string> aliases;
