@@ -15,7 +15,7 @@ fi
 DEB_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format-14
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-  liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev
+  liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev libnuma-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsystemd-dev dbus-daemon python3-fusepy

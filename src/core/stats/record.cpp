@@ -46,6 +46,10 @@ std::string status_text(const Record& r) {
     for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
     notes.push_back("counters unavailable: " + which);
   }
+  // What a mechanism noted for the tables (extra.notes), e.g. where the shared memory lies.
+  if (r.extra.is_object() && r.extra.contains("notes") && r.extra["notes"].is_array())
+    for (auto& n : r.extra["notes"])
+      if (n.is_string()) notes.push_back(n.get<std::string>());
   for (auto& n : notes) out += ", " + n;
   return out;
 }

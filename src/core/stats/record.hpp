@@ -101,7 +101,8 @@ struct Record {
 /// The status as the console and Markdown tables show it: the status (and error), then what casts
 /// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto
 /// repetition's missed CI target, the series' flags (non-steady, bimodal; bimodal repetitions),
-/// and kernel counters asked for and unavailable: "ok ±1.4%, non-steady".
+/// and kernel counters asked for and unavailable — and the notes the record carries for its
+/// reader (extra.notes: where the shared memory lies): "ok ±1.4%, non-steady, memory on node 1".
 std::string status_text(const Record& r);
 
 nlohmann::json to_json(const Record& r);
