@@ -17,7 +17,9 @@
 
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
+#include "core/machine/numa.hpp"
 #include "core/machine/placement.hpp"
+#include "core/machine/topology.hpp"
 #include "core/measure/kcounters.hpp"
 #include "core/measure/watchdog.hpp"
 #include "core/ownership/deadline.hpp"
@@ -214,6 +216,11 @@ Session::~Session() {
 }
 
 std::string Session::placement() const { return params_.str_or("placement", "unpinned"); }
+
+numa::Policy Session::memory_policy() const {
+  return numa::resolve(params_.str_or("memory", "first_touch"), cpu_for(0), cpu_for(1), topo::here(),
+                       numa::nodes_here());
+}
 
 int Session::cpu_for(int side) const {
   if (!rec_.placement.pair.empty() && (side == 0 || side == 1)) return rec_.placement.pair[size_t(side)];

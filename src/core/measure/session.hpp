@@ -25,6 +25,10 @@
 
 namespace ipclab {
 
+namespace numa {
+struct Policy;
+}
+
 struct RunOptions {
   double duration_s = 1.0;
   double warmup_s = 0.2;
@@ -339,6 +343,10 @@ class Session {
   std::string placement() const;
   /// The CPU of `side` (0 or 1) under placement(), -1 unpinned: the pair resolve_placement() chose.
   int cpu_for(int side) const;
+  /// The `memory` parameter (first_touch when the mechanism has none) resolved against where the
+  /// sides run — side 0 writes, side 1 reads (core/machine/numa.hpp: numa::resolve): what the
+  /// memory the sides share is placed by.
+  numa::Policy memory_policy() const;
   /// Resolves a two-sided pinned placement to its pair and records it with its measured round trip
   /// (core/machine/placement.hpp: resolve_pair); Skip when its class is missing here. The runner calls it
   /// before the workload, on the coordinator, so forked workers place themselves on the same pair.

@@ -80,8 +80,14 @@ class Transport {
   /// Called in the coordinating process once the transport exists, before any worker starts: a
   /// transport that rides on a process of its own (a library's daemon, core/peers/daemon.hpp) makes it
   /// a peer of the session there (Session::add_peer), so that its death fails the run and its CPU
-  /// over the window is charged to the record under its role.
+  /// over the window is charged to the record under its role; one whose sides share memory makes
+  /// that memory here, where the session knows the sides' CPUs, placed as -p memory= asks
+  /// (Session::memory_policy).
   virtual void attach(Session& s) { (void)s; }
+  /// Called in the coordinating process once the workers have ended (the run over, failed or not),
+  /// before the transport goes: adds to the record what only the end of the run shows — where the
+  /// kernel holds the pages the sides shared (numa::SharedMemory::describe).
+  virtual void ended(Record& rec) const { (void)rec; }
   /// The receivers' half of a transport in halves (Half, Mechanism::half): the TCP port it listens
   /// on, once it does; 0 until then (a library listens as its receiver's endpoint opens).
   virtual int listening_port() const { return 0; }

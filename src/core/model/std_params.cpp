@@ -166,6 +166,19 @@ std::string size_problem(const Params& p) {
   return "";
 }
 
+ParamSpec memory() {
+  return {.name = "memory",
+          .type = ParamType::String,
+          .def = "first_touch",
+          .choices = {"first_touch", "writer", "reader", "interleave", "node:N"},
+          .help =
+              "NUMA node of the memory the two sides share: first_touch: where a side first touches it (no "
+              "policy); writer / reader: bound to the node of the writer's (producer, client, host) / "
+              "reader's (consumer, server, guest) CPU; interleave: page by page over every node with "
+              "memory; node:N: bound to node N. The record states where the kernel put the pages "
+              "(extra.memory_nodes)"};
+}
+
 ParamSpec verify(std::vector<std::string> quick) {
   return {.name = "verify",
           .type = ParamType::String,

@@ -38,6 +38,10 @@ ParamSpec latency_sample();
 ParamSpec latency_reservoir();
 /// Incompressible payload derived from a hash instead of a counter (the reference's randomPayload).
 ParamSpec random();
+/// Where the memory two sides share goes on a machine of several NUMA nodes: first_touch (no
+/// policy, the default), writer, reader, interleave, node:N (core/machine/numa.hpp, which checks the
+/// value against the machine and places the memory; the planner refuses what it cannot place).
+ParamSpec memory();
 /// full: the sender writes and the receiver checks every byte; sample: the header, the tail and one
 /// word per 4 KiB page (core/load/message.hpp) — what touching every byte costs, or a large message
 /// moved without being touched.

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/base/error.hpp"
+#include "core/machine/numa.hpp"
 #include "core/machine/placement.hpp"
 #include "core/measure/kcounters.hpp"
 #include "core/model/std_params.hpp"
@@ -69,9 +70,13 @@ std::vector<const Mechanism*> select_mechanisms(const std::vector<std::string>& 
 namespace {
 
 // Why `point` of `m` cannot run on `cpus`, or "": a layout needs as many distinct CPUs as it places
-// sides on; then the mechanism's own rules.
+// sides on; shared memory asked for a node needs that node here (core/machine/numa.hpp); then the
+// mechanism's own rules.
 std::string point_problem(const Mechanism& m, const Params& point, const std::vector<int>& cpus) {
-  std::string why = placement_problem(point.str_or("placement", "unpinned"), cpus);
+  const std::string layout = point.str_or("placement", "unpinned");
+  std::string why = placement_problem(layout, cpus);
+  if (why.empty() && point.has("memory"))
+    why = numa::memory_problem(point.str("memory"), layout, numa::nodes_here());
   if (why.empty() && m.check) why = m.check(point);
   return why;
 }

@@ -398,6 +398,7 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
   const size_t workers_n = workers.size();
   const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
   Record& rec = s.record();
+  tp->ended(rec);
   const FarSeen far_seen = far ? far->fold(s) : FarSeen{};
   // What the consumers saw of producer p's messages: here, their slots; far, what they reported.
   auto seen = [&](int p) {

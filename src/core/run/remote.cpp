@@ -592,6 +592,7 @@ class RemoteTransport final : public Transport {
     extra["remote"] = {{"host", link_.host()}, {"address", address_}, {"ports", ports_}};
     extra["network_path"] = {{"local", path_}};
   }
+  void ended(Record& rec) const override { inner_->ended(rec); }
   void attach(Session& s) override {
     inner_->attach(s);
     const int senders = int(s.params().i64_or("producers", 1));
