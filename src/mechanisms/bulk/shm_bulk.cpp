@@ -57,7 +57,7 @@ IPCLAB_REGISTER(Mechanism{
     .name = "shm_bulk",
     .help = "two message-sized slots of shared memory handed over with a futex: copied in and out, or used "
             "in place",
-    .params = suite_params({copy_param()}),
+    .params = suite_params({copy_param(), std_params::memory()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       Params q = p;
       q.set("wait", "futex");

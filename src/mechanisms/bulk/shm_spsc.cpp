@@ -18,7 +18,8 @@ IPCLAB_REGISTER(Mechanism{
                               return w;
                             }(),
                             messaging::queue_depth("2", "slots in the ring (rounded up to a power of two)",
-                                                   16)}),
+                                                   16),
+                            std_params::memory()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<messaging::RingTransport<messaging::SpscRing, messaging::SpscEndpoint>>(p);
     },

@@ -33,7 +33,8 @@ IPCLAB_REGISTER(Mechanism{
         [] {
           auto v =
               suite_params({wait_strategy({"adaptive"}),
-                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)});
+                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16),
+                            std_params::memory()});
           for (auto& s : v)
             if (s.name == "consumers") {
               s.per_cpu = 2;

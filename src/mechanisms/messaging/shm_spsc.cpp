@@ -11,7 +11,8 @@ IPCLAB_REGISTER(Mechanism{
     .help =
         "single-producer single-consumer ring in shared memory (MAP_SHARED), wait strategy as a parameter",
     .params = suite_params({wait_strategy({"spin", "adaptive"}),
-                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16)}),
+                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16),
+                            std_params::memory()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<RingTransport<SpscRing, SpscEndpoint>>(p);
     },

@@ -2,6 +2,8 @@
 // The transport of the shared-memory rings: each ring in its own MAP_SHARED anonymous mapping,
 // made by the coordinator before any worker starts, so forked workers share it and nothing
 // named is left behind. Throughput: one ring; roundtrip: a request and a reply ring per pair.
+// Each mapping is placed as -p memory= asks (core/machine/numa.hpp) before the ring is built in it,
+// and the record states where the kernel holds its pages once the run is over.
 #include <sys/mman.h>
 
 #include <fmt/format.h>
@@ -11,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/machine/numa.hpp"
+#include "core/measure/session.hpp"
 #include "core/model/mechanism.hpp"
 #include "core/model/std_params.hpp"
 #include "mechanisms/messaging/shm_ring.hpp"
@@ -40,18 +44,28 @@ class RingTransport final : public Transport {
  public:
   explicit RingTransport(const Params& p) {
     const bool roundtrip = std_params::is_roundtrip(p);
-    const int n = roundtrip ? 2 * int(p.i64_or("producers", 1)) : 1;
+    rings_wanted_ = roundtrip ? 2 * int(p.i64_or("producers", 1)) : 1;
     size_ = size_t(p.i64("size"));
     capacity_ = pow2_at_least(uint64_t(p.i64("queue_depth")));
     wait_.kind = parse_wait(p.str("wait"));
     if (wait_.kind == WaitKind::Adaptive) wait_.budget = waits::adaptive(p.str_or("placement", "") == "same");
     roundtrip_ = roundtrip;
-    for (int i = 0; i < n; ++i) {
-      maps_.push_back(std::make_unique<SharedMapping>(Ring::bytes(capacity_, size_)));
+  }
+  // The rings are made here, where the sides' CPUs are known: each mapping is placed (memory=)
+  // before its ring is built in it, the ring's first touch.
+  void attach(Session& s) override {
+    memory_ = numa::SharedMemory(s.memory_policy());
+    const size_t bytes = Ring::bytes(capacity_, size_);
+    for (int i = 0; i < rings_wanted_; ++i) {
+      maps_.push_back(std::make_unique<SharedMapping>(bytes));
+      memory_.place(maps_.back()->get(), bytes);
       rings_.push_back(Ring::create(maps_.back()->get(), capacity_, size_));
     }
   }
+  void ended(Record& rec) const override { memory_.describe(rec); }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
+    if (rings_.size() != size_t(rings_wanted_))
+      throw std::logic_error("ring transport opened before attach()");
     if (!roundtrip_) return std::make_unique<Ep>(*rings_[0], *rings_[0], role, wait_, size_);
     Ring& req = *rings_[size_t(2 * index)];
     Ring& rep = *rings_[size_t(2 * index + 1)];
@@ -61,11 +75,13 @@ class RingTransport final : public Transport {
   }
   void describe(nlohmann::json& extra) const override {
     extra["queue_depth_used"] = capacity_;
-    extra["rings"] = rings_.size();
+    extra["rings"] = rings_wanted_;
     if (wait_.kind == WaitKind::Adaptive) extra["wait_budget"] = waits::to_json(wait_.budget);
   }
 
  private:
+  int rings_wanted_ = 1;
+  numa::SharedMemory memory_;
   std::vector<std::unique_ptr<SharedMapping>> maps_;
   std::vector<Ring*> rings_;
   size_t size_ = 0;
