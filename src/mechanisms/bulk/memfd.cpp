@@ -5,7 +5,10 @@
 // read it in place without a defensive copy), maps it read-only and checks the bytes there. The
 // cost is the kernel's: creating, mapping, faulting and freeing the pages of every message.
 // handoff=ring: one memfd per direction with two message-sized slots, mapped by both sides once
-// and reused; a note on the socket says "message in slot k", another gives the slot back.
+// and reused; a note on the socket says "message in slot k", another gives the slot back. Its
+// memfds are the memory the two sides share for the whole run: placed as -p memory= asks
+// (core/machine/numa.hpp), which handoff=seal has no use for (each message's memfd is new, its
+// pages the sender's first touch).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +22,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "core/machine/numa.hpp"
+#include "core/measure/session.hpp"
 #include "core/model/std_params.hpp"
 #include "core/ownership/journal.hpp"
 #include "core/transport/fd_transport.hpp"
@@ -33,8 +38,12 @@ using messaging::check_rc;
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
 constexpr uint32_t kMemfdSlots = 2;
 
+int memfd(const char* name) {
+  return check_rc(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), "memfd_create");
+}
+
 int new_memfd(const char* name, size_t bytes) {
-  const int fd = check_rc(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), "memfd_create");
+  const int fd = memfd(name);
   try {
     ipc::allocate_shared(fd, bytes, fmt::format("memfd {}", name));  // no SIGBUS at the first touch
   } catch (...) {
@@ -189,27 +198,55 @@ class MemfdTransport final : public Transport {
         ring_(p.str("handoff") == "ring"),
         roundtrip_(std_params::is_roundtrip(p)) {
     notify_pair(sock_);
-    if (ring_) {
-      up_ = new_memfd("ipclab-bulk-ring", kMemfdSlots * size_);
-      if (roundtrip_) down_ = new_memfd("ipclab-bulk-ring", kMemfdSlots * size_);
-    }
   }
   ~MemfdTransport() override {
+    for (std::byte* m : maps_) munmap(m, kMemfdSlots * size_);
     for (int fd : {sock_[0], sock_[1], up_, down_})
       if (fd >= 0) ::close(fd);
+  }
+  // The ring's memfds are made here, where the sides' CPUs are known, their pages placed before
+  // they are allocated.
+  void attach(Session& s) override {
+    if (!ring_) return;
+    memory_ = numa::SharedMemory(s.memory_policy());
+    up_ = placed_memfd();
+    if (roundtrip_) down_ = placed_memfd();
+  }
+  void ended(Record& rec) const override {
+    if (ring_) memory_.describe(rec);
   }
   std::unique_ptr<Endpoint> open(Role role, int) override {
     const bool producer = role == Role::Producer;
     const int sock = producer ? sock_[0] : sock_[1];
     if (!ring_) return std::make_unique<SealEndpoint>(sock);
+    if (up_ < 0) throw std::logic_error("memfd ring opened before attach()");
     return std::make_unique<RingEndpoint>(sock, producer ? up_ : down_, producer ? down_ : up_, size_);
   }
 
  private:
+  // One direction's memfd, mapped here too: placed (memory=) before its pages are allocated, and
+  // kept mapped until the transport goes, for the record's look at where its pages are.
+  int placed_memfd() {
+    const size_t bytes = kMemfdSlots * size_;
+    const int fd = memfd("ipclab-bulk-ring");
+    try {
+      check_rc(ftruncate(fd, off_t(bytes)), "ftruncate memfd");
+      void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap memfd");
+      maps_.push_back(static_cast<std::byte*>(m));
+      memory_.place_file(fd, m, bytes, "memfd ipclab-bulk-ring");  // no SIGBUS at the first touch
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    return fd;
+  }
   size_t size_;
   bool ring_, roundtrip_;
   int sock_[2] = {-1, -1};
   int up_ = -1, down_ = -1;
+  numa::SharedMemory memory_;
+  std::vector<std::byte*> maps_;  // the coordinator's mappings of up_ and down_
 };
 
 IPCLAB_REGISTER(Mechanism{
@@ -224,7 +261,12 @@ IPCLAB_REGISTER(Mechanism{
                        .choices = {"seal", "ring"},
                        .help = "seal: a new memfd per message, sealed and passed with SCM_RIGHTS; ring: one "
                                "mapped memfd of two slots per direction, slots handed over by notes",
-                       .quick = {"seal", "ring"}}}),
+                       .quick = {"seal", "ring"}},
+                      [] {
+                        auto m = std_params::memory();
+                        m.only_with = {"handoff", {"ring"}};  // seal's memfds are new each message
+                        return m;
+                      }()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<MemfdTransport>(p);
     },
