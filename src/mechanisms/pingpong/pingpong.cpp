@@ -3,7 +3,8 @@
 // pingpong figures. The Session owns the rest: phases, the measured window, placement, CPU
 // windows, the stall watchdog and the guest's life.
 //
-// Shape of one repetition: create the region (POSIX shm, per-run name, O_EXCL, 0600) and the
+// Shape of one repetition: create the region (POSIX shm, per-run name, O_EXCL, 0600; its pages
+// placed as -p memory= asks, core/machine/numa.hpp, the host writing and the guest reading) and the
 // wake-up objects, then one Session run. Its workers are one host thread per pair and the guest:
 // a worker thread per slot (thread), or a forked worker process with a thread per slot (process);
 // the Go guest is an executable taking part as the session's peer (go). Each host waits until the
@@ -27,6 +28,7 @@
 #include "core/base/clock.hpp"
 #include "core/base/cpu.hpp"
 #include "core/base/error.hpp"
+#include "core/machine/numa.hpp"
 #include "core/machine/waits.hpp"
 #include "core/measure/session.hpp"
 #include "core/model/std_params.hpp"
@@ -79,21 +81,25 @@ struct Objects {
   }
 };
 
-void create_objects(Objects& o, int pairs, Wait wait) {
+// The region is mapped before its pages are allocated, so that they are allocated where `memory`
+// places them.
+void create_objects(Objects& o, int pairs, Wait wait, numa::SharedMemory& memory) {
   const std::string name = ipc::unique_name("pingpong");
   int fd = ipc::create_shm(name);
   o.base = name;  // only now ours to remove
   o.size = region_size(pairs);
   try {
-    ipc::allocate_shared(fd, o.size, "/dev/shm" + o.base);  // a full /dev/shm: an error, not SIGBUS
+    if (ftruncate(fd, off_t(o.size)) != 0)
+      throw std::system_error(errno, std::generic_category(), "ftruncate /dev/shm" + o.base);
+    void* mem = mmap(nullptr, o.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap " + o.base);
+    o.region = static_cast<Region*>(mem);
+    memory.place_file(fd, mem, o.size, "/dev/shm" + o.base);  // a full /dev/shm: an error, not SIGBUS
   } catch (...) {
     ::close(fd);
     throw;
   }
-  void* mem = mmap(nullptr, o.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (mem == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap " + o.base);
-  o.region = static_cast<Region*>(mem);
   new (&o.region->header) Header();
   o.region->header.pairs = uint32_t(pairs);
   for (int i = 0; i < pairs; ++i) new (&o.region->slots[i]) Slot();
@@ -324,6 +330,14 @@ ParamSpec placement() {
   return p;
 }
 
+// The region's NUMA node: the host writes each request (memory=writer: the host's node), the guest
+// each answer (reader: the guest's).
+ParamSpec memory() {
+  ParamSpec m = std_params::memory();
+  m.help += "; here the writer is the host (it starts each round trip), the reader the guest";
+  return m;
+}
+
 std::vector<ParamSpec> suite_params() {
   return {
       {.name = "wait",
@@ -361,6 +375,7 @@ std::vector<ParamSpec> suite_params() {
        .min = 0,
        .max = 100'000'000},
       placement(),
+      memory(),
       {.name = "latency_sample",
        .type = ParamType::Int,
        .def = "8",
@@ -393,7 +408,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const int host_cpu = s.cpu_for(0), guest_cpu = s.cpu_for(1);
 
   Objects o;
-  create_objects(o, pairs, wait);
+  numa::SharedMemory memory(s.memory_policy());
+  create_objects(o, pairs, wait, memory);
   Region& r = *o.region;
   // Threads share one address space: private futexes are cheaper. Processes need shared ones.
   // adaptive: a budget calibrated on this machine for this placement, in the record.
@@ -449,6 +465,7 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const WorkerResults slots = s.run_workers(std::move(workers), false, "rtt");
   if (s.stuck()) o.in_use = true;
   Record& rec = s.record();
+  memory.describe(rec);
   if (kind == GuestKind::Go) finish_go_guest(guest, r.header, rec);
   if (rec.status == Status::Failed) return;
 
