@@ -14,6 +14,30 @@ import pytest
 BINARY = os.environ.get("IPCLAB_BIN", "")
 
 
+def kernel_list(text):
+    """The kernel's list format ("0-3,8"), as sysfs and /proc write it."""
+    out = []
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def usable_nodes():
+    """NUMA nodes this process may put memory on: those with memory (node/has_memory) that its
+    cpuset allows (Mems_allowed_list); one, node 0, on a kernel without NUMA."""
+    try:
+        memory = kernel_list(open("/sys/devices/system/node/has_memory").read())
+    except OSError:
+        return [0]
+    allowed = memory
+    for line in open("/proc/self/status"):
+        if line.startswith("Mems_allowed_list:"):
+            allowed = kernel_list(line.split(":", 1)[1])
+    return [n for n in memory if n in allowed]
+
+
 def ipc_objects():
     """Every ipclab-named kernel object visible here: /dev/shm (segments, sem.*), /dev/mqueue
     when mounted, and SysV message queues whose key carries ipclab's tag."""

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import BINARY
+from conftest import BINARY, usable_nodes
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 A = str(ALLOWED[0])  # a CPU this process may use
@@ -21,15 +21,21 @@ NOT_HERE = str(next(c for c in range(1024) if c not in ALLOWED))  # a CPU number
 QUICK = ["--duration", "0.05", "--warmup", "0", "--repetitions", "1"]
 
 
+ONE_NODE = len(usable_nodes()) < 2
+MISSING_NODE = next(n for n in range(7, 4096) if not os.path.exists(f"/sys/devices/system/node/node{n}"))
+on_one_node = pytest.mark.skipif(not ONE_NODE, reason="a machine of several NUMA nodes has a node to choose")
+on_several_nodes = pytest.mark.skipif(ONE_NODE, reason="a machine of one NUMA node refuses this for that first")
+
+
 def run(lab, args, timeout=60):
     """Runs ipclab with `args` (str or bytes: bytes reach argv unchanged) in the sandbox."""
     return subprocess.run([BINARY, *args], cwd=lab.work, env=lab.env(), capture_output=True,
                           timeout=timeout)
 
 
-def case(id_, *args, expect=None):
+def case(id_, *args, expect=None, marks=()):
     """One bad command line; `expect` is text the error line must contain (the fix it names)."""
-    return pytest.param(list(args), expect, id=id_)
+    return pytest.param(list(args), expect, id=id_, marks=marks)
 
 
 BAD = [
@@ -212,6 +218,25 @@ BAD = [
     case("pingpong-round-trips-negative", "run", "pingpong/thread", "-p", "round_trips=-5", expect="round_trips"),
     case("pingpong-spin-limit-over", "run", "pingpong/thread", "-p", "spin_limit=100000001", expect="spin_limit"),
     case("pingpong-pairs-over-workers", "run", "pingpong/thread", "-p", "pairs=17", expect="pairs <= 16"),
+    # memory= (where shared memory lives, core/machine/numa.hpp): refused against the machine's nodes.
+    case("memory-writer-one-node", "run", "messaging/shm_spsc", "-p", "memory=writer",
+         expect="nothing to choose; use memory=first_touch or memory=node:0", marks=on_one_node),
+    case("memory-reader-one-node", "run", "pingpong/thread", "-p", "placement=same", "-p", "memory=reader",
+         expect="memory=reader chooses among NUMA nodes", marks=on_one_node),
+    case("memory-interleave-one-node", "run", "bulk/shm_bulk", "-p", "memory=interleave",
+         expect="memory=interleave chooses among NUMA nodes", marks=on_one_node),
+    case("memory-writer-unpinned", "run", "pingpong/thread", "-p", "memory=writer",
+         expect="placement=unpinned pins no side", marks=on_several_nodes),
+    case("memory-node-missing", "run", "messaging/shm_mpmc", "-p", f"memory=node:{MISSING_NODE}",
+         expect=f"this machine has no NUMA node {MISSING_NODE}"),
+    case("memory-node-not-a-number", "run", "messaging/shm_spsc", "-p", "memory=node:one",
+         expect="node:N with N a whole number"),
+    case("memory-unknown", "run", "messaging/shm_spsc", "-p", "memory=remote",
+         expect="first_touch|writer|reader|interleave|node:N"),
+    case("memory-no-shared-memory", "run", "messaging/pipe", "-p", "memory=node:0",
+         expect="unknown parameter 'memory'"),
+    case("memory-memfd-seal", "run", "bulk/memfd", "-p", "handoff=seal", "-p", "memory=node:0",
+         expect="applies only with handoff=ring"),
     # echo.
     case("echo-connections-zero", "run", "echo/epoll", "-p", "connections=0", expect="connections"),
     case("echo-connections-over", "run", "echo/epoll", "-p", "connections=4097", expect="connections"),
@@ -404,6 +429,8 @@ GOOD = [
     pytest.param(["run", "echo/epoll", "-p", "pattern=rate", "-p", "rate=2k,1500", "-p", "size=64", *QUICK],
                  id="echo-rate-grid"),
     pytest.param(["run", "echo/epoll", "-p", "reactors=2", *QUICK], id="echo-reactors-two"),
+    pytest.param(["run", "messaging/shm_spsc", "-p", f"memory=first_touch,node:{usable_nodes()[0]}", *QUICK],
+                 id="shm-memory-first-touch-and-a-node-here"),
 ] + ([pytest.param(["run", "messaging/pipe", "-p", "placement=cross", "--cpus", f"{A},{B}", *QUICK],
                    id="pipe-cross-on-two-cpus"),
       pytest.param(["run", "servers/epoll_reuseport", "-p", "reactors=2", "-p", "concurrency=100", "--cpus", f"{A},{B}",

@@ -11,17 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import kernel_list
+
 QUICK = ["--duration", "0.05", "--warmup", "0", "--repetitions", "1"]
 SYS = Path("/sys/devices/system")
-
-
-def kernel_list(text):
-    out = []
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            out += range(int(lo), int(hi or lo) + 1)
-    return out
 
 
 def cpu_facts(c):

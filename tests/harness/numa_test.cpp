@@ -1,7 +1,7 @@
 // Where shared memory lives (-p memory=, core/machine/numa.hpp): what is refused against the
 // machine's nodes, how a policy resolves from the sides' CPUs, what the record says of the pages,
-// and — on this machine, through the kernel — the policy and the node of the pages of real
-// mappings, including pages another process faulted in.
+// and — on this machine, through the kernel — the node of the pages of real mappings, including
+// pages another process faulted in, and the record of each suite's shared-memory mechanisms.
 #include "core/machine/numa.hpp"
 
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include "core/base/affinity.hpp"
 #include "core/base/error.hpp"
 #include "core/machine/topology.hpp"
+#include "core/plan/runner.hpp"
 #include "core/stats/record.hpp"
 
 using namespace ipclab;
@@ -346,4 +347,84 @@ TEST(Numa, SharedMemoryPlacesASegmentAndTheRecordSaysWhere) {
     munmap(mem, len);
     close(fd);
   }
+}
+
+// The planner refuses what this machine cannot place, before anything runs; a node that is here
+// runs, and each suite's shared-memory mechanism records where its pages are.
+TEST(Numa, ThePlannerRefusesWhatTheMachineCannotPlace) {
+  const auto mechs = select_mechanisms({"messaging/shm_spsc"});
+  const bool one = numa::nodes_here().usable().size() < 2;
+  for (const char* v : {"writer", "reader", "interleave"}) {
+    Overrides o;
+    parse_override(std::string("memory=") + v, o);
+    if (one)
+      EXPECT_THROW(plan(mechs, Preset::Default, o), UsageError) << v;
+    else
+      EXPECT_NO_THROW(plan(mechs, Preset::Default, o)) << v;
+  }
+  Overrides o;
+  parse_override("memory=node:1023", o);
+  try {
+    plan(mechs, Preset::Default, o);
+    ADD_FAILURE();
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "no NUMA node 1023")) << e.what();
+  }
+  // A mechanism that shares no memory has no such parameter.
+  EXPECT_THROW(plan(select_mechanisms({"messaging/pipe"}), Preset::Default, o), UsageError);
+}
+
+TEST(Numa, EachSuitesSharedMemoryRecordSaysWhereItsPagesAre) {
+  const int node = numa::nodes_here().usable().front();
+  RunOptions opts;
+  opts.duration_s = 0.05;
+  opts.warmup_s = 0.01;
+  opts.repetitions = 1;
+  opts.cpus = {allowed_cpus().front()};
+  const bool one = numa::nodes_here().usable().size() == 1;
+  struct Case {
+    const char* mech;
+    std::vector<const char*> params;
+  };
+  for (const Case& c : std::vector<Case>{{"messaging/shm_spsc", {"pattern=roundtrip"}},
+                                         {"messaging/shm_mpmc", {"pattern=throughput"}},
+                                         {"pingpong/thread", {"placement=same", "round_trips=200"}},
+                                         {"pingpong/process", {"placement=same", "round_trips=200"}},
+                                         {"bulk/shm_spsc", {"size=64K"}},
+                                         {"bulk/shm_bulk", {"size=64K", "mode=processes"}},
+                                         {"bulk/memfd", {"handoff=ring", "size=64K"}}})
+    for (const std::string& memory : {std::string("first_touch"), "node:" + std::to_string(node)}) {
+      Overrides o;
+      for (const char* p : c.params) parse_override(p, o);
+      parse_override("memory=" + memory, o);
+      const auto planned = plan(select_mechanisms({c.mech}), Preset::Default, o, opts.cpus);
+      ASSERT_EQ(planned.size(), 1u) << c.mech;
+      const Record r = run_one(planned[0], opts, 0);
+      ASSERT_EQ(r.status, Status::Ok) << r.name << ": " << r.error;
+      EXPECT_EQ(r.extra["memory"], memory) << r.name;
+      ASSERT_TRUE(r.extra.contains("memory_nodes")) << r.name << " " << r.extra.dump();
+      // Every page in memory is on the node asked for; under first touch, where the coordinator or
+      // a side touched it first: node 0 on a machine of one.
+      if (memory != "first_touch" || one) {
+        EXPECT_EQ(r.extra["memory_nodes"].size(), 1u) << r.name << " " << r.extra["memory_nodes"];
+        EXPECT_TRUE(r.extra["memory_nodes"].contains(std::to_string(node)))
+            << r.name << " " << r.extra["memory_nodes"];
+      }
+      EXPECT_GT(r.extra["memory_pages"]["total"].get<uint64_t>(), 0u) << r.name;
+      if (memory != "first_touch") {
+        EXPECT_EQ(r.extra["memory_as_asked"], true) << r.name;
+        EXPECT_EQ(r.extra["memory_pages"]["absent"], 0) << r.name;
+      }
+    }
+  // handoff=seal shares no lasting memory: no memory parameter, no memory fields.
+  Overrides seal;
+  parse_override("handoff=seal", seal);
+  const auto planned = plan(select_mechanisms({"bulk/memfd"}), Preset::Default, seal, opts.cpus);
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_FALSE(planned[0].params.has("memory"));
+  const Record r = run_one(planned[0], opts, 0);
+  EXPECT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_FALSE(r.extra.contains("memory"));
+  parse_override("memory=first_touch", seal);
+  EXPECT_THROW(plan(select_mechanisms({"bulk/memfd"}), Preset::Default, seal, opts.cpus), UsageError);
 }
