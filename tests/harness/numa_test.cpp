@@ -166,7 +166,7 @@ TEST(Numa, TheRecordSaysWhereThePagesAreAndWhoseNodeThatIs) {
     return p;
   };
   nlohmann::json x;
-  EXPECT_EQ(numa::describe(reader, pages({{1, 16}}), x), "");
+  EXPECT_EQ(numa::describe(reader, {pages({{1, 16}})}, x), "");
   EXPECT_EQ(x["memory"], "reader");
   EXPECT_EQ(x["memory_policy"], "bind");
   EXPECT_EQ(x["memory_policy_nodes"], nlohmann::json({1}));
@@ -179,7 +179,7 @@ TEST(Numa, TheRecordSaysWhereThePagesAreAndWhoseNodeThatIs) {
   EXPECT_EQ(x["notes"], nlohmann::json({"memory on node 1, the reader's"}));
   // The kernel did not honour it: the record says so, and so does the warning.
   x = nlohmann::json::object();
-  const std::string warning = numa::describe(reader, pages({{0, 12}, {1, 4}}), x);
+  const std::string warning = numa::describe(reader, {pages({{0, 12}, {1, 4}})}, x);
   EXPECT_TRUE(contains(warning, "memory=reader asked for node 1")) << warning;
   EXPECT_TRUE(contains(warning, "nodes 0,1 (12/4 pages)")) << warning;
   EXPECT_EQ(x["memory_as_asked"], false);
@@ -193,7 +193,7 @@ TEST(Numa, TheRecordSaysWhereThePagesAreAndWhoseNodeThatIs) {
                                                                     {{{2, 16}}, "neither"},
                                                                     {{{0, 8}, {2, 8}}, "mixed"}}) {
     x = nlohmann::json::object();
-    EXPECT_EQ(numa::describe(first, pages(on), x), "");
+    EXPECT_EQ(numa::describe(first, {pages(on)}, x), "");
     EXPECT_EQ(x["memory_holder"], holder);
     EXPECT_FALSE(x.contains("memory_as_asked"));
     EXPECT_EQ(x["memory_policy"], "none");
@@ -201,17 +201,29 @@ TEST(Numa, TheRecordSaysWhereThePagesAreAndWhoseNodeThatIs) {
   // Interleaved over two nodes, all on one: not as asked.
   x = nlohmann::json::object();
   const auto inter = numa::resolve("interleave", 0, 4, t, kTwoNodes);
-  EXPECT_NE(numa::describe(inter, pages({{0, 16}}), x), "");
+  EXPECT_NE(numa::describe(inter, {pages({{0, 16}})}, x), "");
   EXPECT_EQ(x["memory_as_asked"], false);
   x = nlohmann::json::object();
-  EXPECT_EQ(numa::describe(inter, pages({{0, 8}, {1, 8}}), x), "");
+  EXPECT_EQ(numa::describe(inter, {pages({{0, 8}, {1, 8}})}, x), "");
   EXPECT_EQ(x["memory_as_asked"], true);
+  // Over four nodes, two mappings of three pages each start where the kernel draws: together they
+  // need not cover the four, each covers three — as asked; one of five pages on three nodes is not.
+  const numa::Nodes four{{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}};
+  const auto over_four = numa::resolve("interleave", 0, 4, t, four);
+  x = nlohmann::json::object();
+  EXPECT_EQ(numa::describe(over_four, {pages({{0, 1}, {1, 1}, {2, 1}}), pages({{1, 1}, {2, 1}, {0, 1}})}, x),
+            "");
+  EXPECT_EQ(x["memory_as_asked"], true);
+  EXPECT_EQ(x["memory_nodes"], nlohmann::json({{"0", 2}, {"1", 2}, {"2", 2}}));
+  x = nlohmann::json::object();
+  EXPECT_NE(numa::describe(over_four, {pages({{0, 2}, {1, 2}, {2, 1}})}, x), "");
+  EXPECT_EQ(x["memory_as_asked"], false);
   // Bound, but a page missing from memory: not as asked either.
   x = nlohmann::json::object();
   auto missing = pages({{1, 15}});
   missing.absent = 1;
   missing.total = missing.queried = 16;
-  EXPECT_NE(numa::describe(reader, missing, x), "");
+  EXPECT_NE(numa::describe(reader, {missing}, x), "");
   EXPECT_EQ(x["memory_as_asked"], false);
 }
 
@@ -223,7 +235,7 @@ TEST(Numa, FirstTouchOnOneNodeHasNothingToNoteAndAnUnknownPlaceIsSaid) {
   numa::Pages where;
   where.total = where.queried = 4;
   where.on_node = {{0, 4}};
-  EXPECT_EQ(numa::describe(p, where, x), "");
+  EXPECT_EQ(numa::describe(p, {where}, x), "");
   EXPECT_EQ(x["memory"], "first_touch");
   EXPECT_EQ(x["memory_nodes"], nlohmann::json({{"0", 4}}));
   EXPECT_FALSE(x.contains("memory_holder"));  // both sides on one node
@@ -231,12 +243,12 @@ TEST(Numa, FirstTouchOnOneNodeHasNothingToNoteAndAnUnknownPlaceIsSaid) {
   // The kernel could not be asked: said in the record, and warned of when a policy was asked.
   where.error = "move_pages: Operation not permitted";
   x = nlohmann::json::object();
-  EXPECT_EQ(numa::describe(p, where, x), "");
+  EXPECT_EQ(numa::describe(p, {where}, x), "");
   EXPECT_EQ(x["memory_nodes_error"], where.error);
   EXPECT_FALSE(x.contains("memory_nodes"));
   p = numa::resolve("node:0", 0, 0, two_nodes(), kTwoNodes);
   x = nlohmann::json::object();
-  EXPECT_TRUE(contains(numa::describe(p, where, x), "unknown"));
+  EXPECT_TRUE(contains(numa::describe(p, {where}, x), "unknown"));
 }
 
 // On this machine, through the kernel: a page faulted in by a thread pinned to a CPU is on that

@@ -78,11 +78,12 @@ struct Pages {
 /// mapping's alternation shows in each).
 Pages locate(const void* addr, size_t len, size_t sample = 1024);
 
-/// The record's memory fields (extra) for segments placed under `p` whose pages are `where`:
-/// memory, memory_policy, memory_policy_nodes, memory_sides, memory_nodes (or memory_nodes_error),
-/// memory_pages, memory_as_asked, memory_holder, and the tables' note (extra.notes). Returns the
-/// warning to give ("" when none): the pages are not where asked, or where they are is unknown.
-std::string describe(const Policy& p, const Pages& where, nlohmann::json& extra);
+/// The record's memory fields (extra) for segments placed under `p` whose pages are `segments`
+/// (locate's, one per mapping): memory, memory_policy, memory_policy_nodes, memory_sides,
+/// memory_nodes (or memory_nodes_error), memory_pages, memory_as_asked, memory_holder, and the
+/// tables' note (extra.notes). Returns the warning to give ("" when none): the pages are not where
+/// asked, or where they are is unknown.
+std::string describe(const Policy& p, const std::vector<Pages>& segments, nlohmann::json& extra);
 
 /// The memory of one run that two sides share, placed as memory= asks: each segment bound before
 /// its first touch and faulted in (first_touch: left to the sides, as before), and located for the
