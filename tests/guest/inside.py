@@ -115,8 +115,9 @@ GRIDS = {
     "echo": ["echo/epoll", "-p", "connections=64"],
 }
 
+facts = sysfs()
 with open(f"{OUT}/sysfs.json", "w") as f:
-    json.dump(sysfs(), f)
+    json.dump(facts, f)
 step("topo", ["topo", "--json", "--no-measure"])
 step("env", ["env"])
 
@@ -159,6 +160,25 @@ if SHAPE == "C":
                                "--plan"])
     step("matrix_every", ["run", "messaging/shm_spsc", "--cpu-matrix", "every", "--plan"])
     step("topo_measured", ["topo", "--json"])
+
+# Where shared memory lives (-p memory=), each suite's shared-memory mechanism. On a shape of several
+# nodes: every policy, the writer on node 0's first CPU and the reader on node 1's (placement=cross:
+# only that pair is measured), node:N the last node (on C, neither side's). On one node: a policy
+# that chooses between nodes is refused, and first_touch and node:0 run.
+MEMORY = ["messaging/shm_spsc", "pingpong/thread", "bulk/shm_bulk", "bulk/memfd", "-p", "pattern=roundtrip",
+          "-p", "size=4K", "-p", "mode=processes", "-p", "handoff=ring", "-p", "round_trips=2000"]
+node_cpus = {}
+for cpu, c in facts["cpus"].items():
+    node_cpus.setdefault(c["node"], []).append(int(cpu))
+nodes = sorted(node_cpus)
+if len(nodes) > 1:
+    step("memory", ["run", *MEMORY, "-p", "placement=cross", "--cpus",
+                    f"{min(node_cpus[nodes[0]])},{min(node_cpus[nodes[1]])}",
+                    "-p", f"memory=writer,reader,interleave,node:{nodes[-1]}", *SHORT], json_to=f"{OUT}/memory.json")
+else:
+    step("memory_one_node", ["run", "messaging/shm_spsc", "-p", "memory=writer", *SHORT])
+    step("memory", ["run", *MEMORY, "-p", "placement=same", "-p", "memory=first_touch,node:0", *SHORT],
+         json_to=f"{OUT}/memory.json")
 
 with open(f"{OUT}/steps.json", "w") as f:
     json.dump(steps, f)

@@ -291,6 +291,50 @@ def test_cpu_matrix_on_72_cpus(booted):
     assert sorted(g.relation(a, b) for a, b in pairs) == sorted(g.relations()), pairs
 
 
+@pytest.mark.parametrize("shape", ["A", "B", "C"])
+def test_shared_memory_lands_on_the_node_memory_asks(booted, shape):
+    """-p memory= (core/machine/numa.hpp) for each suite's shared-memory mechanism: the pages on the
+    node the policy names, as the guest's kernel reports them, the sides' nodes as its sysfs states
+    them. One node: writer is refused (nothing to choose), first_touch and node:0 say node 0."""
+    g = booted(shape)
+    nodes = sorted({c["node"] for c in g.cpus.values()})
+    records = g.records("memory")
+    mechanisms = ["memfd", "shm_bulk", "shm_spsc", "thread"]
+    if len(nodes) == 1:
+        assert g.rc("memory_one_node") == "2"
+        err = [line for line in g.text("memory_one_node", "err").splitlines() if not line.startswith("warning: ")]
+        assert len(err) == 1 and "nothing to choose; use memory=first_touch or memory=node:0" in err[0], err
+        assert sorted(r["mechanism"] for r in records) == sorted(mechanisms * 2)
+        for r in records:
+            assert r["status"] == "ok", (r["name"], r["error"])
+            assert list(r["extra"]["memory_nodes"]) == ["0"], (r["name"], r["extra"])
+            assert r["extra"].get("memory_as_asked", True) is True, (r["name"], r["extra"])
+        return
+    assert sorted(r["mechanism"] for r in records) == sorted(mechanisms * 4)
+    for r in records:
+        assert r["status"] == "ok", (r["name"], r["error"])
+        x, asked = r["extra"], r["params"]["memory"]
+        w, rd = r["placement"]["pair"]
+        wn, rn = g.cpus[w]["node"], g.cpus[rd]["node"]
+        assert (wn, rn) == (nodes[0], nodes[1]), r["placement"]
+        assert x["memory_sides"] == {"writer": {"cpu": w, "node": wn}, "reader": {"cpu": rd, "node": rn}}, x
+        assert x["memory_as_asked"] is True and x["memory_pages"]["absent"] == 0, (r["name"], x)
+        held = sorted(int(n) for n in x["memory_nodes"])
+        if asked == "interleave":
+            assert x["memory_policy"] == "interleave" and x["memory_policy_nodes"] == nodes, x
+            if x["memory_pages"]["queried"] >= 2 * len(nodes):
+                assert held == nodes, (r["name"], x["memory_nodes"])
+                assert x["memory_holder"] == ("both" if len(nodes) == 2 else "mixed"), (r["name"], x)
+            else:  # a page or two (one pair's pingpong region): on nodes interleaved over
+                assert set(held) <= set(nodes), (r["name"], x["memory_nodes"])
+            continue
+        node = {"writer": wn, "reader": rn}.get(asked)
+        node = int(asked.split(":")[1]) if node is None else node
+        assert x["memory_policy"] == "bind" and x["memory_policy_nodes"] == [node], (r["name"], x)
+        assert held == [node], (r["name"], x["memory_nodes"])
+        assert x["memory_holder"] == ("writer" if node == wn else "reader" if node == rn else "neither"), x
+
+
 def _leftovers(private_root):
     names = set(os.listdir(private_root))
     procs = []
