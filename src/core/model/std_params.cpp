@@ -172,7 +172,7 @@ ParamSpec memory() {
           .def = "first_touch",
           .choices = {"first_touch", "writer", "reader", "interleave", "node:N"},
           .help =
-              "NUMA node of the memory the two sides share: first_touch: where a side first touches it (no "
+              "NUMA node of the memory the two sides share: first_touch: where it is first touched (no "
               "policy); writer / reader: bound to the node of the writer's (producer, client, host) / "
               "reader's (consumer, server, guest) CPU; interleave: page by page over every node with "
               "memory; node:N: bound to node N. The record states where the kernel put the pages "
