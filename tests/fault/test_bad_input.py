@@ -217,7 +217,7 @@ BAD = [
     case("pingpong-pairs-zero", "run", "pingpong/thread", "-p", "pairs=0", expect="pairs"),
     case("pingpong-round-trips-negative", "run", "pingpong/thread", "-p", "round_trips=-5", expect="round_trips"),
     case("pingpong-spin-limit-over", "run", "pingpong/thread", "-p", "spin_limit=100000001", expect="spin_limit"),
-    case("pingpong-pairs-over-workers", "run", "pingpong/thread", "-p", "pairs=17", expect="pairs <= 16"),
+    case("pingpong-pairs-over-max", "run", "pingpong/thread", "-p", "pairs=65", expect="from 1 to 64"),
     # memory= (where shared memory lives, core/machine/numa.hpp): refused against the machine's nodes.
     case("memory-writer-one-node", "run", "messaging/shm_spsc", "-p", "memory=writer",
          expect="nothing to choose; use memory=first_touch or memory=node:0", marks=on_one_node),
