@@ -1,8 +1,14 @@
 #pragma once
-// CPU time, context switches and page faults from getrusage: per thread, per process, or of reaped children.
+// CPU time, context switches and page faults from getrusage: per thread, per process, or of reaped
+// children. And steal time from /proc/stat: the time a hypervisor ran something else while a vCPU
+// had work.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 namespace ipclab {
 
@@ -50,5 +56,55 @@ inline CpuUsage cpu_usage(int who) {
   getrusage(who, &ru);
   return usage_of(ru);
 }
+
+/// One reading of /proc/stat's `cpu` lines: of each, the steal figure (the 8th, in USER_HZ ticks,
+/// sysconf(_SC_CLK_TCK)) and the busy time (user, nice, system, irq, softirq and steal; idle and
+/// iowait left out).
+struct StealReading {
+  struct Line {
+    std::optional<uint64_t> steal;  // none on a kernel without the figure (before 2.6.11)
+    uint64_t busy = 0;
+  };
+  std::optional<Line> all;               // the `cpu` line: every CPU together
+  std::vector<std::optional<Line>> cpu;  // [N]: the `cpuN` line; none where it is missing (offline)
+};
+
+/// Reads the `cpu` lines of /proc/stat's text; other lines and lines it cannot read are skipped.
+StealReading parse_steal(std::string_view proc_stat);
+/// /proc/stat now (empty when it cannot be read).
+StealReading read_steal();
+/// Seconds per USER_HZ tick, the unit of /proc/stat.
+double tick_s();
+
+/// The steal of a record's measured windows, over the CPUs its sides were placed on
+/// (docs/methodology.md, "Steal time").
+struct Steal {
+  double steal_s = 0;       // steal of the CPUs read, summed over the windows
+  double capacity_s = 0;    // each window's wall time x the CPUs read, summed
+  double resolution_s = 0;  // a tick per CPU read per window: the most the tick counts overstate
+  std::vector<int> cpus;    // the CPUs read (the last window's)
+
+  /// The part of the windows' CPU time the hypervisor took, in [0, 1] (a window shorter than a
+  /// tick can count more than itself).
+  double share() const { return capacity_s > 0 ? std::clamp(steal_s / capacity_s, 0.0, 1.0) : 0.0; }
+  /// The least share the tick counts allow: share() less the counts' rounding.
+  double least_share() const {
+    return capacity_s > 0 ? std::clamp((steal_s - resolution_s) / capacity_s, 0.0, 1.0) : 0.0;
+  }
+  Steal& operator+=(const Steal& o) {
+    steal_s += o.steal_s;
+    capacity_s += o.capacity_s;
+    resolution_s += o.resolution_s;
+    cpus = o.cpus;
+    return *this;
+  }
+};
+
+/// The steal of `cpus` over one window of `wall_s` seconds between readings `a` and `b`. A CPU
+/// whose count went back (a wrap, a CPU taken offline and back) counts 0, never less. None when a
+/// CPU has no steal figure in either reading (offline, an old kernel, /proc unreadable) or `cpus`
+/// is empty.
+std::optional<Steal> steal_between(const StealReading& a, const StealReading& b, const std::vector<int>& cpus,
+                                   double wall_s);
 
 }  // namespace ipclab
