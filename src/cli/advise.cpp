@@ -19,6 +19,7 @@
 #include "core/machine/env.hpp"
 #include "core/machine/placement.hpp"
 #include "core/model/std_params.hpp"
+#include "core/output/output.hpp"
 #include "core/plan/estimate.hpp"
 #include "core/plan/runner.hpp"
 
@@ -256,8 +257,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
 
   start_owned_run();
   nlohmann::json context = collect_environment(cmdline);
-  for (auto& w : context["warnings"])
-    fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
   const uint64_t seed = std::random_device{}() & 0x7fffffff;
   fmt::print(stderr,
              "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",

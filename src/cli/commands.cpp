@@ -197,8 +197,7 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   if (ctx.contains("started_from")) row("Started from", words(ctx["started_from"]));
   row("Libraries", words(ctx["libraries"]));
   row("Git", words(ctx["git_sha"]));
-  for (auto& w : ctx["warnings"])
-    fmt::print("warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  for (auto& w : ctx["warnings"]) fmt::print("warning: {}\n", output::warning_text(w));
   return 0;
 }
 

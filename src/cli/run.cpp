@@ -190,6 +190,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     for (auto& rep : reporters) rep->record(r);
     if (r.status == Status::Failed && r.run_type != "aggregate")
       fmt::print(stderr, "FAILED {} (repetition {}): {}\n", r.name, r.repetition, r.error);
+    for (auto& w : r.warnings)  // a repetition's own (flag_steal)
+      fmt::print(stderr, "warning: {} (repetition {}): {}\n", r.name, r.repetition, output::warning_text(w));
     const auto it = st->index.find(r.name);
     if (it == st->index.end()) return;
     const size_t i = it->second;
@@ -498,8 +500,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
                           return is_class_layout(b.params.str_or("placement", ""));
                         });
   if (by_class) add_measured_topology(context, opts.cpus);
-  for (auto& w : context["warnings"])
-    fmt::print(stderr, "warning: {} — {}\n", w["message"].get<std::string>(), w["remedy"].get<std::string>());
+  for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
   std::vector<Record> records;
   try {
     for (auto& r : reporters) r->begin(context, benchmarks);

@@ -60,6 +60,17 @@ std::vector<int> cpus_of(const std::bitset<kMaxCpusSeen>& seen) {
 constexpr size_t kSlotsAt =
     (sizeof(Control) + alignof(WorkerResult) - 1) / alignof(WorkerResult) * alignof(WorkerResult);
 
+// Adds the steal of `cpus` between readings `a` and `b` over the window just measured (rec.wall_s)
+// to the record's (a record of several windows sums them).
+void add_steal(Record& rec, const StealReading& a, const StealReading& b, const std::vector<int>& cpus) {
+  const auto w = steal_between(a, b, cpus, rec.wall_s);
+  if (!w) return;
+  if (rec.steal)
+    *rec.steal += *w;
+  else
+    rec.steal = *w;
+}
+
 }  // namespace
 
 int Worker::transition(int ph) {
@@ -271,6 +282,7 @@ class Session::Run {
   void follow_window();
   void watch_until(uint64_t until, bool early);
   void give_up_on_workers(uint64_t now, uint64_t join_deadline);
+  std::vector<int> placed_cpus() const;
   void fold_series(const std::string& latency_kind);
 
   Session& s_;
@@ -294,6 +306,8 @@ class Session::Run {
   std::vector<uint64_t> slice_at_;    // the boundaries between slices the window passed (now_ns)
   std::vector<CpuUsage> peer_cpu0_;
   KernelCounters::Reading kernel0_, kernel1_;  // at the window's opening and closing
+  StealReading steal0_, steal1_;               // likewise
+  std::vector<int> steal_cpus_;                // the CPUs whose steal is read (placed_cpus)
   bool whole_ = false;                         // the window is the whole_ops workers' own
   bool stopped_ = false;
   bool timed_out_ = false;  // the workers outlived the timeout after the stop
@@ -545,6 +559,20 @@ void Session::Run::warm_up() {
   }
 }
 
+// The CPUs the run's sides may run on, whose steal is the run's: those they are pinned to when every
+// worker and peer is pinned; else every CPU this process may use (its affinity mask, which workers
+// and peers inherit: the whole machine's `cpu` line, less CPUs a taskset kept it off).
+std::vector<int> Session::Run::placed_cpus() const {
+  std::vector<int> cpus;
+  for (auto& w : workers_) cpus.push_back(w.cpu);
+  for (auto& p : peers_) cpus.push_back(p.cpu);
+  if (cpus.empty() || std::any_of(cpus.begin(), cpus.end(), [](int c) { return c < 0; }))
+    return allowed_cpus();
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
 // Opens the window and watches it for --duration (or until every worker is done). The time
 // series: this thread waits for the window's end anyway, so it moves the slice index at each
 // boundary (and notes when); the workers attribute what they count to the slice they last saw
@@ -552,9 +580,13 @@ void Session::Run::warm_up() {
 void Session::Run::measure_window() {
   if (aborted()) return;
   for (size_t k = 0; k < peers_.size(); ++k) peer_cpu0_[k] = peer_usage(k);
+  steal_cpus_ = placed_cpus();
   if (s_.kernel_) kernel0_ = s_.kernel_->read();
   t_begin_ = now_ns();
   set_phase(kMeasure);
+  // Once the window is open, not between the warm-up and it (a worker would begin another warm-up
+  // operation meanwhile): steal is known to a tick (10 ms) anyway.
+  steal0_ = read_steal();
   if (until_done_ > 0) {
     watch_until(t_begin_ + uint64_t(until_done_ * 1e9), true);
     return;
@@ -592,6 +624,8 @@ void Session::Run::close_window() {
   s_.window_end_ = t_begin_ ? t_end_ : 0;
   ctl_.window_end.store(t_end_, std::memory_order_release);  // before the stop the workers see
   set_phase(kStop);
+  // After the stop, not between the window's end and it, likewise.
+  if (t_begin_) steal1_ = read_steal();
 }
 
 // Once the run aborts or the timeout passes: the workers are woken with a signal (their blocking
@@ -701,6 +735,7 @@ void Session::Run::fold(const std::string& latency_kind) {
   }
   auto hist = std::make_unique<Histogram>();  // tens of KiB: on the heap
   rec_.wall_s = t_begin_ ? double(t_end_ - t_begin_) * 1e-9 : 0.0;
+  if (t_begin_) add_steal(rec_, steal0_, steal1_, steal_cpus_);
   rec_.placement.layout = s_.placement();
   rec_.placement.cpus = s_.opts_.cpus;
   for (const auto& why : peer_death_)
@@ -823,6 +858,10 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
     Deadline warm(limit, line);
     body();
   }
+  // Its threads are its own, placed where it places them: the steal of every CPU it may use, read
+  // outside the CPU time and the kernel's counts (this thread's are the benchmark's here).
+  const std::vector<int> steal_cpus = allowed_cpus();
+  const StealReading steal0 = read_steal();
   auto timed = std::make_unique<Deadline>(limit, line);
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
   const int cpu_before = current_cpu();
@@ -841,6 +880,7 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
+  add_steal(rec_, steal0, read_steal(), steal_cpus);
   rec_.placement.layout = placement();
   rec_.placement.cpus = opts_.cpus;
   // A workload that did not describe its sides ran on the calling thread: say where.

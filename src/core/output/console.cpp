@@ -43,6 +43,10 @@ std::string row_text(const std::string& name, size_t width,
 
 }  // namespace
 
+std::string warning_text(const nlohmann::json& w) {
+  return fmt::format("{} — {}", w.value("message", ""), w.value("remedy", ""));
+}
+
 size_t terminal_columns(FILE* out) {
   winsize ws{};
   if (!isatty(fileno(out)) || ioctl(fileno(out), TIOCGWINSZ, &ws) != 0) return 0;

@@ -28,7 +28,10 @@ const std::vector<std::string> kCommonColumns = {
     "lat_max_ns", "cpu_user_s", "cpu_sys_s", "cpu_per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op",
     // The kernel's counts per op (Record::kernel), empty where they were not taken.
     "syscalls_per_op", "ctx_switches_per_op", "cpu_migrations_per_op", "page_faults_per_op", "placement",
-    "cpus_observed", "sent", "received", "lost", "duplicated", "corrupt", "error"};
+    "cpus_observed", "sent", "received", "lost", "duplicated", "corrupt", "error",
+    // Added since: at the end, so that a reader that takes the columns by position reads the rest
+    // as before. Steal over the window (Record::steal), empty where not measured.
+    "steal_s", "steal_per_op_ns", "steal_share"};
 
 std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -85,7 +88,10 @@ std::vector<std::string> common_cells(const Record& r) {
           std::to_string(r.integrity.lost),
           std::to_string(r.integrity.duplicated),
           std::to_string(r.integrity.corrupt),
-          r.error};
+          r.error,
+          r.steal ? num(r.steal->steal_s) : "",
+          r.steal ? num(r.steal_per_op_ns()) : "",
+          r.steal ? num(r.steal->share()) : ""};
 }
 
 }  // namespace

@@ -79,12 +79,17 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
                     md_text(context.contains("git_sha") && context["git_sha"].is_string()
                                 ? context["git_sha"].get<std::string>()
                                 : "?"));
-  if (context.contains("warnings") && !context["warnings"].empty()) {
-    md += "Warnings:\n";
-    for (auto& w : context["warnings"])
-      md += fmt::format("- {} — {}\n", md_text(w.value("message", "")), md_text(w.value("remedy", "")));
-    md += "\n";
-  }
+  // The run's warnings, then each repetition's own (flag_steal).
+  std::string warned;
+  auto warn = [&](const std::string& who, const nlohmann::json& w) {
+    warned +=
+        fmt::format("- {}{} — {}\n", who, md_text(w.value("message", "")), md_text(w.value("remedy", "")));
+  };
+  for (auto& w : context.value("warnings", nlohmann::json::array())) warn("", w);
+  for (auto& r : records)
+    for (auto& w : r.warnings)
+      warn(fmt::format("{} (repetition {}): ", md_code(names.of(r.name)), r.repetition), w);
+  if (!warned.empty()) md += "Warnings:\n" + warned + "\n";
   std::string header = "|", rule = "|";
   for (auto& c : columns()) {
     header += " " + c.key + " |";

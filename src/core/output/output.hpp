@@ -99,6 +99,9 @@ nlohmann::json registry_json(const std::set<std::string>& suites = {});
 std::string markdown(const nlohmann::json& context, const TableNames& names,
                      const std::vector<Record>& records);
 
+/// A warning ({message, remedy}: the context's, a record's) as one line of text: `message — remedy`.
+std::string warning_text(const nlohmann::json& w);
+
 /// "1.23 us", "456 ns", "2.00 s": three significant digits.
 std::string human_ns(double ns);
 /// "1.23M/s" style rates.

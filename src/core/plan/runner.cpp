@@ -276,6 +276,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
     }
   }
   finish_kernel(rec.kernel, rec.ops);  // per op once the workload has counted its operations
+  flag_steal(rec);
   return rec;
 }
 

@@ -1134,6 +1134,7 @@ void adopt(Record& rec, const Record& far, const std::string& host) {
   rec.rates = far.rates;
   rec.latency = far.latency;
   rec.cpu = far.cpu;
+  rec.steal = far.steal;  // of the CPUs there, over its window
   rec.integrity = far.integrity;
   rec.series = far.series;
   rec.placement = far.placement;

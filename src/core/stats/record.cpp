@@ -31,16 +31,22 @@ std::string status_text(const Record& r) {
   }
   if (r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true))
     notes.push_back(fmt::format("CI target ±{}% missed", r.repetitions_auto.value("target_pct", 0.0)));
-  const nlohmann::json& flags = r.run_type == "aggregate" ? r.flags
-                                : r.series.is_object()    ? r.series["flags"]
-                                                          : r.flags;
-  if (flags.is_array())
-    for (auto& f : flags) {
-      std::string word = f.get<std::string>();  // non_steady, bimodal, bimodal_repetitions
-      if (word == "non_steady") word = "non-steady";
-      std::replace(word.begin(), word.end(), '_', ' ');
-      notes.push_back(word);
-    }
+  // An aggregate's flags hold its repetitions'; an iteration's are its series' and its own.
+  std::vector<std::string> flags;
+  auto add = [&](const nlohmann::json& fs) {
+    if (fs.is_array())
+      for (auto& f : fs)
+        if (f.is_string()) flags.push_back(f.get<std::string>());
+  };
+  if (r.run_type != "aggregate" && r.series.is_object()) add(r.series.value("flags", nlohmann::json()));
+  add(r.flags);
+  for (std::string word : flags) {  // non_steady, bimodal, bimodal_repetitions, steal
+    if (word == "non_steady") word = "non-steady";
+    if (word == "steal" && r.run_type != "aggregate" && r.steal)
+      word = fmt::format("steal {:.0f}%", 100 * r.steal->share());
+    std::replace(word.begin(), word.end(), '_', ' ');
+    notes.push_back(word);
+  }
   if (r.kernel.is_object() && r.kernel.contains("unavailable") && r.kernel["unavailable"].is_object()) {
     std::string which;
     for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
@@ -89,6 +95,25 @@ nlohmann::json to_json(const Latency& l) {
           {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
 }
 
+void flag_steal(Record& r) {
+  if (r.run_type == "aggregate" || !r.steal || !(r.steal->least_share() > kStealFlagShare)) return;
+  if (!r.flags.is_array()) r.flags = nlohmann::json::array();
+  for (auto& f : r.flags)
+    if (f == "steal") return;
+  r.flags.push_back("steal");
+  std::string cpus;
+  for (int c : r.steal->cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  r.warnings.push_back(
+      {{"message",
+        fmt::format("the hypervisor ran other work on the vCPUs of this run (CPU {}) for {:.1f}% of "
+                    "its measured window (steal time; ipclab flags more than {:.0f}%): its "
+                    "time per op holds waits that are not the benchmark's",
+                    cpus, 100 * r.steal->share(), 100 * kStealFlagShare)},
+       {"remedy",
+        "rerun on a host with dedicated (pinned) vCPUs, or compare only paired runs (`ipclab ab`, "
+        "`--interleave`), whose sides lose alike"}});
+}
+
 void Record::fail(const std::string& why) {
   if (status == Status::Failed) return;
   status = Status::Failed;
@@ -129,6 +154,12 @@ nlohmann::json to_json(const Record& r) {
               {"per_op_ns", r.cpu_per_op_ns()}, {"ctx_vol", r.cpu.ctx_vol},
               {"ctx_invol", r.cpu.ctx_invol},   {"ctx_per_op", r.ctx_per_op()},
               {"faults", r.cpu.faults},         {"faults_per_op", r.faults_per_op()}};
+  // Steal over the windows (null where not measured): seconds, per op, and the share of the CPUs'
+  // time in the windows (wall x CPUs read).
+  j["cpu"]["steal_s"] = r.steal ? json(r.steal->steal_s) : json(nullptr);
+  j["cpu"]["steal_per_op_ns"] = r.steal ? json(r.steal_per_op_ns()) : json(nullptr);
+  j["cpu"]["steal_share"] = r.steal ? json(r.steal->share()) : json(nullptr);
+  j["cpu"]["steal_cpus"] = r.steal ? json(r.steal->cpus) : json(nullptr);
   json sides = json::array();
   for (auto& s : r.placement.sides)
     sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
@@ -150,7 +181,10 @@ nlohmann::json to_json(const Record& r) {
     j["ci"] = r.ci;
     j["flags"] = r.flags.is_null() ? json::array() : r.flags;
     if (!r.repetitions_auto.is_null()) j["repetitions_auto"] = r.repetitions_auto;
+  } else if (r.flags.is_array() && !r.flags.empty()) {
+    j["flags"] = r.flags;
   }
+  if (r.warnings.is_array() && !r.warnings.empty()) j["warnings"] = r.warnings;
   return j;
 }
 
@@ -204,6 +238,17 @@ Record record_from_json(const nlohmann::json& j) {
     r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
     r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
     r.cpu.faults = c.value("faults", int64_t(0));
+    // One window (a remote side's record): its capacity is its wall time x the CPUs read.
+    if (c.contains("steal_s") && c["steal_s"].is_number()) {
+      Steal s;
+      s.steal_s = c["steal_s"].get<double>();
+      if (c.contains("steal_cpus") && c["steal_cpus"].is_array())
+        for (auto& v : c["steal_cpus"])
+          if (v.is_number_integer()) s.cpus.push_back(v.get<int>());
+      s.capacity_s = std::max(0.0, r.wall_s) * double(s.cpus.size());
+      s.resolution_s = double(s.cpus.size()) * tick_s();
+      r.steal = s;
+    }
   }
   auto& in = j.at("integrity");
   r.integrity.sent = in.value("sent", uint64_t(0));
@@ -219,6 +264,7 @@ Record record_from_json(const nlohmann::json& j) {
                             {"repetitions_auto", &r.repetitions_auto}})
     if (j.contains(key)) *field = j[key];
   if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
+  if (j.contains("warnings") && j["warnings"].is_array()) r.warnings = j["warnings"];
   if (j.contains("placement") && j["placement"].is_object()) {
     auto& p = j["placement"];
     r.placement.layout = p.value("layout", r.placement.layout);

@@ -77,15 +77,22 @@ struct Record {
   nlohmann::json rates = nlohmann::json::object();  // beyond ops/bytes per second
   std::optional<Latency> latency;
   CpuUsage cpu;
+  // The steal of the measured windows (core/measure/session.cpp): none where the harness does not
+  // time the window itself (a peer's own, fio's) or /proc/stat has no steal figure.
+  std::optional<Steal> steal;
   Placement placement;
   Integrity integrity;
   nlohmann::json extra = nlohmann::json::object();
   nlohmann::json spread;  // aggregates only
   nlohmann::json
       series;  // iterations of run_workers runs: the time series (core/stats/series.hpp); null: none
-  // Aggregates only (statistics.hpp, runner.hpp): bootstrap confidence intervals of the medians,
-  // the flags of the repetitions and of their spread, and --repetitions auto's outcome.
+  // Aggregates only (statistics.hpp, runner.hpp): bootstrap confidence intervals of the medians
+  // and --repetitions auto's outcome. `flags`: an aggregate's are those of its repetitions and of
+  // their spread; an iteration's, its own beyond its series' (`steal`, flag_steal).
   nlohmann::json ci, flags, repetitions_auto;
+  // What a person should know of this record and can act on: [{message, remedy}], as the
+  // context's warnings (flag_steal's). Iterations only.
+  nlohmann::json warnings = nlohmann::json::array();
   // Kernel counters of the measured window (core/measure/kcounters.hpp): scope, totals, per_op, and the
   // counters that were not available and why. Empty object: none were taken.
   nlohmann::json kernel = nlohmann::json::object();
@@ -94,15 +101,24 @@ struct Record {
   double cpu_per_op_ns() const { return ops ? cpu.total_s() * 1e9 / double(ops) : 0.0; }
   double ctx_per_op() const { return ops ? double(cpu.ctx_vol + cpu.ctx_invol) / double(ops) : 0.0; }
   double faults_per_op() const { return ops ? double(cpu.faults) / double(ops) : 0.0; }
+  double steal_per_op_ns() const { return ops && steal ? steal->steal_s * 1e9 / double(ops) : 0.0; }
   /// Marks the record failed with `why` unless it already failed (the first reason is kept).
   void fail(const std::string& why);
 };
 
+/// The share of a window's CPU time lost to steal above which a record is flagged `steal`: 5%, a
+/// loss that moves a time per op more than most differences worth reporting.
+constexpr double kStealFlagShare = 0.05;
+/// Flags an iteration whose windows lost more than kStealFlagShare of their CPU time to steal, even
+/// at the least the tick counts allow (Steal::least_share), and adds the warning that says so.
+void flag_steal(Record& r);
+
 /// The status as the console and Markdown tables show it: the status (and error), then what casts
 /// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto
 /// repetition's missed CI target, the series' flags (non-steady, bimodal; bimodal repetitions),
-/// and kernel counters asked for and unavailable — and the notes the record carries for its
-/// reader (extra.notes: where the shared memory lies): "ok ±1.4%, non-steady, memory on node 1".
+/// the record's own (steal, with an iteration's share: "steal 12%"), and kernel counters asked for
+/// and unavailable — and the notes the record carries for its reader (extra.notes: where the
+/// shared memory lies): "ok ±1.4%, non-steady, memory on node 1".
 std::string status_text(const Record& r);
 
 nlohmann::json to_json(const Record& r);

@@ -88,6 +88,8 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.series = nullptr;  // a repetition's own
   a.ci = nullptr;
   a.flags = nlohmann::json::array();
+  a.warnings = nlohmann::json::array();  // the repetitions' own
+  a.steal.reset();
   // Kernel counters per op: medians of their own (aggregate_kernel).
   a.kernel = aggregate_kernel(reps);
   std::vector<const Record*> ok;
@@ -120,6 +122,24 @@ Record aggregate_median(const std::vector<Record>& reps) {
       std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
   a.cpu.faults = int64_t(
       std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.faults) / r.ops : 0; }) * a.ops));
+  // Steal: the medians per op of the steal and of the windows' capacity (wall x CPUs), over the
+  // repetitions that measured it; steal_share is their ratio.
+  std::vector<double> steal, capacity, resolution;
+  for (auto* r : ok)
+    if (r->steal && r->ops) {
+      steal.push_back(r->steal->steal_s / double(r->ops));
+      capacity.push_back(r->steal->capacity_s / double(r->ops));
+      resolution.push_back(r->steal->resolution_s / double(r->ops));
+    }
+  if (!steal.empty()) {
+    Steal s;
+    s.steal_s = median_of(steal) * double(a.ops);
+    s.capacity_s = median_of(capacity) * double(a.ops);
+    s.resolution_s = median_of(resolution) * double(a.ops);
+    for (auto* r : ok)
+      if (r->steal) s.cpus = r->steal->cpus;
+    a.steal = s;
+  }
   a.rates = nlohmann::json::object();
   for (auto& [k, v] : ok.front()->rates.items())
     if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });
@@ -162,11 +182,16 @@ Record aggregate_median(const std::vector<Record>& reps) {
             {"p50_ns", lat ? nlohmann::json(ci[1]) : nlohmann::json(nullptr)},
             {"p99_ns", lat ? nlohmann::json(ci[2]) : nlohmann::json(nullptr)}};
   }
-  // Flags: every repetition's, and the repetitions' own split into two clusters.
+  // Flags: every repetition's (its series' and its own), and the repetitions' own split into two
+  // clusters.
   std::set<std::string> flags;
-  for (auto* r : ok)
+  for (auto* r : ok) {
     if (r->series.is_object())
       for (auto& f : r->series.value("flags", nlohmann::json::array())) flags.insert(f.get<std::string>());
+    if (r->flags.is_array())
+      for (auto& f : r->flags)
+        if (f.is_string()) flags.insert(f.get<std::string>());
+  }
   std::vector<double> log_tpo;
   for (double v : tpo)
     if (v > 0) log_tpo.push_back(std::log(v));

@@ -1,0 +1,69 @@
+"""Steal time end to end (docs/methodology.md, "Steal time"): every record of a real run carries
+the steal of its window's CPUs — the pinned CPU with placement=same, every CPU the process may use
+unpinned — with sane values, consistent with its own figures, in the JSON and the CSV; a flagged
+repetition carries its warning.
+
+Run by ctest (messaging.steal) with the binary in IPCLAB_BIN; by hand:
+    IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/messaging/test_steal.py
+"""
+import csv
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+BINARY = os.environ.get("IPCLAB_BIN", "")
+TICK = 1.0 / os.sysconf("SC_CLK_TCK")
+FLAG_SHARE = 0.05  # kStealFlagShare
+
+pytestmark = pytest.mark.skipif(not BINARY, reason="IPCLAB_BIN is not set (ctest sets it)")
+
+
+def run(*args):
+    with tempfile.TemporaryDirectory() as d:
+        out, table, md = (os.path.join(d, f) for f in ("r.json", "r.csv", "r.md"))
+        p = subprocess.run([BINARY, "run", *args, "--duration", "0.3", "--warmup", "0.05", "--repetitions", "2",
+                            "--json", out, "--csv", table, "--markdown", md],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.load(open(out)), list(csv.DictReader(open(table))), open(md).read(), p.stderr
+
+
+def test_every_record_carries_the_steal_of_its_cpus():
+    doc, rows, md, stderr = run("messaging/pipe", "-p", "pattern=roundtrip", "-p", "size=64",
+                                "-p", "placement=same,unpinned")
+    allowed = sorted(os.sched_getaffinity(0))
+    records = doc["benchmarks"]
+    assert len(records) == 6 and all(r["status"] == "ok" for r in records), records
+    for r in records:
+        c = r["cpu"]
+        cpus = c["steal_cpus"]
+        assert cpus == ([allowed[0]] if r["params"]["placement"] == "same" else allowed), (r["name"], cpus)
+        assert c["steal_s"] >= 0 and c["steal_per_op_ns"] >= 0
+        assert 0 <= c["steal_share"] <= 1
+        if r["run_type"] != "iteration":
+            assert "warnings" not in r
+            continue
+        # An iteration's figures are its window's: per op, and over its wall time x the CPUs read.
+        assert c["steal_per_op_ns"] == pytest.approx(c["steal_s"] * 1e9 / r["ops"])
+        capacity = r["wall_s"] * len(cpus)
+        assert c["steal_share"] == pytest.approx(min(1.0, c["steal_s"] / capacity))
+        # Steal comes in whole ticks of the CPUs read.
+        assert c["steal_s"] / TICK == pytest.approx(round(c["steal_s"] / TICK), abs=1e-6)
+        # Flagged exactly when even a tick less per CPU is above 5%, and then with its warning.
+        flagged = "steal" in r.get("flags", [])
+        assert flagged == ((c["steal_s"] - len(cpus) * TICK) / capacity > FLAG_SHARE), r
+        assert ("warnings" in r) == flagged
+        if flagged:
+            w = r["warnings"][0]
+            assert f'{100 * c["steal_share"]:.1f}%' in w["message"] and "ipclab ab" in w["remedy"]
+            assert f'{r["name"]} (repetition {r["repetition"]}): the hypervisor' in stderr
+            assert f'(repetition {r["repetition"]}): the hypervisor' in md
+            assert "steal" in next(a for a in records if a["run_type"] == "aggregate" and a["name"] == r["name"])["flags"]
+    # The CSV's last columns are the same figures.
+    assert list(rows[0].keys())[-3:] == ["steal_s", "steal_per_op_ns", "steal_share"]
+    for row, r in zip(rows, records):
+        for k in ("steal_s", "steal_per_op_ns", "steal_share"):
+            assert float(row[k]) == pytest.approx(r["cpu"][k], rel=1e-5, abs=1e-12)
