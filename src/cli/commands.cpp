@@ -168,6 +168,15 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   row("Caches", words(cpu["caches"]));
   row("Kernel",
       fmt::format("{} ({})", ctx["kernel"].get<std::string>(), ctx["virtualization"].get<std::string>()));
+  if (const auto& v = ctx["vcpus"]; v.is_object()) {
+    std::string text = v.value("emulation", "?");
+    if (v["hypervisor"].is_string()) text += " (" + v["hypervisor"].get<std::string>() + ")";
+    if (const auto& st = v["steal_since_boot"]; st.is_object())
+      text +=
+          fmt::format(", steal {:.2f}% of their busy time since boot{}", 100 * st.value("share_of_busy", 0.0),
+                      v["overcommitted"] == true ? ": overcommitted" : "");
+    row("vCPUs", text);
+  }
   row("Governor", words(ctx["governor"]));
   row("Load average", words(ctx["load_avg"]) + " (1, 5, 15 min)");
   row("Limits", words(ctx["limits"]));

@@ -1,6 +1,6 @@
 // Steal time (core/base/cpu.hpp): /proc/stat's steal figures read, the steal of a window over the
 // CPUs of a run, the record's flag above kStealFlagShare and its warning, the figures in the JSON,
-// CSV and Markdown.
+// CSV and Markdown, and `ipclab env`'s verdict on the vCPUs (emulated, overcommitted).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 #include "core/base/clock.hpp"
 #include "core/base/cpu.hpp"
 #include "core/base/fdio.hpp"
+#include "core/machine/env.hpp"
 #include "core/measure/session.hpp"
 #include "core/output/output.hpp"
 #include "core/stats/record.hpp"
@@ -346,4 +347,81 @@ TEST(Steal, SessionWindowsCarryIt) {
   ASSERT_TRUE(rec.steal);
   EXPECT_EQ(rec.steal->cpus, allowed);
   EXPECT_DOUBLE_EQ(rec.steal->capacity_s, rec.wall_s * double(allowed.size()));
+}
+
+// What runs the vCPUs, from the signs given.
+TEST(Vcpus, EmulationFromTheSigns) {
+  auto judge = [](VcpuSigns s) { return judge_vcpus(s); };
+  auto tcg_warned = [](const VcpuVerdict& v) {
+    for (auto& w : v.warnings)
+      if (w["message"].get<std::string>().find("QEMU's translator (TCG") != std::string::npos &&
+          w["remedy"].get<std::string>().find("correctness only") != std::string::npos)
+        return true;
+    return false;
+  };
+  struct Case {
+    VcpuSigns signs;
+    const char* emulation;
+    const char* hypervisor;  // null: none named
+  };
+  const Case cases[] = {
+      {{.hypervisor_bit = true, .cpuid_vendor = "TCGTCGTCGTCG", .model = "QEMU Virtual CPU version 2.5+"},
+       "tcg",
+       "TCGTCGTCGTCG"},
+      {{.hypervisor_bit = true, .cpuid_vendor = "KVMKVMKVM", .model = "QEMU Virtual CPU version 2.5+"},
+       "kvm",
+       "KVMKVMKVM"},
+      {{.hypervisor_bit = true, .cpuid_vendor = "KVMKVMKVM", .model = "AMD EPYC", .detect_vm = "kvm"},
+       "kvm",
+       "KVMKVMKVM"},
+      // Without CPUID (another architecture): QEMU's model name, or systemd-detect-virt.
+      {{.model = "QEMU Virtual CPU version 2.5+"}, "tcg", nullptr},
+      {{.model = "QEMU Virtual CPU version 2.5+", .detect_vm = "kvm"}, "kvm", "kvm"},
+      {{.detect_vm = "qemu"}, "tcg", "qemu"},
+      {{.detect_vm = "kvm"}, "kvm", "kvm"},
+      {{.hypervisor_bit = true, .cpuid_vendor = "Microsoft Hv"}, "other", "Microsoft Hv"},
+      {{.hypervisor_bit = true}, "other", nullptr},
+      {{.detect_vm = "vmware"}, "other", "vmware"},
+      {{.model = "Intel(R) Xeon(R) Gold 6338", .detect_vm = "none"}, "none", nullptr},
+      {{}, "none", nullptr},
+  };
+  for (const Case& c : cases) {
+    const VcpuVerdict v = judge(c.signs);
+    const std::string what = c.signs.cpuid_vendor + "/" + c.signs.model + "/" + c.signs.detect_vm;
+    EXPECT_EQ(v.block["emulation"], c.emulation) << what;
+    if (c.hypervisor)
+      EXPECT_EQ(v.block["hypervisor"], c.hypervisor) << what;
+    else
+      EXPECT_TRUE(v.block["hypervisor"].is_null()) << what;
+    EXPECT_EQ(tcg_warned(v), std::string(c.emulation) == "tcg") << what;
+  }
+}
+
+// Overcommitted: steal above 5% of the time the vCPUs had work since boot.
+TEST(Vcpus, OvercommitFromStealSinceBoot) {
+  auto with = [](std::optional<uint64_t> steal, uint64_t busy) {
+    VcpuSigns s;
+    s.since_boot.all = StealReading::Line{.steal = steal, .busy = busy};
+    return judge_vcpus(s);
+  };
+  const VcpuVerdict over = with(60, 1000);
+  EXPECT_EQ(over.block["overcommitted"], true);
+  EXPECT_DOUBLE_EQ(over.block["steal_since_boot"]["share_of_busy"].get<double>(), 0.06);
+  EXPECT_DOUBLE_EQ(over.block["steal_since_boot"]["steal_s"].get<double>(), 60 * tick_s());
+  ASSERT_EQ(over.warnings.size(), 1u);
+  EXPECT_NE(over.warnings[0]["message"].get<std::string>().find("6.0% of their busy time since boot"),
+            std::string::npos);
+  EXPECT_NE(over.warnings[0]["remedy"].get<std::string>().find("dedicated (pinned) vCPUs"),
+            std::string::npos);
+
+  for (const VcpuVerdict& v : {with(50, 1000), with(0, 1000)}) {
+    EXPECT_EQ(v.block["overcommitted"], false);
+    EXPECT_TRUE(v.warnings.empty());
+  }
+  // No steal figure (an old kernel), no busy time, no /proc/stat: not known.
+  for (const VcpuVerdict& v : {with(std::nullopt, 1000), with(0, 0), judge_vcpus(VcpuSigns{})}) {
+    EXPECT_TRUE(v.block["overcommitted"].is_null());
+    EXPECT_TRUE(v.block["steal_since_boot"].is_null());
+    EXPECT_TRUE(v.warnings.empty());
+  }
 }

@@ -1,7 +1,8 @@
 """Steal time end to end (docs/methodology.md, "Steal time"): every record of a real run carries
 the steal of its window's CPUs — the pinned CPU with placement=same, every CPU the process may use
 unpinned — with sane values, consistent with its own figures, in the JSON and the CSV; a flagged
-repetition carries its warning.
+repetition carries its warning; `ipclab env` says what runs the vCPUs and how much steal they saw
+since boot, as /proc/stat says.
 
 Run by ctest (messaging.steal) with the binary in IPCLAB_BIN; by hand:
     IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/messaging/test_steal.py
@@ -67,3 +68,40 @@ def test_every_record_carries_the_steal_of_its_cpus():
     for row, r in zip(rows, records):
         for k in ("steal_s", "steal_per_op_ns", "steal_share"):
             assert float(row[k]) == pytest.approx(r["cpu"][k], rel=1e-5, abs=1e-12)
+
+
+def read_proc_stat_cpu_line():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu "):
+                return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def test_env_says_what_runs_the_vcpus():
+    p = subprocess.run([BINARY, "env", "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    ctx = json.loads(p.stdout)
+    v = ctx["vcpus"]
+    assert v["emulation"] in ("none", "kvm", "tcg", "other")
+    messages = " ".join(w["message"] for w in ctx["warnings"])
+    assert ("QEMU's translator (TCG" in messages) == (v["emulation"] == "tcg")
+    with open("/proc/cpuinfo") as f:
+        hypervisor_flag = any(ln.startswith("flags") and " hypervisor" in ln for ln in f)
+    if hypervisor_flag:
+        assert v["emulation"] != "none" and v["hypervisor"]
+    f = read_proc_stat_cpu_line()
+    if len(f) < 8:
+        assert v["steal_since_boot"] is None and v["overcommitted"] is None
+        return
+    s = v["steal_since_boot"]
+    # As /proc/stat says now (a moment after ipclab read it: its figures only grow).
+    busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7]
+    assert 0 <= s["steal_s"] <= f[7] * TICK and 0 < s["busy_s"] <= busy * TICK
+    assert s["share_of_busy"] == pytest.approx(s["steal_s"] / s["busy_s"])
+    assert s["share_of_busy"] == pytest.approx(f[7] / busy, abs=0.01)
+    assert v["overcommitted"] == (s["share_of_busy"] > FLAG_SHARE)
+    assert ("overcommitted" in messages) == v["overcommitted"]
+    # The readable table says it too.
+    text = subprocess.run([BINARY, "env"], capture_output=True, text=True, timeout=120).stdout
+    assert f'vCPUs        {v["emulation"]}' in text

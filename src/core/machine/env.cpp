@@ -8,8 +8,13 @@
 #include <fmt/format.h>
 #include <liburing.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <set>
@@ -23,6 +28,7 @@
 #include "core/machine/placement.hpp"
 #include "core/machine/topology.hpp"
 #include "core/process/process.hpp"
+#include "core/stats/record.hpp"
 
 namespace ipclab {
 
@@ -59,7 +65,81 @@ long long as_number(const std::string& s) {
   }
 }
 
+// CPUID's hypervisor bit and the hypervisor's signature (leaf 0x40000000: "KVMKVMKVM", "TCGTCGTCGTCG",
+// "Microsoft Hv", "VMwareVMware"), where the CPU has CPUID.
+void read_cpuid_hypervisor(VcpuSigns& s) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 31))) return;
+  s.hypervisor_bit = true;
+  __cpuid(0x40000000, a, b, c, d);
+  char sig[13] = {};
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  for (char ch : sig)
+    if (ch && (ch < ' ' || ch > '~')) return;  // no signature there
+  s.cpuid_vendor = sig;
+#else
+  (void)s;
+#endif
+}
+
 }  // namespace
+
+VcpuVerdict judge_vcpus(const VcpuSigns& s) {
+  using nlohmann::json;
+  VcpuVerdict v;
+  const bool qemu_model = s.model.find("QEMU Virtual CPU") != std::string::npos ||
+                          s.model.find("QEMU TCG CPU") != std::string::npos;
+  const bool detected = !s.detect_vm.empty() && s.detect_vm != "none";
+  std::string emulation;
+  if (s.cpuid_vendor == "TCGTCGTCGTCG")
+    emulation = "tcg";
+  else if (s.cpuid_vendor.rfind("KVMKVMKVM", 0) == 0)
+    emulation = "kvm";
+  else if (!s.cpuid_vendor.empty())
+    emulation = "other";
+  else if (s.detect_vm == "qemu" || (qemu_model && s.detect_vm != "kvm"))
+    emulation = "tcg";  // QEMU without KVM's signature: its translator
+  else if (s.detect_vm == "kvm")
+    emulation = "kvm";
+  else
+    emulation = s.hypervisor_bit || detected ? "other" : "none";
+  const std::string hypervisor = !s.cpuid_vendor.empty() ? s.cpuid_vendor : detected ? s.detect_vm : "";
+  json steal = nullptr, overcommitted = nullptr;
+  if (s.since_boot.all && s.since_boot.all->steal && s.since_boot.all->busy > 0) {
+    const auto& all = *s.since_boot.all;
+    const double share = double(*all.steal) / double(all.busy);
+    steal = {{"steal_s", double(*all.steal) * tick_s()},
+             {"busy_s", double(all.busy) * tick_s()},
+             {"share_of_busy", share}};
+    overcommitted = share > kStealFlagShare;
+    if (share > kStealFlagShare)
+      v.warnings.push_back(
+          {{"message",
+            fmt::format("the hypervisor has run other work on these vCPUs for {:.1f}% of their busy "
+                        "time since boot (steal time, /proc/stat; ipclab warns above {:.0f}%): "
+                        "the vCPUs are overcommitted, and timings vary with the host's load",
+                        100 * share, 100 * kStealFlagShare)},
+           {"remedy",
+            "run on a host with dedicated (pinned) vCPUs, or compare only paired runs (`ipclab ab`, "
+            "`--interleave`); each record's cpu.steal_share says what its own window lost"}});
+  }
+  if (emulation == "tcg")
+    v.warnings.push_back(
+        {{"message", fmt::format("the CPUs are emulated by QEMU's translator (TCG{}): every instruction is "
+                                 "translated in software, so no time measured here says anything about a "
+                                 "real CPU",
+                                 s.cpuid_vendor.empty() ? "" : ", CPUID " + s.cpuid_vendor)},
+         {"remedy",
+          "use this machine for correctness only; measure on bare metal or under KVM (qemu -accel kvm)"}});
+  v.block = {{"emulation", emulation},
+             {"hypervisor", hypervisor.empty() ? json(nullptr) : json(hypervisor)},
+             {"steal_since_boot", steal},
+             {"overcommitted", overcommitted}};
+  return v;
+}
 
 nlohmann::json collect_environment(const std::string& command_line) {
   using nlohmann::json;
@@ -81,7 +161,8 @@ nlohmann::json collect_environment(const std::string& command_line) {
                               : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status",
                                                          "--porcelain", "--untracked-files=no"},
                        {"systemd-detect-virt"},
-                       {"getconf", "GNU_LIBC_VERSION"}},
+                       {"getconf", "GNU_LIBC_VERSION"},
+                       {"systemd-detect-virt", "--vm"}},
                       kCommandTimeoutS);
   std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
   if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
@@ -156,6 +237,14 @@ nlohmann::json collect_environment(const std::string& command_line) {
       }
   }
   c["virtualization"] = virt;
+  // What runs the vCPUs (KVM, QEMU's translator) and how much of their time a hypervisor took.
+  VcpuSigns signs;
+  read_cpuid_hypervisor(signs);
+  signs.model = model;
+  signs.detect_vm = asked[4];
+  signs.since_boot = read_steal();
+  const VcpuVerdict vcpus = judge_vcpus(signs);
+  c["vcpus"] = vcpus.block;
   std::string gov = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   c["governor"] = gov.empty() ? json(nullptr) : json(gov);
 
@@ -241,6 +330,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
     warn(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
                      virt),
          "compare only runs from the same machine; pin sides with --cpus and record placement");
+  for (auto& w : vcpus.warnings) warnings.push_back(w);
   if (smt_on)
     warn("SMT is on: two logical CPUs may be one core",
          "pick --cpus on distinct physical cores, or disable SMT");

@@ -5,7 +5,30 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/cpu.hpp"
+
 namespace ipclab {
+
+/// What runs the CPUs: the signs collect_environment reads of the machine (a test gives its own).
+struct VcpuSigns {
+  bool hypervisor_bit = false;  // CPUID leaf 1, ECX bit 31 (x86; false elsewhere)
+  std::string cpuid_vendor;     // CPUID leaf 0x40000000's signature: "KVMKVMKVM", "TCGTCGTCGTCG", ...
+  std::string model;            // /proc/cpuinfo's model name
+  std::string detect_vm;        // `systemd-detect-virt --vm`: "kvm", "qemu", "none"; "" when absent
+  StealReading since_boot;      // /proc/stat
+};
+
+/// The context's `vcpus` block and its warnings ({message, remedy}). `emulation`: "tcg" (QEMU's
+/// translator: CPUID vendor TCGTCGTCGTCG; or, without a CPUID signature, a QEMU model name or
+/// `systemd-detect-virt --vm` saying qemu rather than kvm), "kvm", "other" (another hypervisor's
+/// vCPUs) or "none"; `steal_since_boot`: the steal of every CPU since boot as a share of the time
+/// they had work (busy, steal included), and `overcommitted` when that share is above
+/// kStealFlagShare.
+struct VcpuVerdict {
+  nlohmann::json block;
+  std::vector<nlohmann::json> warnings;
+};
+VcpuVerdict judge_vcpus(const VcpuSigns& signs);
 
 /// The environment block of SPEC §1.5: hardware, kernel, limits, build, load, and warnings that
 /// each name their remedy.
