@@ -17,6 +17,7 @@ from .stats import histogram_percentile, median, median_index, stddev
 from .util import UsageError, brief, is_number, read_regular
 
 SCHEMA_VERSION = 1
+STEAL_FLAG_SHARE = 0.05  # the harness flags a window `steal` above it (src/core/stats/record.hpp)
 JOURNAL_VERSION = 1   # a results journal's header, {"ipclab_journal": 1, ...} (src/core/output/journal.cpp)
 FIX = "pass a result file written by `ipclab run --json F`"
 
@@ -156,6 +157,23 @@ class Record:
         if self.saturated:
             return None
         return self.latency(pct) if which == "corrected" else self.latency(pct, "extra", "rate", "raw_ns")
+
+    @property
+    def flags(self) -> list:
+        """The record's own flags: an aggregate's (its repetitions', `steal` among them), an
+        iteration's beyond its series' (`steal`)."""
+        f = self.raw.get("flags")
+        return [x for x in f if isinstance(x, str)] if isinstance(f, list) else []
+
+    @property
+    def steal_note(self) -> str:
+        """What the harness's `steal` flag says (docs/methodology.md, "Steal time"): a measured window
+        lost more than STEAL_FLAG_SHARE of its CPU time to the host's other work; "" without it."""
+        if "steal" not in self.flags:
+            return ""
+        share = self.num("cpu", "steal_share")
+        return (f"steal: a hypervisor took more than {STEAL_FLAG_SHARE:.0%} of a measured window's CPU time"
+                + (f" ({share:.1%} {'median' if self.run_type == 'aggregate' else 'here'})" if share is not None else ""))
 
     def kernel_per_op(self, key: str = "syscalls"):
         """A kernel counter per operation, kernel.per_op: syscalls, context_switches, cpu_migrations
@@ -464,6 +482,7 @@ def aggregate(iterations) -> dict:
         out[k] = median([r.num(k) if k != "time_per_op_ns" else r.time_per_op_ns for r in oks])
     out["rates"] = _median_dict([r.get("rates") for r in oks])
     out["cpu"] = _median_dict([r.get("cpu") for r in oks])
+    out["flags"] = sorted({f for r in oks for f in r.flags})  # the repetitions' own (their series' apart)
     out["latency_ns"] = mid.get("latency_ns")
     out["extra"] = mid.get("extra")
     out["placement"] = mid.get("placement")

@@ -770,19 +770,18 @@ def judged_flags(it) -> list:
 
 
 def series_flags(r) -> list:
-    """The flags of a summary record: its repetitions' judged series flags (judged_flags) with
-    the aggregate's own (`bimodal_repetitions`); the aggregate's `flags` as they are when the
-    file holds none of its repetitions."""
+    """The flags of a summary record: its repetitions' judged series flags (judged_flags) and
+    their own (`steal`) with the aggregate's own (`bimodal_repetitions`, `steal`); the
+    aggregate's `flags` as they are when the file holds none of its repetitions."""
     reps = r.source.repetitions(r.name)
-    own = r.get("flags")
-    own = [f for f in own if isinstance(f, str)] if isinstance(own, list) else []
+    own = r.flags
     if not reps:
         return own
-    return sorted({f for f in own if f not in SLICE_FLAGS} | {f for it in reps for f in judged_flags(it)})
+    return sorted({f for f in own if f not in SLICE_FLAGS} | {f for it in reps for f in judged_flags(it) + it.flags})
 
 
 def flagged_series(records, *, multi=False):
-    """One panel per flagged benchmark (non-steady or bimodal, docs/methodology.md "Time slices"):
+    """One panel per flagged benchmark (non-steady, bimodal or steal, docs/methodology.md "Time slices"):
     the rate of each of its repetitions over the 20 slices of the measured window, so that a trend
     or two levels can be seen rather than read from a flag."""
     flagged = [r for r in records if r.ok and series_flags(r)][:MAX_FLAGGED]
@@ -804,7 +803,7 @@ def flagged_series(records, *, multi=False):
             pts = [(x, y) for x, y in zip(xs, rate) if is_number(y)]
             if not pts:
                 continue
-            own = judged_flags(it)
+            own = judged_flags(it) + it.flags
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)], markersize=3,
                     linewidth=1.6 if own else 0.8, color=PALETTE[i % len(PALETTE)],
                     label=f"rep {it.get('repetition')}" + (f" ({', '.join(own)})" if own else ""))

@@ -23,7 +23,8 @@ LONG_TEXT = 80
 DIGITS = 6
 # What stays of the objects whose figures the tables derive from: compare's samples are the
 # spread's values; the CPU totals and switch counts are in the per-op figures.
-KEEP = {"spread": ("cv", "values"), "cpu": ("per_op_ns", "ctx_per_op", "faults_per_op")}
+KEEP = {"spread": ("cv", "values"),
+        "cpu": ("per_op_ns", "ctx_per_op", "faults_per_op", "steal_per_op_ns", "steal_share")}
 
 
 def _round(v):

@@ -16,7 +16,7 @@ def row(r, cols, multi=False) -> dict:
     cells = {
         "run": r.source.tag or r.source.label,
         "error": r.error or (f"saturated: {r.get('extra', 'rate', 'saturation') or 'achieved rate short of the request'}"
-                             if r.saturated else ""),
+                             if r.saturated else r.steal_note),
         "reps": reps if isinstance(reps, int) else None,
         "cv": r.num("spread", "cv"),
     }
