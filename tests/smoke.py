@@ -12,7 +12,8 @@ ipclab = sys.argv[1]
 RECORD_KEYS = {"name", "suite", "mechanism", "params", "run_type", "repetition", "status", "error",
                "ops", "bytes", "wall_s", "time_per_op_ns", "rates", "latency_ns", "cpu",
                "placement", "integrity", "extra"}
-CPU_KEYS = {"user_s", "sys_s", "per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op"}
+CPU_KEYS = {"user_s", "sys_s", "per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op",
+            "steal_s", "steal_per_op_ns", "steal_share", "steal_cpus"}
 INTEGRITY_KEYS = {"sent", "received", "lost", "duplicated", "corrupt"}
 LAT_KEYS = {"kind", "count", "mean", "min", "p50", "p90", "p99", "p999", "max", "histogram"}
 
@@ -77,6 +78,9 @@ for b in doc["benchmarks"]:
         problems.append(f'{b["name"]}: no operations measured')
     if CPU_KEYS - b["cpu"].keys() or INTEGRITY_KEYS - b["integrity"].keys():
         problems.append(f'{b["name"]}: cpu or integrity incomplete')
+    steal = b["cpu"].get("steal_share")  # null only on a kernel without the figure
+    if steal is None or not (0 <= steal <= 1 and b["cpu"]["steal_s"] >= 0 and b["cpu"]["steal_cpus"]):
+        problems.append(f'{b["name"]}: steal out of range: {b["cpu"]}')
     if "layout" not in b["placement"] or "sides" not in b["placement"]:
         problems.append(f'{b["name"]}: placement incomplete')
     lat = b["latency_ns"]

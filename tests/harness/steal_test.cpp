@@ -19,6 +19,7 @@
 #include "core/machine/env.hpp"
 #include "core/measure/session.hpp"
 #include "core/output/output.hpp"
+#include "core/peers/peer.hpp"
 #include "core/stats/record.hpp"
 #include "core/stats/statistics.hpp"
 
@@ -347,6 +348,50 @@ TEST(Steal, SessionWindowsCarryIt) {
   ASSERT_TRUE(rec.steal);
   EXPECT_EQ(rec.steal->cpus, allowed);
   EXPECT_DOUBLE_EQ(rec.steal->capacity_s, rec.wall_s * double(allowed.size()));
+}
+
+// A peer's window: the one its phases bound, read as the harness sent them; else its whole run,
+// whose share the window is taken to lose, over the window's own CPU time.
+TEST(Steal, PeersWindowOrWholeRun) {
+  PeerRun run;
+  run.steal.from = reading({line(100), line(10)});
+  run.steal.to = reading({line(130), line(10)});  // 30 ticks on CPU 0
+  run.steal.span_s = 2.0;
+  run.steal.of_window = true;
+  Record phased;
+  phased.wall_s = 2.0;
+  phased.ops = 100;
+  fold_peer_steal(phased, run, 0);
+  ASSERT_TRUE(phased.steal);
+  EXPECT_DOUBLE_EQ(phased.steal->steal_s, 30 * tick_s());
+  EXPECT_DOUBLE_EQ(phased.steal->capacity_s, 2.0);
+  EXPECT_EQ(phased.steal->cpus, std::vector<int>{0});
+  EXPECT_NE(phased.extra["steal_source"].get<std::string>().find("measure and stop"), std::string::npos);
+
+  run.steal.of_window = false;  // a count-based peer: its window is a quarter of its run
+  Record counted;
+  counted.wall_s = 0.5;
+  counted.ops = 100;
+  fold_peer_steal(counted, run, 0);
+  ASSERT_TRUE(counted.steal);
+  EXPECT_DOUBLE_EQ(counted.steal->steal_s, 30 * tick_s() / 4);
+  EXPECT_DOUBLE_EQ(counted.steal->capacity_s, 0.5);
+  EXPECT_DOUBLE_EQ(counted.steal->share(), phased.steal->share());
+  EXPECT_DOUBLE_EQ(counted.steal->least_share(), phased.steal->least_share());
+  EXPECT_NE(counted.extra["steal_source"].get<std::string>().find("whole run"), std::string::npos);
+  // Unpinned: every CPU this process may use.
+  Record unpinned;
+  unpinned.wall_s = 1.0;
+  run.steal.from = read_steal();
+  run.steal.to = read_steal();
+  fold_peer_steal(unpinned, run, -1);
+  ASSERT_TRUE(unpinned.steal);
+  EXPECT_EQ(unpinned.steal->cpus, allowed_cpus());
+  // Nothing read (a peer that never started), or no window: no steal.
+  Record none;
+  none.wall_s = 1.0;
+  fold_peer_steal(none, PeerRun{}, 0);
+  EXPECT_FALSE(none.steal);
 }
 
 // What runs the vCPUs, from the signs given.

@@ -1,8 +1,8 @@
 """Steal time end to end (docs/methodology.md, "Steal time"): every record of a real run carries
 the steal of its window's CPUs — the pinned CPU with placement=same, every CPU the process may use
-unpinned — with sane values, consistent with its own figures, in the JSON and the CSV; a flagged
-repetition carries its warning; `ipclab env` says what runs the vCPUs and how much steal they saw
-since boot, as /proc/stat says.
+unpinned, a peer that times its own window over its whole run — with sane values, consistent with
+its own figures, in the JSON and the CSV; a flagged repetition carries its warning; `ipclab env`
+says what runs the vCPUs and how much steal they saw since boot, as /proc/stat says.
 
 Run by ctest (messaging.steal) with the binary in IPCLAB_BIN; by hand:
     IPCLAB_BIN=build/release/ipclab python3 -m pytest -q tests/messaging/test_steal.py
@@ -68,6 +68,19 @@ def test_every_record_carries_the_steal_of_its_cpus():
     for row, r in zip(rows, records):
         for k in ("steal_s", "steal_per_op_ns", "steal_share"):
             assert float(row[k]) == pytest.approx(r["cpu"][k], rel=1e-5, abs=1e-12)
+
+
+def test_a_peer_that_times_its_own_window_carries_its_runs_share():
+    # The Go runtime peer times its n switches itself: its steal is read over its whole run.
+    doc, rows, _, _ = run("runtime/switch_go", "-p", "n=20000")
+    r = doc["benchmarks"][0]
+    if r["status"] == "skipped":
+        pytest.skip(r["error"])
+    assert r["status"] == "ok", r
+    c = r["cpu"]
+    assert c["steal_cpus"] and 0 <= c["steal_share"] <= 1 and c["steal_s"] >= 0, r
+    assert c["steal_share"] == pytest.approx(min(1.0, c["steal_s"] / (r["wall_s"] * len(c["steal_cpus"])))), r
+    assert "whole run" in r["extra"]["steal_source"], r
 
 
 def read_proc_stat_cpu_line():

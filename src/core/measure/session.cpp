@@ -61,14 +61,10 @@ constexpr size_t kSlotsAt =
     (sizeof(Control) + alignof(WorkerResult) - 1) / alignof(WorkerResult) * alignof(WorkerResult);
 
 // Adds the steal of `cpus` between readings `a` and `b` over the window just measured (rec.wall_s)
-// to the record's (a record of several windows sums them).
-void add_steal(Record& rec, const StealReading& a, const StealReading& b, const std::vector<int>& cpus) {
-  const auto w = steal_between(a, b, cpus, rec.wall_s);
-  if (!w) return;
-  if (rec.steal)
-    *rec.steal += *w;
-  else
-    rec.steal = *w;
+// to the record's.
+void add_window_steal(Record& rec, const StealReading& a, const StealReading& b,
+                      const std::vector<int>& cpus) {
+  if (const auto w = steal_between(a, b, cpus, rec.wall_s)) add_steal(rec, *w);
 }
 
 }  // namespace
@@ -735,7 +731,7 @@ void Session::Run::fold(const std::string& latency_kind) {
   }
   auto hist = std::make_unique<Histogram>();  // tens of KiB: on the heap
   rec_.wall_s = t_begin_ ? double(t_end_ - t_begin_) * 1e-9 : 0.0;
-  if (t_begin_) add_steal(rec_, steal0_, steal1_, steal_cpus_);
+  if (t_begin_) add_window_steal(rec_, steal0_, steal1_, steal_cpus_);
   rec_.placement.layout = s_.placement();
   rec_.placement.cpus = s_.opts_.cpus;
   for (const auto& why : peer_death_)
@@ -880,7 +876,7 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
-  add_steal(rec_, steal0, read_steal(), steal_cpus);
+  add_window_steal(rec_, steal0, read_steal(), steal_cpus);
   rec_.placement.layout = placement();
   rec_.placement.cpus = opts_.cpus;
   // A workload that did not describe its sides ran on the calling thread: say where.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/base/affinity.hpp"
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/measure/session.hpp"
@@ -44,6 +45,8 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   close(out[1]);
   close(err[1]);
   if (in[0] >= 0) close(in[0]);
+  run.steal.from = read_steal();  // its whole run, unless its phases bound its window
+  uint64_t steal_from = now_ns();
   // The phases' lines and their times (now_ns), set once the peer says it is ready (0: not yet);
   // `sent` of them are written.
   constexpr const char* kLines[2] = {"measure\n", "stop\n"};
@@ -66,7 +69,14 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
     if (stalled = watchdog.check(); !stalled.empty()) break;
     for (; in[1] >= 0 && at[0] && now >= at[sent]; ++sent) {
       [[maybe_unused]] ssize_t n = send(in[1], kLines[sent], strlen(kLines[sent]), MSG_NOSIGNAL);
-      if (sent == 1) {
+      // The window's steal, read as the lines go.
+      if (sent == 0) {
+        run.steal.from = read_steal();
+        steal_from = now_ns();
+      } else {
+        run.steal.to = read_steal();
+        run.steal.span_s = double(now_ns() - steal_from) * 1e-9;
+        run.steal.of_window = true;
         close(in[1]);  // after stop, the end of input
         in[1] = -1;
       }
@@ -109,6 +119,10 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   const char state = timed_out ? task_state(peer.pid(), -1) : 0;
   peer.stop();  // SIGKILL when it is still there; reaped either way
   run.cpu = peer.usage();
+  if (!run.steal.of_window) {
+    run.steal.to = read_steal();
+    run.steal.span_s = double(now_ns() - steal_from) * 1e-9;
+  }
 
   // Keep the last few lines of stderr for the error message.
   size_t cut = err_buf.size();
@@ -153,6 +167,23 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
   return run;
 }
 
+void fold_peer_steal(Record& rec, const PeerRun& run, int cpu) {
+  const std::vector<int> cpus = cpu >= 0 ? std::vector<int>{cpu} : allowed_cpus();
+  auto s = steal_between(run.steal.from, run.steal.to, cpus, run.steal.span_s);
+  if (!s || !(run.steal.span_s > 0) || !(rec.wall_s > 0)) return;
+  if (!run.steal.of_window) {
+    // The run's figures scaled to its window: the run's share, over the window's CPU time.
+    const double f = std::min(1.0, rec.wall_s / run.steal.span_s);
+    s->steal_s *= f;
+    s->capacity_s *= f;
+    s->resolution_s *= f;
+  }
+  add_steal(rec, *s);
+  rec.extra["steal_source"] = run.steal.of_window
+                                  ? "the window between the harness's measure and stop lines"
+                                  : "the peer's whole run, its window taken to lose the run's share";
+}
+
 void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args,
                double timeout_s, bool phased) {
   auto& opts = s.options();
@@ -187,6 +218,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   bool has_cpu = p.cpu.total_s() > 0;
   rec.cpu = has_cpu ? p.cpu : run.cpu;
   rec.extra["cpu_source"] = has_cpu ? "peer" : "wait4 (whole peer run)";
+  fold_peer_steal(rec, run, cpu);
   rec.placement.layout = s.placement();
   rec.placement.cpus = opts.cpus;
   Side side{"peer", 0, {}, {}};

@@ -17,6 +17,14 @@ struct PeerRun {
   CpuUsage cpu;             // the peer and its children, whole run
   std::string error;        // empty when the peer exited 0 with valid lines only
   std::string stderr_tail;  // last lines of its stderr, for the error message
+  // Steal (core/base/cpu.hpp) read as its window opened and closed — a phased peer's, as `measure`
+  // and `stop` were sent (`of_window`) — else as it started and once it was reaped: its whole run,
+  // which holds its window. `span_s`: the time between the two readings.
+  struct {
+    StealReading from, to;
+    double span_s = 0;
+    bool of_window = false;
+  } steal;
 };
 
 /// The harness's phases for a duration-driven peer, so that the harness's clock bounds its
@@ -36,6 +44,11 @@ struct PeerPhases {
 /// that stands still past the limit is killed and the run fails naming it.
 PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s, double window_s,
                  const PeerPhases* phases = nullptr);
+
+/// The steal of a peer's window into `rec` (its wall_s set), over `cpu` (-1: every CPU this process
+/// may use, as the peer's affinity is): over the window a phased peer's lines bounded; else over
+/// its whole run, the window taken to lose the run's share (extra.steal_source says which).
+void fold_peer_steal(Record& rec, const PeerRun& run, int cpu);
 
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
 /// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and

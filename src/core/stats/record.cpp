@@ -95,6 +95,13 @@ nlohmann::json to_json(const Latency& l) {
           {"histogram", {{"sub_buckets", Histogram::kSub}, {"values", l.values}, {"counts", l.counts}}}};
 }
 
+void add_steal(Record& r, const Steal& window) {
+  if (r.steal)
+    *r.steal += window;
+  else
+    r.steal = window;
+}
+
 void flag_steal(Record& r) {
   if (r.run_type == "aggregate" || !r.steal || !(r.steal->least_share() > kStealFlagShare)) return;
   if (!r.flags.is_array()) r.flags = nlohmann::json::array();

@@ -77,8 +77,8 @@ struct Record {
   nlohmann::json rates = nlohmann::json::object();  // beyond ops/bytes per second
   std::optional<Latency> latency;
   CpuUsage cpu;
-  // The steal of the measured windows (core/measure/session.cpp): none where the harness does not
-  // time the window itself (a peer's own, fio's) or /proc/stat has no steal figure.
+  // The steal of the measured windows (core/measure/session.cpp; a peer's: core/peers/peer.hpp):
+  // none where /proc/stat has no steal figure.
   std::optional<Steal> steal;
   Placement placement;
   Integrity integrity;
@@ -105,6 +105,9 @@ struct Record {
   /// Marks the record failed with `why` unless it already failed (the first reason is kept).
   void fail(const std::string& why);
 };
+
+/// Adds the steal of one measured window to the record's (a record of several windows sums them).
+void add_steal(Record& r, const Steal& window);
 
 /// The share of a window's CPU time lost to steal above which a record is flagged `steal`: 5%, a
 /// loss that moves a time per op more than most differences worth reporting.

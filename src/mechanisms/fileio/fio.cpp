@@ -122,6 +122,7 @@ void run_fio(Session& s, const std::string& ioengine) {
   rec.bytes = rd.value("io_bytes", uint64_t(0));
   rec.ops = rec.bytes / su.plan.len();
   rec.wall_s = rd.value("runtime", 0.0) / 1000.0;  // ms of the measured (post-ramp) window
+  fold_peer_steal(rec, run, -1);
   if (rd.contains("lat_ns")) rec.latency = latency_from(rd["lat_ns"]);
   // fio's own usr/sys over its job runtime (the window it measured), and its context switches.
   const double job_s = job.value("job_runtime", 0.0) / 1000.0;
