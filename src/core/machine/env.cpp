@@ -221,6 +221,11 @@ nlohmann::json collect_environment(const std::string& command_line) {
   uname(&u);
   c["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
   std::string virt = asked[2];
+  // systemd-detect-virt names a container before the VM it runs in; both matter here (a VM's
+  // vCPUs are shared, a container's CPUs need not be): "kvm, docker container".
+  if (const std::string& vm = asked[4];
+      !virt.empty() && virt != "none" && !vm.empty() && vm != "none" && vm != virt)
+    virt = fmt::format("{}, {} container", vm, virt);
   if (virt.empty() || virt == "none") {
     // No systemd-detect-virt, or it saw none: the CPU's hypervisor flag, and lscpu's vendor.
     std::ifstream cpuinfo("/proc/cpuinfo");
