@@ -373,3 +373,13 @@ def test_a_guest_that_cannot_boot_says_why_in_one_line_and_leaves_nothing(tmp_pa
     tempfile.tempdir = None
     assert _leftovers(private_root) == before
     assert sorted(os.listdir(tmp_path)) == ["tmp"]
+
+
+@pytest.mark.parametrize("shape", ["A", "B", "C"])
+def test_env_says_the_cpus_are_emulated(booted, shape):
+    """QEMU's translator runs these vCPUs: env names it, and warns that timings mean nothing."""
+    g = booted(shape)
+    g.ok("env")
+    out = g.text("env", "out") + g.text("env", "err")
+    assert any(line.startswith("vCPUs") and "tcg" in line for line in out.splitlines()), out[-3000:]
+    assert "the CPUs are emulated by QEMU's translator (TCG" in out, out[-3000:]
