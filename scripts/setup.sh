@@ -70,6 +70,8 @@ VIRTME_NG=1.42
 if ! command -v vng >/dev/null 2>&1 || [ "$(vng --version 2>/dev/null | awk '{print $2}')" != "$VIRTME_NG" ]; then
   echo "setup: installing virtme-ng $VIRTME_NG (PyPI)"
   "$PY" -m pip install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG"
+  # Under pyenv a new console script needs its shim (tests/guest/guest.py also looks beside python3).
+  if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi
 else
   echo "setup: virtme-ng present"
 fi

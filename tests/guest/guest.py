@@ -72,11 +72,18 @@ def kernel_image():
     return max(found)[1] if found else None
 
 
+def vng():
+    """virtme-ng's launcher: on PATH, or beside this Python (pip's scripts folder, where a pyenv
+    shim may not have been made for it yet)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "vng")
+    return shutil.which("vng") or (beside if os.access(beside, os.X_OK) else None)
+
+
 def missing():
     """Why guests cannot boot on this host (one line: what to install), or None."""
     if not shutil.which("qemu-system-x86_64"):
         return "no qemu-system-x86_64: install Debian's qemu-system-x86 (scripts/setup.sh does)"
-    if not shutil.which("vng"):
+    if not vng():
         return "no vng: install virtme-ng from PyPI (scripts/setup.sh does)"
     if not shutil.which("busybox"):
         return "no busybox: install Debian's busybox-static (scripts/setup.sh does)"
@@ -95,7 +102,7 @@ def command(shape: Shape, rwdir: str, script: list, kernel: str):
         for n in range(shape.nodes):
             numa += ["--numa", f"{mem}G,cpus={n * per}-{(n + 1) * per - 1}"]
     smp = f"{shape.cpus},sockets={shape.sockets},dies={shape.dies},cores={shape.cores},threads={shape.threads}"
-    return ["vng", "--run", kernel, "--disable-kvm", "--force-9p", "--cpus", str(shape.cpus),
+    return [vng(), "--run", kernel, "--disable-kvm", "--force-9p", "--cpus", str(shape.cpus),
             "--memory", f"{shape.memory_gib}G", *numa, "--rwdir", rwdir,
             f"--qemu-opts=-cpu Nehalem -smp {smp}",
             "--exec", " ".join(_quote(a) for a in script)]
