@@ -24,6 +24,7 @@ SYS = "/sys/devices/system/node"
 MECHANISMS = [
     ("messaging/shm_spsc", ["-p", "pattern=roundtrip"]),
     ("messaging/shm_mpmc", ["-p", "pattern=throughput", "-p", "mode=processes"]),
+    ("messaging/eventfd", ["-p", "pattern=roundtrip"]),
     ("pingpong/thread", ["-p", "round_trips=500"]),
     ("pingpong/process", ["-p", "round_trips=500"]),
     ("bulk/shm_spsc", ["-p", "size=1M"]),

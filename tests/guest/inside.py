@@ -167,7 +167,8 @@ if SHAPE == "C":
 # nodes: every policy, the writer on node 0's first CPU and the reader on node 1's (placement=cross:
 # only that pair is measured), node:N the last node (on C, neither side's). On one node: a policy
 # that chooses between nodes is refused, and first_touch and node:0 run.
-MEMORY = ["messaging/shm_spsc", "pingpong/thread", "bulk/shm_bulk", "bulk/memfd", "-p", "pattern=roundtrip",
+MEMORY = ["messaging/shm_spsc", "messaging/eventfd", "pingpong/thread", "bulk/shm_bulk", "bulk/memfd",
+          "-p", "pattern=roundtrip",
           "-p", "size=4K", "-p", "mode=processes", "-p", "handoff=ring", "-p", "round_trips=2000"]
 node_cpus = {}
 for cpu, c in facts["cpus"].items():

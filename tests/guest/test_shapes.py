@@ -307,7 +307,7 @@ def test_shared_memory_lands_on_the_node_memory_asks(booted, shape):
     g = booted(shape)
     nodes = sorted({c["node"] for c in g.cpus.values()})
     records = g.records("memory")
-    mechanisms = ["memfd", "shm_bulk", "shm_spsc", "thread"]
+    mechanisms = ["eventfd", "memfd", "shm_bulk", "shm_spsc", "thread"]
     if len(nodes) == 1:
         assert g.rc("memory_one_node") == "2"
         err = [line for line in g.text("memory_one_node", "err").splitlines() if not line.startswith("warning: ")]

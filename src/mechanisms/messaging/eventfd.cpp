@@ -79,7 +79,6 @@ class EventfdTransport final : public Transport {
         const int flags = EFD_CLOEXEC | (nb_ ? EFD_NONBLOCK : 0);
         c.filled = check_rc(eventfd(0, flags), "eventfd");
         c.freed = check_rc(eventfd(0, flags), "eventfd");
-        c.slots = std::make_unique<SharedMapping>(depth_ * round_up(size_, kCacheLine));
       }
     } catch (...) {
       close_all();
@@ -87,7 +86,20 @@ class EventfdTransport final : public Transport {
     }
   }
   ~EventfdTransport() override { close_all(); }
+  // The slots are mapped here, where the sides' CPUs are known, and placed as -p memory= asks
+  // before anything touches them.
+  void attach(Session& s) override {
+    memory_ = numa::SharedMemory(s.memory_policy());
+    const size_t bytes = depth_ * round_up(size_, kCacheLine);
+    for (auto& c : channels_) {
+      c.slots = std::make_unique<SharedMapping>(bytes);
+      memory_.place(c.slots->get(), bytes);
+    }
+  }
+  void ended(Record& rec) const override { memory_.describe(rec); }
   std::unique_ptr<Endpoint> open(Role role, int index) override {
+    if (!channels_.empty() && !channels_[0].slots)
+      throw std::logic_error("eventfd transport opened before attach()");
     if (!roundtrip_) return std::make_unique<EventfdEndpoint>(channels_[0], channels_[0], depth_, size_, nb_);
     Channel& req = channels_[size_t(2 * index)];
     Channel& rep = channels_[size_t(2 * index + 1)];
@@ -103,6 +115,7 @@ class EventfdTransport final : public Transport {
     channels_.clear();
   }
   std::vector<Channel> channels_;
+  numa::SharedMemory memory_;
   size_t size_ = 0;
   uint64_t depth_ = 1;
   bool roundtrip_ = false, nb_ = false;
@@ -115,7 +128,8 @@ IPCLAB_REGISTER(Mechanism{
     .params = suite_params(
         {nonblocking(),
          queue_depth("16", "slots in shared memory (1 = a single slot, one wake-up per message each way)",
-                     1 << 16)}),
+                     1 << 16),
+         std_params::memory()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       return std::make_unique<EventfdTransport>(p);
     },
