@@ -65,6 +65,29 @@ class Guest:
         return {self.relation(a, b) for a in self.cpus for b in self.cpus if a < b}
 
 
+def _run(name, out):
+    """Boot shape `name`, run inside.py in it, and return what it left (a Guest); GuestError when
+    it did not boot, did not finish, or inside.py failed."""
+    argv = ["/usr/bin/python3", os.path.join(HERE, "inside.py"), BINARY, out, name]
+    try:
+        rc, wall, console = guest.boot(guest.SHAPES[name], out, argv)
+    except guest.GuestError as e:
+        # An emulated boot may fail before the guest runs anything (seen in 72 CPUs under
+        # multi-threaded TCG, nothing printed): boot it once more, and say so. A guest that booted
+        # and failed is never booted again.
+        if "did not boot" not in str(e):
+            raise
+        print(f"\nguest {name}: {e}; booting it once more")
+        rc, wall, console = guest.boot(guest.SHAPES[name], out, argv)
+    steps = os.path.join(out, "steps.json")
+    if rc != 0 or not os.path.exists(steps):
+        raise guest.GuestError(f"guest {name}: inside.py exit {rc}, steps.json "
+                               f"{'written' if os.path.exists(steps) else 'missing'}; console: {console[-3000:]}")
+    with open(steps) as f:
+        print(f"\nguest {name}: {wall:.0f} s; " + ", ".join(f"{s['name']} {s['s']} s" for s in json.load(f)))
+    return Guest(name, out, wall)
+
+
 @pytest.fixture(scope="session")
 def booted(tmp_path_factory):
     why = guest.missing()
@@ -75,28 +98,10 @@ def booted(tmp_path_factory):
 
     def get(name):
         if name not in _booted:
-            out = str(tmp_path_factory.mktemp(f"guest-{name}"))
-            argv = ["/usr/bin/python3", os.path.join(HERE, "inside.py"), BINARY, out, name]
             try:
-                try:
-                    rc, wall, console = guest.boot(guest.SHAPES[name], out, argv)
-                except guest.GuestError as e:
-                    # An emulated boot may fail before the guest runs anything (seen once in 72
-                    # CPUs under TCG, with nothing printed): boot it once more, and say so. A guest
-                    # that booted and failed is never booted again.
-                    if "did not boot" not in str(e):
-                        raise
-                    print(f"\nguest {name}: {e}; booting it once more")
-                    rc, wall, console = guest.boot(guest.SHAPES[name], out, argv)
+                _booted[name] = _run(name, str(tmp_path_factory.mktemp(f"guest-{name}")))
             except guest.GuestError as e:
                 _booted[name] = e
-            else:
-                _booted[name] = Guest(name, out, wall) if rc == 0 and os.path.exists(
-                    os.path.join(out, "steps.json")) else guest.GuestError(
-                    f"guest {name}: inside.py exit {rc}, steps.json {'written' if os.path.exists(os.path.join(out, 'steps.json')) else 'missing'}; console: {console[-3000:]}")
-                if isinstance(_booted[name], Guest):
-                    steps = json.load(open(os.path.join(out, "steps.json")))
-                    print(f"\nguest {name}: {wall:.0f} s; " + ", ".join(f"{s['name']} {s['s']} s" for s in steps))
         if isinstance(_booted[name], Exception):
             pytest.fail(str(_booted[name]))
         return _booted[name]
