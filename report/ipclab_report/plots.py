@@ -53,22 +53,39 @@ class Plot:
     collapsed: str = ""   # the summary line it is folded behind (a <details>), when it is not shown open
 
 
-def interval(r, get, kind):
-    """(low, high) of `get(r)` over the record's repetitions, from the spread of its time per op
-    (`spread.values`, the figure the harness keeps per repetition): a time (`kind` "time") moves
-    with it, a rate ("rate") against it. None without a spread of two repetitions or more."""
-    vals = r.get("spread", "values")
-    mid, v = r.time_per_op_ns, get(r)
-    if kind not in ("time", "rate") or not isinstance(vals, list) or not is_number(mid) or not mid or not is_number(v):
+def _pair(v):
+    return v if isinstance(v, list) and len(v) == 2 and all(is_number(x) and x > 0 for x in v) else None
+
+
+def interval(r, get, kind, ci_key=None):
+    """(low, high) of `get(r)`: the record's own 95% confidence interval of it where it has one
+    (`ci[ci_key]`: p50_ns, p99_ns), else that of its time per op (`ci.time_per_op_ns`, the harness's
+    bootstrap over 3 repetitions or more), else the lowest to the highest repetition
+    (`spread.values`), moved to the figure: a time (`kind` "time") moves with the time per op, a
+    rate ("rate") against it. None without either."""
+    v = get(r)
+    if not is_number(v):
         return None
-    vals = [x for x in vals if is_number(x) and x > 0]
-    if len(vals) < 2:
+    own = _pair(r.get("ci", ci_key)) if ci_key else None
+    if own:
+        return tuple(own)
+    mid = r.time_per_op_ns
+    if kind not in ("time", "rate") or not is_number(mid) or not mid:
         return None
-    lo, hi = min(vals) / mid, max(vals) / mid
+    ci = _pair(r.get("ci", "time_per_op_ns"))
+    vals = [x for x in (r.get("spread", "values") or []) if is_number(x) and x > 0] \
+        if isinstance(r.get("spread", "values"), list) else []
+    if ci:
+        lo, hi = ci[0] / mid, ci[1] / mid
+    elif len(vals) >= 2:
+        lo, hi = min(vals) / mid, max(vals) / mid
+    else:
+        return None
     return (v * lo, v * hi) if kind == "time" else (v / hi, v / lo)
 
 
-ERROR_NOTE = "Error bars: the lowest and highest repetition."
+ERROR_NOTE = ("Error bars: the 95% confidence interval of the median (bootstrapped by the harness, 3 repetitions "
+              "or more), else the lowest to the highest repetition.")
 
 
 def _svg_uri(fig) -> str:

@@ -110,11 +110,22 @@ def test_error_bars_come_from_the_repetitions(tmp_path, figures):
     ax = fig.axes[0]
     assert ax.containers   # the error bars
     recs = [r for r in summaries(load(str(tmp_path / "r.json"))) if r.ok]
-    lo, hi = plots.interval(recs[0], lambda r: r.time_per_op_ns, "time")
-    vals = recs[0].get("spread", "values")
-    assert lo == pytest.approx(min(vals)) and hi == pytest.approx(max(vals))
-    rlo, rhi = plots.interval(recs[0], lambda r: 1e9 / r.time_per_op_ns, "rate")
-    assert rlo == pytest.approx(1e9 / max(vals)) and rhi == pytest.approx(1e9 / min(vals))
+    r = recs[0]
+    t = r.time_per_op_ns
+    # the harness's 95% interval of the median where the record has one...
+    ci = r.raw["ci"]["time_per_op_ns"]
+    assert plots.interval(r, lambda r: r.time_per_op_ns, "time") == pytest.approx(tuple(ci))
+    rlo, rhi = plots.interval(r, lambda r: 1e9 / r.time_per_op_ns, "rate")
+    assert rlo == pytest.approx(1e9 / ci[1]) and rhi == pytest.approx(1e9 / ci[0])
+    r.raw["ci"]["p50_ns"] = [100.0, 120.0]
+    assert plots.interval(r, lambda r: 110.0, "time", "p50_ns") == (100.0, 120.0)
+    # ...else the lowest to the highest repetition, moved to the figure drawn
+    del r.raw["ci"]
+    vals = r.get("spread", "values")
+    lo, hi = plots.interval(r, lambda r: 2 * r.time_per_op_ns, "time")
+    assert lo == pytest.approx(2 * min(vals)) and hi == pytest.approx(2 * max(vals))
+    r.raw["spread"]["values"] = [t]
+    assert plots.interval(r, lambda r: r.time_per_op_ns, "time") is None   # one repetition: no interval
     assert plots.ERROR_NOTE in html
 
 
