@@ -203,7 +203,8 @@ def answers(records, multi=False) -> list:
                    f"Which moves the most small messages per second, {where}?",
                    "messages per second (highest first; the throughput pattern queues them, so its "
                    "latency is no round trip)", ["messages/s", "CPU/message"], multi,
-                   kind="rate", universe=msg_all, within=f"with pattern=throughput at ≤ {SMALL} B, placement={placement}",
+                   kind="rate", universe=msg_all,
+                   within=f"with pattern=throughput at ≤ {SMALL} B, placement={placement}",
                    pool=[r for r in small_all if r.params.get("pattern") == "throughput"
                          and str(r.params.get("placement", "")) == placement])
         if a:

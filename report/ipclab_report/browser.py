@@ -17,7 +17,10 @@ from .screenshot import find_chromium
 from .util import UsageError
 
 # Run in the page once it has loaded: its height, the height before the full tables (the section
-# #tables; in a report that interleaves them, the height without each "All results" table), and per chart whether its image decoded and the size it was laid out at.
+# #tables; in a report that interleaves them, the height without each "All results" table), and
+# per chart whether its image decoded, the size it was laid out at and the share of its pixels in
+# colour (ink: the series are drawn in colour, axes, grid and labels in grey, so a chart with no
+# mark on it has none).
 _MEASURE = """(() => {
   const h = document.documentElement.scrollHeight;
   // the share of an image's pixels in colour: the marks it drew (axes, grid and text are grey)

@@ -293,7 +293,7 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
                     drew_err = True
                     ax.errorbar([v for v, _, _ in ivs], [y for _, y, _ in ivs],
                                 yerr=[[max(0, y - iv[0]) for _, y, iv in ivs], [max(0, iv[1] - y) for _, y, iv in ivs]],
-                                fmt="none", ecolor=color, elinewidth=1, capsize=2.5, alpha=0.8)
+                                fmt="none", ecolor=color, elinewidth=1, capsize=0, alpha=0.8)
         if facet or ptitle:
             ax.set_title(f"{facet} = {fv}" if facet else ptitle, fontsize=9.5, fontweight="normal")
         if x_log2 and xs_all[0] > 0:
@@ -364,7 +364,8 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
         if len(curves) > CDF_SPLIT else [curves]
     ncols = 1 if len(groups) == 1 else 2
     nrows = math.ceil(len(groups) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(8.2 if ncols == 1 else 9.2, 3.9 if nrows == 1 else 2.6 * nrows + 0.5),
+    size = (8.2, 3.9) if len(groups) == 1 else (9.2, 2.6 * nrows + 0.5)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size,
                              sharex=True, sharey=True, squeeze=False, layout="constrained")
     for ax, group in zip(axes.flat, groups):
         if len(groups) > 1:
@@ -456,7 +457,7 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
             drew_err = True
             ax.errorbar([v for _, v, _ in ivs], [y for _, _, y in ivs],
                         xerr=[[max(0, v - iv[0]) for iv, v, _ in ivs], [max(0, iv[1] - v) for iv, v, _ in ivs]],
-                        fmt="none", ecolor="#333", elinewidth=0.9, capsize=2)
+                        fmt="none", ecolor="#333", elinewidth=0.9, capsize=0)
     if drew_err:
         note = " ".join(x for x in (note, ERROR_NOTE) if x)
     ax.set_yticks(range(n), categories, fontsize=8.5 if n < 25 else 7)

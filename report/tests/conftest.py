@@ -62,7 +62,8 @@ def draw():
                              "styles": [(ln.get_color(), ln.get_marker()) for ln in ax.get_lines()],
                              "images": [im.get_array() for im in ax.get_images()],
                              "bars": [(t.get_text(), p.get_width()) for t, p in zip(ax.get_yticklabels(), ax.patches)],
-                             "dots": [(t.get_text(), x) for t, x in zip(ax.get_yticklabels(), ax.get_lines()[0].get_xdata())]
+                             "dots": [(t.get_text(), x)
+                                      for t, x in zip(ax.get_yticklabels(), ax.get_lines()[0].get_xdata())]
                              if ax.get_lines() and not ax.patches and ax.get_yticklabels() else [],
                              "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
                              "errorbars": len(ax.containers)}

@@ -157,4 +157,5 @@ def test_a_ranking_longer_than_its_rows_names_the_rest_with_their_rank(tmp_path)
     rows, left = _ranked((tmp_path / "r.html").read_text(), "Which transport for small messages at low latency")
     assert len(rows) == answers.TOP and "=" not in "".join(r["rank"] for r in rows)   # 2x apart: no ties
     n = answers.TOP + 2
-    assert left == f"Not in this ranking: ranked below the top {answers.TOP} (of {n}): t{n - 2} ({n - 1}), t{n - 1} ({n})."
+    assert left == (f"Not in this ranking: ranked below the top {answers.TOP} (of {n}): "
+                    f"t{n - 2} ({n - 1}), t{n - 1} ({n}).")

@@ -17,13 +17,18 @@ from ipclab_report.load import load, summaries
 @pytest.fixture
 def figures(monkeypatch):
     """The matplotlib figures the plots draw, kept open (each as it was when saved)."""
+    import matplotlib.pyplot as plt
+
     kept = []
 
     def keep(fig):
         kept.append(fig)
         return "data:image/svg+xml;base64,"
     monkeypatch.setattr(plots, "_svg_uri", keep)
-    return kept
+    monkeypatch.setitem(plt.rcParams, "figure.max_open_warning", 0)
+    yield kept
+    for fig in kept:
+        plt.close(fig)
 
 
 def test_a_chart_whose_every_value_is_the_same_is_a_line_of_text(figures):
@@ -134,7 +139,8 @@ def test_flagged_time_series_are_folded_behind_their_flag(tmp_path, figures):
 
     doc, _ = _flagged_doc()
     html = _report_figures(tmp_path, figures, doc)
-    m = re.search(r'<details class="flagged"><summary>(.*?)</summary>\s*<figure>\s*<img [^>]*alt="Time series of flagged runs"',
+    m = re.search(r'<details class="flagged"><summary>(.*?)</summary>\s*<figure>\s*'
+                  r'<img [^>]*alt="Time series of flagged runs"',
                   html, re.S)
     assert m and re.fullmatch(r"⚑ (\d+) flagged benchmarks? \(bimodal ×\1\): their time series", m.group(1))
     assert html.count('<details class="flagged">') == 1
