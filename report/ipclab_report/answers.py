@@ -1,16 +1,23 @@
 """The report's first screen: the questions a reader opens it with, answered from the run's own
 records before any plot — per question a ranked table with the figure it ranks by. A question the
-run holds no records for is left out, and the ones it holds say what they were measured with."""
+run holds no records for is left out, and the ones it holds say what they were measured with.
+
+Every ranking shows its cost and its confidence: beside the figure, the CPU per operation and the
+CPUs kept busy (CPU seconds per second of wall time: a side that spins reads as a whole core), the
+wait strategy in the name, the spread over the repetitions; rows whose intervals (plots.interval)
+overlap that of the first row of their group share its rank ("2="); and what was left out of the
+ranking, and why, is listed under it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .plots import interval
 from .tables import short_names
 from .util import fmt_time_ns, is_number
 
 SMALL = 256   # bytes: a "small message" (the quick preset's 64 B points, the reference's 64-256 B)
-TOP = 8       # rows per question: the leaders and enough runner-ups to see the spread
+TOP = 5       # rows per question: the leaders and enough runner-ups to see the spread
 
 
 @dataclass
@@ -20,7 +27,15 @@ class Answer:
     columns: list
     rows: list = field(default_factory=list)
     measured: str = ""   # what every row shares: pattern, size, placement
+    left_out: list = field(default_factory=list)   # "name: why" of what the ranking does not hold
+    ties: bool = False   # some rank is shared
 
+
+COST_NOTE = ("CPUs busy: CPU seconds per second of wall time, every side together (a side that spins "
+             "reads as a whole core). Spread: half the range of the repetitions' time per operation, over "
+             "its median. A rank with = is a tie: its interval (the 95% confidence interval of the median "
+             "where the run has 3 repetitions or more, else the lowest to the highest repetition) overlaps "
+             "that of the first row of its group.")
 
 def _size(r):
     v = r.params.get("size")
@@ -42,21 +57,104 @@ def _shared(records):
     return ", ".join(f"{k}={records[0].params[k]}" for k in same if k in records[0].params)
 
 
-def _table(records, key, reverse, cells, question, ranked_by, columns, multi):
+def cpus_busy(r):
+    """CPU seconds per second of wall time (user + sys of every side over the window): 1.0 is one
+    core kept busy the whole time; None without a CPU figure."""
+    user, sys_, wall = r.num("cpu", "user_s"), r.num("cpu", "sys_s"), r.num("wall_s")
+    if is_number(user) and is_number(sys_) and wall:
+        return (user + sys_) / wall
+    cpu, t = r.num("cpu", "per_op_ns"), r.time_per_op_ns
+    return cpu / t if is_number(cpu) and t else None
+
+
+def _spread_text(r):
+    """'±3.1%': half the range of the repetitions' time per op, over their median."""
+    vals = [v for v in (r.get("spread", "values") or []) if is_number(v)]
+    mid = r.time_per_op_ns
+    if len(vals) < 2 or not mid:
+        return "—"
+    return f"±{(max(vals) - min(vals)) / 2 / mid * 100:.1f}%"
+
+
+def _cost(r):
+    busy = cpus_busy(r)
+    return {"CPUs busy": f"{busy:.2f}" if is_number(busy) else "—", "spread": _spread_text(r)}
+
+
+def _name(r, names):
+    """The row's short name with its wait strategy, where the record has one and the name does not
+    say it already (a ring that spins costs a core)."""
+    name = names[r.name]
+    wait = r.params.get("wait")
+    if wait is not None and "wait:" not in name:
+        name += f" wait:{wait}"
+    return name
+
+
+def _ranks(records, key, kind, ci_key=None):
+    """Competition ranks with ties: a row whose interval (plots.interval) overlaps that of the first
+    row of the current group takes the group's rank; ["1", "2=", "2=", "4"]."""
+    ivs = [interval(r, key, kind, ci_key) or (key(r), key(r)) for r in records]
+    ranks, lead = [], 0
+    for i, iv in enumerate(ivs):
+        lo, hi = ivs[lead]
+        if i and not (iv[0] <= hi and lo <= iv[1]):
+            lead = i
+        ranks.append(lead + 1)
+    counts = {k: ranks.count(k) for k in ranks}
+    return [f"{k}=" if counts[k] > 1 else str(k) for k in ranks]
+
+
+def _left_out(universe, pool, ranked, within):
+    """What the ranking's rows do not show of the mechanisms of `universe` (what the question could
+    have ranked: the suite's), grouped by why: ranked below them (with their rank), failed or
+    skipped among the records the question chose from (`pool`, every status), or not measured as
+    it asks (`within`)."""
+    shown = {r.mechanism for r in ranked[:TOP]}
+    below = {}
+    for i, r in enumerate(ranked[TOP:], TOP + 1):
+        below.setdefault(r.mechanism, i)
+    groups = {}
+    for mech in sorted({r.mechanism for r in universe} - shown):
+        mine = [r for r in pool if r.mechanism == mech]
+        bad = [r for r in mine if r.get("status") in ("failed", "skipped")]
+        if mech in below:
+            groups.setdefault(f"ranked below the top {TOP} (of {len(ranked)})", []).append(f"{mech} ({below[mech]})")
+        elif bad:
+            err = bad[0].get("error")
+            groups.setdefault(bad[0].get("status"), []).append(mech + (f" ({err})" if err else ""))
+        elif mine:
+            groups.setdefault("no figure to rank by", []).append(mech)
+        else:
+            groups.setdefault(f"not measured {within}".rstrip(), []).append(mech)
+    below_key = f"ranked below the top {TOP} (of {len(ranked)})"
+    if below_key in groups:   # in rank order
+        groups[below_key].sort(key=lambda t: int(t.rsplit("(", 1)[1].rstrip(")")))
+    return [f"{why}: {', '.join(names)}" for why, names in groups.items()]
+
+
+def _table(records, key, reverse, cells, question, ranked_by, columns, multi, kind=None, universe=(), pool=(),
+           within="", ci_key=None):
+    """`kind` ("time" or "rate", as plots.interval): how the figure moves with the repetitions' time
+    per op, for the ties. `universe`, `pool`, `within`: for what was left out (_left_out)."""
     records = [r for r in records if is_number(key(r))]
     if not records:
         return None
     records.sort(key=key, reverse=reverse)
     names = short_names(records)   # as the console and the suite tables name a row
+    ranks = _ranks(records, key, kind, ci_key)
     rows = []
-    for i, r in enumerate(records[:TOP], 1):
-        row = {"rank": i, "name": names[r.name], "full": r.name}
+    for i, r in enumerate(records[:TOP]):
+        row = {"rank": ranks[i], "name": _name(r, names), "full": r.name}
         if multi:
             row["run"] = r.source.tag or r.source.label
         row.update(cells(r))
+        row.update(_cost(r))
         rows.append(row)
-    cols = ["rank", "name"] + (["run"] if multi else []) + columns
-    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records))
+    cols = ["rank", "name"] + (["run"] if multi else []) + columns + ["CPUs busy", "spread"]
+    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records),
+                  left_out=_left_out(universe, pool, records, within) if universe else [],
+                  ties=any(r["rank"].endswith("=") for r in rows))
 
 
 def _rate(v):
@@ -72,6 +170,8 @@ def answers(records, multi=False) -> list:
     out = []
     ok = [r for r in records if _ok(r)]
     msg = [r for r in ok if r.suite == "messaging" and (_size(r) or 0) <= SMALL and _size(r)]
+    msg_all = [r for r in records if r.suite == "messaging" and not r.is_rate]   # what the questions could rank
+    small_all = [r for r in msg_all if _size(r) and _size(r) <= SMALL]
 
     # Latency: round trips of small messages, one question per placement the run holds.
     rtt = [r for r in msg if r.params.get("pattern") in ("roundtrip", "pingpong")
@@ -84,7 +184,11 @@ def answers(records, multi=False) -> list:
                               "RTT p99": fmt_time_ns(r.num("latency_ns", "p99")),
                               "CPU/round trip": fmt_time_ns(r.num("cpu", "per_op_ns"))},
                    f"Which transport for small messages at low latency, {where}?",
-                   "round-trip p50 (lowest first)", ["RTT p50", "RTT p99", "CPU/round trip"], multi)
+                   "round-trip p50 (lowest first)", ["RTT p50", "RTT p99", "CPU/round trip"], multi,
+                   kind="time", ci_key="p50_ns", universe=msg_all,
+                   within=f"as a round trip at ≤ {SMALL} B, placement={placement}",
+                   pool=[r for r in small_all if r.params.get("pattern") in ("roundtrip", "pingpong")
+                         and str(r.params.get("placement", "")) == placement])
         if a:
             out.append(a)
 
@@ -98,7 +202,11 @@ def answers(records, multi=False) -> list:
                               "CPU/message": fmt_time_ns(r.num("cpu", "per_op_ns"))},
                    f"Which moves the most small messages per second, {where}?",
                    "messages per second (highest first; the throughput pattern queues them, so its "
-                   "latency is no round trip)", ["messages/s", "CPU/message"], multi)
+                   "latency is no round trip)", ["messages/s", "CPU/message"], multi,
+                   kind="rate", universe=msg_all,
+                   within=f"with pattern=throughput at ≤ {SMALL} B, placement={placement}",
+                   pool=[r for r in small_all if r.params.get("pattern") == "throughput"
+                         and str(r.params.get("placement", "")) == placement])
         if a:
             out.append(a)
 
@@ -112,16 +220,20 @@ def answers(records, multi=False) -> list:
                               "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns"))},
                    f"Which moves {top // 1024 if top < 2**20 else top // 2**20} "
                    f"{'KiB' if top < 2**20 else 'MiB'} messages fastest?",
-                   "bytes per second (highest first)", ["GiB/s", "CPU/op"], multi)
+                   "bytes per second (highest first)", ["GiB/s", "CPU/op"], multi,
+                   kind="rate", universe=[r for r in records if r.suite == "bulk"], within=f"at {top} B",
+                   pool=[r for r in records if r.suite == "bulk" and _size(r) == top])
         if a:
             out.append(a)
 
     # Runtimes: one task yielding, the cost of a switch.
-    sw = [r for r in ok if r.suite == "runtime" and r.mechanism.startswith("switch_")
-          and not r.mechanism.startswith("switch_many")]
+    sw_all = [r for r in records if r.suite == "runtime" and r.mechanism.startswith("switch_")
+              and not r.mechanism.startswith("switch_many")]
+    sw = [r for r in sw_all if _ok(r)]
     a = _table(sw, lambda r: r.num("time_per_op_ns"), False,
                lambda r: {"ns/switch": fmt_time_ns(r.num("time_per_op_ns"))},
-               "Which runtime switches tasks fastest?", "time per yield (lowest first)", ["ns/switch"], multi)
+               "Which runtime switches tasks fastest?", "time per yield (lowest first)", ["ns/switch"], multi,
+               kind="time", universe=sw_all, pool=sw_all)
     if a:
         out.append(a)
     return out

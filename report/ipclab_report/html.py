@@ -8,8 +8,24 @@ import os
 import jinja2
 import markupsafe
 
+from .answers import COST_NOTE
 from .model import all_warnings, build, machine_line, warnings
 from .tables import suite_rows
+
+
+OPEN_PLOTS = 2   # charts per suite shown open: one row of the grid; the rest folded under it
+
+
+def split_plots(plots):
+    """(shown, more, flagged) of a suite's plots: the first OPEN_PLOTS drawn ones and every chart
+    that was not drawn (a line saying why) shown; the other drawn ones folded behind one summary
+    (`more`); the flagged time series folded behind their flags."""
+    flagged = [p for p in plots if p.collapsed]
+    rest = [p for p in plots if not p.collapsed]
+    drawn = [p for p in rest if p.uri]
+    first = {id(p) for p in drawn[:OPEN_PLOTS]}
+    shown = [p for p in rest if not p.uri or id(p) in first]
+    return shown, [p for p in drawn if id(p) not in first], flagged
 
 
 def render(files, saved_topologies=()) -> str:
@@ -28,7 +44,8 @@ def render(files, saved_topologies=()) -> str:
 
     return env.get_template("report.html.j2").render(
         files=files, suites=report.suites, multi=report.multi, env=report.env, totals=totals,
-        warnings=warnings, all_warnings=all_warnings(files), machine=machine_line, plot_rows=plot_rows,
+        warnings=warnings, split_plots=split_plots, all_warnings=all_warnings(files), machine=machine_line,
+        plot_rows=plot_rows,
         warning_count=len(all_warnings(files)) + sum(1 for t in report.topologies if t.warning),
-        topologies=report.topologies, answers=report.answers,
+        topologies=report.topologies, answers=report.answers, cost_note=COST_NOTE,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from .answers import COST_NOTE
 from .model import all_warnings, build, machine_line
 
 # HTML that would make a tag or an attribute, as entities.
@@ -91,7 +92,7 @@ def render(files) -> str:
     if out[-1] != "":
         out.append("")
     if report.answers:
-        out += ["## Answers", ""]
+        out += ["## Answers", "", text(COST_NOTE), ""]
         for a in report.answers:
             out += [f"**{text(a.question)}** Ranked by {text(a.ranked_by)}"
                     + (f"; every row: {text(a.measured)}." if a.measured else "."), ""]
@@ -100,6 +101,8 @@ def render(files) -> str:
             for r in a.rows:
                 out.append(_row(code(r[c]) if c == "name" else text(r[c]) for c in a.columns))
             out.append("")
+            if a.left_out:
+                out += [f"Not in this ranking: {text('; '.join(a.left_out))}.", ""]
     for s in report.suites:
         # The registry's columns (those of the console and of `ipclab run --markdown`), the run's after
         # the name when several files are compared; figures right-aligned.

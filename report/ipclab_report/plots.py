@@ -50,6 +50,42 @@ class Plot:
     uri: str
     note: str = ""
     used: set = field(default_factory=set)   # id() of the records the plot applies to
+    collapsed: str = ""   # the summary line it is folded behind (a <details>), when it is not shown open
+
+
+def _pair(v):
+    return v if isinstance(v, list) and len(v) == 2 and all(is_number(x) and x > 0 for x in v) else None
+
+
+def interval(r, get, kind, ci_key=None):
+    """(low, high) of `get(r)`: the record's own 95% confidence interval of it where it has one
+    (`ci[ci_key]`: p50_ns, p99_ns), else that of its time per op (`ci.time_per_op_ns`, the harness's
+    bootstrap over 3 repetitions or more), else the lowest to the highest repetition
+    (`spread.values`), moved to the figure: a time (`kind` "time") moves with the time per op, a
+    rate ("rate") against it. None without either."""
+    v = get(r)
+    if not is_number(v):
+        return None
+    own = _pair(r.get("ci", ci_key)) if ci_key else None
+    if own:
+        return tuple(own)
+    mid = r.time_per_op_ns
+    if kind not in ("time", "rate") or not is_number(mid) or not mid:
+        return None
+    ci = _pair(r.get("ci", "time_per_op_ns"))
+    vals = [x for x in (r.get("spread", "values") or []) if is_number(x) and x > 0] \
+        if isinstance(r.get("spread", "values"), list) else []
+    if ci:
+        lo, hi = ci[0] / mid, ci[1] / mid
+    elif len(vals) >= 2:
+        lo, hi = min(vals) / mid, max(vals) / mid
+    else:
+        return None
+    return (v * lo, v * hi) if kind == "time" else (v / hi, v / lo)
+
+
+ERROR_NOTE = ("Error bars: the 95% confidence interval of the median (bootstrapped by the harness, 3 repetitions "
+              "or more), else the lowest to the highest repetition.")
 
 
 def _svg_uri(fig) -> str:
@@ -172,7 +208,8 @@ def _legend(fig, axes, n):
 # --- sweeps --------------------------------------------------------------------------------------
 
 def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanism", multi=False,
-          y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, x_bytes=False, marks=()):
+          y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, x_bytes=False, marks=(),
+          err=None):
     """Metric vs numeric parameter `x`, one line per `series` value (plus whatever else varies).
 
     A string dimension with 2-4 values (e.g. placement) becomes side-by-side panels; when there
@@ -181,7 +218,8 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     y_time)], each panel with its own y axis (the string dimension is then a dimension like any
     other). `x_log2`: a log2 x axis labelled at the powers of two, whatever the span. `marks`:
     (x, label) dotted vertical lines, drawn where they fall within the points. `x_bytes`: x is a
-    size in bytes, its ticks written as sizes (4 KiB, 16 MiB).
+    size in bytes, its ticks written as sizes (4 KiB, 16 MiB). `err` ("time" or "rate", as
+    `interval`): error bars over the repetitions where a point is one record with a spread.
     """
     panels = panels or [(None, metric, ylabel, y_time)]
     recs = [r for r in records if r.ok and is_number(r.dim(x)) and any(is_number(g(r)) for _, g, _, _ in panels)]
@@ -221,12 +259,13 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     tags = list(dict.fromkeys(k[0] for k in keys))
     looks = {k: style(bases.index(k[1:])) + (DASHES[tags.index(k[0]) % len(DASHES)],) for k in keys}
     columns = [(fv, panel) for fv in facets for panel in panels]  # facets or panels: one of them is one
-    fig, axes = plt.subplots(1, len(columns), figsize=(9.2 if len(keys) > 4 or len(panels) > 1 else 8.2, 3.9),
+    fig, axes = plt.subplots(1, len(columns), figsize=(9.2 if len(keys) > 4 or len(panels) > 1 else 8.2, 3.5),
                              sharey=len(panels) == 1, squeeze=False, layout="constrained")
     axes = list(axes[0])
     xs_all = sorted({r.dim(x) for r in recs})
     tick = (lambda v: fmt_memory(v).replace(" ", "\u2009")) if x_bytes else _tick_label
     ys_of = {}
+    drew_err = False
     for ax, (fv, (ptitle, get, _, _)) in zip(axes, columns):
         ys_of[ax] = []
         for k in keys:
@@ -243,6 +282,18 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
             color, marker, dash = looks[k]
             ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
                     markersize=4.5)
+            if err:
+                at = {}
+                for r in lines[k]:
+                    if facet is None or r.dim(facet) == fv:
+                        at.setdefault(r.dim(x), []).append(r)
+                ivs = [(v, y, interval(at[v][0], get, err)) for v, y in zip(xs, ys) if len(at.get(v, ())) == 1]
+                ivs = [(v, y, iv) for v, y, iv in ivs if iv]
+                if ivs:
+                    drew_err = True
+                    ax.errorbar([v for v, _, _ in ivs], [y for _, y, _ in ivs],
+                                yerr=[[max(0, y - iv[0]) for _, y, iv in ivs], [max(0, iv[1] - y) for _, y, iv in ivs]],
+                                fmt="none", ecolor=color, elinewidth=1, capsize=0, alpha=0.8)
         if facet or ptitle:
             ax.set_title(f"{facet} = {fv}" if facet else ptitle, fontsize=9.5, fontweight="normal")
         if x_log2 and xs_all[0] > 0:
@@ -279,10 +330,15 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
         axes[0].set_ylabel(panels[0][2])
     fig.suptitle(title, fontweight="bold", fontsize=11.5)
     _legend(fig, axes, len(keys))
-    return Plot(title=title, uri=_svg_uri(fig), note=fixed_note(fixed), used=used)
+    note = " ".join(x for x in (fixed_note(fixed), ERROR_NOTE if drew_err else "") if x)
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=used)
 
 
 # --- latency CDF ---------------------------------------------------------------------------------
+
+CDF_SPLIT = 8        # lines a CDF draws on one axes; past that, small multiples
+CDF_PER_PANEL = 4    # lines in colour per panel of the small multiples
+CDF_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 KIND_TITLE = {"rtt": "Round-trip latency", "one_way": "One-way latency", "session": "Session latency",
               "op": "Operation latency", "batch_mean": "Batch-mean operation time"}
@@ -299,23 +355,47 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
     kinds = {r.get("latency_ns", "kind") for r in recs}
     kind = kinds.pop() if len(kinds) == 1 else None
     title = title or f"{KIND_TITLE.get(kind, 'Latency')} CDF"
-    fig, ax = plt.subplots(figsize=(8.2, 3.9), layout="constrained")
     name = compact_labels(recs)  # the fixed parameters are in the note, not in every label
-    for i, r in enumerate(recs):
-        xs, ys = histogram_cdf(r.get("latency_ns", "histogram"))
-        label = name(r) + (f" · {r.source.tag}" if multi else "")
-        # Beyond the palette, the colours come round again with another dash: no two series alike.
-        ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)],
-                linestyle=DASHES[(i // len(PALETTE)) % len(DASHES)], label=label, linewidth=1.5)
-    ax.set_xscale("log")
-    _time_axis(ax.xaxis)
-    ax.set_ylim(0, 1.02)
-    ax.set_yticks([0, 0.25, 0.5, 0.75, 0.9, 0.99], ["0", "0.25", "0.5", "0.75", "0.9", "0.99"])
-    ax.set_xlabel("latency (log scale)")
-    ax.set_ylabel("fraction of samples ≤ latency")
-    ax.set_title(title)
-    _legend(fig, [ax], len(recs))
+    curves = [(name(r) + (f" · {r.source.tag}" if multi else ""), histogram_cdf(r.get("latency_ns", "histogram")))
+              for r in recs]
+    # Past CDF_PER_PANEL lines the colours would blur into one another: small multiples instead, each
+    # panel its few lines in colour over every other line in grey, all on the same axes.
+    groups = [curves[i:i + CDF_PER_PANEL] for i in range(0, len(curves), CDF_PER_PANEL)] \
+        if len(curves) > CDF_SPLIT else [curves]
+    ncols = 1 if len(groups) == 1 else 2
+    nrows = math.ceil(len(groups) / ncols)
+    size = (8.2, 3.9) if len(groups) == 1 else (9.2, 2.6 * nrows + 0.5)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size,
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
+    for ax, group in zip(axes.flat, groups):
+        if len(groups) > 1:
+            for _, (xs, ys) in curves:
+                ax.step(xs, ys, where="post", color="#d5d9de", linewidth=0.9, zorder=1)
+        for i, (label, (xs, ys)) in enumerate(group):
+            ax.step(xs, ys, where="post", color=CDF_COLOURS[i % len(CDF_COLOURS)],
+                    linestyle=DASHES[(i // len(CDF_COLOURS)) % len(DASHES)], label=label, linewidth=1.6, zorder=2)
+        ax.set_xscale("log")
+        _time_axis(ax.xaxis)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0, 1.02)
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 0.9, 0.99], ["0", "0.25", "0.5", "0.75", "0.9", "0.99"])
+        if len(groups) > 1:
+            ax.legend(loc="lower right", fontsize=7.5)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("latency (log scale)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("fraction ≤ latency")
+    if len(groups) == 1:
+        axes[0, 0].set_title(title)
+        _legend(fig, [axes[0, 0]], len(recs))
+    else:
+        fig.suptitle(title, fontweight="bold", fontsize=11.5)
     note = fixed_note(fixed)
+    if len(groups) > 1:
+        note += (" " if note else "") + (f"{len(curves)} lines: {len(groups)} panels of up to {CDF_PER_PANEL}, "
+                                         "every other line grey behind them.")
     if left_out:
         note += (" " if note else "") + (f"Not drawn ({len(left_out)} more than {limit} series): "
                                          + ", ".join(name(r) for r in left_out) + ".")
@@ -324,8 +404,16 @@ def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=M
 
 # --- bars ----------------------------------------------------------------------------------------
 
-def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(), note=""):
-    """Horizontal grouped bars: one group per category, one bar per series (dict label -> values)."""
+def _unit_text(v, time_axis):
+    return fmt_time_ns(v) if time_axis else fmt_si(v)
+
+
+def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(), note="", errors=None):
+    """Horizontal grouped bars: one group per category, one bar per series (dict label -> values).
+    On a log axis (values spanning 100x, or `log`) a bar's length means nothing, so each value is
+    a dot instead. `errors`: label -> [(low, high) or None per category], drawn as error bars.
+    A chart whose every value is the same carries no information: it is not drawn, and its Plot
+    (uri "") says the value in its note instead."""
     series = {k: v for k, v in series.items() if any(is_number(x) for x in v)}
     # A series that is zero on every bar draws nothing and takes its room from the others: said
     # in the note instead (no session rejected or lost).
@@ -335,6 +423,11 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
         note = " ".join(x for x in (note, f"Zero on every bar, so not drawn: {', '.join(zero)}.") if x)
     if not categories or not series:
         return None
+    values = [x for v in series.values() for x in v if is_number(x)]
+    if len(values) > 1 and len(set(values)) == 1:
+        return Plot(title=title, uri="", used=set(used), note=" ".join(x for x in (
+            note, f"Not drawn: {', '.join(series)} is {_unit_text(values[0], time_axis)} for every one of "
+                  f"the {len(values)}.") if x))
     if len(categories) > MAX_BARS:  # more than a page can label: the rest are in the table under it
         note = " ".join(x for x in (note, f"Drawn: the first {MAX_BARS} of {len(categories)} "
                                           "(every one is in the table).") if x)
@@ -343,21 +436,39 @@ def bars(categories, series, *, title, xlabel, time_axis=False, log=None, used=(
     values = [x for v in series.values() for x in v if is_number(x)]
     if log is None:
         log = _spans(values, 100)
+    log = log and all(v > 0 for v in values)
     n, m = len(categories), len(series)
-    height = min(1.3 + n * (0.12 + 0.16 * m), 16)
+    height = min(1.2 + n * (0.1 + 0.14 * m), 6.5)
     fig, ax = plt.subplots(figsize=(8.2, height), layout="constrained")
     bar_h = 0.8 / m
+    drew_err = False
     for j, (label, vals) in enumerate(series.items()):
         ys = [i - 0.4 + bar_h * (j + 0.5) for i in range(n)]
-        xs = [v if is_number(v) else 0 for v in vals]
-        ax.barh(ys, xs, height=bar_h * 0.92, color=PALETTE[j % len(PALETTE)], label=label)
+        color, marker = style(j)
+        if log:   # a dot per value, on a faint guide line from the axis
+            pts = [(x, y) for x, y in zip(vals, ys) if is_number(x)]
+            ax.plot([x for x, _ in pts], [y for _, y in pts], linestyle="none", marker=marker, color=color,
+                    markersize=5.5, label=label)
+        else:
+            xs = [v if is_number(v) else 0 for v in vals]
+            ax.barh(ys, xs, height=bar_h * 0.92, color=color, label=label)
+        ivs = [(iv, v, y) for iv, v, y in zip((errors or {}).get(label) or [], vals, ys) if iv and is_number(v)]
+        if ivs:
+            drew_err = True
+            ax.errorbar([v for _, v, _ in ivs], [y for _, _, y in ivs],
+                        xerr=[[max(0, v - iv[0]) for iv, v, _ in ivs], [max(0, iv[1] - v) for iv, v, _ in ivs]],
+                        fmt="none", ecolor="#333", elinewidth=0.9, capsize=0)
+    if drew_err:
+        note = " ".join(x for x in (note, ERROR_NOTE) if x)
     ax.set_yticks(range(n), categories, fontsize=8.5 if n < 25 else 7)
     ax.invert_yaxis()
     ax.grid(axis="y", visible=False)
     if log:
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())   # no raw figures (6×10⁶) among the units
+        ax.grid(axis="y", visible=True, color="#f0f2f4")
     (_time_axis if time_axis else _si_axis)(ax.xaxis)
-    ax.set_xlabel(xlabel + (" (log scale)" if log else ""))
+    ax.set_xlabel(xlabel + (" (log scale: dots, not bars)" if log else ""))
     ax.set_title(title)
     if m > 1:
         ax.legend(loc="best" if m <= 4 else "upper right")
@@ -373,9 +484,10 @@ def compact_labels(records):
 
 
 def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False, log=None,
-                category=None):
+                category=None, err=None):
     """Bars per benchmark; `metrics` maps a series name to a getter. With several files each
-    metric gets one series per file, so the same benchmark on two machines sits side by side."""
+    metric gets one series per file, so the same benchmark on two machines sits side by side.
+    `err` ("time" or "rate", as `interval`): error bars where a bar is one record with a spread."""
     recs = [r for r in records if r.ok and any(is_number(f(r)) for f in metrics.values())]
     if not recs:
         return None
@@ -387,14 +499,17 @@ def record_bars(records, metrics, *, title, xlabel, multi=False, time_axis=False
         tags.setdefault(r.source.label, r.source.tag)
     cats = list(dict.fromkeys(c for c, _ in groups))
     labels = list(dict.fromkeys(r.source.label for r in recs)) if multi else [None]
-    series = {}
+    series, errors = {}, {}
     for mname, getter in metrics.items():
         for lab in labels:
             tag = tags.get(lab, lab)
             key = mname if lab is None else (f"{mname} · {tag}" if len(metrics) > 1 else tag)
             series[key] = [median([getter(r) for r in groups.get((c, lab), ())]) for c in cats]
+            if err:
+                errors[key] = [interval(groups[(c, lab)][0], getter, err) if len(groups.get((c, lab), ())) == 1
+                               else None for c in cats]
     return bars(cats, series, title=title, xlabel=xlabel, time_axis=time_axis, log=log,
-                used={id(r) for r in recs})
+                used={id(r) for r in recs}, errors=errors)
 
 
 # --- small multiples of bars: one panel per operation, one bar per runtime ------------------------
@@ -423,10 +538,6 @@ def split_operation(mechanisms):
     return out
 
 
-def _bar_text(v, time_axis):
-    return fmt_time_ns(v) if time_axis else fmt_si(v)
-
-
 def panel_bars(panels, *, title, xlabel, time_axis=True, lower_is_better=True, used=(), note="",
                columns=None):
     """Small multiples of horizontal bars: `panels` maps a panel title to {bar label: value}. Each
@@ -442,7 +553,7 @@ def panel_bars(panels, *, title, xlabel, time_axis=True, lower_is_better=True, u
     ncols = columns or min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     most = max(len(bs) for bs in panels.values())
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols + 0.6, nrows * (0.55 + 0.21 * most) + 0.6),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols + 0.6, nrows * (0.5 + 0.18 * most) + 0.6),
                              squeeze=False, layout="constrained")
     for ax, (ptitle, bs) in zip(axes.flat, panels.items()):
         order = sorted(bs, key=lambda k: bs[k], reverse=not lower_is_better)
@@ -454,7 +565,7 @@ def panel_bars(panels, *, title, xlabel, time_axis=True, lower_is_better=True, u
         top = max(vals)
         ax.set_xlim(0, top * 1.32)
         for y, v in enumerate(vals):
-            ax.text(v + top * 0.02, y, _bar_text(v, time_axis), va="center", fontsize=7.5, color="#333")
+            ax.text(v + top * 0.02, y, _unit_text(v, time_axis), va="center", fontsize=7.5, color="#333")
         (_time_axis if time_axis else _si_axis)(ax.xaxis)
         ax.xaxis.set_major_locator(MaxNLocator(3))
         ax.tick_params(axis="x", labelsize=7.5)
@@ -810,10 +921,13 @@ def flagged_series(records, *, multi=False):
         _si_axis(ax.yaxis)
         ax.set_ylim(bottom=0)
         ax.set_ylabel("ops/s")
+        ax.set_xlabel("time in the measured window (ms)", fontsize=8)
         ax.set_title(f"{r.suite}: {name(r)}" + (f" · {r.source.tag}" if multi else "") +
                      f" — {', '.join(series_flags(r))}", fontsize=9, loc="left")
         ax.legend(loc="best", fontsize=7.5)
-    axes[-1, 0].set_xlabel("time in the measured window (ms)")
     title = "Time series of flagged runs"
+    flags = Counter(f for r, _ in panels for f in series_flags(r))
     return Plot(title=title, uri=_svg_uri(fig),
-                note="rate per slice of each repetition; bold: the repetitions flagged themselves")
+                note="rate per slice of each repetition; bold: the repetitions flagged themselves",
+                collapsed=f"⚑ {len(panels)} flagged benchmark{'s' if len(panels) > 1 else ''} ("
+                          + ", ".join(f"{f} ×{n}" for f, n in flags.most_common()) + "): their time series")

@@ -49,12 +49,12 @@ def _fairness(r):
 
 def rate_vs_size(recs, multi):
     return sweep(recs, "size", _ops, title="Messages per second vs message size", multi=multi,
-                 xlabel="message size", ylabel="messages/s", x_bytes=True)
+                 xlabel="message size", ylabel="messages/s", x_bytes=True, err="rate")
 
 
 def bandwidth_vs_size(recs, multi):
     return sweep(recs, "size", _mib, title="Bandwidth vs message size", multi=multi,
-                 xlabel="message size", ylabel="MiB/s", x_bytes=True)
+                 xlabel="message size", ylabel="MiB/s", x_bytes=True, err="rate")
 
 
 def roundtrip_cdf(recs, multi):
@@ -77,7 +77,7 @@ def cpu_per_message(recs, multi):
     p = record_bars(sl, metrics, title="CPU time per message", xlabel="CPU (user+sys) per message",
                     multi=multi, time_axis=True, category=(lambda r: r.mechanism) if len(metrics) > 1 else None)
     if p:
-        p.note = plots.fixed_note(fixed)
+        p.note = " ".join(x for x in (plots.fixed_note(fixed), p.note) if x)
     return p
 
 
@@ -90,9 +90,9 @@ def placement_rates(recs, multi):
     p = record_bars(sl, {f"placement {l}": (lambda r, l=l: _ops(r) if r.dim("placement") == l else None)
                          for l in layouts},
                     title="Same vs cross CPU placement", xlabel="messages/s", multi=multi,
-                    category=lambda r: r.mechanism)
+                    category=lambda r: r.mechanism, err="rate")
     if p:
-        p.note = plots.fixed_note(fixed)
+        p.note = " ".join(x for x in (plots.fixed_note(fixed), p.note) if x)
         p.used = {id(r) for r in placed}
     return p
 
@@ -105,7 +105,7 @@ def system_ops_vs_pairs(recs, multi):
 
 def fairness_vs_pairs(recs, multi):
     return sweep(recs, "pairs", _fairness, series="wait", multi=multi, y_fixed=(0, 1.05),
-                 title="Fairness vs worker pairs", xlabel="worker pairs", ylabel="slowest / fastest pair")
+                 title="Fairness vs worker pairs", xlabel="worker pairs", ylabel="slowest / fastest pair (ratio)")
 
 
 def latency_cdf_by_wait(recs, multi):
@@ -121,7 +121,8 @@ def session_outcomes(recs, multi):
 def session_latency_percentiles(recs, multi):
     pct = {p: (lambda r, p=p: r.latency(p)) for p in ("p50", "p90", "p99", "p999")}
     return record_bars(recs, pct, title="Session latency percentiles per server model",
-                       xlabel="session latency", multi=multi, time_axis=True, log=True)
+                       xlabel="session latency (time from a session's start to its end)", multi=multi,
+                       time_axis=True, log=True)
 
 
 def server_cpu_per_session(recs, multi):
@@ -132,7 +133,7 @@ def server_cpu_per_session(recs, multi):
 
 def echo_rate_vs_connections(recs, multi):
     return sweep(recs, "connections", _ops, title="Echo throughput vs connections", multi=multi,
-                 xlabel="concurrent connections", ylabel="echoes/s")
+                 xlabel="concurrent connections", ylabel="echoes/s", err="rate")
 
 
 def cpu_per_echo_vs_connections(recs, multi):
@@ -146,9 +147,22 @@ def server_cpu_per_echo_vs_connections(recs, multi):
                  xlabel="concurrent connections", ylabel="server CPU per echo", y_time=True)
 
 
+# Why one operation's runtimes differ by orders of magnitude, said under the panels when they do.
+TIMER_NOTE = ("timer panels: a delay_us:0 sleep may complete without waiting at all (tens of ns); a "
+              "delay_us:1 sleep waits for the runtime's timer, and a runtime whose timer fires on a coarse "
+              "tick (the peers' timer wheels, or a poller that waits in whole milliseconds) rounds it up to "
+              "that tick, near 1 ms. The gap between runtimes there is the timer's resolution, not the cost "
+              "of a switch.")
+
+
 def time_per_operation_panels(recs, multi):
-    return plots.by_operation(recs, lambda r: r.time_per_op_ns, title="Time per operation by operation and runtime",
-                              xlabel="time per operation (shorter is better)", multi=multi)
+    p = plots.by_operation(recs, lambda r: r.time_per_op_ns, title="Time per operation by operation and runtime",
+                           xlabel="time per operation (shorter is better)", multi=multi)
+    timers = [r.time_per_op_ns for r in recs if r.ok and r.mechanism.startswith("timer_")
+              and is_number(r.time_per_op_ns) and r.time_per_op_ns > 0]
+    if p and timers and max(timers) / min(timers) >= 100:
+        p.note = f"{p.note} {TIMER_NOTE}"
+    return p
 
 
 def iops_vs_queue_depth(recs, multi):
@@ -164,7 +178,7 @@ def throughput_vs_queue_depth(recs, multi):
 def wall_and_cpu_per_iteration(recs, multi):
     return record_bars(recs, {"wall": lambda r: r.time_per_op_ns, "CPU (user+sys)": _cpu},
                        title="Wall and CPU time per iteration per variant", multi=multi,
-                       xlabel="time per iteration (1000 tasks)", time_axis=True)
+                       xlabel="time per iteration (1000 tasks)", time_axis=True, err="time")
 
 
 def _bulk_throughput(recs):
@@ -201,7 +215,7 @@ PLOTS = {f.__name__: f for f in (
 
 def generic(recs, multi, title="Time per operation"):
     return record_bars(recs, {"time/op": lambda r: r.time_per_op_ns}, title=title, multi=multi,
-                       xlabel="time per operation", time_axis=True)
+                       xlabel="time per operation", time_axis=True, err="time")
 
 
 def open_loop(recs, multi):

@@ -42,7 +42,8 @@ def draw():
     """draw(fn) -> (fn's result, what the plots drew while it ran): {figure title: [one dict per axes:
     title (or the left one), lines [(label, xs, ys)] (helper lines too: an axvline's xs are [x, x]),
     styles [(colour, marker)] of those lines, images (the masked arrays shown), bars [(category,
-    width)] of a one-series bar chart, xticks and their labels, xscale, visible]}.
+    width)] of a one-series bar chart, dots [(category, x)] of a one-series dot chart (bars on a log
+    axis), xlabel, ylabel, errorbars (how many error-bar sets), xticks and their labels, xscale, visible]}.
     The figure's title is its suptitle, else its first axes'."""
     from ipclab_report import plots
 
@@ -60,7 +61,12 @@ def draw():
                                        for ln in ax.get_lines()],
                              "styles": [(ln.get_color(), ln.get_marker()) for ln in ax.get_lines()],
                              "images": [im.get_array() for im in ax.get_images()],
-                             "bars": [(t.get_text(), p.get_width()) for t, p in zip(ax.get_yticklabels(), ax.patches)]}
+                             "bars": [(t.get_text(), p.get_width()) for t, p in zip(ax.get_yticklabels(), ax.patches)],
+                             "dots": [(t.get_text(), x)
+                                      for t, x in zip(ax.get_yticklabels(), ax.get_lines()[0].get_xdata())]
+                             if ax.get_lines() and not ax.patches and ax.get_yticklabels() else [],
+                             "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                             "errorbars": len(ax.containers)}
                             for ax in fig.axes if ax.get_label() != "<colorbar>"]
             return original(fig)
 

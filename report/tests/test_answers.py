@@ -1,6 +1,7 @@
 """The report's first screen: questions answered from the run's own records, ranked by the figure
 each names, before the environment and every suite's section (HTML) and table (Markdown)."""
 import random
+import html as html_mod
 import re
 
 import fixtures
@@ -85,3 +86,76 @@ def test_rows_are_named_as_the_console_names_them(tmp_path):
                                           "messaging/uring_msg_ring", "messaging/pipe"], rows
     assert rows[0][0] == "messaging/shm_spsc/pattern:roundtrip/size:64/mode:threads/placement:cross/" \
                          "queue_depth:256/wait:spin"  # the full name on hover
+
+
+def _ranked(html, question):
+    q = html.index(question)
+    table = html[q:html.index("</table>", q)]
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]]
+    after = html[html.index("</table>", q) + len("</table>"):]
+    left = re.match(r'\s*<p class="leftout">(.*?)</p>', after, re.S)
+    return [dict(zip(head, r)) for r in rows], (html_mod.unescape(left.group(1)) if left else "")
+
+
+def test_every_ranking_shows_its_cost_its_ties_and_what_it_left_out(tmp_path):
+    """shm_spsc spins (two CPUs kept busy, named wait:spin); pipe and fifo are 1% apart with
+    intervals of ±5%: a tie, ranked "2=" both; udp failed, posix_mq ran at 8 KiB only."""
+    rng = random.Random(3)
+    benchmarks = []
+    for mech, ns, wait in (("shm_spsc", 900, "spin"), ("pipe", 9000, None), ("fifo", 9090, None),
+                           ("tcp", 21000, None)):
+        params = {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"}
+        if wait:
+            params["wait"] = wait
+        spec = ("messaging", mech, params, ns, 128, "rtt", 1.0, None, "ok", None)
+        iters = fixtures.iterations(spec, rng, repetitions=3, samples=200, noise=0.0)
+        agg = fixtures._aggregate(iters)
+        agg["latency_ns"] = dict(agg["latency_ns"], p50=ns)
+        agg["ci"] = {"level": 0.95, "time_per_op_ns": [ns * 0.95, ns * 1.05], "p50_ns": [ns * 0.95, ns * 1.05]}
+        busy = 2.0 if wait == "spin" else 0.7
+        agg["cpu"] = dict(agg["cpu"], user_s=agg["wall_s"] * busy * 0.9, sys_s=agg["wall_s"] * busy * 0.1,
+                          per_op_ns=ns * busy)
+        benchmarks += [agg]
+    spec = ("messaging", "udp", {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"},
+            100, 128, "rtt", 1.0, None, "failed", "integrity: 3 lost")
+    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
+    spec = ("messaging", "posix_mq", {"pattern": "roundtrip", "size": 8192, "mode": "threads", "placement": "cross"},
+            50, 16384, "rtt", 1.0, None, "ok", None)
+    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
+    res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
+                                               "benchmarks": benchmarks})
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", res, "-o", str(html), "--markdown", str(md)]) == 0
+    rows, left = _ranked(html.read_text(), "Which transport for small messages at low latency, on two CPUs?")
+    assert [(r["rank"], r["name"]) for r in rows] == [
+        ("1", "messaging/shm_spsc wait:spin"), ("2=", "messaging/pipe"), ("2=", "messaging/fifo"),
+        ("4", "messaging/tcp")]
+    assert [r["CPUs busy"] for r in rows] == ["2.00", "0.70", "0.70", "0.70"]
+    assert rows[0]["CPU/round trip"] == "1.8 µs" and rows[0]["RTT p50"] == "900 ns"
+    assert all(r["spread"].startswith("±") for r in rows)
+    assert "failed: udp (integrity: 3 lost)" in left
+    assert "not measured as a round trip at ≤ 256 B, placement=cross: posix_mq" in left
+    text = md.read_text()
+    assert "| 2= | `messaging/fifo` |" in text and "failed: udp (integrity: 3 lost)" in text
+    assert "a side that spins reads as a whole core" in text
+
+
+def test_a_ranking_longer_than_its_rows_names_the_rest_with_their_rank(tmp_path):
+    from ipclab_report import answers
+
+    rng = random.Random(5)
+    benchmarks = []
+    for i in range(answers.TOP + 2):
+        spec = ("messaging", f"t{i}", {"pattern": "roundtrip", "size": 64, "placement": "same"}, 1000 * 2 ** i, 128,
+                "rtt", 1.0, None, "ok", None)
+        iters = fixtures.iterations(spec, rng, repetitions=3, samples=50)
+        benchmarks += iters + [fixtures._aggregate(iters)]
+    res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
+                                               "benchmarks": benchmarks})
+    assert main(["report", res, "-o", str(tmp_path / "r.html")]) == 0
+    rows, left = _ranked((tmp_path / "r.html").read_text(), "Which transport for small messages at low latency")
+    assert len(rows) == answers.TOP and "=" not in "".join(r["rank"] for r in rows)   # 2x apart: no ties
+    n = answers.TOP + 2
+    assert left == (f"Not in this ranking: ranked below the top {answers.TOP} (of {n}): "
+                    f"t{n - 2} ({n - 1}), t{n - 1} ({n}).")

@@ -124,7 +124,9 @@ def test_a_peer_servers_long_parameters_are_no_label_and_stay_in_the_data_table(
     res = fixtures.write(tmp_path / "s.json", doc)
     rc, drawn = draw(lambda: main(["report", res, "-o", str(tmp_path / "s.html")]))
     assert rc == 0
-    labels = [name for name, _ in drawn["Session latency percentiles per server model"][0]["bars"]]
+    lat = drawn["Session latency percentiles per server model"][0]
+    assert lat["xscale"] == "log" and not lat["bars"]   # a log axis gets dots, never bars
+    labels = [name for name, _ in lat["dots"]]
     assert "peer clients:100" in labels and "peer clients:1000" in labels
     assert not any(path in label or "server_args" in label for label in labels)
     html = (tmp_path / "s.html").read_text()

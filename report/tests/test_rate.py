@@ -94,7 +94,8 @@ def test_report_plots_rate_records_against_load(rate_html):
             assert f'alt="{title}"' not in sec
     assert 'alt="Capacity search: the trials walked' in _section(rate_html, "messaging")
     sat = _summary(PIPE_200K)
-    note = re.search(r'alt="Latency vs load">\s*<figcaption>(.*?)<br>', _section(rate_html, "messaging"), re.S).group(1)
+    note = re.search(r'alt="Latency vs load">\s*<figcaption>(.*?)</figcaption>', _section(rate_html, "messaging"),
+                     re.S).group(1)
     assert "Saturated, so no figure" in note and "pipe: " + fmt_si(sat.num("extra", "rate", "requested_per_s"), "/s") in note
     assert "shm_spsc" not in note
 

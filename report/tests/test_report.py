@@ -16,7 +16,8 @@ def test_every_suite_has_a_section_with_plots_and_table(report_html):
         assert m, suite
         body = m.group(1)
         assert "<img src=\"data:image/svg+xml;base64," in body, suite
-        assert "Machine: " in body and "<h3>All results</h3>" in body
+        assert "Machine: " in body
+        assert f'<h3 id="{anchor(suite)}-table" class="all-results">All results: {suite}</h3>' in text
         assert f'href="#{anchor(suite)}"' in text  # in the table of contents
     assert 'id="environment"' in text and "sysctl -w fs.mqueue.msg_max=64" in text
 
