@@ -285,7 +285,8 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
 # --- latency CDF ---------------------------------------------------------------------------------
 
 KIND_TITLE = {"rtt": "Round-trip latency", "one_way": "One-way latency", "session": "Session latency",
-              "op": "Operation latency", "batch_mean": "Batch-mean operation time"}
+              "op": "Operation latency", "io": "Per-IO latency at the queue depth",
+              "batch_mean": "Batch-mean operation time"}
 
 
 def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=MAX_SERIES):
