@@ -76,8 +76,7 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
   // Each suite's rows are as wide as its own widest name, not the run's.
   widest_.clear();
   for (auto& b : plan) {
-    const size_t w = names_.of(b.name).size() +
-                     (medians_ && verbose_ ? std::string(kMedian).size() : 0);
+    const size_t w = names_.of(b.name).size() + (medians_ && verbose_ ? std::string(kMedian).size() : 0);
     widest_[b.mech->suite] = std::max(widest_[b.mech->suite], w);
   }
   // The default preset's first answer is a table of its own, under its title, before the rest.
