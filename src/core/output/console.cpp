@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kMedian = " (median)";
 constexpr size_t kMinName = 20;
-constexpr size_t kStatus = 6;  // room kept for the status ("ok ±1.2%" mostly)
+constexpr size_t kStatus = 8;  // room kept for the status: "ok ±1.2%" mostly
 
 // What a flag (status_text's word) means and what to do about it: one line each.
 const std::vector<std::pair<std::string, std::string>> kFlagRemedies = {
@@ -131,6 +131,26 @@ void ConsoleReporter::print_row(const Record& r) {
   fmt::print(out_, "{}\n", line);
 }
 
+void ConsoleReporter::print_wrapped(const std::string& text, size_t indent) const {
+  // Words to the console's width (kConsoleDefaultColumns where it has none), later lines indented
+  // two more than the first.
+  const size_t width = columns_ ? columns_ : kConsoleDefaultColumns;
+  std::string line(indent, ' ');
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (line.size() > indent + 2 && line.size() + 1 + word.size() > width) {
+      fmt::print(out_, "{}\n", line);
+      line = std::string(indent + 2, ' ');
+    }
+    line += (line.size() > indent && line.back() != ' ' ? " " : "") + word;
+    start = end + 1;
+  }
+  fmt::print(out_, "{}\n", line);
+}
+
 void ConsoleReporter::record(const Record& r) {
   if (!shown(r)) return;
   if (!first_.empty() && !rest_begun_ && !first_.count(r.name)) {
@@ -155,16 +175,17 @@ void ConsoleReporter::end(const std::vector<Record>& records) {
     for (auto& r : records)
       if (first_.count(r.name) && (medians_ ? r.run_type == "aggregate" : true)) print_row(r);
   }
-  // Each on a line of its own, as narrow as the table.
+  // Each on a line of its own, wrapped to the table's width.
   if (!kinds_.empty()) fmt::print(out_, "\nWhat p50 and p99 measure, as the latency column names it:\n");
-  for (auto& k : kinds_) fmt::print(out_, "  {}: {}\n", latency_kind_text(k), latency_kind_meaning(k));
+  for (auto& k : kinds_) print_wrapped(latency_kind_text(k) + ": " + latency_kind_meaning(k));
   if (medians_ && !verbose_)
-    fmt::print(out_,
-               "Each row is the median of its repetitions (every column its own median; ± the 95% "
-               "interval of time/op); --verbose shows each repetition.\n");
+    print_wrapped(
+        "Each row is the median of its repetitions, every column its own median; ± is the 95% "
+        "interval of time/op; --verbose prints each repetition.",
+        0);
   if (!flags_.empty()) fmt::print(out_, "What the flags in the status mean, and what to do:\n");
   for (auto& [flag, remedy] : kFlagRemedies)
-    if (flags_.count(flag)) fmt::print(out_, "  {}: {}\n", flag, remedy);
+    if (flags_.count(flag)) print_wrapped(flag + ": " + remedy);
   fflush(out_);
 }
 

@@ -50,6 +50,8 @@ class ConsoleReporter : public Reporter {
   std::string row_text(const std::string& name, const std::function<std::string(const Column&)>& cell) const;
   void header(const std::string& suite);
   void print_row(const Record& r);
+  /// `text` on lines as wide as the console, `indent` spaces before the first, two more before the rest.
+  void print_wrapped(const std::string& text, size_t indent = 2) const;
 
   FILE* out_;
   size_t columns_, width_ = 0;
