@@ -526,3 +526,23 @@ TEST(OutputReporters, ConsoleNeverCutsANameTooLongForTheTerminal) {
       EXPECT_LE(line.size(), 90u) << line;
   }
 }
+
+TEST(OutputReporters, ConsoleRepeatsTheFirstAnswerAtTheEnd) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K"}}});
+  plan[0].first = "First answer: pipes";  // as the default preset marks a suite's first answer
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  output::ConsoleReporter console(f, 100);
+  console.begin({{"repetitions", 1}}, plan);
+  const std::vector<Record> records = {record_of(plan[0]), record_of(plan[1])};
+  for (auto& r : records) console.record(r);
+  console.end(records);
+  const std::string out = printed(f);
+  std::fclose(f);
+  const size_t again = out.find("\nFirst answer: pipes (again)\n");
+  ASSERT_NE(again, std::string::npos) << out;
+  EXPECT_EQ(out.rfind("\nThe rest of the run\n"), out.find("\nThe rest of the run\n")) << out;
+  const std::string tail = out.substr(again);
+  EXPECT_NE(tail.find("\nmessaging/pipe size:64 "), std::string::npos) << "its row again:\n" << out;
+  EXPECT_EQ(tail.find("\nmessaging/pipe size:1K "), std::string::npos) << "only its rows:\n" << out;
+}
