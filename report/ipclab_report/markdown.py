@@ -58,18 +58,47 @@ def code(value, in_table: bool = True) -> str:
     return "`" + (s.replace("|", "\\|") if in_table else s) + "`"
 
 
-_CODE_SPAN = re.compile(r"`([^`]+)`")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _code_spans(s: str):
+    """The code spans of `s` as CommonMark reads them: a run of n backticks opens one, the next run
+    of exactly n closes it (a lone run closes nothing). (start, end, content) each, in order."""
+    runs = list(_BACKTICKS.finditer(s))
+    spans, i = [], 0
+    while i < len(runs):
+        opener = runs[i]
+        closer = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == len(opener.group())), None)
+        if closer is None:
+            i += 1
+            continue
+        content = s[opener.end():runs[closer].start()]
+        if len(content) > 2 and content[0] == " " and content[-1] == " " and content.strip():
+            content = content[1:-1]  # CommonMark strips one space each side when both are there
+        spans.append((opener.start(), runs[closer].end(), content))
+        i = closer + 1
+    return spans
+
+
+def _code_fenced(s: str) -> str:
+    """`s` as one code span whatever backticks it holds: fenced by one backtick more than its longest
+    run of them (CommonMark), padded by a space where it starts or ends with one."""
+    fence = "`" * (max((len(m.group()) for m in _BACKTICKS.finditer(s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return fence + pad + s + pad + fence
 
 
 def prose(value) -> str:
-    """text(), but the code spans the harness writes in its warnings ("see `top`") stay code spans
-    where code() can carry what they hold; any other backtick is escaped."""
+    """text(), but the code spans the harness writes in its warnings and remedies ("see `top`", a
+    command holding a backtick in a longer fence) stay code spans, each fenced anew so that a backtick
+    inside never ends it early, where it holds nothing a reader could take for markup; any other
+    backtick is escaped."""
     s = _one_line(value)
     out, pos = [], 0
-    for m in _CODE_SPAN.finditer(s):
-        if _codeable(m.group(1)):
-            out += [text(s[pos:m.start()]), "`" + m.group(1) + "`"]
-            pos = m.end()
+    for start, end, content in _code_spans(s):
+        if content.strip() and not any(c in content for c in '<>&"') and not _SCRIPT_SCHEME.search(content):
+            out += [text(s[pos:start]), _code_fenced(content)]
+            pos = end
     out.append(text(s[pos:]))
     return "".join(out)
 
@@ -87,7 +116,8 @@ def render(files) -> str:
     out.append("")
     for msg, remedy, tags in all_warnings(files):
         who = f" ({text(', '.join(tags)) if len(tags) < len(files) else 'every run'})" if report.multi else ""
-        remedy = code(remedy, in_table=False) if _codeable(_one_line(remedy)) else prose(remedy)
+        # Prose whatever it holds: the commands in it are the code spans it marks.
+        remedy = prose(remedy)
         out.append(f"- ⚠ {prose(msg)}{who}" + (f" — remedy: {remedy}" if remedy else ""))
     if out[-1] != "":
         out.append("")
@@ -107,12 +137,16 @@ def render(files) -> str:
         # The registry's columns (those of the console and of `ipclab run --markdown`), the run's after
         # the name when several files are compared; figures right-aligned.
         fmt = {c["key"]: c["format"] for c in s.column_defs}
+        # A column only runs with an option have figures for (its `needs`: sys/op, --kernel-counters)
+        # is left out where no row has one.
+        needs = {c["key"] for c in s.column_defs if c.get("needs")}
+        shown = [c for c in s.columns if c not in needs or any(r[c] != "—" for r in s.rows)]
         out += [f"## {text(s.name)}", ""]
-        out.append(_row(text(c) for c in s.columns))
-        out.append("|" + "|".join(":--" if fmt.get(c, "name") in ("name", "status") else "--:" for c in s.columns) + "|")
+        out.append(_row(text(c) for c in shown))
+        out.append("|" + "|".join(":--" if fmt.get(c, "name") in ("name", "status") else "--:" for c in shown) + "|")
         for r in s.rows:
             cells = []
-            for c in s.columns:
+            for c in shown:
                 v = r[c]
                 if fmt.get(c) == "name":
                     cells.append(code(v))

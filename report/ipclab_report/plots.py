@@ -341,7 +341,8 @@ CDF_PER_PANEL = 4    # lines in colour per panel of the small multiples
 CDF_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 KIND_TITLE = {"rtt": "Round-trip latency", "one_way": "One-way latency", "session": "Session latency",
-              "op": "Operation latency", "batch_mean": "Batch-mean operation time"}
+              "op": "Operation latency", "io": "Per-IO latency at the queue depth",
+              "batch_mean": "Batch-mean operation time"}
 
 
 def latency_cdf(records, *, title=None, series="mechanism", multi=False, limit=MAX_SERIES):

@@ -122,8 +122,11 @@ def merged_doc(files):
 
 def figure(column: dict, r) -> str:
     """A figure column's cell for record `r`, as the column's format words it; — without a figure."""
-    v = r.num(*column.get("value") or ["-"])
     fmt = column.get("format")
+    if fmt == "kind":  # latency_ns.kind, as the registry's column words it (its `texts`)
+        k = r.get(*column.get("value") or ["-"])
+        return (column.get("texts") or {}).get(k, k) if isinstance(k, str) and k else "—"
+    v = r.num(*column.get("value") or ["-"])
     if fmt == "time":
         return fmt_time_ns(v)
     if fmt == "rate":

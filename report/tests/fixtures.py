@@ -252,7 +252,15 @@ def _aggregate(iters):
         agg[k] = statistics.median(r[k] for r in iters)
     for group in ("rates", "cpu"):
         agg[group] = {k: statistics.median(r[group][k] for r in iters) for k in first[group]}
-    agg["latency_ns"] = iters[mid]["latency_ns"]
+    # As the harness (statistics.cpp): every latency figure the median of the repetitions' own, the
+    # kind and histogram the median repetition's.
+    lat = iters[mid]["latency_ns"]
+    if isinstance(lat, dict):
+        lat = dict(lat)
+        for k, v in iters[mid]["latency_ns"].items():
+            if k not in ("kind", "histogram") and isinstance(v, (int, float)):
+                lat[k] = statistics.median(r["latency_ns"][k] for r in iters)
+    agg["latency_ns"] = lat
     agg["extra"] = iters[mid]["extra"]
     agg["placement"] = iters[mid]["placement"]
     agg["integrity"] = {k: sum(r["integrity"][k] for r in iters) for k in first["integrity"]}

@@ -29,7 +29,7 @@ def test_markdown_single_file_shape(tmp_path):
     assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(md_path)]) == 0
     md = md_path.read_text()
     assert md.startswith("# ipclab results\n")
-    assert "Machine: AMD EPYC 7B13" in md and "remedy: `sysctl -w fs.mqueue.msg_max=64`" in md
+    assert "Machine: AMD EPYC 7B13" in md and "remedy: sysctl -w fs.mqueue.msg_max=64" in md
     tables = _tables(md)
     assert "Answers" in tables  # the first screen (the runtime switches here), before the suites
     del tables["Answers"]
@@ -159,3 +159,60 @@ def test_text_code_and_prose_escape_markup_and_keep_ordinary_text():
     assert code("a|b") == "`a\\|b`" and code("a|b", in_table=False) == "`a|b`"
     assert code("x`y") == "x\\`y" and code("<b>") == "&lt;b&gt;" and code("javascript:x") == "javascript\u200b:x"
     assert prose("stop (see `top`) and `<b>`") == "stop (see `top`) and \\`&lt;b&gt;\\`"
+
+
+def _parsed_tables(md):
+    """The tables of `md` as markdown-it (CommonMark and GFM tables) reads them: each a list of rows,
+    each row its cells' text (the header row first)."""
+    from markdown_it import MarkdownIt
+
+    tables, row = [], None
+    for t in MarkdownIt("commonmark").enable("table").parse(md):
+        if t.type == "table_open":
+            tables.append([])
+        elif t.type == "tr_open":
+            row = []
+        elif t.type == "inline" and row is not None:
+            row.append(t.content)
+        elif t.type == "tr_close":
+            tables[-1].append(row)
+            row = None
+    return tables
+
+
+def test_summary_is_markdown_whose_tables_keep_their_shape(tmp_path):
+    """summary.md read by a CommonMark parser: every table row has its header's cells, sys/op is left
+    out where no record has kernel counters (not a column of — in every row), and a remedy is prose
+    whose code spans survive a backtick inside them (a longer fence) and whose plain words stay words."""
+    from markdown_it import MarkdownIt
+
+    doc = fixtures.make_result(samples=10)
+    for b in doc["benchmarks"]:
+        b.pop("kernel", None)
+    doc["context"]["warnings"] = [
+        {"message": "queues are capped", "remedy": "run `` sysctl -w a=`b` `` (as root), then re-run"},
+        {"message": "virtualised", "remedy": "compare only runs from the same machine"},
+    ]
+    res = fixtures.write(tmp_path / "r.json", doc)
+    assert main(["report", res, "-o", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "s.md")]) == 0
+    md = (tmp_path / "s.md").read_text()
+    tables = _parsed_tables(md)
+    assert len(tables) >= 9  # the answers and a table per suite
+    for t in tables:
+        assert all(len(r) == len(t[0]) for r in t), t[0]
+    suites = [t for t in tables if "time/op" in t[0]]
+    assert suites and all("latency" in t[0] and "p50" in t[0] for t in suites), "the latency's kind beside it"
+    assert not any("sys/op" in t[0] for t in tables), "no record here has kernel counters: no column of —"
+    codes = [c.content for t in MarkdownIt("commonmark").parse(md) if t.type == "inline"
+             for c in t.children or [] if c.type == "code_inline"]
+    assert "sysctl -w a=`b`" in codes, codes
+    assert "compare only runs from the same machine" not in codes, "prose is no code span"
+    assert "remedy: compare only runs from the same machine" in md
+
+
+def test_prose_keeps_code_spans_whole_whatever_backticks_they_hold():
+    from ipclab_report.markdown import prose
+
+    assert prose("run ``a`b`` now") == "run ``a`b`` now"
+    assert prose("see `top`, a lone ` tick") == "see `top`, a lone \\` tick"
+    assert prose("`` `x` ``") == "`` `x` ``"

@@ -121,7 +121,7 @@ def test_report_table_says_why_a_point_is_saturated(rate_html):
     row = re.search(r'<tr class="st-ok"><td class="name" title="messaging/pipe/pattern:rate/rate:200k.*?</tr>',
                     rate_html, re.S).group(0)
     assert "saturated: " + sat.raw["extra"]["rate"]["saturation"] in row
-    assert row.count("<td>—</td>") == 3  # p50 and p99: no latency figure; sys/op: no kernel counters here
+    assert row.count("<td>—</td>") == 4  # latency kind, p50 and p99: no latency; sys/op: no kernel counters here
 
 
 def test_capacity_none_found(tmp_path, rate_html):

@@ -179,6 +179,10 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   }
   row("Governor", words(ctx["governor"]));
   row("Load average", words(ctx["load_avg"]) + " (1, 5, 15 min)");
+  if (ctx.contains("other_load"))
+    row("Other load",
+        fmt::format("{:.1f} runnable tasks of other processes (warned above {:.1f})",
+                    ctx["other_load"].value("runnable", 0.0), ctx["other_load"].value("threshold", 0.0)));
   row("Limits", words(ctx["limits"]));
   row("io_uring", words(ctx["io_uring"]));
   // The vulnerabilities this CPU is affected by, each with what the kernel does; the rest counted.
@@ -206,6 +210,9 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   if (ctx.contains("started_from")) row("Started from", words(ctx["started_from"]));
   row("Libraries", words(ctx["libraries"]));
   row("Git", words(ctx["git_sha"]));
+  // The machine's conditions, which hold from run to run: said here, and kept in every record.
+  for (auto& w : ctx.value("conditions", nlohmann::json::array()))
+    fmt::print("condition: {}\n", output::warning_text(w));
   for (auto& w : ctx["warnings"]) fmt::print("warning: {}\n", output::warning_text(w));
   return 0;
 }

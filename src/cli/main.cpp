@@ -100,6 +100,10 @@ int main(int argc, char** argv) {
          "count system calls, context switches, CPU migrations and page faults per op (perf_event_open; "
          "slows blocking round trips: docs/methodology.md)")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  run->add_flag("--verbose", ra.verbose,
+                "print each repetition's row on the console, not only each point's median (the result "
+                "files hold every repetition either way)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   text_option(run, "--seed", ra.seed, "the seed of --interleave's order (default: drawn, and recorded)")
       ->type_name("N");
   run->add_flag("--plan", ra.plan_only,

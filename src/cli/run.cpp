@@ -96,7 +96,8 @@ void make_out_dir(const std::string& dir) {
 std::vector<std::unique_ptr<output::Reporter>> make_reporters(
     const RunArgs& a, const std::vector<PlannedBenchmark>& benchmarks) {
   std::vector<std::unique_ptr<output::Reporter>> reporters;
-  reporters.push_back(std::make_unique<output::ConsoleReporter>(stdout, output::terminal_columns(stdout)));
+  reporters.push_back(
+      std::make_unique<output::ConsoleReporter>(stdout, output::console_columns(stdout), a.verbose));
   const bool out_exists = a.out_dir && check_out_dir(*a.out_dir);
   check_distinct_targets(a);
   std::set<std::string> suites;
@@ -121,7 +122,9 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
 // as it starts, and withdrawn once it has finished; each repetition that completed teaches the
 // cost model (learning_hooks, core/plan/estimate.hpp). Progress, with the time left as the model estimates
 // it: on a terminal, a line naming the benchmark (as the tables do: a full name may be wider than the line it
-// must clear) rewritten in place; otherwise a "progress: " line per suite as it starts and as it ends.
+// must clear) rewritten in place; otherwise a "progress: " line per suite as it starts and as it ends,
+// and one every kProgressEveryS seconds between (as a point starts), so that a log shows the run alive.
+constexpr double kProgressEveryS = 5;
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters,
                         std::shared_ptr<CostModel> model) {
@@ -134,6 +137,7 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     std::vector<bool> done;                                   // every repetition of the benchmark finished
     std::map<std::string, std::pair<size_t, size_t>> suites;  // points done, points
     std::set<std::string> begun;
+    uint64_t last_line = 0;  // when the last progress line was printed (not on a terminal)
   };
   auto st = std::make_shared<State>();
   st->reps.assign(benchmarks.size(), 0);
@@ -157,8 +161,12 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
   };
   auto progress_line = [st, left](const std::string& suite) {
     const auto [done, points] = st->suites[suite];
-    fmt::print(stderr, "progress: {} {}/{} points, {} elapsed, ~{} left\n", suite, done, points,
-               duration_text(double(now_ns() - st->started) * 1e-9), duration_text(left()));
+    size_t all_done = 0;
+    for (bool d : st->done) all_done += d;
+    st->last_line = now_ns();
+    fmt::print(stderr, "progress: {} {}/{} points ({}/{} in all), {} elapsed, ~{} left\n", suite, done,
+               points, all_done, st->done.size(), duration_text(double(now_ns() - st->started) * 1e-9),
+               duration_text(left()));
   };
   // The suite's point `i` has every repetition it will get.
   auto point_done = [st, terminal, progress_line, &benchmarks](size_t i) {
@@ -180,7 +188,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     if (terminal) {
       fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names->of(b.name),
                  duration_text(left()));
-    } else if (st->begun.insert(b.mech->suite).second) {
+    } else if (st->begun.insert(b.mech->suite).second ||
+               double(now_ns() - st->last_line) * 1e-9 >= kProgressEveryS) {
       progress_line(b.mech->suite);
     }
   };

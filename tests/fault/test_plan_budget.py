@@ -179,12 +179,18 @@ def test_progress_lines_per_suite_when_stderr_is_not_a_terminal(lab):
     r = lab.run("run", *args)
     assert r.returncode == 0, r.stderr
     progress = [l for l in r.stderr.splitlines() if l.startswith("progress: ")]
-    shape = re.compile(r"progress: (\w+) (\d+)/(\d+) points, (\S+) elapsed, ~(\S+) left")
+    shape = re.compile(r"progress: (\w+) (\d+)/(\d+) points \((\d+)/(\d+) in all\), (\S+) elapsed, ~(\S+) left")
     seen = [shape.fullmatch(l) for l in progress]
     assert all(seen), progress
-    # Each suite once as it starts (nothing of it done) and once as it ends (all of it done).
+    # Each suite as it starts (nothing of it done) and as it ends (all of it done); between, a line
+    # every few seconds (none in a run this short, unless the machine is slow), never going back.
     by_suite = {}
     for m in seen:
         by_suite.setdefault(m[1], []).append((int(m[2]), int(m[3])))
-    assert by_suite == {s: [(0, n), (n, n)] for s, n in points.items()}, progress
-    assert seconds(seen[-1][5]) == 0, "nothing is left once the last suite ends"
+    assert set(by_suite) == set(points), progress
+    for s, n in points.items():
+        assert by_suite[s][0] == (0, n) and by_suite[s][-1] == (n, n), progress
+        assert by_suite[s] == sorted(by_suite[s]), progress
+    assert all(int(m[5]) == sum(points.values()) for m in seen), progress
+    assert int(seen[-1][4]) == sum(points.values()), "every point done at the end"
+    assert seconds(seen[-1][7]) == 0, "nothing is left once the last suite ends"

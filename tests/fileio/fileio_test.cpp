@@ -142,7 +142,7 @@ TEST_F(FileIo, EveryEngineReadsCorrectly) {
         EXPECT_GE(r.integrity.received, r.ops * (pattern == std::string("seq") ? 16u : 1u));
         EXPECT_EQ(r.integrity.corrupt, 0u);
         ASSERT_TRUE(r.latency.has_value());
-        EXPECT_EQ(r.latency->kind, "op");
+        EXPECT_EQ(r.latency->kind, "io");
         EXPECT_EQ(r.latency->count, r.ops);
         EXPECT_TRUE(r.extra.contains("cache"));
         EXPECT_EQ(r.extra.at("verify"), c.extra.count("verify") ? "sample" : "full");

@@ -470,3 +470,39 @@ TEST(Vcpus, OvercommitFromStealSinceBoot) {
     EXPECT_TRUE(v.warnings.empty());
   }
 }
+
+// The load check judges other processes' runnable tasks, never ipclab's own children and threads.
+TEST(OtherLoad, CountsOnlyRunnableTasksOutsideOurProcessTree) {
+  const int self = 100;
+  const std::vector<TaskState> tasks = {
+      {1, 0, true},      // init, runnable: another process
+      {100, 1, true},    // ipclab itself
+      {100, 1, true},    // a thread of it
+      {101, 100, true},  // its child (a forked side)
+      {102, 101, true},  // its grandchild (a peer's helper)
+      {200, 1, true},    // a compiler someone else runs
+      {200, 1, false},   // its sleeping thread
+      {201, 200, true},  // that compiler's child
+      {300, 1, false},   // an idle daemon
+  };
+  EXPECT_EQ(others_runnable(tasks, self), 3);
+  EXPECT_EQ(others_runnable({{100, 1, true}, {101, 100, true}}, self), 0) << "an idle machine but for us";
+}
+
+TEST(OtherLoad, ThresholdScalesWithTheCpusAndReadsThisMachine) {
+  EXPECT_EQ(other_load_threshold(1), 0.5);
+  EXPECT_EQ(other_load_threshold(2), 0.5) << "one CPU half busy on two";
+  EXPECT_EQ(other_load_threshold(16), 4.0);
+  // This process (no children) is among /proc's tasks, its reading thread runnable as it reads,
+  // and not counted.
+  const auto tasks = read_tasks();
+  int mine = 0, mine_runnable = 0, runnable = 0;
+  for (auto& t : tasks) {
+    mine += t.pid == int(getpid());
+    mine_runnable += t.pid == int(getpid()) && t.runnable;
+    runnable += t.runnable;
+  }
+  EXPECT_GE(mine, 1);
+  EXPECT_GE(mine_runnable, 1);
+  EXPECT_EQ(others_runnable(tasks, int(getpid())), runnable - mine_runnable);
+}

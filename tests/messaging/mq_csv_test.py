@@ -50,17 +50,22 @@ def main():
         ps = [float(row[k]) for k in ("p50us", "p90us", "p95us", "p99us", "p999us")]
         assert all(v >= 0 for v in ps) and ps == sorted(ps), ps
         # The reference's columns are the reservoir's, ours the histogram's.
-        assert ps[0] == round(res["p50_us"], 2) and row["hist_p50us"] != ""
+        assert ps[0] == round(res["p50_us"], 2) and row["hist_p50_us"] != ""
+        assert row["reference_percentiles"] == "reservoir"
         # Our stride: the one the producer chose (latency_sample=0), as the record says.
         assert row["latency_sample"] == str(rec["extra"]["latency_sample"]), (row["latency_sample"], rec["extra"])
 
-        # Without a reservoir: latencySample 0 and no reference percentiles (it wrote nan).
+        # Without a reservoir (the reference wrote nan): latencySample 0, and the percentiles from
+        # our full histogram of the one-way latencies, saying so.
         os.remove(c)
         p, j, c = run(ipclab, d, [])
         assert p.returncode == 0, p.stderr
         row = list(csv.DictReader(open(c)))[0]
-        assert row["latencySample"] == "0" and row["p50us"] == "" and row["hist_p50us"] != ""
-        assert "reservoir" not in json.load(open(j))["benchmarks"][0]["extra"]
+        rec = json.load(open(j))["benchmarks"][0]
+        assert row["latencySample"] == "0" and row["reference_percentiles"] == "histogram"
+        assert rec["latency_ns"]["kind"] == "one_way" and "reservoir" not in rec["extra"]
+        assert row["p50us"] == f'{rec["latency_ns"]["p50"] / 1000:.2f}', row
+        assert float(row["hist_p50_us"]) == rec["latency_ns"]["p50"] / 1000, row
 
         # Round trips have no one-way latency to sample: a usage error before any work.
         p, _, _ = run(ipclab, d, ["-p", "latency_reservoir=10", "-p", "pattern=roundtrip"])

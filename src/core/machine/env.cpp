@@ -12,11 +12,14 @@
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -141,12 +144,71 @@ VcpuVerdict judge_vcpus(const VcpuSigns& s) {
   return v;
 }
 
+int others_runnable(const std::vector<TaskState>& tasks, int self) {
+  std::map<int, int> parent;
+  for (auto& t : tasks) parent[t.pid] = t.ppid;
+  auto ours = [&](int pid) {
+    for (int hops = 0; pid > 1 && hops < 64; ++hops) {  // a tree's depth; a cycle ends the walk
+      if (pid == self) return true;
+      auto it = parent.find(pid);
+      if (it == parent.end()) return false;
+      pid = it->second;
+    }
+    return false;
+  };
+  int n = 0;
+  for (auto& t : tasks) n += t.runnable && !ours(t.pid);
+  return n;
+}
+
+std::vector<TaskState> read_tasks() {
+  std::vector<TaskState> out;
+  // A stat line: "pid (comm) state ppid ...", comm may hold spaces and parentheses: after the last ')'.
+  auto fields = [](const std::string& line, char& state, int& ppid) {
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) return false;
+    std::istringstream in(line.substr(close + 1));
+    return bool(in >> state >> ppid);
+  };
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    char state = 0;
+    int ppid = 0;
+    if (!fields(read_first_line(dir + "/stat"), state, ppid)) continue;  // gone since
+    const int pid = std::atoi(e->d_name);
+    DIR* tasks = opendir((dir + "/task").c_str());
+    if (!tasks) continue;
+    while (dirent* t = readdir(tasks)) {
+      if (t->d_name[0] < '0' || t->d_name[0] > '9') continue;
+      char ts = 0;
+      int tp = 0;
+      if (fields(read_first_line(dir + "/task/" + t->d_name + "/stat"), ts, tp))
+        out.push_back({pid, ppid, ts == 'R'});
+    }
+    closedir(tasks);
+  }
+  closedir(proc);
+  return out;
+}
+
+double other_load_threshold(long cpus) { return std::max(0.5, 0.25 * double(cpus)); }
+
 nlohmann::json collect_environment(const std::string& command_line) {
   using nlohmann::json;
   json c;
   json warnings = json::array();
   auto warn = [&](std::string message, std::string remedy) {
     warnings.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
+  };
+  // A condition of the machine that holds from run to run and that a run there cannot change
+  // (a VM, SMT, a kernel limit set outside it): stated once, in the record and by `ipclab env`,
+  // not warned on every run.
+  json conditions = json::array();
+  auto note = [&](std::string message, std::string remedy) {
+    conditions.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
   };
 
   c["ipclab_version"] = IPCLAB_VERSION;
@@ -256,6 +318,20 @@ nlohmann::json collect_environment(const std::string& command_line) {
   double load[3] = {0, 0, 0};
   getloadavg(load, 3);
   c["load_avg"] = {load[0], load[1], load[2]};
+  // The load that competes with the run: runnable tasks of other processes, sampled now (the load
+  // average also counts ipclab's own children and threads, and decays for minutes after a build
+  // that has finished).
+  constexpr int kLoadSamples = 5;
+  int runnable = 0;
+  for (int i = 0; i < kLoadSamples; ++i) {
+    if (i) usleep(10'000);
+    runnable += others_runnable(read_tasks(), int(getpid()));
+  }
+  const double others = double(runnable) / kLoadSamples;
+  c["other_load"] = {{"runnable", others},
+                     {"samples", kLoadSamples},
+                     {"threshold", other_load_threshold(logical)},
+                     {"means", "runnable tasks of processes other than ipclab's, mean of the samples"}};
 
   json mitig = json::object();
   if (DIR* d = opendir("/sys/devices/system/cpu/vulnerabilities")) {
@@ -324,39 +400,41 @@ nlohmann::json collect_environment(const std::string& command_line) {
   for (const auto& [name, version] : library_versions()) c["libraries"][name] = version();
 
   // Warnings, each naming its remedy.
-  if (load[0] > 0.25 * double(logical))
-    warn(fmt::format("load average {:.2f} on {} CPUs: other work competes with the benchmarks", load[0],
-                     logical),
+  if (others > other_load_threshold(logical))
+    warn(fmt::format("{:.1f} tasks of other processes were runnable on {} CPUs (ipclab warns above {:.1f}): "
+                     "other work competes with the benchmarks",
+                     others, logical, other_load_threshold(logical)),
          "stop other work (see `top`) and re-run; compare only runs made at similar load");
   if (!gov.empty() && gov != "performance")
     warn(fmt::format("CPU frequency governor is '{}': clock speed varies during runs", gov),
          "`cpupower frequency-set -g performance` (as root)");
   if (virt != "none")
-    warn(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
+    note(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
                      virt),
          "compare only runs from the same machine; pin sides with --cpus and record placement");
   for (auto& w : vcpus.warnings) warnings.push_back(w);
   if (smt_on)
-    warn("SMT is on: two logical CPUs may be one core",
+    note("SMT is on: two logical CPUs may be one core",
          "pick --cpus on distinct physical cores, or disable SMT");
   if (allowed.size() < 2)
     warn("only one CPU is available: cross placement cannot run",
          "give the process two CPUs (taskset) or use placement=same");
   if (msg_max >= 0 && msg_max < 64)
-    warn(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
+    note(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
          "`sysctl fs.mqueue.msg_max=256` (as root) for deeper queues");
   rlimit nofile{};
   getrlimit(RLIMIT_NOFILE, &nofile);
   if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < 20000)
-    warn(fmt::format("open files hard limit is {}: the servers suite needs 10,000+ sockets", nofile.rlim_max),
+    note(fmt::format("open files hard limit is {}: the servers suite needs 10,000+ sockets", nofile.rlim_max),
          "raise it with `ulimit -Hn 65536` (as root) or in /etc/security/limits.conf");
   if (somaxconn >= 0 && somaxconn < 4096)
-    warn(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
+    note(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
          "`sysctl net.core.somaxconn=65535` (as root)");
   if (std::string(IPCLAB_BUILD_TYPE) != "Release")
     warn(fmt::format("this is a {} build: timings are not representative", IPCLAB_BUILD_TYPE),
          "build with `cmake --preset release` (what `make bench` uses)");
   c["warnings"] = warnings;
+  c["conditions"] = conditions;
   return c;
 }
 

@@ -30,6 +30,20 @@ struct VcpuVerdict {
 };
 VcpuVerdict judge_vcpus(const VcpuSigns& signs);
 
+/// One task (thread) of /proc: its process, that process's parent, and whether it is runnable.
+struct TaskState {
+  int pid = 0, ppid = 0;
+  bool runnable = false;
+};
+/// How many of `tasks` are runnable and not of `self`'s process tree (`self` and its descendants):
+/// the load that competes with ipclab, not its own children's or threads'.
+int others_runnable(const std::vector<TaskState>& tasks, int self);
+/// Every task of /proc now.
+std::vector<TaskState> read_tasks();
+/// Above how many runnable tasks of other processes, on average, the run is warned that other work
+/// competes: a quarter of the CPUs, at least half a task (one CPU half busy on a 2-CPU machine).
+double other_load_threshold(long cpus);
+
 /// The environment block of SPEC §1.5: hardware, kernel, limits, build, load, and warnings that
 /// each name their remedy.
 nlohmann::json collect_environment(const std::string& command_line);

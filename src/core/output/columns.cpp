@@ -6,20 +6,68 @@
 
 namespace ipclab::output {
 
+namespace {
+
+// latency_ns.kind: as the tables word it (at most 10 characters: the console's column), and what it
+// measures.
+struct Kind {
+  const char *code, *text, *meaning;
+};
+constexpr Kind kKinds[] = {
+    {"rtt", "round trip", "a request and its reply (echo: at the row's connection count)"},
+    {"one_way", "one-way+q", "sent to received, the time queued behind earlier messages included"},
+    {"io", "per IO", "one IO, at the row's queue depth"},
+    {"op", "per op", "one operation"},
+    {"session", "session", "a whole client session"},
+    {"sched_error", "lateness", "a paced wait's actual minus intended time"},
+    {"batch_mean", "batch mean", "an op's mean over a timed batch, too short to time alone"},
+    {"none", "-", "no distribution: time/op (a mean) only"},
+};
+
+std::string kind_help() {
+  std::string h = "what p50 and p99 measure (latency_ns.kind):";
+  for (auto& k : kKinds) h += fmt::format(" {} = {};", k.text, k.meaning);
+  h.back() = '.';
+  return h;
+}
+
+}  // namespace
+
+std::string latency_kind_text(const std::string& kind) {
+  for (auto& k : kKinds)
+    if (kind == k.code) return k.text;
+  return kind.empty() ? "-" : kind;
+}
+
+nlohmann::json latency_kind_texts() {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& k : kKinds) j[k.code] = k.text;
+  return j;
+}
+
+std::string latency_kind_meaning(const std::string& kind) {
+  for (auto& k : kKinds)
+    if (kind == k.code) return k.meaning;
+  return kind;
+}
+
 const std::vector<Column>& columns() {
   static const std::vector<Column> all = {
       {"name", {}, "name", 0, "the benchmark: its mechanism and the parameters that vary (table_names)"},
-      {"time/op", {"time_per_op_ns"}, "time", 10, "wall time per operation"},
-      {"rate", {"rates", "ops_per_s"}, "rate", 10, "operations per second"},
-      {"p50", {"latency_ns", "p50"}, "time", 10, "median latency (its kind: latency_ns.kind)"},
-      {"p99", {"latency_ns", "p99"}, "time", 10, "99th percentile latency"},
-      {"CPU/op", {"cpu", "per_op_ns"}, "time", 10, "CPU (user + sys) per operation, every side"},
-      {"ctx/op", {"cpu", "ctx_per_op"}, "ratio", 7, "context switches per operation"},
+      {"time/op", {"time_per_op_ns"}, "time", 7, "wall time per operation"},
+      {"rate", {"rates", "ops_per_s"}, "rate", 7, "operations per second"},
+      {"latency", {"latency_ns", "kind"}, "kind", 10, kind_help()},
+      {"p50", {"latency_ns", "p50"}, "time", 7, "median latency, of the kind the latency column names"},
+      {"p99", {"latency_ns", "p99"}, "time", 7, "99th percentile latency, of the same kind"},
+      {"CPU/op", {"cpu", "per_op_ns"}, "time", 7, "CPU (user + sys) per operation, every side"},
+      {"ctx/op", {"cpu", "ctx_per_op"}, "ratio", 6, "context switches per operation"},
       {"sys/op",
        {"kernel", "per_op", "syscalls"},
        "ratio",
-       7,
-       "system calls per operation (kernel counters)"},
+       6,
+       "system calls per operation (kernel counters: --kernel-counters; a table leaves the column out "
+       "when no row has them)",
+       "kernel_counters"},
       {"status", {}, "status", 0, "ok, failed or skipped, and what casts doubt on an ok figure"},
   };
   return all;
@@ -31,6 +79,7 @@ std::string figure_cell(const Column& c, const nlohmann::json& record) {
     if (!at->is_object() || !at->contains(key)) return "-";
     at = &(*at)[key];
   }
+  if (c.format == "kind") return at->is_string() ? latency_kind_text(at->get<std::string>()) : "-";
   if (!at->is_number()) return "-";
   const double v = at->get<double>();
   if (c.format == "time") return human_ns(v);

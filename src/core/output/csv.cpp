@@ -1,5 +1,7 @@
 // CSV: the leading columns suites declare (e.g. the messaging reference's), then ours; and its
-// reporter, which appends the run's rows at the end.
+// reporter, which appends the run's rows at the end. docs/csv.md names every column: ours are
+// snake_case, a unit as the last word (_ns, _us, _s, _per_s, _per_op); only the reference's 20
+// keep its camelCase names.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,7 +26,7 @@ namespace {
 
 const std::vector<std::string> kCommonColumns = {
     "name", "suite", "mechanism", "run_type", "repetition", "status", "ops", "bytes", "wall_s",
-    "time_per_op_ns", "ops_per_s", "MiB_per_s", "lat_kind", "lat_p50_ns", "lat_p99_ns", "lat_p999_ns",
+    "time_per_op_ns", "ops_per_s", "mib_per_s", "lat_kind", "lat_p50_ns", "lat_p99_ns", "lat_p999_ns",
     "lat_max_ns", "cpu_user_s", "cpu_sys_s", "cpu_per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op",
     // The kernel's counts per op (Record::kernel), empty where they were not taken.
     "syscalls_per_op", "ctx_switches_per_op", "cpu_migrations_per_op", "page_faults_per_op", "placement",

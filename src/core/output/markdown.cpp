@@ -90,19 +90,31 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
     for (auto& w : r.warnings)
       warn(fmt::format("{} (repetition {}): ", md_code(names.of(r.name)), r.repetition), w);
   if (!warned.empty()) md += "Warnings:\n" + warned + "\n";
-  std::string header = "|", rule = "|";
-  for (auto& c : columns()) {
-    header += " " + c.key + " |";
-    rule += c.width > 0 ? "---:|" : "---|";
-  }
-  md += header + "\n" + rule + "\n";
   bool any_agg = false;
   for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
-  for (auto& r : records) {
-    if (any_agg && r.run_type != "aggregate") continue;
+  std::vector<const Record*> rows;
+  for (auto& r : records)
+    if (!any_agg || r.run_type == "aggregate") rows.push_back(&r);
+  // The columns: a column only some runs have figures for (Column::needs, e.g. sys/op) only where a
+  // row has one.
+  std::vector<const Column*> shown;
+  for (auto& c : columns()) {
+    bool any = c.needs.empty();
+    for (size_t i = 0; !any && i < rows.size(); ++i) any = figure_cell(c, to_json(*rows[i])) != "-";
+    if (any) shown.push_back(&c);
+  }
+  std::string header = "|", rule = "|";
+  for (auto* c : shown) {
+    header += " " + c->key + " |";
+    rule += c->width > 0 ? "---:|" : "---|";
+  }
+  md += header + "\n" + rule + "\n";
+  for (auto* rp : rows) {
+    const Record& r = *rp;
     const nlohmann::json j = to_json(r);
     std::string row = "|";
-    for (auto& c : columns()) {
+    for (auto* cp : shown) {
+      const Column& c = *cp;
       const std::string text = c.format == "name"     ? md_code(names.of(r.name))
                                : c.format == "status" ? md_text(status_text(r))
                                                       : md_text(figure_cell(c, j));

@@ -79,10 +79,21 @@ struct Column {
   std::string key;  // its header, and the report's key for its cells
   std::vector<std::string>
       value;           // the record's JSON field it shows, e.g. {"latency_ns", "p50"}; none: name, status
-  std::string format;  // name | time (ns) | rate (per second) | ratio (two decimals) | status
+  std::string format;  // name | time (ns) | rate (per second) | ratio (two decimals) | kind | status
   int width;           // on the console (name and status: sized by their text)
   std::string help;
+  /// The run's option (a context key) without which no record has the figure: the console leaves
+  /// the column out unless the context holds it true ("" for every run). A table written at the
+  /// end (Markdown) leaves out any figure column no row has.
+  std::string needs = "";
 };
+/// latency_ns.kind as the tables word it ("rtt": "round trip", "one_way": "one-way+q", ...; "-" for
+/// none); the latency column's help says what each means.
+std::string latency_kind_text(const std::string& kind);
+/// {kind: its text} for every kind latency_kind_text words (the registry's latency column carries it).
+nlohmann::json latency_kind_texts();
+/// What latency_ns.kind measures, in words ("a request and its reply ...").
+std::string latency_kind_meaning(const std::string& kind);
 /// The columns of every result table, in order.
 const std::vector<Column>& columns();
 /// A figure column's cell for a record's JSON (to_json): "-" where the record has no figure.

@@ -23,7 +23,10 @@ nlohmann::json param_json(const ParamSpec& p) {
 }
 
 nlohmann::json column_json(const Column& c) {
-  return {{"key", c.key}, {"value", c.value}, {"format", c.format}, {"help", c.help}};
+  nlohmann::json j = {{"key", c.key}, {"value", c.value}, {"format", c.format}, {"help", c.help}};
+  if (c.format == "kind") j["texts"] = latency_kind_texts();  // the cell's text for each kind
+  if (!c.needs.empty()) j["needs"] = c.needs;
+  return j;
 }
 
 }  // namespace

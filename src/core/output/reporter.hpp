@@ -8,6 +8,8 @@
 //   record()     a record has completed (each repetition, then the benchmark's median);
 //   end()        every record, in run order: the result files are written here.
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -30,26 +32,45 @@ class Reporter {
   virtual void end(const std::vector<Record>& /*records*/) {}
 };
 
-/// The console table, one row per record as it completes.
+/// The console table: a row per point as it completes (its median when the run has repetitions;
+/// each repetition as well with `verbose`), under a header per suite naming the columns; at the end
+/// the first answer again, what each latency kind shown measures and each flag shown's remedy.
 class ConsoleReporter : public Reporter {
  public:
-  /// `terminal_columns`: the width rows should fit (0: none, size the names to the widest).
-  ConsoleReporter(FILE* out, size_t terminal_columns) : out_(out), columns_(terminal_columns) {}
+  /// `columns`: the width rows should fit (console_columns; 0: size the names to the widest).
+  ConsoleReporter(FILE* out, size_t columns, bool verbose = false)
+      : out_(out), columns_(columns), verbose_(verbose) {}
   void begin(const nlohmann::json& context, const std::vector<PlannedBenchmark>& plan) override;
   void record(const Record& r) override;
+  void end(const std::vector<Record>& records) override;
 
  private:
-  void header() const;
+  bool shown(const Record& r) const;
+  size_t figures_width() const;
+  std::string row_text(const std::string& name, const std::function<std::string(const Column&)>& cell) const;
+  void header(const std::string& suite);
+  void print_row(const Record& r);
+  /// `text` on lines as wide as the console, `indent` spaces before the first, two more before the rest.
+  void print_wrapped(const std::string& text, size_t indent = 2) const;
 
   FILE* out_;
   size_t columns_, width_ = 0;
+  bool verbose_, medians_ = false;
   TableNames names_;
-  std::set<std::string> first_;  // the names of the first answer's points (PlannedBenchmark::first)
-  bool rest_begun_ = false;      // the table after the first answer has its header
+  std::vector<const Column*> shown_;      // the columns this run has figures for (Column::needs)
+  std::map<std::string, size_t> widest_;  // per suite, its widest row name
+  std::string suite_;                     // the suite whose header the rows are under
+  std::string title_;                     // the first answer's
+  std::set<std::string> first_;           // the names of the first answer's points (PlannedBenchmark::first)
+  bool rest_begun_ = false;               // the table after the first answer has begun
+  std::set<std::string> kinds_, flags_;   // the latency kinds and flags the rows showed
 };
 
 /// The width of the terminal `out` writes to; 0 when it is not a terminal.
 size_t terminal_columns(FILE* out);
+/// The width the console's rows fit: the terminal's, else $COLUMNS, else kConsoleDefaultColumns.
+constexpr size_t kConsoleDefaultColumns = 100;
+size_t console_columns(FILE* out);
 
 /// A result file written whole at the end through an AtomicFile (--json, --markdown).
 class AtomicReporter : public Reporter {

@@ -143,12 +143,32 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.rates = nlohmann::json::object();
   for (auto& [k, v] : ok.front()->rates.items())
     if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });
-  // Latency and placement of the repetition whose time per op is the median one.
+  // Placement, extra and the latency histogram of the repetition whose time per op is the median
+  // one; every latency figure, as every other column, the median of the repetitions' (those that
+  // measured it), so that no row sets one repetition's p50 beside the medians of the rest.
   const Record* mid = ok.front();
   double target = median_of(tpo);
   for (auto* r : ok)
     if (std::abs(r->time_per_op_ns() - target) < std::abs(mid->time_per_op_ns() - target)) mid = r;
   a.latency = mid->latency;
+  if (a.latency) {
+    std::vector<const Latency*> ls;
+    for (auto* r : ok)
+      if (r->latency && r->latency->count && r->latency->kind == a.latency->kind) ls.push_back(&*r->latency);
+    auto lmed = [&](uint64_t Latency::*f) {
+      std::vector<double> v;
+      for (auto* l : ls) v.push_back(double(l->*f));
+      return uint64_t(std::llround(median_of(v)));
+    };
+    if (!ls.empty()) {
+      for (auto f : {&Latency::count, &Latency::min, &Latency::max, &Latency::p50, &Latency::p90,
+                     &Latency::p95, &Latency::p99, &Latency::p999})
+        (*a.latency).*f = lmed(f);
+      std::vector<double> means;
+      for (auto* l : ls) means.push_back(l->mean);
+      a.latency->mean = median_of(means);
+    }
+  }
   a.placement = mid->placement;
   a.extra = mid->extra;
   double mean = 0, sq = 0;

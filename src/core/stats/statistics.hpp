@@ -27,8 +27,9 @@ std::vector<std::array<double, 2>> bootstrap_median_ci(const std::vector<std::ve
                                                        double level = 0.95);
 
 /// Median aggregate over the iteration records of one benchmark: the median time per op (wall
-/// and ops kept consistent with it), the median of every rate and per-op CPU figure, the latency
-/// and placement of the repetition nearest that median, the integrity counts of all, and the
+/// and ops kept consistent with it), the median of every rate, per-op CPU and latency figure (the
+/// latency's kind and histogram, and the placement, those of the repetition nearest the median
+/// time per op), the integrity counts of all, and the
 /// spread of the repetitions' time per op; with 3 ok repetitions or more, bootstrap 95%
 /// confidence intervals (`ci`) of the median time per op, p50 and p99, seeded from the benchmark's
 /// name; its `flags`: those of the repetitions' series, and `bimodal_repetitions` when 6 or more

@@ -577,7 +577,7 @@ void run_engine(Session& s, const Setup& su, const std::string& engine,
   ws.push_back({"worker", 0, -1, body});
   ws.back().series = false;  // its threads tally apart and fold in at the end (Tally::fold_into)
   const DeviceReads device(su.path);
-  s.run_workers(std::move(ws), true, "op");
+  s.run_workers(std::move(ws), true, "io");
   Record& rec = s.record();
   device.record(rec);
   rec.extra["engine"] = engine;

@@ -50,7 +50,7 @@ Latency latency_from(const nlohmann::json& lat) {
     prev = p;
   }
   if (n > given) h.record_n(lat.value("max", uint64_t(0)), n - given);
-  Latency l = Latency::from("op", h);
+  Latency l = Latency::from("io", h);
   auto pct = [&](double p, uint64_t fallback) {
     for (auto& [q, v] : pts)
       if (std::abs(q - p) < 1e-6) return v;

@@ -14,10 +14,16 @@ std::vector<std::string> row(const Record& r) {
   auto hist_us = [&](uint64_t Latency::*field) {
     return r.latency ? fmt::format("{:.3f}", double((*r.latency).*field) / 1000.0) : std::string();
   };
-  // The reference's percentiles come from its reservoir only (it wrote nan without one).
+  // The reference's percentiles came from its reservoir (it wrote nan without one): ours from the
+  // reservoir where latency_reservoir > 0 kept samples, else from the full histogram of the
+  // one-way latencies (within 1%); a round trip has no one-way latency, and leaves them empty.
+  // reference_percentiles says which.
   const nlohmann::json res = r.extra.value("reservoir", nlohmann::json::object());
-  auto res_us = [&](const char* key) {
-    return res.contains(key) ? fmt::format("{:.2f}", res[key].get<double>()) : std::string();
+  const bool from_res = res.contains("p50_us");
+  const bool from_hist = !from_res && r.latency && r.latency->count && r.latency->kind == "one_way";
+  auto ref_us = [&](const char* key, uint64_t Latency::*field) {
+    if (from_res) return res.contains(key) ? fmt::format("{:.2f}", res[key].get<double>()) : std::string();
+    return from_hist ? fmt::format("{:.2f}", double((*r.latency).*field) / 1000.0) : std::string();
   };
   const double secs = r.wall_s;
   // It named its one mechanism `mqueue`; the other transports have no reference name.
@@ -31,9 +37,13 @@ std::vector<std::string> row(const Record& r) {
           r.params.str_or("random", "0"), std::to_string(res.value("size", uint64_t(0))),
           fmt::format("{:.6f}", secs), std::to_string(r.ops), std::to_string(r.bytes),
           fmt::format("{:.2f}", secs > 0 ? double(r.ops) / secs : 0.0),
-          fmt::format("{:.2f}", secs > 0 ? double(r.bytes) / 1048576.0 / secs : 0.0), res_us("p50_us"),
-          res_us("p90_us"), res_us("p95_us"), res_us("p99_us"), res_us("p999_us"),
+          fmt::format("{:.2f}", secs > 0 ? double(r.bytes) / 1048576.0 / secs : 0.0),
+          ref_us("p50_us", &Latency::p50), ref_us("p90_us", &Latency::p90), ref_us("p95_us", &Latency::p95),
+          ref_us("p99_us", &Latency::p99), ref_us("p999_us", &Latency::p999),
           // Ours.
+          from_res    ? "reservoir"
+          : from_hist ? "histogram"
+                      : "",
           // The stride used (latency_sample=0 lets the client choose it), else the one asked.
           r.extra.contains("latency_sample") ? fmt::format("{}", r.extra["latency_sample"].get<uint64_t>())
                                              : r.params.str_or("latency_sample", "1"),
@@ -51,9 +61,10 @@ IPCLAB_REGISTER(Suite{
     .csv_columns = {"backend", "queueName", "duration", "messageSize", "maxMessages", "producers",
                     "consumers", "nonBlocking", "randomPayload", "latencySample", "elapsedSec", "recv",
                     "bytesRecv", "msgPerSec", "MiBps", "p50us", "p90us", "p95us", "p99us", "p999us",
-                    // Ours: the timestamp stride, the depth used, percentiles of the full histogram.
-                    "latency_sample", "queue_depth_used", "hist_p50us", "hist_p90us", "hist_p95us",
-                    "hist_p99us", "hist_p999us"},
+                    // Ours (docs/csv.md): where the reference's percentiles came from, the timestamp
+                    // stride, the depth used, percentiles of the full histogram.
+                    "reference_percentiles", "latency_sample", "queue_depth_used", "hist_p50_us",
+                    "hist_p90_us", "hist_p95_us", "hist_p99_us", "hist_p999_us"},
     .csv_row = row,
     .first =
         Suite::FirstAnswer{
