@@ -20,6 +20,7 @@ class Answer:
     columns: list
     rows: list = field(default_factory=list)
     measured: str = ""   # what every row shares: pattern, size, placement
+    left_out: str = ""   # what was not ranked, and why
 
 
 def _size(r):
@@ -42,10 +43,26 @@ def _shared(records):
     return ", ".join(f"{k}={records[0].params[k]}" for k in same if k in records[0].params)
 
 
+SHORT_WINDOW = "short_window"   # the harness's flag: a window shorter than the machine allows
+
+
+def _left_out(short):
+    """Why records were not ranked: a figure from a measured window shorter than the floor the
+    machine's timer and scheduler allow (the run context's window_floor) is never ranked."""
+    if not short:
+        return ""
+    return (f"{len(short)} not ranked: measured window shorter than this machine's floor "
+            f"(flag short_window; rerun with a longer --duration): "
+            + ", ".join(sorted(r.name for r in short)))
+
+
 def _table(records, key, reverse, cells, question, ranked_by, columns, multi):
     records = [r for r in records if is_number(key(r))]
+    short = [r for r in records if SHORT_WINDOW in r.flags]
+    records = [r for r in records if SHORT_WINDOW not in r.flags]
     if not records:
-        return None
+        return Answer(question=question, ranked_by=ranked_by, columns=["rank", "name"], rows=[],
+                      left_out=_left_out(short)) if short else None
     records.sort(key=key, reverse=reverse)
     names = short_names(records)   # as the console and the suite tables name a row
     rows = []
@@ -56,7 +73,8 @@ def _table(records, key, reverse, cells, question, ranked_by, columns, multi):
         row.update(cells(r))
         rows.append(row)
     cols = ["rank", "name"] + (["run"] if multi else []) + columns
-    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records))
+    return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records),
+                  left_out=_left_out(short))
 
 
 def _rate(v):

@@ -94,7 +94,8 @@ def render(files) -> str:
         out += ["## Answers", ""]
         for a in report.answers:
             out += [f"**{text(a.question)}** Ranked by {text(a.ranked_by)}"
-                    + (f"; every row: {text(a.measured)}." if a.measured else "."), ""]
+                    + (f"; every row: {text(a.measured)}." if a.measured else ".")
+                    + (f" {text(a.left_out)}." if a.left_out else ""), ""]
             out.append(_row(text(c) for c in a.columns))
             out.append("|" + "|".join(":--" if c in ("name", "run") else "--:" for c in a.columns) + "|")
             for r in a.rows:

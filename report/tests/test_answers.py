@@ -85,3 +85,35 @@ def test_rows_are_named_as_the_console_names_them(tmp_path):
                                           "messaging/uring_msg_ring", "messaging/pipe"], rows
     assert rows[0][0] == "messaging/shm_spsc/pattern:roundtrip/size:64/mode:threads/placement:cross/" \
                          "queue_depth:256/wait:spin"  # the full name on hover
+
+
+def test_a_record_from_a_too_short_window_is_not_ranked_and_says_why(tmp_path):
+    # Three runtimes' switches; the fastest by its figure ran a window shorter than the machine's
+    # floor (the harness flagged it short_window): it is left out of the ranking, by name, with why.
+    rng = random.Random(3)
+    benchmarks = []
+    for mech, ns in (("switch_monoio", 1.6), ("switch_ipcrt", 2.3), ("switch_asio", 9.0)):
+        spec = ("runtime", mech, {"n": 65536, "drive": "block_on"}, ns, 0, None, 1.0, None, "ok", None)
+        iters = fixtures.iterations(spec, rng, repetitions=3, samples=50)
+        agg = fixtures._aggregate(iters)
+        if mech == "switch_monoio":
+            for r in iters + [agg]:
+                r["flags"] = ["short_window"]
+        benchmarks += iters + [agg]
+    res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
+                                                "benchmarks": benchmarks})
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", res, "-o", str(html), "--markdown", str(md)]) == 0
+    text = html.read_text()
+    q = text.index("Which runtime switches tasks fastest?")
+    table = text[q:text.index("</table>", q)]
+    names = re.findall(r'<td class="l" title="[^"]*">([^<]*)</td>', table)
+    assert [n.split("/")[-1].split()[0] for n in names] == ["switch_ipcrt", "switch_asio"], names
+    assert "1 not ranked: measured window shorter than this machine" in table and "short_window" in table
+    assert "switch_monoio" in table[:table.index("<table")]   # named where it says why
+    m = md.read_text()
+    block = m[m.index("**Which runtime switches tasks fastest?**"):]
+    head = block.splitlines()[0]
+    assert "1 not ranked" in head and "short_window" in head and "switch_monoio" in head
+    rows = [ln for ln in block.splitlines()[1:8] if ln.startswith("| ") and ln[2].isdigit()]
+    assert len(rows) == 2 and not any("switch_monoio" in r for r in rows)
