@@ -331,12 +331,16 @@ class Session {
   uint64_t window_begin_ns() const { return window_begin_; }
   uint64_t window_end_ns() const { return window_end_; }
 
-  /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
-  /// the whole process plus children reaped meanwhile. For workloads that own their threads.
-  /// `deadline_s` (0: the session's timeout) bounds each run of `body`: past it the watchdog
-  /// reports the workload stalled and ends the process (exit 1), rather than hang forever — a
-  /// body running on the calling thread cannot be stopped any other way.
-  void measure(const std::function<void()>& body, double deadline_s = 0);
+  /// Runs `body` as warm-up until --warmup has passed (at least once; none when --warmup is 0),
+  /// then measured: `body` again and again — each run a pass — until the window holds --duration
+  /// (at least one pass), as google/benchmark grows its iterations to a minimum time. Wall time,
+  /// and CPU of the whole process plus children reaped meanwhile, over the whole window. For
+  /// workloads that own their threads and run a count of operations per pass. Returns the passes
+  /// of the window (also the record's extra.passes): its ops are that many passes' ops.
+  /// `deadline_s` (0: the session's timeout) bounds one run of `body`, beyond the phase's own time:
+  /// past it the watchdog reports the workload stalled and ends the process (exit 1), rather than
+  /// hang forever — a body running on the calling thread cannot be stopped any other way.
+  uint64_t measure(const std::function<void()>& body, double deadline_s = 0);
 
   /// The value of the `placement` parameter (unpinned when the mechanism has none): the layout
   /// recorded as placement.layout.
