@@ -21,7 +21,7 @@ from ipclab_fixture import BINARY, ipclab  # noqa: E402,F401  (the fixture: run 
 
 
 def _run(tmp_path, *args):
-    """`ipclab run args --json` with private state: (exit code, stderr, the whole document)."""
+    """`ipclab run args --json` with private state: (exit code, stdout + stderr, the whole document)."""
     if not BINARY or not os.access(BINARY, os.X_OK):
         pytest.skip("IPCLAB_BIN does not name the ipclab binary")
     (tmp_path / "tmp").mkdir(mode=0o700, exist_ok=True)
@@ -29,7 +29,7 @@ def _run(tmp_path, *args):
     env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), XDG_STATE_HOME=str(tmp_path / "state"))
     r = subprocess.run([BINARY, "run", *args, "--json", str(out)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120)
-    return r.returncode, r.stderr, json.loads(out.read_text()) if out.exists() else {}
+    return r.returncode, r.stdout + r.stderr, json.loads(out.read_text()) if out.exists() else {}
 
 
 def test_a_runtime_record_under_the_default_duration_holds_the_duration(tmp_path):
@@ -68,7 +68,7 @@ def test_a_record_from_a_too_short_window_is_flagged_with_its_remedy(tmp_path):
         [w] = [w for w in rec["warnings"] if "under the" in w["message"]]
         assert f"{floor * 1e3:.3g} ms" in w["message"] and "--duration" in w["remedy"]
     assert "short_window" in agg["flags"]
-    assert "short window" in err   # the console's status says it
+    assert "ok, short window" in err   # the console's status says it
 
 
 def test_a_count_based_peer_is_run_again_until_its_window_holds_the_duration(tmp_path, ipclab):
