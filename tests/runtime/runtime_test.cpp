@@ -59,7 +59,9 @@ void expect_verified(const Record& r, uint64_t ops, uint64_t results = 0) {
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_GT(r.wall_s, 0.0);
   // The window holds --duration (run_runtime's 0.05 s), whatever n: n is repeated to fill it.
-  if (r.extra.contains("passes")) EXPECT_GE(r.wall_s, 0.05);
+  if (r.extra.contains("passes")) {
+    EXPECT_GE(r.wall_s, 0.05);
+  }
 }
 
 TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
