@@ -70,11 +70,13 @@ void add_window_steal(Record& rec, const StealReading& a, const StealReading& b,
 }  // namespace
 
 int Worker::transition(int ph) {
-  // A worker of whole operations that reaches the stop without having measured one (the window
-  // was shorter than its operation) measures the next one: it sees the stop after it.
-  if (ph == kStop && whole_ops_ && !out_.t_open.load(std::memory_order_relaxed) &&
-      !ctl_.abort.load(std::memory_order_relaxed))
-    ph = kMeasure;
+  // A worker of whole operations that reaches the stop before its own window holds --duration
+  // (Control::min_window_ns) — or without having measured one operation, the window being shorter
+  // than it — measures the next one: it sees the stop after it.
+  if (ph == kStop && whole_ops_ && !ctl_.abort.load(std::memory_order_relaxed)) {
+    const uint64_t open = out_.t_open.load(std::memory_order_relaxed);
+    if (!open || now_ns() - open < ctl_.min_window_ns) ph = kMeasure;
+  }
   if (ph == kMeasure && !open_) {
     begin_ = cpu_usage(who_);
     out_.t_open.store(now_ns(), std::memory_order_release);
@@ -827,6 +829,9 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   if (stuck_) (void)ctl_.release();  // a stuck worker thread may still write into the last run's block
   ctl_.reset();
   ctl_ = make_control(int(workers.size()));
+  // A worker of whole operations holds its window open until it lasts --duration; a run bounded by
+  // its work ends with its work.
+  ctl_->min_window_ns = until_done_s_ > 0 ? 0 : uint64_t(opts_.duration_s * 1e9);
   set_abort_flag(&ctl_->abort);  // abort_requested() reads this run's flag (core/base/cancel.hpp)
   const size_t n = workers.size();
   Run run(*this, *ctl_, std::move(workers), process_cpu);
