@@ -57,6 +57,16 @@ def _shared(records):
     return ", ".join(f"{k}={records[0].params[k]}" for k in same if k in records[0].params)
 
 
+SHORT_WINDOW = "short_window"   # the harness's flag: a window shorter than the machine allows
+
+
+def _short_left_out(short):
+    """Why records were not ranked: a figure from a measured window shorter than the floor the
+    machine's timer and scheduler allow (the run context's window_floor) is never ranked."""
+    return (f"measured window shorter than this machine's floor (flag short_window; rerun with a longer "
+            f"--duration): " + ", ".join(sorted(r.name for r in short)))
+
+
 def cpus_busy(r):
     """CPU seconds per second of wall time (user + sys of every side over the window): 1.0 is one
     core kept busy the whole time; None without a CPU figure."""
@@ -138,8 +148,11 @@ def _table(records, key, reverse, cells, question, ranked_by, columns, multi, ki
     """`kind` ("time" or "rate", as plots.interval): how the figure moves with the repetitions' time
     per op, for the ties. `universe`, `pool`, `within`: for what was left out (_left_out)."""
     records = [r for r in records if is_number(key(r))]
+    short = [r for r in records if SHORT_WINDOW in r.flags]
+    records = [r for r in records if SHORT_WINDOW not in r.flags]
     if not records:
-        return None
+        return Answer(question=question, ranked_by=ranked_by, columns=["rank", "name"], rows=[],
+                      left_out=[_short_left_out(short)]) if short else None
     records.sort(key=key, reverse=reverse)
     names = short_names(records)   # as the console and the suite tables name a row
     ranks = _ranks(records, key, kind, ci_key)
@@ -152,8 +165,9 @@ def _table(records, key, reverse, cells, question, ranked_by, columns, multi, ki
         row.update(_cost(r))
         rows.append(row)
     cols = ["rank", "name"] + (["run"] if multi else []) + columns + ["CPUs busy", "spread"]
+    left_out = _left_out(universe, pool, records, within) if universe else []
     return Answer(question=question, ranked_by=ranked_by, columns=cols, rows=rows, measured=_shared(records),
-                  left_out=_left_out(universe, pool, records, within) if universe else [],
+                  left_out=left_out + ([_short_left_out(short)] if short else []),
                   ties=any(r["rank"].endswith("=") for r in rows))
 
 

@@ -159,3 +159,32 @@ def test_a_ranking_longer_than_its_rows_names_the_rest_with_their_rank(tmp_path)
     n = answers.TOP + 2
     assert left == (f"Not in this ranking: ranked below the top {answers.TOP} (of {n}): "
                     f"t{n - 2} ({n - 1}), t{n - 1} ({n}).")
+
+
+def test_a_record_from_a_too_short_window_is_not_ranked_and_says_why(tmp_path):
+    # Three runtimes' switches; the fastest by its figure ran a window shorter than the machine's
+    # floor (the harness flagged it short_window): it is left out of the ranking, by name, with why.
+    rng = random.Random(3)
+    benchmarks = []
+    for mech, ns in (("switch_monoio", 1.6), ("switch_ipcrt", 2.3), ("switch_asio", 9.0)):
+        spec = ("runtime", mech, {"n": 65536, "drive": "block_on"}, ns, 0, None, 1.0, None, "ok", None)
+        iters = fixtures.iterations(spec, rng, repetitions=3, samples=50)
+        agg = fixtures._aggregate(iters)
+        if mech == "switch_monoio":
+            for r in iters + [agg]:
+                r["flags"] = ["short_window"]
+        benchmarks += iters + [agg]
+    res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
+                                                "benchmarks": benchmarks})
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", res, "-o", str(html), "--markdown", str(md)]) == 0
+    rows, left = _ranked(html.read_text(), "Which runtime switches tasks fastest?")
+    assert [r["name"].split("/")[-1].split()[0] for r in rows] == ["switch_ipcrt", "switch_asio"], rows
+    assert "measured window shorter than this machine's floor (flag short_window" in left, left
+    assert "switch_monoio" in left, left   # named where it says why
+    m = md.read_text()
+    block = m[m.index("**Which runtime switches tasks fastest?**"):]
+    rows = [ln for ln in block.splitlines()[1:8] if ln.startswith("| ") and ln[2].isdigit()]
+    assert len(rows) == 2 and not any("switch_monoio" in r for r in rows)
+    said = next(ln for ln in block.splitlines() if ln.startswith("Not in this ranking:"))
+    assert "short_window" in said and "switch_monoio" in said, said

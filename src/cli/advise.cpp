@@ -176,6 +176,11 @@ Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& 
     v.why = fmt::format("{}: {}", status_name(r.status), r.error);
     return v;
   }
+  // A figure from a window shorter than this machine allows is not ranked (flag_short_window).
+  if (r.flags.is_array() && std::find(r.flags.begin(), r.flags.end(), "short_window") != r.flags.end()) {
+    v.why = "not ranked: a measured window shorter than this machine's floor (short_window)";
+    return v;
+  }
   if (!r.latency || !r.latency->count) {
     v.why = q.rate ? "saturated: it could not carry the rate" : "no latency figure";
     return v;

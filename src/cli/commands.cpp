@@ -19,6 +19,7 @@
 #include "core/machine/home.hpp"
 #include "core/machine/placement.hpp"
 #include "core/machine/topology.hpp"
+#include "core/machine/window.hpp"
 #include "core/model/mechanism.hpp"
 #include "core/output/reporter.hpp"
 
@@ -185,6 +186,20 @@ int cmd_env(bool as_json, const std::string& cmdline) {
                     ctx["other_load"].value("runnable", 0.0), ctx["other_load"].value("threshold", 0.0)));
   row("Limits", words(ctx["limits"]));
   row("io_uring", words(ctx["io_uring"]));
+  // The shortest window a figure may come from here, and what sets it (core/machine/window.hpp).
+  if (const auto& f = ctx["window_floor"]; f.is_object()) {
+    const double tick = f.value("tick_s", 0.0),
+                 slice = f["slice_s"].is_number() ? f["slice_s"].get<double>() : 0;
+    row("Window floor",
+        fmt::format("{:.3g} ms (a shorter window is flagged short_window and never ranked): {:g} scheduler "
+                    "quanta of {}, {:.3g} ms; the timer's bound {:.3g} ms (1000 x two {:.1f} ns clock reads)",
+                    1e3 * f.value("floor_s", 0.0), WindowFloor::kQuanta,
+                    slice > tick ? fmt::format("{:.3g} ms (the scheduler's slice)", 1e3 * slice)
+                                 : fmt::format("{:.3g} ms (the tick{})", 1e3 * tick,
+                                               slice > 0 ? "" : "; the kernel shows no slice"),
+                    1e3 * f.value("scheduler_floor_s", 0.0), 1e3 * f.value("timer_floor_s", 0.0),
+                    f.value("clock_read_ns", 0.0)));
+  }
   // The vulnerabilities this CPU is affected by, each with what the kernel does; the rest counted.
   {
     std::string text;

@@ -72,7 +72,8 @@ TEST(Estimate, OneSlowStartDoesNotMoveTheOverheadAndADriftIsFollowed) {
 }
 
 TEST(Estimate, AMechanismOfFixedWorkIsEstimatedAtItsOwnLengthWhateverTheWindow) {
-  // runtime/switch_ipcrt runs its n operations, about 0.1 s, whether the window is 1 s or 0.4 s.
+  // Learned as a mechanism of fixed work: about 0.1 s whether the window is 1 s or 0.4 s (as the
+  // runtime suite's n once ran, before its passes filled the window; a model file may hold that).
   CostModel model = CostModel::load("");
   const auto rt = plan(select_mechanisms({"runtime/switch_ipcrt"}), Preset::Default, {}, {0, 1});
   ASSERT_EQ(rt.size(), 1u);

@@ -53,7 +53,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 problems.append(f'{b["name"]}: ran on {b["extra"].get("channel")}')
             elif b["suite"] == "runtime" and "drive" in b["params"] and b["extra"].get("drive") != b["params"]["drive"]:
                 problems.append(f'{b["name"]}: the peer ran drive={b["extra"].get("drive")}')
-            elif b["mechanism"].startswith("switch_many") and b["ops"] != b["params"]["n"] // 64 * 64:
+            # n as the peer ran it: grown by the harness until its window held --duration (extra.sized).
+            elif b["mechanism"].startswith("switch_many") and b["ops"] != b["extra"].get(
+                    "sized", {}).get("n_ran", b["params"]["n"]) // 64 * 64:
                 problems.append(f'{b["name"]}: {b["ops"]} switches, not n rounded down to a multiple of tasks')
             elif b["suite"] == "fileio" and not ("file" in b["extra"] and "engine" in b["extra"]):
                 problems.append(f'{b["name"]}: extra lacks the harness\'s or the peer\'s fields')

@@ -30,6 +30,7 @@
 #include "core/machine/home.hpp"
 #include "core/machine/placement.hpp"
 #include "core/machine/topology.hpp"
+#include "core/machine/window.hpp"
 #include "core/process/process.hpp"
 #include "core/stats/record.hpp"
 
@@ -388,6 +389,8 @@ nlohmann::json collect_environment(const std::string& command_line) {
   }
   c["io_uring"] = uring;
 
+  // The shortest window a figure may come from here (core/machine/window.hpp).
+  c["window_floor"] = to_json(window_floor());
   c["compiler"] = fmt::format("gcc {}", __VERSION__);
   c["build_type"] = IPCLAB_BUILD_TYPE;
   c["build_flags"] = IPCLAB_BUILD_FLAGS;

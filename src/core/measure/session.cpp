@@ -70,11 +70,13 @@ void add_window_steal(Record& rec, const StealReading& a, const StealReading& b,
 }  // namespace
 
 int Worker::transition(int ph) {
-  // A worker of whole operations that reaches the stop without having measured one (the window
-  // was shorter than its operation) measures the next one: it sees the stop after it.
-  if (ph == kStop && whole_ops_ && !out_.t_open.load(std::memory_order_relaxed) &&
-      !ctl_.abort.load(std::memory_order_relaxed))
-    ph = kMeasure;
+  // A worker of whole operations that reaches the stop before its own window holds --duration
+  // (Control::min_window_ns) — or without having measured one operation, the window being shorter
+  // than it — measures the next one: it sees the stop after it.
+  if (ph == kStop && whole_ops_ && !ctl_.abort.load(std::memory_order_relaxed)) {
+    const uint64_t open = out_.t_open.load(std::memory_order_relaxed);
+    if (!open || now_ns() - open < ctl_.min_window_ns) ph = kMeasure;
+  }
   if (ph == kMeasure && !open_) {
     begin_ = cpu_usage(who_);
     out_.t_open.store(now_ns(), std::memory_order_release);
@@ -827,6 +829,9 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   if (stuck_) (void)ctl_.release();  // a stuck worker thread may still write into the last run's block
   ctl_.reset();
   ctl_ = make_control(int(workers.size()));
+  // A worker of whole operations holds its window open until it lasts --duration; a run bounded by
+  // its work ends with its work.
+  ctl_->min_window_ns = until_done_s_ > 0 ? 0 : uint64_t(opts_.duration_s * 1e9);
   set_abort_flag(&ctl_->abort);  // abort_requested() reads this run's flag (core/base/cancel.hpp)
   const size_t n = workers.size();
   Run run(*this, *ctl_, std::move(workers), process_cpu);
@@ -840,39 +845,53 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   run.fold(latency_kind);
   return {ctl_->slots(), n};
 }
-void Session::measure(const std::function<void()>& body, double deadline_s) {
+uint64_t Session::measure(const std::function<void()>& body, double deadline_s) {
   // The body shows no progress the harness could watch, and runs on this thread: a deadline per
   // run of it is the watchdog's only hold on it.
-  // Each guard is armed before its run and disarmed after it, outside the timed part.
+  // Each guard is armed before its runs and disarmed after them, outside the timed part; it bounds
+  // the phase's time plus one run of the body (the last run starts before the phase's time is up).
   const double limit = deadline_s > 0 ? deadline_s : opts_.timeout_s();
   const CleanupGuardAfter cleanup_guard(*this);  // its own deadline takes over from the set-up guard
-  const std::string line = fmt::format(
-      "FAILED {} (repetition {}): stalled: workload {} did not finish "
-      "within {:.1f} s",
-      rec_.name, rec_.repetition, mech_.full_name(), limit);
+  auto stalled = [&](double phase_s) {
+    return fmt::format(
+        "FAILED {} (repetition {}): stalled: workload {} did not finish "
+        "within {:.1f} s",
+        rec_.name, rec_.repetition, mech_.full_name(), phase_s + limit);
+  };
   if (opts_.warmup_s > 0) {
-    Deadline warm(limit, line);
-    body();
+    Deadline warm(opts_.warmup_s + limit, stalled(opts_.warmup_s));
+    const uint64_t until = now_ns() + uint64_t(opts_.warmup_s * 1e9);
+    do body();
+    while (now_ns() < until);
   }
   // Its threads are its own, placed where it places them: the steal of every CPU it may use, read
   // outside the CPU time and the kernel's counts (this thread's are the benchmark's here).
   const std::vector<int> steal_cpus = allowed_cpus();
   const StealReading steal0 = read_steal();
-  auto timed = std::make_unique<Deadline>(limit, line);
+  auto timed = std::make_unique<Deadline>(opts_.duration_s + limit, stalled(opts_.duration_s));
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
   const int cpu_before = current_cpu();
   // The body runs on this thread: the coordinator's own counts are the benchmark's here.
   KernelCounters::Reading kernel0, kernel1;
   if (kernel_) kernel0 = kernel_->read(false);
-  uint64_t t0 = now_ns();
-  body();
-  uint64_t t1 = now_ns();
+  // As google/benchmark grows its iterations to a minimum time: the body's count is one pass, and
+  // passes run until the window holds --duration, so that no figure comes from a window shorter
+  // than the one asked for, however small the count.
+  uint64_t passes = 0;
+  const uint64_t t0 = now_ns(), until = t0 + uint64_t(opts_.duration_s * 1e9);
+  uint64_t t1 = t0;
+  do {
+    body();
+    ++passes;
+    t1 = now_ns();
+  } while (t1 < until);
   if (kernel_) kernel1 = kernel_->read(false);
   timed.reset();
   if (kernel_)
     kernel_->add_window(rec_.kernel, kernel0, kernel1, false,
                         "window: the coordinator's thread, which runs the benchmark's body, and every thread "
                         "and child process the benchmark created");
+  rec_.extra["passes"] = passes;
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
@@ -887,6 +906,7 @@ void Session::measure(const std::function<void()>& body, double deadline_s) {
     if (allowed.size() == 1) side.pinned = allowed;
     rec_.placement.sides.push_back(side);
   }
+  return passes;
 }
 
 }  // namespace ipclab

@@ -111,9 +111,10 @@ struct Control {
   std::atomic<int> consumers_left{0};
   std::atomic<int> warming{0};          // workers whose warm-up work is not done (Worker::hold_warmup)
   std::atomic<uint64_t> window_end{0};  // when the measured window closed (now_ns; 0: not yet)
-  std::atomic<int> slice{0};  // the measured window's current slice, 0..kSlices-1 (set by the coordinator)
-  int workers = 0;            // slots after the block
-  size_t bytes = 0;           // the mapping, block and slots
+  std::atomic<int> slice{0};   // the measured window's current slice, 0..kSlices-1 (set by the coordinator)
+  uint64_t min_window_ns = 0;  // a whole_ops worker's window lasts at least this (--duration)
+  int workers = 0;             // slots after the block
+  size_t bytes = 0;            // the mapping, block and slots
 
   WorkerResult* slots();
   WorkerResult& slot(int i) { return slots()[i]; }
@@ -242,9 +243,10 @@ struct WorkerSpec {
   /// Its operations are long (a cachecalc iteration: a millisecond to tens): the run's measured
   /// window is its own — from the boundary between two operations at which it saw the measure
   /// phase to the one at which it saw the stop — so that the window holds whole operations only,
-  /// and at least one however short --duration is (one that reaches the stop without having
-  /// measured measures one more). With several such workers, from the first opening to the last
-  /// closing; used only when every worker of the run is one.
+  /// and lasts at least --duration (one that reaches the stop before its window does, or without
+  /// having measured, measures one more operation, and so on; Control::min_window_ns). With several
+  /// such workers, from the first opening to the last closing; used only when every worker of the
+  /// run is one.
   bool whole_ops = false;
   /// Its ops and latencies go into its slot as they happen (Worker::running between them), so
   /// that they can be told apart by time slice. False for a worker that tallies on its own and
@@ -331,12 +333,16 @@ class Session {
   uint64_t window_begin_ns() const { return window_begin_; }
   uint64_t window_end_ns() const { return window_end_; }
 
-  /// Runs `body` once as warm-up (when --warmup > 0) and once measured: wall time, and CPU of
-  /// the whole process plus children reaped meanwhile. For workloads that own their threads.
-  /// `deadline_s` (0: the session's timeout) bounds each run of `body`: past it the watchdog
-  /// reports the workload stalled and ends the process (exit 1), rather than hang forever — a
-  /// body running on the calling thread cannot be stopped any other way.
-  void measure(const std::function<void()>& body, double deadline_s = 0);
+  /// Runs `body` as warm-up until --warmup has passed (at least once; none when --warmup is 0),
+  /// then measured: `body` again and again — each run a pass — until the window holds --duration
+  /// (at least one pass), as google/benchmark grows its iterations to a minimum time. Wall time,
+  /// and CPU of the whole process plus children reaped meanwhile, over the whole window. For
+  /// workloads that own their threads and run a count of operations per pass. Returns the passes
+  /// of the window (also the record's extra.passes): its ops are that many passes' ops.
+  /// `deadline_s` (0: the session's timeout) bounds one run of `body`, beyond the phase's own time:
+  /// past it the watchdog reports the workload stalled and ends the process (exit 1), rather than
+  /// hang forever — a body running on the calling thread cannot be stopped any other way.
+  uint64_t measure(const std::function<void()>& body, double deadline_s = 0);
 
   /// The value of the `placement` parameter (unpinned when the mechanism has none): the layout
   /// recorded as placement.layout.

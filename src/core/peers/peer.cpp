@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/base/affinity.hpp"
@@ -184,28 +186,61 @@ void fold_peer_steal(Record& rec, const PeerRun& run, int cpu) {
                                   : "the peer's whole run, its window taken to lose the run's share";
 }
 
+uint64_t count_to_fill(uint64_t n, double window_s, double duration_s, uint64_t max_n) {
+  // Aimed 40% past the duration, as google/benchmark aims its next iteration count, so that one
+  // more run is enough though the rate wavers; a window too short to time counts as one
+  // microsecond, and one run grows n at most 10,000 times.
+  const double grow = std::clamp(1.4 * duration_s / std::max(window_s, 1e-6), 2.0, 1e4);
+  return uint64_t(std::min(double(max_n), std::ceil(double(n) * grow)));
+}
+
 void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args,
                double timeout_s, bool phased) {
   auto& opts = s.options();
-  std::vector<std::string> argv{executable};
-  argv.insert(argv.end(), args.begin(), args.end());
-  for (auto& [k, v] : s.params().items()) argv.push_back(fmt::format("--{}={}", k, v));
-  argv.push_back(fmt::format("--duration={}", opts.duration_s));
-  argv.push_back(fmt::format("--warmup={}", opts.warmup_s));
-  std::string cpus;
-  for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-  argv.push_back("--cpus=" + cpus);
-  const PeerPhases phases{opts.warmup_s, opts.duration_s};
-  PeerRun run = run_peer(argv, cpu, timeout_s > 0 ? timeout_s : opts.timeout_s(), opts.duration_s,
-                         phased ? &phases : nullptr);
+  // A count-based peer's window is set by its n: run again with a larger n while its window is
+  // shorter than --duration (count_to_fill), up to the parameter's bound.
+  Params params = s.params();
+  const uint64_t asked = params.has("n") ? uint64_t(params.i64("n")) : 0;
+  uint64_t max_n = uint64_t(INT64_MAX);
+  for (const auto& spec : s.mechanism().params)
+    if (spec.name == "n") max_n = uint64_t(spec.max);
+  const bool sized = !phased && asked > 0;
+  const double base_timeout = timeout_s > 0 ? timeout_s : opts.timeout_s();
+  PeerRun run;
+  int runs = 0;
+  for (;;) {
+    std::vector<std::string> argv{executable};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (auto& [k, v] : params.items()) argv.push_back(fmt::format("--{}={}", k, v));
+    argv.push_back(fmt::format("--duration={}", opts.duration_s));
+    argv.push_back(fmt::format("--warmup={}", opts.warmup_s));
+    std::string cpus;
+    for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+    argv.push_back("--cpus=" + cpus);
+    const PeerPhases phases{opts.warmup_s, opts.duration_s};
+    // The count's part of the timeout (beyond the session's) grows with the count.
+    const double grown = sized ? double(params.i64("n")) / double(asked) : 1.0;
+    const double limit = opts.timeout_s() + std::max(0.0, base_timeout - opts.timeout_s()) * grown;
+    run = run_peer(argv, cpu, sized ? limit : base_timeout, opts.duration_s, phased ? &phases : nullptr);
+    ++runs;
+    if (!run.error.empty()) throw std::runtime_error(run.error);
+    if (run.records.size() != 1)
+      throw std::runtime_error(
+          fmt::format("peer {} printed {} records; one was expected", executable, run.records.size()));
+    const Record& p = run.records.front();
+    const uint64_t n = sized ? uint64_t(params.i64("n")) : 0;
+    if (!sized || p.status != Status::Ok || !(p.wall_s < opts.duration_s) || n >= max_n) break;
+    params.set("n", std::to_string(count_to_fill(n, p.wall_s, opts.duration_s, max_n)));
+  }
   Record& rec = s.record();
-  if (!run.error.empty()) throw std::runtime_error(run.error);
-  if (run.records.size() != 1)
-    throw std::runtime_error(
-        fmt::format("peer {} printed {} records; one was expected", executable, run.records.size()));
   const Record& p = run.records.front();
   if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
   if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);
+  if (sized)
+    rec.extra["sized"] = {{"n_asked", asked},
+                          {"n_ran", params.i64("n")},
+                          {"runs", runs},
+                          {"why", "the peer ran again with a larger n until its window held --duration"}};
   rec.ops = p.ops;
   rec.bytes = p.bytes;
   rec.wall_s = p.wall_s;

@@ -2,6 +2,7 @@
 // Peer executables (Go, Rust, ...): started by the harness, they print one result record per
 // line on stdout (docs/json-schema.md). The harness starts them as every child (core/process),
 // pins them, times them out, measures their CPU from outside (wait4), and validates every line.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,18 @@ PeerRun run_peer(const std::vector<std::string>& argv, int cpu, double timeout_s
 /// its whole run, the window taken to lose the run's share (extra.steal_source says which).
 void fold_peer_steal(Record& rec, const PeerRun& run, int cpu);
 
+/// The count a count-based run of `n` operations whose window lasted `window_s` grows to, so that
+/// its next window holds `duration_s` (at most `max_n`): as google/benchmark grows its iterations.
+uint64_t count_to_fill(uint64_t n, double window_s, double duration_s, uint64_t max_n);
+
 /// Runs a peer for the session's benchmark: passes `args` (what the peer needs beyond the
 /// parameters, e.g. which bench), every parameter as --name=value plus --duration, --warmup and
 /// --cpus, and folds its single record into the session's record (the peer's extra is merged
 /// into what the mechanism already put there). `timeout_s` 0 is the session's
 /// (set by --duration); a count-based peer, whose time is set by its n, passes its own. A
 /// duration-driven peer (`phased`) gets its phases from the session's --warmup and --duration
-/// (PeerPhases); a count-based one times its n operations itself.
+/// (PeerPhases); a count-based one times its n operations itself, and is run again with a larger
+/// n (count_to_fill) while its window is shorter than --duration, up to n's bound (extra.sized).
 void fold_peer(Session& s, const std::string& executable, int cpu, const std::vector<std::string>& args = {},
                double timeout_s = 0, bool phased = false);
 

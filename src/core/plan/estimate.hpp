@@ -43,10 +43,10 @@ class CostModel {
   /// kDefaultOverheadS.
   double overhead_s(const std::string& mechanism, const std::string& point = {}) const;
   /// For a mechanism whose repetitions do a fixed amount of work and end before their warm-up and
-  /// window are over (most recent ones: runtime's n operations, servers' wave of clients), the
-  /// seconds a repetition takes, which no window changes (the point's own when it was learned, as
-  /// overhead_s); nullopt otherwise. A repetition that follows its window lasts at least that
-  /// window, so ending sooner is the sign.
+  /// window are over (most recent ones: servers' wave of clients), the seconds a repetition takes,
+  /// which no window changes (the point's own when it was learned, as overhead_s); nullopt
+  /// otherwise. A repetition that follows its window lasts at least that window, so ending sooner
+  /// is the sign.
   std::optional<double> fixed_s(const std::string& mechanism, const std::string& point = {}) const;
   /// Whether anything was learned of `mechanism`.
   bool learned(const std::string& mechanism) const { return entries_.count(mechanism) > 0; }

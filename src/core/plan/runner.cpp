@@ -13,6 +13,7 @@
 #include "core/base/error.hpp"
 #include "core/machine/numa.hpp"
 #include "core/machine/placement.hpp"
+#include "core/machine/window.hpp"
 #include "core/measure/kcounters.hpp"
 #include "core/model/std_params.hpp"
 #include "core/run/patterns.hpp"
@@ -277,6 +278,7 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
   }
   finish_kernel(rec.kernel, rec.ops);  // per op once the workload has counted its operations
   flag_steal(rec);
+  flag_short_window(rec, window_floor().floor_s);
   return rec;
 }
 

@@ -121,6 +121,24 @@ void flag_steal(Record& r) {
         "`--interleave`), whose sides lose alike"}});
 }
 
+void flag_short_window(Record& r, double floor_s) {
+  if (r.run_type == "aggregate" || r.status != Status::Ok || !(floor_s > 0) || !(r.wall_s < floor_s)) return;
+  if (!r.flags.is_array()) r.flags = nlohmann::json::array();
+  for (auto& f : r.flags)
+    if (f == "short_window") return;
+  r.flags.push_back("short_window");
+  r.warnings.push_back(
+      {{"message",
+        fmt::format("its measured window lasted {:.3g} ms, under the {:.3g} ms this machine's timer and "
+                    "scheduler allow (context.window_floor): one preemption or clock step moves its "
+                    "figure, so it is not ranked",
+                    r.wall_s * 1e3, floor_s * 1e3)},
+       {"remedy",
+        fmt::format("rerun with --duration {:.2g} or more (count-based benchmarks repeat their n until "
+                    "the window holds --duration)",
+                    2 * floor_s)}});
+}
+
 void Record::fail(const std::string& why) {
   if (status == Status::Failed) return;
   status = Status::Failed;

@@ -116,6 +116,11 @@ constexpr double kStealFlagShare = 0.05;
 /// at the least the tick counts allow (Steal::least_share), and adds the warning that says so.
 void flag_steal(Record& r);
 
+/// Flags an iteration whose measured window (wall_s) is shorter than `floor_s`, the shortest this
+/// machine's timer and scheduler allow (core/machine/window.hpp), `short_window`, and adds the
+/// warning that says so and its remedy. Such a record, and an aggregate of it, is never ranked.
+void flag_short_window(Record& r, double floor_s);
+
 /// The status as the console and Markdown tables show it: the status (and error), then what casts
 /// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto
 /// repetition's missed CI target, the series' flags (non-steady, bimodal; bimodal repetitions),

@@ -1,5 +1,7 @@
 #include "mechanisms/runtime/common.hpp"
 
+#include <utility>
+
 #include "core/measure/session.hpp"
 
 namespace ipclab::rt {
@@ -17,22 +19,27 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got) {
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body) {
   Integrity seen;
-  // Count-based: its time is set by its count, not --duration; the deadline is the one a peer
-  // of that count gets.
+  // Each pass's counts, warm-up's first: the window's are its last `passes`.
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  // A pass's time is set by its count; the harness repeats it to fill --duration (Session::measure).
+  // Its deadline is the one a peer of that count gets.
   const Params& p = s.params();
   const double deadline = counted_timeout_s(s, double(ops), p.has("delay_us") && p.i64("delay_us") > 0);
-  s.measure(
+  const uint64_t passes = s.measure(
       [&] {
         const Integrity run = verify(want_count, want_sum, body());
         seen.lost += run.lost;
         seen.duplicated += run.duplicated;
         seen.corrupt += run.corrupt;
-        seen.sent = run.sent;  // the timed run's counts, which comes last
-        seen.received = run.received;
+        counts.emplace_back(run.sent, run.received);
       },
       deadline);
+  for (size_t i = counts.size() - size_t(passes); i < counts.size(); ++i) {
+    seen.sent += counts[i].first;
+    seen.received += counts[i].second;
+  }
   s.record().integrity += seen;
-  s.record().ops = ops;
+  s.record().ops = ops * passes;
 }
 
 double counted_timeout_s(const Session& s, double ops, bool ms_timer) {
@@ -51,7 +58,7 @@ ParamSpec n_param(const std::string& what, uint64_t def, std::vector<std::string
   return {.name = "n",
           .type = ParamType::Int,
           .def = std::to_string(def),
-          .help = what,
+          .help = what + " per pass (passes repeat until the window holds --duration)",
           .quick = std::move(quick),
           .full = std::move(full),
           .min = 1,

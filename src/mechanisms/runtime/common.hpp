@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the runtime suite's mechanisms: one file per benchmark kind per runtime
-// (<bench>_ipcrt.cpp, <bench>_asio.cpp), each a count-based workload timed by Session::measure.
+// (<bench>_ipcrt.cpp, <bench>_asio.cpp), each a count-based workload timed by Session::measure,
+// which repeats the count until the window holds --duration.
 // What every run checks is the same: how many results arrived and what they add up to.
 #include <cstdint>
 #include <functional>
@@ -37,16 +38,17 @@ constexpr uint64_t index_sum(uint64_t n) { return n * (n - 1) / 2; }
 /// surplus `duplicated`, a wrong sum or an out-of-order result `corrupt`.
 Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got);
 
-/// Runs `body` through Session::measure (warm-up, then timed); every run's tally is verified
-/// and folded into the record's integrity; ops = `ops` of the timed run.
+/// Runs `body` through Session::measure (warm-up, then timed passes until the window holds
+/// --duration); every run's tally is verified and folded into the record's integrity; ops = `ops`
+/// per pass of the window.
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body);
 
 /// The timeout of a peer's run (the Go and Rust peers), whose time is set by n (times pairs, if
-/// the bench has them), not by --duration: the session's timeout plus, for the warm-up and the
-/// timed run, 20 µs per operation (the benches take 0.01–3 µs, so this covers a loaded machine),
-/// or 2 ms plus the delay per operation where `ms_timer` (a timer that ticks in whole
-/// milliseconds: Go's netpoller, Tokio's and Monoio's wheels). Only a stuck peer reaches it.
+/// the bench has them; fold_peer grows it with n when it runs the peer again to fill --duration): the
+/// session's timeout plus, for the warm-up and the timed run, 20 µs per operation (the benches take 0.01–3
+/// µs, so this covers a loaded machine), or 2 ms plus the delay per operation where `ms_timer` (a timer that
+/// ticks in whole milliseconds: Go's netpoller, Tokio's and Monoio's wheels). Only a stuck peer reaches it.
 double peer_timeout_s(const Session& s, bool ms_timer);
 /// The same for `ops` operations of any count-based body (measure_counted's deadline).
 double counted_timeout_s(const Session& s, double ops, bool ms_timer);
