@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from .load import compared, load
 from .stats import median
-from .util import UsageError, brief, check_target, fmt_time_ns, is_number, write_atomic
+from .util import HelpFormatter, UsageError, brief, check_target, fmt_time_ns, is_number, write_atomic
 
 DEFAULT_PAIRS = 10
 DEFAULT_DURATION = "0.2"
@@ -109,7 +109,7 @@ def _metric(text):
 
 
 def parser():
-    p = Parser(prog="ipclab ab", formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = Parser(prog="ipclab ab", formatter_class=HelpFormatter,
                description="Run one selection of benchmarks on two sides (two builds, or two configurations "
                            "of one) in alternating short slices (ABBA), and judge each benchmark by the "
                            "median of its paired ratios, a bootstrap 95% CI and a Wilcoxon signed-rank test.",

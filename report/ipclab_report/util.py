@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import math
 import os
 import stat
 import tempfile
+import textwrap
 
 
 class UsageError(Exception):
@@ -285,3 +287,19 @@ def fmt_bytes_param(v) -> str:
         if v >= (1 << shift) and v % (1 << shift) == 0:
             return f"{v >> shift}{suffix}"
     return str(v)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help with the description and epilog kept line by line (examples, tables), each
+    line wrapped to the terminal's width ($COLUMNS, else the terminal, else 80), continuing two
+    columns under its own indentation."""
+
+    def _fill_text(self, text, width, indent):
+        out = []
+        for line in text.splitlines():
+            lead = " " * (len(line) - len(line.lstrip(" ")))
+            out.append(textwrap.fill(line.strip(), width, initial_indent=indent + lead,
+                                     subsequent_indent=indent + lead + "  ", break_on_hyphens=False)
+                       if line.strip() else "")
+        return "\n".join(out)
+

@@ -87,13 +87,9 @@ Question parse_question(const AdviseArgs& a) {
   };
   q.p99_us = bound(a.p99_us, "--p99-us", "--p99-us 50");
   q.cpu_us = bound(a.cpu_us, "--cpu-us", "--cpu-us 10");
-  if (a.budget) {
-    auto v = parse_real(*a.budget);
-    if (!v || !(*v >= 5 && *v <= 3600))
-      throw UsageError(fmt::format(
-          "--budget '{}': give seconds of measuring from 5 to 3600, e.g. --budget 60", brief(*a.budget)));
-    q.budget_s = *v;
-  }
+  // As `ipclab run --budget` reads it (one syntax of time); whether the candidates fit in it is
+  // checked once they are known (cmd_advise), naming the budget they need.
+  if (a.budget) q.budget_s = *parse_budget(*a.budget, "--budget", 1, 3600, false);
   q.only = a.only;
   return q;
 }
@@ -250,9 +246,10 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   const double per_point = (q.budget_s - fixed_s) / slots;
   if (per_point < kFloors.duration_s)
     throw UsageError(fmt::format(
-        "--budget {:.0f}: {} candidates x {} repetitions need at least {:.0f} s; give a larger --budget or "
-        "fewer --only",
-        q.budget_s, benches.size(), kRepetitions, fixed_s + slots * kFloors.duration_s));
+        "--budget {}: {} candidates x {} repetitions need at least {:.0f}s; give --budget {:.0f}s or more, "
+        "or fewer --only",
+        duration_text(q.budget_s), benches.size(), kRepetitions,
+        std::ceil(fixed_s + slots * kFloors.duration_s), std::ceil(fixed_s + slots * kFloors.duration_s)));
   opts.duration_s = std::min(per_point, kMaxDuration);
 
   start_owned_run();
