@@ -142,9 +142,15 @@ struct Verdict {
   const Candidate* c;
   const Record* r = nullptr;  // the median aggregate (or the one repetition)
   double p50_us = 0, p99_us = 0, cpu_us = 0;
+  double p99_lo_us = 0, p99_hi_us = 0;  // the repetitions' p99, lowest and highest
+  double cpus_busy = 0;  // CPU seconds per second of wall time, both sides: a spinning side is 1
   bool ok = false, meets = false;
   std::string why;  // what it misses, or why it has no figure
 };
+
+// A wait that keeps a CPU busy whether or not a message comes: CPUs busy at or above this per
+// side that waits (most of a whole CPU) reads as spinning.
+constexpr double kSpinningCpus = 0.9;
 
 std::string us(double v) {
   if (v >= 1000) return fmt::format("{:.1f} ms", v / 1000);
@@ -180,6 +186,23 @@ Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& 
   v.p50_us = double(r.latency->p50) / 1e3;
   v.p99_us = double(r.latency->p99) / 1e3;
   v.cpu_us = r.cpu_per_op_ns() / 1e3;
+  // Its confidence: the p99 of each repetition (the aggregate's p99 is the median one's); its
+  // occupancy: CPU time over wall time, the median over the repetitions.
+  v.p99_lo_us = v.p99_hi_us = v.p99_us;
+  std::vector<double> busy;
+  for (auto& rep : records) {
+    if (rep.name != c.bench.name || rep.run_type == "aggregate" || rep.status != Status::Ok) continue;
+    if (rep.latency && rep.latency->count) {
+      v.p99_lo_us = std::min(v.p99_lo_us, double(rep.latency->p99) / 1e3);
+      v.p99_hi_us = std::max(v.p99_hi_us, double(rep.latency->p99) / 1e3);
+    }
+    if (rep.wall_s > 0) busy.push_back(rep.cpu.total_s() / rep.wall_s);
+  }
+  if (busy.empty() && r.wall_s > 0) busy.push_back(r.cpu.total_s() / r.wall_s);
+  if (!busy.empty()) {
+    std::sort(busy.begin(), busy.end());
+    v.cpus_busy = busy[busy.size() / 2];
+  }
   std::vector<std::string> misses;
   if (q.p99_us > 0 && v.p99_us > q.p99_us) misses.push_back(fmt::format("p99 over {}", us(q.p99_us)));
   if (q.cpu_us > 0 && v.cpu_us > q.cpu_us) misses.push_back(fmt::format("CPU over {}", us(q.cpu_us)));
@@ -197,6 +220,7 @@ std::string trade(const Verdict& answer, const Verdict& v) {
   if (cpu > 0)
     t.push_back(cpu < 1 ? fmt::format("{:.0f}% less CPU", (1 - cpu) * 100)
                         : fmt::format("{:.1f}x the CPU", cpu));
+  t.push_back(fmt::format("{:.2f} CPUs busy (the answer {:.2f})", v.cpus_busy, answer.cpus_busy));
   std::string s;
   for (auto& x : t) s += (s.empty() ? "" : ", ") + x;
   return s;
@@ -276,13 +300,22 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     if (x.ok != y.ok) return x.ok;
     return x.ok && x.p99_us < y.p99_us;
   });
-  // The answer: of the candidates that meet every bound and whose p99 is within kTailTie of the
-  // best, the one with least CPU — a spinning wait that buys nothing measurable is no answer.
+  // The answer: of the candidates that meet every bound and tie with the best on p99 (their
+  // repetitions' p99 ranges overlap, or the medians are within kTailTie), the one with least CPU
+  // — a spinning wait that buys nothing measurable is no answer. The tie is said, by name.
+  std::vector<std::string> tie;
   if (!vs.empty() && vs.front().meets) {
-    size_t best = 0;
-    for (size_t i = 1; i < vs.size() && vs[i].meets && vs[i].p99_us <= vs[0].p99_us * (1 + kTailTie); ++i)
-      if (vs[i].cpu_us < vs[best].cpu_us) best = i;
-    std::rotate(vs.begin(), vs.begin() + long(best), vs.begin() + long(best) + 1);
+    const Verdict best = vs.front();
+    auto ties = [&](const Verdict& v) {
+      return v.meets && (v.p99_lo_us <= best.p99_hi_us || v.p99_us <= best.p99_us * (1 + kTailTie));
+    };
+    size_t pick = 0, n = 1;
+    while (n < vs.size() && ties(vs[n])) ++n;
+    for (size_t i = 1; i < n; ++i)
+      if (vs[i].cpu_us < vs[pick].cpu_us) pick = i;
+    std::rotate(vs.begin(), vs.begin() + long(pick), vs.begin() + long(pick) + 1);
+    if (n > 1)
+      for (size_t i = 0; i < n; ++i) tie.push_back(vs[i].c->label);
   }
   const Verdict* answer = !vs.empty() && vs.front().meets ? &vs.front() : nullptr;
 
@@ -296,6 +329,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                        {"p99_us", q.p99_us > 0 ? nlohmann::json(q.p99_us) : nlohmann::json(nullptr)},
                        {"cpu_us", q.cpu_us > 0 ? nlohmann::json(q.cpu_us) : nlohmann::json(nullptr)}}},
                      {"answer", answer ? nlohmann::json(answer->c->label) : nlohmann::json(nullptr)},
+                     {"tie", tie},
                      {"duration_s", opts.duration_s},
                      {"repetitions", kRepetitions},
                      {"interleave_seed", seed},
@@ -304,7 +338,12 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     for (auto& v : vs) {
       nlohmann::json e{{"candidate", v.c->label}, {"meets", v.meets}, {"ok", v.ok}};
       if (v.r) e["name"] = v.r->name;
-      if (v.ok) e.update({{"p50_us", v.p50_us}, {"p99_us", v.p99_us}, {"cpu_us", v.cpu_us}});
+      if (v.ok)
+        e.update({{"p50_us", v.p50_us},
+                  {"p99_us", v.p99_us},
+                  {"p99_range_us", {v.p99_lo_us, v.p99_hi_us}},
+                  {"cpu_us", v.cpu_us},
+                  {"cpus_busy", v.cpus_busy}});
       if (!v.why.empty()) e["why"] = v.why;
       if (answer && v.ok && &v != answer) e["trade"] = trade(*answer, v);
       list.push_back(std::move(e));
@@ -317,25 +356,71 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   fmt::print("Question: {}\n\n", question_text(q));
   size_t width = 9;
   for (auto& v : vs) width = std::max(width, v.c->label.size());
-  fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", "rank", "mechanism", width, "p50", "p99",
-             q.rate ? "CPU/msg" : "CPU/rt", "verdict");
+  // A paragraph after `label`, wrapped to the terminal under its first line's text.
+  auto wrap_text = [](const std::string& label, const std::string& text) {
+    return wrap(label, label.size(), text, text_width(), " ");
+  };
+  fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>19}  {:>9}  {:>5}  {}\n", "rank", "mechanism", width, "p50",
+             "p99", "p99 of repetitions", q.rate ? "CPU/msg" : "CPU/rt", "CPUs", "verdict");
   int rank = 0;
   for (auto& v : vs) {
     if (!v.ok) continue;
-    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", ++rank, v.c->label, width, us(v.p50_us),
-               us(v.p99_us), us(v.cpu_us), v.meets ? "meets" : v.why);
+    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>19}  {:>9}  {:>5.2f}  {}\n", ++rank, v.c->label, width,
+               us(v.p50_us), us(v.p99_us), us(v.p99_lo_us) + ".." + us(v.p99_hi_us), us(v.cpu_us),
+               v.cpus_busy, v.meets ? "meets" : v.why);
   }
+  // Those without a figure, each with its reason whole, wrapped under the reason's column.
   for (auto& v : vs)
-    if (!v.ok) fmt::print("   -  {:<{}}  {}\n", v.c->label, width, brief(v.why, 120));
+    if (!v.ok) fmt::print("{}\n", wrap_text(fmt::format("   -  {:<{}}  ", v.c->label, width), v.why));
+  fmt::print("\n{}\n", wrap_text("",
+                                 "CPUs: CPU seconds per second of wall time, both sides together (the median "
+                                 "repetition's): a side that spins while it waits reads as a whole CPU."));
+  for (auto& v : vs)
+    if (v.ok && v.cpus_busy >= kSpinningCpus)
+      fmt::print("{}\n",
+                 wrap_text("", fmt::format("{} keeps {:.1f} CPUs busy: its waiting side spins, a whole "
+                                           "CPU even when no message comes ({} of this machine's {} "
+                                           "CPUs).",
+                                           v.c->label, v.cpus_busy,
+                                           std::min(std::lround(v.cpus_busy), long(allowed_cpus().size())),
+                                           allowed_cpus().size())));
+  // A wait named spin spins whatever this run measured: on a machine whose other work took CPU
+  // time from it, it read less than a CPU here, but it takes one wherever it runs.
+  for (auto& v : vs)
+    if (v.ok && v.cpus_busy < kSpinningCpus && v.c->label.ends_with(" wait=spin"))
+      fmt::print("{}\n", wrap_text("", fmt::format("{} spins while it waits: a whole CPU per waiting side "
+                                                   "while it runs; it read {:.2f} CPUs busy here, where "
+                                                   "other work took CPU time from it.",
+                                                   v.c->label, v.cpus_busy)));
+  if (!q.rate)
+    fmt::print("{}\n", wrap_text("",
+                                 "Closed loop: round trips back to back, each side always busy, so CPU per "
+                                 "round trip is at full load; for the CPU at your load, ask with --rate "
+                                 "(e.g. --rate 10k)."));
   fmt::print("\n");
   if (!answer) {
     fmt::print("Answer: none of the candidates meets every bound here; the closest is {} (p99 {}, CPU {}).\n",
                vs.front().ok ? vs.front().c->label : "-", us(vs.front().p99_us), us(vs.front().cpu_us));
     return 1;
   }
-  fmt::print("Answer: {} — p50 {}, p99 {}{}, CPU {} per {}.\n", answer->c->label, us(answer->p50_us),
-             us(answer->p99_us), q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "",
-             us(answer->cpu_us), q.rate ? "message" : "round trip");
+  fmt::print("{}\n",
+             wrap_text("", fmt::format("Answer: {} — p50 {}, p99 {}{} (repetitions {}..{}), CPU {} per {}, "
+                                       "{:.2f} CPUs busy.",
+                                       answer->c->label, us(answer->p50_us), us(answer->p99_us),
+                                       q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "",
+                                       us(answer->p99_lo_us), us(answer->p99_hi_us), us(answer->cpu_us),
+                                       q.rate ? "message" : "round trip", answer->cpus_busy)));
+  if (!tie.empty()) {
+    std::string names;
+    for (auto& t : tie) names += (names.empty() ? "" : ", ") + t;
+    fmt::print("{}\n", wrap_text("", fmt::format("Tie: {} are one answer on p99 here (their repetitions' p99 "
+                                                 "ranges overlap or their medians are within {:.0f}%); {} is "
+                                                 "named for the least CPU. Measure longer (--budget) to part "
+                                                 "them.",
+                                                 names, kTailTie * 100, answer->c->label)));
+  } else {
+    fmt::print("Confidence: no other candidate's p99 range overlaps the answer's.\n");
+  }
   int shown = 0;
   for (auto& v : vs) {
     if (&v == answer || !v.ok || shown == 3) continue;
@@ -347,9 +432,12 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     if (k == "pattern" || k == "size" || k == "mode" || k == "placement" || k == "rate" || k == "wait")
       again += fmt::format(" -p {}={}", k, v);
   fmt::print(
-      "\nMeasured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 within {:.0f}% "
-      "counts as a tie, broken by CPU). The answer's spread and flags: {} --repetitions 5\n",
-      kRepetitions, opts.duration_s, kTailTie * 100, again);
+      "\n{}\n  {} --repetitions 5\n",
+      wrap_text("", fmt::format("Measured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 "
+                                "ranges that overlap, or medians within {:.0f}%, count as a tie, broken by "
+                                "CPU). The answer's spread and flags:",
+                                kRepetitions, opts.duration_s, kTailTie * 100)),
+      again);
   return 0;
 }
 
