@@ -5,29 +5,18 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
-BINARY = os.environ.get("IPCLAB_BIN", "")
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ipclab_fixture import ipclab_command  # noqa: E402,F401  (the fixture: run ipclab in a sandbox)
 
 
 @pytest.fixture
-def lab(tmp_path):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(mode=0o700)
-
-    def go(*args, columns=None, timeout=60):
-        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-        env.update(TMPDIR=str(tmp), XDG_STATE_HOME=str(tmp_path / "state"))
-        if columns is not None:
-            env["COLUMNS"] = str(columns)
-        return subprocess.run([BINARY, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-
-    return go
+def lab(ipclab_command):
+    return ipclab_command
 
 
 def test_version_names_the_build(lab):
@@ -42,9 +31,13 @@ def test_version_names_the_build(lab):
     assert fields["compiler"] == os.environ.get("IPCLAB_EXPECT_COMPILER", fields["compiler"])
     for flag in os.environ.get("IPCLAB_EXPECT_FLAGS", "").split():
         assert flag in fields["flags"].split(), (flag, fields["flags"])
-    head = subprocess.run(["git", "-C", SOURCE, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
-    if head.returncode == 0:
-        assert fields["commit"].split("-")[0] == head.stdout.strip(), (fields["commit"], head.stdout)
+    # A commit of this repository (the one built from: a binary built before the last commit names
+    # an older one), "-dirty" when the tree had changes, or "unknown" outside a git checkout.
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", fields["commit"]), fields["commit"]
+    inside = subprocess.run(["git", "-C", SOURCE, "rev-parse", "HEAD"], capture_output=True).returncode == 0
+    if inside:
+        sha = fields["commit"].split("-")[0]
+        assert subprocess.run(["git", "-C", SOURCE, "cat-file", "-e", f"{sha}^{{commit}}"]).returncode == 0, sha
 
 
 COMMANDS = [[], ["run"], ["advise"], ["list"], ["env"], ["topo"], ["version"], ["report"], ["compare"], ["ab"]]
