@@ -414,6 +414,12 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
                  "repetition from its median or CI half-width; --noise PCT fixes it)")
     out.append(f"{len(result.rows)} compared ({summary or 'none'}); {what}, threshold {threshold_pct:g}%, "
                f"{floor}, Mann-Whitney U two-sided, alpha {alpha:g}")
+    unsure = [c for c in result.rows if "(too few repetitions)" in c.verdict]
+    if unsure:
+        fewest = min(min(c.base_n, c.new_n) for c in unsure)
+        out.append(f"TOO FEW REPETITIONS: {len(unsure)} benchmark(s) moved beyond the band, but {fewest} repetition(s) "
+                   f"a side cannot reach p < {alpha:g} (they do not set the exit status); run both sides with "
+                   "--repetitions 5 or more to judge them")
     became = [c for c in result.rows if c.state == "became saturated"]
     if became:
         out.append(f"SATURATED: {len(became)} open-loop point(s) saturated in NEW that were not in BASE")

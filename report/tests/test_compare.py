@@ -1,5 +1,6 @@
 import math
 import random
+import re
 
 import pytest
 
@@ -94,7 +95,10 @@ def test_files_slowed_benchmark_exit_1(tmp_path, capsys):
 def test_files_too_few_reps_exit_0(tmp_path, capsys):
     base, new = _pair(tmp_path, reps=2, speed={SLOWED: 1.5})
     assert main(["compare", base, new]) == 0
-    assert "slower? (too few repetitions)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "slower? (too few repetitions)" in out
+    assert re.search(r"^TOO FEW REPETITIONS: \d+ benchmark\(s\) moved beyond the band, but 2 repetition\(s\) a side "
+                     r"cannot reach p < 0.05 .*--repetitions 5 or more", out, re.M), out
 
 
 def test_failed_unmatched_and_aggregate_only(tmp_path, capsys):
