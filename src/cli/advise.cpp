@@ -161,6 +161,9 @@ std::string us(double v) {
 // of one transport spread by a few percent): among those the answer is the one with least CPU.
 constexpr double kTailTie = 0.10;
 
+// The part of the budget round one takes; the rest measures a tie again.
+constexpr double kFirstRound = 0.5;
+
 Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& records) {
   Verdict v{&c};
   if (!c.not_applicable.empty()) {
@@ -274,48 +277,96 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
         "or fewer --only",
         duration_text(q.budget_s), benches.size(), kRepetitions,
         std::ceil(fixed_s + slots * kFloors.duration_s), std::ceil(fixed_s + slots * kFloors.duration_s)));
-  opts.duration_s = std::min(per_point, kMaxDuration);
+  // Round one takes kFirstRound of the budget (all of it when that part would not hold the floors);
+  // what is left measures a tie again (below).
+  const double first = (q.budget_s * kFirstRound - fixed_s) / slots;
+  opts.duration_s = std::min(first >= kFloors.duration_s ? first : per_point, kMaxDuration);
+  const uint64_t started = now_ns();
 
   start_owned_run();
   nlohmann::json context = collect_environment(cmdline);
   for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
   const uint64_t seed = std::random_device{}() & 0x7fffffff;
   fmt::print(stderr,
-             "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
+             "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}{}\n",
              benches.size(), kRepetitions, opts.duration_s, seed,
-             duration_text(estimate_plan(benches, opts, *model)));
+             duration_text(estimate_plan(benches, opts, *model)),
+             first >= kFloors.duration_s ? ", the rest of the budget to measure a tie again" : "");
   PlanHooks hooks;
   const bool tty = isatty(2);
   hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
     if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done + 1, total, b.mech->name);
   };
-  const std::vector<Record> records =
-      run_plan(benches, opts, learning_hooks(std::move(hooks), model, opts), seed);
+  std::vector<Record> records = run_plan(benches, opts, learning_hooks(hooks, model, opts), seed);
   if (tty) fmt::print(stderr, "\r\033[K");
 
+  // The ranking: those that meet every bound first, by p99, then those that do not, then those
+  // without a figure. The answer: of the candidates that meet every bound and tie with the best on
+  // p99 (their repetitions' p99 ranges overlap, or the medians are within kTailTie), the one with
+  // least CPU — a spinning wait that buys nothing measurable is no answer. The tie is said, by name.
   std::vector<Verdict> vs;
-  for (auto& c : cands) vs.push_back(judge(q, c, records));
-  std::stable_sort(vs.begin(), vs.end(), [](const Verdict& x, const Verdict& y) {
-    if (x.meets != y.meets) return x.meets;
-    if (x.ok != y.ok) return x.ok;
-    return x.ok && x.p99_us < y.p99_us;
-  });
-  // The answer: of the candidates that meet every bound and tie with the best on p99 (their
-  // repetitions' p99 ranges overlap, or the medians are within kTailTie), the one with least CPU
-  // — a spinning wait that buys nothing measurable is no answer. The tie is said, by name.
   std::vector<std::string> tie;
-  if (!vs.empty() && vs.front().meets) {
+  bool parts = false;  // the tie holds a candidate whose median p99 is beyond kTailTie of the best's
+  auto rank_them = [&] {
+    vs.clear();
+    tie.clear();
+    for (auto& c : cands) vs.push_back(judge(q, c, records));
+    std::stable_sort(vs.begin(), vs.end(), [](const Verdict& x, const Verdict& y) {
+      if (x.meets != y.meets) return x.meets;
+      if (x.ok != y.ok) return x.ok;
+      return x.ok && x.p99_us < y.p99_us;
+    });
+    if (vs.empty() || !vs.front().meets) return;
     const Verdict best = vs.front();
     auto ties = [&](const Verdict& v) {
       return v.meets && (v.p99_lo_us <= best.p99_hi_us || v.p99_us <= best.p99_us * (1 + kTailTie));
     };
-    size_t pick = 0, n = 1;
-    while (n < vs.size() && ties(vs[n])) ++n;
-    for (size_t i = 1; i < n; ++i)
+    // Every candidate that ties with the best (sorted by median p99, a wide range further down
+    // may still reach the best one's).
+    std::vector<size_t> tied{0};
+    for (size_t i = 1; i < vs.size(); ++i)
+      if (ties(vs[i])) tied.push_back(i);
+    size_t pick = 0;
+    parts = false;
+    for (size_t i : tied) {
       if (vs[i].cpu_us < vs[pick].cpu_us) pick = i;
+      parts = parts || vs[i].p99_us > best.p99_us * (1 + kTailTie);
+    }
+    if (tied.size() > 1)
+      for (size_t i : tied) tie.push_back(vs[i].c->label);
     std::rotate(vs.begin(), vs.begin() + long(pick), vs.begin() + long(pick) + 1);
-    if (n > 1)
-      for (size_t i = 0; i < n; ++i) tie.push_back(vs[i].c->label);
+  };
+  rank_them();
+  // A tie that longer windows may part (its medians further apart than kTailTie, its ranges
+  // overlapping): the tied candidates measured again with what the budget has left, in longer
+  // windows than round one's (1.5 x at least), and judged on the new figures alone.
+  std::vector<std::string> again_labels;
+  double again_window = 0;
+  if (parts) {
+    std::vector<PlannedBenchmark> again;
+    for (auto& c : cands)
+      if (std::find(tie.begin(), tie.end(), c.label) != tie.end()) again.push_back(c.bench);
+    RunOptions opts2 = opts;
+    opts2.duration_s = 0;
+    const double left = q.budget_s - double(now_ns() - started) * 1e-9;
+    const double window = (left - estimate_plan(again, opts2, *model)) / double(again.size() * kRepetitions);
+    if (window >= 1.5 * opts.duration_s) {  // longer windows, or nothing to learn
+      opts2.duration_s = std::min(window, 2 * kMaxDuration);
+      std::string names;
+      for (auto& t : tie) names += (names.empty() ? "" : ", ") + t;
+      fmt::print(stderr, "advise: a tie on p99 ({}): measuring them again, {} repetitions of {:.2f} s each\n",
+                 names, kRepetitions, opts2.duration_s);
+      again_window = opts2.duration_s;
+      std::vector<Record> more = run_plan(again, opts2, learning_hooks(hooks, model, opts2), seed + 1);
+      if (tty) fmt::print(stderr, "\r\033[K");
+      std::erase_if(records, [&](const Record& r) {
+        return std::any_of(again.begin(), again.end(), [&](auto& b) { return b.name == r.name; });
+      });
+      records.insert(records.end(), std::make_move_iterator(more.begin()),
+                     std::make_move_iterator(more.end()));
+      again_labels = tie;
+      rank_them();
+    }
   }
   const Verdict* answer = !vs.empty() && vs.front().meets ? &vs.front() : nullptr;
 
@@ -330,6 +381,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                        {"cpu_us", q.cpu_us > 0 ? nlohmann::json(q.cpu_us) : nlohmann::json(nullptr)}}},
                      {"answer", answer ? nlohmann::json(answer->c->label) : nlohmann::json(nullptr)},
                      {"tie", tie},
+                     {"measured_again", again_labels},
                      {"duration_s", opts.duration_s},
                      {"repetitions", kRepetitions},
                      {"interleave_seed", seed},
@@ -413,13 +465,28 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   if (!tie.empty()) {
     std::string names;
     for (auto& t : tie) names += (names.empty() ? "" : ", ") + t;
+    // Medians within kTailTie are one figure here however long they are measured; ranges that
+    // overlap with medians further apart may part with longer windows (measured again above when
+    // the budget left room).
+    const char* remedy = !parts ? ""
+                         : again_labels.empty()
+                             ? " A larger --budget measures them again, longer, to part them."
+                             : " It stands after measuring them again.";
     fmt::print("{}\n", wrap_text("", fmt::format("Tie: {} are one answer on p99 here (their repetitions' p99 "
                                                  "ranges overlap or their medians are within {:.0f}%); {} is "
-                                                 "named for the least CPU. Measure longer (--budget) to part "
-                                                 "them.",
-                                                 names, kTailTie * 100, answer->c->label)));
+                                                 "named for the least CPU.{}",
+                                                 names, kTailTie * 100, answer->c->label, remedy)));
   } else {
     fmt::print("Confidence: no other candidate's p99 range overlaps the answer's.\n");
+  }
+  if (!again_labels.empty()) {
+    std::string names;
+    for (auto& t : again_labels) names += (names.empty() ? "" : ", ") + t;
+    fmt::print("{}\n",
+               wrap_text("", fmt::format("Measured again: {} tied after the first round; the figures above "
+                                         "are of {} more repetitions of {:.2f} s each, {}.",
+                                         names, kRepetitions, again_window,
+                                         tie.empty() ? "which parted them" : "and a tie stands")));
   }
   int shown = 0;
   for (auto& v : vs) {

@@ -98,11 +98,9 @@ def _ties(cands):
     """advise's rule: among the candidates that meet every bound, those whose repetitions' p99 range
     reaches the best one's (or whose median p99 is within 10% of it) are one answer."""
     meets = sorted((c for c in cands if c["ok"] and c["meets"]), key=lambda c: c["p99_us"])
-    best, n = meets[0], 1
-    while n < len(meets) and (meets[n]["p99_range_us"][0] <= best["p99_range_us"][1]
-                              or meets[n]["p99_us"] <= best["p99_us"] * 1.10):
-        n += 1
-    return meets[:n]
+    best = meets[0]
+    return [best] + [c for c in meets[1:] if c["p99_range_us"][0] <= best["p99_range_us"][1]
+                     or c["p99_us"] <= best["p99_us"] * 1.10]
 
 
 def test_json_gives_each_candidates_cpu_occupancy_confidence_and_the_tie(advise):
@@ -117,6 +115,10 @@ def test_json_gives_each_candidates_cpu_occupancy_confidence_and_the_tie(advise)
         assert 0 < lo <= c["p99_us"] <= hi, c
         # Blocking transports in a closed loop: each side busy part of the time, both under 2 CPUs.
         assert 0 < c["cpus_busy"] < 2.5, c
+    # A tie whose medians lie further apart than 10% is measured again when the budget leaves
+    # room, and judged on the new figures: those named, the final tie among them.
+    again = j["measured_again"]
+    assert again == [] or (len(again) >= 2 and set(j["tie"]) <= set(again)), j
     tied = _ties(cands)
     if len(tied) > 1:  # a tie: named, and its answer the one of least CPU
         assert sorted(j["tie"]) == sorted(c["candidate"] for c in tied), (j["tie"], cands)
