@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   }
   crash::ignore_file_size_signal();  // a write over `ulimit -f` fails with EFBIG: an error, not a death
   const std::string cmdline = command_line(argc, argv);
-  CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine"};
+  CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine", "ipclab"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
   app.set_version_flag(
