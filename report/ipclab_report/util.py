@@ -303,3 +303,24 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
                        if line.strip() else "")
         return "\n".join(out)
 
+
+DURATION_UNITS = (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+
+
+def parse_duration(text):
+    """A time as ipclab's options read it (core/plan/estimate.hpp's parse_duration): seconds, bare
+    or with a unit ms, s, m or h ("0.5", "250ms", "90s", "5m"), in seconds; None when `text` is
+    not one (no blanks, nan or inf)."""
+    scale = 1.0
+    for unit, factor in DURATION_UNITS:
+        if text.endswith(unit) and len(text) > len(unit):
+            text, scale = text[:-len(unit)], factor
+            break
+    if not text or text != text.strip() or text.lower().lstrip("+-") in ("nan", "inf", "infinity") or "_" in text:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v * scale if math.isfinite(v) else None
+
