@@ -427,15 +427,17 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   fmt::print("\n{}\n", wrap_text("",
                                  "CPUs: CPU seconds per second of wall time, both sides together (the median "
                                  "repetition's): a side that spins while it waits reads as a whole CPU."));
+  // Those that keep CPUs busy while they wait, in one sentence: a spinning side is a whole CPU
+  // whether or not a message comes.
+  std::string busy;
   for (auto& v : vs)
     if (v.ok && v.cpus_busy >= kSpinningCpus)
-      fmt::print("{}\n",
-                 wrap_text("", fmt::format("{} keeps {:.1f} CPUs busy: its waiting side spins, a whole "
-                                           "CPU even when no message comes ({} of this machine's {} "
-                                           "CPUs).",
-                                           v.c->label, v.cpus_busy,
-                                           std::min(std::lround(v.cpus_busy), long(allowed_cpus().size())),
-                                           allowed_cpus().size())));
+      busy += fmt::format("{}{} {:.2f} CPUs", busy.empty() ? "" : ", ", v.c->label, v.cpus_busy);
+  if (!busy.empty())
+    fmt::print("{}\n",
+               wrap_text("", fmt::format("Kept busy while waiting (a side that spins is a whole CPU even "
+                                         "when no message comes; this machine has {}): {}.",
+                                         allowed_cpus().size(), busy)));
   // A wait named spin spins whatever this run measured: on a machine whose other work took CPU
   // time from it, it read less than a CPU here, but it takes one wherever it runs.
   for (auto& v : vs)
@@ -483,8 +485,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     std::string names;
     for (auto& t : again_labels) names += (names.empty() ? "" : ", ") + t;
     fmt::print("{}\n",
-               wrap_text("", fmt::format("Measured again: {} tied after the first round; the figures above "
-                                         "are of {} more repetitions of {:.2f} s each, {}.",
+               wrap_text("", fmt::format("Measured again: {} tied after the first round; their figures "
+                                         "above are of {} more repetitions of {:.2f} s each, {}.",
                                          names, kRepetitions, again_window,
                                          tie.empty() ? "which parted them" : "and a tie stands")));
   }
