@@ -30,3 +30,22 @@ def ipclab(tmp_path):
                                         if b.get("run_type", "iteration") == "iteration"]
 
     return go
+
+
+@pytest.fixture
+def ipclab_command(tmp_path):
+    """`ipclab_command(*args, columns=None)` runs `ipclab args` as given, with a private TMPDIR and
+    cost model, $COLUMNS set to `columns` (or unset), and returns the CompletedProcess (text)."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    (tmp_path / "tmp").mkdir(mode=0o700)
+
+    def go(*args, columns=None, timeout=120):
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+        env.update(TMPDIR=str(tmp_path / "tmp"), XDG_STATE_HOME=str(tmp_path / "state"))
+        if columns is not None:
+            env["COLUMNS"] = str(columns)
+        return subprocess.run([BINARY, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    return go

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from .load import compared, load
 from .stats import median
-from .util import UsageError, brief, check_target, fmt_time_ns, is_number, write_atomic
+from .util import HelpFormatter, UsageError, parse_duration, brief, check_target, fmt_time_ns, is_number, write_atomic
 
 DEFAULT_PAIRS = 10
 DEFAULT_DURATION = "0.2"
@@ -109,7 +109,7 @@ def _metric(text):
 
 
 def parser():
-    p = Parser(prog="ipclab ab", formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = Parser(prog="ipclab ab", formatter_class=HelpFormatter,
                description="Run one selection of benchmarks on two sides (two builds, or two configurations "
                            "of one) in alternating short slices (ABBA), and judge each benchmark by the "
                            "median of its paired ratios, a bootstrap 95% CI and a Wilcoxon signed-rank test.",
@@ -120,10 +120,11 @@ def parser():
     p.add_argument("-p", "--param", action="append", default=[], type=_assignment("-p", "size=64"),
                    metavar="NAME=V1,V2", help="parameter values for both sides, as for `ipclab run`")
     p.add_argument("--preset", choices=("quick", "full"), help="the grid of `ipclab run --preset`")
-    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="SECONDS",
-                   help=f"measured seconds per slice (default {DEFAULT_DURATION})")
-    p.add_argument("--warmup", default=DEFAULT_WARMUP, metavar="SECONDS",
-                   help=f"warm-up seconds per slice (default {DEFAULT_WARMUP})")
+    p.add_argument("--duration", default=DEFAULT_DURATION, metavar="TIME",
+                   help=f"measured time per slice: seconds, or with a unit as for `ipclab run` (250ms) "
+                        f"(default {DEFAULT_DURATION})")
+    p.add_argument("--warmup", default=DEFAULT_WARMUP, metavar="TIME",
+                   help=f"warm-up per slice, as --duration (default {DEFAULT_WARMUP})")
     p.add_argument("--cpus", metavar="LIST", help="as for `ipclab run`")
     p.add_argument("--kernel-counters", action="store_true",
                    help="count system calls, context switches, migrations and page faults per op on both "
@@ -524,10 +525,11 @@ def cmd_ab(argv) -> int:
     args = parser().parse_intermixed_args(argv)  # filters may come after options, as for `run`
     base, new = check_binary(args.base), check_binary(args.new)
     for option in ("duration", "warmup"):  # the binary checks their ranges in its plan
-        try:
-            float(getattr(args, option))
-        except ValueError:
-            raise UsageError(f"--{option} {getattr(args, option)!r}: give seconds, e.g. --{option} 0.2") from None
+        seconds = parse_duration(getattr(args, option))
+        if seconds is None:
+            raise UsageError(f"--{option} {getattr(args, option)!r}: give seconds, bare or with a unit (0.2, "
+                             f"200ms), e.g. --{option} 0.2")
+        setattr(args, option, f"{seconds:g}")  # as seconds: a binary built before units reads them too
     if args.json:
         check_target("--json", args.json)
     for label, binary in (("A", base), ("B", new)) if base != new else (("A", base),):

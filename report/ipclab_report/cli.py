@@ -7,16 +7,28 @@ import os
 import sys
 
 from .compare import DEFAULT_NOISE_PCT  # light: scipy is imported only when a test runs
-from .util import UsageError, brief, check_distinct, check_target, write_atomic
+from .util import HelpFormatter, UsageError, brief, check_distinct, check_target, write_atomic
 
 PROG = "ipclab"
 
+REPORT_EPILOG = """\
+Examples:
+  ipclab report results/*/results.json -o report.html
+  ipclab report results.json --markdown summary.md
+  ipclab report results.json --pages docs/pages --readme README.md
+  ipclab report results.json --reduce small.json"""
+
 COMPARE_EPILOG = """\
+Examples:
+  ipclab compare before/results.json after/results.json
+  ipclab compare base.json new.json --threshold 10
+  ipclab compare base.json new.json --noise 25    (a fixed floor instead of the runs' spread)
 Verdicts (r = median NEW / median BASE of time per op, over each file's repetitions):
   same     r is inside the benchmark's band, or the U test is not significant
   slower   r beyond the band AND Mann-Whitney U p < alpha (exit status 1)
   faster   r below 1/band AND p < alpha
-The band is the widest of: the threshold; the noise floor (--noise); the largest move of the
+The band is the widest of: the threshold; the noise floor (the runs' own spread: the larger of the
+two sides' farthest repetition from its median or CI half-width; --noise PCT fixes it); the largest move of the
 other anchors/* of the same placement (same or cross CPU) between the two files (the machine's
 own calibration); and 2.5 x the 75th percentile of the |ln r| deviations of the other mechanisms
 of the same placement (how far this pair of runs scatters). Repetitions within one run share the
@@ -55,7 +67,7 @@ def _alpha(text):
 def parser():
     p = Parser(prog=PROG, description="ipclab reports and comparisons over result JSON (schema 1).")
     sub = p.add_subparsers(dest="command", metavar="{report,compare,screenshot}", parser_class=Parser)
-    r = sub.add_parser("report", help="self-contained HTML report with plots, Markdown summary or pages, reduced copy",
+    r = sub.add_parser("report", formatter_class=HelpFormatter, epilog=REPORT_EPILOG, help="self-contained HTML report with plots, Markdown summary or pages, reduced copy",
                        description="Self-contained HTML report with plots (several files are shown side by side), "
                                    "a Markdown summary, Markdown pages per suite, or a reduced copy of a result.")
     r.add_argument("results", nargs="+", metavar="RESULT.json")
@@ -77,7 +89,7 @@ def parser():
                    help="write RESULT.json reduced to its medians (no repetitions, no histogram buckets) "
                         "to OUT.json: small enough to commit, still read by report and compare")
     c = sub.add_parser("compare", help="per-benchmark ratios with a Mann-Whitney U test and a noise band",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       formatter_class=HelpFormatter,
                        description="Compare time per op of NEW against BASE; exit 1 on a significant\n"
                                    "slowdown beyond the threshold and the noise band.",
                        epilog=COMPARE_EPILOG)
@@ -86,8 +98,9 @@ def parser():
     c.add_argument("--threshold", type=_percent("--threshold", 5), default=5.0, metavar="PCT",
                    help="change in percent below which benchmarks count as the same (default 5)")
     c.add_argument("--noise", type=_percent("--noise", 25), default=DEFAULT_NOISE_PCT, metavar="PCT",
-                   help=f"floor of the between-run noise band in percent (default {DEFAULT_NOISE_PCT:g}; "
-                        "lower it on a quiet, pinned bare-metal machine)")
+                   help="a fixed floor of the between-run noise band in percent, instead of the runs' own "
+                        "spread (default: each benchmark's, from its repetitions; e.g. --noise 25 on a "
+                        "guest whose runs move more between runs than within one)")
     c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     s = sub.add_parser("screenshot", help="render an HTML report to PNG with headless Chromium")
     s.add_argument("html", metavar="report.html")

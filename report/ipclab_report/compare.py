@@ -26,7 +26,9 @@ Only a significant "slower" beyond the band makes the exit status 1.
 
 The band of a benchmark is the widest of (all as |ln ratio|):
   * the threshold (--threshold, a change too small to matter);
-  * the noise floor (--noise): between-run movement no estimate from two files can see;
+  * the noise floor: the runs' own spread (spread_floor: the larger of the two sides' spread, each
+    the farthest repetition from its median or the half-width of its median's 95% CI, whichever
+    is wider), or a fixed percentage given with --noise;
   * anchor drift: the largest |r| among the other anchors (suite "anchors") of the same placement
     class, the machine's own calibration measured in the same two runs, plus the threshold;
   * class spread: K x the 75th percentile of |r - median r| over the benchmarks of the same
@@ -46,9 +48,10 @@ from . import registry
 from .tables import short_names
 from .util import fmt_si, fmt_time_ns, is_number
 
-DEFAULT_NOISE_PCT = 25.0
+DEFAULT_NOISE_PCT = None  # None: the floor is the runs' own spread (spread_floor); --noise PCT fixes it
 SPREAD_QUANTILE = 0.75   # heavy-tailed between-run changes: the median deviation understates them
 SPREAD_K = 2.5           # 2.5 x q75 of |deviation| ~ 2.9 sigma for a normal; see methodology
+SPREAD_FLOOR_K = 3.0     # x the larger side's spread: repetitions share their run's machine state, so they understate between-run movement
 MIN_SPREAD = 5           # fewer other-mechanism points than this give no usable spread
 
 
@@ -81,6 +84,7 @@ class Comparison:
     state: str = ""        # a change no ratio describes: "became saturated", "no longer saturated"
     base_ci: tuple | None = None   # the aggregate's bootstrap 95% CI of its median time per op
     new_ci: tuple | None = None
+    floor: Band | None = None      # the noise floor used: the runs' own spread, or --noise
 
 
 def min_p_value(n1: int, n2: int) -> float:
@@ -160,6 +164,30 @@ class Point:
     log_ratio: float
 
 
+def _side_spread(values, ci=None) -> float:
+    """One side's spread as |ln ratio|: its farthest repetition from its median, or the half-width
+    of its median's 95% CI (the harness's bootstrap), whichever is wider; 0 for one repetition."""
+    mid = median(values)
+    if not mid or mid <= 0:
+        return 0.0
+    far = max((abs(math.log(v / mid)) for v in values if v and v > 0), default=0.0)
+    if ci and ci[0] > 0 and ci[1] > 0:
+        far = max(far, math.log(ci[1] / mid), math.log(mid / ci[0]))
+    return far
+
+
+def spread_floor(base, new, base_ci=None, new_ci=None) -> Band:
+    """The noise floor of one benchmark from its two runs: the larger of the two sides' spread
+    (_side_spread). Steady runs give a narrow floor, so that a real +29% stands out of them."""
+    log = SPREAD_FLOOR_K * max(_side_spread(base, base_ci), _side_spread(new, new_ci))
+    return Band(log, f"runs' spread ±{(math.exp(log) - 1) * 100:.1f}%")
+
+
+def floor_band(noise_pct) -> Band:
+    """The floor --noise PCT fixes."""
+    return Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")
+
+
 class NoiseModel:
     """The points of one comparison, indexed once by placement class: the anchors of each class
     by how far they moved, and the class spread per (class, mechanism) computed on first use, so
@@ -187,9 +215,10 @@ class NoiseModel:
             self.spreads[key] = value
         return self.spreads[key]
 
-    def band(self, p: Point, threshold_pct: float, noise_pct: float) -> Band:
-        """The widest of threshold, noise floor, anchor drift and class spread for point `p`."""
-        cands = [threshold_band(threshold_pct), Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")]
+    def band(self, p: Point, threshold_pct: float, noise) -> Band:
+        """The widest of threshold, noise floor (a Band, or --noise's percentage), anchor drift and
+        class spread for point `p`."""
+        cands = [threshold_band(threshold_pct), noise if isinstance(noise, Band) else floor_band(noise)]
         a = next((q for q in self.anchors.get(p.placement, ()) if q.name != p.name), None)
         if a is not None:
             # The whole class moves with the machine, each benchmark's median scattering around the
@@ -276,17 +305,20 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
             continue
         p = points.get(name)
         metric, _, higher_better = compared(info[name])
+        cis = (median_ci(info[name]), median_ci(info_new[name])) if metric == TIME_PER_OP[0] else (None, None)
+        floor = spread_floor(bv, nv, *cis) if noise_pct is None else floor_band(noise_pct)
         if p:
-            band = model.band(p, threshold_pct, noise_pct)
+            band = model.band(p, threshold_pct, floor)
         elif metric != TIME_PER_OP[0]:
-            band = Band(math.log1p(noise_pct / 100.0), f"floor {noise_pct:g}%")
+            band = floor
         else:
             band = None
         c = compare_samples(name, bv, nv, threshold_pct, alpha, band, higher_better=higher_better)
         c.placement = p.placement if p else placement_class(info[name])
         c.metric = metric
+        c.floor = floor
         if metric == TIME_PER_OP[0]:
-            c.base_ci, c.new_ci = median_ci(info[name]), median_ci(info_new[name])
+            c.base_ci, c.new_ci = cis
         rows.append(c)
     only_base = [n for n in base if n not in new]
     only_new = [n for n in new if n not in base]
@@ -371,8 +403,23 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
     metrics = {c.metric for c in result.rows}
     what = "time per op" + ("; open-loop points: corrected p99 (the band is the noise floor)" if "p99" in metrics else "") + (
         "; capacity searches: capacity, higher is better" if CAPACITY[0] in metrics else "")
+    if noise_pct is not None:
+        floor = f"noise floor {noise_pct:g}% (--noise)"
+    else:
+        floors = [c.floor for c in result.rows if c.floor is not None]
+        lo = min((f.factor for f in floors), default=1.0)
+        hi = max((f.factor for f in floors), default=1.0)
+        span = f"±{(lo - 1) * 100:.1f}%" if f"{lo:.3f}" == f"{hi:.3f}" else f"±{(lo - 1) * 100:.1f}..{(hi - 1) * 100:.1f}%"
+        floor = (f"noise floor from the runs' own spread {span} (each benchmark: the larger side's farthest "
+                 "repetition from its median or CI half-width; --noise PCT fixes it)")
     out.append(f"{len(result.rows)} compared ({summary or 'none'}); {what}, threshold {threshold_pct:g}%, "
-               f"noise floor {noise_pct:g}%, Mann-Whitney U two-sided, alpha {alpha:g}")
+               f"{floor}, Mann-Whitney U two-sided, alpha {alpha:g}")
+    unsure = [c for c in result.rows if "(too few repetitions)" in c.verdict]
+    if unsure:
+        fewest = min(min(c.base_n, c.new_n) for c in unsure)
+        out.append(f"TOO FEW REPETITIONS: {len(unsure)} benchmark(s) moved beyond the band, but {fewest} repetition(s) "
+                   f"a side cannot reach p < {alpha:g} (they do not set the exit status); run both sides with "
+                   "--repetitions 5 or more to judge them")
     became = [c for c in result.rows if c.state == "became saturated"]
     if became:
         out.append(f"SATURATED: {len(became)} open-loop point(s) saturated in NEW that were not in BASE")

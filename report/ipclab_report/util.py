@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import math
 import os
 import stat
 import tempfile
+import textwrap
 
 
 class UsageError(Exception):
@@ -285,3 +287,40 @@ def fmt_bytes_param(v) -> str:
         if v >= (1 << shift) and v % (1 << shift) == 0:
             return f"{v >> shift}{suffix}"
     return str(v)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help with the description and epilog kept line by line (examples, tables), each
+    line wrapped to the terminal's width ($COLUMNS, else the terminal, else 80), continuing two
+    columns under its own indentation."""
+
+    def _fill_text(self, text, width, indent):
+        out = []
+        for line in text.splitlines():
+            lead = " " * (len(line) - len(line.lstrip(" ")))
+            out.append(textwrap.fill(line.strip(), width, initial_indent=indent + lead,
+                                     subsequent_indent=indent + lead + "  ", break_on_hyphens=False)
+                       if line.strip() else "")
+        return "\n".join(out)
+
+
+DURATION_UNITS = (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+
+
+def parse_duration(text):
+    """A time as ipclab's options read it (core/plan/estimate.hpp's parse_duration): seconds, bare
+    or with a unit ms, s, m or h ("0.5", "250ms", "90s", "5m"), in seconds; None when `text` is
+    not one (no blanks, nan or inf)."""
+    scale = 1.0
+    for unit, factor in DURATION_UNITS:
+        if text.endswith(unit) and len(text) > len(unit):
+            text, scale = text[:-len(unit)], factor
+            break
+    if not text or text != text.strip() or text.lower().lstrip("+-") in ("nan", "inf", "infinity") or "_" in text:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v * scale if math.isfinite(v) else None
+

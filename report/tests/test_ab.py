@@ -99,6 +99,8 @@ def fake_binary(tmp_path):
     (["--metric", "speed"], "--metric 'speed'"),
     (["--b-env", "NOEQUALS"], "is not NAME=VALUE"),
     (["--duration", "soon"], "--duration 'soon'"),
+    (["--duration", "5x"], "--duration '5x'"),
+    (["--warmup", "ms"], "--warmup 'ms'"),
 ])
 def test_bad_options_are_one_line_exit_two(fake_binary, capsys, extra, says):
     assert main(["ab", fake_binary, fake_binary, *extra]) == 2
@@ -116,3 +118,13 @@ def test_a_binary_that_plans_nothing_is_a_usage_error(fake_binary, tmp_path, cap
     assert main(["ab", fake_binary, fake_binary, "--json", str(tmp_path / "out.json")]) == 2
     assert "side A" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "out.json")
+
+
+@pytest.mark.parametrize("text, seconds", [("0.2", 0.2), ("250ms", 0.25), ("2s", 2.0), ("1.5m", 90.0), ("1h", 3600.0),
+                                           ("1e-3", 0.001), ("5x", None), ("ms", None), ("nan", None), ("infs", None),
+                                           (" 1", None), ("1 s", None), ("", None)])
+def test_durations_read_as_ipclab_reads_them(text, seconds):
+    from ipclab_report.util import parse_duration
+
+    assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
+

@@ -87,13 +87,9 @@ Question parse_question(const AdviseArgs& a) {
   };
   q.p99_us = bound(a.p99_us, "--p99-us", "--p99-us 50");
   q.cpu_us = bound(a.cpu_us, "--cpu-us", "--cpu-us 10");
-  if (a.budget) {
-    auto v = parse_real(*a.budget);
-    if (!v || !(*v >= 5 && *v <= 3600))
-      throw UsageError(fmt::format(
-          "--budget '{}': give seconds of measuring from 5 to 3600, e.g. --budget 60", brief(*a.budget)));
-    q.budget_s = *v;
-  }
+  // As `ipclab run --budget` reads it (one syntax of time); whether the candidates fit in it is
+  // checked once they are known (cmd_advise), naming the budget they need.
+  if (a.budget) q.budget_s = *parse_budget(*a.budget, "--budget", 1, 3600, false);
   q.only = a.only;
   return q;
 }
@@ -146,9 +142,15 @@ struct Verdict {
   const Candidate* c;
   const Record* r = nullptr;  // the median aggregate (or the one repetition)
   double p50_us = 0, p99_us = 0, cpu_us = 0;
+  double p99_lo_us = 0, p99_hi_us = 0;  // the repetitions' p99, lowest and highest
+  double cpus_busy = 0;  // CPU seconds per second of wall time, both sides: a spinning side is 1
   bool ok = false, meets = false;
   std::string why;  // what it misses, or why it has no figure
 };
+
+// A wait that keeps a CPU busy whether or not a message comes: CPUs busy at or above this per
+// side that waits (most of a whole CPU) reads as spinning.
+constexpr double kSpinningCpus = 0.9;
 
 std::string us(double v) {
   if (v >= 1000) return fmt::format("{:.1f} ms", v / 1000);
@@ -158,6 +160,9 @@ std::string us(double v) {
 // p99 figures within this fraction of each other are one figure on a shared VM (interleaved runs
 // of one transport spread by a few percent): among those the answer is the one with least CPU.
 constexpr double kTailTie = 0.10;
+
+// The part of the budget round one takes; the rest measures a tie again.
+constexpr double kFirstRound = 0.5;
 
 Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& records) {
   Verdict v{&c};
@@ -189,6 +194,23 @@ Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& 
   v.p50_us = double(r.latency->p50) / 1e3;
   v.p99_us = double(r.latency->p99) / 1e3;
   v.cpu_us = r.cpu_per_op_ns() / 1e3;
+  // Its confidence: the p99 of each repetition (the aggregate's p99 is the median one's); its
+  // occupancy: CPU time over wall time, the median over the repetitions.
+  v.p99_lo_us = v.p99_hi_us = v.p99_us;
+  std::vector<double> busy;
+  for (auto& rep : records) {
+    if (rep.name != c.bench.name || rep.run_type == "aggregate" || rep.status != Status::Ok) continue;
+    if (rep.latency && rep.latency->count) {
+      v.p99_lo_us = std::min(v.p99_lo_us, double(rep.latency->p99) / 1e3);
+      v.p99_hi_us = std::max(v.p99_hi_us, double(rep.latency->p99) / 1e3);
+    }
+    if (rep.wall_s > 0) busy.push_back(rep.cpu.total_s() / rep.wall_s);
+  }
+  if (busy.empty() && r.wall_s > 0) busy.push_back(r.cpu.total_s() / r.wall_s);
+  if (!busy.empty()) {
+    std::sort(busy.begin(), busy.end());
+    v.cpus_busy = busy[busy.size() / 2];
+  }
   std::vector<std::string> misses;
   if (q.p99_us > 0 && v.p99_us > q.p99_us) misses.push_back(fmt::format("p99 over {}", us(q.p99_us)));
   if (q.cpu_us > 0 && v.cpu_us > q.cpu_us) misses.push_back(fmt::format("CPU over {}", us(q.cpu_us)));
@@ -206,6 +228,7 @@ std::string trade(const Verdict& answer, const Verdict& v) {
   if (cpu > 0)
     t.push_back(cpu < 1 ? fmt::format("{:.0f}% less CPU", (1 - cpu) * 100)
                         : fmt::format("{:.1f}x the CPU", cpu));
+  t.push_back(fmt::format("{:.2f} CPUs busy (the answer {:.2f})", v.cpus_busy, answer.cpus_busy));
   std::string s;
   for (auto& x : t) s += (s.empty() ? "" : ", ") + x;
   return s;
@@ -255,42 +278,100 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   const double per_point = (q.budget_s - fixed_s) / slots;
   if (per_point < kFloors.duration_s)
     throw UsageError(fmt::format(
-        "--budget {:.0f}: {} candidates x {} repetitions need at least {:.0f} s; give a larger --budget or "
-        "fewer --only",
-        q.budget_s, benches.size(), kRepetitions, fixed_s + slots * kFloors.duration_s));
-  opts.duration_s = std::min(per_point, kMaxDuration);
+        "--budget {}: {} candidates x {} repetitions need at least {:.0f}s; give --budget {:.0f}s or more, "
+        "or fewer --only",
+        duration_text(q.budget_s), benches.size(), kRepetitions,
+        std::ceil(fixed_s + slots * kFloors.duration_s), std::ceil(fixed_s + slots * kFloors.duration_s)));
+  // Round one takes kFirstRound of the budget (all of it when that part would not hold the floors);
+  // what is left measures a tie again (below).
+  const double first = (q.budget_s * kFirstRound - fixed_s) / slots;
+  opts.duration_s = std::min(first >= kFloors.duration_s ? first : per_point, kMaxDuration);
+  const uint64_t started = now_ns();
 
   start_owned_run();
   nlohmann::json context = collect_environment(cmdline);
   for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
   const uint64_t seed = std::random_device{}() & 0x7fffffff;
   fmt::print(stderr,
-             "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}\n",
+             "advise: {} candidates, {} repetitions of {:.2f} s each, interleaved (seed {}); about {}{}\n",
              benches.size(), kRepetitions, opts.duration_s, seed,
-             duration_text(estimate_plan(benches, opts, *model)));
+             duration_text(estimate_plan(benches, opts, *model)),
+             first >= kFloors.duration_s ? ", the rest of the budget to measure a tie again" : "");
   PlanHooks hooks;
   const bool tty = isatty(2);
   hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
     if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done + 1, total, b.mech->name);
   };
-  const std::vector<Record> records =
-      run_plan(benches, opts, learning_hooks(std::move(hooks), model, opts), seed);
+  std::vector<Record> records = run_plan(benches, opts, learning_hooks(hooks, model, opts), seed);
   if (tty) fmt::print(stderr, "\r\033[K");
 
+  // The ranking: those that meet every bound first, by p99, then those that do not, then those
+  // without a figure. The answer: of the candidates that meet every bound and tie with the best on
+  // p99 (their repetitions' p99 ranges overlap, or the medians are within kTailTie), the one with
+  // least CPU — a spinning wait that buys nothing measurable is no answer. The tie is said, by name.
   std::vector<Verdict> vs;
-  for (auto& c : cands) vs.push_back(judge(q, c, records));
-  std::stable_sort(vs.begin(), vs.end(), [](const Verdict& x, const Verdict& y) {
-    if (x.meets != y.meets) return x.meets;
-    if (x.ok != y.ok) return x.ok;
-    return x.ok && x.p99_us < y.p99_us;
-  });
-  // The answer: of the candidates that meet every bound and whose p99 is within kTailTie of the
-  // best, the one with least CPU — a spinning wait that buys nothing measurable is no answer.
-  if (!vs.empty() && vs.front().meets) {
-    size_t best = 0;
-    for (size_t i = 1; i < vs.size() && vs[i].meets && vs[i].p99_us <= vs[0].p99_us * (1 + kTailTie); ++i)
-      if (vs[i].cpu_us < vs[best].cpu_us) best = i;
-    std::rotate(vs.begin(), vs.begin() + long(best), vs.begin() + long(best) + 1);
+  std::vector<std::string> tie;
+  bool parts = false;  // the tie holds a candidate whose median p99 is beyond kTailTie of the best's
+  auto rank_them = [&] {
+    vs.clear();
+    tie.clear();
+    for (auto& c : cands) vs.push_back(judge(q, c, records));
+    std::stable_sort(vs.begin(), vs.end(), [](const Verdict& x, const Verdict& y) {
+      if (x.meets != y.meets) return x.meets;
+      if (x.ok != y.ok) return x.ok;
+      return x.ok && x.p99_us < y.p99_us;
+    });
+    if (vs.empty() || !vs.front().meets) return;
+    const Verdict best = vs.front();
+    auto ties = [&](const Verdict& v) {
+      return v.meets && (v.p99_lo_us <= best.p99_hi_us || v.p99_us <= best.p99_us * (1 + kTailTie));
+    };
+    // Every candidate that ties with the best (sorted by median p99, a wide range further down
+    // may still reach the best one's).
+    std::vector<size_t> tied{0};
+    for (size_t i = 1; i < vs.size(); ++i)
+      if (ties(vs[i])) tied.push_back(i);
+    size_t pick = 0;
+    parts = false;
+    for (size_t i : tied) {
+      if (vs[i].cpu_us < vs[pick].cpu_us) pick = i;
+      parts = parts || vs[i].p99_us > best.p99_us * (1 + kTailTie);
+    }
+    if (tied.size() > 1)
+      for (size_t i : tied) tie.push_back(vs[i].c->label);
+    std::rotate(vs.begin(), vs.begin() + long(pick), vs.begin() + long(pick) + 1);
+  };
+  rank_them();
+  // A tie that longer windows may part (its medians further apart than kTailTie, its ranges
+  // overlapping): the tied candidates measured again with what the budget has left, in longer
+  // windows than round one's (1.5 x at least), and judged on the new figures alone.
+  std::vector<std::string> again_labels;
+  double again_window = 0;
+  if (parts) {
+    std::vector<PlannedBenchmark> again;
+    for (auto& c : cands)
+      if (std::find(tie.begin(), tie.end(), c.label) != tie.end()) again.push_back(c.bench);
+    RunOptions opts2 = opts;
+    opts2.duration_s = 0;
+    const double left = q.budget_s - double(now_ns() - started) * 1e-9;
+    const double window = (left - estimate_plan(again, opts2, *model)) / double(again.size() * kRepetitions);
+    if (window >= 1.5 * opts.duration_s) {  // longer windows, or nothing to learn
+      opts2.duration_s = std::min(window, 2 * kMaxDuration);
+      std::string names;
+      for (auto& t : tie) names += (names.empty() ? "" : ", ") + t;
+      fmt::print(stderr, "advise: a tie on p99 ({}): measuring them again, {} repetitions of {:.2f} s each\n",
+                 names, kRepetitions, opts2.duration_s);
+      again_window = opts2.duration_s;
+      std::vector<Record> more = run_plan(again, opts2, learning_hooks(hooks, model, opts2), seed + 1);
+      if (tty) fmt::print(stderr, "\r\033[K");
+      std::erase_if(records, [&](const Record& r) {
+        return std::any_of(again.begin(), again.end(), [&](auto& b) { return b.name == r.name; });
+      });
+      records.insert(records.end(), std::make_move_iterator(more.begin()),
+                     std::make_move_iterator(more.end()));
+      again_labels = tie;
+      rank_them();
+    }
   }
   const Verdict* answer = !vs.empty() && vs.front().meets ? &vs.front() : nullptr;
 
@@ -304,6 +385,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                        {"p99_us", q.p99_us > 0 ? nlohmann::json(q.p99_us) : nlohmann::json(nullptr)},
                        {"cpu_us", q.cpu_us > 0 ? nlohmann::json(q.cpu_us) : nlohmann::json(nullptr)}}},
                      {"answer", answer ? nlohmann::json(answer->c->label) : nlohmann::json(nullptr)},
+                     {"tie", tie},
+                     {"measured_again", again_labels},
                      {"duration_s", opts.duration_s},
                      {"repetitions", kRepetitions},
                      {"interleave_seed", seed},
@@ -312,7 +395,12 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     for (auto& v : vs) {
       nlohmann::json e{{"candidate", v.c->label}, {"meets", v.meets}, {"ok", v.ok}};
       if (v.r) e["name"] = v.r->name;
-      if (v.ok) e.update({{"p50_us", v.p50_us}, {"p99_us", v.p99_us}, {"cpu_us", v.cpu_us}});
+      if (v.ok)
+        e.update({{"p50_us", v.p50_us},
+                  {"p99_us", v.p99_us},
+                  {"p99_range_us", {v.p99_lo_us, v.p99_hi_us}},
+                  {"cpu_us", v.cpu_us},
+                  {"cpus_busy", v.cpus_busy}});
       if (!v.why.empty()) e["why"] = v.why;
       if (answer && v.ok && &v != answer) e["trade"] = trade(*answer, v);
       list.push_back(std::move(e));
@@ -325,25 +413,88 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   fmt::print("Question: {}\n\n", question_text(q));
   size_t width = 9;
   for (auto& v : vs) width = std::max(width, v.c->label.size());
-  fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", "rank", "mechanism", width, "p50", "p99",
-             q.rate ? "CPU/msg" : "CPU/rt", "verdict");
+  // A paragraph after `label`, wrapped to the terminal under its first line's text.
+  auto wrap_text = [](const std::string& label, const std::string& text) {
+    return wrap(label, label.size(), text, text_width(), " ");
+  };
+  fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>19}  {:>9}  {:>5}  {}\n", "rank", "mechanism", width, "p50",
+             "p99", "p99 of repetitions", q.rate ? "CPU/msg" : "CPU/rt", "CPUs", "verdict");
   int rank = 0;
   for (auto& v : vs) {
     if (!v.ok) continue;
-    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>9}  {}\n", ++rank, v.c->label, width, us(v.p50_us),
-               us(v.p99_us), us(v.cpu_us), v.meets ? "meets" : v.why);
+    fmt::print("{:>4}  {:<{}}  {:>9}  {:>9}  {:>19}  {:>9}  {:>5.2f}  {}\n", ++rank, v.c->label, width,
+               us(v.p50_us), us(v.p99_us), us(v.p99_lo_us) + ".." + us(v.p99_hi_us), us(v.cpu_us),
+               v.cpus_busy, v.meets ? "meets" : v.why);
   }
+  // Those without a figure, each with its reason whole, wrapped under the reason's column.
   for (auto& v : vs)
-    if (!v.ok) fmt::print("   -  {:<{}}  {}\n", v.c->label, width, brief(v.why, 120));
+    if (!v.ok) fmt::print("{}\n", wrap_text(fmt::format("   -  {:<{}}  ", v.c->label, width), v.why));
+  fmt::print("\n{}\n", wrap_text("",
+                                 "CPUs: CPU seconds per second of wall time, both sides together (the median "
+                                 "repetition's): a side that spins while it waits reads as a whole CPU."));
+  // Those that keep CPUs busy while they wait, in one sentence: a spinning side is a whole CPU
+  // whether or not a message comes.
+  std::string busy;
+  for (auto& v : vs)
+    if (v.ok && v.cpus_busy >= kSpinningCpus)
+      busy += fmt::format("{}{} {:.2f} CPUs", busy.empty() ? "" : ", ", v.c->label, v.cpus_busy);
+  if (!busy.empty())
+    fmt::print("{}\n",
+               wrap_text("", fmt::format("Kept busy while waiting (a side that spins is a whole CPU even "
+                                         "when no message comes; this machine has {}): {}.",
+                                         allowed_cpus().size(), busy)));
+  // A wait named spin spins whatever this run measured: on a machine whose other work took CPU
+  // time from it, it read less than a CPU here, but it takes one wherever it runs.
+  for (auto& v : vs)
+    if (v.ok && v.cpus_busy < kSpinningCpus && v.c->label.ends_with(" wait=spin"))
+      fmt::print("{}\n", wrap_text("", fmt::format("{} spins while it waits: a whole CPU per waiting side "
+                                                   "while it runs; it read {:.2f} CPUs busy here, where "
+                                                   "other work took CPU time from it.",
+                                                   v.c->label, v.cpus_busy)));
+  if (!q.rate)
+    fmt::print("{}\n", wrap_text("",
+                                 "Closed loop: round trips back to back, each side always busy, so CPU per "
+                                 "round trip is at full load; for the CPU at your load, ask with --rate "
+                                 "(e.g. --rate 10k)."));
   fmt::print("\n");
   if (!answer) {
     fmt::print("Answer: none of the candidates meets every bound here; the closest is {} (p99 {}, CPU {}).\n",
                vs.front().ok ? vs.front().c->label : "-", us(vs.front().p99_us), us(vs.front().cpu_us));
     return 1;
   }
-  fmt::print("Answer: {} — p50 {}, p99 {}{}, CPU {} per {}.\n", answer->c->label, us(answer->p50_us),
-             us(answer->p99_us), q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "",
-             us(answer->cpu_us), q.rate ? "message" : "round trip");
+  fmt::print("{}\n",
+             wrap_text("", fmt::format("Answer: {} — p50 {}, p99 {}{} (repetitions {}..{}), CPU {} per {}, "
+                                       "{:.2f} CPUs busy.",
+                                       answer->c->label, us(answer->p50_us), us(answer->p99_us),
+                                       q.p99_us > 0 ? fmt::format(" (bound {})", us(q.p99_us)) : "",
+                                       us(answer->p99_lo_us), us(answer->p99_hi_us), us(answer->cpu_us),
+                                       q.rate ? "message" : "round trip", answer->cpus_busy)));
+  if (!tie.empty()) {
+    std::string names;
+    for (auto& t : tie) names += (names.empty() ? "" : ", ") + t;
+    // Medians within kTailTie are one figure here however long they are measured; ranges that
+    // overlap with medians further apart may part with longer windows (measured again above when
+    // the budget left room).
+    const char* remedy = !parts ? ""
+                         : again_labels.empty()
+                             ? " A larger --budget measures them again, longer, to part them."
+                             : " It stands after measuring them again.";
+    fmt::print("{}\n", wrap_text("", fmt::format("Tie: {} are one answer on p99 here (their repetitions' p99 "
+                                                 "ranges overlap or their medians are within {:.0f}%); {} is "
+                                                 "named for the least CPU.{}",
+                                                 names, kTailTie * 100, answer->c->label, remedy)));
+  } else {
+    fmt::print("Confidence: no other candidate's p99 range overlaps the answer's.\n");
+  }
+  if (!again_labels.empty()) {
+    std::string names;
+    for (auto& t : again_labels) names += (names.empty() ? "" : ", ") + t;
+    fmt::print("{}\n",
+               wrap_text("", fmt::format("Measured again: {} tied after the first round; their figures "
+                                         "above are of {} more repetitions of {:.2f} s each, {}.",
+                                         names, kRepetitions, again_window,
+                                         tie.empty() ? "which parted them" : "and a tie stands")));
+  }
   int shown = 0;
   for (auto& v : vs) {
     if (&v == answer || !v.ok || shown == 3) continue;
@@ -355,9 +506,12 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     if (k == "pattern" || k == "size" || k == "mode" || k == "placement" || k == "rate" || k == "wait")
       again += fmt::format(" -p {}={}", k, v);
   fmt::print(
-      "\nMeasured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 within {:.0f}% "
-      "counts as a tie, broken by CPU). The answer's spread and flags: {} --repetitions 5\n",
-      kRepetitions, opts.duration_s, kTailTie * 100, again);
+      "\n{}\n  {} --repetitions 5\n",
+      wrap_text("", fmt::format("Measured here: {} repetitions of {:.2f} s each, interleaved; medians (p99 "
+                                "ranges that overlap, or medians within {:.0f}%, count as a tie, broken by "
+                                "CPU). The answer's spread and flags:",
+                                kRepetitions, opts.duration_s, kTailTie * 100)),
+      again);
   return 0;
 }
 

@@ -25,8 +25,6 @@
 
 namespace ipclab::cli {
 
-namespace {
-
 // `text` after `label` padded to `indent` columns, broken after a `sep` ("," between items, " "
 // between words) where the next piece would pass `width`; continuation lines start under the text.
 std::string wrap(const std::string& label, size_t indent, const std::string& text, size_t width,
@@ -56,8 +54,6 @@ size_t text_width() {
   const size_t columns = output::terminal_columns(stdout);
   return std::max<size_t>(columns ? columns : 100, 60) - 1;
 }
-
-}  // namespace
 
 void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
   if (suite_filter && suite_filter->empty())
@@ -89,24 +85,103 @@ void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
         "grids.\n");
     return;
   }
-  for (auto& m : reg.mechanisms()) {
-    if (m.suite != *suite_filter) continue;
-    const char* kind = m.transport ? "transport" : m.loop ? "loop" : "workload";
-    fmt::print("{}  [{}]\n    {}\n", m.full_name(), kind, m.help);
-    for (auto& p : m.params) {
-      std::string vals;
-      for (auto& c : p.choices) vals += (vals.empty() ? "" : "|") + c;
-      std::string quick;
-      for (auto& q : p.quick) quick += (quick.empty() ? "" : ",") + q;
-      std::string full;
-      for (auto& q : p.full) full += (full.empty() ? "" : ",") + q;
-      std::string only;
-      for (auto& v : p.only_with.second)
-        only += (only.empty() ? "; only with " + p.only_with.first + "=" : "|") + v;
-      fmt::print("    -p {}={:<12} {} ({}{}{}{}{})\n", p.name, p.def, p.help, type_name(p.type),
-                 vals.empty() ? "" : ": " + vals, quick.empty() ? "" : "; quick " + quick,
-                 full.empty() ? "" : "; full " + full, only);
+  // Each parameter once: those that several mechanisms share (the suite's standard parameters)
+  // in one list, saying which mechanisms take them; then each mechanism, its help and the
+  // parameters only it takes.
+  std::vector<const Mechanism*> mechs;
+  for (auto& m : reg.mechanisms())
+    if (m.suite == *suite_filter) mechs.push_back(&m);
+  const size_t width = text_width();
+  auto joined = [](const std::vector<std::string>& v, const char* sep) {
+    std::string out;
+    for (auto& x : v) out += (out.empty() ? "" : sep) + x;
+    return out;
+  };
+  // A parameter is the same in two mechanisms when all `list` says of it but its presets' grids is:
+  // grids that differ are said per mechanism.
+  auto key = [&](const ParamSpec& p) {
+    return fmt::format("{}={}\n{}\n{}\n{}\n{}={}", p.name, p.def, p.help, type_name(p.type),
+                       joined(p.choices, "|"), p.only_with.first, joined(p.only_with.second, "|"));
+  };
+  struct Entry {
+    const ParamSpec* spec;
+    std::vector<const Mechanism*> takers;
+    std::vector<const ParamSpec*> specs;  // each taker's own (its grids)
+  };
+  std::vector<Entry> params;  // first seen first
+  for (const Mechanism* m : mechs)
+    for (auto& p : m->params) {
+      const std::string k = key(p);
+      auto it = std::find_if(params.begin(), params.end(), [&](auto& e) { return key(*e.spec) == k; });
+      if (it == params.end())
+        params.push_back({&p, {m}, {&p}});
+      else
+        it->takers.push_back(m), it->specs.push_back(&p);
     }
+  // One preset's grid of an entry: the same for every taker, or each value list with its takers.
+  auto grid = [&](const Entry& e, const char* preset, std::vector<std::string> ParamSpec::*values) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> by;  // values -> mechanisms
+    for (size_t i = 0; i < e.specs.size(); ++i) {
+      const std::string v = joined(e.specs[i]->*values, ",");
+      auto it = std::find_if(by.begin(), by.end(), [&](auto& b) { return b.first == v; });
+      if (it == by.end())
+        by.push_back({v, {e.takers[i]->name}});
+      else
+        it->second.push_back(e.takers[i]->name);
+    }
+    if (by.size() == 1)
+      return by[0].first.empty() ? std::string() : fmt::format("; {} {}", preset, by[0].first);
+    std::string out;
+    for (auto& [v, ms] : by)
+      out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", v.empty() ? "none" : v, joined(ms, ", "));
+    return fmt::format("; {} {}", preset, out);
+  };
+  auto param_line = [&](const Entry& e, const std::string& which) {
+    const ParamSpec& p = *e.spec;
+    const std::string vals = joined(p.choices, "|");
+    std::string only;
+    for (auto& v : p.only_with.second)
+      only += (only.empty() ? "; only with " + p.only_with.first + "=" : "|") + v;
+    const std::string label = fmt::format("  -p {}={}", p.name, p.def);
+    const std::string text =
+        fmt::format("{} ({}{}{}{}{}){}", p.help, type_name(p.type), vals.empty() ? "" : ": " + vals,
+                    grid(e, "quick", &ParamSpec::quick), grid(e, "full", &ParamSpec::full), only, which);
+    constexpr size_t kIndent = 26;
+    return label.size() + 2 > kIndent ? label + "\n" + wrap("", kIndent, text, width, " ")
+                                      : wrap(label, kIndent, text, width, " ");
+  };
+  auto names = [](const std::vector<const Mechanism*>& ms) {
+    std::string out;
+    for (auto* m : ms) out += (out.empty() ? "" : ", ") + m->name;
+    return out;
+  };
+  bool shared_header = false;
+  for (auto& e : params) {
+    const auto& takers = e.takers;
+    if (takers.size() < 2) continue;
+    if (!shared_header)
+      fmt::print("{}\n", wrap("", 0,
+                              fmt::format("Parameters of {} mechanisms (-p NAME=VALUE, the default after the "
+                                          "'='; each mechanism's own beneath it):",
+                                          *suite_filter),
+                              width, " "));
+    shared_header = true;
+    std::string which = " [every mechanism]";
+    if (takers.size() < mechs.size()) {
+      std::vector<const Mechanism*> without;
+      for (auto* m : mechs)
+        if (std::find(takers.begin(), takers.end(), m) == takers.end()) without.push_back(m);
+      which = without.size() < takers.size() ? " [all but " + names(without) + "]"
+                                             : " [only " + names(takers) + "]";
+    }
+    fmt::print("{}\n", param_line(e, which));
+  }
+  if (shared_header) fmt::print("\n");
+  for (const Mechanism* m : mechs) {
+    const char* kind = m->transport ? "transport" : m->loop ? "loop" : "workload";
+    fmt::print("{}  [{}]\n{}\n", m->full_name(), kind, wrap("", 4, m->help, width, " "));
+    for (auto& e : params)
+      if (e.takers.size() == 1 && e.takers.front() == m) fmt::print("{}\n", param_line(e, ""));
   }
 }
 

@@ -35,6 +35,13 @@ struct AdviseArgs {
   bool json = false;
 };
 
+/// `text` after `label` padded to `indent` columns, broken after a `sep` ("," between items, " "
+/// between words) where the next piece would pass `width`; continuation lines start under the text.
+std::string wrap(const std::string& label, size_t indent, const std::string& text, size_t width,
+                 const std::string& sep);
+/// The width to wrap text to: the terminal's, or 100 columns when not one.
+size_t text_width();
+
 /// `ipclab list [SUITE] [--json]`: suites, mechanisms and their parameters; with --json the
 /// registry as the report reads it (output::registry_json).
 void cmd_list(const std::optional<std::string>& suite_filter, bool as_json);
@@ -53,6 +60,9 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline);
 void start_owned_run();
 /// `ipclab remote-side`: the remote end of `ipclab run --remote`, started there by ssh (core/run/remote.hpp).
 int cmd_remote_side();
+/// `ipclab --version` / `ipclab version`: the version, the commit it was built from, the build type,
+/// compiler and flags (-march among them), as CMake configured them.
+std::string version_text();
 /// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);
 

@@ -41,9 +41,12 @@ int main(int argc, char** argv) {
   }
   crash::ignore_file_size_signal();  // a write over `ulimit -f` fails with EFBIG: an error, not a death
   const std::string cmdline = command_line(argc, argv);
-  CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine"};
+  CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine", "ipclab"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
+  app.set_version_flag(
+      "--version", [] { return version_text(); },
+      "The version, the commit it was built from, the build type, compiler and flags");
 
   // Options whose text cmd_run parses itself keep it as given: CLI11 would turn an empty value
   // into the default, and reads integers with base prefixes (010 = 8).
@@ -79,11 +82,13 @@ int main(int argc, char** argv) {
               "with --repetitions auto: the most repetitions of a benchmark, 5..1000 (default 30)")
       ->type_name("N");
   text_option(run, "--duration", ra.duration,
-              "measured seconds per repetition, 0.001..3600 (default 1; quick 0.25; full 2)")
-      ->type_name("SECONDS");
+              "measured time per repetition, 1ms..1h: seconds (0.5) or with a unit (500ms, 2s, 1m) "
+              "(default 1; quick 0.25; full 2)")
+      ->type_name("TIME");
   text_option(run, "--warmup", ra.warmup,
-              "discarded warm-up seconds before each measurement, 0..600 (default 0.2)")
-      ->type_name("SECONDS");
+              "discarded warm-up before each measurement, 0..10m: seconds or with a unit, as --duration "
+              "(default 0.2)")
+      ->type_name("TIME");
   text_option(run, "--cpus", ra.cpus,
               "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
       ->type_name("LIST");
@@ -116,8 +121,8 @@ int main(int argc, char** argv) {
   text_option(
       run, "--budget", ra.budget,
       "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
-      "0.05 s warm-up, 1 repetition), never dropping points: e.g. 90s, 5m, 1h, or none (default: quick "
-      "5m, default preset 4m, full none)")
+      "0.05 s warm-up, 1 repetition), never dropping points: seconds (90) or with a unit (90s, 5m, 1h), "
+      "or none (default: quick 5m, default preset 4m, full none)")
       ->type_name("TIME");
   text_option(
       run, "--remote", ra.remote,
@@ -149,6 +154,12 @@ int main(int argc, char** argv) {
   run->add_option("--csv", ra.csv, "append CSV rows here (header written when new)");
   run->add_option("--markdown", ra.markdown, "write a Markdown table here");
   run->footer(
+      "Examples:\n"
+      "  ipclab run\n"
+      "  ipclab run --preset quick --out results/quick\n"
+      "  ipclab run messaging/pipe -p size=64,4K -p pattern=roundtrip\n"
+      "  ipclab run messaging --budget 90s --dry-run\n"
+      "  ipclab run 'messaging/shm_*' --repetitions auto --json r.json\n"
       "Parameters and their values: `ipclab list SUITE`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
 
   AdviseArgs aa;
@@ -168,18 +179,29 @@ int main(int argc, char** argv) {
   text_option(advise, "--cpu-us", aa.cpu_us,
               "the CPU bound per round trip (per message with --rate), microseconds")
       ->type_name("US");
-  text_option(advise, "--budget", aa.budget, "seconds of measuring, 5..3600 (default 60)")
-      ->type_name("SECONDS");
+  text_option(advise, "--budget", aa.budget,
+              "time to spend measuring, up to 1h: seconds (60) or with a unit (90s, 5m), as `run --budget`; "
+              "at least what the candidates need at the shortest windows (a smaller one is refused, naming "
+              "that least) (default 60s)")
+      ->type_name("TIME");
   advise->add_option("--only", aa.only,
                      "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
   advise->add_flag("--json", aa.json, "print the ranking as JSON")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  advise->footer("Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
+  advise->footer(
+      "Examples:\n"
+      "  ipclab advise --size 64 --p99-us 50 --sides processes\n"
+      "  ipclab advise --size 4K --rate 50k --cpu-us 5 --budget 2m\n"
+      "  ipclab advise --only pipe --only 'shm_*' --placement same --budget 30\n"
+      "Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
 
   // Hidden: what `ipclab run --remote` starts on the remote host through ssh.
   auto* remote_side =
       app.add_subcommand("remote-side", "The remote end of `ipclab run --remote` (started by it)");
   remote_side->group("");
+
+  auto* version =
+      app.add_subcommand("version", "The same as --version: version, commit, build type and flags");
 
   auto* env = app.add_subcommand("env", "The environment block and its warnings");
   bool env_json = false;
@@ -202,6 +224,16 @@ int main(int argc, char** argv) {
       "ab",
       "Paired A/B runs: ab BASE_BINARY NEW_BINARY [FILTER...] [-p k=v] [--pairs N] [--b-param k=v] "
       "[--b-env K=V] ... (see `ipclab ab --help`)");
+  list->footer("Examples:\n  ipclab list\n  ipclab list messaging\n  ipclab list --json");
+  app.footer(
+      "Examples:\n"
+      "  ipclab run\n"
+      "  ipclab run messaging/pipe -p size=64\n"
+      "  ipclab advise --size 64 --p99-us 50\n"
+      "  ipclab report results/*/results.json -o report.html\n"
+      "  ipclab compare base.json new.json\n"
+      "  ipclab ab old/ipclab new/ipclab messaging/pipe\n"
+      "Each command's options and examples: ipclab COMMAND --help.");
   for (auto* sub : {report, compare, ab}) {
     sub->allow_extras();
     sub->prefix_command();
@@ -240,6 +272,10 @@ int main(int argc, char** argv) {
   try {
     if (*list) {
       cmd_list(list_suite, list_json);
+      return finish(0);
+    }
+    if (*version) {
+      fmt::print("{}", version_text());
       return finish(0);
     }
     if (*env) return finish(cmd_env(env_json, cmdline));

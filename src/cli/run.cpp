@@ -220,18 +220,18 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   // Seconds and counts: whole decimal numbers (no blanks, junk, nan or inf) within bounds; the
   // bounds are written with "!(in range)" so that a NaN could never pass.
   if (a.duration) {
-    auto v = parse_real(*a.duration);
+    auto v = parse_duration(*a.duration);
     if (!v || !(*v >= 0.001 && *v <= 3600))
-      throw UsageError(
-          fmt::format("--duration '{}': give seconds from 0.001 (1 ms) to 3600, e.g. --duration 0.5",
-                      brief(*a.duration)));
+      throw UsageError(fmt::format(
+          "--duration '{}': give a time from 0.001 s (1 ms) to 3600 s (1h), {}; e.g. --duration 0.5",
+          brief(*a.duration), kDurationSyntax));
     opts.duration_s = *v;
   }
   if (a.warmup) {
-    auto v = parse_real(*a.warmup);
+    auto v = parse_duration(*a.warmup);
     if (!v || !(*v >= 0 && *v <= 600))
-      throw UsageError(
-          fmt::format("--warmup '{}': give seconds from 0 to 600, e.g. --warmup 0.1", brief(*a.warmup)));
+      throw UsageError(fmt::format("--warmup '{}': give a time from 0 to 600 s (10m), {}; e.g. --warmup 0.1",
+                                   brief(*a.warmup), kDurationSyntax));
     opts.warmup_s = *v;
   }
   const bool autorep = a.repetitions && *a.repetitions == "auto";

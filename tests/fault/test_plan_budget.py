@@ -69,7 +69,7 @@ def test_plan_estimates_come_from_the_plan(lab):
     nothing_created(lab)
 
 
-@pytest.mark.parametrize("value", ["", "5", "m", "5x", "0s", "-1m", "nanm", "infh", "5 m", "1001h", "5M"])
+@pytest.mark.parametrize("value", ["", "m", "5x", "0s", "0.5", "-1m", "nanm", "infh", "5 m", "1001h", "5M", "s5"])
 def test_bad_budget_is_refused(lab, value):
     r = lab.run("run", *NULL2, "--budget", value, "--json", "r.json")
     err = other_lines(r.stderr)

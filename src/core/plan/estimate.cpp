@@ -382,19 +382,29 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
       larger, source == "preset" ? " or --budget none" : ""));
 }
 
-std::optional<double> parse_budget(const std::string& text) {
-  if (text == "none") return std::nullopt;
-  auto bad = [&] {
-    return UsageError(fmt::format(
-        "--budget '{}': give a time with its unit, s, m or h, from 1s to 1000h (e.g. --budget 5m), or none",
-        brief(text)));
-  };
-  if (text.size() < 2) throw bad();
-  const char unit = text.back();
-  const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
-  const auto v = parse_real(std::string_view(text).substr(0, text.size() - 1));
-  if (!scale || !v || !(*v * scale >= 1 && *v * scale <= 1000 * 3600)) throw bad();
+std::optional<double> parse_duration(std::string_view text) {
+  double scale = 1;
+  if (text.size() > 2 && text.substr(text.size() - 2) == "ms") {
+    scale = 1e-3;
+    text.remove_suffix(2);
+  } else if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+    scale = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : 3600;
+    text.remove_suffix(1);
+  }
+  const auto v = parse_real(text);
+  if (!v) return std::nullopt;
   return *v * scale;
+}
+
+std::optional<double> parse_budget(const std::string& text, const std::string& option, double min_s,
+                                   double max_s, bool none_ok) {
+  if (none_ok && text == "none") return std::nullopt;
+  const auto v = parse_duration(text);
+  if (!v || !(*v >= min_s && *v <= max_s))
+    throw UsageError(fmt::format("{} '{}': give a time from {} to {} ({}), e.g. {} 5m{}", option, brief(text),
+                                 budget_text(min_s), budget_text(max_s), kDurationSyntax, option,
+                                 none_ok ? ", or none" : ""));
+  return *v;
 }
 
 }  // namespace ipclab

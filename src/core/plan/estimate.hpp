@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan/runner.hpp"
@@ -134,9 +135,17 @@ struct BudgetFit {
 BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                      std::optional<double> budget_s, const std::string& source, const CostModel& model);
 
-/// A --budget text: seconds from a number with a unit s, m or h ("90s", "5m", "1.5h"), within 1 s
-/// and 1000 h; "none" is nothing. UsageError otherwise.
-std::optional<double> parse_budget(const std::string& text);
+/// A duration as every option of time takes it (--budget, --duration, --warmup, advise's --budget):
+/// seconds, bare or with a unit ms, s, m or h ("60", "0.5", "500ms", "90s", "5m", "1.5h"), in
+/// seconds; nothing when `text` is not one (no blanks, signs other than '-', nan or inf).
+std::optional<double> parse_duration(std::string_view text);
+/// The units parse_duration reads, as a help text says them.
+inline constexpr const char* kDurationSyntax = "seconds, or with a unit: 500ms, 90s, 5m, 1h";
+
+/// A --budget text (parse_duration) within `min_s` and `max_s` (1 s and 1000 h for `ipclab run`);
+/// "none" is nothing when `none_ok`. UsageError naming `option`, the bounds and the syntax otherwise.
+std::optional<double> parse_budget(const std::string& text, const std::string& option = "--budget",
+                                   double min_s = 1, double max_s = 1000 * 3600, bool none_ok = true);
 
 /// Seconds as a person reads them: "45s", "4m40s", "1h05m".
 std::string duration_text(double s);
