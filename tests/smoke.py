@@ -45,13 +45,14 @@ with tempfile.TemporaryDirectory() as tmp:
                            capture_output=True, text=True, timeout=120)
             [doc["benchmarks"][i]] = json.load(open(again))["benchmarks"] if os.path.exists(again) else [b]
     # `ipclab list` is an index of suites (a row each, continuation lines indented, a closing hint
-    # in backquotes); `ipclab list SUITE` names each mechanism on a line of its own.
+    # in backquotes); `ipclab list SUITE` names each mechanism, SUITE/NAME, at the start of a line
+    # of its own (after the parameters its mechanisms share).
     def listed(*args):
         return subprocess.run([ipclab, "list", *args], capture_output=True, text=True, check=True).stdout
     suites = [line.split()[0] for line in listed().splitlines()
               if line and not line[0].isspace() and not line.startswith("`")]
     mechanisms = {line.split()[0] for suite in suites for line in listed(suite).splitlines()
-                  if line and not line[0].isspace()}
+                  if line.startswith(suite + "/")}
 
 assert doc["schema_version"] == 1
 for key in ("cpu", "kernel", "load_avg", "limits", "git_sha", "command_line", "warnings"):
