@@ -38,10 +38,13 @@ class Shape:
     memory_gib: int
     boot_timeout_s: int  # wall time from start to the command's end, on a 2-CPU host under TCG
     # QEMU's TCG: one host thread per vCPU (multi-threaded, the default) or all vCPUs taking turns
-    # on one (thread=single). Dozens of vCPU threads on a 2-CPU host stall the guest's kernel: a
-    # vCPU spins on a lock whose holder's thread the host has not run, and the 72-CPU boot took
-    # from 90 s to past 10 minutes (twice in CI); taking turns, it boots in ~30 s, every time.
-    accel: str = "tcg"
+    # on one (thread=single). More vCPU threads than host CPUs stall the guest's kernel now and
+    # then: a vCPU spins on a lock or waits on an IPI whose holder's thread the host is not running.
+    # Multi-threaded, the 72-CPU boot took from 90 s to past 10 minutes (twice in CI), and an 8-CPU
+    # guest once did not finish in 7 minutes; taking turns, a spinning vCPU's PAUSE hands the turn
+    # on (QEMU ends its turn there), and the 72-CPU boot takes ~30 s, every time. Every wait of
+    # ipclab's that spins pauses, so its work goes on too.
+    accel: str = "tcg,thread=single"
 
     @property
     def cpus(self) -> int:
@@ -56,8 +59,7 @@ SHAPES = {
     # under TCG), which this shape does not need.
     "B": Shape("B", "1 socket, 2 dies x 4 cores (two last-level caches), 1 NUMA node", 1, 2, 4, 1, 1, 2, 420),
     # Large: past 64 CPUs, where `topo` samples its matrix. Its boot takes ~30 s of TCG, its vCPUs taking turns.
-    "C": Shape("C", "4 sockets x 9 cores x 2 threads (72 CPUs), 4 NUMA nodes", 4, 1, 9, 2, 4, 4, 480,
-               accel="tcg,thread=single"),
+    "C": Shape("C", "4 sockets x 9 cores x 2 threads (72 CPUs), 4 NUMA nodes", 4, 1, 9, 2, 4, 4, 480),
 }
 
 
