@@ -199,7 +199,10 @@ def test_compare_rate_points_on_corrected_p99(tmp_path):
     sb = samples(load(base))
     name = "messaging/shm_spsc/pattern:rate/rate:50k/arrivals:poisson/pace:spin/seed:1/size:64"
     assert sb[name][2] == [r.latency("p99") for r in load(base).iterations if r.name == name]
-    rows = {c.name: c for c in compare_files(base, new).rows}
+    # A fixed floor (--noise 25): what is tested is the metric a rate point is compared on; the p99
+    # of these synthetic points' 100 samples moves ~20% between repetitions, which the runs' own
+    # spread (3x that) would rightly call noise.
+    rows = {c.name: c for c in compare_files(base, new, noise_pct=25).rows}
     assert rows[name].metric == "p99" and rows[name].verdict == "slower" and rows[name].ratio > 1.25
     assert rows[name.replace("shm_spsc", "pipe")].verdict.startswith("same")
 

@@ -212,8 +212,11 @@ TEST(Estimate, BudgetText) {
   EXPECT_EQ(parse_budget("90s"), 90.0);
   EXPECT_EQ(parse_budget("1.5h"), 5400.0);
   EXPECT_EQ(parse_budget("none"), std::nullopt);
+  EXPECT_EQ(parse_budget("5"), 5.0);  // seconds, bare, as every option of time takes them
+  EXPECT_EQ(parse_duration("250ms"), 0.25);
+  EXPECT_EQ(parse_duration("0.5"), 0.5);
   for (const char* bad :
-       {"", "5", "m", "5x", "-1m", "0s", "0.5s", "nanm", "infh", " 5m", "5 m", "1001h", "5M"})
+       {"", "m", "5x", "-1m", "0s", "0.5s", "500ms", "nanm", "infh", " 5m", "5 m", "1001h", "5M"})
     EXPECT_THROW(parse_budget(bad), UsageError) << bad;
   EXPECT_EQ(duration_text(45), "45s");
   EXPECT_EQ(duration_text(280), "4m40s");
