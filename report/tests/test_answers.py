@@ -10,6 +10,17 @@ from ipclab_report.cli import main
 RTT_NS = {"pipe": 9000, "unix_stream": 11000, "shm_spsc": 900, "tcp": 21000}
 
 
+def _no_answers(rng):
+    """A failed transport is no answer, and a large message is not a small one: udp failed, posix_mq
+    at 8 KiB only."""
+    spec = ("messaging", "udp", {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"},
+            100, 128, "rtt", 1.0, None, "failed", "integrity: 3 lost")
+    records = fixtures.iterations(spec, rng, repetitions=1, samples=50)
+    spec = ("messaging", "posix_mq", {"pattern": "roundtrip", "size": 8192, "mode": "threads", "placement": "cross"},
+            50, 16384, "rtt", 1.0, None, "ok", None)
+    return records + fixtures.iterations(spec, rng, repetitions=1, samples=50)
+
+
 def _doc():
     rng = random.Random(7)
     benchmarks = []
@@ -19,13 +30,7 @@ def _doc():
             spec = ("messaging", mech, params, ns * f, 128, "rtt", 1.0, None, "ok", None)
             iters = fixtures.iterations(spec, rng, repetitions=3, samples=200)
             benchmarks += iters + [fixtures._aggregate(iters)]
-    # A failed transport is no answer, and a large message is not a small one.
-    spec = ("messaging", "udp", {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"},
-            100, 128, "rtt", 1.0, None, "failed", "integrity: 3 lost")
-    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
-    spec = ("messaging", "posix_mq", {"pattern": "roundtrip", "size": 8192, "mode": "threads", "placement": "cross"},
-            50, 16384, "rtt", 1.0, None, "ok", None)
-    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
+    benchmarks += _no_answers(rng)
     return {"schema_version": 1, "context": fixtures.context(), "benchmarks": benchmarks}
 
 
@@ -117,12 +122,7 @@ def test_every_ranking_shows_its_cost_its_ties_and_what_it_left_out(tmp_path):
         agg["cpu"] = dict(agg["cpu"], user_s=agg["wall_s"] * busy * 0.9, sys_s=agg["wall_s"] * busy * 0.1,
                           per_op_ns=ns * busy)
         benchmarks += [agg]
-    spec = ("messaging", "udp", {"pattern": "roundtrip", "size": 64, "mode": "threads", "placement": "cross"},
-            100, 128, "rtt", 1.0, None, "failed", "integrity: 3 lost")
-    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
-    spec = ("messaging", "posix_mq", {"pattern": "roundtrip", "size": 8192, "mode": "threads", "placement": "cross"},
-            50, 16384, "rtt", 1.0, None, "ok", None)
-    benchmarks += fixtures.iterations(spec, rng, repetitions=1, samples=50)
+    benchmarks += _no_answers(rng)
     res = fixtures.write(tmp_path / "r.json", {"schema_version": 1, "context": fixtures.context(),
                                                "benchmarks": benchmarks})
     html, md = tmp_path / "r.html", tmp_path / "r.md"
