@@ -153,6 +153,17 @@ TEST(PingpongWindow, DurationCapEndsTheWindowForEveryPair) {
   EXPECT_NEAR(total, system, 1e-9 * system);
 }
 
+// By default (round_trips 0) no count ends the window: it lasts --duration, as every window is
+// sized to it, and nothing was capped.
+TEST(PingpongWindow, ByDefaultTheWindowLastsTheDuration) {
+  Record r = test::run_pingpong("pingpong/thread", {{"wait", {"sem"}}}, 0.3);
+  ASSERT_EQ(r.status, Status::Ok) << r.error;
+  EXPECT_FALSE(r.extra["capped_by_duration"].get<bool>());
+  EXPECT_GE(r.wall_s, 0.3);
+  EXPECT_EQ(r.extra["round_trips_done"][0].get<uint64_t>(), r.ops);
+  EXPECT_GT(r.ops, 0u);
+}
+
 // The run of a child process that installs the harness's SIGINT clean-up; SIGINT mid-run must
 // leave no /dev/shm entry of that run and no guest behind.
 TEST(PingpongCleanup, NothingLeftAfterSigint) {

@@ -513,7 +513,7 @@ def test_echo_with_the_server_across_the_pair(pair, mech):
 
 @pytest.mark.parametrize("mech", ["epoll_et", "uring"])
 def test_servers_with_the_server_across_the_pair(pair, mech):
-    rc, err, recs, ctx = pair.run(f"servers/{mech}", "-p", "concurrency=1000", "--warmup", "0")
+    rc, err, recs, ctx = pair.run(f"servers/{mech}", "-p", "concurrency=1000", "-p", "waves=1", "--warmup", "0")
     rec = recs[0]
     if mech == "uring" and rec["status"] == "skipped":
         pytest.skip(rec["error"])  # no io_uring here
@@ -570,7 +570,7 @@ def test_echo_with_several_reactors_across_the_pair(pair):
 
 @pytest.mark.parametrize("bench", [["echo/epoll", "-p", "connections=16", "-p", "size=1024"],
                                    ["echo/epoll", "-p", "pattern=rate", "-p", "rate=2000", "-p", "connections=4"],
-                                   ["servers/epoll_et", "-p", "concurrency=1000", "--warmup", "0"]],
+                                   ["servers/epoll_et", "-p", "concurrency=1000", "-p", "waves=1", "--warmup", "0"]],
                          ids=["echo", "echo-rate", "servers"])
 def test_the_clients_across_the_pair_and_the_server_here(pair, bench):
     """--remote-role client: the load generator there, the server here. The remote side runs the

@@ -83,3 +83,21 @@ def test_a_count_based_peer_is_run_again_until_its_window_holds_the_duration(tmp
     sized = rec["extra"]["sized"]
     assert sized["n_asked"] == 65536 and sized["n_ran"] > 65536 and sized["runs"] >= 2
     assert rec["ops"] == sized["n_ran"]
+
+
+def test_later_repetitions_start_from_the_count_the_first_found(tmp_path):
+    # As google/benchmark keeps the iteration count its first repetition found: the later ones of
+    # the point start from it (one run each, unless the rate fell), not from the asked n.
+    rc, err, doc = _run(tmp_path, "runtime/switch_go", "-p", "drive=block_on", "--duration", "0.05", "--warmup",
+                        "0", "--repetitions", "3")
+    assert rc == 0, err
+    iters = [r for r in doc["benchmarks"] if r.get("run_type", "iteration") == "iteration"]
+    if iters[0]["status"] == "skipped":
+        pytest.skip(iters[0].get("error", "the Go peer is not built"))
+    assert len(iters) == 3 and all(r["status"] == "ok" for r in iters), iters
+    first = iters[0]["extra"]["sized"]
+    assert first["n_first"] == first["n_asked"] == 65536 and first["runs"] >= 2
+    for rec in iters[1:]:
+        sized = rec["extra"]["sized"]
+        assert sized["n_first"] > sized["n_asked"], sized
+        assert rec["wall_s"] >= 0.05 and rec["ops"] == sized["n_ran"]

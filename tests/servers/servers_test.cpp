@@ -156,6 +156,31 @@ TEST_P(EveryModel, ServesAThousandClients) {
   }
 }
 
+// Waves, one after another, until the window holds --duration (at least one): every wave's clients
+// served, counted, and timed; -p waves=N runs exactly N.
+TEST(ServersWaves, WavesFillTheWindowOrCountAsAsked) {
+  const Mechanism* mech = test::find_mechanism("servers", "epoll_lt");
+  ASSERT_NE(mech, nullptr);
+  Record rec = test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "20"}}), 0.2, 0.05);
+  ASSERT_EQ(rec.status, Status::Ok) << rec.error;
+  const uint64_t waves = rec.extra["waves"].get<uint64_t>();
+  EXPECT_GT(waves, 1u) << "a 0.2 s window holds more than one wave of 20 sessions";
+  EXPECT_EQ(rec.extra["processed"].get<uint64_t>(), 20 * waves);
+  EXPECT_EQ(rec.ops, 20 * waves);
+  EXPECT_EQ(rec.integrity.sent, 20 * waves);
+  EXPECT_TRUE(rec.integrity.clean()) << rec.integrity.text();
+  ASSERT_TRUE(rec.latency.has_value());
+  EXPECT_EQ(rec.latency->count, 20 * waves);
+  EXPECT_GE(rec.wall_s, 0.2);
+
+  Record two =
+      test::run_workload(*mech, test::params_of(*mech, {{"concurrency", "20"}, {"waves", "2"}}), 5.0);
+  ASSERT_EQ(two.status, Status::Ok) << two.error;
+  EXPECT_EQ(two.extra["waves"].get<uint64_t>(), 2u);
+  EXPECT_EQ(two.extra["processed"].get<uint64_t>(), 40u);
+  EXPECT_LT(two.wall_s, 5.0) << "two waves end the window, not --duration";
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, EveryModel, ::testing::ValuesIn(kModels),
                          [](const auto& info) { return info.param; });
 

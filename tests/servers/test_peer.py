@@ -17,7 +17,9 @@ HERE = Path(__file__).resolve().parent
 FAULTY = HERE / "faulty_server.py"
 CLIENTS = 4
 # A short session time-out: the hung sessions end the wave after it.
-ARGS = ["-p", f"concurrency={CLIENTS}", "-p", "session_timeout_ms=500", "--duration", "0.05", "--warmup", "0",
+# One wave: the faults below are counted against one wave's clients.
+ARGS = ["-p", f"concurrency={CLIENTS}", "-p", "waves=1", "-p", "session_timeout_ms=500", "--duration", "0.05",
+        "--warmup", "0",
         "--repetitions", "1"]
 
 

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "core/base/affinity.hpp"
 #include "core/base/clock.hpp"
@@ -205,19 +207,35 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   for (const auto& spec : s.mechanism().params)
     if (spec.name == "n") max_n = uint64_t(spec.max);
   const bool sized = !phased && asked > 0;
+  // The count that fills the window, from an earlier repetition of this point with this --duration:
+  // the later ones start from it, as google/benchmark runs every repetition with the iteration count
+  // its first one found, instead of growing from `asked` each time (a run and a process start
+  // saved per repetition). Kept for the process's life: points run one at a time, and each key is
+  // one point's.
+  static std::mutex found_mutex;
+  static std::map<std::string, uint64_t> found;
+  const std::string key =
+      fmt::format("{}/{}@{}", s.mechanism().full_name(), s.params().path(), opts.duration_s);
+  if (sized) {
+    std::lock_guard lock(found_mutex);
+    if (auto it = found.find(key); it != found.end() && it->second > asked)
+      params.set("n", std::to_string(it->second));
+  }
+  const uint64_t first_n = sized ? uint64_t(params.i64("n")) : 0;
   const double base_timeout = timeout_s > 0 ? timeout_s : opts.timeout_s();
+  // What every run passes besides the parameters (of which only n changes between runs).
+  std::string cpus;
+  for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  const std::vector<std::string> tail{fmt::format("--duration={}", opts.duration_s),
+                                      fmt::format("--warmup={}", opts.warmup_s), "--cpus=" + cpus};
+  const PeerPhases phases{opts.warmup_s, opts.duration_s};
   PeerRun run;
   int runs = 0;
   for (;;) {
     std::vector<std::string> argv{executable};
     argv.insert(argv.end(), args.begin(), args.end());
     for (auto& [k, v] : params.items()) argv.push_back(fmt::format("--{}={}", k, v));
-    argv.push_back(fmt::format("--duration={}", opts.duration_s));
-    argv.push_back(fmt::format("--warmup={}", opts.warmup_s));
-    std::string cpus;
-    for (int c : opts.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-    argv.push_back("--cpus=" + cpus);
-    const PeerPhases phases{opts.warmup_s, opts.duration_s};
+    argv.insert(argv.end(), tail.begin(), tail.end());
     // The count's part of the timeout (beyond the session's) grows with the count.
     const double grown = sized ? double(params.i64("n")) / double(asked) : 1.0;
     const double limit = opts.timeout_s() + std::max(0.0, base_timeout - opts.timeout_s()) * grown;
@@ -236,11 +254,22 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   const Record& p = run.records.front();
   if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
   if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);
+  if (sized && run.records.front().wall_s > 0) {
+    // Aimed 20% past the duration from this window's rate (the first growth aims 40% past: it
+    // extrapolates from a window too short to time well).
+    const double fill = double(params.i64("n")) * 1.2 * opts.duration_s / run.records.front().wall_s;
+    std::lock_guard lock(found_mutex);
+    found[key] = uint64_t(std::clamp(std::ceil(fill), double(asked), double(max_n)));
+  }
   if (sized)
-    rec.extra["sized"] = {{"n_asked", asked},
-                          {"n_ran", params.i64("n")},
-                          {"runs", runs},
-                          {"why", "the peer ran again with a larger n until its window held --duration"}};
+    rec.extra["sized"] = {
+        {"n_asked", asked},
+        {"n_first", first_n},
+        {"n_ran", params.i64("n")},
+        {"runs", runs},
+        {"why",
+         "n grown until the peer's window held --duration, starting from the count an earlier "
+         "repetition of the point found"}};
   rec.ops = p.ops;
   rec.bytes = p.bytes;
   rec.wall_s = p.wall_s;

@@ -8,8 +8,9 @@
 // wake-up objects, then one Session run. Its workers are one host thread per pair and the guest:
 // a worker thread per slot (thread), or a forked worker process with a thread per slot (process);
 // the Go guest is an executable taking part as the session's peer (go). Each host waits until the
-// guest attached to every slot, makes round trips through the warm-up, then `round_trips` in the
-// measured window — fewer if the --duration cap closes it first — and always leaves DONE in its
+// guest attached to every slot, makes round trips through the warm-up, then through the measured
+// window — `round_trips` at most when it is not 0, fewer if --duration closes it first; by default
+// (0) the window lasts --duration, as every window is sized to it — and always leaves DONE in its
 // slot, which ends that slot's answers. The session tells the guests when the window opens
 // (Header::measuring), for their CPU window.
 #include "mechanisms/pingpong/pingpong.hpp"
@@ -135,8 +136,9 @@ struct HostSpec {
 };
 
 // Host of pair i: round trips while the session runs, `round_trips` of them in the measured
-// window at most. Every answer is checked (sum == a + b); every `sample`-th measured round trip
-// is timed. Whatever ends it, it leaves DONE in its slot: that ends the guest's answer loop.
+// window at most (0: no cap, the window's end stops it). Every answer is checked (sum == a + b); every
+// `sample`-th measured round trip is timed. Whatever ends it, it leaves DONE in its slot: that ends the
+// guest's answer loop.
 void host(Worker& w, int i, const HostSpec& h) {
   Region& r = h.region;
   Slot& slot = r.slots[i];
@@ -305,7 +307,7 @@ void record_figures(Session& s, WorkerResults slots, int first_host, int pairs, 
     total_rate += rate;
     min_rate = i ? std::min(min_rate, rate) : rate;
     max_rate = std::max(max_rate, rate);
-    capped = capped || h.ops < round_trips;
+    capped = capped || (round_trips > 0 && h.ops < round_trips);
     per_pair.push_back(std::llround(rate));
     done.push_back(h.ops);
   }
@@ -363,9 +365,11 @@ std::vector<ParamSpec> suite_params() {
        .per_cpu = 2},
       {.name = "round_trips",
        .type = ParamType::Int,
-       .def = "100000",
-       .help = "round trips per pair (the reference's 100000); --duration caps the measured window",
-       .min = 1,
+       .def = "0",
+       .help =
+           "round trips per pair in the measured window: 0, round trips until --duration ends it (the "
+           "window sized to --duration); N, at most N (the reference's 100000), --duration may end it first",
+       .min = 0,
        .max = int64_t(1) << 40},
       {.name = "spin_limit",
        .type = ParamType::Int,

@@ -54,8 +54,8 @@ std::vector<std::string>& multi_reactor_models() {
 std::vector<ParamSpec> suite_params(const ServerModel& m) {
   ParamSpec pattern = std_params::closed_or_rate();
   pattern.help =
-      "closed: one wave of `concurrency` sessions started at once; rate: sessions arrive on a schedule "
-      "(-p rate= sessions/s), latency from each one's intended start";
+      "closed: waves of `concurrency` sessions started at once, one wave after another (-p waves); rate: "
+      "sessions arrive on a schedule (-p rate= sessions/s), latency from each one's intended start";
   std::vector<ParamSpec> ps = {
       pattern,
       {.name = "concurrency",
@@ -66,6 +66,15 @@ std::vector<ParamSpec> suite_params(const ServerModel& m) {
        .full = {"100", "2000", "10000"},
        .min = 1,
        .max = kMaxSessions,
+       .only_with = {"pattern", {"closed"}}},
+      {.name = "waves",
+       .type = ParamType::Int,
+       .def = "0",
+       .help = "closed: 0, waves one after another until the measured window holds --duration (at least one; "
+               "the warm-up likewise holds --warmup), as every window is sized to its duration; N, exactly N "
+               "measured waves (and one warm-up wave when --warmup > 0)",
+       .min = 0,
+       .max = 1'000'000,
        .only_with = {"pattern", {"closed"}}},
       {.name = "backlog",
        .type = ParamType::Int,
@@ -131,6 +140,7 @@ ServerLaunch server_launch(const ServerModel& m, const Session& s) {
 struct Waves {
   std::atomic<uint64_t> progress{0};  // the server's heartbeat: connects, replies, session ends
   LoadResult warmup, measured;
+  uint64_t waves = 0;  // closed: the measured waves run
 };
 
 // pattern=rate: the most sessions open at once — what RLIMIT_NOFILE (raised to its hard limit, which
@@ -202,21 +212,37 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
       w.out().integrity.corrupt += wv->warmup.corrupt;
     };
   } else {
-    // One wave, whatever --duration says: it ends when each client connected (or timed out) and
-    // finished its session (or timed out), so its bound is that, after the run's own time-out.
+    // Waves of `concurrency` sessions one after another, each served to its end, until the window
+    // holds --duration (or `waves` of them): the run is bounded by its work, after the run's own
+    // time-out, the last wave's connects and sessions besides.
     s.until_done(s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
-    // --warmup > 0: one unmeasured wave first, as the measured one.
-    body = [cfg, wv, warm = s.options().warmup_s > 0, report](Worker& w) {
+    const auto fixed = uint64_t(p.i64("waves"));
+    const auto warm_ns = uint64_t(s.options().warmup_s * 1e9),
+               window_ns = uint64_t(s.options().duration_s * 1e9);
+    // Waves into `out` while the run goes on: at least one, then `fixed` of them or until `span_ns`
+    // has passed. Returns how many ran.
+    auto waves_for = [cfg, wv](Worker& w, LoadResult& out, uint64_t count, uint64_t span_ns) {
+      const uint64_t t0 = now_ns();
+      uint64_t n = 0;
+      do {
+        run_load(cfg, w, wv->progress, out);
+        ++n;
+      } while (w.running() && (count ? n < count : now_ns() - t0 < span_ns));
+      return n;
+    };
+    // --warmup > 0: unmeasured waves first (one when `waves` is fixed), as the measured ones.
+    body = [wv, report, waves_for, fixed, warm_ns, window_ns, clients,
+            warm = s.options().warmup_s > 0](Worker& w) {
       if (warm) w.hold_warmup();
       w.ready();
       if (warm) {
-        run_load(cfg, w, wv->progress, wv->warmup);
+        waves_for(w, wv->warmup, fixed ? 1 : 0, warm_ns);
         w.warmed();
       }
       while (w.running() && !w.measuring()) sleep_ns(20'000);
       if (!w.measuring()) return;
-      run_load(cfg, w, wv->progress, wv->measured);
-      report(w, wv->measured, uint64_t(cfg.clients));
+      wv->waves = waves_for(w, wv->measured, fixed, window_ns);
+      report(w, wv->measured, wv->waves * uint64_t(clients));
     };
   }
   // No series: the load generator's sessions are reported once, at the end (`report`).
@@ -242,6 +268,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
     x["over_cap"] = res.over_cap;
   } else {
     x["concurrency"] = clients;
+    x["waves"] = wv->waves;
   }
   x["processed"] = res.processed;
   x["rejected"] = res.rejected;
