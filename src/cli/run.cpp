@@ -384,8 +384,7 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
                                   : "budget none: nothing shortened (--budget 5m fits the run to 5 minutes)");
   fmt::print(
       "start-up per repetition: learned from past runs for {} of {} points and {} of {} mechanisms{} (a "
-      "point "
-      "not run before takes its mechanism's), {:g} s for the rest\n",
+      "point not run before takes its mechanism's, a mechanism its suite's), {:g} s for the rest\n",
       points_learned, benchmarks.size(), learned.size(), mechs.size(),
       model.path().empty() ? "" : " (" + model.path() + ")", kDefaultOverheadS);
   return 0;

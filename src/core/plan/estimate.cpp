@@ -119,8 +119,15 @@ const CostModel::Observations* CostModel::find(const std::string& mechanism, con
 }
 
 double CostModel::overhead_s(const std::string& mechanism, const std::string& point) const {
-  const Observations* e = find(mechanism, point);
-  return e ? e->overhead_s() : kDefaultOverheadS;
+  if (const Observations* e = find(mechanism, point)) return e->overhead_s();
+  // A mechanism nothing was learned of starts like its suite's others (a runtime peer like the
+  // other runtime peers, a fio run like the other fileio engines): the median of theirs.
+  const std::string suite = mechanism.substr(0, mechanism.find('/') + 1);
+  std::vector<double> siblings;
+  if (suite.size() > 1)
+    for (auto it = entries_.lower_bound(suite); it != entries_.end() && it->first.rfind(suite, 0) == 0; ++it)
+      if (!it->second.fixed_s()) siblings.push_back(it->second.overhead_s());
+  return siblings.empty() ? kDefaultOverheadS : median_of(siblings);
 }
 
 std::optional<double> CostModel::fixed_s(const std::string& mechanism, const std::string& point) const {

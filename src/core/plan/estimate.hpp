@@ -8,7 +8,9 @@
 // less warm-up and window, per point and per mechanism (CostModel::learn), in the cost model file
 // of the user's state folder (user_state_dir(), core/machine/home.hpp). A point run before is
 // estimated from its own observations (a 16 MiB message's start-up is not a 64 KiB one's, nor a
-// library's over TCP its one in-process); any other point from its mechanism's. A point's estimate
+// library's over TCP its one in-process); any other point from its mechanism's, and a mechanism not
+// run before from its suite's others (the median of theirs: a new runtime peer starts like the
+// other runtime peers, and the run's estimate of time left learns so as it goes). A point's estimate
 // is its repetitions times (warm-up + window + overhead), or times its fixed length for a
 // mechanism whose repetitions do a fixed amount of work and end before their window
 // (CostModel::fixed_s); --repetitions auto counts the fewest it runs.
@@ -40,7 +42,8 @@ class CostModel {
   static std::string default_path();
 
   /// The overhead of one repetition of point `point` (PlannedBenchmark::name) of `mechanism`
-  /// ("suite/name"): the point's own when it was learned, else its mechanism's, else
+  /// ("suite/name"): the point's own when it was learned, else its mechanism's, else the median of
+  /// its suite's other mechanisms' (those whose repetitions follow their window), else
   /// kDefaultOverheadS.
   double overhead_s(const std::string& mechanism, const std::string& point = {}) const;
   /// For a mechanism whose repetitions do a fixed amount of work and end before their warm-up and
