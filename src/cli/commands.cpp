@@ -279,10 +279,11 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   row("Libraries", words(ctx["libraries"]));
   row("Git", words(ctx["git_sha"]));
   // The machine's conditions, which hold from run to run: said here, and kept in every record.
+  // As rows of their own, their words continued under the values.
   for (auto& w : ctx.value("conditions", nlohmann::json::array()))
-    fmt::print("{}\n", output::wrap_text("condition: ", output::warning_text(w), text_width(), 2));
+    fmt::print("{}\n", wrap("condition:", 13, output::warning_text(w), text_width(), " "));
   for (auto& w : ctx["warnings"])
-    fmt::print("{}\n", output::wrap_text("warning: ", output::warning_text(w), text_width(), 2));
+    fmt::print("{}\n", wrap("warning:", 13, output::warning_text(w), text_width(), " "));
   return 0;
 }
 

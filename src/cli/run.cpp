@@ -198,16 +198,9 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     if (terminal) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
     if (r.status == Status::Failed && r.run_type != "aggregate")
-      fmt::print(
-          stderr, "{}\n",
-          output::wrap_text("", fmt::format("FAILED {} (repetition {}): {}", r.name, r.repetition, r.error),
-                            output::console_columns(stderr), 2));
+      fmt::print(stderr, "FAILED {} (repetition {}): {}\n", r.name, r.repetition, r.error);
     for (auto& w : r.warnings)  // a repetition's own (flag_steal)
-      fmt::print(stderr, "{}\n",
-                 output::wrap_text("",
-                                   fmt::format("warning: {} (repetition {}): {}", r.name, r.repetition,
-                                               output::warning_text(w)),
-                                   output::console_columns(stderr), 2));
+      fmt::print(stderr, "warning: {} (repetition {}): {}\n", r.name, r.repetition, output::warning_text(w));
     const auto it = st->index.find(r.name);
     if (it == st->index.end()) return;
     const size_t i = it->second;
@@ -516,9 +509,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
                           return is_class_layout(b.params.str_or("placement", ""));
                         });
   if (by_class) add_measured_topology(context, opts.cpus);
-  for (auto& w : context["warnings"])
-    fmt::print(stderr, "{}\n",
-               output::wrap_text("warning: ", output::warning_text(w), output::console_columns(stderr), 2));
+  for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
   std::vector<Record> records;
   try {
     for (auto& r : reporters) r->begin(context, benchmarks);
