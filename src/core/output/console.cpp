@@ -155,11 +155,13 @@ std::string ConsoleReporter::row_text(const std::string& name,
     else
       line += fmt::format(" {:>{}}", cell(*c), c->width);
   }
-  // The status after the figures; one that would pass the console's width, on the lines below.
+  // The status after the figures; one that would pass the console's width, on the lines below: an
+  // ok one's notes broken between them, a failed or skipped one's reason between its words.
   line += "  ";
   if (columns_ && text_columns(line) + text_columns(status) > columns_)
     return rtrim(line) + "\n" +
-           wrap_text(std::string(kContinuation, ' '), status, columns_, kContinuation, ", ");
+           wrap_text(std::string(kContinuation, ' '), status, columns_, kContinuation,
+                     status.rfind(status_name(Status::Ok), 0) == 0 ? ", " : " ");
   return line + status;
 }
 
