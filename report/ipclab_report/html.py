@@ -47,5 +47,5 @@ def render(files, saved_topologies=()) -> str:
         warnings=warnings, split_plots=split_plots, all_warnings=all_warnings(files), machine=machine_line,
         plot_rows=plot_rows,
         warning_count=len(all_warnings(files)) + sum(1 for t in report.topologies if t.warning),
-        topologies=report.topologies, answers=report.answers, cost_note=COST_NOTE,
+        topologies=report.topologies, answers=report.answers, cost_note=COST_NOTE, flags=report.flags,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

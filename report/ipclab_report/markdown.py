@@ -164,4 +164,11 @@ def render(files) -> str:
                 out.append(_row(code(r[c]) if c == "name" else text(len(r[c]) if c == "trials" else r[c])
                                 for c in s.capacity_columns))
             out.append("")
+    if report.flags:
+        out += ["## What the flags mean, and what to do", ""]
+        for f in report.flags:
+            where = f", {f.points} point{'s' if f.points != 1 else ''}" if f.points else ""
+            out.append(f"- **{text(f.word)}** ({code(f.id, in_table=False)}{where}): "
+                       + (f"{prose(f.meaning)} — " if f.meaning else "") + f"what to do: {prose(f.remedy)}")
+        out.append("")
     return "\n".join(out)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 from . import registry as reg
 from . import topology as topo
 from .answers import answers
 from .load import summaries
+from .plots import series_flags
 from .suites import suite_plots
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
 from .util import fmt_bytes_param, fmt_memory
@@ -145,6 +147,42 @@ def all_warnings(files):
     return [(m, r, tags) for (m, r), tags in out.items()]
 
 
+# Where the flags are explained, for a result file that does not carry their texts (written before
+# context.flags).
+FLAGS_DOC = "docs/methodology.md, “Flags”"
+
+
+@dataclass
+class FlagNote:
+    """A flag that occurs in the results: its id, the word the tables show, what it means and what
+    to do, as the harness that wrote the file says (context.flags, from src/core/stats/flags.cpp)."""
+
+    id: str
+    word: str
+    meaning: str
+    remedy: str
+    points: int   # summary records that show it (0 for one the status shows from elsewhere)
+
+
+def flag_notes(files, recs) -> list:
+    """The flags that occur in `files` (their context.flags) or on their summary records `recs`, each
+    with its meaning and remedy from the file; a flag no file explains points to FLAGS_DOC instead
+    (this package holds no text of its own for a flag)."""
+    table = {}
+    for f in files:
+        given = f.context.get("flags") if isinstance(f.context, dict) else None
+        for k, v in (given.items() if isinstance(given, dict) else ()):
+            if isinstance(k, str) and isinstance(v, dict):
+                table.setdefault(k, v)
+    count = Counter(flag for r in recs if r.ok for flag in set(series_flags(r)))
+    out = []
+    for k in sorted(set(table) | set(count)):
+        v = table.get(k, {})
+        out.append(FlagNote(id=k, word=str(v.get("word") or k.replace("_", " ")), meaning=str(v.get("meaning") or ""),
+                            remedy=str(v.get("remedy") or f"see {FLAGS_DOC}"), points=count.get(k, 0)))
+    return out
+
+
 @dataclass
 class TopologyView:
     """A measured cache-line round-trip matrix, as the environment section shows it."""
@@ -206,6 +244,7 @@ class Report:
     multi: bool
     topologies: list = field(default_factory=list)   # TopologyView
     answers: list = field(default_factory=list)      # answers.Answer: the first screen
+    flags: list = field(default_factory=list)        # FlagNote: each flag that occurs
     registry: reg.Registry = field(default_factory=reg.Registry)
 
     @property
@@ -231,4 +270,4 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),
-                  answers=answers(recs, multi))
+                  answers=answers(recs, multi), flags=flag_notes(files, recs))

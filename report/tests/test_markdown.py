@@ -33,6 +33,8 @@ def test_markdown_single_file_shape(tmp_path):
     tables = _tables(md)
     assert "Answers" in tables  # the first screen (the runtime switches here), before the suites
     del tables["Answers"]
+    # After the suites, what the flags their rows show mean (the fixture's two-level series): no table.
+    assert list(tables)[-1] == "What the flags mean, and what to do" and not tables.pop(list(tables)[-1])
     # The registry's order (that of `ipclab list`), then a suite it does not name.
     assert list(tables) == ["anchors", "cachecalc", "echo", "fileio", "messaging", "pingpong", "runtime",
                             "servers", "experimental"]

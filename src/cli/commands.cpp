@@ -25,35 +25,13 @@
 
 namespace ipclab::cli {
 
-// `text` after `label` padded to `indent` columns, broken after a `sep` ("," between items, " "
-// between words) where the next piece would pass `width`; continuation lines start under the text.
 std::string wrap(const std::string& label, size_t indent, const std::string& text, size_t width,
                  const std::string& sep) {
-  std::string line = fmt::format("{:<{}}", label, indent);
-  size_t col = line.size();
-  bool first = true;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t next = text.find(sep, pos);
-    const std::string piece =
-        text.substr(pos, next == std::string::npos ? std::string::npos : next + sep.size() - pos);
-    pos = next == std::string::npos ? text.size() : next + sep.size();
-    if (!first && col + piece.size() > width) {
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      line += "\n" + std::string(indent, ' ');
-      col = indent;
-    }
-    line += piece;
-    col += piece.size();
-    first = false;
-  }
-  return line;
+  return output::wrap_text(fmt::format("{:<{}}", label, indent), text, width, indent, sep);
 }
 
-// The width to wrap text to: the terminal's, or 100 columns when not one.
-size_t text_width() {
-  const size_t columns = output::terminal_columns(stdout);
-  return std::max<size_t>(columns ? columns : 100, 60) - 1;
-}
+// The width to wrap text to: the console's (the terminal's, else $COLUMNS, else 100), less one.
+size_t text_width() { return output::console_columns(stdout) - 1; }
 
 void cmd_list(const std::optional<std::string>& suite_filter, bool as_json) {
   if (suite_filter && suite_filter->empty())
@@ -301,9 +279,11 @@ int cmd_env(bool as_json, const std::string& cmdline) {
   row("Libraries", words(ctx["libraries"]));
   row("Git", words(ctx["git_sha"]));
   // The machine's conditions, which hold from run to run: said here, and kept in every record.
+  // As rows of their own, their words continued under the values.
   for (auto& w : ctx.value("conditions", nlohmann::json::array()))
-    fmt::print("condition: {}\n", output::warning_text(w));
-  for (auto& w : ctx["warnings"]) fmt::print("warning: {}\n", output::warning_text(w));
+    fmt::print("{}\n", wrap("condition:", 13, output::warning_text(w), text_width(), " "));
+  for (auto& w : ctx["warnings"])
+    fmt::print("{}\n", wrap("warning:", 13, output::warning_text(w), text_width(), " "));
   return 0;
 }
 

@@ -36,10 +36,11 @@ struct AdviseArgs {
 };
 
 /// `text` after `label` padded to `indent` columns, broken after a `sep` ("," between items, " "
-/// between words) where the next piece would pass `width`; continuation lines start under the text.
+/// between words) where the next piece would pass `width`; continuation lines start under the text
+/// (output::wrap_text).
 std::string wrap(const std::string& label, size_t indent, const std::string& text, size_t width,
                  const std::string& sep);
-/// The width to wrap text to: the terminal's, or 100 columns when not one.
+/// The width to wrap text to: the console's (output::console_columns), less one.
 size_t text_width();
 
 /// `ipclab list [SUITE] [--json]`: suites, mechanisms and their parameters; with --json the

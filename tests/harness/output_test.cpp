@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "core/base/error.hpp"
 #include "core/model/mechanism.hpp"
 #include "core/plan/runner.hpp"
+#include "core/stats/series.hpp"
 #include "core/stats/statistics.hpp"
 
 using namespace ipclab;
@@ -60,6 +62,18 @@ std::string printed(FILE* f) {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
   return out;
 }
+// The columns a line takes on a terminal: its characters, a UTF-8 sequence counted once.
+size_t columns_of(const std::string& line) {
+  return size_t(std::count_if(line.begin(), line.end(), [](char c) { return (c & 0xc0) != 0x80; }));
+}
+// The printed lines wider than `width` columns, each on a line of its own.
+std::string wider_than(const std::string& out, size_t width) {
+  std::string wide;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (columns_of(line) > width) wide += fmt::format("[{}] {}\n", columns_of(line), line);
+  return wide;
+}
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -87,6 +101,71 @@ TEST(Output, TheStatusShowsWhatCastsDoubtOnAnOkFigure) {
   // A failed or skipped record says why, and nothing else.
   agg.fail("lost 3");
   EXPECT_EQ(status_text(agg), "failed: lost 3");
+}
+
+TEST(Flags, EveryFlagHasItsIdWordMeaningAndRemedyOnce) {
+  std::set<std::string> ids, words;
+  ASSERT_EQ(flag_table().size(), size_t(Flag::CountersUnavailable) + 1) << "one entry per Flag";
+  for (size_t i = 0; i < flag_table().size(); ++i) {
+    const FlagInfo& f = flag_table()[i];
+    EXPECT_EQ(size_t(f.flag), i) << f.id << ": the table in the order of Flag";
+    EXPECT_EQ(&flag_info(f.flag), &f) << f.id;
+    EXPECT_EQ(find_flag(f.id), &f) << f.id;
+    for (const char* text : {f.id, f.word, f.meaning, f.remedy}) EXPECT_GT(std::strlen(text), 3u) << f.id;
+    EXPECT_TRUE(ids.insert(f.id).second) << "two flags with the id " << f.id;
+    EXPECT_TRUE(words.insert(f.word).second) << "two flags with the word " << f.word;
+  }
+  EXPECT_EQ(find_flag("no_such_flag"), nullptr);
+}
+
+TEST(Flags, EveryFlagTheHarnessRaisesIsInTheTable) {
+  // The record's own: steal and short_window, as the runner raises them.
+  Record r;
+  r.ops = 1000;
+  r.wall_s = 0.001;
+  r.steal = Steal{.steal_s = 0.5, .capacity_s = 1.0, .resolution_s = 0.01, .cpus = {0}};
+  flag_steal(r);
+  flag_short_window(r, 0.02);
+  ASSERT_EQ(r.flags.size(), 2u) << r.flags.dump();
+  for (auto& f : r.flags) EXPECT_NE(find_flag(f.get<std::string>()), nullptr) << f;
+  EXPECT_EQ(r.warnings[0]["remedy"], flag_info(Flag::Steal).remedy) << "the warning's remedy is the table's";
+  // The series' (non_steady: a rate that halves over the window) and the repetitions' split.
+  std::vector<uint64_t> t_ns, ops;
+  for (int k = 0; k <= 20; ++k) t_ns.push_back(uint64_t(k) * 50'000'000);
+  for (int k = 0; k < 20; ++k) ops.push_back(uint64_t(20000 - 500 * k));
+  const nlohmann::json series = make_series(t_ns, ops, {});
+  ASSERT_FALSE(series["flags"].empty()) << series.dump();
+  for (auto& f : series["flags"]) EXPECT_NE(find_flag(f.get<std::string>()), nullptr) << f;
+  std::vector<Record> reps;
+  for (int i = 0; i < 8; ++i) {
+    Record rep = r;
+    rep.flags = nlohmann::json::array();
+    rep.wall_s = i % 2 ? 0.001 : 0.002;  // two clusters, 2x apart
+    rep.repetition = i;
+    reps.push_back(rep);
+  }
+  const Record agg = aggregate_median(reps);
+  ASSERT_FALSE(agg.flags.empty());
+  for (auto& f : agg.flags) EXPECT_NE(find_flag(f.get<std::string>()), nullptr) << f;
+  // What the status shows from elsewhere: a missed CI target, counters unavailable.
+  Record shown = agg;
+  shown.repetitions_auto = {{"target_pct", 1.0}, {"met", false}};
+  shown.kernel = {{"unavailable", {{"syscalls", "tracefs is not mounted"}}}};
+  const auto flags = record_flags(shown);
+  EXPECT_TRUE(flags.count(Flag::BimodalRepetitions));
+  EXPECT_TRUE(flags.count(Flag::CiTargetMissed));
+  EXPECT_TRUE(flags.count(Flag::CountersUnavailable));
+  // results.json names each flag that occurs, and no other, with its remedy.
+  auto j = nlohmann::json::parse(output::json_document({{"kernel", "x"}}, {r, shown}));
+  const auto& table = j["context"]["flags"];
+  for (auto* id :
+       {"steal", "short_window", "bimodal_repetitions", "ci_target_missed", "counters_unavailable"}) {
+    ASSERT_TRUE(table.contains(id)) << id << table.dump();
+    EXPECT_EQ(table[id]["remedy"], find_flag(id)->remedy) << id;
+    EXPECT_EQ(table[id]["meaning"], find_flag(id)->meaning) << id;
+  }
+  EXPECT_FALSE(table.contains("non_steady")) << table.dump();
+  EXPECT_TRUE(nlohmann::json::parse(output::json_document({}, {}))["context"]["flags"].empty());
 }
 
 TEST(Output, JsonRecordHasTheSchemaShape) {
@@ -214,6 +293,35 @@ TEST(Output, MarkdownTableHasOneRowPerAggregate) {
   EXPECT_NE(md.find("| name | time/op |"), std::string::npos) << md;
   EXPECT_EQ(std::count(md.begin(), md.end(), '`') / 2, 1) << "only the aggregate row is listed";
   EXPECT_NE(md.find("EPYC"), std::string::npos);
+}
+
+TEST(Output, MarkdownSaysWhatEachFlagItsRowsShowMeansAndWhatToDo) {
+  Record agg = sample();
+  agg.run_type = "aggregate";
+  EXPECT_EQ(output::markdown(nlohmann::json::object(), {}, {agg}).find("What the flags mean"),
+            std::string::npos)
+      << "none shown";
+  agg.flags = {"non_steady", "bimodal_repetitions"};
+  Record it = sample();  // a repetition, not a row of the table: its flag is not listed
+  it.flags = {"steal"};
+  const std::string md = output::markdown(nlohmann::json::object(), {}, {it, agg});
+  const size_t at = md.find("\nWhat the flags mean, and what to do:\n");
+  ASSERT_NE(at, std::string::npos) << md;
+  for (Flag f : {Flag::NonSteady, Flag::BimodalRepetitions}) {
+    const FlagInfo& i = flag_info(f);
+    EXPECT_NE(md.find(fmt::format("- **{}** (`{}`): {} — {}\n", i.word, i.id, i.meaning, i.remedy), at),
+              std::string::npos)
+        << i.id << "\n"
+        << md;
+  }
+  EXPECT_EQ(md.find(flag_info(Flag::Steal).remedy, at), std::string::npos) << md;
+  // The texts' commands stay code spans.
+  agg.kernel = {{"unavailable", {{"syscalls", "tracefs is not mounted"}}}};
+  EXPECT_NE(output::markdown(nlohmann::json::object(), {}, {agg})
+                .find("(`counters_unavailable`): the kernel refused a counter — "
+                      "`ipclab env` says why and how to allow it\n"),
+            std::string::npos)
+      << output::markdown(nlohmann::json::object(), {}, {agg});
 }
 
 // What a result file's context and a remote side send reaches results.md as text (issue 50): no
@@ -493,7 +601,8 @@ TEST(OutputReporters, ConsoleNamesEachRowsLatencyKindAndEndsWithWhatTheyMean) {
     next = out.find('\n', at);
     if (next == std::string::npos) next = out.size();
     // The legend lines are prose; every table line fits the 100 columns.
-    if (out.compare(at, 2, "  ") != 0) EXPECT_LE(next - at, 100u) << out.substr(at, next - at);
+    if (out.compare(at, 2, "  ") != 0)
+      EXPECT_LE(columns_of(out.substr(at, next - at)), 100u) << out.substr(at, next - at);
   }
 }
 
@@ -523,8 +632,66 @@ TEST(OutputReporters, ConsoleNeverCutsANameTooLongForTheTerminal) {
     next = out.find('\n', at);
     const std::string line = out.substr(at, next - at);
     if (line.find("  ok") != std::string::npos || line.rfind("fileio ", 0) == 0 || line.rfind("---", 0) == 0)
-      EXPECT_LE(line.size(), 90u) << line;
+      EXPECT_LE(columns_of(line), 90u) << line;
   }
+}
+
+TEST(OutputReporters, ConsoleLinesFitTheWidthAStatusOrAReasonContinuesIndented) {
+  auto plan = plan_of("messaging/pipe", {{"size", {"64", "1K", "64K"}}});
+  Record flagged = record_of(plan[0]), skipped = record_of(plan[1]), plain = record_of(plan[2]);
+  flagged.flags = {"non_steady", "bimodal", "steal", "short_window"};
+  flagged.kernel = {{"unavailable", {{"syscalls", "tracefs is not mounted"}}}};
+  skipped.status = Status::Skipped;
+  skipped.error = "the library is not installed here: " + std::string(40, 'x') + " " +
+                  "and a long reason that goes on, as a peer's or a kernel's can, for many words, " +
+                  "naming paths such as /usr/lib/x86_64-linux-gnu/" + std::string(90, 'y') + ".so and more";
+  for (size_t width : {80u, 100u}) {  // the figures alone take 78 columns: 80 is the least
+    FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    output::ConsoleReporter console(f, width);
+    console.begin({{"repetitions", 1}}, plan);
+    for (auto* r : {&flagged, &skipped, &plain}) console.record(*r);
+    console.end({flagged, skipped, plain});
+    const std::string out = printed(f);
+    std::fclose(f);
+    EXPECT_EQ(wider_than(out, width), "") << width << " columns:\n" << out;
+    // Nothing lost: the status whole, its continuations indented (words joined again by a space;
+    // a word longer than a line, cut, by nothing).
+    std::string joined;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("    ", 0) == 0)
+        joined += (line.size() > 4 && !std::isspace(uint8_t(line[4])) ? " " : "") + line.substr(4);
+      else
+        joined += "\n" + line;
+    }
+    EXPECT_NE(joined.find(status_text(flagged)), std::string::npos) << joined;
+    const std::string reason = status_text(skipped);
+    std::string compact = joined, want = reason;
+    std::erase(compact, ' ');
+    std::erase(want, ' ');
+    EXPECT_NE(compact.find(want), std::string::npos) << joined;
+    // Each flag shown, once at the end, with what to do.
+    for (Flag fl :
+         {Flag::NonSteady, Flag::Bimodal, Flag::Steal, Flag::ShortWindow, Flag::CountersUnavailable})
+      EXPECT_NE(joined.find(fmt::format("{}: {}: {}", flag_info(fl).word, flag_info(fl).meaning,
+                                        std::string(flag_info(fl).remedy).substr(0, 20))),
+                std::string::npos)
+          << flag_info(fl).id << "\n"
+          << joined;
+    EXPECT_EQ(joined.find(flag_info(Flag::BimodalRepetitions).meaning), std::string::npos) << "not shown";
+  }
+}
+
+TEST(OutputReporters, WrapTextBreaksAfterItsSeparatorAndNeverPassesTheWidth) {
+  EXPECT_EQ(output::wrap_text("ab  ", "one, two, three", 12, 4, ", "), "ab  one,\n    two,\n    three");
+  // A lead that leaves the first piece no room: it starts the next line.
+  EXPECT_EQ(output::wrap_text(std::string(10, '.') + "  ", "ok, x", 12, 4, ", "), "..........\n    ok, x");
+  // A piece longer than a line, between its words; a word longer than a line, cut.
+  EXPECT_EQ(output::wrap_text("", "aa bb cc dd, e", 8, 2, ", "), "aa bb cc\n  dd, e");
+  EXPECT_EQ(output::wrap_text("", "abcdefghij", 6, 2), "abcdef\n  ghij");
+  EXPECT_EQ(output::wrap_text("", "±±±±±±±± ±", 8, 0), "±±±±±±±±\n±") << "characters, not bytes";
+  EXPECT_EQ(output::wrap_text("x: ", "no width, one line", 0, 4, ", "), "x: no width, one line");
 }
 
 TEST(OutputReporters, ConsoleRepeatsTheFirstAnswerAtTheEnd) {

@@ -22,27 +22,77 @@ constexpr const char* kMedian = " (median)";
 constexpr size_t kMinName = 20;
 constexpr size_t kStatus = 8;  // room kept for the status: "ok ±1.2%" mostly
 
-// What a flag (status_text's word) means and what to do about it: one line each.
-const std::vector<std::pair<std::string, std::string>> kFlagRemedies = {
-    {"non-steady",
-     "the window's time slices drifted (a trend or a step): lengthen the window (--duration 1) or "
-     "stop other work, and re-run"},
-    {"bimodal repetitions",
-     "the repetitions fell into two clusters (a placement or frequency change between them): pin "
-     "the sides (-p placement=cross, --cpus) and re-run with --repetitions 7"},
-    {"bimodal",
-     "the window's time slices fell into two levels: pin the sides (-p placement=cross, --cpus) "
-     "and re-run"},
-    {"steal",
-     "the hypervisor took CPU time from this VM during the window: re-run when the host is quieter, "
-     "or on a machine with dedicated vCPUs"},
-    {"CI target",
-     "the repetitions' interval stayed wider than --ci-target: raise --max-repetitions or "
-     "lengthen the window (--duration)"},
-    {"counters unavailable", "the kernel refused a counter: `ipclab env` says why and how to allow it"},
-};
+constexpr size_t kContinuation = 4;  // where a row's status continues on the lines below it
+
+// The columns `s` takes on a terminal: its characters (UTF-8 sequences counted once).
+size_t text_columns(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+  return n;
+}
+
+// The bytes of `s`'s first `cols` characters.
+size_t bytes_of_columns(std::string_view s, size_t cols) {
+  size_t i = 0;
+  for (size_t n = 0; i < s.size(); ++i)
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80 && n++ == cols) break;
+  return i;
+}
+
+// `text` split after each `sep`, each piece with its separator.
+std::vector<std::string> pieces_of(const std::string& text, const std::string& sep) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t next = text.find(sep, pos);
+    const size_t end = next == std::string::npos ? text.size() : next + sep.size();
+    out.push_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+
+std::string rtrim(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
 
 }  // namespace
+
+std::string wrap_text(const std::string& lead, const std::string& text, size_t width, size_t indent,
+                      const std::string& sep) {
+  if (!width) return lead + text;
+  const size_t room = width > indent ? width - indent : 1;  // a continuation line's
+  // The pieces: between separators, and a piece longer than a continuation line between its words.
+  std::vector<std::string> pieces;
+  for (auto& p : pieces_of(text, sep)) {
+    if (sep == " " || text_columns(rtrim(p)) <= room) {
+      pieces.push_back(p);
+      continue;
+    }
+    for (auto& w : pieces_of(p, " ")) pieces.push_back(w);
+  }
+  std::string out, line = lead;
+  size_t col = text_columns(lead);
+  for (std::string piece : pieces) {
+    // A new line where the piece would pass the width and the line holds more than its indent.
+    if (col > indent && col + text_columns(rtrim(piece)) > width) {
+      out += rtrim(line) + "\n";
+      line = std::string(indent, ' ');
+      col = indent;
+    }
+    // A word longer than a whole line: cut, never let through.
+    while (text_columns(rtrim(piece)) > width - std::min(col, width - 1)) {
+      const size_t cut = bytes_of_columns(piece, width - std::min(col, width - 1));
+      out += line + piece.substr(0, cut) + "\n";
+      piece.erase(0, cut);
+      line = std::string(indent, ' ');
+      col = indent;
+    }
+    line += piece;
+    col += text_columns(piece);
+  }
+  return out + rtrim(line);
+}
 
 std::string warning_text(const nlohmann::json& w) {
   return fmt::format("{} — {}", w.value("message", ""), w.value("remedy", ""));
@@ -97,12 +147,22 @@ size_t ConsoleReporter::figures_width() const {
 
 std::string ConsoleReporter::row_text(const std::string& name,
                                       const std::function<std::string(const Column&)>& cell) const {
-  std::string line = fmt::format("{:<{}}", name, width_);
+  std::string line = fmt::format("{:<{}}", name, width_), status;
   for (auto* c : shown_) {
     if (c->format == "name") continue;
-    line += c->format == "status" ? "  " + cell(*c) : fmt::format(" {:>{}}", cell(*c), c->width);
+    if (c->format == "status")
+      status = cell(*c);
+    else
+      line += fmt::format(" {:>{}}", cell(*c), c->width);
   }
-  return line;
+  // The status after the figures; one that would pass the console's width, on the lines below: an
+  // ok one's notes broken between them, a failed or skipped one's reason between its words.
+  line += "  ";
+  if (columns_ && text_columns(line) + text_columns(status) > columns_)
+    return rtrim(line) + "\n" +
+           wrap_text(std::string(kContinuation, ' '), status, columns_, kContinuation,
+                     status.rfind(status_name(Status::Ok), 0) == 0 ? ", " : " ");
+  return line + status;
 }
 
 void ConsoleReporter::header(const std::string& suite) {
@@ -111,9 +171,9 @@ void ConsoleReporter::header(const std::string& suite) {
   const size_t room = columns_ > figures_width() ? columns_ - figures_width() : 0;
   const size_t widest = std::max(widest_[suite], suite.size());
   width_ = std::max(kMinName, columns_ ? std::min(widest, room) : widest);
-  std::string h = row_text(suite, [](const Column& c) { return c.key; });
-  while (!h.empty() && h.back() == ' ') h.pop_back();
-  fmt::print(out_, "\n{}\n{}\n", h, std::string(std::min(h.size() + 4, std::max(columns_, h.size())), '-'));
+  const std::string h = row_text(suite, [](const Column& c) { return c.key; });
+  const size_t first = text_columns(h.substr(0, h.find('\n')));
+  fmt::print(out_, "\n{}\n{}\n", h, std::string(columns_ ? std::min(first + 4, columns_) : first + 4, '-'));
   suite_ = suite;
 }
 
@@ -121,8 +181,8 @@ void ConsoleReporter::print_row(const Record& r) {
   if (suite_ != r.suite) header(r.suite);
   std::string name = names_.of(r.name);
   if (medians_ && verbose_ && r.run_type == "aggregate") name += kMedian;
-  if (name.size() > width_) {
-    fmt::print(out_, "{}\n", name);
+  if (text_columns(name) > width_) {
+    fmt::print(out_, "{}\n", wrap_text("", name, columns_, kContinuation));
     name.clear();
   }
   const nlohmann::json j = to_json(r);
@@ -134,21 +194,9 @@ void ConsoleReporter::print_row(const Record& r) {
 void ConsoleReporter::print_wrapped(const std::string& text, size_t indent) const {
   // Words to the console's width (kConsoleDefaultColumns where it has none), later lines indented
   // two more than the first.
-  const size_t width = columns_ ? columns_ : kConsoleDefaultColumns;
-  std::string line(indent, ' ');
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (line.size() > indent + 2 && line.size() + 1 + word.size() > width) {
-      fmt::print(out_, "{}\n", line);
-      line = std::string(indent + 2, ' ');
-    }
-    line += (line.size() > indent && line.back() != ' ' ? " " : "") + word;
-    start = end + 1;
-  }
-  fmt::print(out_, "{}\n", line);
+  fmt::print(
+      out_, "{}\n",
+      wrap_text(std::string(indent, ' '), text, columns_ ? columns_ : kConsoleDefaultColumns, indent + 2));
 }
 
 void ConsoleReporter::record(const Record& r) {
@@ -161,9 +209,7 @@ void ConsoleReporter::record(const Record& r) {
   print_row(r);
   // What the end explains: the latency kinds and the flags the rows carry.
   if (r.latency && !r.latency->kind.empty()) kinds_.insert(r.latency->kind);
-  const std::string status = status_text(r);
-  for (auto& [flag, _] : kFlagRemedies)
-    if (status.find(flag) != std::string::npos) flags_.insert(flag);
+  for (Flag f : record_flags(r)) flags_.insert(f);
   fflush(out_);
 }
 
@@ -184,8 +230,8 @@ void ConsoleReporter::end(const std::vector<Record>& records) {
         "interval of time/op; --verbose prints each repetition.",
         0);
   if (!flags_.empty()) fmt::print(out_, "What the flags in the status mean, and what to do:\n");
-  for (auto& [flag, remedy] : kFlagRemedies)
-    if (flags_.count(flag)) print_wrapped(flag + ": " + remedy);
+  for (auto& f : flag_table())
+    if (flags_.count(f.flag)) print_wrapped(fmt::format("{}: {}: {}", f.word, f.meaning, f.remedy));
   fflush(out_);
 }
 

@@ -64,6 +64,19 @@ std::string md_code(std::string s) {
   return fence + (pad ? " " : "") + s + (pad ? " " : "") + fence;
 }
 
+// ipclab's own prose (flag_table()'s texts): its `code spans` as code spans, the rest as md_text.
+std::string md_prose(const std::string& s) {
+  std::string out;
+  bool code = false;
+  for (size_t pos = 0; pos <= s.size(); code = !code) {
+    const size_t tick = std::min(s.find('`', pos), s.size());
+    const std::string part = s.substr(pos, tick - pos);
+    out += code ? md_code(part) : md_text(part);
+    pos = tick + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string markdown(const nlohmann::json& context, const TableNames& names,
@@ -121,6 +134,17 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
       row += " " + text + " |";
     }
     md += row + "\n";
+  }
+  // What each flag the rows show means, and what to do about it (flag_table()).
+  std::set<Flag> flags;
+  for (auto* rp : rows)
+    for (Flag f : record_flags(*rp)) flags.insert(f);
+  if (!flags.empty()) {
+    md += "\nWhat the flags mean, and what to do:\n";
+    for (auto& f : flag_table())
+      if (flags.count(f.flag))
+        md += fmt::format("- **{}** ({}): {} — {}\n", md_text(f.word), md_code(f.id), md_prose(f.meaning),
+                          md_prose(f.remedy));
   }
   if (!names.fixed.empty()) {
     md += "\nThe same in every row of a mechanism:\n";

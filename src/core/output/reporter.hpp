@@ -63,8 +63,16 @@ class ConsoleReporter : public Reporter {
   std::string title_;                     // the first answer's
   std::set<std::string> first_;           // the names of the first answer's points (PlannedBenchmark::first)
   bool rest_begun_ = false;               // the table after the first answer has begun
-  std::set<std::string> kinds_, flags_;   // the latency kinds and flags the rows showed
+  std::set<std::string> kinds_;           // the latency kinds the rows showed
+  std::set<Flag> flags_;                  // the flags the rows showed
 };
+
+/// `text` after `lead` on lines of at most `width` columns (characters), the later ones `indent`
+/// spaces in: broken after a `sep` (", " between items, " " between words) where the next piece
+/// would pass the width (the first too, when `lead` leaves it no room), a piece longer than a line
+/// between its words, a word longer than a line cut. `width` 0: one line.
+std::string wrap_text(const std::string& lead, const std::string& text, size_t width, size_t indent,
+                      const std::string& sep = " ");
 
 /// The width of the terminal `out` writes to; 0 when it is not a terminal.
 size_t terminal_columns(FILE* out);

@@ -7,6 +7,8 @@
 
 namespace ipclab {
 
+static_assert(kStealFlagShare == 0.05, "flag_table()'s steal meaning says 5%");
+
 const char* status_name(Status s) {
   switch (s) {
     case Status::Ok:
@@ -19,6 +21,46 @@ const char* status_name(Status s) {
   return "?";
 }
 
+namespace {
+
+bool ci_target_missed(const Record& r) {
+  return r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true);
+}
+
+// The kernel counters asked for and refused: "syscalls, faults"; empty when none.
+std::string unavailable_counters(const Record& r) {
+  std::string which;
+  if (r.kernel.is_object() && r.kernel.contains("unavailable") && r.kernel["unavailable"].is_object())
+    for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
+  return which;
+}
+
+// The ids in the record's flags: an aggregate's hold its repetitions'; an iteration's are its
+// series' and its own.
+std::vector<std::string> flag_ids(const Record& r) {
+  std::vector<std::string> ids;
+  auto add = [&](const nlohmann::json& fs) {
+    if (fs.is_array())
+      for (auto& f : fs)
+        if (f.is_string()) ids.push_back(f.get<std::string>());
+  };
+  if (r.run_type != "aggregate" && r.series.is_object()) add(r.series.value("flags", nlohmann::json()));
+  add(r.flags);
+  return ids;
+}
+
+}  // namespace
+
+std::set<Flag> record_flags(const Record& r) {
+  std::set<Flag> out;
+  if (r.status != Status::Ok) return out;
+  for (auto& id : flag_ids(r))
+    if (const FlagInfo* f = find_flag(id)) out.insert(f->flag);
+  if (ci_target_missed(r)) out.insert(Flag::CiTargetMissed);
+  if (!unavailable_counters(r).empty()) out.insert(Flag::CountersUnavailable);
+  return out;
+}
+
 std::string status_text(const Record& r) {
   std::string out = status_name(r.status);
   if (!r.error.empty()) return out + ": " + r.error;
@@ -29,29 +71,18 @@ std::string status_text(const Record& r) {
     const auto& ci = r.ci["time_per_op_ns"];
     out += fmt::format(" ±{:.1f}%", 50.0 * (ci[1].get<double>() - ci[0].get<double>()) / tpo);
   }
-  if (r.repetitions_auto.is_object() && !r.repetitions_auto.value("met", true))
+  if (ci_target_missed(r))
     notes.push_back(fmt::format("CI target ±{}% missed", r.repetitions_auto.value("target_pct", 0.0)));
-  // An aggregate's flags hold its repetitions'; an iteration's are its series' and its own.
-  std::vector<std::string> flags;
-  auto add = [&](const nlohmann::json& fs) {
-    if (fs.is_array())
-      for (auto& f : fs)
-        if (f.is_string()) flags.push_back(f.get<std::string>());
-  };
-  if (r.run_type != "aggregate" && r.series.is_object()) add(r.series.value("flags", nlohmann::json()));
-  add(r.flags);
-  for (std::string word : flags) {  // non_steady, bimodal, bimodal_repetitions, steal
-    if (word == "non_steady") word = "non-steady";
-    if (word == "steal" && r.run_type != "aggregate" && r.steal)
-      word = fmt::format("steal {:.0f}%", 100 * r.steal->share());
+  for (const std::string& id : flag_ids(r)) {  // the table's word; an id no flag has, in words
+    const FlagInfo* f = find_flag(id);
+    std::string word = f ? f->word : id;
+    if (f && f->flag == Flag::Steal && r.run_type != "aggregate" && r.steal)
+      word = fmt::format("{} {:.0f}%", word, 100 * r.steal->share());
     std::replace(word.begin(), word.end(), '_', ' ');
     notes.push_back(word);
   }
-  if (r.kernel.is_object() && r.kernel.contains("unavailable") && r.kernel["unavailable"].is_object()) {
-    std::string which;
-    for (auto& [k, v] : r.kernel["unavailable"].items()) which += (which.empty() ? "" : ", ") + k;
-    notes.push_back("counters unavailable: " + which);
-  }
+  if (const std::string which = unavailable_counters(r); !which.empty())
+    notes.push_back(fmt::format("{}: {}", flag_info(Flag::CountersUnavailable).word, which));
   // What a mechanism noted for the tables (extra.notes), e.g. where the shared memory lies.
   if (r.extra.is_object() && r.extra.contains("notes") && r.extra["notes"].is_array())
     for (auto& n : r.extra["notes"])
@@ -105,9 +136,10 @@ void add_steal(Record& r, const Steal& window) {
 void flag_steal(Record& r) {
   if (r.run_type == "aggregate" || !r.steal || !(r.steal->least_share() > kStealFlagShare)) return;
   if (!r.flags.is_array()) r.flags = nlohmann::json::array();
+  const FlagInfo& flag = flag_info(Flag::Steal);
   for (auto& f : r.flags)
-    if (f == "steal") return;
-  r.flags.push_back("steal");
+    if (f == flag.id) return;
+  r.flags.push_back(flag.id);
   std::string cpus;
   for (int c : r.steal->cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   r.warnings.push_back(
@@ -116,17 +148,16 @@ void flag_steal(Record& r) {
                     "its measured window (steal time; ipclab flags more than {:.0f}%): its "
                     "time per op holds waits that are not the benchmark's",
                     cpus, 100 * r.steal->share(), 100 * kStealFlagShare)},
-       {"remedy",
-        "rerun on a host with dedicated (pinned) vCPUs, or compare only paired runs (`ipclab ab`, "
-        "`--interleave`), whose sides lose alike"}});
+       {"remedy", flag.remedy}});
 }
 
 void flag_short_window(Record& r, double floor_s) {
   if (r.run_type == "aggregate" || r.status != Status::Ok || !(floor_s > 0) || !(r.wall_s < floor_s)) return;
   if (!r.flags.is_array()) r.flags = nlohmann::json::array();
+  const char* id = flag_id(Flag::ShortWindow);
   for (auto& f : r.flags)
-    if (f == "short_window") return;
-  r.flags.push_back("short_window");
+    if (f == id) return;
+  r.flags.push_back(id);
   r.warnings.push_back(
       {{"message",
         fmt::format("its measured window lasted {:.3g} ms, under the {:.3g} ms this machine's timer and "

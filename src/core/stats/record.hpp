@@ -9,6 +9,7 @@
 
 #include "core/base/cpu.hpp"
 #include "core/base/params.hpp"
+#include "core/stats/flags.hpp"
 #include "core/stats/histogram.hpp"
 
 namespace ipclab {
@@ -120,6 +121,10 @@ void flag_steal(Record& r);
 /// machine's timer and scheduler allow (core/machine/window.hpp), `short_window`, and adds the
 /// warning that says so and its remedy. Such a record, and an aggregate of it, is never ranked.
 void flag_short_window(Record& r, double floor_s);
+
+/// The flags an ok record shows in its status (status_text), flag_table()'s: its series' and its
+/// own `flags` (an id no flag has left out), a missed CI target, kernel counters unavailable.
+std::set<Flag> record_flags(const Record& r);
 
 /// The status as the console and Markdown tables show it: the status (and error), then what casts
 /// doubt on an ok figure — an aggregate's 95% CI of its median time per op (±%), an auto

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/stats/flags.hpp"
 #include "core/stats/statistics.hpp"
 
 namespace ipclab {
@@ -71,13 +72,14 @@ nlohmann::json make_series(const std::vector<uint64_t>& t_ns, const std::vector<
   const double med = median_of(rate);
   const double p = mann_kendall_p(rate);
   const double slope_pct = med > 0 && n > 1 ? 100.0 * theil_sen_slope(rate) * double(n - 1) / med : 0.0;
-  if (judged && p < 0.01 && std::abs(slope_pct) > 100.0 * kTrendMinChange) flags.push_back("non_steady");
+  if (judged && p < 0.01 && std::abs(slope_pct) > 100.0 * kTrendMinChange)
+    flags.push_back(flag_id(Flag::NonSteady));
   // Clusters, on the logarithms of the slice rates (a rate twice another is as far from it
   // whatever the scale; latency-bound runs included, whose rate is the inverse of their latency).
   json clusters = nullptr;
   const Split s = best_split(log_rate);
   if (s.found) {
-    if (judged && is_bimodal(s)) flags.push_back("bimodal");
+    if (judged && is_bimodal(s)) flags.push_back(flag_id(Flag::Bimodal));
     clusters = {{"metric", "log_rate"},
                 {"low", {{"slices", s.low_n}, {"median_rate_per_s", std::exp(s.low_median)}}},
                 {"high", {{"slices", s.high_n}, {"median_rate_per_s", std::exp(s.high_median)}}},

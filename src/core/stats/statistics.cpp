@@ -215,7 +215,7 @@ Record aggregate_median(const std::vector<Record>& reps) {
   std::vector<double> log_tpo;
   for (double v : tpo)
     if (v > 0) log_tpo.push_back(std::log(v));
-  if (log_tpo.size() >= 6 && is_bimodal(best_split(log_tpo))) flags.insert("bimodal_repetitions");
+  if (log_tpo.size() >= 6 && is_bimodal(best_split(log_tpo))) flags.insert(flag_id(Flag::BimodalRepetitions));
   for (auto& f : flags) a.flags.push_back(f);
   return a;
 }
