@@ -124,6 +124,12 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
 // it: on a terminal, a line naming the benchmark (as the tables do: a full name may be wider than the line it
 // must clear) rewritten in place; otherwise a "progress: " line per suite as it starts and as it ends,
 // and one every kProgressEveryS seconds between (as a point starts), so that a log shows the run alive.
+// A line for stderr: on a terminal, wrapped to its width with the later lines indented; into a
+// file or a pipe, one line, as logs and the tools that read them by prefix want it.
+std::string stderr_line(const std::string& lead, const std::string& text) {
+  return output::wrap_text(lead, text, output::terminal_columns(stderr), 4) + "\n";
+}
+
 constexpr double kProgressEveryS = 5;
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters,
@@ -197,10 +203,16 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     crash::disarm();
     if (terminal) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
+    // On a terminal the point as the tables name it (the full name is wider than most lines); in a
+    // log, its full name.
+    const std::string name = terminal ? names->of(r.name) : r.name;
     if (r.status == Status::Failed && r.run_type != "aggregate")
-      fmt::print(stderr, "FAILED {} (repetition {}): {}\n", r.name, r.repetition, r.error);
+      fmt::print(stderr, "{}",
+                 stderr_line(fmt::format("FAILED {} (repetition {}): ", name, r.repetition), r.error));
     for (auto& w : r.warnings)  // a repetition's own (flag_steal)
-      fmt::print(stderr, "warning: {} (repetition {}): {}\n", r.name, r.repetition, output::warning_text(w));
+      fmt::print(stderr, "{}",
+                 stderr_line(fmt::format("warning: {} (repetition {}): ", name, r.repetition),
+                             output::warning_text(w)));
     const auto it = st->index.find(r.name);
     if (it == st->index.end()) return;
     const size_t i = it->second;
@@ -459,7 +471,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   if (a.plan_only) return print_plan(a, benchmarks, opts, *model);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
   if (a.dry_run) return print_dry_run(a, benchmarks, fit, *model);
-  if (fit.changed || budget_source == "--budget") fmt::print(stderr, "{}\n", fit.text());
+  if (fit.changed || budget_source == "--budget") fmt::print(stderr, "{}", stderr_line("", fit.text()));
   // --remote: the other host is reached, and its ipclab checked, before this run creates anything;
   // every failure there is a usage error of one line.
   std::unique_ptr<remote::Link> link;
@@ -508,7 +520,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
                           return is_class_layout(b.params.str_or("placement", ""));
                         });
   if (by_class) add_measured_topology(context, opts.cpus);
-  for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
+  for (auto& w : context["warnings"])
+    fmt::print(stderr, "{}", stderr_line("warning: ", output::warning_text(w)));
   std::vector<Record> records;
   try {
     for (auto& r : reporters) r->begin(context, benchmarks);
