@@ -278,13 +278,22 @@ func Timer(n uint64, delay time.Duration) Tally {
 	return t
 }
 
-// unit is the step of p.N one batch counts in: one yield of every goroutine for switch_many (its
-// N is the switches in all, N/Tasks each), one operation (or message per pair) otherwise.
+// unit is the step of p.N one batch counts in (the last batch takes what is left): one yield of
+// every goroutine for switch_many (its N is the switches in all, N/Tasks each); whole batches of
+// goroutines for spawn and whole capacities of messages for the channels, since a batch restarts
+// the body and these keep what they shape (goroutines in flight; a channel filled and drained as
+// in the steady state); one operation otherwise.
 func unit(bench string, p Params) uint64 {
-	if bench == "switch_many" {
-		return p.Tasks
+	u := uint64(1)
+	switch bench {
+	case "switch_many":
+		u = p.Tasks
+	case "spawn":
+		u = p.Batch
+	case "channel", "channel_pairs":
+		u = uint64(max(p.Capacity, 1))
 	}
-	return 1
+	return max(1, min(u, p.N))
 }
 
 // ClockReadNs is the cost of one clock read (time.Now), in ns: the least of a few timed runs of
@@ -338,26 +347,30 @@ func BatchUnits(n uint64, run func(m uint64) time.Duration) uint64 {
 func Run(bench string, p Params, warmup bool) contract.Record {
 	b := Benches[bench]
 	step := unit(bench, p)
+	total := p.N
+	if bench == "switch_many" {
+		total = p.N / p.Tasks * p.Tasks
+	}
 	var seen contract.Integrity
-	// runOn runs the body on m units and folds its verdict into seen.
-	runOn := func(m uint64) (contract.Integrity, uint64, time.Duration) {
+	// runOn runs the body with N = c and folds its verdict into seen.
+	runOn := func(c uint64) (contract.Integrity, uint64) {
 		q := p
-		q.N = m * step
+		q.N = c
 		ops := b.Ops(q)
-		t0 := time.Now()
-		got := Drive(q, b.Body)
-		dt := time.Since(t0)
-		v := Verify(ops, IndexSum(ops), got)
+		v := Verify(ops, IndexSum(ops), Drive(q, b.Body))
 		seen.Lost += v.Lost
 		seen.Duplicated += v.Duplicated
 		seen.Corrupt += v.Corrupt
-		return v, ops, dt
+		return v, ops
 	}
-	n := p.N / step
 	if warmup {
-		runOn(n)
+		runOn(p.N)
 	}
-	k := BatchUnits(n, func(m uint64) time.Duration { _, _, dt := runOn(m); return dt })
+	k := BatchUnits((total+step-1)/step, func(m uint64) time.Duration {
+		t0 := time.Now()
+		runOn(min(m*step, total))
+		return time.Since(t0)
+	})
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -367,23 +380,16 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 	c0 := contract.Usage()
 	t0 := time.Now()
 	last := t0
-	for done := uint64(0); done < n; {
-		m := min(k, n-done)
-		q := p
-		q.N = m * step
-		o := b.Ops(q)
-		got := Drive(q, b.Body)
+	for done := uint64(0); done < total; {
+		c := min(k*step, total-done)
+		v, o := runOn(c)
 		now := time.Now()
-		v := Verify(o, IndexSum(o), got)
-		seen.Lost += v.Lost
-		seen.Duplicated += v.Duplicated
-		seen.Corrupt += v.Corrupt
 		seen.Sent += v.Sent
 		seen.Received += v.Received
 		batches.Record((uint64(now.Sub(last).Nanoseconds()) + o/2) / max(o, 1))
 		last = now
 		ops += o
-		done += m
+		done += c
 	}
 	wall := last.Sub(t0)
 	cpu := contract.Usage().Sub(c0)
@@ -397,10 +403,11 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 		"gomaxprocs":  runtime.GOMAXPROCS(0),
 		"gc_cycles":   ms.NumGC - gc0,
 		"drive":       p.Drive,
-		"batch_units": k,
+		"batch_units": k * step, // switch_many's below: yields per goroutine, as the Rust peers count it
 	}
 	if bench == "switch_many" {
 		r.Extra["tasks"] = p.Tasks
+		r.Extra["batch_units"] = k
 	}
 	return r
 }

@@ -128,6 +128,24 @@ func TestRunRecord(t *testing.T) {
 	if mean := r.Latency.Mean; mean > r.TimePerOpNs*1.5+1 || mean < r.TimePerOpNs/1.5-1 {
 		t.Errorf("batch means average %.1f ns, time per op %.1f ns", mean, r.TimePerOpNs)
 	}
+	// A batch restarts the body: spawn's are whole batches of goroutines in flight, a channel's
+	// whole capacities, switch_many's yields of every goroutine (batch_units counts them per
+	// goroutine, as the Rust peers do: at most 1000/7).
+	for _, c := range []struct {
+		bench string
+		p     Params
+		step  uint64
+	}{
+		{"spawn", Params{N: 1000, Batch: 64, Capacity: 1, Pairs: 1, Tasks: 1, Drive: "block_on"}, 64},
+		{"channel", Params{N: 1000, Batch: 1, Capacity: 48, Pairs: 1, Tasks: 1, Drive: "block_on"}, 48},
+		{"switch_many", Params{N: 1000, Batch: 1, Capacity: 1, Pairs: 1, Tasks: 7, Drive: "block_on"}, 1},
+	} {
+		r := Run(c.bench, c.p, false)
+		if u := r.Extra["batch_units"].(uint64); u%c.step != 0 || !r.Integrity.Clean() || r.Latency == nil ||
+			(c.bench == "switch_many" && (u > 142 || r.Ops != 994)) {
+			t.Errorf("%s: batches of %d (want whole %d), record %+v", c.bench, u, c.step, r)
+		}
+	}
 	Benches["switch"] = Bench{nOps, func(p Params) Tally { return Switch(p.N - 1) }}
 	// One result short in every run: each timed batch loses one, and so did warm-up and the
 	// calibrating runs.

@@ -204,18 +204,19 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, spawn_join::<R>(m, batch)));
+            // Batches of whole `batch`es: the tasks in flight stay `batch`.
+            measure_counted(&mut rec, warmup, n, batch, |m| m, |m| rt.run(drive, spawn_join::<R>(m, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, switch::<R>(m))),
+        "switch" => measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, switch::<R>(m))),
         "switch_many" => {
             let (tasks, per) = switch_many_split(a);
             // A unit is one yield of every task.
-            measure_counted(&mut rec, warmup, per, |m| tasks * m, |m| rt.run(drive, switch_many::<R>(tasks, m)));
+            measure_counted(&mut rec, warmup, per, 1, |m| tasks * m, |m| rt.run(drive, switch_many::<R>(tasks, m)));
             rec.extra("tasks", tasks);
         }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, timer::<R>(m, d)));
+            measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, timer::<R>(m, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -224,14 +225,15 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
             if cap == 0 {
                 usage("--capacity=0: local-sync's and futures' bounded channels need at least 1");
             }
-            // A unit is one message of every pair.
+            // A unit is one message of every pair; batches of whole `capacity`s, so that a batch
+            // fills and drains its channels as the steady state does.
             let name = match kind {
                 ChannelKind::Native => {
-                    measure_counted(&mut rec, warmup, n, |m| p * m, |m| rt.run(drive, pairs::<R, LocalSync>(p, m, cap)));
+                    measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs::<R, LocalSync>(p, m, cap)));
                     LocalSync::NAME
                 }
                 ChannelKind::Futures => {
-                    measure_counted(&mut rec, warmup, n, |m| p * m, |m| rt.run(drive, pairs::<R, FuturesMpsc>(p, m, cap)));
+                    measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs::<R, FuturesMpsc>(p, m, cap)));
                     FuturesMpsc::NAME
                 }
             };

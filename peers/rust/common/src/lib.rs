@@ -354,23 +354,27 @@ pub fn batch_units(n: u64, mut time: impl FnMut(u64) -> f64) -> u64 {
 }
 
 /// Runs a count-based body like the harness's Session::measure: once as warm-up when `warmup_s`
-/// is positive, then timed. `body(m)` runs the bench on m units of `n` (tasks, switches, timers,
-/// messages per pair) and does `ops_of(m)` operations, which return their indexes 0..ops_of(m)-1.
-/// The timed run does the n units in batches of batch_units (found by untimed runs, counted as
-/// warm-up), one clock read between two: each batch's time per op (ns) is one sample of the
-/// record's latency, kind batch_mean, and the batches tile the window (their ops-weighted mean is
-/// its time per op). Every run's tally is verified: lost/duplicated/corrupt add up over all runs,
-/// sent/received are the timed batches'.
+/// is positive, then timed. `body(c)` runs the bench with a count of c (tasks, switches, timers,
+/// messages per pair, yields per task) and does `ops_of(c)` operations, which return their indexes
+/// 0..ops_of(c)-1. The timed run does the count `n` in batches of batch_units units of `step`
+/// (found by untimed runs, counted as warm-up; the last batch takes what is left): a batch
+/// restarts the body, so `step` keeps what a count shapes whole — spawn's `batch` of tasks in
+/// flight, a channel's `capacity`. One clock read between two batches: each batch's time per op
+/// (ns) is one sample of the record's latency, kind batch_mean, and the batches tile the window
+/// (their ops-weighted mean is its time per op). Every run's tally is verified:
+/// lost/duplicated/corrupt add up over all runs, sent/received are the timed batches'.
 pub fn measure_counted(
     rec: &mut Record,
     warmup_s: f64,
     n: u64,
+    step: u64,
     ops_of: impl Fn(u64) -> u64,
     mut body: impl FnMut(u64) -> Tally,
 ) {
+    let step = step.clamp(1, n.max(1));
     let mut seen = Integrity::default();
-    let fold = |m: u64, got: Tally, seen: &mut Integrity| {
-        let ops = ops_of(m);
+    let fold = |c: u64, got: Tally, seen: &mut Integrity| {
+        let ops = ops_of(c);
         let run = verify(ops, index_sum(ops), &got);
         seen.lost += run.lost;
         seen.duplicated += run.duplicated;
@@ -381,11 +385,12 @@ pub fn measure_counted(
         let t = body(n);
         fold(n, t, &mut seen);
     }
-    let k = batch_units(n, |m| {
+    let k = batch_units((n + step - 1) / step, |m| {
+        let c = (m * step).min(n);
         let t0 = Instant::now();
-        let t = body(m);
+        let t = body(c);
         let dt = t0.elapsed().as_secs_f64();
-        fold(m, t, &mut seen);
+        fold(c, t, &mut seen);
         dt
     });
     let mut batches = Hist::default();
@@ -394,17 +399,17 @@ pub fn measure_counted(
     let t0 = Instant::now();
     let mut last = t0;
     while done < n {
-        let m = k.min(n - done);
-        let t = body(m);
+        let c = (k * step).min(n - done);
+        let t = body(c);
         let now = Instant::now();
-        let (o, run) = fold(m, t, &mut seen);
+        let (o, run) = fold(c, t, &mut seen);
         let ns = now.duration_since(last).as_nanos() as u64;
         batches.record((ns + o / 2) / o.max(1));
         last = now;
         sent += run.sent;
         received += run.received;
         ops += o;
-        done += m;
+        done += c;
     }
     rec.wall_s = last.duration_since(t0).as_secs_f64();
     rec.cpu = Cpu::now().since(c0);
@@ -413,7 +418,7 @@ pub fn measure_counted(
     rec.integrity = seen;
     rec.ops = ops;
     rec.latency = Some(("batch_mean", batches));
-    rec.extra("batch_units", k);
+    rec.extra("batch_units", k * step);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -667,7 +672,7 @@ mod tests {
             }
             t
         };
-        measure_counted(&mut r, 0.0, 1000, |m| 2 * m, body);
+        measure_counted(&mut r, 0.0, 1000, 1, |m| 2 * m, body);
         assert_eq!(r.ops, 2000);
         assert_eq!(r.integrity, Integrity { sent: 2000, received: 2000, ..Default::default() });
         let (kind, h) = r.latency.as_ref().unwrap();
@@ -675,7 +680,7 @@ mod tests {
         assert!(h.count >= 1);
         // A body that loses one result per run is caught in every batch.
         let mut bad = Record::default();
-        measure_counted(&mut bad, 0.0, 4, |m| m, |m| {
+        measure_counted(&mut bad, 0.0, 4, 1, |m| m, |m| {
             let mut t = Tally::default();
             for i in 0..m - 1 {
                 t.take(i, i);
@@ -683,6 +688,22 @@ mod tests {
             t
         });
         assert_eq!(bad.integrity.sent - bad.integrity.received, bad.latency.as_ref().unwrap().1.count);
+        // Batches in whole steps, the last one what is left: 1000 in steps of 64, every run's
+        // count a multiple of 64 but the whole 1000 or the timed run's last.
+        let mut counts = Vec::new();
+        let mut r = Record::default();
+        measure_counted(&mut r, 0.0, 1000, 64, |c| c, |c| {
+            counts.push(c);
+            let mut t = Tally::default();
+            for i in 0..c {
+                t.take(i, i);
+            }
+            t
+        });
+        assert_eq!(r.ops, 1000);
+        let last = counts.len() - 1;
+        assert!(counts[..last].iter().all(|&c| c % 64 == 0 || c == 1000), "{counts:?}");
+        assert!(r.integrity.sent == 1000 && r.integrity.received == 1000);
     }
 
     #[test]

@@ -149,18 +149,19 @@ fn runtime_bench(a: &Args, bench: &str) {
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, spawn_join(m, batch)));
+            // Batches of whole `batch`es: the tasks in flight stay `batch`.
+            measure_counted(&mut rec, warmup, n, batch, |m| m, |m| rt.run(drive, spawn_join(m, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, bench::switch::<Rt>(m))),
+        "switch" => measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, bench::switch::<Rt>(m))),
         "switch_many" => {
             let (tasks, per) = switch_many_split(a);
             // A unit is one yield of every task.
-            measure_counted(&mut rec, warmup, per, |m| tasks * m, |m| rt.run(drive, switch_many(tasks, m)));
+            measure_counted(&mut rec, warmup, per, 1, |m| tasks * m, |m| rt.run(drive, switch_many(tasks, m)));
             rec.extra("tasks", tasks);
         }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, |m| m, |m| rt.run(drive, bench::timer::<Rt>(m, d)));
+            measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, bench::timer::<Rt>(m, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -169,8 +170,9 @@ fn runtime_bench(a: &Args, bench: &str) {
             if cap == 0 {
                 usage("--capacity=0: Tokio's and futures' channels need at least 1");
             }
-            // A unit is one message of every pair.
-            measure_counted(&mut rec, warmup, n, |m| p * m, |m| rt.run(drive, pairs(kind, p, m, cap)));
+            // A unit is one message of every pair; batches of whole `capacity`s, so that a batch
+            // fills and drains its channels as the steady state does.
+            measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs(kind, p, m, cap)));
             rec.extra("channel", if kind == ChannelKind::Native { "tokio::sync::mpsc" } else { "futures::channel::mpsc" });
         }
         _ => unknown_bench(bench),
