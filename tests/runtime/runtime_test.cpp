@@ -46,6 +46,26 @@ const RuntimeCase kCases[] = {
     {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
 };
 
+// The latency of a runtime record: its timed batches' means per op (kind batch_mean) — a C++
+// runtime's one per pass of its window, a peer's one per batch it timed (extra.batch_units) —
+// whose mean is the record's time per op within the rounding of each to whole ns and the time
+// between batches (not a timing test: the figures of one run against each other).
+void expect_batch_means(const Record& r) {
+  ASSERT_TRUE(r.latency.has_value()) << r.name;
+  const Latency& l = *r.latency;
+  EXPECT_EQ(l.kind, "batch_mean");
+  EXPECT_GT(l.count, 0u);
+  EXPECT_FALSE(l.values.empty());
+  EXPECT_EQ(l.values.size(), l.counts.size());
+  if (r.extra.contains("passes")) EXPECT_EQ(l.count, r.extra["passes"].get<uint64_t>());
+  if (r.extra.contains("batch_units")) EXPECT_GE(r.ops, l.count);
+  const double per_op = r.time_per_op_ns();
+  EXPECT_LE(l.mean, 2 * per_op + 1) << r.name;
+  EXPECT_GE(l.mean, per_op / 2 - 1) << r.name;
+  EXPECT_LE(l.min, l.p50);
+  EXPECT_LE(l.p50, l.max);
+}
+
 // `ops` and `results` per pass of n: a record of the C++ runtimes holds as many passes as filled
 // its window (extra.passes), each counted and verified; a peer's record (no passes) one run.
 void expect_verified(const Record& r, uint64_t ops, uint64_t results = 0) {
@@ -62,6 +82,7 @@ void expect_verified(const Record& r, uint64_t ops, uint64_t results = 0) {
   if (r.extra.contains("passes")) {
     EXPECT_GE(r.wall_s, 0.05);
   }
+  expect_batch_means(r);
 }
 
 TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {

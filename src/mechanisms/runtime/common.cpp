@@ -1,8 +1,11 @@
 #include "mechanisms/runtime/common.hpp"
 
+#include <algorithm>
 #include <utility>
 
+#include "core/base/clock.hpp"
 #include "core/measure/session.hpp"
+#include "core/stats/histogram.hpp"
 
 namespace ipclab::rt {
 
@@ -19,26 +22,39 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got) {
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body) {
   Integrity seen;
-  // Each pass's counts, warm-up's first: the window's are its last `passes`.
-  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  // Each pass's counts and its time per op (ns, rounded), warm-up's first: the window's are its
+  // last `passes`.
+  struct Pass {
+    uint64_t sent, received, ns_per_op;
+  };
+  std::vector<Pass> counts;
   // A pass's time is set by its count; the harness repeats it to fill --duration (Session::measure).
   // Its deadline is the one a peer of that count gets.
   const Params& p = s.params();
   const double deadline = counted_timeout_s(s, double(ops), p.has("delay_us") && p.i64("delay_us") > 0);
   const uint64_t passes = s.measure(
       [&] {
-        const Integrity run = verify(want_count, want_sum, body());
+        const uint64_t t0 = now_ns();
+        const Tally got = body();
+        const uint64_t dt = now_ns() - t0;
+        const Integrity run = verify(want_count, want_sum, got);
         seen.lost += run.lost;
         seen.duplicated += run.duplicated;
         seen.corrupt += run.corrupt;
-        counts.emplace_back(run.sent, run.received);
+        counts.push_back({run.sent, run.received, (dt + ops / 2) / std::max<uint64_t>(ops, 1)});
       },
       deadline);
+  // The latency: each pass of the window is a timed batch of `ops` operations, too short to time
+  // one by one (a switch takes a few ns, a clock read ~20-30), and its mean per op is one sample
+  // of the distribution (harness/null's batch_mean: core/run/patterns.cpp, run_loop).
+  Histogram batches;
   for (size_t i = counts.size() - size_t(passes); i < counts.size(); ++i) {
-    seen.sent += counts[i].first;
-    seen.received += counts[i].second;
+    seen.sent += counts[i].sent;
+    seen.received += counts[i].received;
+    batches.record(counts[i].ns_per_op);
   }
   s.record().integrity += seen;
+  s.record().latency = Latency::from("batch_mean", batches);
   s.record().ops = ops * passes;
 }
 

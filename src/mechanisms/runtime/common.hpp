@@ -40,7 +40,8 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got);
 
 /// Runs `body` through Session::measure (warm-up, then timed passes until the window holds
 /// --duration); every run's tally is verified and folded into the record's integrity; ops = `ops`
-/// per pass of the window.
+/// per pass of the window. Each pass of the window is timed: its time per op is one sample of the
+/// record's latency, kind batch_mean (as many samples as the window has passes).
 void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
                      const std::function<Tally()>& body);
 
