@@ -2,7 +2,8 @@
 """Each Rust peer answers a tiny run of each of its benches through ipclab with a valid, verified
 record: every runtime/, echo/ and fileio/ mechanism of Tokio, Monoio and Compio must come back ok
 (not skipped: this test exists only when the peers were built), with operations counted, clean
-integrity counters, and a latency of its kind (runtime: batch means, fileio: per read). Then each fileio peer, given a file of zeros, must count every block corrupt.
+integrity counters, and a latency of its kind (runtime: batch means, fileio: per read). Then each
+fileio peer, given a file of zeros, must count every block corrupt.
 Usage: rust_peers.py IPCLAB PEER_DIR"""
 import json
 import os
@@ -71,7 +72,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 problems.append(f'{b["name"]}: {b["latency_ns"]["count"]} latencies of {b["ops"]} reads')
             elif b["suite"] == "runtime" and not (
                     (per_op := b["wall_s"] * 1e9 / b["ops"]) / 2 - 1 <= b["latency_ns"]["mean"] <= 2 * per_op + 1):
-                problems.append(f'{b["name"]}: batch means average {b["latency_ns"]["mean"]} ns, time per op {per_op:.1f} ns')
+                problems.append(f'{b["name"]}: batch means average {b["latency_ns"]["mean"]} ns, '
+                                f'time per op {per_op:.1f} ns')
     # The peers' own verification must be able to fail: a file of zeros is all corrupt blocks.
     zeros = os.path.join(tmp, "zeros.dat")
     with open(zeros, "wb") as f:

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/measure/session.hpp"
 #include "core/plan/runner.hpp"
@@ -229,6 +230,22 @@ TEST(RuntimeVerify, WrongExpectationsAreCaught) {
   const Integrity v = rt::verify(2, 1, swapped);  // right count and sum, wrong order
   EXPECT_EQ(v.corrupt, 2u);
   EXPECT_FALSE(v.clean());
+}
+
+// A batch's size doubles until its run lasts 100 times the timing's cost (a clock read and the
+// body's restart, read off the runs of 1 and 2 steps), and never passes the steps there are.
+TEST(RuntimeVerify, BatchesLastAHundredTimesWhatTimingThemCosts) {
+  // A body of 1 µs to start and 1 µs per step: the target is 100 × (a clock read + 1 µs).
+  const auto body = [](uint64_t m) { return 1000.0 + 1000.0 * double(m); };
+  const uint64_t k = rt::batch_steps(uint64_t(1) << 20, body);
+  EXPECT_EQ(k & (k - 1), 0u) << k;
+  EXPECT_GE(k, 64u);
+  EXPECT_LE(k, 256u);
+  EXPECT_EQ(rt::batch_steps(3, body), 3u);
+  EXPECT_EQ(rt::batch_steps(1, body), 1u);
+  // A body that costs nothing to restart: batches of 100 clock reads' time at the least.
+  const uint64_t free = rt::batch_steps(uint64_t(1) << 20, [](uint64_t m) { return double(m); });
+  EXPECT_GE(double(free), 100 * clock_read_ns());
 }
 
 TEST(RuntimeVerify, AWrongCountFailsTheRecord) {
