@@ -93,12 +93,12 @@ def _specs():
         for bench, k in (("spawn", 1.0), ("switch", 0.45)):
             for n in (131072, 524288, 2097152):
                 out.append(("runtime", f"{bench}_{rt}", {"n": n}, t * k * (1 + 0.03 * math.log2(n / 131072)),
-                            0, None, 1.0, None, "ok", None))
+                            0, "batch_mean", 1.0, None, "ok", None))
     for eng, t in {"psync": 95_000, "libaio": 60_000, "liburing": 52_000, "ipcrt": 50_000}.items():
         for pattern, bs in (("rand", 4096), ("seq", 65536)):
             for qd in (1, 4, 16, 64):
                 ns = t * (bs / 4096) ** 0.35 / min(qd, 16) ** 0.75
-                out.append(("fileio", eng, {"pattern": pattern, "bs": bs, "qd": qd}, ns, bs, "op",
+                out.append(("fileio", eng, {"pattern": pattern, "bs": bs, "qd": qd}, ns, bs, "io",
                             0.3, None, "ok", None))
     out.append(("fileio", "ipcrt", {"pattern": "rand", "bs": 4096, "qd": 16, "variant": "iopoll"}, 0, 0,
                 None, 0, None, "skipped", "IOPOLL not supported by this device (virtio-blk); use an NVMe device"))
@@ -529,8 +529,8 @@ def make_scaling_result(seed=1, allowed=(0, 1, 2, 3)):
                       0, "session", 0.8, "servers", "ok", None))
     for rt, t in (("ipcrt", 38), ("go", 240)):
         for n in (1, 2, 4, 8):
-            specs.append(("runtime", f"channel_pairs_{rt}", {"pairs": n, "n": 131072}, t / min(n, 2), 0, None, 1.0,
-                          None, "ok", None))
+            specs.append(("runtime", f"channel_pairs_{rt}", {"pairs": n, "n": 131072}, t / min(n, 2), 0,
+                          "batch_mean", 1.0, None, "ok", None))
     benchmarks = []
     for spec in specs:
         iters = iterations(spec, rng, repetitions=2, samples=60)

@@ -207,6 +207,25 @@ TEST(Output, JsonRoundTripsThroughTheReader) {
   }
 }
 
+// A peer's latency (peers/go contract.Hist, peers/rust Hist): exact count, mean, min and max, and
+// a histogram of bucket-lowest values the quantiles come from. A quantile stays within the exact
+// min and max: 407 ns in the 2-ns bucket [406, 407] reads back as 407, not the bucket's 406.
+TEST(Output, APeersLatencyKeepsItsKindAndItsQuantilesWithinItsExactRange) {
+  const auto j = nlohmann::json::parse(R"({"name": "runtime/timer_go", "ops": 4, "wall_s": 1e-6,
+      "integrity": {"sent": 4, "received": 4},
+      "latency_ns": {"kind": "batch_mean", "count": 4, "mean": 407.5, "min": 407, "max": 409,
+                     "histogram": {"sub_buckets": 128, "values": [406, 408], "counts": [3, 1]}}})");
+  const Record r = record_from_json(j);
+  ASSERT_TRUE(r.latency.has_value());
+  EXPECT_EQ(r.latency->kind, "batch_mean");
+  EXPECT_EQ(r.latency->count, 4u);
+  EXPECT_EQ(r.latency->min, 407u);
+  EXPECT_EQ(r.latency->p50, 407u);
+  EXPECT_EQ(r.latency->max, 409u);
+  EXPECT_LE(r.latency->p999, 409u);
+  EXPECT_GE(r.latency->p999, 408u);
+}
+
 TEST(Output, MessagingCsvStartsWithTheReferenceColumns) {
   auto header = output::csv_header({sample()});
   const std::vector<std::string> reference = {

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Each Rust peer answers a tiny run of each of its benches through ipclab with a valid, verified
 record: every runtime/, echo/ and fileio/ mechanism of Tokio, Monoio and Compio must come back ok
-(not skipped: this test exists only when the peers were built), with operations counted and clean
-integrity counters. Then each fileio peer, given a file of zeros, must count every block corrupt.
+(not skipped: this test exists only when the peers were built), with operations counted, clean
+integrity counters, and a latency of its kind (runtime: batch means, fileio: per read). Then each
+fileio peer, given a file of zeros, must count every block corrupt.
 Usage: rust_peers.py IPCLAB PEER_DIR"""
 import json
 import os
@@ -24,6 +25,7 @@ RUNS = [
      "-p", "pattern=seq,rand", "-p", "variant=buffered,direct", "-p", "qd=4"],
 ]
 WANT = {"runtime": 8 * len(RUNTIMES) + 6, "echo": len(RUNTIMES), "fileio": 3 * 4}
+KIND = {"runtime": "batch_mean", "fileio": "io"}
 
 problems, seen = [], {}
 with tempfile.TemporaryDirectory() as tmp:
@@ -59,6 +61,19 @@ with tempfile.TemporaryDirectory() as tmp:
                 problems.append(f'{b["name"]}: {b["ops"]} switches, not n rounded down to a multiple of tasks')
             elif b["suite"] == "fileio" and not ("file" in b["extra"] and "engine" in b["extra"]):
                 problems.append(f'{b["name"]}: extra lacks the harness\'s or the peer\'s fields')
+            # The latency and its kind: each read's at the queue depth (io; every measured read),
+            # or the runtime benches' batch means per op, whose mean is the time per op within the
+            # rounding of each batch to whole ns (the record's figures against each other).
+            elif b["suite"] in KIND and (b.get("latency_ns") or {}).get("kind") != KIND[b["suite"]]:
+                problems.append(f'{b["name"]}: latency_ns {b.get("latency_ns")}, not of kind {KIND[b["suite"]]}')
+            elif b["suite"] in KIND and not (b["latency_ns"]["count"] > 0 and b["latency_ns"]["histogram"]["counts"]):
+                problems.append(f'{b["name"]}: an empty latency histogram')
+            elif b["suite"] == "fileio" and b["latency_ns"]["count"] != b["ops"]:
+                problems.append(f'{b["name"]}: {b["latency_ns"]["count"]} latencies of {b["ops"]} reads')
+            elif b["suite"] == "runtime" and not (
+                    (per_op := b["wall_s"] * 1e9 / b["ops"]) / 2 - 1 <= b["latency_ns"]["mean"] <= 2 * per_op + 1):
+                problems.append(f'{b["name"]}: batch means average {b["latency_ns"]["mean"]} ns, '
+                                f'time per op {per_op:.1f} ns')
     # The peers' own verification must be able to fail: a file of zeros is all corrupt blocks.
     zeros = os.path.join(tmp, "zeros.dat")
     with open(zeros, "wb") as f:

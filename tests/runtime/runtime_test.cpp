@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/measure/session.hpp"
 #include "core/plan/runner.hpp"
@@ -46,22 +47,46 @@ const RuntimeCase kCases[] = {
     {"timer", {{"n", {"20"}}, {"delay_us", {"1"}}}, 20},
 };
 
+// The latency of a runtime record: its timed batches' means per op (kind batch_mean: each of
+// extra.batch_units of n, the C++ runtimes' in each pass of the window, a peer's in its run),
+// whose mean is the record's time per op within the rounding of each to whole ns and the time
+// between batches (not a timing test: the figures of one run against each other).
+void expect_batch_means(const Record& r) {
+  ASSERT_TRUE(r.latency.has_value()) << r.name;
+  const Latency& l = *r.latency;
+  EXPECT_EQ(l.kind, "batch_mean");
+  EXPECT_GT(l.count, 0u);
+  EXPECT_FALSE(l.values.empty());
+  EXPECT_EQ(l.values.size(), l.counts.size());
+  // At least one batch per pass (a C++ runtime's) or per run (a peer's), each of batch_units of n.
+  EXPECT_GE(l.count, r.extra.value("passes", uint64_t(1)));
+  EXPECT_TRUE(r.extra.contains("batch_units"));
+  EXPECT_GE(r.ops, l.count);
+  const double per_op = r.time_per_op_ns();
+  EXPECT_LE(l.mean, 2 * per_op + 1) << r.name;
+  EXPECT_GE(l.mean, per_op / 2 - 1) << r.name;
+  EXPECT_LE(l.min, l.p50);
+  EXPECT_LE(l.p50, l.max);
+}
+
 // `ops` and `results` per pass of n: a record of the C++ runtimes holds as many passes as filled
 // its window (extra.passes), each counted and verified; a peer's record (no passes) one run.
 void expect_verified(const Record& r, uint64_t ops, uint64_t results = 0) {
-  if (results == 0) results = ops;
   EXPECT_EQ(r.status, Status::Ok) << r.error;
   const uint64_t passes = r.extra.value("passes", uint64_t(1));
   EXPECT_GE(passes, 1u);
   EXPECT_EQ(r.ops, ops * passes);
-  EXPECT_EQ(r.integrity.sent, results * passes);
-  EXPECT_EQ(r.integrity.received, results * passes);
+  // switch_many's results are one per task of each batch (a batch restarts its tasks).
+  const uint64_t want = results ? results * (r.latency ? r.latency->count : 0) : ops * passes;
+  EXPECT_EQ(r.integrity.sent, want);
+  EXPECT_EQ(r.integrity.received, want);
   EXPECT_TRUE(r.integrity.clean());
   EXPECT_GT(r.wall_s, 0.0);
   // The window holds --duration (run_runtime's 0.05 s), whatever n: n is repeated to fill it.
   if (r.extra.contains("passes")) {
     EXPECT_GE(r.wall_s, 0.05);
   }
+  expect_batch_means(r);
 }
 
 TEST(RuntimeSuite, EveryBenchOfEveryRuntimeRunsAndVerifies) {
@@ -207,22 +232,40 @@ TEST(RuntimeVerify, WrongExpectationsAreCaught) {
   EXPECT_FALSE(v.clean());
 }
 
+// A batch's size doubles until its run lasts 100 times the timing's cost (a clock read and the
+// body's restart, read off the runs of 1 and 2 steps), and never passes the steps there are.
+TEST(RuntimeVerify, BatchesLastAHundredTimesWhatTimingThemCosts) {
+  // A body of 1 µs to start and 1 µs per step: the target is 100 × (a clock read + 1 µs).
+  const auto body = [](uint64_t m) { return 1000.0 + 1000.0 * double(m); };
+  const uint64_t k = rt::batch_steps(uint64_t(1) << 20, body);
+  EXPECT_EQ(k & (k - 1), 0u) << k;
+  EXPECT_GE(k, 64u);
+  EXPECT_LE(k, 256u);
+  EXPECT_EQ(rt::batch_steps(3, body), 3u);
+  EXPECT_EQ(rt::batch_steps(1, body), 1u);
+  // A body that costs nothing to restart: batches of 100 clock reads' time at the least.
+  const uint64_t free = rt::batch_steps(uint64_t(1) << 20, [](uint64_t m) { return double(m); });
+  EXPECT_GE(double(free), 100 * clock_read_ns());
+}
+
 TEST(RuntimeVerify, AWrongCountFailsTheRecord) {
   // A workload whose body delivers one result short, run through the runner (not registered).
   Mechanism m{.suite = "runtime", .name = "short_by_one"};
   m.workload = [](Session& s) {
-    rt::measure_counted(s, 10, 10, rt::index_sum(10), [] {
+    rt::measure_counted(s, 10, 1, rt::indexed, [](uint64_t c) {
       rt::Tally t;
-      for (uint64_t i = 0; i < 9; ++i) t.take(i, i);
+      for (uint64_t i = 0; i + 1 < c; ++i) t.take(i, i);
       return t;
     });
   };
   RunOptions opts;
   opts.warmup_s = 0;
-  opts.duration_s = 0;  // one pass: one result lost
+  opts.duration_s = 0;  // one pass: one result lost per batch of it (and per run that sized them)
   const Record r = run_one({&m, Params{}, "runtime/short_by_one"}, opts, 0);
   EXPECT_EQ(r.status, Status::Failed);
-  EXPECT_EQ(r.integrity.lost, 1u);
+  ASSERT_TRUE(r.latency.has_value());
+  EXPECT_EQ(r.integrity.sent - r.integrity.received, r.latency->count);
+  EXPECT_GT(r.integrity.lost, r.latency->count);
   EXPECT_NE(r.error.find("lost"), std::string::npos) << r.error;
 }
 

@@ -1,6 +1,7 @@
 """No figure from a window too short to hold it (issue 52, docs/methodology.md): the runtime suite's
 count-based benchmarks repeat their `n` until the measured window holds --duration (extra.passes),
-a count-based peer is run again with a larger `n` until its own window does (extra.sized), and a
+a count-based peer is run again with a larger `n` until its own window does (extra.sized), each
+carries its timed batches' means per op as its latency (kind batch_mean), and a
 record whose window is shorter than the machine's floor (context.window_floor) is flagged
 `short_window`, with the warning that says why and what to do. Every assertion is on the records'
 own measured windows, not on the test's timing.
@@ -32,6 +33,16 @@ def _run(tmp_path, *args):
     return r.returncode, r.stdout + r.stderr, json.loads(out.read_text()) if out.exists() else {}
 
 
+def _assert_batch_means(rec):
+    """A runtime record's latency is its timed batches' means per op: a non-empty histogram whose
+    mean is the record's time per op, within the rounding of each batch to whole ns and the time
+    between batches (the record's figures against each other, not a timing test)."""
+    lat = rec["latency_ns"]
+    assert lat["count"] > 0 and sum(lat["histogram"]["counts"]) == lat["count"], lat
+    per_op = rec["wall_s"] * 1e9 / rec["ops"]
+    assert per_op / 2 - 1 <= lat["mean"] <= 2 * per_op + 1, (lat["mean"], per_op)
+
+
 def test_a_runtime_record_under_the_default_duration_holds_the_duration(tmp_path):
     # No --duration: the run's own (the context says what it ran), one repetition. The default n
     # (65,536 switches) once made a 0.1-0.25 ms window; the harness repeats it to fill the window.
@@ -44,6 +55,12 @@ def test_a_runtime_record_under_the_default_duration_holds_the_duration(tmp_path
     assert rec["wall_s"] >= duration, (rec["wall_s"], duration)
     passes = rec["extra"]["passes"]
     assert passes > 1 and rec["ops"] == passes * 65536
+    # Each pass is timed in batches of extra.batch_units switches: each batch's mean per op is one
+    # sample of the latency (kind batch_mean).
+    lat = rec["latency_ns"]
+    units = rec["extra"]["batch_units"]
+    assert lat["kind"] == "batch_mean" and lat["count"] == passes * -(-65536 // units), (lat, units)
+    _assert_batch_means(rec)
     assert "short_window" not in rec.get("flags", [])
     floor = doc["context"]["window_floor"]
     assert 0 < floor["floor_s"] <= duration
@@ -83,6 +100,10 @@ def test_a_count_based_peer_is_run_again_until_its_window_holds_the_duration(tmp
     sized = rec["extra"]["sized"]
     assert sized["n_asked"] == 65536 and sized["n_ran"] > 65536 and sized["runs"] >= 2
     assert rec["ops"] == sized["n_ran"]
+    # The peer timed its n in batches (extra.batch_units each) and reported their means.
+    assert rec["latency_ns"]["kind"] == "batch_mean"
+    assert 1 <= rec["latency_ns"]["count"] <= rec["ops"] / rec["extra"]["batch_units"] + 1
+    _assert_batch_means(rec)
 
 
 def test_later_repetitions_start_from_the_count_the_first_found(tmp_path):

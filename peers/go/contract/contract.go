@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,7 +127,81 @@ type Record struct {
 	Rates       map[string]float64 `json:"rates"`
 	CPU         CPU                `json:"cpu"`
 	Integrity   Integrity          `json:"integrity"`
+	Latency     *Latency           `json:"latency_ns,omitempty"`
 	Extra       map[string]any     `json:"extra,omitempty"`
+}
+
+// SubBits is the harness's histogram layout (src/core/stats/histogram.hpp, HdrHistogram's
+// log-linear buckets): values below 2^(SubBits+1) have a bucket each, then every power of two is
+// cut into 2^SubBits buckets of equal width.
+const SubBits = 7
+
+// BucketLowest is the lowest value of v's bucket, which stands for v in the record's histogram.
+func BucketLowest(v uint64) uint64 {
+	if v < 2<<SubBits {
+		return v
+	}
+	shift := uint(bits.Len64(v)-1) - SubBits
+	return v >> shift << shift
+}
+
+// Hist is a latency histogram in the harness's layout; count, mean, min and max are exact.
+type Hist struct {
+	buckets         map[uint64]uint64
+	Count, Min, Max uint64
+	sum             float64
+}
+
+// Record adds one value (ns).
+func (h *Hist) Record(v uint64) {
+	if h.buckets == nil {
+		h.buckets = map[uint64]uint64{}
+	}
+	h.buckets[BucketLowest(v)]++
+	if h.Count == 0 || v < h.Min {
+		h.Min = v
+	}
+	if v > h.Max {
+		h.Max = v
+	}
+	h.Count++
+	h.sum += float64(v)
+}
+
+// Histogram is the sparse histogram of a latency_ns object: each non-empty bucket's lowest value
+// and its count, in order of value.
+type Histogram struct {
+	SubBuckets int      `json:"sub_buckets"`
+	Values     []uint64 `json:"values"`
+	Counts     []uint64 `json:"counts"`
+}
+
+// Latency is the record's latency_ns object (docs/json-schema.md): its kind, the exact figures,
+// and the histogram the harness computes the percentiles from.
+type Latency struct {
+	Kind      string    `json:"kind"`
+	Count     uint64    `json:"count"`
+	Mean      float64   `json:"mean"`
+	Min       uint64    `json:"min"`
+	Max       uint64    `json:"max"`
+	Histogram Histogram `json:"histogram"`
+}
+
+// Latency is h as a record's latency_ns of kind; nil when h is empty.
+func (h *Hist) Latency(kind string) *Latency {
+	if h.Count == 0 {
+		return nil
+	}
+	l := &Latency{Kind: kind, Count: h.Count, Mean: h.sum / float64(h.Count), Min: h.Min, Max: h.Max,
+		Histogram: Histogram{SubBuckets: 1 << SubBits}}
+	for v := range h.buckets {
+		l.Histogram.Values = append(l.Histogram.Values, v)
+	}
+	sort.Slice(l.Histogram.Values, func(i, j int) bool { return l.Histogram.Values[i] < l.Histogram.Values[j] })
+	for _, v := range l.Histogram.Values {
+		l.Histogram.Counts = append(l.Histogram.Counts, h.buckets[v])
+	}
+	return l
 }
 
 // Measured fills the timing fields from ops done in wall.

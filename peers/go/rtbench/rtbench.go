@@ -14,6 +14,7 @@ package rtbench
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -277,46 +278,136 @@ func Timer(n uint64, delay time.Duration) Tally {
 	return t
 }
 
+// unit is the step of p.N one batch counts in (the last batch takes what is left): one yield of
+// every goroutine for switch_many (its N is the switches in all, N/Tasks each); whole batches of
+// goroutines for spawn and whole capacities of messages for the channels, since a batch restarts
+// the body and these keep what they shape (goroutines in flight; a channel filled and drained as
+// in the steady state); one operation otherwise.
+func unit(bench string, p Params) uint64 {
+	u := uint64(1)
+	switch bench {
+	case "switch_many":
+		u = p.Tasks
+	case "spawn":
+		u = p.Batch
+	case "channel", "channel_pairs":
+		u = uint64(max(p.Capacity, 1))
+	}
+	return max(1, min(u, p.N))
+}
+
+// ClockReadNs is the cost of one clock read (time.Now), in ns: the least of a few timed runs of
+// 1000.
+func ClockReadNs() float64 {
+	least := math.Inf(1)
+	for r := 0; r < 5; r++ {
+		t0 := time.Now()
+		for i := 0; i < 1000; i++ {
+			_ = time.Now()
+		}
+		least = math.Min(least, float64(time.Since(t0).Nanoseconds())/1000)
+	}
+	return least
+}
+
+// BatchUnits is the size, in units, of one timed batch of a count-based body of n units: the
+// smallest power of two (at most n) whose run lasts 100 times what timing it costs (a clock read,
+// and starting the body again: the intercept of the runs of 1 and 2 units), so that timing in
+// batches costs the run under 1%, whatever this machine's clock and the body's speed. run(m)
+// runs the body on m units and returns its time.
+func BatchUnits(n uint64, run func(m uint64) time.Duration) uint64 {
+	if n < 2 {
+		return 1
+	}
+	least := func(m uint64) float64 {
+		l := math.Inf(1)
+		for r := 0; r < 3; r++ {
+			l = math.Min(l, float64(run(m)))
+		}
+		return l
+	}
+	t1, t2 := least(1), least(2)
+	target := 100 * (ClockReadNs() + math.Max(0, 2*t1-t2))
+	m, tm := uint64(1), t1
+	for tm < target && m < n {
+		m = min(2*m, n)
+		tm = float64(run(m))
+	}
+	return m
+}
+
 // Run measures bench the way Session::measure does for the C++ benches: the whole body once
-// untimed when warmup is set, then once timed. A GC between the two keeps the warm-up's garbage
-// out of the timed run; collections the timed run causes itself are counted (extra.gc_cycles).
-// Every run's tally is verified: lost, duplicated and corrupt add up over both runs, sent and
-// received are the timed run's. A dirty integrity is reported, not hidden: the harness fails it.
+// untimed when warmup is set, then timed, in batches of BatchUnits (found by untimed runs, counted
+// as warm-up) with one clock read between two: each batch's time per op (ns) is one sample of the
+// record's latency, kind batch_mean, and the batches tile the window (their ops-weighted mean is
+// its time per op). A GC before the timed run keeps the warm-up's garbage out of it; collections
+// the timed run causes itself are counted (extra.gc_cycles). Every run's tally is verified:
+// lost, duplicated and corrupt add up over all runs, sent and received are the timed batches'. A
+// dirty integrity is reported, not hidden: the harness fails it.
 func Run(bench string, p Params, warmup bool) contract.Record {
 	b := Benches[bench]
-	ops := b.Ops(p)
-	want := IndexSum(ops)
-	var seen contract.Integrity
-	if warmup {
-		w := Verify(ops, want, Drive(p, b.Body))
-		seen.Lost, seen.Duplicated, seen.Corrupt = w.Lost, w.Duplicated, w.Corrupt
+	step := unit(bench, p)
+	total := p.N
+	if bench == "switch_many" {
+		total = p.N / p.Tasks * p.Tasks
 	}
+	var seen contract.Integrity
+	// runOn runs the body with N = c and folds its verdict into seen.
+	runOn := func(c uint64) (contract.Integrity, uint64) {
+		q := p
+		q.N = c
+		ops := b.Ops(q)
+		v := Verify(ops, IndexSum(ops), Drive(q, b.Body))
+		seen.Lost += v.Lost
+		seen.Duplicated += v.Duplicated
+		seen.Corrupt += v.Corrupt
+		return v, ops
+	}
+	if warmup {
+		runOn(p.N)
+	}
+	k := BatchUnits((total+step-1)/step, func(m uint64) time.Duration {
+		t0 := time.Now()
+		runOn(min(m*step, total))
+		return time.Since(t0)
+	})
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc0 := ms.NumGC
+	var batches contract.Hist
+	var ops uint64
 	c0 := contract.Usage()
 	t0 := time.Now()
-	got := Drive(p, b.Body)
-	wall := time.Since(t0)
+	last := t0
+	for done := uint64(0); done < total; {
+		c := min(k*step, total-done)
+		v, o := runOn(c)
+		now := time.Now()
+		seen.Sent += v.Sent
+		seen.Received += v.Received
+		batches.Record((uint64(now.Sub(last).Nanoseconds()) + o/2) / max(o, 1))
+		last = now
+		ops += o
+		done += c
+	}
+	wall := last.Sub(t0)
 	cpu := contract.Usage().Sub(c0)
 	runtime.ReadMemStats(&ms)
 
-	run := Verify(ops, want, got)
-	seen.Sent, seen.Received = run.Sent, run.Received
-	seen.Lost += run.Lost
-	seen.Duplicated += run.Duplicated
-	seen.Corrupt += run.Corrupt
 	r := contract.Record{Name: "runtime/" + bench + "_go", Integrity: seen}
 	r.Measured(ops, wall, cpu)
+	r.Latency = batches.Latency("batch_mean")
 	r.Extra = map[string]any{
-		"runtime":    runtime.Version(),
-		"gomaxprocs": runtime.GOMAXPROCS(0),
-		"gc_cycles":  ms.NumGC - gc0,
-		"drive":      p.Drive,
+		"runtime":     runtime.Version(),
+		"gomaxprocs":  runtime.GOMAXPROCS(0),
+		"gc_cycles":   ms.NumGC - gc0,
+		"drive":       p.Drive,
+		"batch_units": k * step, // switch_many's below: yields per goroutine, as the Rust peers count it
 	}
 	if bench == "switch_many" {
 		r.Extra["tasks"] = p.Tasks
+		r.Extra["batch_units"] = k
 	}
 	return r
 }

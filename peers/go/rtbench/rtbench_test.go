@@ -1,8 +1,11 @@
 package rtbench
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"ipclab/peers/go/contract"
 )
 
 // Every bench at a tiny size, including a partial spawn batch, a rendezvous channel and 3
@@ -116,9 +119,71 @@ func TestRunRecord(t *testing.T) {
 	}
 	saved := Benches["switch"]
 	defer func() { Benches["switch"] = saved }()
+	if r.Latency == nil || r.Latency.Kind != "batch_mean" || r.Latency.Count == 0 ||
+		len(r.Latency.Histogram.Values) == 0 || r.Extra["batch_units"] == nil {
+		t.Fatalf("latency %+v, extra %v", r.Latency, r.Extra)
+	}
+	// The batches tile the window: their mean per op is the record's time per op, within the
+	// rounding of each to whole ns.
+	if mean := r.Latency.Mean; mean > r.TimePerOpNs*1.5+1 || mean < r.TimePerOpNs/1.5-1 {
+		t.Errorf("batch means average %.1f ns, time per op %.1f ns", mean, r.TimePerOpNs)
+	}
+	// A batch restarts the body: spawn's are whole batches of goroutines in flight, a channel's
+	// whole capacities, switch_many's yields of every goroutine (batch_units counts them per
+	// goroutine, as the Rust peers do: at most 1000/7).
+	for _, c := range []struct {
+		bench string
+		p     Params
+		step  uint64
+	}{
+		{"spawn", Params{N: 1000, Batch: 64, Capacity: 1, Pairs: 1, Tasks: 1, Drive: "block_on"}, 64},
+		{"channel", Params{N: 1000, Batch: 1, Capacity: 48, Pairs: 1, Tasks: 1, Drive: "block_on"}, 48},
+		{"switch_many", Params{N: 1000, Batch: 1, Capacity: 1, Pairs: 1, Tasks: 7, Drive: "block_on"}, 1},
+	} {
+		r := Run(c.bench, c.p, false)
+		if u := r.Extra["batch_units"].(uint64); u%c.step != 0 || !r.Integrity.Clean() || r.Latency == nil ||
+			(c.bench == "switch_many" && (u > 142 || r.Ops != 994)) {
+			t.Errorf("%s: batches of %d (want whole %d), record %+v", c.bench, u, c.step, r)
+		}
+	}
 	Benches["switch"] = Bench{nOps, func(p Params) Tally { return Switch(p.N - 1) }}
-	if r := Run("switch", Params{N: 100}, true); r.Integrity.Lost != 2 || r.Integrity.Received != 99 {
-		t.Fatalf("a body one result short over warm-up and timed run: integrity %+v", r.Integrity)
+	// One result short in every run: each timed batch loses one, and so did warm-up and the
+	// calibrating runs.
+	if r := Run("switch", Params{N: 100}, true); r.Integrity.Sent != 100 ||
+		r.Integrity.Received != 100-r.Latency.Count || r.Integrity.Lost <= r.Latency.Count {
+		t.Fatalf("a body one result short in every run: integrity %+v, %d batches", r.Integrity, r.Latency.Count)
+	}
+}
+
+// A batch's size doubles until its run lasts 100 times the timing's cost, and never passes n.
+func TestBatchUnits(t *testing.T) {
+	// A body of 1 µs to start and 1 µs per unit: the target is 100 × (a clock read + 1 µs).
+	body := func(m uint64) time.Duration { return time.Duration(1000+1000*m) * time.Nanosecond }
+	k := BatchUnits(1<<20, body)
+	if k&(k-1) != 0 || k < 64 || k > 256 {
+		t.Errorf("batch of %d units for a 1 µs start and 1 µs per unit", k)
+	}
+	if k := BatchUnits(3, body); k != 3 {
+		t.Errorf("batch of %d units where n is 3", k)
+	}
+	if k := BatchUnits(1, body); k != 1 {
+		t.Errorf("batch of %d units where n is 1", k)
+	}
+}
+
+// The histogram keeps the harness's buckets and the exact figures.
+func TestHistLatency(t *testing.T) {
+	var h contract.Hist
+	if h.Latency("x") != nil {
+		t.Error("an empty histogram made a latency")
+	}
+	for _, v := range []uint64{257, 3, 5, 3} {
+		h.Record(v)
+	}
+	l := h.Latency("io")
+	if l.Kind != "io" || l.Count != 4 || l.Min != 3 || l.Max != 257 || l.Mean != 67 ||
+		fmt.Sprint(l.Histogram.Values) != "[3 5 256]" || fmt.Sprint(l.Histogram.Counts) != "[2 1 1]" {
+		t.Errorf("latency %+v", l)
 	}
 }
 

@@ -285,6 +285,11 @@ Record record_from_json(const nlohmann::json& j) {
                               {"p999", &lat.p999}})
       if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
     if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
+    // A quantile the histogram estimates (a bucket's midpoint) stays within the writer's exact min
+    // and max, as Histogram::quantile keeps it within its own.
+    if (lat.count && lat.min <= lat.max)
+      for (uint64_t* q : {&lat.p50, &lat.p90, &lat.p95, &lat.p99, &lat.p999})
+        *q = std::clamp(*q, lat.min, lat.max);
     r.latency = lat;
   }
   if (j.contains("cpu") && j["cpu"].is_object()) {

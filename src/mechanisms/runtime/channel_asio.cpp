@@ -11,7 +11,8 @@ void channel_asio(Session& s) {
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  measure_counted(s, n, n, index_sum(n), [&] { return asio_pairs(ctx, spawned, 1, n, cap); });
+  // Batches of whole capacities: each fills and drains its channel as the steady state does.
+  measure_counted(s, n, cap, indexed, [&](uint64_t c) { return asio_pairs(ctx, spawned, 1, c, cap); });
 }
 
 IPCLAB_REGISTER(Mechanism{

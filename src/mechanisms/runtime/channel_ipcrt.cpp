@@ -16,7 +16,9 @@ void channel_ipcrt(Session& s) {
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, ipcrt_pairs(1, n, cap)); });
+  // Batches of whole capacities: each fills and drains its channel as the steady state does.
+  measure_counted(s, n, cap, indexed,
+                  [&](uint64_t c) { return run_driven(rt, spawned, ipcrt_pairs(1, c, cap)); });
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -11,8 +11,10 @@ void channel_pairs_asio(Session& s) {
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
-                  [&] { return asio_pairs(ctx, spawned, pairs, n, cap); });
+  // Batches of whole capacities of every pair's messages.
+  measure_counted(
+      s, n, cap, [pairs](uint64_t c) { return indexed(pairs * c); },
+      [&](uint64_t c) { return asio_pairs(ctx, spawned, pairs, c, cap); });
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -15,8 +15,10 @@ void channel_pairs_ipcrt(Session& s) {
   const size_t cap = size_t(s.params().i64("capacity"));
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n * pairs, n * pairs, index_sum(n * pairs),
-                  [&] { return run_driven(rt, spawned, ipcrt_pairs(pairs, n, cap)); });
+  // Batches of whole capacities of every pair's messages.
+  measure_counted(
+      s, n, cap, [pairs](uint64_t c) { return indexed(pairs * c); },
+      [&](uint64_t c) { return run_driven(rt, spawned, ipcrt_pairs(pairs, c, cap)); });
 }
 
 IPCLAB_REGISTER(Mechanism{

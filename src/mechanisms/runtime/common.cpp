@@ -1,8 +1,11 @@
 #include "mechanisms/runtime/common.hpp"
 
+#include <algorithm>
 #include <utility>
 
+#include "core/base/clock.hpp"
 #include "core/measure/session.hpp"
+#include "core/stats/histogram.hpp"
 
 namespace ipclab::rt {
 
@@ -16,30 +19,84 @@ Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got) {
   return i;
 }
 
-void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
-                     const std::function<Tally()>& body) {
+uint64_t batch_steps(uint64_t steps, const std::function<double(uint64_t)>& time_ns) {
+  if (steps < 2) return 1;
+  auto least = [&](uint64_t m) {
+    double t = time_ns(m);
+    for (int i = 0; i < 2; ++i) t = std::min(t, time_ns(m));
+    return t;
+  };
+  const double t1 = least(1), t2 = least(2);
+  const double target = 100 * (clock_read_ns() + std::max(0.0, 2 * t1 - t2));
+  uint64_t m = 1;
+  for (double tm = t1; tm < target && m < steps;) {
+    m = std::min(2 * m, steps);
+    tm = time_ns(m);
+  }
+  return m;
+}
+
+void measure_counted(Session& s, uint64_t n, uint64_t step, const std::function<Expect(uint64_t)>& expect,
+                     const std::function<Tally(uint64_t)>& body) {
+  step = std::clamp<uint64_t>(step, 1, std::max<uint64_t>(n, 1));
   Integrity seen;
-  // Each pass's counts, warm-up's first: the window's are its last `passes`.
-  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  auto run = [&](uint64_t c) {
+    const Expect e = expect(c);
+    const Integrity r = verify(e.count, e.sum, body(c));
+    seen.lost += r.lost;
+    seen.duplicated += r.duplicated;
+    seen.corrupt += r.corrupt;
+    return std::pair{e.ops, r};
+  };
+  const uint64_t k = batch_steps((n + step - 1) / step, [&](uint64_t m) {
+    const uint64_t t0 = now_ns();
+    run(std::min(m * step, n));
+    return double(now_ns() - t0);
+  });
+  // Each pass's counts and where its batches' times per op (ns, rounded) start in `means`, warm-up's
+  // first: the window's are its last `passes`.
+  struct Pass {
+    uint64_t sent = 0, received = 0;
+    size_t first = 0;
+  };
+  std::vector<Pass> seen_passes;
+  std::vector<uint64_t> means;
   // A pass's time is set by its count; the harness repeats it to fill --duration (Session::measure).
   // Its deadline is the one a peer of that count gets.
   const Params& p = s.params();
-  const double deadline = counted_timeout_s(s, double(ops), p.has("delay_us") && p.i64("delay_us") > 0);
+  const double deadline =
+      counted_timeout_s(s, double(expect(n).ops), p.has("delay_us") && p.i64("delay_us") > 0);
   const uint64_t passes = s.measure(
       [&] {
-        const Integrity run = verify(want_count, want_sum, body());
-        seen.lost += run.lost;
-        seen.duplicated += run.duplicated;
-        seen.corrupt += run.corrupt;
-        counts.emplace_back(run.sent, run.received);
+        Pass pass{.first = means.size()};
+        uint64_t last = now_ns();
+        for (uint64_t done = 0; done < n;) {
+          const uint64_t c = std::min(k * step, n - done);
+          const auto [ops, r] = run(c);
+          const uint64_t t = now_ns();
+          means.push_back((t - last + ops / 2) / std::max<uint64_t>(ops, 1));
+          last = t;
+          pass.sent += r.sent;
+          pass.received += r.received;
+          done += c;
+        }
+        seen_passes.push_back(pass);
       },
       deadline);
-  for (size_t i = counts.size() - size_t(passes); i < counts.size(); ++i) {
-    seen.sent += counts[i].first;
-    seen.received += counts[i].second;
+  // The latency: the window's batches, each an op's mean over a batch too short to time one op by
+  // one (a switch takes a few ns, a clock read ~20-30), as harness/null's batch_mean
+  // (core/run/patterns.cpp, run_loop).
+  Histogram batches;
+  const size_t from = seen_passes.size() - size_t(passes);
+  for (size_t i = from; i < seen_passes.size(); ++i) {
+    seen.sent += seen_passes[i].sent;
+    seen.received += seen_passes[i].received;
   }
+  for (size_t i = seen_passes[from].first; i < means.size(); ++i) batches.record(means[i]);
   s.record().integrity += seen;
-  s.record().ops = ops * passes;
+  s.record().ops = expect(n).ops * passes;
+  s.record().latency = Latency::from("batch_mean", batches);
+  s.record().extra["batch_units"] = k * step;
 }
 
 double counted_timeout_s(const Session& s, double ops, bool ms_timer) {

@@ -38,11 +38,33 @@ constexpr uint64_t index_sum(uint64_t n) { return n * (n - 1) / 2; }
 /// surplus `duplicated`, a wrong sum or an out-of-order result `corrupt`.
 Integrity verify(uint64_t want_count, uint64_t want_sum, const Tally& got);
 
-/// Runs `body` through Session::measure (warm-up, then timed passes until the window holds
-/// --duration); every run's tally is verified and folded into the record's integrity; ops = `ops`
-/// per pass of the window.
-void measure_counted(Session& s, uint64_t ops, uint64_t want_count, uint64_t want_sum,
-                     const std::function<Tally()>& body);
+/// What a run of a bench on a count `c` (of its `n`) must show: the operations it does, and the
+/// count and sum of the results it returns.
+struct Expect {
+  uint64_t ops, count, sum;
+};
+/// c operations returning their indexes 0..c-1: what spawn, switch, channel and timer return.
+constexpr Expect indexed(uint64_t c) { return {c, c, index_sum(c)}; }
+
+/// The size, in steps, of one timed batch of a body of `steps` steps: the smallest power of two (at
+/// most `steps`) whose run lasts 100 times what timing it costs — a clock read (clock_read_ns) and
+/// starting the body again (the intercept of the runs of 1 and 2 steps, the least of 3 each) — so
+/// that timing in batches costs the run under 1%, whatever this machine's clock and the body's
+/// speed. `time_ns(m)` runs the body on m steps and returns its time. The Go and Rust peers find
+/// theirs the same way (peers/go/rtbench BatchUnits, peers/rust/common batch_units).
+uint64_t batch_steps(uint64_t steps, const std::function<double(uint64_t)>& time_ns);
+
+/// Runs a pass of `n` through Session::measure (warm-up, then timed passes until the window holds
+/// --duration; ops = `expect(n).ops` per pass of the window). A pass runs `body` on `n` in batches
+/// of batch_steps steps of `step` (found by untimed runs before the warm-up; the last batch takes
+/// what is left): a batch restarts the body, so `step` keeps what `n` shapes whole — spawn's
+/// `batch` of tasks in flight, a channel's `capacity`. One clock read between two batches: each
+/// batch's time per op (ns) is one sample of the record's latency, kind batch_mean, and the
+/// batches tile the pass. Every run's tally is verified against `expect` and folded into the
+/// record's integrity (sent/received: the window's batches'); extra.batch_units is a batch's part
+/// of `n`.
+void measure_counted(Session& s, uint64_t n, uint64_t step, const std::function<Expect(uint64_t)>& expect,
+                     const std::function<Tally(uint64_t)>& body);
 
 /// The timeout of a peer's run (the Go and Rust peers), whose time is set by n (times pairs, if
 /// the bench has them; fold_peer grows it with n when it runs the peer again to fill --duration): the

@@ -15,10 +15,11 @@ void spawn_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n")), batch = uint64_t(s.params().i64("batch"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  measure_counted(s, n, n, index_sum(n), [&] {
+  // Batches of whole `batch`es: the tasks in flight stay `batch`.
+  measure_counted(s, n, batch, indexed, [&](uint64_t c) {
     Tally t;
-    for (uint64_t base = 0; base < n; base += batch) {
-      const uint64_t end = std::min(n, base + batch);
+    for (uint64_t base = 0; base < c; base += batch) {
+      const uint64_t end = std::min(c, base + batch);
       run_driven(ctx, spawned, end - base, [&](asio::io_context& c, const asio_done& done) {
         for (uint64_t i = base; i < end; ++i)
           asio::co_spawn(c, asio_leaf(i), [&t, &done, i](std::exception_ptr e, uint64_t v) {

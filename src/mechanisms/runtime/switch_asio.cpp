@@ -22,10 +22,10 @@ void switch_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  measure_counted(s, n, n, index_sum(n), [&] {
+  measure_counted(s, n, 1, indexed, [&](uint64_t m) {
     Tally t;
     run_driven(ctx, spawned, 1, [&](asio::io_context& c, const asio_done& done) {
-      asio::co_spawn(c, poster_n(n, t), then(done));
+      asio::co_spawn(c, poster_n(m, t), then(done));
     });
     return t;
   });

@@ -23,7 +23,7 @@ void switch_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return run_driven(rt, spawned, yielder_n(n)); });
+  measure_counted(s, n, 1, indexed, [&](uint64_t c) { return run_driven(rt, spawned, yielder_n(c)); });
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -23,14 +23,16 @@ void switch_many_asio(Session& s) {
   const uint64_t tasks = uint64_t(s.params().i64("tasks")), per = uint64_t(s.params().i64("n")) / tasks;
   const bool spawned = drive_spawned(s.params());
   asio::io_context ctx(1);
-  // Task i's result is (i + 1) * per: the sum is per * (1 + 2 + ... + tasks).
-  measure_counted(s, tasks * per, tasks, per * index_sum(tasks + 1), [&] {
+  // A batch is m yields of every task; task i's result is then (i + 1) * m: the sum is
+  // m * (1 + 2 + ... + tasks).
+  const auto expect = [tasks](uint64_t m) { return Expect{tasks * m, tasks, m * index_sum(tasks + 1)}; };
+  measure_counted(s, per, 1, expect, [&](uint64_t m) {
     Tally t;
     run_driven(ctx, spawned, tasks, [&](asio::io_context& c, const asio_done& done) {
       for (uint64_t i = 0; i < tasks; ++i)
-        asio::co_spawn(c, poster_many(i, per), [&t, &done, i, per](std::exception_ptr e, uint64_t v) {
+        asio::co_spawn(c, poster_many(i, m), [&t, &done, i, m](std::exception_ptr e, uint64_t v) {
           if (e) std::rethrow_exception(e);
-          t.take(v, switch_many_result(i, per, per));
+          t.take(v, switch_many_result(i, m, m));
           done();
         });
     });

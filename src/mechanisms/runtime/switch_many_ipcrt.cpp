@@ -32,9 +32,14 @@ void switch_many_ipcrt(Session& s) {
   const uint64_t tasks = uint64_t(s.params().i64("tasks")), per = uint64_t(s.params().i64("n")) / tasks;
   const bool spawned = drive_spawned(s.params());
   ipcrt::runtime rt;
-  // Task i's result is (i + 1) * per: the sum is per * (1 + 2 + ... + tasks).
-  measure_counted(s, tasks * per, tasks, per * index_sum(tasks + 1),
-                  [&] { return run_driven(rt, spawned, spawn_all(tasks, per)); });
+  // A batch is c yields of every task; task i's result is then (i + 1) * c: the sum is
+  // c * (1 + 2 + ... + tasks).
+  measure_counted(
+      s, per, 1,
+      [tasks](uint64_t c) {
+        return Expect{tasks * c, tasks, c * index_sum(tasks + 1)};
+      },
+      [&](uint64_t c) { return run_driven(rt, spawned, spawn_all(tasks, c)); });
 }
 
 IPCLAB_REGISTER(Mechanism{

@@ -28,9 +28,9 @@ void timer_asio(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const std::chrono::microseconds delay(s.params().i64("delay_us"));
   asio::io_context ctx(1);
-  measure_counted(s, n, n, index_sum(n), [&] {
+  measure_counted(s, n, 1, indexed, [&](uint64_t c) {
     Tally t;
-    asio::co_spawn(ctx, asio_sleeper(n, delay, t), asio::detached);
+    asio::co_spawn(ctx, asio_sleeper(c, delay, t), asio::detached);
     run_to_completion(ctx);
     return t;
   });

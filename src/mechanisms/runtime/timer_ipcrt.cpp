@@ -28,7 +28,7 @@ void timer_ipcrt(Session& s) {
   const uint64_t n = uint64_t(s.params().i64("n"));
   const std::chrono::microseconds delay(s.params().i64("delay_us"));
   ipcrt::runtime rt;
-  measure_counted(s, n, n, index_sum(n), [&] { return rt.block_on(ipcrt_sleeper(n, delay)); });
+  measure_counted(s, n, 1, indexed, [&](uint64_t c) { return rt.block_on(ipcrt_sleeper(c, delay)); });
 }
 
 IPCLAB_REGISTER(Mechanism{

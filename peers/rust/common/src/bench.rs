@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 
 use crate::{
-    index_sum, measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Record, Tally,
+    measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Record, Tally,
 };
 
 /// What the switch and timer benches need of a runtime. Tokio implements it too: a future built
@@ -204,18 +204,19 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, spawn_join::<R>(n, batch)));
+            // Batches of whole `batch`es: the tasks in flight stay `batch`.
+            measure_counted(&mut rec, warmup, n, batch, |m| m, |m| rt.run(drive, spawn_join::<R>(m, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, switch::<R>(n))),
+        "switch" => measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, switch::<R>(m))),
         "switch_many" => {
             let (tasks, per) = switch_many_split(a);
-            let ops = tasks * per;
-            measure_counted(&mut rec, warmup, ops, ops, index_sum(ops), || rt.run(drive, switch_many::<R>(tasks, per)));
+            // A unit is one yield of every task.
+            measure_counted(&mut rec, warmup, per, 1, |m| tasks * m, |m| rt.run(drive, switch_many::<R>(tasks, m)));
             rec.extra("tasks", tasks);
         }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, timer::<R>(n, d)));
+            measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, timer::<R>(m, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -224,18 +225,15 @@ pub fn runtime_bench<R: Spawn>(rt: &mut R, a: &Args, bench: &str, runtime: &str)
             if cap == 0 {
                 usage("--capacity=0: local-sync's and futures' bounded channels need at least 1");
             }
-            let total = p * n;
+            // A unit is one message of every pair; batches of whole `capacity`s, so that a batch
+            // fills and drains its channels as the steady state does.
             let name = match kind {
                 ChannelKind::Native => {
-                    measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
-                        rt.run(drive, pairs::<R, LocalSync>(p, n, cap))
-                    });
+                    measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs::<R, LocalSync>(p, m, cap)));
                     LocalSync::NAME
                 }
                 ChannelKind::Futures => {
-                    measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
-                        rt.run(drive, pairs::<R, FuturesMpsc>(p, n, cap))
-                    });
+                    measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs::<R, FuturesMpsc>(p, m, cap)));
                     FuturesMpsc::NAME
                 }
             };

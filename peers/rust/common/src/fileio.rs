@@ -4,7 +4,7 @@
 //! every block it gets back.
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::{usage, Args, Cpu, Integrity, Record};
+use crate::{usage, Args, Cpu, Hist, Integrity, Record};
 
 pub const BLOCK: u64 = 4096;
 pub const SEQ_SIZE: u64 = 64 * 1024;
@@ -157,6 +157,9 @@ pub struct IoTally {
     pub ops: u64,
     pub bytes: u64,
     pub integrity: Integrity,
+    /// Every measured read's latency, from its submission to its completion (ns): kind `io`, as
+    /// the C++ engines record theirs (src/mechanisms/fileio/common.cpp, Tally::complete).
+    pub hist: Hist,
 }
 
 impl IoTally {
@@ -166,6 +169,7 @@ impl IoTally {
         let mut rec = Record { name: format!("fileio/{engine}"), ops: self.ops, bytes: self.bytes, wall_s: wall, cpu, ..Default::default() };
         rec.integrity = self.integrity;
         rec.integrity.sent = self.integrity.received;
+        rec.latency = Some(("io", self.hist.clone()));
         rec.rates.push(("iops".into(), self.ops as f64 / wall.max(1e-9)));
         rec.rates.push(("MB_per_s".into(), self.bytes as f64 / wall.max(1e-9) / 1e6));
         rec.extra("engine", engine);
@@ -174,7 +178,16 @@ impl IoTally {
 
     /// Accounts one read of `len` bytes at `off` that returned `res` into `buf`. A failed read
     /// is fatal, as in the harness; a short read counts all its blocks corrupt.
-    pub fn complete(&mut self, res: std::io::Result<usize>, buf: &[u8], off: u64, len: u64, measuring: bool) {
+    /// Accounts one completed read: `res` its result, `t0` when it was submitted.
+    pub fn complete(
+        &mut self,
+        res: std::io::Result<usize>,
+        buf: &[u8],
+        off: u64,
+        len: u64,
+        t0: std::time::Instant,
+        measuring: bool,
+    ) {
         let n = res.unwrap_or_else(|e| {
             eprintln!("ipclab-peer: read at offset {off}: {e}");
             std::process::exit(1)
@@ -190,6 +203,7 @@ impl IoTally {
         if measuring {
             self.ops += 1;
             self.bytes += len;
+            self.hist.record(t0.elapsed().as_nanos() as u64);
         }
     }
 
@@ -198,6 +212,7 @@ impl IoTally {
         self.bytes += o.bytes;
         self.integrity.received += o.integrity.received;
         self.integrity.corrupt += o.integrity.corrupt;
+        self.hist.merge(&o.hist);
     }
 }
 
@@ -303,7 +318,23 @@ mod tests {
     fn short_read_counts_every_block_corrupt() {
         let b = AlignedBuf::new(SEQ_SIZE as usize);
         let mut t = IoTally::default();
-        t.complete(Ok(4096), b.as_slice(), 0, SEQ_SIZE, true);
+        t.complete(Ok(4096), b.as_slice(), 0, SEQ_SIZE, std::time::Instant::now(), true);
         assert_eq!(t.integrity.corrupt, SEQ_SIZE / BLOCK);
+    }
+
+    #[test]
+    fn measured_reads_carry_their_latency_of_kind_io() {
+        let mut b = AlignedBuf::new(BLOCK as usize);
+        fill_block(b.as_mut_slice(), 0);
+        let mut t = IoTally::default();
+        let t0 = std::time::Instant::now();
+        t.complete(Ok(4096), b.as_slice(), 0, BLOCK, t0, false); // warm-up: no latency
+        t.complete(Ok(4096), b.as_slice(), 0, BLOCK, t0, true);
+        let mut all = IoTally::default();
+        all.merge(&t);
+        let rec = all.record("monoio", 1.0, Cpu::default());
+        let (kind, h) = rec.latency.as_ref().unwrap();
+        assert_eq!((*kind, h.count, rec.ops), ("io", 1, 1));
+        assert!(rec.to_json().contains("\"latency_ns\":{\"kind\":\"io\",\"count\":1,"));
     }
 }

@@ -163,6 +163,81 @@ impl Cpu {
     }
 }
 
+/// A latency histogram in the harness's layout (src/core/stats/histogram.hpp, HdrHistogram's
+/// log-linear buckets, 2^7 per power of two): each value is kept as its bucket's lowest value,
+/// which is what the record's `histogram.values` hold and the harness reads back (add_sparse);
+/// count, mean, min and max are exact.
+#[derive(Clone, Default, Debug)]
+pub struct Hist {
+    buckets: BTreeMap<u64, u64>,
+    pub count: u64,
+    sum: u128,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Hist {
+    /// The harness's sub-bucket bits (Histogram::kSubBits).
+    pub const SUB_BITS: u32 = 7;
+
+    /// The lowest value of `v`'s bucket: values below 2^(SUB_BITS+1) have a bucket each, then each
+    /// power of two is cut into 2^SUB_BITS buckets of equal width.
+    pub fn bucket_lowest(v: u64) -> u64 {
+        if v < 2 << Self::SUB_BITS {
+            return v;
+        }
+        let shift = 63 - v.leading_zeros() - Self::SUB_BITS;
+        (v >> shift) << shift
+    }
+
+    pub fn record(&mut self, v: u64) {
+        *self.buckets.entry(Self::bucket_lowest(v)).or_insert(0) += 1;
+        self.min = if self.count == 0 { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += v as u128;
+    }
+
+    pub fn merge(&mut self, o: &Hist) {
+        if o.count == 0 {
+            return;
+        }
+        for (&v, &c) in &o.buckets {
+            *self.buckets.entry(v).or_insert(0) += c;
+        }
+        self.min = if self.count == 0 { o.min } else { self.min.min(o.min) };
+        self.max = self.max.max(o.max);
+        self.count += o.count;
+        self.sum += o.sum;
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// The record's `latency_ns` object (docs/json-schema.md): `kind`, the exact figures, and the
+    /// sparse histogram the harness computes the percentiles from.
+    pub fn to_json(&self, kind: &str) -> String {
+        let values: Vec<String> = self.buckets.keys().map(|v| v.to_string()).collect();
+        let counts: Vec<String> = self.buckets.values().map(|c| c.to_string()).collect();
+        format!(
+            "{{\"kind\":{},\"count\":{},\"mean\":{},\"min\":{},\"max\":{},\"histogram\":{{\"sub_buckets\":{},\"values\":[{}],\"counts\":[{}]}}}}",
+            json_str(kind),
+            self.count,
+            json_f64(self.mean()),
+            self.min,
+            self.max,
+            1u64 << Self::SUB_BITS,
+            values.join(","),
+            counts.join(",")
+        )
+    }
+}
+
 /// One record of the harness's schema (docs/json-schema.md).
 #[derive(Default)]
 pub struct Record {
@@ -174,6 +249,8 @@ pub struct Record {
     pub integrity: Integrity,
     pub rates: Vec<(String, f64)>,
     pub extra: Vec<(String, String)>,
+    /// `latency_ns`: its kind (batch_mean, io, ...) and histogram; none when empty.
+    pub latency: Option<(&'static str, Hist)>,
 }
 
 fn json_str(s: &str) -> String {
@@ -227,6 +304,9 @@ impl Record {
         );
         let rates: Vec<String> = self.rates.iter().map(|(k, v)| format!("{}:{}", json_str(k), json_f64(*v))).collect();
         write!(s, ",\"rates\":{{{}}}", rates.join(",")).unwrap();
+        if let Some((kind, h)) = self.latency.as_ref().filter(|(_, h)| h.count > 0) {
+            write!(s, ",\"latency_ns\":{}", h.to_json(kind)).unwrap();
+        }
         let extra: Vec<String> = self.extra.iter().map(|(k, v)| format!("{}:{}", json_str(k), json_str(v))).collect();
         write!(s, ",\"extra\":{{{}}}}}", extra.join(",")).unwrap();
         s
@@ -238,38 +318,107 @@ impl Record {
     }
 }
 
+/// The cost of one clock read (Instant::now), in ns: the least of a few timed runs of 1000.
+pub fn clock_read_ns() -> f64 {
+    (0..5)
+        .map(|_| {
+            let t0 = Instant::now();
+            for _ in 0..1000 {
+                std::hint::black_box(Instant::now());
+            }
+            t0.elapsed().as_nanos() as f64 / 1000.0
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The size, in units of `n`, of one timed batch of a count-based body: the smallest power of two
+/// (at most `n`) whose run lasts 100 times what timing it costs (a clock read, and starting the
+/// body again: the intercept of the runs of 1 and 2 units), so that timing in batches costs the
+/// run under 1%, whatever this machine's clock and the body's speed. `time(m)` runs the body on
+/// m units, untimed as far as the record goes, and returns its seconds.
+pub fn batch_units(n: u64, mut time: impl FnMut(u64) -> f64) -> u64 {
+    if n < 2 {
+        return 1;
+    }
+    let least = |time: &mut dyn FnMut(u64) -> f64, m: u64| (0..3).map(|_| time(m)).fold(f64::INFINITY, f64::min);
+    let t1 = least(&mut time, 1);
+    let t2 = least(&mut time, 2);
+    let restart = (2.0 * t1 - t2).max(0.0);
+    let target = 100.0 * (clock_read_ns() * 1e-9 + restart);
+    let (mut m, mut tm) = (1, t1);
+    while tm < target && m < n {
+        m = (m * 2).min(n);
+        tm = time(m);
+    }
+    m
+}
+
 /// Runs a count-based body like the harness's Session::measure: once as warm-up when `warmup_s`
-/// is positive, then once timed. Every run's tally is verified; lost/duplicated/corrupt add up
-/// over both runs, sent/received are the timed run's.
+/// is positive, then timed. `body(c)` runs the bench with a count of c (tasks, switches, timers,
+/// messages per pair, yields per task) and does `ops_of(c)` operations, which return their indexes
+/// 0..ops_of(c)-1. The timed run does the count `n` in batches of batch_units units of `step`
+/// (found by untimed runs, counted as warm-up; the last batch takes what is left): a batch
+/// restarts the body, so `step` keeps what a count shapes whole — spawn's `batch` of tasks in
+/// flight, a channel's `capacity`. One clock read between two batches: each batch's time per op
+/// (ns) is one sample of the record's latency, kind batch_mean, and the batches tile the window
+/// (their ops-weighted mean is its time per op). Every run's tally is verified:
+/// lost/duplicated/corrupt add up over all runs, sent/received are the timed batches'.
 pub fn measure_counted(
     rec: &mut Record,
     warmup_s: f64,
-    ops: u64,
-    want_count: u64,
-    want_sum: u64,
-    mut body: impl FnMut() -> Tally,
+    n: u64,
+    step: u64,
+    ops_of: impl Fn(u64) -> u64,
+    mut body: impl FnMut(u64) -> Tally,
 ) {
+    let step = step.clamp(1, n.max(1));
     let mut seen = Integrity::default();
-    let fold = |got: Tally, seen: &mut Integrity| {
-        let run = verify(want_count, want_sum, &got);
+    let fold = |c: u64, got: Tally, seen: &mut Integrity| {
+        let ops = ops_of(c);
+        let run = verify(ops, index_sum(ops), &got);
         seen.lost += run.lost;
         seen.duplicated += run.duplicated;
         seen.corrupt += run.corrupt;
-        seen.sent = run.sent;
-        seen.received = run.received;
+        (ops, run)
     };
     if warmup_s > 0.0 {
-        let t = body();
-        fold(t, &mut seen);
+        let t = body(n);
+        fold(n, t, &mut seen);
     }
+    let k = batch_units((n + step - 1) / step, |m| {
+        let c = (m * step).min(n);
+        let t0 = Instant::now();
+        let t = body(c);
+        let dt = t0.elapsed().as_secs_f64();
+        fold(c, t, &mut seen);
+        dt
+    });
+    let mut batches = Hist::default();
+    let (mut sent, mut received, mut ops, mut done) = (0, 0, 0, 0);
     let c0 = Cpu::now();
     let t0 = Instant::now();
-    let t = body();
-    rec.wall_s = t0.elapsed().as_secs_f64();
+    let mut last = t0;
+    while done < n {
+        let c = (k * step).min(n - done);
+        let t = body(c);
+        let now = Instant::now();
+        let (o, run) = fold(c, t, &mut seen);
+        let ns = now.duration_since(last).as_nanos() as u64;
+        batches.record((ns + o / 2) / o.max(1));
+        last = now;
+        sent += run.sent;
+        received += run.received;
+        ops += o;
+        done += c;
+    }
+    rec.wall_s = last.duration_since(t0).as_secs_f64();
     rec.cpu = Cpu::now().since(c0);
-    fold(t, &mut seen);
+    seen.sent = sent;
+    seen.received = received;
     rec.integrity = seen;
     rec.ops = ops;
+    rec.latency = Some(("batch_mean", batches));
+    rec.extra("batch_units", k * step);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -485,6 +634,76 @@ mod tests {
         assert!(!j.contains('\n'));
         assert!(j.starts_with("{\"name\":\"runtime/x\\\"y\",\"ops\":3,"));
         assert!(j.ends_with(",\"extra\":{\"runtime\":\"tokio\"}}"));
+    }
+
+    #[test]
+    fn hist_keeps_the_harness_buckets_and_exact_figures() {
+        // Below 256 a bucket per value; from 256 on, 128 per power of two (2 wide in [256, 512)).
+        assert_eq!(Hist::bucket_lowest(255), 255);
+        assert_eq!(Hist::bucket_lowest(257), 256);
+        assert_eq!(Hist::bucket_lowest(1000), 1000);
+        assert_eq!(Hist::bucket_lowest(1001), 1000);
+        let mut h = Hist::default();
+        for v in [3, 5, 257] {
+            h.record(v);
+        }
+        let mut o = Hist::default();
+        o.record(1);
+        h.merge(&o);
+        assert_eq!((h.count, h.min, h.max), (4, 1, 257));
+        assert_eq!(h.mean(), 266.0 / 4.0);
+        let j = h.to_json("io");
+        assert!(j.starts_with("{\"kind\":\"io\",\"count\":4,"));
+        assert!(j.ends_with("\"values\":[1,3,5,256],\"counts\":[1,1,1,1]}}"));
+        let mut r = Record { name: "x".into(), latency: Some(("batch_mean", Hist::default())), ..Default::default() };
+        assert!(!r.to_json().contains("latency_ns"), "an empty histogram is no latency");
+        r.latency = Some(("batch_mean", h));
+        assert!(r.to_json().contains(",\"latency_ns\":{\"kind\":\"batch_mean\","));
+    }
+
+    #[test]
+    fn measured_batches_tile_the_run_and_keep_the_integrity() {
+        let mut r = Record::default();
+        // Two units of ops each: 0..2m-1 in order.
+        let body = |m: u64| {
+            let mut t = Tally::default();
+            for i in 0..2 * m {
+                t.take(std::hint::black_box(i), i);
+            }
+            t
+        };
+        measure_counted(&mut r, 0.0, 1000, 1, |m| 2 * m, body);
+        assert_eq!(r.ops, 2000);
+        assert_eq!(r.integrity, Integrity { sent: 2000, received: 2000, ..Default::default() });
+        let (kind, h) = r.latency.as_ref().unwrap();
+        assert_eq!(*kind, "batch_mean");
+        assert!(h.count >= 1);
+        // A body that loses one result per run is caught in every batch.
+        let mut bad = Record::default();
+        measure_counted(&mut bad, 0.0, 4, 1, |m| m, |m| {
+            let mut t = Tally::default();
+            for i in 0..m - 1 {
+                t.take(i, i);
+            }
+            t
+        });
+        assert_eq!(bad.integrity.sent - bad.integrity.received, bad.latency.as_ref().unwrap().1.count);
+        // Batches in whole steps, the last one what is left: 1000 in steps of 64, every run's
+        // count a multiple of 64 but the whole 1000 or the timed run's last.
+        let mut counts = Vec::new();
+        let mut r = Record::default();
+        measure_counted(&mut r, 0.0, 1000, 64, |c| c, |c| {
+            counts.push(c);
+            let mut t = Tally::default();
+            for i in 0..c {
+                t.take(i, i);
+            }
+            t
+        });
+        assert_eq!(r.ops, 1000);
+        let last = counts.len() - 1;
+        assert!(counts[..last].iter().all(|&c| c % 64 == 0 || c == 1000), "{counts:?}");
+        assert!(r.integrity.sent == 1000 && r.integrity.received == 1000);
     }
 
     #[test]

@@ -136,8 +136,9 @@ fn fileio(a: &Args) {
                     job.maybe_evict(n);
                     let off = job.plan.offset(n);
                     buf.1 = 0;
+                    let t0 = std::time::Instant::now();
                     let (res, b) = file.read_at(buf, off).await;
-                    t.complete(res, b.0.as_slice(), off, len, ph == Phase::Measure);
+                    t.complete(res, b.0.as_slice(), off, len, t0, ph == Phase::Measure);
                     buf = b;
                 }
                 all.borrow_mut().merge(&t);

@@ -8,7 +8,7 @@ use futures_util::{SinkExt, StreamExt};
 use ipclab_peer_common::bench::{self, Sched};
 use ipclab_peer_common::fileio::{AlignedBuf, IoTally, Job};
 use ipclab_peer_common::{
-    index_sum, measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Phase, Record, Tally,
+    measure_counted, switch_many_split, unknown_bench, usage, Args, ChannelKind, Drive, Phase, Record, Tally,
     Window,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,18 +149,19 @@ fn runtime_bench(a: &Args, bench: &str) {
     match bench {
         "spawn" => {
             let batch = a.u64_or("batch", 1024).max(1);
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, spawn_join(n, batch)));
+            // Batches of whole `batch`es: the tasks in flight stay `batch`.
+            measure_counted(&mut rec, warmup, n, batch, |m| m, |m| rt.run(drive, spawn_join(m, batch)));
         }
-        "switch" => measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, bench::switch::<Rt>(n))),
+        "switch" => measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, bench::switch::<Rt>(m))),
         "switch_many" => {
             let (tasks, per) = switch_many_split(a);
-            let ops = tasks * per;
-            measure_counted(&mut rec, warmup, ops, ops, index_sum(ops), || rt.run(drive, switch_many(tasks, per)));
+            // A unit is one yield of every task.
+            measure_counted(&mut rec, warmup, per, 1, |m| tasks * m, |m| rt.run(drive, switch_many(tasks, m)));
             rec.extra("tasks", tasks);
         }
         "timer" => {
             let d = Duration::from_micros(a.u64_or("delay_us", 0));
-            measure_counted(&mut rec, warmup, n, n, index_sum(n), || rt.run(drive, bench::timer::<Rt>(n, d)));
+            measure_counted(&mut rec, warmup, n, 1, |m| m, |m| rt.run(drive, bench::timer::<Rt>(m, d)));
         }
         "channel" | "channel_pairs" => {
             let kind = ChannelKind::from_args(a);
@@ -169,10 +170,9 @@ fn runtime_bench(a: &Args, bench: &str) {
             if cap == 0 {
                 usage("--capacity=0: Tokio's and futures' channels need at least 1");
             }
-            let total = p * n;
-            measure_counted(&mut rec, warmup, total, total, index_sum(total), || {
-                rt.run(drive, pairs(kind, p, n, cap))
-            });
+            // A unit is one message of every pair; batches of whole `capacity`s, so that a batch
+            // fills and drains its channels as the steady state does.
+            measure_counted(&mut rec, warmup, n, cap as u64, |m| p * m, |m| rt.run(drive, pairs(kind, p, m, cap)));
             rec.extra("channel", if kind == ChannelKind::Native { "tokio::sync::mpsc" } else { "futures::channel::mpsc" });
         }
         _ => unknown_bench(bench),
@@ -232,13 +232,14 @@ fn fileio(a: &Args) {
                     job.maybe_evict(n);
                     let off = job.plan.offset(n);
                     let (mut b, f, len) = (buf.take().unwrap(), file.clone(), job.plan.len);
+                    let t0 = std::time::Instant::now();
                     let (res, b) = tokio::task::spawn_blocking(move || {
                         let r = std::os::unix::fs::FileExt::read_at(&*f, &mut b.as_mut_slice()[..len as usize], off);
                         (r, b)
                     })
                     .await
                     .expect("read task panicked");
-                    t.complete(res, b.as_slice(), off, len, ph == Phase::Measure);
+                    t.complete(res, b.as_slice(), off, len, t0, ph == Phase::Measure);
                     buf = Some(b);
                 }
             }));
