@@ -127,7 +127,7 @@ def figure(column: dict, r) -> str:
         k = r.get(*column.get("value") or ["-"])
         return (column.get("texts") or {}).get(k, k) if isinstance(k, str) and k else "—"
     v = r.num(*column.get("value") or ["-"])
-    if fmt == "time":
+    if fmt in ("time", "whole_ns"):  # whole_ns: a latency's whole nanoseconds, 3 digits at most ("1 ns")
         return fmt_time_ns(v)
     if fmt == "rate":
         return fmt_si(v, "/s")
