@@ -22,7 +22,7 @@ import (
 type Args struct {
 	Flags    *flag.FlagSet
 	Duration float64 // seconds of the measured window (duration-driven peers)
-	Warmup   float64 // seconds of warm-up; count-based peers run their body once untimed when > 0
+	Warmup   float64 // seconds of warm-up; count-based peers run their body untimed for as long first
 	CPUs     []int   // the harness's --cpus list
 }
 
@@ -30,7 +30,7 @@ type Args struct {
 func NewArgs(name string) *Args {
 	a := &Args{Flags: flag.NewFlagSet(name, flag.ContinueOnError)}
 	a.Flags.Float64Var(&a.Duration, "duration", 1, "seconds measured (duration-driven peers)")
-	a.Flags.Float64Var(&a.Warmup, "warmup", 0.2, "seconds of warm-up; > 0 runs a count-based body once untimed first")
+	a.Flags.Float64Var(&a.Warmup, "warmup", 0.2, "seconds of warm-up; a count-based body runs untimed for as long first")
 	return a
 }
 

@@ -336,15 +336,15 @@ func BatchUnits(n uint64, run func(m uint64) time.Duration) uint64 {
 	return m
 }
 
-// Run measures bench the way Session::measure does for the C++ benches: the whole body once
-// untimed when warmup is set, then timed, in batches of BatchUnits (found by untimed runs, counted
+// Run measures bench the way Session::measure does for the C++ benches: untimed runs for warmupS
+// seconds (of one step, two, four ...), then timed, in batches of BatchUnits (found by untimed runs, counted
 // as warm-up) with one clock read between two: each batch's time per op (ns) is one sample of the
 // record's latency, kind batch_mean, and the batches tile the window (their ops-weighted mean is
 // its time per op). A GC before the timed run keeps the warm-up's garbage out of it; collections
 // the timed run causes itself are counted (extra.gc_cycles). Every run's tally is verified:
 // lost, duplicated and corrupt add up over all runs, sent and received are the timed batches'. A
 // dirty integrity is reported, not hidden: the harness fails it.
-func Run(bench string, p Params, warmup bool) contract.Record {
+func Run(bench string, p Params, warmupS float64) contract.Record {
 	b := Benches[bench]
 	step := unit(bench, p)
 	total := p.N
@@ -363,8 +363,17 @@ func Run(bench string, p Params, warmup bool) contract.Record {
 		seen.Corrupt += v.Corrupt
 		return v, ops
 	}
-	if warmup {
-		runOn(p.N)
+	if warmupS > 0 {
+		// Warm-up for --warmup's time, not a whole count: n is grown to fill the window (the
+		// harness's fold_peer), and a warm-up of all n doubled every repetition. Runs of one step,
+		// two, four ... (at most the total), until the time has passed.
+		start := time.Now()
+		for c := min(step, total); ; c = min(2*c, total) {
+			runOn(c)
+			if time.Since(start).Seconds() >= warmupS {
+				break
+			}
+		}
 	}
 	k := BatchUnits((total+step-1)/step, func(m uint64) time.Duration {
 		t0 := time.Now()

@@ -58,7 +58,7 @@ func TestSwitchManyAndDrive(t *testing.T) {
 		if err := Check("switch_many", p); err != nil {
 			t.Fatal(err)
 		}
-		r := Run("switch_many", p, true)
+		r := Run("switch_many", p, 0.001)
 		if !r.Integrity.Clean() || r.Integrity.Received != 960 || r.Extra["drive"] != d {
 			t.Errorf("drive=%s: record %+v", d, r)
 		}
@@ -110,7 +110,7 @@ func TestVerifyCatchesEveryFault(t *testing.T) {
 
 // Run's record carries the timed run's counts and a time per op, and flags a short body.
 func TestRunRecord(t *testing.T) {
-	r := Run("channel_pairs", Params{N: 100, Pairs: 2, Capacity: 4, Batch: 1}, true)
+	r := Run("channel_pairs", Params{N: 100, Pairs: 2, Capacity: 4, Batch: 1}, 0.001)
 	if r.Name != "runtime/channel_pairs_go" || r.Ops != 200 || r.WallS <= 0 || r.TimePerOpNs <= 0 {
 		t.Fatalf("record %+v", r)
 	}
@@ -140,7 +140,7 @@ func TestRunRecord(t *testing.T) {
 		{"channel", Params{N: 1000, Batch: 1, Capacity: 48, Pairs: 1, Tasks: 1, Drive: "block_on"}, 48},
 		{"switch_many", Params{N: 1000, Batch: 1, Capacity: 1, Pairs: 1, Tasks: 7, Drive: "block_on"}, 1},
 	} {
-		r := Run(c.bench, c.p, false)
+		r := Run(c.bench, c.p, 0)
 		if u := r.Extra["batch_units"].(uint64); u%c.step != 0 || !r.Integrity.Clean() || r.Latency == nil ||
 			(c.bench == "switch_many" && (u > 142 || r.Ops != 994)) {
 			t.Errorf("%s: batches of %d (want whole %d), record %+v", c.bench, u, c.step, r)
@@ -149,7 +149,7 @@ func TestRunRecord(t *testing.T) {
 	Benches["switch"] = Bench{nOps, func(p Params) Tally { return Switch(p.N - 1) }}
 	// One result short in every run: each timed batch loses one, and so did warm-up and the
 	// calibrating runs.
-	if r := Run("switch", Params{N: 100}, true); r.Integrity.Sent != 100 ||
+	if r := Run("switch", Params{N: 100}, 0.001); r.Integrity.Sent != 100 ||
 		r.Integrity.Received != 100-r.Latency.Count || r.Integrity.Lost <= r.Latency.Count {
 		t.Fatalf("a body one result short in every run: integrity %+v, %d batches", r.Integrity, r.Latency.Count)
 	}

@@ -38,7 +38,7 @@ func main() {
 	if err := contract.SetGOMAXPROCS(*procs); err != nil {
 		contract.Fail("runtime-peer", err)
 	}
-	r := rtbench.Run(*bench, p, a.Warmup > 0)
+	r := rtbench.Run(*bench, p, a.Warmup)
 	if !r.Integrity.Clean() {
 		// The harness fails the record from these counters; say it on stderr too.
 		os.Stderr.WriteString("runtime-peer: integrity check failed\n")

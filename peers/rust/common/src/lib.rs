@@ -353,8 +353,8 @@ pub fn batch_units(n: u64, mut time: impl FnMut(u64) -> f64) -> u64 {
     m
 }
 
-/// Runs a count-based body like the harness's Session::measure: once as warm-up when `warmup_s`
-/// is positive, then timed. `body(c)` runs the bench with a count of c (tasks, switches, timers,
+/// Runs a count-based body like the harness's Session::measure: untimed for `warmup_s` seconds
+/// (runs of one step, two, four ...; none at 0), then timed. `body(c)` runs the bench with a count of c (tasks, switches, timers,
 /// messages per pair, yields per task) and does `ops_of(c)` operations, which return their indexes
 /// 0..ops_of(c)-1. The timed run does the count `n` in batches of batch_units units of `step`
 /// (found by untimed runs, counted as warm-up; the last batch takes what is left): a batch
@@ -382,8 +382,19 @@ pub fn measure_counted(
         (ops, run)
     };
     if warmup_s > 0.0 {
-        let t = body(n);
-        fold(n, t, &mut seen);
+        // Warm-up for --warmup's time, not a whole count: n is grown to fill the window (the
+        // harness's fold_peer), and a warm-up of all n doubled every repetition. Runs of one step,
+        // two, four ... (at most n), until the time has passed.
+        let start = Instant::now();
+        let mut c = step.min(n);
+        loop {
+            let t = body(c);
+            fold(c, t, &mut seen);
+            if start.elapsed().as_secs_f64() >= warmup_s {
+                break;
+            }
+            c = (c * 2).min(n);
+        }
     }
     let k = batch_units((n + step - 1) / step, |m| {
         let c = (m * step).min(n);
