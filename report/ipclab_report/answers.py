@@ -91,14 +91,18 @@ def _cost(r):
     return {"CPUs busy": f"{busy:.2f}" if is_number(busy) else "—", "spread": _spread_text(r)}
 
 
-def _name(r, names):
-    """The row's short name with its wait strategy, where the record has one and the name does not
-    say it already (a ring that spins costs a core)."""
-    name = names[r.name]
+def with_wait(name: str, r) -> str:
+    """`name` with the record's wait strategy, where it has one and the name does not say it
+    already (a ring that spins costs a core): the answers' rows and the README's table."""
     wait = r.params.get("wait")
     if wait is not None and "wait:" not in name:
         name += f" wait:{wait}"
     return name
+
+
+def _name(r, names):
+    """The row's short name with its wait strategy (with_wait)."""
+    return with_wait(names[r.name], r)
 
 
 def _ranks(records, key, kind, ci_key=None):

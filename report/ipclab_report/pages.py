@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import registry as reg
+from .answers import with_wait
 from .load import summaries
 from .markdown import code, prose, text
 from .model import build_text, env_table, load_text, warnings
@@ -613,7 +614,8 @@ def headline(rf, readme_dir: str, pages_dir: str) -> str:
     rows = []
     for k, by in cells.items():
         any_r = next(iter(by.values()))
-        row = [_row_name(any_r.mechanism, lay, any_r)] + [_value(d, any_r.dim(d)) for d in lay.columns]
+        row = [with_wait(_row_name(any_r.mechanism, lay, any_r), any_r)] + [_value(d, any_r.dim(d))
+                                                                            for d in lay.columns]
         tp_any = next((r for (pat, _), r in by.items() if pat == "throughput"), None)
         row.append(_queue(tp_any) if tp_any else "—")
         for p in places:

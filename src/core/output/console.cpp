@@ -134,7 +134,7 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
     if (!b.first.empty()) first_.insert(b.name);
   if (!plan.empty() && !plan.front().first.empty()) {
     title_ = plan.front().first;
-    fmt::print(out_, "{}\n", title_);
+    print_wrapped(title_, 0);
   }
 }
 
@@ -216,7 +216,8 @@ void ConsoleReporter::record(const Record& r) {
 void ConsoleReporter::end(const std::vector<Record>& records) {
   // The answers once more, at the end, where a long run leaves the reader.
   if (!first_.empty() && rest_begun_) {
-    fmt::print(out_, "\n{} (again)\n", title_);
+    fmt::print(out_, "\n");
+    print_wrapped(title_ + " (again)", 0);
     suite_.clear();
     for (auto& r : records)
       if (first_.count(r.name) && (medians_ ? r.run_type == "aggregate" : true)) print_row(r);

@@ -255,9 +255,9 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
   if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);
   if (sized && run.records.front().wall_s > 0) {
-    // Aimed 20% past the duration from this window's rate (the first growth aims 40% past: it
+    // Aimed 10% past the duration from this window's rate (the first growth aims 40% past: it
     // extrapolates from a window too short to time well).
-    const double fill = double(params.i64("n")) * 1.2 * opts.duration_s / run.records.front().wall_s;
+    const double fill = double(params.i64("n")) * 1.1 * opts.duration_s / run.records.front().wall_s;
     std::lock_guard lock(found_mutex);
     found[key] = uint64_t(std::clamp(std::ceil(fill), double(asked), double(max_n)));
   }
