@@ -39,7 +39,7 @@ struct Integrity {
 
 /// Summary of a latency histogram as exported (the histogram itself is sparse).
 struct Latency {
-  std::string kind;  // rtt | one_way | session | op | batch_mean
+  std::string kind;  // rtt | one_way | session | op | io | batch_mean | sched_error (docs/json-schema.md)
   uint64_t count = 0, min = 0, max = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0;
   double mean = 0;
   std::vector<uint64_t> values, counts;
