@@ -254,14 +254,14 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
   const Record& p = run.records.front();
   if (p.status == Status::Skipped) throw Skip(p.error.empty() ? "peer skipped" : p.error);
   if (p.status == Status::Failed) throw std::runtime_error("peer reported failure: " + p.error);
-  if (sized && run.records.front().wall_s > 0) {
-    // Aimed 10% past the duration from this window's rate (the first growth aims 40% past: it
-    // extrapolates from a window too short to time well).
-    const double fill = double(params.i64("n")) * 1.1 * opts.duration_s / run.records.front().wall_s;
-    std::lock_guard lock(found_mutex);
-    found[key] = uint64_t(std::clamp(std::ceil(fill), double(asked), double(max_n)));
-  }
-  if (sized)
+  if (sized) {
+    if (p.wall_s > 0) {
+      // Aimed 10% past the duration from this window's rate (the first growth aims 40% past: it
+      // extrapolates from a window too short to time well).
+      const double fill = double(params.i64("n")) * 1.1 * opts.duration_s / p.wall_s;
+      std::lock_guard lock(found_mutex);
+      found[key] = uint64_t(std::clamp(std::ceil(fill), double(asked), double(max_n)));
+    }
     rec.extra["sized"] = {
         {"n_asked", asked},
         {"n_first", first_n},
@@ -270,6 +270,7 @@ void fold_peer(Session& s, const std::string& executable, int cpu, const std::ve
         {"why",
          "n grown until the peer's window held --duration, starting from the count an earlier "
          "repetition of the point found"}};
+  }
   rec.ops = p.ops;
   rec.bytes = p.bytes;
   rec.wall_s = p.wall_s;

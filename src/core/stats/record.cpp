@@ -133,13 +133,21 @@ void add_steal(Record& r, const Steal& window) {
     r.steal = window;
 }
 
+namespace {
+// Adds `flag` to the record's flags; false when it holds it already (its warning was given).
+bool add_flag(Record& r, const FlagInfo& flag) {
+  if (!r.flags.is_array()) r.flags = nlohmann::json::array();
+  for (auto& f : r.flags)
+    if (f == flag.id) return false;
+  r.flags.push_back(flag.id);
+  return true;
+}
+}  // namespace
+
 void flag_steal(Record& r) {
   if (r.run_type == "aggregate" || !r.steal || !(r.steal->least_share() > kStealFlagShare)) return;
-  if (!r.flags.is_array()) r.flags = nlohmann::json::array();
   const FlagInfo& flag = flag_info(Flag::Steal);
-  for (auto& f : r.flags)
-    if (f == flag.id) return;
-  r.flags.push_back(flag.id);
+  if (!add_flag(r, flag)) return;
   std::string cpus;
   for (int c : r.steal->cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   r.warnings.push_back(
@@ -153,11 +161,7 @@ void flag_steal(Record& r) {
 
 void flag_short_window(Record& r, double floor_s) {
   if (r.run_type == "aggregate" || r.status != Status::Ok || !(floor_s > 0) || !(r.wall_s < floor_s)) return;
-  if (!r.flags.is_array()) r.flags = nlohmann::json::array();
-  const char* id = flag_id(Flag::ShortWindow);
-  for (auto& f : r.flags)
-    if (f == id) return;
-  r.flags.push_back(id);
+  if (!add_flag(r, flag_info(Flag::ShortWindow))) return;
   r.warnings.push_back(
       {{"message",
         fmt::format("its measured window lasted {:.3g} ms, under the {:.3g} ms this machine's timer and "
