@@ -92,4 +92,7 @@ def test_stderr_wraps_on_a_terminal_and_stays_one_line_in_a_log(lab, tmp_path):
     # The point as the tables name it, then the same words as the log's line.
     joined = " ".join(l.strip() for l in block)
     assert joined.startswith("warning: messaging/pipe (repetition 0): "), joined
-    assert joined.split(" (repetition 0): ", 1)[1] == line.split(" (repetition 0): ", 1)[1], (block, line)
+    # (each run measured its own window: its length is masked)
+    def words(text):
+        return re.sub(r"lasted [0-9.]+ ms", "lasted _ ms", text.split(" (repetition 0): ", 1)[1])
+    assert words(joined) == words(line), (block, line)
