@@ -137,6 +137,18 @@ int main(int argc, char** argv) {
          "--ssh-option '-i KEY' --ssh-option '-o ProxyJump=gw'")
       ->type_name("OPT")
       ->allow_extra_args(false);
+  text_option(run, "--store", ra.store,
+              "the results store this run is added to, and compared with (docs/store.md): an SQLite file "
+              "(default: ipclab.sqlite beside the result folder; none without result files)")
+      ->type_name("PATH");
+  run->add_flag("--no-store", ra.no_store,
+                "add this run to no store, and compare it with nothing (also: "
+                "IPCLAB_NO_STORE=1)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  text_option(run, "--store-wait", ra.store_wait,
+              "how long to wait for a store another run is writing before going on without it: seconds or "
+              "with a unit (default 10s)")
+      ->type_name("TIME");
   text_option(run, "--remote-ipclab", ra.remote_ipclab,
               "with --remote: the path of ipclab on HOST (default: ipclab on its PATH)")
       ->type_name("PATH");
@@ -218,6 +230,16 @@ int main(int argc, char** argv) {
   auto* report = app.add_subcommand("report",
                                     "Reports from result files: report RESULT.json... -o report.html | "
                                     "--markdown F | --pages DIR | --reduce OUT.json");
+  auto* store_cmd = app.add_subcommand("store", "The results store: store import FILE... [--store PATH]");
+  auto* store_import = store_cmd->add_subcommand(
+      "import",
+      "Add earlier result files (results.json, reduced files, journals) to the store, each as a run");
+  std::vector<std::string> import_files;
+  std::optional<std::string> import_store;
+  store_import->add_option("FILE", import_files, "result files to add")->required()->type_name("FILE");
+  text_option(store_import, "--store", import_store, "the store (default: results/ipclab.sqlite)")
+      ->type_name("PATH");
+  store_cmd->require_subcommand(1);
   auto* compare = app.add_subcommand(
       "compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
   auto* ab = app.add_subcommand(
@@ -290,6 +312,7 @@ int main(int argc, char** argv) {
       ipc::end_run();
       return finish(rc);
     }
+    if (*store_import) return finish(cmd_store_import(import_files, import_store));
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());

@@ -29,6 +29,7 @@
 #include "core/plan/runner.hpp"
 #include "core/run/fault.hpp"
 #include "core/run/remote.hpp"
+#include "core/store/store.hpp"
 
 namespace ipclab::cli {
 
@@ -402,6 +403,30 @@ int print_dry_run(const RunArgs& a, const std::vector<PlannedBenchmark>& benchma
   return 0;
 }
 
+// The run's results store (core/store/store.hpp), checked with the result targets, before anything
+// is created: --store, or the file beside the result folder unless --no-store; a store that cannot
+// be one is a usage error, a default one that is not this user's is skipped with a line.
+std::unique_ptr<store::Store> open_store(const RunArgs& a) {
+  if (a.no_store && a.store) throw UsageError("--store and --no-store: choose one");
+  double wait_s = store::kDefaultWaitS;
+  if (a.store_wait) {
+    const auto v = parse_duration(*a.store_wait);
+    if (!v || !(*v >= 0 && *v <= 3600))
+      throw UsageError(
+          fmt::format("--store-wait '{}': give a time from 0 to 3600 s (1h), {}; e.g. --store-wait 30",
+                      brief(*a.store_wait), kDurationSyntax));
+    wait_s = *v;
+  }
+  const auto targets = output_targets(a);
+  const auto spec = store::default_target(
+      a.store, a.no_store, a.out_dir, targets.empty() ? std::nullopt : std::optional(targets.front().second));
+  if (!spec) return nullptr;
+  std::string note;
+  auto s = store::Store::open(*spec, !a.store, wait_s, &note);
+  if (!note.empty()) fmt::print(stderr, "{}", stderr_line("warning: ", note));
+  return s;
+}
+
 // "; the records it finished are kept in F (...)" when the run ends early or cannot write its
 // result files: the results journal holds them.
 std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
@@ -471,6 +496,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   if (a.plan_only) return print_plan(a, benchmarks, opts, *model);
   auto reporters = make_reporters(a, benchmarks);  // every result target checked here
   if (a.dry_run) return print_dry_run(a, benchmarks, fit, *model);
+  const auto results_store = open_store(a);
   if (fit.changed || budget_source == "--budget") fmt::print(stderr, "{}", stderr_line("", fit.text()));
   // --remote: the other host is reached, and its ipclab checked, before this run creates anything;
   // every failure there is a usage error of one line.
@@ -527,8 +553,21 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     for (auto& r : reporters) r->begin(context, benchmarks);
     records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model), seed);
 
-    // export
+    // export: what moved since the last comparable run in the store (read before the result files
+    // are written, so that they say it too), the result files, then this run into the store.
+    if (results_store)
+      if (const auto note = results_store->compare(records, context); !note.empty())
+        fmt::print(stderr, "{}", stderr_line("warning: ", note));
     for (auto& r : reporters) r->end(records);
+    if (results_store) {
+      std::vector<nlohmann::json> stored;
+      for (auto& r : records) stored.push_back(to_json(r));
+      if (const auto note = results_store->append("run", context, stored); !note.empty())
+        fmt::print(stderr, "{}", stderr_line("warning: ", note));
+      else
+        fmt::print(stderr, "stored in {} (`ipclab history` shows each benchmark's runs there)\n",
+                   results_store->where());
+    }
   } catch (const RunError& e) {
     throw RunError(e.what() + kept_note(reporters));
   } catch (const UsageError& e) {
@@ -537,6 +576,72 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   const bool failed =
       std::any_of(records.begin(), records.end(), [](auto& r) { return r.status == Status::Failed; });
   return failed ? 1 : 0;
+}
+
+int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& where) {
+  // Every file read and checked before the store is touched: a file that is no result file is a
+  // usage error of its own line, and nothing is stored.
+  struct Input {
+    std::string path;
+    nlohmann::json context;
+    std::vector<nlohmann::json> records;
+  };
+  std::vector<Input> inputs;
+  for (auto& path : files) {
+    Input in{path, nullptr, {}};
+    std::string body;
+    try {
+      body = read_regular_file(path);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("store import {}: {}; give a results.json, a reduced file or a journal",
+                                   brief(path), e.what()));
+    }
+    try {
+      if (body.rfind("{\"ipclab_journal\"", 0) == 0) {  // a journal: a header line, then a record a line
+        std::istringstream lines(body);
+        std::string line;
+        for (bool first = true; std::getline(lines, line); first = false) {
+          if (line.empty()) continue;
+          auto j = nlohmann::json::parse(line);
+          if (first)
+            in.context = j.at("context");
+          else
+            in.records.push_back(std::move(j));
+        }
+      } else {
+        auto j = nlohmann::json::parse(body);
+        in.context = j.at("context");
+        for (auto& r : j.at("benchmarks")) in.records.push_back(r);
+      }
+    } catch (const std::exception&) {
+      throw UsageError(
+          fmt::format("store import {}: not a result file of ipclab (results.json, a reduced file "
+                      "or a journal)",
+                      brief(path)));
+    }
+    if (!in.context.is_object() || in.records.empty())
+      throw UsageError(fmt::format("store import {}: holds no records; nothing to import", brief(path)));
+    inputs.push_back(std::move(in));
+  }
+  const std::string spec = where.value_or("results/ipclab.sqlite");
+  std::string note;
+  auto s = store::Store::open(spec, false, store::kDefaultWaitS, &note);
+  if (!s) {
+    fmt::print(stderr, "ipclab: {}\n", note);
+    return 1;
+  }
+  int rc = 0;
+  for (auto& in : inputs) {
+    char abs[PATH_MAX];
+    const std::string source = realpath(in.path.c_str(), abs) ? abs : in.path;
+    if (const auto why = s->append("import", in.context, in.records, source); !why.empty()) {
+      fmt::print(stderr, "ipclab: {}: {}\n", in.path, why);
+      rc = 1;
+    } else {
+      fmt::print("{}: {} records stored in {}\n", in.path, in.records.size(), s->where());
+    }
+  }
+  return rc;
 }
 
 }  // namespace ipclab::cli

@@ -26,6 +26,27 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
+std::string read_regular_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw std::runtime_error(strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file");
+  std::string body;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(strerror(errno));
+    if (n == 0) return body;
+    body.append(buf, size_t(n));
+  }
+}
+
 bool make_private_dir(const std::string& path) {
   if (mkdir(path.c_str(), 0700) != 0) {
     if (errno == EEXIST) return false;

@@ -10,6 +10,9 @@ namespace ipclab {
 
 /// Reads a small file's first line ("" when missing).
 std::string read_first_line(const std::string& path);
+/// The whole of the regular file at `path`, opened without blocking (a FIFO or a device of that
+/// name is refused, never waited on). Throws std::runtime_error naming what it is instead.
+std::string read_regular_file(const std::string& path);
 
 /// Creates folder `path` with mode 0700 whatever the umask; false when something of that name
 /// already exists (left as it is: the caller judges it). Throws std::system_error otherwise.

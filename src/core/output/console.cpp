@@ -233,6 +233,11 @@ void ConsoleReporter::end(const std::vector<Record>& records) {
   if (!flags_.empty()) fmt::print(out_, "What the flags in the status mean, and what to do:\n");
   for (auto& f : flag_table())
     if (flags_.count(f.flag)) print_wrapped(fmt::format("{}: {}: {}", f.word, f.meaning, f.remedy));
+  if (const SinceText since = since_text(records, names_); !since.lines.empty()) {
+    fmt::print(out_, "\n");
+    print_wrapped(since.heading, 0);
+    for (auto& line : since.lines) print_wrapped(line);
+  }
   fflush(out_);
 }
 

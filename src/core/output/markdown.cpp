@@ -146,6 +146,10 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
         md += fmt::format("- **{}** ({}): {} — {}\n", md_text(f.word), md_code(f.id), md_prose(f.meaning),
                           md_prose(f.remedy));
   }
+  if (const SinceText since = since_text(records, names); !since.lines.empty()) {
+    md += "\n" + md_prose(since.heading) + "\n";
+    for (auto& line : since.lines) md += "- " + md_text(line) + "\n";
+  }
   if (!names.fixed.empty()) {
     md += "\nThe same in every row of a mechanism:\n";
     for (auto& [mechanism, fixed] : names.fixed)

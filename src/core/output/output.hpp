@@ -110,6 +110,15 @@ nlohmann::json registry_json(const std::set<std::string>& suites = {});
 std::string markdown(const nlohmann::json& context, const TableNames& names,
                      const std::vector<Record>& records);
 
+/// What moved since the last comparable run in the store (the records' `extra.since`): a heading
+/// naming the run compared with, a line per benchmark that moved (or may have: too few
+/// repetitions), and one counting those within their noise band. Empty when nothing was compared.
+struct SinceText {
+  std::string heading;
+  std::vector<std::string> lines;
+};
+SinceText since_text(const std::vector<Record>& records, const TableNames& names);
+
 /// A warning ({message, remedy}: the context's, a record's) as one line of text: `message — remedy`.
 std::string warning_text(const nlohmann::json& w);
 
