@@ -51,6 +51,9 @@ ALPHA = 0.05
 PERMUTATIONS = 999
 SEED = 0
 COMMIT_CHARS = 12
+METHOD = ("Change points: PELT (ruptures) on the logs of the runs' medians, kept only where each side holds "
+          f"{MIN_SEGMENT} runs or more, the step is beyond the series' own run-to-run noise (1.96 sigma) and 2%, "
+          f"and a permutation test ({PERMUTATIONS} shuffles, seeded) gives p < {ALPHA:g}.")
 STORE_FIX = "name the store `ipclab run` writes with --store PATH (default results/ipclab.sqlite)"
 
 
@@ -328,15 +331,20 @@ def change_text(s: Series, c: Change) -> str:
             f"{fmt_value(s.metric, c.after)} ({c.pct:+.1f}%, p={c.p:.3g}), between {what}")
 
 
-def heading(s: Series) -> str:
+def what(s: Series) -> str:
+    """What a series' figure is: 'time/op, median of each run's repetitions (ns)'."""
+    return f"{s.metric}, median of each run's repetitions ({unit(s.metric)})"
+
+
+def where(s: Series) -> str:
+    """Whose series it is: the machine and the build."""
     m = s.machine
-    flags = s.build_flags or "no extra flags"
-    return (f"{s.name} — {s.metric}, median of each run's repetitions ({unit(s.metric)})\n"
-            f"machine {m['id']} ({m.get('cpu_model', '?')}, host {m.get('hostname', '?')}), "
-            f"build {s.build_type} {flags}")
+    return (f"machine {m['id']} ({m.get('cpu_model', '?')}, host {m.get('hostname', '?')}), "
+            f"build {s.build_type} {s.build_flags or '(no extra flags)'}")
 
 
-def series_text(s: Series) -> str:
+def run_rows(s: Series):
+    """(head, rows) of a series' table: one row per run, its change point marked."""
     head = ["#", "date", "commit", "kernel", s.metric, "95% CI", "n", "change"]
     body = []
     for i, r in enumerate(s.runs, 1):
@@ -345,14 +353,22 @@ def series_text(s: Series) -> str:
         mark = f"◆ {r.change.pct:+.1f}%" if r.change else ""
         body.append([str(i), short_date(r.date), r.git_sha[:COMMIT_CHARS], r.kernel, value, ci,
                      str(r.n) if r.n else "agg" if r.value is not None else "—", mark])
-    out = [heading(s), *text_table(head, body, right={0, 4, 5, 6})]
-    out += [change_text(s, c) for c in s.changes]
+    return head, body
+
+
+def quiet_text(s: Series) -> str:
+    """Why a series shows no change point."""
     if s.sigma is None:
-        out.append(f"too few runs to look for change points ({len(s.valued)} with a value; needs {2 * MIN_SEGMENT})")
-    elif not s.changes:
-        band = max(1.96 * s.sigma, MIN_STEP)
-        out.append(f"no change point in {len(s.valued)} runs (run-to-run noise ±{s.sigma * 100:.1f}%; steps under "
-                   f"±{(math.exp(band) - 1) * 100:.1f}% or with p ≥ {ALPHA:g} are not reported)")
+        return f"too few runs to look for change points ({len(s.valued)} with a value; needs {2 * MIN_SEGMENT})"
+    band = max(1.96 * s.sigma, MIN_STEP)
+    return (f"no change point in {len(s.valued)} runs (run-to-run noise ±{s.sigma * 100:.1f}%; steps under "
+            f"±{(math.exp(band) - 1) * 100:.1f}% or with p ≥ {ALPHA:g} are not reported)")
+
+
+def series_text(s: Series) -> str:
+    head, body = run_rows(s)
+    out = [f"{s.name} — {what(s)}", where(s), *text_table(head, body, right={0, 4, 5, 6})]
+    out += [change_text(s, c) for c in s.changes] or [quiet_text(s)]
     return "\n".join(out)
 
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sqlite3
 import uuid
 
@@ -239,8 +240,13 @@ def test_html_draws_a_trend_per_series_with_its_change_points(step_store, host, 
     vlines = [xs for label, xs, ys in ax["lines"] if label == "change point"]
     assert vlines == [[5.5, 5.5]]
     text = page.read_text()
-    assert text.startswith("<!doctype html>") and "data:image/svg+xml;base64," in text
-    assert "change at 2026-11-07 10:00" in text and "95%" in text
+    m = re.search(r'<section id="s1">(.*?)</section>', text, re.S)
+    assert m and 'href="#s1"' in text   # a section per series, in the table of contents
+    body = m.group(1)
+    assert '<img src="data:image/svg+xml;base64,' in body and "bootstrap 95% interval" in body
+    assert f"machine {MACHINE} (AMD EPYC 7B13, host lab1), build Release -O2" in body
+    assert "<li>change at 2026-11-07 10:00" in body and body.count("<tr>") == 13
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', text) and "<link" not in text   # self-contained
 
 
 def store_bytes(path):
