@@ -39,14 +39,15 @@ Exit: 0 no regression, 1 a regression, 2 usage error."""
 
 HISTORY_EPILOG = """\
 Examples:
-  ipclab history                                   (the benchmarks in the store, with their run counts)
+  ipclab history                   (the store's benchmarks and their runs)
   ipclab history messaging/pipe/size:64
-  ipclab history messaging/pipe --all-flags --json history.json --html history.html
-  ipclab history messaging/pipe --store /data/lab.sqlite --machine 0123456789abcdef
-Each run's figure is the median of its repetitions (time per op or p99 in ns, capacity in /s) with the
-bootstrap 95% interval of that median; a change point starts a new level of the series: PELT on the
-runs' logs, kept when the step is beyond the series' own run-to-run noise and 2%, and a permutation
-test gives p < 0.05. Method and how to read it: docs/store.md, "History and change points".
+  ipclab history messaging/pipe --json history.json --html history.html
+  ipclab history messaging/pipe --store lab.sqlite --all-flags
+A run's figure: the median of its repetitions (time/op and p99 in ns,
+capacity in /s), with the bootstrap 95% interval of that median.
+A change point: PELT on the logs of the runs' figures, kept when the step
+is beyond the series' own run-to-run noise and 2%, and a permutation test
+gives p < 0.05. How to read it: docs/store.md, "History and change points".
 Exit: 0, or 2 on a usage error."""
 
 
@@ -117,8 +118,8 @@ def parser():
     c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     h = sub.add_parser("history", formatter_class=HelpFormatter, epilog=HISTORY_EPILOG,
                        help="a benchmark's runs in the results store over time, and its change points",
-                       description="Each benchmark's runs in the results store, one series per machine and "
-                                   "build, and where the series changed.")
+                       description="Each benchmark's runs in the results store, a series per machine\n"
+                                   "and build, and where each series changed.")
     h.add_argument("bench", nargs="*", metavar="BENCH",
                    help="a benchmark's name or a prefix of names (messaging/pipe: every name that starts "
                         "with it); none: list the store's benchmarks")
