@@ -16,8 +16,8 @@ ruptures is maintained, ships wheels and needs only numpy and scipy.
 
 The detector, so that it finds a step and keeps quiet on noise, with nothing tuned to a machine:
   1. noise: sigma = 1.4826 x median |successive difference| / sqrt 2, the series' own run-to-run
-     noise (a step is one large difference among many, which the median ignores); never below
-     MIN_STEP / 1.96, so that a series of equal values does not make every hair a change.
+     noise (a step is one large difference among many, which the median ignores); taken as
+     MIN_STEP / 1.96 at least, so that a series of equal values does not make every hair a change.
   2. PELT with the l2 cost (a change of the mean), segments of MIN_SEGMENT runs at least, and
      the BIC penalty 2 sigma^2 ln n of a new mean in Gaussian noise of that sigma.
   3. each change point PELT gives is kept only when the step (the ratio of the medians of the
@@ -108,7 +108,8 @@ class Series:
 
     @property
     def valued(self):
-        return [r for r in self.runs if r.value is not None]
+        """The runs with a positive value: those a ratio, and so a change point, can be told of."""
+        return [r for r in self.runs if r.value is not None and r.value > 0]
 
 
 # --- the store ----------------------------------------------------------------------------------
@@ -229,11 +230,10 @@ def select(series, machine=None, all_flags=False):
 # --- change points ------------------------------------------------------------------------------
 
 def noise_sigma(logs) -> float:
-    """The run-to-run noise of a series in log space, robust to its steps, floored (see above)."""
+    """The run-to-run noise of a series in log space, robust to its steps (see above)."""
     import numpy as np
 
-    d = np.abs(np.diff(np.asarray(logs, dtype=float)))
-    return max(1.4826 * float(np.median(d)) / math.sqrt(2), MIN_STEP / 1.96)
+    return 1.4826 * float(np.median(np.abs(np.diff(np.asarray(logs, dtype=float))))) / math.sqrt(2)
 
 
 def _largest_split(x):
@@ -269,8 +269,9 @@ def change_points(values):
     logs = np.log(np.asarray(values, dtype=float))
     sigma = noise_sigma(logs)
     band = max(1.96 * sigma, MIN_STEP)
+    floored = band / 1.96   # equal values would make every hair a change
     starts = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(logs.reshape(-1, 1)) \
-        .predict(pen=2 * sigma ** 2 * math.log(len(logs)))[:-1]
+        .predict(pen=2 * floored ** 2 * math.log(len(logs)))[:-1]
     while True:
         edges = [0, *starts, len(logs)]
         judged = []
@@ -287,8 +288,6 @@ def detect(s: Series) -> Series:
     """Fills s.changes, s.sigma and each changed run's mark."""
     runs = s.valued
     values = [r.value for r in runs]
-    if any(v <= 0 for v in values):
-        return s  # no ratio of a zero or negative figure
     starts, s.sigma = change_points(values)
     edges = [0, *(i for i, _ in starts), len(runs)]
     for k, (i, p) in enumerate(starts):
@@ -356,19 +355,20 @@ def run_rows(s: Series):
     return head, body
 
 
-def quiet_text(s: Series) -> str:
-    """Why a series shows no change point."""
+def noise_text(s: Series) -> str:
+    """The series' noise, and what a run's interval is not."""
     if s.sigma is None:
         return f"too few runs to look for change points ({len(s.valued)} with a value; needs {2 * MIN_SEGMENT})"
     band = max(1.96 * s.sigma, MIN_STEP)
-    return (f"no change point in {len(s.valued)} runs (run-to-run noise ±{s.sigma * 100:.1f}%; steps under "
-            f"±{(math.exp(band) - 1) * 100:.1f}% or with p ≥ {ALPHA:g} are not reported)")
+    return (f"run-to-run noise ±{s.sigma * 100:.1f}% (a run's 95% CI spans its own repetitions only); "
+            f"steps under ±{(math.exp(band) - 1) * 100:.1f}% or with p ≥ {ALPHA:g} are not reported")
 
 
 def series_text(s: Series) -> str:
     head, body = run_rows(s)
-    out = [f"{s.name} — {what(s)}", where(s), *text_table(head, body, right={0, 4, 5, 6})]
-    out += [change_text(s, c) for c in s.changes] or [quiet_text(s)]
+    out = [f"{s.name} — {what(s)}", where(s), *text_table(head, body, right={0, 4, 5, 6}), noise_text(s)]
+    out += [change_text(s, c) for c in s.changes] or \
+        ([f"no change point in {len(s.valued)} runs"] if s.sigma is not None else [])
     return "\n".join(out)
 
 
@@ -377,7 +377,8 @@ def listing(counts) -> str:
         return "the store holds no benchmark yet; `ipclab run` adds its runs"
     body = [[name, str(n)] for name, n in counts]
     return "\n".join(text_table(["benchmark", "runs"], body, right={1}) +
-                     [f"{len(counts)} benchmarks; `ipclab history BENCH` shows one's series (BENCH: a name or its prefix)"])
+                     [f"{len(counts)} benchmark{'s' if len(counts) > 1 else ''}; `ipclab history BENCH` shows "
+                      "one's series (BENCH: a name or its prefix)"])
 
 
 def to_json(store: str, series) -> dict:

@@ -74,7 +74,7 @@ def render_history(store: str, series, whose: str) -> str:
         head, rows = history.run_rows(s)
         views.append({"series": s, "short": s.name.split("/", 1)[-1], "where": history.where(s), "head": head,
                       "rows": rows, "changes": [history.change_text(s, c) for c in s.changes],
-                      "quiet": history.quiet_text(s),
+                      "noise": history.noise_text(s),
                       "plot": plots.trend(s, title=s.name, ylabel=f"{s.metric}, median of a run ({history.unit(s.metric)})",
                                           note=note)})
     return environment().get_template("history.html.j2").render(

@@ -122,6 +122,7 @@ def test_an_aa_series_with_three_percent_noise_has_no_change_point(tmp_path, hos
     out = capsys.readouterr().out
     assert "change at" not in out and "◆" not in out
     assert "no change point in 12 runs" in out
+    assert "run-to-run noise ±" in out and "steps under ±" in out
 
 
 def test_over_a_hundred_seeded_series_noise_stays_quiet_and_a_step_is_found():
