@@ -388,9 +388,9 @@ def to_json(store: str, series) -> dict:
                 "status": r.status, "change_point": r.change is not None}
 
     return {
-        "store": store, "schema_version": SCHEMA_VERSION,
+        "store": store, "store_schema_version": SCHEMA_VERSION,
         "method": {"detector": "PELT (ruptures), l2 cost on ln(value)", "min_segment": MIN_SEGMENT,
-                   "min_step_pct": (math.exp(MIN_STEP) - 1) * 100, "alpha": ALPHA, "permutations": PERMUTATIONS,
+                   "min_step_pct": round((math.exp(MIN_STEP) - 1) * 100, 6), "alpha": ALPHA, "permutations": PERMUTATIONS,
                    "seed": SEED},
         "series": [{"name": s.name, "metric": s.metric, "unit": unit(s.metric), "higher_better": s.higher_better,
                     "machine": s.machine, "build_type": s.build_type, "build_flags": s.build_flags,
