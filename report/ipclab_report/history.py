@@ -131,18 +131,24 @@ def open_store(path: str) -> sqlite3.Connection:
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=10)
+    except sqlite3.Error as e:
+        raise UsageError(f"{shown}: cannot open it ({e}); check the path and its permissions") from None
+    try:
         after = os.lstat(path)
         if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):
-            conn.close()  # swapped between the check and the open: refuse what was not checked
-            raise UsageError(f"{shown} changed while it was opened; run again")
-        version = conn.execute("SELECT value FROM ipclab_store WHERE key = 'schema_version'").fetchone()
-    except sqlite3.DatabaseError as e:
-        raise UsageError(f"{shown} is not an ipclab store ({e}); {STORE_FIX}") from None
-    if version is None or not str(version[0]).isdigit():
-        raise UsageError(f"{shown} is not an ipclab store (no schema_version); {STORE_FIX}")
-    if int(version[0]) > SCHEMA_VERSION:
-        raise UsageError(f"{shown} has schema version {int(version[0])}, newer than the {SCHEMA_VERSION} this "
-                         "ipclab reads; use the ipclab that wrote it, or a newer one")
+            raise UsageError(f"{shown} changed while it was opened; run again")  # refuse what was not checked
+        try:
+            version = conn.execute("SELECT value FROM ipclab_store WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise UsageError(f"{shown} is not an ipclab store ({e}); {STORE_FIX}") from None
+        if version is None or not str(version[0]).isdigit():
+            raise UsageError(f"{shown} is not an ipclab store (no schema_version); {STORE_FIX}")
+        if int(version[0]) > SCHEMA_VERSION:
+            raise UsageError(f"{shown} has schema version {int(version[0])}, newer than the {SCHEMA_VERSION} "
+                             "this ipclab reads; use the ipclab that wrote it, or a newer one")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -272,12 +278,14 @@ def change_points(values):
     floored = band / 1.96   # equal values would make every hair a change
     starts = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(logs.reshape(-1, 1)) \
         .predict(pen=2 * floored ** 2 * math.log(len(logs)))[:-1]
+    tested = {}   # (first, end) -> p: a segment pair left as it was is not shuffled again
     while True:
         edges = [0, *starts, len(logs)]
         judged = []
-        for i in range(len(starts)):
-            step = abs(math.log(median(values[edges[i + 1]:edges[i + 2]]) / median(values[edges[i]:edges[i + 1]])))
-            judged.append((split_p(logs[edges[i]:edges[i + 2]]), step))
+        for a, b, c in zip(edges, edges[1:], edges[2:]):
+            if (a, c) not in tested:
+                tested[(a, c)] = split_p(logs[a:c])
+            judged.append((tested[(a, c)], abs(math.log(median(values[b:c]) / median(values[a:b])))))
         weak = [i for i, (p, step) in enumerate(judged) if p >= ALPHA or step < band]
         if not weak:
             return [(s, p) for s, (p, _) in zip(starts, judged)], sigma
