@@ -41,13 +41,12 @@ import zlib
 from dataclasses import dataclass, field
 
 from .load import compared, load
-from .stats import median
-from .util import HelpFormatter, UsageError, parse_duration, brief, check_target, fmt_time_ns, is_number, write_atomic
+from .stats import BOOTSTRAP_RESAMPLES, bootstrap_median_ci, median
+from .util import HelpFormatter, UsageError, parse_duration, brief, check_target, fmt_time_ns, is_number, text_table, write_atomic
 
 DEFAULT_PAIRS = 10
 DEFAULT_DURATION = "0.2"
 DEFAULT_WARMUP = "0.05"
-BOOTSTRAP_RESAMPLES = 2000
 KERNEL_KEYS = ("syscalls", "context_switches", "cpu_migrations", "page_faults")
 
 EPILOG = """\
@@ -423,17 +422,6 @@ def run_slice(side: Side, bench: dict, args, slices: Slices, k: int, metric: str
 
 # --- statistics ---------------------------------------------------------------------------------
 
-def bootstrap_median_ci(logs, seed: int, level=0.95, resamples=BOOTSTRAP_RESAMPLES):
-    """Percentile bootstrap interval of the median of `logs` (resampling the pairs)."""
-    import numpy as np
-
-    x = np.asarray(logs, dtype=float)
-    rng = np.random.default_rng(seed)
-    meds = np.median(x[rng.integers(0, len(x), size=(resamples, len(x)))], axis=1)
-    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
-
-
 def wilcoxon_p(logs) -> float:
     """Two-sided Wilcoxon signed-rank p of the log ratios against 0; 1 when every pair is equal."""
     from scipy.stats import wilcoxon
@@ -512,11 +500,8 @@ def format_table(rows, head) -> str:
         table.append([name, r["metric"], fmt_value(r["a"], r["metric"]), fmt_value(r["b"], r["metric"]),
                       f"{r['median_ratio']:.3f}", f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]", f"{r['p']:.2g}",
                       sysop, r["verdict"]])
-    widths = [max(len(c), *(len(t[i]) for t in table)) if table else len(c) for i, c in enumerate(cols)]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
-    for t in table:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(t, widths)).rstrip())
-    return "\n".join(lines)
+    head, _, *body = text_table(cols, table)  # no dashed line under ab's head
+    return "\n".join(lines + [head] + body)
 
 
 # --- the command --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Command line: `report`, `compare`, `ab`, `screenshot`. Usage errors are one line and exit 2."""
+"""Command line: `report`, `compare`, `ab`, `history`, `screenshot`. Usage errors are one line and exit 2."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import sys
 
 from .compare import DEFAULT_NOISE_PCT  # light: scipy is imported only when a test runs
+from .history import DEFAULT_STORE  # light: numpy and ruptures are imported when a series is judged
 from .util import HelpFormatter, UsageError, brief, check_distinct, check_target, write_atomic
 
 PROG = "ipclab"
@@ -35,6 +36,19 @@ of the same placement (how far this pair of runs scatters). Repetitions within o
 machine's state, so the U test alone tells two runs apart, not two builds; the band is the
 between-run noise. Model and measurements: docs/methodology.md, "Comparing two runs".
 Exit: 0 no regression, 1 a regression, 2 usage error."""
+
+HISTORY_EPILOG = """\
+Examples:
+  ipclab history                   (the store's benchmarks and their runs)
+  ipclab history messaging/pipe/size:64
+  ipclab history messaging/pipe --json history.json --html history.html
+  ipclab history messaging/pipe --store lab.sqlite --all-flags
+A run's figure: the median of its repetitions (time/op and p99 in ns,
+capacity in /s), with the bootstrap 95% interval of that median.
+A change point: PELT on the logs of the runs' figures, kept when the step
+is beyond the series' own run-to-run noise and 2%, and a permutation test
+gives p < 0.05. How to read it: docs/store.md, "History and change points".
+Exit: 0, or 2 on a usage error."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -66,7 +80,7 @@ def _alpha(text):
 
 def parser():
     p = Parser(prog=PROG, description="ipclab reports and comparisons over result JSON (schema 1).")
-    sub = p.add_subparsers(dest="command", metavar="{report,compare,screenshot}", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="{report,compare,history,screenshot}", parser_class=Parser)
     r = sub.add_parser("report", formatter_class=HelpFormatter, epilog=REPORT_EPILOG, help="self-contained HTML report with plots, Markdown summary or pages, reduced copy",
                        description="Self-contained HTML report with plots (several files are shown side by side), "
                                    "a Markdown summary, Markdown pages per suite, or a reduced copy of a result.")
@@ -102,6 +116,21 @@ def parser():
                         "spread (default: each benchmark's, from its repetitions; e.g. --noise 25 on a "
                         "guest whose runs move more between runs than within one)")
     c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
+    h = sub.add_parser("history", formatter_class=HelpFormatter, epilog=HISTORY_EPILOG,
+                       help="a benchmark's runs in the results store over time, and its change points",
+                       description="Each benchmark's runs in the results store, a series per machine\n"
+                                   "and build, and where each series changed.")
+    h.add_argument("bench", nargs="*", metavar="BENCH",
+                   help="a benchmark's name or a prefix of names (messaging/pipe: every name that starts "
+                        "with it); none: list the store's benchmarks")
+    h.add_argument("--store", default=DEFAULT_STORE, metavar="PATH",
+                   help=f"the SQLite store `ipclab run` writes (default {DEFAULT_STORE}); opened read-only")
+    h.add_argument("--machine", metavar="ID",
+                   help="the series of this machine id (default: this host's, else every machine's)")
+    h.add_argument("--all-flags", action="store_true",
+                   help="every build's series (default: the build of the newest run of each benchmark)")
+    h.add_argument("--json", metavar="FILE", help="also write the series and change points as JSON to FILE")
+    h.add_argument("--html", metavar="FILE", help="also write a page with a trend chart per series to FILE")
     s = sub.add_parser("screenshot", help="render an HTML report to PNG with headless Chromium")
     s.add_argument("html", metavar="report.html")
     s.add_argument("png", metavar="out.png")
@@ -184,6 +213,43 @@ def cmd_compare(args):
         raise UsageError(f"BASE and NEW share no benchmark ({len(result.only_base)} only in BASE, "
                          f"{len(result.only_new)} only in NEW, listed above); compare two runs of the same benchmarks")
     return 1 if result.regressions else 0
+
+
+def cmd_history(args):
+    from . import history
+
+    targets = [(opt, path) for opt, path in (("--json", args.json), ("--html", args.html)) if path]
+    for opt, path in targets:
+        check_target(opt, path)
+    check_distinct([(f"{opt} {brief(path)}", path) for opt, path in targets])
+    conn = history.open_store(args.store)
+    try:
+        counts = history.benchmark_counts(conn)
+        if not args.bench:
+            if targets:
+                raise UsageError("--json and --html write the series of benchmarks: name them, "
+                                 "e.g. `ipclab history messaging/pipe --json F`")
+            print(history.listing(counts))
+            return 0
+        series = history.load_series(conn, history.matching(counts, args.bench))
+    finally:
+        conn.close()
+    shown, whose = history.select(series, args.machine, args.all_flags)
+    for s in shown:
+        history.detect(s)
+    print(f"{len(shown)} series from {args.store}: {whose}")
+    for s in shown:
+        print()
+        print(history.series_text(s))
+    if args.json:
+        write_atomic(args.json, history.json_text(args.store, shown))
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.html:
+        from . import html
+
+        write_atomic(args.html, html.render_history(args.store, shown, whose))
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
 
 
 def cmd_screenshot(args):
@@ -275,8 +341,9 @@ def _run(argv=None) -> int:
             return cmd_ab(argv[1:])
         args = parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("name a command: report, compare or screenshot; see `ipclab --help`")
-        return {"report": cmd_report, "compare": cmd_compare, "screenshot": cmd_screenshot}[args.command](args)
+            raise UsageError("name a command: report, compare, history or screenshot; see `ipclab --help`")
+        return {"report": cmd_report, "compare": cmd_compare, "history": cmd_history,
+                "screenshot": cmd_screenshot}[args.command](args)
     except UsageError as e:
         cmd = f" {args.command}" if args is not None and getattr(args, "command", None) else ""
         print(f"{PROG}{cmd}: {brief(e, 600)}", file=sys.stderr)

@@ -46,7 +46,7 @@ from .load import CAPACITY, TIME_PER_OP, compared, load_all, samples, summaries
 from .stats import median
 from . import registry
 from .tables import short_names
-from .util import fmt_si, fmt_time_ns, is_number
+from .util import fmt_si, fmt_time_ns, is_number, text_table
 
 DEFAULT_NOISE_PCT = None  # None: the floor is the runs' own spread (spread_floor); --noise PCT fixes it
 SPREAD_QUANTILE = 0.75   # heavy-tailed between-run changes: the median deviation understates them
@@ -367,14 +367,7 @@ def format_table(result: CompareResult, threshold_pct: float, alpha: float,
               if c.base_ci or c.new_ci else "—")
         body.append((result.short.get(c.name, c.name), base_v, new_v, ci, change, _band_text(c) if not c.state else "—", p,
                      f"{c.base_n}/{c.new_n}", c.verdict))
-    widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
-    right = {1, 2, 3, 4, 5, 6, 7}
-
-    def line(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+    out = text_table(head, body, right={1, 2, 3, 4, 5, 6, 7})
     if not body:
         out = ["no benchmark is present and ok in both files"]
     for name, where, st, err in result.failed:

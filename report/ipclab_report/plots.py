@@ -932,3 +932,42 @@ def flagged_series(records, *, multi=False):
                 note="rate per slice of each repetition; bold: the repetitions flagged themselves",
                 collapsed=f"⚑ {len(panels)} flagged benchmark{'s' if len(panels) > 1 else ''} ("
                           + ", ".join(f"{f} ×{n}" for f, n in flags.most_common()) + "): their time series")
+
+
+# --- history -------------------------------------------------------------------------------------
+
+TREND_TICKS = 24   # commit labels a trend writes under its runs at most; past that every k-th
+
+
+def trend(s, *, title, ylabel, note) -> Plot:
+    """One series of `ipclab history` (history.Series): each run's value by run order with its
+    95% interval as error bars, the runs' short commits as ticks, each change point a dashed
+    line between its two runs labelled with its change in percent, and each level between them
+    a dotted line."""
+    pts = [(i, r) for i, r in enumerate(s.runs) if r.value is not None]
+    fig, ax = plt.subplots(figsize=(8.2, 3.4), layout="constrained")
+    xs, ys = [i for i, _ in pts], [r.value for _, r in pts]
+    lo = [r.value - r.ci[0] if r.ci else 0 for _, r in pts]
+    hi = [r.ci[1] - r.value if r.ci else 0 for _, r in pts]
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=PALETTE[0], markersize=4.5, linewidth=1.1,
+                ecolor="#333", elinewidth=0.9, capsize=2, label="median of a run")
+    edges = [-0.5, *((c.prev + c.index) / 2 for c in s.changes), len(s.runs) - 0.5]
+    levels = [c.before for c in s.changes[:1]] + [c.after for c in s.changes]
+    for k, level in enumerate(levels):   # the median level of each segment between change points
+        ax.hlines(level, edges[k], edges[k + 1], color=PALETTE[1], linestyle=":", linewidth=1.1,
+                  label="level (median of its runs)" if k == 0 else None)
+    for c, x in zip(s.changes, edges[1:-1]):
+        ax.axvline(x, color=PALETTE[1], linestyle="--", linewidth=1.2, label="change point")
+        ax.annotate(f"{c.pct:+.1f}%", (x, 1), xycoords=("data", "axes fraction"), xytext=(3, -2),
+                    textcoords="offset points", color=PALETTE[1], fontsize=9, fontweight="bold", va="top")
+    ax.margins(y=0.18)
+    step = max(1, math.ceil(len(s.runs) / TREND_TICKS))
+    ticks = list(range(0, len(s.runs), step))
+    ax.set_xticks(ticks, [s.runs[i].git_sha[:7] for i in ticks], rotation=45, ha="right", fontsize=7.5)
+    ax.set_xlim(-0.5, len(s.runs) - 0.5)
+    ax.grid(axis="x", visible=False)
+    (_si_axis if s.metric == "capacity" else _time_axis)(ax.yaxis)
+    ax.set_xlabel("runs in date order (commit)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    return Plot(title=title, uri=_svg_uri(fig), note=note)

@@ -15,6 +15,21 @@ def median(values):
     return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def bootstrap_median_ci(values, seed: int, level=0.95, resamples=BOOTSTRAP_RESAMPLES):
+    """Percentile bootstrap interval of the median of `values` (resampled with replacement,
+    seeded: the same values give the same interval)."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    meds = np.median(x[rng.integers(0, len(x), size=(resamples, len(x)))], axis=1)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def median_index(values):
     """Index of the repetition that carries the median (the lower middle one for an even count)."""
     order = sorted((v, i) for i, v in enumerate(values) if is_number(v))

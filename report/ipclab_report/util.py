@@ -241,6 +241,19 @@ def fmt_time_ns(ns) -> str:
     return f"{ns:.3g} ns"
 
 
+def text_table(head, body, right=()) -> list:
+    """The lines of a plain-text table: `head` and each row of `body` are lists of cells, the
+    columns padded to their widest cell, those whose index is in `right` aligned to the right,
+    a dashed line under the head."""
+    widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+
+
 def fmt_si(v, unit: str = "") -> str:
     """1234567 -> '1.23 M'."""
     if not is_number(v):

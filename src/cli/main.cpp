@@ -246,6 +246,10 @@ int main(int argc, char** argv) {
       "ab",
       "Paired A/B runs: ab BASE_BINARY NEW_BINARY [FILTER...] [-p k=v] [--pairs N] [--b-param k=v] "
       "[--b-env K=V] ... (see `ipclab ab --help`)");
+  auto* history = app.add_subcommand(
+      "history",
+      "A benchmark's runs in the results store and its change points: history [BENCH...] [--store PATH] "
+      "(see `ipclab history --help`)");
   list->footer("Examples:\n  ipclab list\n  ipclab list messaging\n  ipclab list --json");
   app.footer(
       "Examples:\n"
@@ -254,9 +258,10 @@ int main(int argc, char** argv) {
       "  ipclab advise --size 64 --p99-us 50\n"
       "  ipclab report results/*/results.json -o report.html\n"
       "  ipclab compare base.json new.json\n"
+      "  ipclab history messaging/pipe\n"
       "  ipclab ab old/ipclab new/ipclab messaging/pipe\n"
       "Each command's options and examples: ipclab COMMAND --help.");
-  for (auto* sub : {report, compare, ab}) {
+  for (auto* sub : {report, compare, ab, history}) {
     sub->allow_extras();
     sub->prefix_command();
     sub->set_help_flag();
@@ -316,6 +321,7 @@ int main(int argc, char** argv) {
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());
+    if (*history) exec_python("history", history->remaining());
     int rc = cmd_run(ra, cmdline);
     ipc::end_run();
     return finish(rc);

@@ -40,8 +40,9 @@ def test_version_names_the_build(lab):
         assert subprocess.run(["git", "-C", SOURCE, "cat-file", "-e", f"{sha}^{{commit}}"]).returncode == 0, sha
 
 
-COMMANDS = [[], ["run"], ["advise"], ["list"], ["env"], ["topo"], ["version"], ["report"], ["compare"], ["ab"]]
-WITH_EXAMPLES = [[], ["run"], ["advise"], ["list"], ["report"], ["compare"], ["ab"]]
+COMMANDS = [[], ["run"], ["advise"], ["list"], ["env"], ["topo"], ["version"], ["report"], ["compare"], ["ab"],
+            ["history"]]
+WITH_EXAMPLES = [[], ["run"], ["advise"], ["list"], ["report"], ["compare"], ["ab"], ["history"]]
 
 
 @pytest.mark.parametrize("columns", [None, 60, 100])
