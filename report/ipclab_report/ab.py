@@ -164,7 +164,9 @@ class Side:
 
     @property
     def env(self) -> dict:
-        return dict(os.environ, **self.env_set)
+        # Its slices are no runs to keep: short windows of two builds, each a file in ab's own folder,
+        # stored nowhere (a binary without a results store ignores the variable).
+        return {**os.environ, "IPCLAB_NO_STORE": "1", **self.env_set}
 
 
 def merged_params(common, own):

@@ -164,6 +164,15 @@ def render(files) -> str:
                 out.append(_row(code(r[c]) if c == "name" else text(len(r[c]) if c == "trials" else r[c])
                                 for c in s.capacity_columns))
             out.append("")
+    if report.since:
+        out += [f"## {text(report.since.heading)}", ""]
+        for name, line in report.since.lines:
+            out.append(f"- {code(name, in_table=False)}: {text(line)}")
+        if report.since.unchanged:
+            n = report.since.judged
+            out.append(f"- {report.since.unchanged} of {n} benchmark{'s' if n != 1 else ''}: no change beyond "
+                       f"{'its' if report.since.unchanged == 1 else 'their'} noise band")
+        out.append("")
     if report.flags:
         out += ["## What the flags mean, and what to do", ""]
         for f in report.flags:

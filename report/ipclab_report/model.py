@@ -12,6 +12,7 @@ from .answers import answers
 from .load import summaries
 from .plots import series_flags
 from .suites import suite_plots
+from .util import fmt_si, fmt_time_ns
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
 from .util import fmt_bytes_param, fmt_memory
 
@@ -238,6 +239,56 @@ def topology_views(files, saved=(), with_plot=True):
 
 
 @dataclass
+class Since:
+    """What moved since the last comparable run in the store, as the run said it (the summary
+    records' extra.since, set by the harness from its results store): a heading naming the run
+    compared with, a line per benchmark that moved (or may have), and a count of the others."""
+
+    heading: str
+    lines: list  # (name, text)
+    unchanged: int
+    judged: int
+
+
+def _since_base(b) -> str:
+    date = str(b.get("date") or "")
+    if len(date) >= 16:
+        date = f"{date[:10]} {date[11:16]} UTC"
+    return f"{date}, {b.get('git_sha') or 'no commit'}, {b.get('kernel') or ''}"
+
+
+def since_of(recs):
+    """The Since of the summary records `recs`, or None when the run compared nothing."""
+    judged = [(r, r.get("extra", "since")) for r in recs]
+    judged = [(r, s) for r, s in judged if isinstance(s, dict)]
+    if not judged:
+        return None
+    bases = {str((s.get("base") or {}).get("run_id")) for _, s in judged}
+    one = len(bases) == 1
+    heading = (f"Since the last comparable run in the store ({_since_base(judged[0][1].get('base') or {})})"
+               if one else "Since each benchmark's last comparable run in the store")
+    lines, same = [], 0
+    for r, s in judged:
+        verdict = str(s.get("verdict", ""))
+        if verdict == "no change":
+            same += 1
+            continue
+        metric = str(s.get("metric", "time/op"))
+        fig = (lambda v: fmt_si(v, "/s")) if metric == "capacity" else fmt_time_ns
+        ratio, ci = s.get("ratio") or 1.0, s.get("ci") or [1.0, 1.0]
+        pct = lambda x: f"{(x - 1) * 100:+.1f}%"  # noqa: E731
+        text = (f"{verdict}: {metric} {pct(ratio)} [{pct(ci[0])}, {pct(ci[1])}], "
+                f"{fig((s.get('base') or {}).get('median'))} → {fig(s.get('median'))}")
+        text += (f" ({s.get('why', '')})" if verdict.endswith("?") else
+                 f" (p {s.get('p', 1):.2g}; no change within ±{(s.get('band') or 0) * 100:.1f}%, "
+                 f"{s.get('band_source', '')})")
+        if not one:
+            text += f" since {_since_base(s.get('base') or {})}"
+        lines.append((r.name, text))
+    return Since(heading=heading, lines=lines, unchanged=same, judged=len(judged))
+
+
+@dataclass
 class Report:
     files: list
     suites: list
@@ -245,6 +296,7 @@ class Report:
     topologies: list = field(default_factory=list)   # TopologyView
     answers: list = field(default_factory=list)      # answers.Answer: the first screen
     flags: list = field(default_factory=list)        # FlagNote: each flag that occurs
+    since: Since | None = None                       # what moved since the last comparable run
     registry: reg.Registry = field(default_factory=reg.Registry)
 
     @property
@@ -270,4 +322,5 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),
-                  answers=answers(recs, multi), flags=flag_notes(files, recs))
+                  answers=answers(recs, multi), flags=flag_notes(files, recs),
+                  since=None if multi else since_of(recs))

@@ -218,3 +218,30 @@ def test_prose_keeps_code_spans_whole_whatever_backticks_they_hold():
     assert prose("run ``a`b`` now") == "run ``a`b`` now"
     assert prose("see `top`, a lone ` tick") == "see `top`, a lone \\` tick"
     assert prose("`` `x` ``") == "`` `x` ``"
+
+
+def test_what_moved_since_the_last_comparable_run_is_said(tmp_path):
+    """The run's comparison with the store (extra.since on its summaries) reaches summary.md and the
+    page: the run compared with once, each benchmark that moved with its size and interval, and a
+    count of the others; a benchmark within its band is not listed by name."""
+    doc = fixtures.make_result(samples=50)
+    aggs = [b for b in doc["benchmarks"]
+            if b.get("run_type") == "aggregate" and (b.get("aggregate_name") or "median") == "median"]
+    base = {"run_id": "r-1", "date": "2026-11-28T10:02:00Z", "git_sha": "abc123def456", "kernel": "Linux 6.18.44",
+            "median": 412.0, "n": 5}
+    aggs[0].setdefault("extra", {})["since"] = {"verdict": "slower", "metric": "time/op", "ratio": 1.104, "ci": [1.071, 1.136],
+                                 "p": 0.008, "band": 0.05, "band_source": "threshold", "median": 455.0, "n": 5,
+                                 "base": base}
+    for b in aggs[1:]:
+        b.setdefault("extra", {})["since"] = {"verdict": "no change", "metric": "time/op", "ratio": 1.01, "ci": [0.98, 1.03],
+                               "p": 0.5, "band": 0.05, "median": 1.0, "n": 5, "base": base}
+    src = fixtures.write(tmp_path / "r.json", doc)
+    md, page = tmp_path / "s.md", tmp_path / "r.html"
+    assert main(["report", str(src), "--markdown", str(md), "-o", str(page)]) == 0
+    text = md.read_text()
+    assert "## Since the last comparable run in the store (2026-11-28 10:02 UTC, abc123def456, Linux 6.18.44)" in text
+    assert f"`{aggs[0]['name']}`: slower: time/op +10.4% \\[+7.1%, +13.6%\\], 412 ns → 455 ns" in text
+    assert f"- {len(aggs) - 1} of {len(aggs)} benchmarks: no change beyond their noise band" in text
+    assert aggs[1]["name"] not in text.split("## Since")[1].split("##")[0]
+    html = page.read_text()
+    assert 'id="since"' in html and "slower: time/op +10.4%" in html
