@@ -18,7 +18,7 @@ DEB_PACKAGES=(
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev libnuma-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev
+  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev libpq-dev
   linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium

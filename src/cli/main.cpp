@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   text_option(run, "--store", ra.store,
               "the results store this run is added to, and compared with (docs/store.md): an SQLite file "
-              "(default: ipclab.sqlite beside the result folder; none without result files)")
+              "(default: ipclab.sqlite beside --out's folder; none without --out)")
       ->type_name("PATH");
   run->add_flag("--no-store", ra.no_store,
                 "add this run to no store, and compare it with nothing (also: "

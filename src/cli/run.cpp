@@ -417,9 +417,7 @@ std::unique_ptr<store::Store> open_store(const RunArgs& a) {
                       brief(*a.store_wait), kDurationSyntax));
     wait_s = *v;
   }
-  const auto targets = output_targets(a);
-  const auto spec = store::default_target(
-      a.store, a.no_store, a.out_dir, targets.empty() ? std::nullopt : std::optional(targets.front().second));
+  const auto spec = store::default_target(a.store, a.no_store, a.out_dir);
   if (!spec) return nullptr;
   std::string note;
   auto s = store::Store::open(*spec, !a.store, wait_s, &note);

@@ -114,7 +114,7 @@ def test_results_survive_a_file_system_without_rename_noreplace(lab, fuse_dir):
     assert sorted(x.name for x in (mnt / "out").iterdir()) == ["results.csv", "results.json", "results.md"]
     assert_whole_result(mnt / "out" / "results.json", ["messaging/pipe"])
     # Nothing else there: no temporary, no journal, no reservation; nothing in TMPDIR either.
-    # The results store beside them, written on this file system too: both runs in it.
+    # The results store beside --out's folder, written on this file system too.
     assert sorted(x.name for x in mnt.iterdir()) == ["ipclab.sqlite", "out", "r.json", "r.md"]
     assert state_left(lab) == []
 

@@ -157,7 +157,7 @@ def test_relative_result_paths_are_written(lab):
     p = lab.run("run", "harness/null", *QUICK, "--json", "./r.json", "--markdown", "sub/../r.md",
                 "--csv", "sub/./r.csv")
     assert p.returncode == 0, p.stderr
-    assert sorted(os.listdir(lab.work)) == ["ipclab.sqlite", "r.json", "r.md", "sub"]  # the store beside r.json
+    assert sorted(os.listdir(lab.work)) == ["r.json", "r.md", "sub"]
     assert os.listdir(lab.work / "sub") == ["r.csv"]
 
 

@@ -36,6 +36,8 @@ class Db {
   virtual void rollback() noexcept = 0;
   /// Whether the table exists.
   virtual bool has_table(const std::string& name) = 0;
+  /// Whether it holds tables of something else (a file that is another program's database).
+  virtual bool holds_other_data() = 0;
   /// What the store is, for messages: its path, or its server without the password.
   virtual std::string where() const = 0;
 };
@@ -44,5 +46,10 @@ class Db {
 /// Never follows a symbolic link; waits up to `wait_s` for a lock held by another writer.
 /// Throws UsageError for a file that is no SQLite database or is damaged, Unavailable otherwise.
 std::unique_ptr<Db> open_sqlite(const std::string& path, bool write, double wait_s);
+/// Whether `spec` names a PostgreSQL server (postgresql://… or postgres://…).
+bool is_postgres(const std::string& spec);
+/// Connects to the PostgreSQL database `url` names (a libpq connection URI), waiting up to
+/// `wait_s` for the connection and for locks. Throws Unavailable when it cannot.
+std::unique_ptr<Db> open_postgres(const std::string& url, double wait_s);
 
 }  // namespace ipclab::store

@@ -59,6 +59,9 @@ class Sqlite final : public Db {
   bool has_table(const std::string& name) override {
     return !query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {name}).empty();
   }
+  bool holds_other_data() override {
+    return !query("SELECT name FROM sqlite_master WHERE type = 'table' LIMIT 1", {}).empty();
+  }
   std::string where() const override { return path_; }
 
  private:

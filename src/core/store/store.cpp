@@ -106,7 +106,7 @@ void check_schema(Db& db) {
                       db.where()));
     return;
   }
-  if (!db.query("SELECT name FROM sqlite_master WHERE type = 'table' LIMIT 1").empty())
+  if (db.holds_other_data())
     throw UsageError(fmt::format(
         "--store {}: an SQLite database, but not an ipclab store; choose another file with --store, or "
         "--no-store",
@@ -128,18 +128,14 @@ struct RunValues {
 }  // namespace
 
 std::optional<std::string> default_target(const std::optional<std::string>& store, bool no_store,
-                                          const std::optional<std::string>& out_dir,
-                                          const std::optional<std::string>& first_file) {
+                                          const std::optional<std::string>& out_dir) {
   if (store) return store;
   if (no_store) return std::nullopt;
   if (const char* off = std::getenv("IPCLAB_NO_STORE"); off && *off) return std::nullopt;
-  if (out_dir) {
-    std::string d = *out_dir;
-    while (d.size() > 1 && d.back() == '/') d.pop_back();
-    return folder_of(d) + "/ipclab.sqlite";
-  }
-  if (first_file) return folder_of(*first_file) + "/ipclab.sqlite";
-  return std::nullopt;
+  if (!out_dir) return std::nullopt;
+  std::string d = *out_dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return folder_of(d) + "/ipclab.sqlite";
 }
 
 Figure figure_of(const nlohmann::json& r) {
@@ -235,11 +231,15 @@ std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, doubl
   return std::unique_ptr<Store>(new Store(spec, implicit, wait_s));
 }
 
-std::unique_ptr<Db> Store::connect(bool write) { return open_sqlite(spec_, write, wait_s_); }
+std::unique_ptr<Db> Store::connect(bool write) {
+  if (is_postgres(url_.empty() ? spec_ : url_)) return open_postgres(url_.empty() ? spec_ : url_, wait_s_);
+  return open_sqlite(spec_, write, wait_s_);
+}
 
 std::string Store::compare(std::vector<Record>& records, const nlohmann::json& context) {
   struct stat st {};
-  if (lstat(spec_.c_str(), &st) != 0) return "";  // a store still to be made holds no earlier run
+  if (url_.empty() && lstat(spec_.c_str(), &st) != 0)
+    return "";  // a file still to be made holds no earlier run
   try {
     auto db = connect(false);
     if (!db->has_table("runs")) return "";

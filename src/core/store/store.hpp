@@ -25,11 +25,11 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr double kDefaultWaitS = 10;
 
 /// Where a run's store is: `--store SPEC` when given; none with `--no-store` or IPCLAB_NO_STORE set;
-/// else the file ipclab.sqlite beside the run's result folder (`--out DIR`: in DIR's parent) or
-/// file (its folder); none when the run writes no result file.
+/// else the file ipclab.sqlite beside the run's result folder (`--out DIR`: in DIR's parent), so
+/// that the runs of one results folder share it; none for a run without --out (a lone --json
+/// file, the console only).
 std::optional<std::string> default_target(const std::optional<std::string>& store, bool no_store,
-                                          const std::optional<std::string>& out_dir,
-                                          const std::optional<std::string>& first_file);
+                                          const std::optional<std::string>& out_dir);
 
 /// The machine a run's figures belong to: its id and what it was made of.
 struct Machine {
@@ -59,7 +59,8 @@ class Store {
  private:
   Store(std::string spec, bool implicit, double wait_s);
   std::unique_ptr<Db> connect(bool write);
-  std::string spec_;
+  std::string spec_;  // the file, or the server's URL without its password
+  std::string url_;   // a server's URL as given (with its password): connections only
   bool implicit_;
   double wait_s_;
 };
