@@ -11,14 +11,15 @@ fi
 
 # Debian packages: build tools (clang-format pinned by version: `make format-check`), the C++ libraries we build on, and the reference tools
 # (perf bench, fio, sockperf) that benchmarks are checked against; QEMU, a kernel image and busybox
-# for the emulated machines of `make test-guests` (tests/guest).
+# for the emulated machines of `make test-guests` (tests/guest); PostgreSQL's server, which the store's
+# tests start privately (tests/store/postgres.py), never as the machine's service.
 DEB_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format-14
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev libnuma-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev
+  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev postgresql
   linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium
