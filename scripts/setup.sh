@@ -57,9 +57,9 @@ fi
 PY=${PYTHON:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$here/report/pyproject.toml" ]; then
-  if ! "$PY" -c "import ipclab_report, matplotlib, jinja2, pytest, scipy, ruptures, xdist, markdown_it" 2>/dev/null \
+  if ! "$PY" -c "import ipclab_report, matplotlib, jinja2, pytest, scipy, ruptures, psycopg, xdist, markdown_it" 2>/dev/null \
      || [ "$here/report/pyproject.toml" -nt "$here/build/.pyinstalled" ]; then
-    echo "setup: installing Python package ipclab-report (matplotlib, jinja2, scipy, ruptures, pytest, pytest-xdist, markdown-it-py)"
+    echo "setup: installing Python package ipclab-report (matplotlib, jinja2, scipy, ruptures, psycopg, pytest, pytest-xdist, markdown-it-py)"
     "$PY" -m pip install -q --disable-pip-version-check -e "$here/report[test]"
     mkdir -p "$here/build" && touch "$here/build/.pyinstalled"
   else

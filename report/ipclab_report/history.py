@@ -128,10 +128,8 @@ def store_name(store: str) -> str:
     """The store as output names it: a URL with its password, in the user part or the query, as ***."""
     if not is_postgres(store):
         return store
-    parts = urllib.parse.urlsplit(store)
-    netloc = re.sub(r"^([^@/]*?):[^@/]*@", r"\1:***@", parts.netloc)
-    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+    shown = re.sub(r"^([a-z]+://[^:@/?]*:)[^@/?]*@", r"\1***@", store)   # user:password@host
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", shown)
 
 
 def query(conn, sql: str, args=()):

@@ -115,7 +115,12 @@ class PrivatePostgres:
                 raise RuntimeError(f"the private PostgreSQL did not start (exit {self.process.poll()}); "
                                    f"its log: {self.log_tail()}")
             time.sleep(0.1)
-        self.tool("createdb", "-h", self.socket_dir, "-p", str(self.port), "-U", "postgres", self.dbname)
+        self.create_database(self.dbname)
+
+    def create_database(self, dbname, *options) -> str:
+        """A new database `dbname` (createdb `options`, e.g. --locale-provider=icu), its URL."""
+        self.tool("createdb", "-h", self.socket_dir, "-p", str(self.port), "-U", "postgres", *options, dbname)
+        return self.url_for(dbname)
 
     def log_tail(self, lines=20) -> str:
         try:
