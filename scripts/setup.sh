@@ -11,14 +11,15 @@ fi
 
 # Debian packages: build tools (clang-format pinned by version: `make format-check`), the C++ libraries we build on, and the reference tools
 # (perf bench, fio, sockperf) that benchmarks are checked against; QEMU, a kernel image and busybox
-# for the emulated machines of `make test-guests` (tests/guest).
+# for the emulated machines of `make test-guests` (tests/guest); PostgreSQL's server, which the store's
+# tests start privately (tests/store/postgres.py), never as the machine's service.
 DEB_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format-14
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   liburing-dev libaio-dev libasio-dev libconcurrentqueue-dev libnuma-dev
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev libpq-dev
+  libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev libpq-dev postgresql
   linux-perf fio sockperf procps iproute2 openssh-client openssh-server
   golang-go
   chromium
@@ -56,9 +57,9 @@ fi
 PY=${PYTHON:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$here/report/pyproject.toml" ]; then
-  if ! "$PY" -c "import ipclab_report, matplotlib, jinja2, pytest, scipy, ruptures, xdist, markdown_it" 2>/dev/null \
+  if ! "$PY" -c "import ipclab_report, matplotlib, jinja2, pytest, scipy, ruptures, psycopg, xdist, markdown_it" 2>/dev/null \
      || [ "$here/report/pyproject.toml" -nt "$here/build/.pyinstalled" ]; then
-    echo "setup: installing Python package ipclab-report (matplotlib, jinja2, scipy, ruptures, pytest, pytest-xdist, markdown-it-py)"
+    echo "setup: installing Python package ipclab-report (matplotlib, jinja2, scipy, ruptures, psycopg, pytest, pytest-xdist, markdown-it-py)"
     "$PY" -m pip install -q --disable-pip-version-check -e "$here/report[test]"
     mkdir -p "$here/build" && touch "$here/build/.pyinstalled"
   else

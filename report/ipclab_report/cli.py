@@ -43,6 +43,7 @@ Examples:
   ipclab history messaging/pipe/size:64
   ipclab history messaging/pipe --json history.json --html history.html
   ipclab history messaging/pipe --store lab.sqlite --all-flags
+  ipclab history messaging/pipe --store postgresql://lab@db.example/ipclab
 A run's figure: the median of its repetitions (time/op and p99 in ns,
 capacity in /s), with the bootstrap 95% interval of that median.
 A change point: PELT on the logs of the runs' figures, kept when the step
@@ -123,8 +124,9 @@ def parser():
     h.add_argument("bench", nargs="*", metavar="BENCH",
                    help="a benchmark's name or a prefix of names (messaging/pipe: every name that starts "
                         "with it); none: list the store's benchmarks")
-    h.add_argument("--store", default=DEFAULT_STORE, metavar="PATH",
-                   help=f"the SQLite store `ipclab run` writes (default {DEFAULT_STORE}); opened read-only")
+    h.add_argument("--store", default=DEFAULT_STORE, metavar="PATH|URL",
+                   help=f"the SQLite store `ipclab run` writes (default {DEFAULT_STORE}), or a PostgreSQL "
+                        "store's postgresql://… URL; read only")
     h.add_argument("--machine", metavar="ID",
                    help="the series of this machine id (default: this host's, else every machine's)")
     h.add_argument("--all-flags", action="store_true",
@@ -237,17 +239,18 @@ def cmd_history(args):
     shown, whose = history.select(series, args.machine, args.all_flags)
     for s in shown:
         history.detect(s)
-    print(f"{len(shown)} series from {args.store}: {whose}")
+    store = history.store_name(args.store)   # a URL's password is not shown
+    print(f"{len(shown)} series from {store}: {whose}")
     for s in shown:
         print()
         print(history.series_text(s))
     if args.json:
-        write_atomic(args.json, history.json_text(args.store, shown))
+        write_atomic(args.json, history.json_text(store, shown))
         print(f"wrote {args.json}", file=sys.stderr)
     if args.html:
         from . import html
 
-        write_atomic(args.html, html.render_history(args.store, shown, whose))
+        write_atomic(args.html, html.render_history(store, shown, whose))
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
 

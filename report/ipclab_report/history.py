@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import sqlite3
 import stat
@@ -54,7 +55,7 @@ COMMIT_CHARS = 12
 METHOD = ("Change points: PELT (ruptures) on the logs of the runs' medians, kept only where each side holds "
           f"{MIN_SEGMENT} runs or more, the step is beyond the series' own run-to-run noise (1.96 sigma) and 2%, "
           f"and a permutation test ({PERMUTATIONS} shuffles, seeded) gives p < {ALPHA:g}.")
-STORE_FIX = "name the store `ipclab run` writes with --store PATH (default results/ipclab.sqlite)"
+STORE_FIX = "name the store `ipclab run` writes with --store PATH (default results/ipclab.sqlite) or --store postgresql://…"
 
 
 @dataclass
@@ -114,11 +115,62 @@ class Series:
 
 # --- the store ----------------------------------------------------------------------------------
 
-def open_store(path: str) -> sqlite3.Connection:
-    """The store at `path`, read-only (it is never written, not even its journal): a missing
-    file, a link, anything but a regular SQLite file, or a schema newer than this reads is a
-    one-line UsageError, found before any other work."""
-    shown = f"--store {brief(path)}"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+PG_CONNECT_SECONDS = 10
+
+
+def is_postgres(store: str) -> bool:
+    """Whether --store names a PostgreSQL database (a libpq URL) rather than an SQLite file."""
+    return store.startswith(POSTGRES_SCHEMES)
+
+
+def store_name(store: str) -> str:
+    """The store as output names it: a URL with its password, in the user part or the query, as ***."""
+    if not is_postgres(store):
+        return store
+    shown = re.sub(r"^([a-z]+://[^:@/?]*:)[^@/?]*@", r"\1***@", store)   # user:password@host
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", shown)
+
+
+def query(conn, sql: str, args=()):
+    """`sql` run on either store, its rows: the one place the two drivers differ (placeholders:
+    sqlite3 takes ?, psycopg %s; the statements themselves are the same)."""
+    if not isinstance(conn, sqlite3.Connection):
+        sql = sql.replace("?", "%s")
+    return conn.execute(sql, args) if args else conn.execute(sql)
+
+
+def open_store(path: str):
+    """The store `path` names, read-only: an SQLite file, or a PostgreSQL database for a
+    postgresql:// (postgres://) URL. A store that cannot be read, is not an ipclab store or has a
+    schema newer than this reads is a one-line UsageError, found before any other work."""
+    shown = f"--store {brief(store_name(path))}"
+    conn, errors = _open_postgres(path, shown) if is_postgres(path) else _open_sqlite(path, shown)
+    try:
+        try:
+            version = query(conn, "SELECT value FROM ipclab_store WHERE key = 'schema_version'").fetchone()
+        except errors as e:
+            raise UsageError(f"{shown} is not an ipclab store ({first_line(e)}); {STORE_FIX}") from None
+        if version is None or not str(version[0]).isdigit():
+            raise UsageError(f"{shown} is not an ipclab store (no schema_version); {STORE_FIX}")
+        if int(version[0]) > SCHEMA_VERSION:
+            raise UsageError(f"{shown} has schema version {int(version[0])}, newer than the {SCHEMA_VERSION} "
+                             "this ipclab reads; use the ipclab that wrote it, or a newer one")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def first_line(e: Exception) -> str:
+    """A driver's error on one line (psycopg's run over several: the query, a hint)."""
+    return brief(next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__))
+
+
+def _open_sqlite(path: str, shown: str):
+    """(connection, the errors a query of it raises): the SQLite file at `path`, opened read-only
+    (never written, not even its journal); a missing file, a link or anything but a regular SQLite
+    file is refused."""
     try:
         fd, st = open_regular(path, "--store", STORE_FIX, follow=False)
     except FileNotFoundError:
@@ -135,26 +187,43 @@ def open_store(path: str) -> sqlite3.Connection:
         raise UsageError(f"{shown}: cannot open it ({e}); check the path and its permissions") from None
     try:
         after = os.lstat(path)
-        if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):
-            raise UsageError(f"{shown} changed while it was opened; run again")  # refuse what was not checked
-        try:
-            version = conn.execute("SELECT value FROM ipclab_store WHERE key = 'schema_version'").fetchone()
-        except sqlite3.DatabaseError as e:
-            raise UsageError(f"{shown} is not an ipclab store ({e}); {STORE_FIX}") from None
-        if version is None or not str(version[0]).isdigit():
-            raise UsageError(f"{shown} is not an ipclab store (no schema_version); {STORE_FIX}")
-        if int(version[0]) > SCHEMA_VERSION:
-            raise UsageError(f"{shown} has schema version {int(version[0])}, newer than the {SCHEMA_VERSION} "
-                             "this ipclab reads; use the ipclab that wrote it, or a newer one")
-    except BaseException:
+    except OSError:
+        after = None
+    if after is None or not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):
         conn.close()
-        raise
-    return conn
+        raise UsageError(f"{shown} changed while it was opened; run again")  # refuse what was not checked
+    return conn, sqlite3.DatabaseError
+
+
+def _open_postgres(url: str, shown: str):
+    """(connection, the errors a query of it raises): the PostgreSQL database of libpq URL `url`,
+    read in one read-only transaction (BEGIN READ ONLY, repeatable read: one snapshot)."""
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        raise UsageError(f"{shown}: reading PostgreSQL needs psycopg: pip install 'psycopg[binary]' "
+                         "(report/pyproject.toml lists it)") from None
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error as e:
+        raise UsageError(f"{shown} is not a PostgreSQL URL ({first_line(e)}); "
+                         "e.g. --store postgresql://USER@HOST/DBNAME") from None
+    extra = {} if "connect_timeout" in params else {"connect_timeout": PG_CONNECT_SECONDS}
+    try:
+        conn = psycopg.connect(url, **extra)
+    except psycopg.Error as e:
+        raise UsageError(f"{shown}: cannot connect ({first_line(e)}); start the server or fix the URL "
+                         "in --store") from None
+    conn.read_only = True
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    return conn, psycopg.Error
 
 
 def benchmark_counts(conn) -> list:
-    """(name, runs) of every benchmark in the store, by name."""
-    return conn.execute("SELECT name, COUNT(DISTINCT run_id) FROM results GROUP BY name ORDER BY name").fetchall()
+    """(name, runs) of every benchmark in the store, by name (sorted here, by code point, as SQLite
+    sorts text: a PostgreSQL database's collation may sort otherwise)."""
+    return sorted(query(conn, "SELECT name, COUNT(DISTINCT run_id) FROM results GROUP BY name").fetchall())
 
 
 def matching(counts, prefixes) -> list:
@@ -184,18 +253,18 @@ def _run_value(rows):
 def load_series(conn, names) -> list:
     """Every series (machine x build) of each benchmark of `names`, its runs by date."""
     machines = {row[0]: dict(zip(("id", "cpu_model", "logical_cpus", "hostname"), row))
-                for row in conn.execute("SELECT id, cpu_model, logical_cpus, hostname FROM machines")}
+                for row in query(conn, "SELECT id, cpu_model, logical_cpus, hostname FROM machines")}
     out = []
     for name in names:
         grouped = {}   # (metric, machine, build type, flags) -> {run id: (run columns, [rows])}
-        for row in conn.execute(
-                "SELECT r.id, r.date, r.git_sha, r.kernel, r.version, r.compiler, r.machine_id, r.build_type,"
-                " r.build_flags, x.metric, x.higher_better, x.run_type, x.status, x.value"
-                " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.name = ? ORDER BY r.date, r.id, x.seq",
-                (name,)):
+        rows = query(conn, "SELECT r.id, r.date, r.git_sha, r.kernel, r.version, r.compiler, r.machine_id,"
+                     " r.build_type, r.build_flags, x.metric, x.higher_better, x.run_type, x.status, x.value, x.seq"
+                     " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.name = ?", (name,)).fetchall()
+        # by date, run and place, sorted here as SQLite sorts text (a database's collation may not)
+        for row in sorted(rows, key=lambda r: (r[1], r[0], r[14])):
             key = (row[9], bool(row[10]), row[6], row[7], row[8])
             runs = grouped.setdefault(key, {})
-            runs.setdefault(row[0], (row[:6], []))[1].append(row[11:])
+            runs.setdefault(row[0], (row[:6], []))[1].append(row[11:14])
         for (metric, higher, machine, btype, flags), runs in grouped.items():
             s = Series(name, metric, higher, machines.get(machine, {"id": machine}), btype, flags)
             for columns, rows in runs.values():
