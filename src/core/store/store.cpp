@@ -193,11 +193,20 @@ Store::Store(std::string spec, bool implicit, double wait_s)
 Store::~Store() = default;
 
 std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, double wait_s, std::string* note) {
-  if (spec.rfind("postgresql://", 0) == 0 || spec.rfind("postgres://", 0) == 0)
-    throw UsageError(
-        fmt::format("--store {}: this ipclab writes SQLite stores only; give a file path, or "
-                    "--no-store",
-                    spec));
+  if (is_postgres(spec)) {
+    // A shared server: checked now (its schema), skipped with a line when it cannot be reached.
+    std::unique_ptr<Store> s(new Store(spec, implicit, wait_s));
+    s->url_ = spec;
+    try {
+      auto db = s->connect(false);
+      check_schema(*db);
+      s->spec_ = db->where();  // messages name it without its password
+    } catch (const Unavailable& e) {
+      if (note) *note = fmt::format("store not used: {}", e.what());
+      return nullptr;
+    }
+    return s;
+  }
   if (spec.empty()) throw UsageError("--store: give a file path (e.g. results/ipclab.sqlite), or --no-store");
   struct stat st {};
   if (lstat(spec.c_str(), &st) == 0) {
@@ -232,7 +241,7 @@ std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, doubl
 }
 
 std::unique_ptr<Db> Store::connect(bool write) {
-  if (is_postgres(url_.empty() ? spec_ : url_)) return open_postgres(url_.empty() ? spec_ : url_, wait_s_);
+  if (!url_.empty()) return open_postgres(url_, wait_s_);
   return open_sqlite(spec_, write, wait_s_);
 }
 
