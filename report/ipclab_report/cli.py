@@ -85,7 +85,7 @@ def parser():
     r = sub.add_parser("report", formatter_class=HelpFormatter, epilog=REPORT_EPILOG, help="self-contained HTML report with plots, Markdown summary or pages, reduced copy",
                        description="Self-contained HTML report with plots (several files are shown side by side), "
                                    "a Markdown summary, Markdown pages per suite, or a reduced copy of a result.")
-    r.add_argument("results", nargs="+", metavar="RESULT.json")
+    r.add_argument("results", nargs="*", metavar="RESULT.json")
     r.add_argument("-o", "--output", metavar="report.html", help="HTML file to write")
     r.add_argument("--markdown", metavar="F", help="write a Markdown summary to F")
     r.add_argument("--topology", metavar="TOPO.json", action="append", default=[],
@@ -100,6 +100,12 @@ def parser():
     r.add_argument("--readme", metavar="F",
                    help="with --pages: replace what lies between F's <!-- reference:begin --> and "
                         "<!-- reference:end --> lines with the headline table")
+    r.add_argument("--history", metavar="BENCH", action="append", default=[],
+                   help="with -o: instead of result files, the trend of these benchmarks' runs in the results "
+                        "store (a name or a prefix; repeatable), change points marked, as `ipclab history "
+                        "BENCH --html F` draws it")
+    r.add_argument("--store", default=DEFAULT_STORE, metavar="PATH|URL",
+                   help=f"with --history: the results store (default {DEFAULT_STORE}, or postgresql://…)")
     r.add_argument("--reduce", metavar="OUT.json",
                    help="write RESULT.json reduced to its medians (no repetitions, no histogram buckets) "
                         "to OUT.json: small enough to commit, still read by report and compare")
@@ -157,6 +163,19 @@ def cmd_report(args):
     from .load import load_all
     from .topology import load_saved
 
+    if args.history:
+        if args.results or args.markdown or args.pages or args.reduce or args.topology or not args.output:
+            raise UsageError("--history draws the store's runs into -o report.html alone: give no result "
+                             "files and no other output")
+        check_target("-o", args.output)
+        store, shown, whose = _history_series(args.store, args.history)
+        from . import html
+
+        write_atomic(args.output, html.render_history(store, shown, whose))
+        print(f"wrote {args.output}", file=sys.stderr)
+        return 0
+    if not args.results:
+        raise UsageError("name the result files to report on (RESULT.json ...), or --history BENCH")
     if not (args.output or args.markdown or args.pages or args.reduce):
         raise UsageError("name an output: -o report.html, --markdown F, --pages DIR or --reduce OUT.json")
     if args.suites and not args.pages:
@@ -217,6 +236,22 @@ def cmd_compare(args):
     return 1 if result.regressions else 0
 
 
+def _history_series(store, bench, machine=None, all_flags=False):
+    """(the store's name without a password, the series shown with their change points, whose they
+    are) of the benchmarks `bench` names: history's and `report --history`'s one way to them."""
+    from . import history
+
+    conn = history.open_store(store)
+    try:
+        series = history.load_series(conn, history.matching(history.benchmark_counts(conn), bench))
+    finally:
+        conn.close()
+    shown, whose = history.select(series, machine, all_flags)
+    for s in shown:
+        history.detect(s)
+    return history.store_name(store), shown, whose
+
+
 def cmd_history(args):
     from . import history
 
@@ -224,22 +259,17 @@ def cmd_history(args):
     for opt, path in targets:
         check_target(opt, path)
     check_distinct([(f"{opt} {brief(path)}", path) for opt, path in targets])
-    conn = history.open_store(args.store)
-    try:
-        counts = history.benchmark_counts(conn)
-        if not args.bench:
-            if targets:
-                raise UsageError("--json and --html write the series of benchmarks: name them, "
-                                 "e.g. `ipclab history messaging/pipe --json F`")
-            print(history.listing(counts))
-            return 0
-        series = history.load_series(conn, history.matching(counts, args.bench))
-    finally:
-        conn.close()
-    shown, whose = history.select(series, args.machine, args.all_flags)
-    for s in shown:
-        history.detect(s)
-    store = history.store_name(args.store)   # a URL's password is not shown
+    if not args.bench:
+        if targets:
+            raise UsageError("--json and --html write the series of benchmarks: name them, "
+                             "e.g. `ipclab history messaging/pipe --json F`")
+        conn = history.open_store(args.store)
+        try:
+            print(history.listing(history.benchmark_counts(conn)))
+        finally:
+            conn.close()
+        return 0
+    store, shown, whose = _history_series(args.store, args.bench, args.machine, args.all_flags)
     print(f"{len(shown)} series from {store}: {whose}")
     for s in shown:
         print()

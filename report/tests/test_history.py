@@ -193,6 +193,18 @@ def test_html_draws_a_trend_per_series_with_its_change_points(step_store, host, 
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', text) and "<link" not in text   # self-contained
 
 
+def test_report_history_draws_the_same_page(step_store, host, tmp_path):
+    """`ipclab report --history BENCH -o F`: the page of `history BENCH --html F`, and report's own
+    inputs refused beside it."""
+    page, same = tmp_path / "r.html", tmp_path / "h.html"
+    assert main(["report", "--history", BENCH, "--store", str(step_store), "-o", str(page)]) == 0
+    assert main(["history", BENCH, "--store", str(step_store), "--html", str(same)]) == 0
+    strip = lambda t: re.sub(r"Generated [^<]*", "", t)  # noqa: E731
+    assert strip(page.read_text()) == strip(same.read_text())
+    assert main(["report", "--history", BENCH, "--store", str(step_store), "--markdown", str(tmp_path / "m.md")]) == 2
+    assert not (tmp_path / "m.md").exists()
+
+
 def store_bytes(path):
     return path.read_bytes() if path.exists() else None
 

@@ -22,6 +22,7 @@
 #include "core/output/output.hpp"
 #include "core/plan/estimate.hpp"
 #include "core/plan/runner.hpp"
+#include "core/store/store.hpp"
 
 namespace ipclab::cli {
 namespace {
@@ -288,6 +289,13 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   opts.duration_s = std::min(first >= kFloors.duration_s ? first : per_point, kMaxDuration);
   const uint64_t started = now_ns();
 
+  // The store, when asked for: checked before anything is created (core/store/store.hpp).
+  std::unique_ptr<store::Store> results_store;
+  if (a.store) {
+    std::string note;
+    results_store = store::Store::open(*a.store, false, store::kDefaultWaitS, &note);
+    if (!note.empty()) fmt::print(stderr, "warning: {}\n", note);
+  }
   start_owned_run();
   nlohmann::json context = collect_environment(cmdline);
   for (auto& w : context["warnings"]) fmt::print(stderr, "warning: {}\n", output::warning_text(w));
@@ -374,6 +382,16 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
     }
   }
   const Verdict* answer = !vs.empty() && vs.front().meets ? &vs.front() : nullptr;
+  if (results_store) {
+    context["advise"] = {{"answer", answer ? nlohmann::json(answer->c->label) : nlohmann::json(nullptr)},
+                         {"tie", tie}};
+    std::vector<nlohmann::json> stored;
+    for (auto& r : records) stored.push_back(to_json(r));
+    if (const auto note = results_store->append("advise", context, stored); !note.empty())
+      fmt::print(stderr, "warning: {}\n", note);
+    else
+      fmt::print(stderr, "advise: stored in {}\n", results_store->where());
+  }
 
   if (a.json) {
     nlohmann::json j{{"question",

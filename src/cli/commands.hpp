@@ -34,6 +34,7 @@ struct RunArgs {
 /// `ipclab advise`'s arguments as given; parsed by cmd_advise.
 struct AdviseArgs {
   std::optional<std::string> size, rate, mode, placement, p99_us, cpu_us, budget;
+  std::optional<std::string> store;  // --store: the results store its measurements go into
   std::vector<std::string> only;
   bool json = false;
 };

@@ -198,6 +198,9 @@ int main(int argc, char** argv) {
       ->type_name("TIME");
   advise->add_option("--only", aa.only,
                      "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
+  text_option(advise, "--store", aa.store,
+              "add the measurements to this results store (docs/store.md): an SQLite file or postgresql://…")
+      ->type_name("PATH");
   advise->add_flag("--json", aa.json, "print the ranking as JSON")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   advise->footer(

@@ -228,3 +228,15 @@ def test_new_hardware_starts_a_new_series(lab):
     since = summary(second.folder)["extra"]["since"]
     assert since["base"]["run_id"] == first_id, since  # this machine's run, not the other's
     assert since["history_runs"] == 1
+
+
+def test_advise_adds_its_measurements_to_a_store_it_is_given(lab):
+    store = lab.path / "advise.sqlite"
+    r = lab("--only", "pipe", "--only", "unix_stream", "--placement", "same", "--budget", "10",
+            "--store", str(store), verb="advise")
+    assert r.returncode in (0, 1), r.stderr
+    assert f"advise: stored in {store}" in r.stderr
+    (kind, context), = rows(store, "SELECT kind, context FROM runs")
+    assert kind == "advise" and "answer" in json.loads(context)["advise"]
+    names = {n for (n,) in rows(store, "SELECT DISTINCT mechanism FROM results")}
+    assert names == {"pipe", "unix_stream"}, names
