@@ -632,6 +632,19 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
   for (auto& in : inputs) {
     char abs[PATH_MAX];
     const std::string source = realpath(in.path.c_str(), abs) ? abs : in.path;
+    bool held = false;
+    try {
+      held = s->holds(in.context);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "ipclab: {}: {}\n", in.path, e.what());
+      rc = 1;
+      continue;
+    }
+    if (held) {
+      fmt::print("{}: already in {} (the same run: date, host, command line, commit); not added again\n",
+                 in.path, s->where());
+      continue;
+    }
     if (const auto why = s->append("import", in.context, in.records, source); !why.empty()) {
       fmt::print(stderr, "ipclab: {}: {}\n", in.path, why);
       rc = 1;

@@ -197,17 +197,23 @@ def test_import_takes_result_files_and_journals(lab):
     journal.write_text("\n".join([json.dumps({"ipclab_journal": 1, "schema_version": 1, "context": doc["context"]})]
                                  + [json.dumps(b) for b in doc["benchmarks"]]) + "\n")
     store = lab.path / "imported.sqlite"
-    imp = lab("import", str(results), str(journal), "--store", str(store), verb="store")
+    imp = lab("import", str(journal), "--store", str(store), verb="store")
     assert imp.returncode == 0, imp.stderr
-    assert rows(store, "SELECT kind, source FROM runs ORDER BY source") == [
-        ("import", str(journal)), ("import", str(results))]
-    assert rows(store, "SELECT count(*) FROM results") == [(8,)]
+    assert rows(store, "SELECT kind, source FROM runs") == [("import", str(journal))]
+    assert rows(store, "SELECT count(*) FROM results") == [(4,)]
+    # The file holds the same run as the journal: not added again, said so.
+    again = lab("import", str(results), "--store", str(store), verb="store")
+    assert again.returncode == 0 and "already in" in again.stdout, again.stdout
+    assert len(rows(store, "SELECT id FROM runs")) == 1
+    other = lab.path / "other.sqlite"
+    assert lab("import", str(results), "--store", str(other), verb="store").returncode == 0
+    assert rows(other, "SELECT kind, source FROM runs") == [("import", str(results))]
     # Not a result file: one line, exit 2, nothing stored.
     junk = lab.path / "junk.json"
     junk.write_text("[1, 2]")
     bad = lab("import", str(junk), "--store", str(store), verb="store")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "junk.json" in bad.stderr
-    assert len(rows(store, "SELECT id FROM runs")) == 2
+    assert len(rows(store, "SELECT id FROM runs")) == 1
 
 
 def test_new_hardware_starts_a_new_series(lab):
@@ -217,7 +223,7 @@ def test_new_hardware_starts_a_new_series(lab):
     # The same results as if from a machine with other hardware, stored after it: 64 CPUs, 10x slower.
     doc = json.loads((first.folder / "results.json").read_text())
     doc["context"]["cpu"]["logical_cpus"] = 64
-    doc["context"]["date"] = doc["context"]["date"].replace("Z", "") + "Z"
+    doc["context"]["command_line"] += " --on-the-new-machine"  # another run, not this one imported again
     for b in doc["benchmarks"]:
         b["time_per_op_ns"] *= 10
     other = lab.path / "other.json"

@@ -335,6 +335,21 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
   return "";
 }
 
+bool Store::holds(const nlohmann::json& context) {
+  if (url_.empty()) {
+    struct stat st {};
+    if (lstat(spec_.c_str(), &st) != 0) return false;
+  }
+  auto db = connect(false);
+  if (!db->has_table("runs")) return false;
+  return !db->query(
+                "SELECT 1 FROM runs WHERE date = ? AND hostname = ? AND command_line = ? AND git_sha = ? "
+                "LIMIT 1",
+                {text(context, "date"), text(context, "hostname"), text(context, "command_line"),
+                 text(context, "git_sha")})
+              .empty();
+}
+
 std::string Store::append(const std::string& kind, const nlohmann::json& context,
                           const std::vector<nlohmann::json>& records, const std::string& source) {
   std::unique_ptr<Db> db;

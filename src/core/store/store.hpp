@@ -54,6 +54,9 @@ class Store {
   /// imported from. "" or the one line saying why it was skipped.
   std::string append(const std::string& kind, const nlohmann::json& context,
                      const std::vector<nlohmann::json>& records, const std::string& source = "");
+  /// Whether the store already holds the run `context` describes (its start date, host, command
+  /// line and commit): an import of a file imported before, or of a run stored when it ran.
+  bool holds(const nlohmann::json& context);
   std::string where() const { return spec_; }
 
  private:
