@@ -71,6 +71,8 @@ int cmd_remote_side();
 /// `ipclab --version` / `ipclab version`: the version, the commit it was built from, the build type,
 /// compiler and flags (-march among them), as CMake configured them.
 std::string version_text();
+/// The commit this binary was built from ("<12 hex>[-dirty]", "unknown" outside a checkout).
+std::string build_commit();
 /// `ipclab report`, `ipclab compare` and `ipclab ab` live in the Python package report/: exec it.
 [[noreturn]] void exec_python(const std::string& verb, const std::vector<std::string>& args);
 

@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/parse.hpp"
 #include "core/base/error.hpp"
+#include "core/machine/env.hpp"
 #include "core/machine/home.hpp"
 #include "core/ownership/crash.hpp"
 #include "core/ownership/journal.hpp"
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ipclab: {}\n", brief(e.what(), 600));
     return 2;
   }
-  crash::ignore_file_size_signal();  // a write over `ulimit -f` fails with EFBIG: an error, not a death
+  crash::ignore_file_size_signal();       // a write over `ulimit -f` fails with EFBIG: an error, not a death
+  set_build_commit(cli::build_commit());  // the context's git_sha: what this binary was built from
   const std::string cmdline = command_line(argc, argv);
   CLI::App app{"ipclab — measure every way two pieces of code talk on one Linux machine", "ipclab"};
   app.require_subcommand(1);

@@ -28,4 +28,6 @@ std::string version_text() {
       flags.empty() ? "(none)" : flags);
 }
 
+std::string build_commit() { return IPCLAB_GIT_COMMIT; }
+
 }  // namespace ipclab::cli

@@ -67,6 +67,9 @@ def test_every_run_is_stored_and_the_next_compares_with_it(lab):
     assert kind == "run" and flags and sha
     ctx = json.loads((first.folder / "results.json").read_text())["context"]
     assert flags == ctx["build_flags"] and sha == ctx["git_sha"]
+    # The commit the binary was built from (its --version), not the source tree's HEAD of today.
+    built = subprocess.run([BINARY, "--version"], capture_output=True, text=True).stdout
+    assert f"commit      {sha}\n" in built, (sha, built)
     assert rows(lab.store, "SELECT run_type, count(*) FROM results GROUP BY run_type ORDER BY 1") == [
         ("aggregate", 1), ("iteration", 3)]
     (machine, cpus), = rows(lab.store, "SELECT id, logical_cpus FROM machines")

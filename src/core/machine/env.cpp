@@ -197,6 +197,15 @@ std::vector<TaskState> read_tasks() {
 
 double other_load_threshold(long cpus) { return std::max(0.5, 0.25 * double(cpus)); }
 
+namespace {
+std::string& recorded_build_commit() {
+  static std::string sha;
+  return sha;
+}
+}  // namespace
+
+void set_build_commit(const std::string& sha) { recorded_build_commit() = sha; }
+
 nlohmann::json collect_environment(const std::string& command_line) {
   using nlohmann::json;
   json c;
@@ -229,6 +238,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
                       kCommandTimeoutS);
   std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
   if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
+  if (const std::string& built = recorded_build_commit(); !built.empty() && built != "unknown") sha = built;
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
   c["started_from"] = started_from();
   c["command_line"] = command_line;

@@ -46,6 +46,10 @@ double other_load_threshold(long cpus);
 
 /// The environment block of SPEC §1.5: hardware, kernel, limits, build, load, and warnings that
 /// each name their remedy.
+/// The commit this binary was built from, as its build recorded it ("<12 hex>[-dirty]"; the
+/// entry point sets it, cli/version.cpp knowing it): the context's `git_sha`. Unset or "unknown":
+/// the source tree's HEAD now (which a binary built before the tree moved does not match).
+void set_build_commit(const std::string& sha);
 nlohmann::json collect_environment(const std::string& command_line);
 
 /// Puts the measured cache-line round trips between `cpus` (placement's measured_matrix, once per
