@@ -93,12 +93,14 @@ def test_an_injected_slowdown_is_named_with_its_size(lab):
     base = lab(*PIPE, reps=5)
     assert base.returncode == 0, base.stderr
     ns = summary(base.folder)["time_per_op_ns"]
-    # The slow fault hook adds this much per message on the receiving side: about +100%.
-    slow = lab(*PIPE, reps=5, extra_env={"IPCLAB_FAULT": f"slow:pipe:{int(ns / 2)}"})
+    # The slow fault hook adds this much per message on the receiving side: about 20 times the round
+    # trip, far beyond what a loaded machine's own noise moves a run by (a CPU hog on the pipe's CPU
+    # widened the band to ±256% of a +100% step: rightly "no change" then).
+    slow = lab(*PIPE, reps=5, extra_env={"IPCLAB_FAULT": f"slow:pipe:{int(ns * 20)}"})
     assert slow.returncode == 0, slow.stderr
     since = summary(slow.folder)["extra"]["since"]
     assert since["verdict"] == "slower", since
-    assert since["ratio"] > 1.4 and since["ci"][0] > 1.2, since
+    assert since["ratio"] > 5 and since["ci"][0] > 2, since
     assert "slower: time/op +" in slow.stdout, slow.stdout
 
 
