@@ -251,3 +251,19 @@ def test_advise_adds_its_measurements_to_a_store_it_is_given(lab):
     assert kind == "advise" and "answer" in json.loads(context)["advise"]
     names = {n for (n,) in rows(store, "SELECT DISTINCT mechanism FROM results")}
     assert names == {"pipe", "unix_stream"}, names
+
+
+def test_a_reduced_file_compares_by_the_repetitions_its_median_kept(lab):
+    """A reduced file (`report --reduce`) keeps medians only; imported, it is compared by the times
+    per op its median's spread kept, as `compare` reads it."""
+    r = lab(*PIPE, "--no-store", reps=5)
+    assert r.returncode == 0
+    reduced = lab.path / "reduced.json"
+    red = lab("report", str(r.folder / "results.json"), "--reduce", str(reduced), verb="report")
+    assert red.returncode == 0, red.stderr
+    imp = lab("import", str(reduced), "--store", str(lab.store), verb="store")
+    assert imp.returncode == 0, imp.stderr
+    assert rows(lab.store, "SELECT run_type FROM results") == [("aggregate",)]
+    after = lab(*PIPE, reps=5)
+    since = summary(after.folder)["extra"]["since"]
+    assert since["base"]["n"] == 5 and since["n"] == 5, since

@@ -113,14 +113,17 @@ void check_schema(Db& db) {
         db.where()));
 }
 
-// The iteration records' figures of one run of a benchmark, or its aggregate's when it has none.
+// The iteration records' figures of one run of a benchmark; when it kept none (a reduced file),
+// its median's spread of repetitions, else its median alone.
 struct RunValues {
   std::string run_id, date, git_sha, kernel, version;
   std::vector<double> values;
   std::optional<double> aggregate;
+  std::vector<double> spread = {};
   double median() const { return values.empty() ? aggregate.value_or(0) : median_of(values); }
   std::vector<double> sample() const {
     if (!values.empty()) return values;
+    if (!spread.empty()) return spread;
     return aggregate ? std::vector<double>{*aggregate} : std::vector<double>{};
   }
 };
@@ -302,7 +305,20 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
           runs.back().values.push_back(*v);
       }
       if (runs.empty()) continue;
-      const RunValues& base = runs.back();
+      RunValues& base = runs.back();
+      // A reduced file keeps no repetitions, but its median's spread holds their times per op.
+      if (base.values.empty() && metric == "time/op") {
+        const auto recs = db->query(
+            "SELECT record FROM results WHERE run_id = ? AND name = ? AND run_type = 'aggregate' LIMIT 1",
+            {base.run_id, name});
+        if (!recs.empty() && recs[0][0]) {
+          const auto rec = nlohmann::json::parse(*recs[0][0], nullptr, false);
+          const auto p = "/spread/values"_json_pointer;
+          if (rec.contains(p) && rec.at(p).is_array())
+            for (auto& x : rec.at(p))
+              if (x.is_number() && x.get<double>() > 0) base.spread.push_back(x.get<double>());
+        }
+      }
       std::vector<double> history;
       for (auto& r : runs) history.push_back(r.median());
       const Change c = judge_change(base.sample(), now, higher_better, history, seed_of(name));
