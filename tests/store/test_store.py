@@ -259,7 +259,7 @@ def test_a_reduced_file_compares_by_the_repetitions_its_median_kept(lab):
     r = lab(*PIPE, "--no-store", reps=5)
     assert r.returncode == 0
     reduced = lab.path / "reduced.json"
-    red = lab("report", str(r.folder / "results.json"), "--reduce", str(reduced), verb="report")
+    red = lab(str(r.folder / "results.json"), "--reduce", str(reduced), verb="report")
     assert red.returncode == 0, red.stderr
     imp = lab("import", str(reduced), "--store", str(lab.store), verb="store")
     assert imp.returncode == 0, imp.stderr
