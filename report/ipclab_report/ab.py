@@ -147,6 +147,9 @@ def parser():
                        type=_assignment(f"--{side}-env", "IPCLAB_FAULT=slow:pipe:800"),
                        help=f"an environment variable for side {side.upper()}'s runs")
     p.add_argument("--json", metavar="FILE", help="write the comparison as JSON here (atomically)")
+    p.add_argument("--store", metavar="PATH|URL",
+                   help="add each side's slices to this results store (docs/store.md) as a run of kind ab, "
+                        "under its own build: kept, never a point of a run's series")
     return p
 
 
@@ -349,6 +352,7 @@ class Slice:
     error: str | None = None
     skipped: str | None = None
     context: dict | None = None
+    record: dict | None = None     # the slice's record as its run wrote it (for --store)
     metric: str | None = None      # the metric's label: time/op, p99, capacity, cpu/op, ...
     higher_better: bool = False
 
@@ -418,7 +422,7 @@ def run_slice(side: Side, bench: dict, args, slices: Slices, k: int, metric: str
     label, value, higher = metric_of(r, metric)
     kernel = r.get("kernel", "per_op")
     return Slice(value=value if is_number(value) and value > 0 else None,
-                 kernel=kernel if isinstance(kernel, dict) else None, context=rf.context,
+                 kernel=kernel if isinstance(kernel, dict) else None, context=rf.context, record=r.raw,
                  metric=label, higher_better=higher)
 
 
@@ -641,4 +645,24 @@ def cmd_ab(argv) -> int:
                "context": context, "benchmarks": rows, "regressions": regressions, "failed": failed}
         write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
+    if args.store:
+        store_sides(args.store, new, sides, [[slices[i][k] for i in benches] for k in (0, 1)])
     return 1 if regressions or failed else 0
+
+
+def store_sides(store, binary, sides, per_side):
+    """Each side's slices into the results store as one run of kind ab, under that side's own
+    context (its build, its commit), by `binary`'s `store import -` (the document on its stdin:
+    nothing written to disk). A store that cannot take them is one line; the comparison stands."""
+    for side, per_bench in zip(sides, per_side):
+        done = [sl for sls in per_bench for sl in sls if sl.record]
+        if not done:
+            continue
+        context = dict(done[0].context or {}, ab={"side": side.label, "binary": side.binary, "env": side.env_set})
+        doc = {"context": context, "benchmarks": [sl.record for sl in done]}
+        p = subprocess.run([binary, "store", "import", "-", "--kind", "ab", "--store", store], input=json.dumps(doc),
+                           capture_output=True, text=True, env={**os.environ, "IPCLAB_NO_STORE": ""})
+        if p.returncode != 0:
+            print(f"warning: side {side.label}'s slices not stored: {one_line(p.stderr)}", file=sys.stderr)
+        else:
+            print(f"side {side.label}: {len(done)} slices stored in {store}", file=sys.stderr)

@@ -220,10 +220,17 @@ def _open_postgres(url: str, shown: str):
     return conn, psycopg.Error
 
 
+# The runs a series is made of: `ipclab run`'s and the result files imported. advise's and ab's
+# measurements are stored too, but their windows are their own (advise's fitted to its budget, ab's
+# short slices): the harness compares a run with neither, and neither is a point of a series.
+SERIES_KINDS = "('run', 'import')"
+
+
 def benchmark_counts(conn) -> list:
     """(name, runs) of every benchmark in the store, by name (sorted here, by code point, as SQLite
     sorts text: a PostgreSQL database's collation may sort otherwise)."""
-    return sorted(query(conn, "SELECT name, COUNT(DISTINCT run_id) FROM results GROUP BY name").fetchall())
+    return sorted(query(conn, "SELECT x.name, COUNT(DISTINCT x.run_id) FROM results x JOIN runs r ON r.id = x.run_id"
+                              f" WHERE r.kind IN {SERIES_KINDS} GROUP BY x.name").fetchall())
 
 
 def matching(counts, prefixes) -> list:
@@ -259,7 +266,8 @@ def load_series(conn, names) -> list:
         grouped = {}   # (metric, machine, build type, flags) -> {run id: (run columns, [rows])}
         rows = query(conn, "SELECT r.id, r.date, r.git_sha, r.kernel, r.version, r.compiler, r.machine_id,"
                      " r.build_type, r.build_flags, x.metric, x.higher_better, x.run_type, x.status, x.value, x.seq"
-                     " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.name = ?", (name,)).fetchall()
+                     " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.name = ?"
+                     f" AND r.kind IN {SERIES_KINDS}", (name,)).fetchall()
         # by date, run and place, sorted here as SQLite sorts text (a database's collation may not)
         for row in sorted(rows, key=lambda r: (r[1], r[0], r[14])):
             key = (row[9], bool(row[10]), row[6], row[7], row[8])

@@ -249,3 +249,18 @@ def test_the_store_is_opened_read_only(step_store, host, monkeypatch):
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         conn.execute("DELETE FROM runs")
     conn.close()
+
+
+def test_advise_and_ab_runs_are_no_points_of_a_series(step_store, host, capsys):
+    """advise's and ab's measurements are kept in the store, but their windows are their own: the
+    series, its listing and its change points are the runs' and the imports' alone."""
+    with sqlite3.connect(step_store) as conn:
+        ids = [r for (r,) in conn.execute("SELECT id FROM runs ORDER BY date")]
+        conn.execute("UPDATE runs SET kind = 'advise' WHERE id = ?", (ids[8],))
+        conn.execute("UPDATE runs SET kind = 'ab' WHERE id = ?", (ids[9],))
+    assert main(["history", "--store", str(step_store)]) == 0
+    assert f"{BENCH}" in capsys.readouterr().out
+    assert main(["history", BENCH, "--store", str(step_store), "--json", str(step_store.with_suffix(".json"))]) == 0
+    (s,) = json.loads(step_store.with_suffix(".json").read_text())["series"]
+    assert len(s["runs"]) == 10 and {r["run_id"] for r in s["runs"]}.isdisjoint({ids[8], ids[9]})
+    assert [c["index"] for c in s["changes"]] == [6]

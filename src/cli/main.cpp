@@ -241,7 +241,15 @@ int main(int argc, char** argv) {
       "Add earlier result files (results.json, reduced files, journals) to the store, each as a run");
   std::vector<std::string> import_files;
   std::optional<std::string> import_store;
-  store_import->add_option("FILE", import_files, "result files to add")->required()->type_name("FILE");
+  store_import->add_option("FILE", import_files, "result files to add (- : one read from standard input)")
+      ->required()
+      ->type_name("FILE");
+  std::optional<std::string> import_kind;
+  text_option(
+      store_import, "--kind", import_kind,
+      "what the files' runs were: import (default), or ab (ipclab ab's slices of one side: kept, never "
+      "compared with a run)")
+      ->type_name("KIND");
   text_option(store_import, "--store", import_store, "the store (default: results/ipclab.sqlite)")
       ->type_name("PATH");
   store_cmd->require_subcommand(1);
@@ -322,7 +330,8 @@ int main(int argc, char** argv) {
       ipc::end_run();
       return finish(rc);
     }
-    if (*store_import) return finish(cmd_store_import(import_files, import_store));
+    if (*store_import)
+      return finish(cmd_store_import(import_files, import_store, import_kind.value_or("import")));
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "cli/commands.hpp"
@@ -576,7 +578,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   return failed ? 1 : 0;
 }
 
-int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& where) {
+int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& where,
+                     const std::string& kind) {
+  if (kind != "import" && kind != "ab")
+    throw UsageError(fmt::format("store import --kind '{}': use import or ab", brief(kind)));
+  if (std::count(files.begin(), files.end(), "-") > 1)
+    throw UsageError("store import: standard input (-) can be read once; give it once");
   // Every file read and checked before the store is touched: a file that is no result file is a
   // usage error of its own line, and nothing is stored.
   struct Input {
@@ -589,7 +596,13 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
     Input in{path, nullptr, {}};
     std::string body;
     try {
-      body = read_regular_file(path);
+      if (path == "-") {
+        std::ostringstream in_stdin;
+        in_stdin << std::cin.rdbuf();
+        body = in_stdin.str();
+      } else {
+        body = read_regular_file(path);
+      }
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("store import {}: {}; give a results.json, a reduced file or a journal",
                                    brief(path), e.what()));
@@ -631,7 +644,9 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
   int rc = 0;
   for (auto& in : inputs) {
     char abs[PATH_MAX];
-    const std::string source = realpath(in.path.c_str(), abs) ? abs : in.path;
+    const std::string source = in.path == "-"                   ? "(standard input)"
+                               : realpath(in.path.c_str(), abs) ? abs
+                                                                : in.path;
     bool held = false;
     try {
       held = s->holds(in.context);
@@ -645,7 +660,7 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
                  in.path, s->where());
       continue;
     }
-    if (const auto why = s->append("import", in.context, in.records, source); !why.empty()) {
+    if (const auto why = s->append(kind, in.context, in.records, source); !why.empty()) {
       fmt::print(stderr, "ipclab: {}: {}\n", in.path, why);
       rc = 1;
     } else {

@@ -267,3 +267,18 @@ def test_a_reduced_file_compares_by_the_repetitions_its_median_kept(lab):
     after = lab(*PIPE, reps=5)
     since = summary(after.folder)["extra"]["since"]
     assert since["base"]["n"] == 5 and since["n"] == 5, since
+
+
+def test_ab_keeps_each_sides_slices_apart_from_the_series(lab):
+    store = lab.path / "ab.sqlite"
+    r = lab(BINARY, BINARY, "messaging/pipe", "-p", "pattern=roundtrip", "-p", "placement=same", "--cpus", "0",
+            "--pairs", "2", "--duration", "0.05", "--warmup", "0.01", "--store", str(store), verb="ab")
+    assert r.returncode in (0, 1), r.stderr
+    assert "side A: 2 slices stored" in r.stderr and "side B: 2 slices stored" in r.stderr, r.stderr
+    kinds = rows(store, "SELECT kind, json_extract(context, '$.ab.side') FROM runs ORDER BY 2")
+    assert kinds == [("ab", "A"), ("ab", "B")]
+    # A run compares with no ab slice: nothing earlier that counts.
+    after = lab(*PIPE, "--store", str(store))
+    assert after.returncode == 0 and "since" not in summary(after.folder)["extra"]
+    bad = lab("import", "-", "--kind", "other", "--store", str(store), verb="store")
+    assert bad.returncode == 2 and "--kind" in bad.stderr

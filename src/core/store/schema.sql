@@ -20,7 +20,7 @@ CREATE TABLE machines (
 -- One row per stored run (ipclab run, advise, or a result file imported).
 CREATE TABLE runs (
   id TEXT PRIMARY KEY,           -- a random UUID
-  kind TEXT NOT NULL,            -- run | advise | import
+  kind TEXT NOT NULL,            -- run | advise | import | ab (a side of ipclab ab's slices)
   date TEXT NOT NULL,            -- when the run started (its context.date)
   stored TEXT NOT NULL,          -- when it was written here
   machine_id TEXT NOT NULL REFERENCES machines (id),
