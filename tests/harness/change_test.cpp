@@ -2,6 +2,7 @@
 // scipy.stats.mannwhitneyu's figures, and the verdicts on known steps, noise and too few repetitions.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "core/stats/change.hpp"
@@ -74,6 +75,26 @@ TEST(JudgeChange, TheBandIsLearnedFromTheHistory) {
   const Change s = judge_change(base, now, false, steady, 1);
   EXPECT_EQ(s.verdict, "slower");
   EXPECT_EQ(s.band_source, "threshold");
+}
+
+TEST(JudgeChange, AMachineThatMovedWidensTheBandByItsAnchorsAndClass) {
+  // The host moved the vCPUs between the runs: c2c 6x faster, every cross-CPU figure with it. A
+  // benchmark 3x faster beside it is the machine's move, not the benchmark's.
+  const MachineMove anchor = machine_move({{"anchors/c2c", std::log(62.0 / 397)}}, {}, "cross");
+  EXPECT_NEAR(anchor.log, std::abs(std::log(62.0 / 397)) + std::log(1.05), 1e-12);
+  EXPECT_EQ(anchor.source, "anchors/c2c moved ×6.40");
+  const auto base = around(510, {0, 0.002, -0.002, 0.001, -0.001});
+  const auto now = around(131, {0, 0.002, -0.002, 0.001, -0.001});
+  EXPECT_EQ(judge_change(base, now, false, {}, 1).verdict, "faster");
+  const Change c = judge_change(base, now, false, {}, 1, anchor);
+  EXPECT_EQ(c.verdict, "no change");
+  EXPECT_EQ(c.band_source, "anchors/c2c moved ×6.40");
+  // The class's other mechanisms scattered ±30% around no move: 2.5 × their q75 deviation.
+  const MachineMove spread = machine_move({}, {0.3, -0.3, 0.25, -0.25, 0.3, -0.28}, "cross");
+  EXPECT_EQ(spread.source, "cross-CPU spread");
+  EXPECT_NEAR(spread.log, 2.5 * 0.3, 1e-9);
+  // Fewer than five others and no anchor: no move known.
+  EXPECT_EQ(machine_move({}, {0.3, -0.3}, "same").log, 0);
 }
 
 }  // namespace

@@ -115,8 +115,27 @@ std::array<double, 2> ratio_ci(const std::vector<double>& base, const std::vecto
 
 }  // namespace
 
+MachineMove machine_move(const std::vector<std::pair<std::string, double>>& anchors,
+                         const std::vector<double>& others, const std::string& placement, double threshold) {
+  MachineMove m;
+  for (auto& [name, r] : anchors)
+    if (const double b = std::abs(r) + std::log1p(threshold); b > m.log)
+      m = {b, fmt::format("{} moved ×{:.2f}", name, std::exp(std::abs(r)))};
+  // 2.5 × the 75th percentile of |r - median r| over five or more other mechanisms (compare.py).
+  if (others.size() >= 5) {
+    const double centre = median_of(others);
+    std::vector<double> dev;
+    for (double r : others) dev.push_back(std::abs(r - centre));
+    if (const double b = 2.5 * quantile_of(dev, 0.75); b > m.log)
+      m = {b,
+           placement == "same" || placement == "cross" ? placement + "-CPU spread" : placement + " spread"};
+  }
+  return m;
+}
+
 Change judge_change(const std::vector<double>& base, const std::vector<double>& now, bool higher_better,
-                    const std::vector<double>& history, uint64_t seed, double threshold, double alpha) {
+                    const std::vector<double>& history, uint64_t seed, const MachineMove& moved,
+                    double threshold, double alpha) {
   Change c;
   const double mb = median_of(base), mn = median_of(now);
   if (base.empty() || now.empty() || mb <= 0 || mn <= 0) {
@@ -142,6 +161,10 @@ Change judge_change(const std::vector<double>& base, const std::vector<double>& 
   } else if (const double floor = 3 * std::max(side_spread(base), side_spread(now)); floor > band) {
     band = floor;
     c.band_source = "the runs' spread";
+  }
+  if (moved.log > band) {
+    band = moved.log;
+    c.band_source = moved.source;
   }
   c.band = std::expm1(band);
   const double r = std::abs(std::log(c.ratio));

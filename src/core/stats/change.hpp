@@ -40,11 +40,26 @@ struct Change {
 /// median absolute deviation). Never below `threshold`.
 inline constexpr size_t kHistoryMinRuns = 5;
 
+/// How far the machine itself moved between the two runs, as |ln ratio|, and what says so: the
+/// farthest an anchor of the benchmark's placement class moved (plus the threshold), or the spread
+/// of the class's other mechanisms' moves (compare.py's anchor drift and class spread) — a host
+/// that moved the vCPUs between the runs moves every cross-CPU figure with them.
+struct MachineMove {
+  double log = 0;
+  std::string source;
+};
+
+/// The class's machine move for one benchmark: `anchors` the ln ratios of the anchors of its
+/// placement class (itself left out), `others` those of the class's other mechanisms.
+MachineMove machine_move(const std::vector<std::pair<std::string, double>>& anchors,
+                         const std::vector<double>& others, const std::string& placement,
+                         double threshold = 0.05);
+
 /// Judges `now` against `base` (the compared figure of each ok repetition; for `higher_better`
 /// figures, such as a capacity, a lower `now` is "slower"), at `alpha` and a `threshold` (a
-/// fraction) below which no change matters.
+/// fraction) below which no change matters; `moved`: how far the machine moved (widens the band).
 Change judge_change(const std::vector<double>& base, const std::vector<double>& now, bool higher_better,
-                    const std::vector<double>& history, uint64_t seed, double threshold = 0.05,
-                    double alpha = 0.05);
+                    const std::vector<double>& history, uint64_t seed, const MachineMove& moved = {},
+                    double threshold = 0.05, double alpha = 0.05);
 
 }  // namespace ipclab

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -264,6 +265,9 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
       std::vector<double> values;
       std::string metric;
       bool higher_better = false;
+      // Found in the store: its series, oldest first, and how far its median moved since the last.
+      std::vector<RunValues> runs;
+      double log_ratio = 0;
     };
     std::map<std::string, Now> points;
     for (auto& r : records) {
@@ -277,8 +281,6 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
     for (auto& [name, point] : points) {
       const std::vector<double>& now = point.values;
       const std::string& metric = point.metric;
-      const bool higher_better = point.higher_better;
-      Record* rec = point.summary;
       if (now.empty()) continue;
       // Every earlier run of this benchmark in its series, oldest first.
       const auto rows = db->query(
@@ -319,9 +321,37 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
               if (x.is_number() && x.get<double>() > 0) base.spread.push_back(x.get<double>());
         }
       }
+      if (base.median() > 0 && median_of(now) > 0) point.log_ratio = std::log(median_of(now) / base.median());
+      point.runs = std::move(runs);
+    }
+    // How far the machine moved between the runs, per placement class: its anchors' moves and its
+    // other mechanisms' (compare.py's noise model), so that a host that moved the vCPUs is not
+    // taken for a change of every cross-CPU benchmark.
+    auto placement_of = [](const Record& r) {
+      const std::string p = r.params.str_or("placement", "");
+      return p.empty() ? std::string("unpinned") : p;
+    };
+    for (auto& [name, point] : points) {
+      if (point.runs.empty()) continue;
+      Record* rec = point.summary;
+      const std::string cls = placement_of(*rec), mech = rec->suite + "/" + rec->mechanism;
+      std::vector<std::pair<std::string, double>> anchors;
+      std::vector<double> others;
+      for (auto& [other_name, q] : points) {
+        if (q.runs.empty() || other_name == name || placement_of(*q.summary) != cls) continue;
+        if (q.summary->suite == "anchors")
+          anchors.emplace_back(q.summary->suite + "/" + q.summary->mechanism, q.log_ratio);
+        if (q.summary->suite + "/" + q.summary->mechanism != mech) others.push_back(q.log_ratio);
+      }
+      const MachineMove moved = machine_move(anchors, others, cls);
+      const std::vector<RunValues>& runs = point.runs;
+      const RunValues& base = runs.back();
+      const std::vector<double>& now = point.values;
       std::vector<double> history;
       for (auto& r : runs) history.push_back(r.median());
-      const Change c = judge_change(base.sample(), now, higher_better, history, seed_of(name));
+      const Change c = judge_change(base.sample(), now, point.higher_better, history, seed_of(name), moved);
+      const std::string& metric = point.metric;
+      const bool higher_better = point.higher_better;
       rec->extra["since"] = {{"verdict", c.verdict},
                              {"why", c.why},
                              {"metric", metric},
