@@ -62,9 +62,10 @@ int cmd_run(const RunArgs& a, const std::string& cmdline);
 int cmd_advise(const AdviseArgs& a, const std::string& cmdline);
 /// `ipclab store import FILE... [--store PATH] [--kind import|ab]`: earlier results.json files,
 /// reduced files and journals (- : one on standard input) into the store, each a run of `kind`.
-/// Exit code: 0, or 1 when one was not stored.
+/// With `compare`, each file's records are first compared with the last comparable run in the store,
+/// as a run's are at its end. Exit code: 0, or 1 when one was not stored.
 int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& store,
-                     const std::string& kind);
+                     const std::string& kind, bool compare = false);
 /// What every command that runs benchmarks does before its first: the run's ownership of what it
 /// creates (its folder and journal, the sweep of runs that died, clean-up on a signal or a crash).
 void start_owned_run();

@@ -252,6 +252,13 @@ int main(int argc, char** argv) {
       ->type_name("KIND");
   text_option(store_import, "--store", import_store, "the store (default: results/ipclab.sqlite)")
       ->type_name("PATH");
+  bool import_compare = false;
+  store_import
+      ->add_flag(
+          "--compare", import_compare,
+          "say, as a run does at its end, what moved in each file since the last comparable run already in "
+          "the store (before the file is added)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   store_cmd->require_subcommand(1);
   auto* compare = app.add_subcommand(
       "compare", "Compare two result files: compare BASE.json NEW.json [--threshold PCT] [--noise PCT]");
@@ -331,7 +338,8 @@ int main(int argc, char** argv) {
       return finish(rc);
     }
     if (*store_import)
-      return finish(cmd_store_import(import_files, import_store, import_kind.value_or("import")));
+      return finish(
+          cmd_store_import(import_files, import_store, import_kind.value_or("import"), import_compare));
     if (*report) exec_python("report", report->remaining());
     if (*compare) exec_python("compare", compare->remaining());
     if (*ab) exec_python("ab", ab->remaining());

@@ -579,7 +579,7 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 }
 
 int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& where,
-                     const std::string& kind) {
+                     const std::string& kind, bool compare) {
   if (kind != "import" && kind != "ab")
     throw UsageError(fmt::format("store import --kind '{}': use import or ab", brief(kind)));
   if (std::count(files.begin(), files.end(), "-") > 1)
@@ -659,6 +659,18 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
       fmt::print("{}: already in {} (the same run: date, host, command line, commit); not added again\n",
                  in.path, s->where());
       continue;
+    }
+    if (compare) {
+      std::vector<Record> records;
+      for (auto& r : in.records) records.push_back(record_from_json(r));
+      if (const auto note = s->compare(records, in.context); !note.empty())
+        fmt::print(stderr, "{}", stderr_line("warning: ", note));
+      if (const auto since = output::since_text(records, output::TableNames{}); !since.lines.empty()) {
+        fmt::print("{}: {}\n", in.path, since.heading);
+        for (auto& line : since.lines) fmt::print("  {}\n", line);
+      } else {
+        fmt::print("{}: no earlier comparable run in {}\n", in.path, s->where());
+      }
     }
     if (const auto why = s->append(kind, in.context, in.records, source); !why.empty()) {
       fmt::print(stderr, "ipclab: {}: {}\n", in.path, why);

@@ -282,3 +282,15 @@ def test_ab_keeps_each_sides_slices_apart_from_the_series(lab):
     assert after.returncode == 0 and "since" not in summary(after.folder)["extra"]
     bad = lab("import", "-", "--kind", "other", "--store", str(store), verb="store")
     assert bad.returncode == 2 and "--kind" in bad.stderr
+
+
+def test_import_can_say_what_moved_before_it_adds(lab):
+    first = lab(*PIPE)
+    assert first.returncode == 0
+    second = lab(*PIPE, "--no-store")
+    imp = lab("import", "--compare", str(second.folder / "results.json"), "--store", str(lab.store), verb="store")
+    assert imp.returncode == 0, imp.stderr
+    assert "Since the last comparable run in the store" in imp.stdout, imp.stdout
+    # Within its band (counted) or beyond it (named): said either way.
+    assert "1 of 1 benchmark: no change" in imp.stdout or "messaging/pipe" in imp.stdout, imp.stdout
+    assert len(rows(lab.store, "SELECT id FROM runs")) == 2
