@@ -10,6 +10,8 @@ namespace ipclab {
 
 /// Reads a small file's first line ("" when missing).
 std::string read_first_line(const std::string& path);
+/// The folder a path names a file in: "." for a bare name, "/" for one at the root.
+std::string folder_of(const std::string& path);
 /// The whole of the regular file at `path`, opened without blocking (a FIFO or a device of that
 /// name is refused, never waited on). Throws std::runtime_error naming what it is instead.
 std::string read_regular_file(const std::string& path);

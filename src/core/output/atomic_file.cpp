@@ -23,15 +23,6 @@
 
 namespace ipclab::output {
 
-namespace {
-
-std::string folder_of(const std::string& path) {
-  auto dir = std::filesystem::path(path).parent_path();
-  return dir.empty() ? "." : dir.string();
-}
-
-}  // namespace
-
 void check_target(const std::string& option, const std::string& path) {
   if (path.empty())
     throw UsageError(fmt::format("{} needs a file name, e.g. {} results.json", option, option));

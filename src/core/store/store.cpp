@@ -22,12 +22,6 @@ namespace ipclab::store {
 
 namespace {
 
-std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -192,14 +186,13 @@ Machine machine_of(Db& db, const nlohmann::json& context, bool create) {
   return m;
 }
 
-Store::Store(std::string spec, bool implicit, double wait_s)
-    : spec_(std::move(spec)), implicit_(implicit), wait_s_(wait_s) {}
+Store::Store(std::string spec, double wait_s) : spec_(std::move(spec)), wait_s_(wait_s) {}
 Store::~Store() = default;
 
 std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, double wait_s, std::string* note) {
   if (is_postgres(spec)) {
     // A shared server: checked now (its schema), skipped with a line when it cannot be reached.
-    std::unique_ptr<Store> s(new Store(spec, implicit, wait_s));
+    std::unique_ptr<Store> s(new Store(spec, wait_s));
     s->url_ = spec;
     try {
       auto db = s->connect(false);
@@ -225,7 +218,7 @@ std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, doubl
       if (note) *note = fmt::format("store {} belongs to another user: not used; give --store PATH", spec);
       return nullptr;
     }
-    std::unique_ptr<Store> s(new Store(spec, implicit, wait_s));
+    std::unique_ptr<Store> s(new Store(spec, wait_s));
     try {
       auto db = s->connect(false);
       check_schema(*db);
@@ -241,7 +234,7 @@ std::unique_ptr<Store> Store::open(const std::string& spec, bool implicit, doubl
   const std::string dir = folder_of(spec);
   if (struct stat ds{}; !implicit && (stat(dir.c_str(), &ds) != 0 || !S_ISDIR(ds.st_mode)))
     throw UsageError(fmt::format("--store {}: no folder {}; create it, or give another path", spec, dir));
-  return std::unique_ptr<Store>(new Store(spec, implicit, wait_s));
+  return std::unique_ptr<Store>(new Store(spec, wait_s));
 }
 
 std::unique_ptr<Db> Store::connect(bool write) {

@@ -60,11 +60,10 @@ class Store {
   std::string where() const { return spec_; }
 
  private:
-  Store(std::string spec, bool implicit, double wait_s);
+  Store(std::string spec, double wait_s);
   std::unique_ptr<Db> connect(bool write);
   std::string spec_;  // the file, or the server's URL without its password
   std::string url_;   // a server's URL as given (with its password): connections only
-  bool implicit_;
   double wait_s_;
 };
 
