@@ -307,10 +307,10 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
              first >= kFloors.duration_s ? ", the rest of the budget to measure a tie again" : "");
   PlanHooks hooks;
   const bool tty = isatty(2);
-  hooks.starting = [tty](const PlannedBenchmark& b, size_t done, size_t total) {
+  hooks.starting = [tty](const PlannedBenchmark& b, const RunOptions&, size_t done, size_t total) {
     if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done + 1, total, b.mech->name);
   };
-  std::vector<Record> records = run_plan(benches, opts, learning_hooks(hooks, model, opts), seed);
+  std::vector<Record> records = run_plan(benches, opts, learning_hooks(hooks, model), seed);
   if (tty) fmt::print(stderr, "\r\033[K");
 
   // The ranking: those that meet every bound first, by p99, then those that do not, then those
@@ -370,7 +370,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
       fmt::print(stderr, "advise: a tie on p99 ({}): measuring them again, {} repetitions of {:.2f} s each\n",
                  names, kRepetitions, opts2.duration_s);
       again_window = opts2.duration_s;
-      std::vector<Record> more = run_plan(again, opts2, learning_hooks(hooks, model, opts2), seed + 1);
+      std::vector<Record> more = run_plan(again, opts2, learning_hooks(hooks, model), seed + 1);
       if (tty) fmt::print(stderr, "\r\033[K");
       std::erase_if(records, [&](const Record& r) {
         return std::any_of(again.begin(), again.end(), [&](auto& b) { return b.name == r.name; });

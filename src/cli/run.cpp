@@ -136,7 +136,7 @@ std::string stderr_line(const std::string& lead, const std::string& text) {
 constexpr double kProgressEveryS = 5;
 PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                         const std::vector<std::unique_ptr<output::Reporter>>& reporters,
-                        std::shared_ptr<CostModel> model) {
+                        std::shared_ptr<CostModel> model, std::shared_ptr<BudgetPacer> pacer) {
   const bool terminal = isatty(2);
   const bool autorep = opts.ci_target_pct > 0;
   struct State {
@@ -157,14 +157,15 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
   }
   auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
   // The seconds still to run: the repetitions left of each benchmark (auto: to its fewest, or one
-  // more) at the model's estimate, which learns as the run goes.
-  auto left = [&benchmarks, opts, autorep, st, model] {
+  // more) at the model's estimate, which learns as the run goes, with the windows the pacer gave it
+  // or would give it next.
+  auto left = [&benchmarks, opts, autorep, st, model, pacer] {
     double s = 0;
     for (size_t i = 0; i < benchmarks.size(); ++i) {
       if (st->done[i]) continue;
       const int more =
           autorep ? std::max(1, kAutoMinRepetitions - st->reps[i]) : opts.repetitions - st->reps[i];
-      s += double(std::max(0, more)) * estimate_repetition(benchmarks[i], opts, *model);
+      s += double(std::max(0, more)) * estimate_repetition(benchmarks[i], pacer->options_of(i), *model);
     }
     return s;
   };
@@ -186,7 +187,8 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     if (++done == points && !terminal) progress_line(suite);
   };
   PlanHooks hooks;
-  hooks.starting = [=](const PlannedBenchmark& b, size_t done, size_t total) {
+  hooks.options = pacer->hook();
+  hooks.starting = [=](const PlannedBenchmark& b, const RunOptions&, size_t done, size_t total) {
     Record r;  // what run_one will fill in
     r.name = b.name;
     r.suite = b.mech->suite;
@@ -225,7 +227,7 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
     // auto, its aggregate does.
     if (!autorep && st->reps[i] >= opts.repetitions) point_done(i);
   };
-  return learning_hooks(std::move(hooks), model, opts);
+  return learning_hooks(std::move(hooks), model);
 }
 
 // The run's options: the preset's, then --duration, --warmup, --repetitions, --cpus; the order's
@@ -551,7 +553,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   std::vector<Record> records;
   try {
     for (auto& r : reporters) r->begin(context, benchmarks);
-    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model), seed);
+    // A run with a budget is paced as it goes (BudgetPacer); an interleaved one keeps the fitted
+    // windows (the runner asks it no options).
+    auto pacer = std::make_shared<BudgetPacer>(benchmarks, fit, model);
+    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model, pacer), seed);
+    if (const std::string paced = pacer->text(); !paced.empty())
+      fmt::print(stderr, "{}", stderr_line("", paced));
 
     // export: what moved since the last comparable run in the store (read before the result files
     // are written, so that they say it too), the result files, then this run into the store.

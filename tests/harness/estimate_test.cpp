@@ -214,6 +214,78 @@ TEST(Estimate, BudgetCapsAutoRepetitions) {
       << "auto's fewest repetitions are its floor";
 }
 
+TEST(Estimate, APacedRunFitsEachPointToTheTimeLeftNeverBeyondWhatWasAskedNorBelowTheFloors) {
+  const auto p = pipes(10);
+  auto model = std::make_shared<CostModel>(CostModel::load(""));
+  const RunOptions o = options(1.0, 0.2, 3);  // 10 × 3 × 1.25 s = 37.5 s
+  const BudgetFit f = fit_budget(p, o, 20.0, "--budget", *model);
+  ASSERT_TRUE(f.changed);
+  BudgetPacer pacer(p, f, model);
+  // On time, at the model's estimate: the fitted windows.
+  RunOptions first = pacer.start(0, 0);
+  EXPECT_NEAR(first.duration_s, f.fitted.duration_s, 0.002);
+  EXPECT_EQ(first.repetitions, 3);
+  EXPECT_NEAR(pacer.options_of(5).duration_s, first.duration_s, 1e-12) << "the later points, as known now";
+  // Behind: the first point took 5 s, its start-ups 0.2 s each where the model held 0.05 (learned
+  // as it ran), so the nine left get shorter windows, and the rest of the run fits what is left.
+  const double planned = first.duration_s + first.warmup_s;
+  for (int i = 0; i < 3; ++i) model->learn("messaging/pipe", planned + 0.2, planned);
+  const RunOptions behind = pacer.start(1, 5.0);
+  EXPECT_LT(behind.duration_s, first.duration_s);
+  EXPECT_GE(behind.duration_s, kFloors.duration_s);
+  EXPECT_LE(estimate_plan({p.begin() + 1, p.end()}, behind, *model), 15.0 + 1e-6);
+  EXPECT_GT(estimate_plan({p.begin() + 1, p.end()}, behind, *model), 14.0) << "the longest windows that fit";
+  // Ahead: half the budget left for the last two points gives them back what was asked, no more.
+  const RunOptions ahead = pacer.start(8, 10.0);
+  EXPECT_EQ(ahead.duration_s, 1.0);
+  EXPECT_EQ(ahead.warmup_s, 0.2);
+  // Out of time: the floors, never below; the run overruns and its time left says so.
+  const RunOptions late = pacer.start(9, 25.0);
+  EXPECT_EQ(late.duration_s, kFloors.duration_s);
+  EXPECT_EQ(late.warmup_s, kFloors.warmup_s);
+  EXPECT_EQ(pacer.paced(), 4u);
+  EXPECT_EQ(pacer.moved(), 3u);
+  EXPECT_NE(pacer.text().find("3 of 4 points ran with windows of 0.2 to 1 s"), std::string::npos)
+      << pacer.text();
+  // No budget: the fitted options for every point, and nothing to say.
+  const BudgetFit none = fit_budget(p, o, std::nullopt, "none", *model);
+  BudgetPacer unpaced(p, none, model);
+  EXPECT_EQ(unpaced.start(3, 1000).duration_s, 1.0);
+  EXPECT_EQ(unpaced.text(), "");
+}
+
+TEST(Estimate, TheRunnerAsksEachPointsOptionsOnceAndLearningUsesThem) {
+  auto planned = plan(select_mechanisms({"harness/null"}), Preset::Default, {});
+  ASSERT_EQ(planned.size(), 1u);
+  planned.push_back(planned[0]);
+  planned[1].name += " again";
+  auto model = std::make_shared<CostModel>(CostModel::load(""));
+  const RunOptions run = options(0.004, 0, 2);
+  std::vector<size_t> asked;
+  std::vector<double> windows;
+  PlanHooks hooks;
+  hooks.options = [&](size_t i, const RunOptions& o) {
+    asked.push_back(i);
+    RunOptions mine = o;
+    mine.duration_s = i == 0 ? 0.002 : o.duration_s;
+    return mine;
+  };
+  hooks.starting = [&](const PlannedBenchmark&, const RunOptions& o, size_t, size_t) {
+    windows.push_back(o.duration_s);
+  };
+  const auto records = run_plan(planned, run, learning_hooks(hooks, model));
+  EXPECT_EQ(asked, (std::vector<size_t>{0, 1})) << "once per point, before its first repetition";
+  EXPECT_EQ(windows, (std::vector<double>{0.002, 0.002, 0.004, 0.004}));
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[0].extra["window"]["duration_s"], 0.002) << "a point with a window of its own says so";
+  EXPECT_FALSE(records[3].extra.contains("window")) << "one with the run's does not";
+  EXPECT_TRUE(model->learned_point(planned[0].name));
+  // Interleaved: the run's options for every point, none asked.
+  asked.clear();
+  run_plan(planned, run, hooks, 7);
+  EXPECT_TRUE(asked.empty());
+}
+
 TEST(Estimate, BudgetText) {
   EXPECT_EQ(parse_budget("5m"), 300.0);
   EXPECT_EQ(parse_budget("90s"), 90.0);

@@ -208,7 +208,7 @@ TEST(Runner, InterleavedPlansRunEveryRepetitionOnceInTheSeedsOrder) {
     std::vector<std::string> order;
     size_t finished = 0;
     PlanHooks hooks{.starting =
-                        [&](const PlannedBenchmark& b, size_t done, size_t total) {
+                        [&](const PlannedBenchmark& b, const RunOptions&, size_t done, size_t total) {
                           EXPECT_EQ(done, order.size());
                           EXPECT_EQ(total, 8u);
                           order.push_back(b.name);

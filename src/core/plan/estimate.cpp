@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
@@ -217,13 +218,14 @@ std::string CostModel::save() const {
   return "";
 }
 
-PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts) {
+PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model) {
   // Saving after every repetition would write the whole file hundreds of times a run; what was
   // learned since the last save is written when the hooks go (the run's end, or its unwinding).
   struct State {
     std::shared_ptr<CostModel> model;
     uint64_t started = 0, saved = 0;
     std::string point;
+    double planned_s = 0;  // the warm-up and window of the repetition under way
     bool dirty = false, warned = false;
     void save() {
       dirty = false;
@@ -243,17 +245,20 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, cons
   auto st = std::make_shared<State>();
   st->model = std::move(model);
   PlanHooks out;
-  out.starting = [st, inner = hooks.starting](const PlannedBenchmark& b, size_t done, size_t total) {
-    if (inner) inner(b, done, total);
+  out.options = std::move(hooks.options);
+  out.starting = [st, inner = hooks.starting](const PlannedBenchmark& b, const RunOptions& o, size_t done,
+                                              size_t total) {
+    if (inner) inner(b, o, done, total);
     st->point = b.name;
+    st->planned_s = o.warmup_s + o.duration_s;
     st->started = now_ns();
   };
-  out.finished = [st, opts, inner = hooks.finished](const Record& r) {
+  out.finished = [st, inner = hooks.finished](const Record& r) {
     const uint64_t ended = now_ns();
     if (inner) inner(r);
     if (r.run_type == "aggregate" || r.status != Status::Ok || !st->started) return;
-    st->model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9,
-                     opts.warmup_s + opts.duration_s, st->point);
+    st->model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9, st->planned_s,
+                     st->point);
     st->dirty = true;
     if (double(ended - st->saved) * 1e-9 >= kModelSaveEveryS) st->save();
   };
@@ -316,6 +321,49 @@ nlohmann::json BudgetFit::to_json() const {
             {"repetitions", kFloors.repetitions}}}};
 }
 
+namespace {
+
+// The warm-up and window of `asked` shortened by one factor `s` (1: as asked), rounded down to the
+// millisecond, never below their floors (a floor never lengthens what was asked).
+std::pair<double, double> shortened(const RunOptions& asked, double s) {
+  if (s >= 1) return {asked.duration_s, asked.warmup_s};
+  auto ms = [](double x) { return std::floor(x * 1000 + 1e-6) / 1000; };  // 0.39999.. is 0.4
+  return {std::max(std::min(asked.duration_s, kFloors.duration_s), ms(asked.duration_s * s)),
+          std::max(std::min(asked.warmup_s, kFloors.warmup_s), ms(asked.warmup_s * s))};
+}
+
+// The seconds of one repetition of every point of `points` with `asked`'s windows shortened by `s`:
+// the windows of the points whose repetitions last their window, and every point's overhead or
+// fixed length.
+double round_cost(std::span<const PlannedBenchmark> points, const RunOptions& asked, double s,
+                  const CostModel& model) {
+  const auto [d, w] = shortened(asked, s);
+  double t = 0;
+  for (auto& b : points) {
+    const auto fixed = model.fixed_s(b.mech->full_name(), b.name);
+    t += fixed ? *fixed : d + w + model.overhead_s(b.mech->full_name(), b.name);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<FittedWindows> longest_windows(std::span<const PlannedBenchmark> points,
+                                             const RunOptions& asked, int repetitions, double limit_s,
+                                             const CostModel& model) {
+  const double limit = limit_s * (1 + 1e-9);  // the sums' rounding is no reason to refuse
+  const double r = std::max(1, repetitions);
+  if (r * round_cost(points, asked, 0, model) > limit) return std::nullopt;
+  double lo = 0, hi = 1;  // the longest windows that fit: bisection on the factor
+  if (r * round_cost(points, asked, 1, model) <= limit) lo = 1;
+  for (int i = 0; i < 60 && lo < 1; ++i) {
+    const double mid = (lo + hi) / 2;
+    (r * round_cost(points, asked, mid, model) <= limit ? lo : hi) = mid;
+  }
+  const auto [d, w] = shortened(asked, lo);
+  return FittedWindows{d, w, round_cost(points, asked, lo, model)};
+}
+
 BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
                      std::optional<double> budget_s, const std::string& source, const CostModel& model) {
   BudgetFit fit;
@@ -328,44 +376,16 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
   if (!budget_s || (fit.estimate_s <= *budget_s && !autorep)) return fit;
   const double budget = *budget_s;
 
-  // The cost of one repetition of every point is n windows (of the points whose repetitions last
-  // their window) and the overheads and fixed lengths; a run is R of them.
-  double n = 0, overheads = 0;
-  for (auto& b : benchmarks) {
-    const auto fixed = model.fixed_s(b.mech->full_name(), b.name);
-    n += fixed ? 0 : 1;
-    overheads += fixed ? *fixed : model.overhead_s(b.mech->full_name(), b.name);
-  }
-  // A floor never lengthens what was asked; the factor s shortens both windows alike, rounded
-  // down to the millisecond.
-  const double floor_d = std::min(opts.duration_s, kFloors.duration_s);
-  const double floor_w = std::min(opts.warmup_s, kFloors.warmup_s);
-  auto windows = [&](double s) {
-    if (s >= 1) return std::pair{opts.duration_s, opts.warmup_s};
-    auto ms = [](double x) { return std::floor(x * 1000 + 1e-6) / 1000; };  // 0.39999.. is 0.4
-    return std::pair{std::max(floor_d, ms(opts.duration_s * s)), std::max(floor_w, ms(opts.warmup_s * s))};
-  };
-  const double limit = budget * (1 + 1e-9);  // the sums' rounding is no reason to refuse
-  auto round_cost = [&](double s) {
-    auto [d, w] = windows(s);
-    return n * (d + w) + overheads;
-  };
   const int r0 = planned_repetitions(opts);
   const int r_floor = autorep ? kAutoMinRepetitions : std::min(r0, kFloors.repetitions);
   for (int r = r0; r >= r_floor; --r) {
-    if (double(r) * round_cost(0) > limit) continue;
-    double lo = 0, hi = 1;  // the longest windows that fit: bisection on the factor
-    if (double(r) * round_cost(1) <= limit) lo = 1;
-    for (int i = 0; i < 60 && lo < 1; ++i) {
-      const double mid = (lo + hi) / 2;
-      (double(r) * round_cost(mid) <= limit ? lo : hi) = mid;
-    }
-    auto [d, w] = windows(lo);
-    fit.fitted.duration_s = d;
-    fit.fitted.warmup_s = w;
+    const auto w = longest_windows(benchmarks, opts, r, budget, model);
+    if (!w) continue;
+    fit.fitted.duration_s = w->duration_s;
+    fit.fitted.warmup_s = w->warmup_s;
     if (autorep) {
       // The fewest repetitions fit; the most auto may run are capped at what fits besides.
-      const int cap = int(std::floor(limit / round_cost(lo)));
+      const int cap = int(std::floor(budget * (1 + 1e-9) / w->round_s));
       fit.fitted.max_repetitions = std::clamp(cap, kAutoMinRepetitions, opts.max_repetitions);
     } else {
       fit.fitted.repetitions = r;
@@ -377,7 +397,7 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
     return fit;
   }
   // Not even the floors fit: refused, with a budget that would (rounded up, as --budget writes it).
-  const double need = double(r_floor) * round_cost(0);
+  const double need = double(r_floor) * round_cost(benchmarks, opts, 0, model);
   const std::string larger = need < 120 ? fmt::format("{:.0f}s", std::ceil(need * 1.05))
                                         : fmt::format("{:.0f}m", std::ceil(need * 1.05 / 60));
   throw UsageError(fmt::format(
@@ -385,8 +405,63 @@ BudgetFit fit_budget(const std::vector<PlannedBenchmark>& benchmarks, const RunO
       "repetition{}); give a larger budget, e.g. --budget {}{}, or a narrower selection (fewer suites, "
       "mechanisms or -p values)",
       budget_text(budget), source == "preset" ? " (the preset's)" : "", benchmarks.size(),
-      duration_text(need), seconds_text(floor_d), seconds_text(floor_w), r_floor, r_floor == 1 ? "" : "s",
-      larger, source == "preset" ? " or --budget none" : ""));
+      duration_text(need), seconds_text(std::min(opts.duration_s, kFloors.duration_s)),
+      seconds_text(std::min(opts.warmup_s, kFloors.warmup_s)), r_floor, r_floor == 1 ? "" : "s", larger,
+      source == "preset" ? " or --budget none" : ""));
+}
+
+BudgetPacer::BudgetPacer(const std::vector<PlannedBenchmark>& benchmarks, const BudgetFit& fit,
+                         std::shared_ptr<const CostModel> model)
+    : benchmarks_(benchmarks), fit_(fit), model_(std::move(model)), options_(benchmarks.size(), fit.fitted) {}
+
+RunOptions BudgetPacer::start(size_t index, double elapsed_s) {
+  RunOptions o = index < options_.size() ? options_[index] : fit_.fitted;  // the last point's windows
+  if (fit_.budget_s && index < benchmarks_.size()) {
+    // The points still to run, this one first, at the repetitions fit_budget chose, in what the
+    // budget has left. Windows that hold it within kPaceBand are kept (a run's windows do not
+    // move by a millisecond at every point for a start-up's jitter); others are fitted anew, or
+    // the floors when not even they fit (the run overruns, and its time left says by how much).
+    const std::span<const PlannedBenchmark> rest(benchmarks_.data() + index, benchmarks_.size() - index);
+    const double left = std::max(0.0, *fit_.budget_s - elapsed_s);
+    const int reps = planned_repetitions(fit_.fitted);
+    const double at_these = double(reps) * round_cost(rest, o, 1, *model_);
+    const bool longest = o.duration_s == fit_.asked.duration_s && o.warmup_s == fit_.asked.warmup_s;
+    if (at_these > left * (1 + kPaceBand) || (at_these < left * (1 - kPaceBand) && !longest)) {
+      const auto w = longest_windows(rest, fit_.asked, reps, left, *model_);
+      const auto floors = shortened(fit_.asked, 0);
+      o.duration_s = w ? w->duration_s : floors.first;
+      o.warmup_s = w ? w->warmup_s : floors.second;
+    }
+    ++paced_;
+    if (o.duration_s != fit_.fitted.duration_s || o.warmup_s != fit_.fitted.warmup_s) {
+      shortest_ = moved_ ? std::min(shortest_, o.duration_s) : o.duration_s;
+      longest_ = moved_ ? std::max(longest_, o.duration_s) : o.duration_s;
+      ++moved_;
+    }
+  }
+  // The points after this one would start with what this one got, as far as is known now.
+  for (size_t i = index; i < options_.size(); ++i) options_[i] = o;
+  return o;
+}
+
+const RunOptions& BudgetPacer::options_of(size_t index) const { return options_.at(index); }
+
+std::string BudgetPacer::text() const {
+  if (!moved_) return "";
+  const std::string range = shortest_ == longest_
+                                ? seconds_text(shortest_)
+                                : fmt::format("{} to {}", seconds_text(shortest_), seconds_text(longest_));
+  return fmt::format(
+      "budget {}: {} of {} points ran with windows of {} s, not {} s: fitted again to the time left as "
+      "the run learned its costs (each such record's extra.window says its own)",
+      budget_text(*fit_.budget_s), moved_, paced_, range, seconds_text(fit_.fitted.duration_s));
+}
+
+std::function<RunOptions(size_t, const RunOptions&)> BudgetPacer::hook() {
+  return [this, started = std::optional<uint64_t>()](size_t index, const RunOptions&) mutable {
+    if (!started) started = now_ns();
+    return start(index, double(now_ns() - *started) * 1e-9);
+  };
 }
 
 std::optional<double> parse_duration(std::string_view text) {

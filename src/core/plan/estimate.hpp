@@ -17,9 +17,11 @@
 //
 // A budget (--budget, or the preset's own) fits the grid by shortening windows and then
 // repetitions, down to kFloors, never by dropping points (fit_budget).
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,7 +98,7 @@ class CostModel {
 /// model that cannot be kept is said once on stderr and the run goes on. Every command that runs a plan
 /// (`ipclab run`, `advise`) learns through it.
 constexpr double kModelSaveEveryS = 2;
-PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model, const RunOptions& opts);
+PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model);
 
 /// The shortest a budget may make windows and repetitions (a given value below a floor is kept:
 /// a budget never lengthens anything).
@@ -129,6 +131,18 @@ struct BudgetFit {
   nlohmann::json to_json() const;
 };
 
+/// The windows longest_windows found: the warm-up and window, and the seconds of one repetition of
+/// every point with them.
+struct FittedWindows {
+  double duration_s = 0, warmup_s = 0, round_s = 0;
+};
+/// The longest warm-up and window — `asked`'s shortened by one factor, down to kFloors, to the
+/// millisecond — with which `repetitions` repetitions of every point of `points` take at most
+/// `limit_s` at `model`'s estimates; nullopt when not even the floors do.
+std::optional<FittedWindows> longest_windows(std::span<const PlannedBenchmark> points,
+                                             const RunOptions& asked, int repetitions, double limit_s,
+                                             const CostModel& model);
+
 /// Fits `opts` to `budget_s` (none: left as it is): first the warm-up and window, shortened by
 /// one factor down to their floors, with the repetitions as asked; when that is not enough, one
 /// repetition fewer at a time (down to the floor), each time with the longest windows that fit.
@@ -152,5 +166,46 @@ std::optional<double> parse_budget(const std::string& text, const std::string& o
 
 /// Seconds as a person reads them: "45s", "4m40s", "1h05m".
 std::string duration_text(double s);
+
+/// Keeps a run within its budget as it goes. fit_budget fits the windows once, before anything ran,
+/// at the cost model's estimates; a start-up the model has not learned (a new machine: every one)
+/// or has learned wrong is found only as the run goes. So before each point's first repetition
+/// its warm-up and window are fitted anew (longest_windows) to what the budget has left over the
+/// points still to run, at the repetitions fit_budget chose and the model as learned so far in this
+/// run: an estimate found pessimistic gives the later points their windows back, up to what was
+/// asked and never beyond; one found optimistic shortens them, down to the floors and never below.
+/// The run then ends near its budget whichever way the estimate erred. Without a budget every point
+/// runs with the fitted options. Not for an interleaved run, whose points' repetitions are spread
+/// over the whole run: its windows are fitted once (the runner asks no options then).
+class BudgetPacer {
+ public:
+  /// The windows a point starts with are kept while the points left hold what the budget has left
+  /// within this share of it, either way; beyond it they are fitted anew.
+  static constexpr double kPaceBand = 0.05;
+  /// `benchmarks` and `model` are read as the run goes and must outlive the pacer.
+  BudgetPacer(const std::vector<PlannedBenchmark>& benchmarks, const BudgetFit& fit,
+              std::shared_ptr<const CostModel> model);
+  /// The options of point `index` (its place in `benchmarks`), `elapsed_s` into the run, as its
+  /// first repetition starts; the later points' options_of say the same until they start.
+  RunOptions start(size_t index, double elapsed_s);
+  /// The options point `index` ran with, or would if it started next.
+  const RunOptions& options_of(size_t index) const;
+  /// PlanHooks::options, on the run's clock from its first call.
+  std::function<RunOptions(size_t, const RunOptions&)> hook();
+  /// Points paced, and those whose windows differ from the fitted ones.
+  size_t paced() const { return paced_; }
+  size_t moved() const { return moved_; }
+  /// What pacing did, for the run's end: "budget: 40 of 146 points ran with windows of 0.31 to
+  /// 0.52 s, not 0.402 s: fitted again …"; "" when every point ran with the fitted windows.
+  std::string text() const;
+
+ private:
+  const std::vector<PlannedBenchmark>& benchmarks_;
+  BudgetFit fit_;
+  std::shared_ptr<const CostModel> model_;
+  std::vector<RunOptions> options_;
+  size_t paced_ = 0, moved_ = 0;
+  double shortest_ = 0, longest_ = 0;  // the windows of the points that moved
+};
 
 }  // namespace ipclab

@@ -314,9 +314,16 @@ std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, co
       if (!closed[b]) t += std::max<size_t>(1, min_auto - std::min(min_auto, runs[b].size()));
     return t;
   };
+  // Each benchmark's options: the run's, or what hooks.options gives it as it starts (a paced
+  // budget); a benchmark run with its own windows says so in each record (extra.window).
+  std::vector<RunOptions> point_opts(n, opts);
   auto run = [&](size_t b) {
-    if (hooks.starting) hooks.starting(benchmarks[b], done, total());
-    runs[b].push_back(run_one(benchmarks[b], opts, int(runs[b].size())));
+    if (runs[b].empty() && hooks.options && !interleave_seed) point_opts[b] = hooks.options(b, opts);
+    const RunOptions& o = point_opts[b];
+    if (hooks.starting) hooks.starting(benchmarks[b], o, done, total());
+    runs[b].push_back(run_one(benchmarks[b], o, int(runs[b].size())));
+    if (o.duration_s != opts.duration_s || o.warmup_s != opts.warmup_s)
+      runs[b].back().extra["window"] = {{"duration_s", o.duration_s}, {"warmup_s", o.warmup_s}};
     ++done;
     if (hooks.finished) hooks.finished(runs[b].back());
   };

@@ -74,12 +74,16 @@ const PresetSpec* find_preset(const std::string& name);
 /// record), only for UsageError.
 Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
 
-/// What run_plan tells its caller as it goes (either may be empty): `starting` before each
-/// repetition (`done` of `total` repetitions run so far), `finished` as each record completes —
-/// repetitions, and aggregates.
+/// What run_plan tells its caller and asks of it as it goes (any may be empty): `starting` before
+/// each repetition (the options it runs with; `done` of `total` repetitions run so far),
+/// `finished` as each record completes — repetitions, and aggregates. `options`, asked before a
+/// benchmark's first repetition in a run without a seed, gives the options all of its repetitions
+/// run with (its place in the plan, the run's options): a budget that paces the run (BudgetPacer,
+/// core/plan/estimate.hpp). Empty, or interleaved: every benchmark runs with the run's options.
 struct PlanHooks {
-  std::function<void(const PlannedBenchmark&, size_t done, size_t total)> starting;
+  std::function<void(const PlannedBenchmark&, const RunOptions&, size_t done, size_t total)> starting;
   std::function<void(const Record&)> finished;
+  std::function<RunOptions(size_t index, const RunOptions& run)> options;
 };
 
 /// Runs the plan: `opts.repetitions` repetitions of every benchmark and, for more than one, its
