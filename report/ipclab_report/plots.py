@@ -882,14 +882,19 @@ def judged_flags(it) -> list:
 
 
 def series_flags(r) -> list:
-    """The flags of a summary record: its repetitions' judged series flags (judged_flags) and
-    their own (`steal`) with the aggregate's own (`bimodal_repetitions`, `steal`); the
-    aggregate's `flags` as they are when the file holds none of its repetitions."""
+    """The flags of a summary record: the judged series flags (judged_flags) that most of its ok
+    repetitions carry, as the harness's aggregate takes them (docs/methodology.md, "Flags": one
+    window's flag is that window's), the repetitions' own (`steal`) with the aggregate's own
+    (`bimodal_repetitions`, `steal`); the aggregate's `flags` as they are when the file holds none
+    of its repetitions."""
     reps = r.source.repetitions(r.name)
     own = r.flags
     if not reps:
         return own
-    return sorted({f for f in own if f not in SLICE_FLAGS} | {f for it in reps for f in judged_flags(it) + it.flags})
+    judged = [it for it in reps if it.ok] or reps
+    counts = Counter(f for it in judged for f in set(judged_flags(it)))
+    most = {f for f, n in counts.items() if 2 * n > len(judged)}
+    return sorted({f for f in own if f not in SLICE_FLAGS} | most | {f for it in reps for f in it.flags})
 
 
 def flagged_series(records, *, multi=False):

@@ -49,7 +49,9 @@ def test_a_periodic_stall_is_bimodal(lab):
     assert r.returncode == 0, r.stderr
     flagged = [check_series(i)["flags"] for i in iterations(out)]
     assert any("bimodal" in f for f in flagged), [i["series"]["clusters"] for i in iterations(out)]
-    assert "bimodal" in aggregate(out)["flags"]
+    # The median carries it when most repetitions do (2 of 3).
+    most = 2 * sum("bimodal" in f for f in flagged) > len(flagged)
+    assert ("bimodal" in aggregate(out)["flags"]) == most, (flagged, aggregate(out)["flags"])
 
 
 def test_a_ramp_is_non_steady(lab):
@@ -79,9 +81,11 @@ def test_a_steady_run_has_a_series_and_flags(lab):
         assert all(p is None or isinstance(p, int) for p in p50), p50
         assert sum(isinstance(p, int) for p in p50) >= 15, p50
     agg = aggregate(out)
-    # The aggregate's flags: its repetitions' series flags (each once, sorted); bimodal repetitions
-    # need six or more, so none with three.
-    want = sorted({f for it in iterations(out) for f in it["series"]["flags"]})
+    # The aggregate's flags: the series flags most of its repetitions carry (each once, sorted);
+    # bimodal repetitions need six or more, so none with three.
+    its = iterations(out)
+    want = sorted({f for it in its for f in it["series"]["flags"]
+                   if 2 * sum(f in i["series"]["flags"] for i in its) > len(its)})
     assert agg["flags"] == want, (agg["flags"], want)
     assert "series" not in agg
     ci = agg["ci"]

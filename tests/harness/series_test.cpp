@@ -247,12 +247,17 @@ TEST(Aggregate, TheIntervalNarrowsWithMoreRepetitions) {
   EXPECT_LT(width(noisy(100, 3)), width(noisy(5, 3)) / 2);
 }
 
-TEST(Aggregate, FlagsAreTheRepetitionsAndTheirSplit) {
+TEST(Aggregate, FlagsAreMostRepetitionsSliceFlagsEveryOnesOwnAndTheirSplit) {
   auto reps = reps_of({100, 101, 102, 200, 201, 202});
   reps[1].series = {{"flags", {"non_steady"}}};
   reps[4].series = {{"flags", {"bimodal", "non_steady"}}};
-  const Record a = aggregate_median(reps);
-  EXPECT_EQ(a.flags, nlohmann::json::array({"bimodal", "bimodal_repetitions", "non_steady"}));
+  reps[2].flags = nlohmann::json::array({"steal"});
+  // non_steady in 2 of 6 and bimodal in 1 of 6: a window's, not the point's; steal in one: kept.
+  EXPECT_EQ(aggregate_median(reps).flags, nlohmann::json::array({"bimodal_repetitions", "steal"}));
+  reps[0].series = {{"flags", {"non_steady"}}};
+  reps[5].series = {{"flags", {"non_steady"}}};
+  const Record a = aggregate_median(reps);  // non_steady in 4 of 6: most
+  EXPECT_EQ(a.flags, nlohmann::json::array({"bimodal_repetitions", "non_steady", "steal"}));
   EXPECT_TRUE(a.series.is_null());  // a repetition's series is its own
   EXPECT_EQ(aggregate_median(reps_of({100, 101, 102, 103, 104, 105})).flags, nlohmann::json::array());
 }
