@@ -53,7 +53,7 @@ if command -v cargo >/dev/null 2>&1 && [ -f "$(dirname "$0")/../peers/rust/Cargo
   (cd "$(dirname "$0")/../peers/rust" && cargo fetch --locked --quiet)
 fi
 
-# Python side (report/compare): installed as a package from report/, with its dependencies from PyPI.
+# Python side (ipclab report, compare and history): installed as a package from report/, with its dependencies from PyPI.
 PY=${PYTHON:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$here/report/pyproject.toml" ]; then

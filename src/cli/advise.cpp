@@ -37,7 +37,7 @@ struct Question {
 };
 
 // Each candidate's window: what the budget leaves after every repetition's warm-up and start-up
-// (core/estimate's model, learned from past runs), at least the budget floor, at most this.
+// (core/plan/estimate's model, learned from past runs), at least the budget floor, at most this.
 constexpr double kMaxDuration = 2.0;
 constexpr int kRepetitions = 3;
 

@@ -1,6 +1,6 @@
 // ipclab: one entry point. The command line is declared here; each command is one function
 // (cli/commands.hpp): list, env, report, compare and ab (cli/commands.cpp), run — parse → plan → run → report
-// — (cli/run.cpp, on core/runner).
+// — (cli/run.cpp, on core/plan/runner).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 

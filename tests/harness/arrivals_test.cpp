@@ -1,4 +1,4 @@
-// Open-loop arrivals and pacing (core/arrivals): the schedule's arithmetic and statistics, and that
+// Open-loop arrivals and pacing (core/load/arrivals): the schedule's arithmetic and statistics, and that
 // a paced wait never returns before its time. (How close to the time it returns is a figure for
 // the benchmarks, not a unit test.)
 #include "core/load/arrivals.hpp"

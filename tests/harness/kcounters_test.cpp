@@ -1,4 +1,4 @@
-// core/kcounters: the kernel's counts of what threads and child processes created after the
+// core/measure/kcounters: the kernel's counts of what threads and child processes created after the
 // counters opened do — system calls, page faults, context switches — less the opening thread's
 // own where asked, and the figures per op of a record.
 #include "core/measure/kcounters.hpp"

@@ -1,4 +1,4 @@
-// Open-loop pacing floor and SLO (core/openloop): the floor is measured, cached and ordered; the
+// Open-loop pacing floor and SLO (core/run/openloop): the floor is measured, cached and ordered; the
 // rule that flags a scheduling error beyond it; slo_p99_us given or derived.
 #include "core/run/openloop.hpp"
 

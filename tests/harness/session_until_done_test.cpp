@@ -1,4 +1,4 @@
-// core/session, what the echo and servers suites need of it: a run bounded by its work rather
+// core/measure/session, what the echo and servers suites need of it: a run bounded by its work rather
 // than --duration (until_done), warm-up work that keeps the window closed until it is done
 // (Worker::hold_warmup), and a peer's death named before the worker's error it caused.
 #include "core/measure/session.hpp"

@@ -18,7 +18,7 @@ def advise(tmp_path):
     tmp.mkdir(mode=0o700)
 
     def go(*args):
-        # A cost model of the test's own (core/estimate): the user's, which every run on this
+        # A cost model of the test's own (core/plan/estimate): the user's, which every run on this
         # machine teaches, would make the budget checks depend on what ran here before.
         env = dict(os.environ, TMPDIR=str(tmp), XDG_STATE_HOME=str(tmp_path / "state"))
         r = subprocess.run([BINARY, "advise", *args], cwd=tmp_path, env=env, capture_output=True,

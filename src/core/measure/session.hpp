@@ -39,7 +39,7 @@ struct RunOptions {
   double ci_target_pct = 0;
   int max_repetitions = 30;
   std::vector<int> cpus;  // --cpus, or every allowed CPU
-  // --kernel-counters: count system calls, switches, migrations and page faults (core/kcounters).
+  // --kernel-counters: count system calls, switches, migrations and page faults (core/measure/kcounters).
   // Off by default: the kernel's counting slows blocking round trips (docs/methodology.md).
   bool kernel_counters = false;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }

@@ -6,7 +6,7 @@
 //   loop       one operation, repeated by the harness for the duration (null, syscall);
 //   workload   a run with its own shape (servers, file IO, runtimes), built on `Session`.
 // A mechanism that is a server (echo, servers) also says how to start it (`server`): its suite's
-// workload starts it as a process (core/server) and drives it with the suite's client.
+// workload starts it as a process (core/peers/server) and drives it with the suite's client.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

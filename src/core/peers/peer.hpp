@@ -38,7 +38,7 @@ struct PeerPhases {
 };
 
 /// Runs `argv` pinned to `cpu` (-1: unpinned); kills it after `timeout_s`. With `phases`, drives
-/// its phases (PeerPhases). It is watched for progress like every side of a run (core/watchdog,
+/// its phases (PeerPhases). It is watched for progress like every side of a run (core/measure/watchdog,
 /// with the stall limit of a `window_s` window): a peer prints its record only at the end, so its
 /// progress is read from outside — its threads' time on CPU (schedstat), which grows while it
 /// computes and at every wake-up, and stands still while it is stopped or blocked for good. A peer

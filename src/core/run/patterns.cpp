@@ -28,7 +28,7 @@ constexpr uint64_t kReservoirSeed = 0x5eed'0002'7e5e'7701ull;
 
 struct TransportShape {
   bool roundtrip;
-  bool rate;  // pattern=rate: open loop (core/openloop)
+  bool rate;  // pattern=rate: open loop (core/run/openloop)
   uint64_t window_ns;
   size_t size;
   bool random;

@@ -165,7 +165,7 @@ struct ServerAddress {
   uint64_t asked_ns = 0;          // when it was asked for (now_ns): its whole life's CPU is bounded by it
 };
 /// A server mechanism's server (echo) on the remote host: its ipclab starts it there as a local
-/// run would (Mechanism::server, core/server), listening on the data path's address, with what
+/// run would (Mechanism::server, core/peers/server), listening on the data path's address, with what
 /// `launch` asks beyond the mechanism's own (TCP_NODELAY; as many reactors, pinned round-robin
 /// over that host's CPUs).
 ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch);

@@ -1,7 +1,7 @@
 // libs/dbus: D-Bus through sd-bus (libsystemd's client library) and a dbus-daemon of the run's own:
 // every message crosses two Unix stream sockets, sender -> daemon -> receiver, and the daemon
 // routes it. Never the system or the session bus: each transport (one benchmark repetition)
-// starts a private dbus-daemon (core/daemon) from a configuration written in the run's folder —
+// starts a private dbus-daemon (core/peers/daemon) from a configuration written in the run's folder —
 // a custom bus listening on a socket there, EXTERNAL authentication, a policy that lets this user
 // only own names, send and receive — and both sides connect to it by address as bus clients.
 //   roundtrip   method calls: the client calls org.ipclab.Bench.Echo ("ay") on the name the server

@@ -9,7 +9,7 @@
 namespace ipclab {
 namespace {
 
-// The first 20 columns mean what the reference's (src/mq_benchmark.cpp) meant; ours follow.
+// The first 20 columns mean what the reference's (its mq_benchmark.cpp) meant; ours follow.
 std::vector<std::string> row(const Record& r) {
   auto hist_us = [&](uint64_t Latency::*field) {
     return r.latency ? fmt::format("{:.3f}", double((*r.latency).*field) / 1000.0) : std::string();

@@ -1,7 +1,7 @@
 #pragma once
 // Wait strategies of the pingpong suite: how one side waits for the slot's state to change and
 // how it hands the slot over (and wakes its peer). Host and C++ guests use the same code; the Go
-// guest mirrors it (peers/go/cmd/pingpong-guest/wait.go). Orderings are explained in slot.hpp.
+// guest mirrors it (peers/go/pingpong/wait.go). Orderings are explained in slot.hpp.
 #include <errno.h>
 #include <immintrin.h>
 #include <linux/futex.h>

@@ -1,6 +1,6 @@
 // servers/epoll_reuseport: `reactors` epoll reactors (level-triggered), each a thread pinned to a
 // CPU of its own with its own SO_REUSEPORT listener on the same port, so the kernel spreads
-// connections without a shared accept queue. The suite runs the reactors (suite.cpp, core/server).
+// connections without a shared accept queue. The suite runs the reactors (suite.cpp, core/peers/server).
 #include "mechanisms/servers/reactor.hpp"
 #include "mechanisms/servers/suite.hpp"
 

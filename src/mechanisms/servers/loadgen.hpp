@@ -55,7 +55,7 @@ struct OpenLoop {
 
 /// pattern=rate on the calling thread (a Session worker): from ready() until the run stops, each
 /// session (connect, the requests one by one, close, as in a wave) starts at its intended time
-/// (core/arrivals), or at once when that has passed, whether or not earlier ones have ended;
+/// (core/load/arrivals), or at once when that has passed, whether or not earlier ones have ended;
 /// replies are served while it waits. Sessions started in the measured window go to `measured`
 /// (their corrected latency) and w.out().rate (the raw one, from the connect call, and the
 /// scheduling error); the others to `warm`. A session due while `max_open` are open is not

@@ -2,7 +2,7 @@
 // wrapper), started as `<server> [server_args]` and held to the contract of docs/servers.md: listen
 // on 127.0.0.1 (port 0 = the kernel's choice), print the port as one decimal line on stdout once
 // listening, serve the protocol (protocol.hpp), and run until killed. Pinned, watched and stopped
-// by the harness as the forked models are (core/server's exec launch).
+// by the harness as the forked models are (core/peers/server's exec launch).
 #include "core/machine/home.hpp"
 #include "mechanisms/servers/suite.hpp"
 

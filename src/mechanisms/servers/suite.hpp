@@ -1,8 +1,8 @@
 #pragma once
 // The servers suite (reference 001): each server model runs as its own process, started from the
-// mechanism's `server` hook (core/server), and serves clients of the protocol (protocol.hpp) from
+// mechanism's `server` hook (core/peers/server), and serves clients of the protocol (protocol.hpp) from
 // the load generator (loadgen.hpp), a Session worker: one wave of `concurrency` sessions
-// (pattern=closed), or sessions arriving at a rate (pattern=rate, core/openloop). A model file
+// (pattern=closed), or sessions arriving at a rate (pattern=rate, core/run/openloop). A model file
 // fills in a ServerModel and registers make_mechanism(model).
 #include <cstddef>
 #include <functional>
@@ -26,7 +26,7 @@ struct ServerModel {
   std::string max_why;
   std::vector<ParamSpec> extra_params;
   /// An external server executable instead of `serve` (servers/peer): its command line from the
-  /// parameters, started under core/server's exec contract (docs/servers.md).
+  /// parameters, started under core/peers/server's exec contract (docs/servers.md).
   std::function<std::vector<std::string>(const Params& p)> argv;
   /// Serves `listen_fd` forever: the whole server, or with multi_reactor one reactor of it.
   std::function<void(int listen_fd, const Params& p)> serve;

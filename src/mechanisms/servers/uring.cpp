@@ -1,7 +1,7 @@
 // servers/uring: the project's io_uring runtime (ipcrt): one multishot accept SQE yields every
 // connection; each connection is a detached coroutine doing recv/send through the same ring. With
 // `reactors` > 1, one ring per reactor thread, each with its own SO_REUSEPORT listener (the suite
-// runs the reactors: suite.cpp, core/server). Compiled only when the build links ipcrt.
+// runs the reactors: suite.cpp, core/peers/server). Compiled only when the build links ipcrt.
 #if __has_include(<ipcrt/ipcrt.hpp>)
 #include <unistd.h>
 
