@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/plan/runner.hpp"
+#include "core/model/planned.hpp"
 #include "core/stats/record.hpp"
 
 namespace ipclab::output {

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/planned.hpp"
 #include "core/output/output.hpp"
-#include "core/plan/runner.hpp"
 #include "core/stats/record.hpp"
 
 namespace ipclab::output {

@@ -11,21 +11,10 @@
 #include "core/machine/placement.hpp"
 #include "core/measure/session.hpp"
 #include "core/model/mechanism.hpp"
+#include "core/model/planned.hpp"
 #include "core/stats/record.hpp"
 
 namespace ipclab {
-
-struct PlannedBenchmark {
-  const Mechanism* mech;
-  Params params;
-  std::string name;
-  /// --cpu-matrix: the pair this point runs on (in place of the run's --cpus), how the matrix was
-  /// asked for ("every_pair" or "per_class") and, per class, which class the pair stands for.
-  std::vector<int> cpus;
-  std::string cpu_matrix, cpu_class;
-  /// The title of the suite's first answer this point belongs to (Suite::first); empty for others.
-  std::string first;
-};
 
 /// Mechanisms whose `suite/name` matches any filter: a glob (`*`, `?`), or a prefix ending at a
 /// `/` boundary, or a bare mechanism name. No filter = all. UsageError when a filter is empty, is
