@@ -2,8 +2,10 @@
 """The include direction of src/core: its rooms stand in the order src/core/README.md's table
 gives (lowest first), and a file may include only files of its own room or of a lower one; no
 file of core includes the mechanisms, the CLI or the runtime, and no include cycle joins files
-of core. Every file of core lies in a room of the table. Prints one line per violation and
-exits 1; exits 0 saying how many includes it checked.
+of core. Every file of core lies in a room of the table. A suite of src/mechanisms includes
+another suite's code only through a header src/mechanisms/README.md declares shared with it.
+Prints one line per violation and exits 1; exits 0 saying how many includes it checked and which
+shared headers each suite includes.
 
 Usage: scripts/check-includes.py [SOURCE_TREE]   (default: this script's tree)"""
 import os
@@ -90,14 +92,68 @@ def cycles(graph):
     return out
 
 
+SHARED_ROW = re.compile(r'^\|\s*`([\w./]+\.hpp)`\s*\|[^|]*\|\s*([\w ,]+?)\s*\|\s*$', re.M)
+
+
+def shared_headers(mechanisms):
+    """src/mechanisms/README.md's table of shared headers: {header under mechanisms/: {suites}}."""
+    try:
+        with open(os.path.join(mechanisms, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    return {h: {s.strip() for s in users.split(",") if s.strip()} for h, users in SHARED_ROW.findall(text)}
+
+
+def check_mechanisms(tree):
+    """A suite's file includes another suite's code (or a header directly in src/mechanisms) only
+    through a header src/mechanisms/README.md declares shared with that suite. Returns the
+    problems, the includes checked, and {suite: {shared header it includes}}."""
+    mechanisms = os.path.join(tree, "src", "mechanisms")
+    shared = shared_headers(mechanisms)
+    problems, checked, used = [], 0, {}
+    if not os.path.isdir(mechanisms):
+        return problems, checked, used
+    for folder, _, names in os.walk(mechanisms):
+        rel_folder = os.path.relpath(folder, mechanisms)
+        for n in sorted(names):
+            if not n.endswith((".hpp", ".cpp", ".h")):
+                continue
+            rel = os.path.normpath(os.path.join("mechanisms", rel_folder, n))
+            suite = rel.split("/")[1] if rel.count("/") >= 2 else None  # None: a shared top-level file
+            with open(os.path.join(folder, n), encoding="utf-8") as f:
+                text = f.read()
+            for inc in INCLUDE.findall(text):
+                ip = inc.split("/")
+                if ip[0] != "mechanisms":
+                    continue
+                checked += 1
+                target = "/".join(ip[1:])
+                if suite is None or (len(ip) > 2 and ip[1] == suite):
+                    continue  # its own suite's, or a shared top-level file's own include
+                if suite in shared.get(target, ()):
+                    used.setdefault(suite, set()).add(target)
+                    continue
+                why = ("not declared shared" if target not in shared
+                       else f"declared shared with {', '.join(sorted(shared[target]))} only")
+                problems.append(f"{rel} includes {inc}: another suite's code, {why} in src/mechanisms/README.md; "
+                                f"declare it there (what it holds, which suites include it) or move what both need "
+                                f"into core")
+    return problems, checked, used
+
+
 def main():
     tree = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     problems, checked = check(tree)
+    more, checked_m, used = check_mechanisms(tree)
+    problems += more
     for p in problems:
         print(f"check-includes: {p}")
     if problems:
         return 1
     print(f"check-includes: {checked} includes of src/core checked: every one within its room or below")
+    print(f"check-includes: {checked_m} includes of the mechanisms checked: across suites only through shared "
+          f"headers" + "".join(f"\n  {s}: {', '.join(sorted(h))}" for s, h in sorted(used.items())))
     return 0
 
 

@@ -66,3 +66,57 @@ def test_an_include_cycle_within_a_room_fails(tmp_path):
                                 "base/b.cpp": '#include "core/base/a.hpp"\n', "base/b.hpp": "#pragma once\n"})
     r = run(tree)
     assert r.returncode == 1 and "include cycle: core/base/a -> core/base/b -> core/base/a" in r.stdout
+
+
+def add_mechanisms(tree, files, readme=None):
+    m = tree / "src" / "mechanisms"
+    for rel, text in files.items():
+        p = m / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    if readme is not None:
+        (m / "README.md").write_text(readme)
+    return tree
+
+
+SHARED = textwrap.dedent("""\
+    | shared header | what it holds | included by |
+    |---|---|---|
+    | `messaging/common.hpp` | the parameters | bulk, libs |
+    | `go_peers.hpp` | the Go peers | echo |
+    """)
+
+
+def test_this_tree_crosses_suites_only_through_declared_shared_headers():
+    r = run(ROOT)
+    assert r.returncode == 0, r.stdout
+    assert "includes of the mechanisms checked: across suites only through shared headers" in r.stdout
+    assert "  bulk: messaging/common.hpp" in r.stdout, r.stdout
+
+
+def test_a_suite_may_include_its_own_and_what_is_declared_shared_with_it(tmp_path):
+    tree = add_mechanisms(make_tree(tmp_path, {}), {
+        "messaging/common.hpp": "#pragma once\n",
+        "messaging/pipe.cpp": '#include "mechanisms/messaging/common.hpp"\n',
+        "bulk/pipe.cpp": '#include "mechanisms/messaging/common.hpp"\n',
+        "echo/go.cpp": '#include "mechanisms/go_peers.hpp"\n',
+        "go_peers.hpp": "#pragma once\n"}, SHARED)
+    r = run(tree)
+    assert r.returncode == 0, r.stdout
+    assert "  bulk: messaging/common.hpp\n  echo: go_peers.hpp" in r.stdout, r.stdout
+
+
+def test_another_suites_header_not_declared_or_not_for_this_suite_fails(tmp_path):
+    tree = add_mechanisms(make_tree(tmp_path, {}), {
+        "messaging/pipe.hpp": "#pragma once\n",
+        "bulk/pipe.cpp": '#include "mechanisms/messaging/pipe.hpp"\n',
+        "echo/x.cpp": '#include "mechanisms/messaging/common.hpp"\n',
+        "runtime/go.cpp": '#include "mechanisms/go_peers.hpp"\n'}, SHARED)
+    r = run(tree)
+    assert r.returncode == 1
+    assert ("mechanisms/bulk/pipe.cpp includes mechanisms/messaging/pipe.hpp: another suite's code, not declared "
+            "shared in src/mechanisms/README.md") in r.stdout, r.stdout
+    assert "mechanisms/echo/x.cpp includes mechanisms/messaging/common.hpp: another suite's code, declared shared " \
+           "with bulk, libs only" in r.stdout, r.stdout
+    assert "mechanisms/runtime/go.cpp includes mechanisms/go_peers.hpp: another suite's code, declared shared " \
+           "with echo only" in r.stdout, r.stdout
