@@ -102,6 +102,8 @@ TEST(Steal, ParsesThisMachinesProcStat) {
       EXPECT_FALSE(got->steal) << l;
     }
     EXPECT_EQ(got->busy, f[0] + f[1] + f[2] + f[5] + f[6] + (f.size() >= 8 ? f[7] : 0)) << l;
+    EXPECT_EQ(got->irq, f[5]) << l;
+    EXPECT_EQ(got->softirq, f[6]) << l;
   }
   EXPECT_GE(lines, 2);  // `cpu` and at least one `cpuN`
   // Every CPU this process may use has its line.
@@ -505,4 +507,35 @@ TEST(OtherLoad, ThresholdScalesWithTheCpusAndReadsThisMachine) {
   EXPECT_GE(mine, 1);
   EXPECT_GE(mine_runnable, 1);
   EXPECT_EQ(others_runnable(tasks, int(getpid())), runnable - mine_runnable);
+}
+
+TEST(Interference, TheWindowsIrqAndSoftirqOverTheCpusRead) {
+  StealReading::Line a0{.steal = 5, .busy = 100, .irq = 1, .softirq = 10};
+  StealReading::Line a1{.steal = 0, .busy = 100, .irq = 0, .softirq = 3};
+  StealReading::Line b0{.steal = 7, .busy = 200, .irq = 4, .softirq = 30};
+  StealReading::Line b1{.steal = 0, .busy = 150, .irq = 0, .softirq = 2};  // a counter never goes back
+  const auto w = steal_between(reading({a0, a1}), reading({b0, b1}), {0, 1}, 1.0);
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->steal_s, 2 * tick_s());
+  EXPECT_DOUBLE_EQ(w->irq_s, 3 * tick_s());
+  EXPECT_DOUBLE_EQ(w->softirq_s, 20 * tick_s());
+  Steal sum = *w;
+  sum += *w;
+  EXPECT_DOUBLE_EQ(sum.softirq_s, 40 * tick_s());
+}
+
+TEST(Interference, SchedstatIsReadAndTheRunQueueWaitNeverGoesBack) {
+  // This thread's and this process's: a kernel without CONFIG_SCHED_INFO has no file, and then
+  // neither is a figure.
+  const auto thread = thread_schedstat();
+  const auto process = process_schedstat();
+  ASSERT_EQ(thread.has_value(), process.has_value());
+  if (!thread) GTEST_SKIP() << "no schedstat in this kernel";
+  EXPECT_GT(thread->on_cpu_ns, 0u);
+  EXPECT_GE(process->on_cpu_ns, thread->on_cpu_ns) << "every thread's, this one's among them";
+  const auto later = thread_schedstat();
+  ASSERT_TRUE(later);
+  EXPECT_GE(later->wait_ns, thread->wait_ns);
+  EXPECT_GE(later->on_cpu_ns, thread->on_cpu_ns);
+  EXPECT_FALSE(read_schedstat("/proc/self/no-such-file"));
 }

@@ -118,3 +118,30 @@ def test_env_says_what_runs_the_vcpus():
     # The readable table says it too.
     text = subprocess.run([BINARY, "env"], capture_output=True, text=True, timeout=120).stdout
     assert f'vCPUs        {v["emulation"]}' in text
+
+
+def test_where_the_time_went_irq_softirq_and_the_run_queue_wait():
+    # A busy loop pinned to the sides' CPU: the two sides of a same-CPU round trip wait on the run
+    # queue for it (and for each other), so their run-queue wait is above zero; the CPU's interrupt
+    # time is read beside its steal, in ticks, and the aggregate carries the medians per op.
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    hog = subprocess.Popen(["python3", "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    try:
+        doc, rows, md, stderr = run("messaging/pipe", "-p", "pattern=roundtrip", "-p", "size=64",
+                                    "-p", "placement=same", "--cpus", str(cpu))
+    finally:
+        hog.kill()
+        hog.wait()
+    for r in doc["benchmarks"]:
+        c = r["cpu"]
+        for k in ("irq_s", "softirq_s"):
+            assert c[k] is not None and 0 <= c[k] <= r["wall_s"] + 2 * TICK, (k, c)
+        assert c["run_queue_wait_s"] > 0, c
+        # Two threads over the window: neither can wait longer than the window (a tick of slack for
+        # the reads at its ends).
+        assert c["run_queue_wait_s"] <= 2 * r["wall_s"] + 2 * TICK, (c, r["wall_s"])
+        assert c["run_queue_wait_per_op_ns"] == pytest.approx(c["run_queue_wait_s"] * 1e9 / r["ops"]), c
+    agg = [r for r in doc["benchmarks"] if r.get("run_type") == "aggregate"][0]
+    its = [r for r in doc["benchmarks"] if r.get("run_type") != "aggregate"]
+    per_op = sorted(r["cpu"]["run_queue_wait_s"] / r["ops"] for r in its)
+    assert agg["cpu"]["run_queue_wait_s"] / agg["ops"] == pytest.approx((per_op[0] + per_op[1]) / 2), agg["cpu"]

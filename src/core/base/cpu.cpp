@@ -1,5 +1,6 @@
 #include "core/base/cpu.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -51,6 +52,8 @@ StealReading parse_steal(std::string_view text) {
     StealReading::Line l;
     if (read == 8) l.steal = f[7];
     l.busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+    l.irq = f[5];
+    l.softirq = f[6];
     if (cpu < 0) {
       r.all = l;
     } else {
@@ -80,21 +83,53 @@ double tick_s() {
 std::optional<Steal> steal_between(const StealReading& a, const StealReading& b, const std::vector<int>& cpus,
                                    double wall_s) {
   if (cpus.empty()) return std::nullopt;
-  uint64_t ticks = 0;
+  uint64_t ticks = 0, irq = 0, softirq = 0;
+  auto grown = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
   for (int c : cpus) {
     const size_t i = size_t(c);
     if (c < 0 || i >= a.cpu.size() || i >= b.cpu.size() || !a.cpu[i] || !b.cpu[i] || !a.cpu[i]->steal ||
         !b.cpu[i]->steal)
       return std::nullopt;
-    const uint64_t from = *a.cpu[i]->steal, to = *b.cpu[i]->steal;
-    ticks += to > from ? to - from : 0;
+    ticks += grown(*a.cpu[i]->steal, *b.cpu[i]->steal);
+    irq += grown(a.cpu[i]->irq, b.cpu[i]->irq);
+    softirq += grown(a.cpu[i]->softirq, b.cpu[i]->softirq);
   }
   Steal s;
   s.steal_s = double(ticks) * tick_s();
+  s.irq_s = double(irq) * tick_s();
+  s.softirq_s = double(softirq) * tick_s();
   s.capacity_s = std::max(0.0, wall_s) * double(cpus.size());
   s.resolution_s = double(cpus.size()) * tick_s();
   s.cpus = cpus;
   return s;
+}
+
+std::optional<SchedStat> read_schedstat(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  const std::string text = read_from_start(fd);
+  ::close(fd);
+  size_t at = 0;
+  const auto on_cpu = next_number(text, at);
+  const auto wait = next_number(text, at);
+  if (!on_cpu || !wait) return std::nullopt;
+  return SchedStat{*on_cpu, *wait};
+}
+
+std::optional<SchedStat> process_schedstat(int pid) {
+  const std::string task = pid > 0 ? "/proc/" + std::to_string(pid) + "/task" : "/proc/self/task";
+  DIR* d = opendir(task.c_str());
+  if (!d) return std::nullopt;
+  std::optional<SchedStat> sum;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (auto s = read_schedstat((task + "/" + e->d_name + "/schedstat").c_str())) {
+      if (!sum) sum = SchedStat{};
+      *sum += *s;
+    }
+  }
+  closedir(d);
+  return sum;
 }
 
 }  // namespace ipclab

@@ -57,6 +57,25 @@ inline CpuUsage cpu_usage(int who) {
   return usage_of(ru);
 }
 
+/// A task's scheduler statistics (/proc/.../schedstat): nanoseconds on a CPU, and nanoseconds
+/// waited on a run queue — runnable, not running: preempted, or woken and not yet run.
+struct SchedStat {
+  uint64_t on_cpu_ns = 0, wait_ns = 0;
+  SchedStat& operator+=(const SchedStat& o) {
+    on_cpu_ns += o.on_cpu_ns;
+    wait_ns += o.wait_ns;
+    return *this;
+  }
+};
+/// One schedstat file's figures; nullopt where it cannot be read (a kernel without
+/// CONFIG_SCHED_INFO has none).
+std::optional<SchedStat> read_schedstat(const char* path);
+/// Every thread of process `pid` (0: this one) together (/proc/PID/task/*/schedstat); nullopt when
+/// none could be read.
+std::optional<SchedStat> process_schedstat(int pid = 0);
+/// The calling thread's (/proc/thread-self/schedstat).
+inline std::optional<SchedStat> thread_schedstat() { return read_schedstat("/proc/thread-self/schedstat"); }
+
 /// One reading of /proc/stat's `cpu` lines: of each, the steal figure (the 8th, in USER_HZ ticks,
 /// sysconf(_SC_CLK_TCK)) and the busy time (user, nice, system, irq, softirq and steal; idle and
 /// iowait left out).
@@ -64,6 +83,8 @@ struct StealReading {
   struct Line {
     std::optional<uint64_t> steal;  // none on a kernel without the figure (before 2.6.11)
     uint64_t busy = 0;
+    uint64_t irq = 0, softirq = 0;  // time in hard and soft interrupts (0 without IRQ time accounting
+                                    // for irq: its ticks are then the interrupted task's)
   };
   std::optional<Line> all;               // the `cpu` line: every CPU together
   std::vector<std::optional<Line>> cpu;  // [N]: the `cpuN` line; none where it is missing (offline)
@@ -80,6 +101,8 @@ double tick_s();
 /// (docs/methodology.md, "Steal time").
 struct Steal {
   double steal_s = 0;       // steal of the CPUs read, summed over the windows
+  double irq_s = 0;         // hard-interrupt time of the CPUs read, summed over the windows
+  double softirq_s = 0;     // soft-interrupt time (network receive, timers, RCU ...), likewise
   double capacity_s = 0;    // each window's wall time x the CPUs read, summed
   double resolution_s = 0;  // a tick per CPU read per window: the most the tick counts overstate
   std::vector<int> cpus;    // the CPUs read (the last window's)
@@ -93,6 +116,8 @@ struct Steal {
   }
   Steal& operator+=(const Steal& o) {
     steal_s += o.steal_s;
+    irq_s += o.irq_s;
+    softirq_s += o.softirq_s;
     capacity_s += o.capacity_s;
     resolution_s += o.resolution_s;
     cpus = o.cpus;

@@ -198,6 +198,34 @@ std::vector<TaskState> read_tasks() {
 double other_load_threshold(long cpus) { return std::max(0.5, 0.25 * double(cpus)); }
 
 namespace {
+
+// Why the time a window lost cannot be split by its source and length here (the osnoise and
+// timerlat tracers, as `rtla osnoise` reads them), with what would allow it; nothing where the
+// kernel offers them. ipclab attributes interference from /proc/stat and schedstat on every kernel
+// (cpu.irq_s, softirq_s, steal_s, run_queue_wait_s), and mounts nothing and starts no tracer
+// itself (a machine-wide state it did not create).
+std::pair<std::string, std::string> tracer_condition() {
+  const char* where = nullptr;
+  std::string tracers;
+  for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+    tracers = read_first_line(std::string(dir) + "/available_tracers");
+    if (!tracers.empty()) {
+      where = dir;
+      break;
+    }
+  }
+  const std::string how =
+      "interference is attributed from /proc/stat (irq, softirq, steal on the sides' CPUs) and schedstat "
+      "(the sides' run-queue wait)";
+  if (!where)
+    return {"tracefs is not mounted here: " + how + ", not split by the osnoise tracer",
+            "`mount -t tracefs nodev /sys/kernel/tracing` (as root), then `rtla osnoise` beside a run"};
+  if ((" " + tracers + " ").find(" osnoise ") != std::string::npos) return {};
+  return {fmt::format("this kernel has no osnoise/timerlat tracer ({} offers: {}): {}", where, tracers, how),
+          "a kernel built with CONFIG_OSNOISE_TRACER and CONFIG_TIMERLAT_TRACER, for `rtla osnoise` beside a "
+          "run"};
+}
+
 std::string& recorded_build_commit() {
   static std::string sha;
   return sha;
@@ -443,6 +471,7 @@ nlohmann::json collect_environment(const std::string& command_line) {
   if (somaxconn >= 0 && somaxconn < 4096)
     note(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
          "`sysctl net.core.somaxconn=65535` (as root)");
+  if (auto [why, remedy] = tracer_condition(); !why.empty()) note(why, remedy);
   if (std::string(IPCLAB_BUILD_TYPE) != "Release")
     warn(fmt::format("this is a {} build: timings are not representative", IPCLAB_BUILD_TYPE),
          "build with `cmake --preset release` (what `make bench` uses)");

@@ -79,15 +79,22 @@ int Worker::transition(int ph) {
   }
   if (ph == kMeasure && !open_) {
     begin_ = cpu_usage(who_);
+    wait_begin_ = schedstat();
     out_.t_open.store(now_ns(), std::memory_order_release);
     open_ = true;
   } else if (ph == kStop && open_) {
-    out_.cpu += cpu_usage(who_) - begin_;
-    out_.t_close.store(now_ns(), std::memory_order_release);
-    open_ = false;
+    close_window();
   }
   seen_ = ph;
   return ph;
+}
+
+void Worker::close_window() {
+  out_.cpu += cpu_usage(who_) - begin_;
+  if (const auto end = schedstat(); end && wait_begin_)
+    out_.wait_ns = std::max<int64_t>(0, out_.wait_ns) + int64_t(end->wait_ns - wait_begin_->wait_ns);
+  out_.t_close.store(now_ns(), std::memory_order_release);
+  open_ = false;
 }
 
 // What the slot counts from here on is the new slice's: its ops count as it entered each slice
@@ -116,11 +123,7 @@ void Worker::warmed() {
 void Worker::finish() {
   warmed();  // a body that returned without its warm-up done holds the window no longer
   if (seen_ == kMeasure || ctl_.phase.load(std::memory_order_acquire) == kMeasure) out_.t_done = now_ns();
-  if (open_) {
-    out_.cpu += cpu_usage(who_) - begin_;
-    out_.t_close.store(now_ns(), std::memory_order_release);
-    open_ = false;
-  }
+  if (open_) close_window();
   sample_cpu();
 }
 
@@ -749,6 +752,7 @@ void Session::Run::fold(const std::string& latency_kind) {
     rec_.bytes += s.bytes;
     rec_.integrity += s.integrity;
     rec_.cpu += s.cpu;
+    if (s.wait_ns >= 0) rec_.run_queue_wait_s = rec_.run_queue_wait_s.value_or(0) + double(s.wait_ns) * 1e-9;
     role_cpu[w.role] += s.cpu;
     Side side{w.role, w.index, {}, cpus_of(s.cpus_seen)};
     if (s.pinned >= 0) side.pinned = {s.pinned};
@@ -868,6 +872,7 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
   // outside the CPU time and the kernel's counts (this thread's are the benchmark's here).
   const std::vector<int> steal_cpus = allowed_cpus();
   const StealReading steal0 = read_steal();
+  const auto wait0 = process_schedstat();  // its threads' run-queue wait (threads it ends are not in it)
   auto timed = std::make_unique<Deadline>(opts_.duration_s + limit, stalled(opts_.duration_s));
   CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
   const int cpu_before = current_cpu();
@@ -895,6 +900,8 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
   const int cpu_after = current_cpu();
   rec_.wall_s = double(t1 - t0) * 1e-9;
   rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
+  if (const auto wait1 = process_schedstat(); wait0 && wait1)
+    rec_.run_queue_wait_s = double(std::max(wait1->wait_ns, wait0->wait_ns) - wait0->wait_ns) * 1e-9;
   add_window_steal(rec_, steal0, read_steal(), steal_cpus);
   rec_.placement.layout = placement();
   rec_.placement.cpus = opts_.cpus;

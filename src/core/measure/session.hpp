@@ -66,7 +66,11 @@ struct WorkerResult {
   Histogram hist;
   uint64_t ops = 0, bytes = 0;
   Integrity integrity;
-  CpuUsage cpu;                         // measured window only
+  CpuUsage cpu;  // measured window only
+  // Nanoseconds it waited on a run queue over its measured window (runnable, not running:
+  // schedstat, of its thread, or of its process's threads when its CPU is the process's); -1
+  // where the kernel keeps no schedstat.
+  int64_t wait_ns = -1;
   std::bitset<kMaxCpusSeen> cpus_seen;  // the CPUs it was seen on
   int pinned = -1;
   // Per-producer counts seen by a consumer, checked by the coordinator against what was sent.
@@ -187,8 +191,13 @@ class Worker {
   bool whole_ops_;
   int seen_ = kInit;
   int slice_ = 0;  // the slice seen last (WorkerResult::slice)
+  std::optional<SchedStat> schedstat() const {
+    return who_ == RUSAGE_THREAD ? thread_schedstat() : process_schedstat();
+  }
+  void close_window();  // the window's CPU, run-queue wait and end into the slot
   uint64_t iter_ = 0;
   CpuUsage begin_;
+  std::optional<SchedStat> wait_begin_;  // the run-queue wait as the window opened
   bool open_ = false;
   bool holding_ = false;  // hold_warmup() without warmed() yet
 };

@@ -1,7 +1,6 @@
 // The one process model (see process.hpp).
 #include "core/process/process.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -225,21 +224,7 @@ std::string Process::death() const { return reaped_ && !stopped_ ? describe_exit
 double Process::cpu_seconds() const {
   if (!running()) return usage_.total_s();
   // Nanoseconds on CPU of every thread (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
-  double sum = 0;
-  bool any = false;
-  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid_).c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream f(fmt::format("/proc/{}/task/{}/schedstat", pid_, e->d_name));
-      unsigned long long ns = 0;
-      if (f >> ns) {
-        sum += double(ns) * 1e-9;
-        any = true;
-      }
-    }
-    closedir(d);
-  }
-  if (any) return sum;
+  if (const auto s = process_schedstat(pid_)) return double(s->on_cpu_ns) * 1e-9;
   // Fields after the command: state(3) ... utime(14) stime(15).
   const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid_));
   if (fields.size() < 13) return 0;

@@ -220,6 +220,13 @@ nlohmann::json to_json(const Record& r) {
   j["cpu"]["steal_per_op_ns"] = r.steal ? json(r.steal_per_op_ns()) : json(nullptr);
   j["cpu"]["steal_share"] = r.steal ? json(r.steal->share()) : json(nullptr);
   j["cpu"]["steal_cpus"] = r.steal ? json(r.steal->cpus) : json(nullptr);
+  // Where the rest of the windows' time went on those CPUs, and how long the workers waited for
+  // them (docs/methodology.md, "Where the time went").
+  j["cpu"]["irq_s"] = r.steal ? json(r.steal->irq_s) : json(nullptr);
+  j["cpu"]["softirq_s"] = r.steal ? json(r.steal->softirq_s) : json(nullptr);
+  j["cpu"]["run_queue_wait_s"] = r.run_queue_wait_s ? json(*r.run_queue_wait_s) : json(nullptr);
+  j["cpu"]["run_queue_wait_per_op_ns"] =
+      r.run_queue_wait_s && r.ops ? json(*r.run_queue_wait_s * 1e9 / double(r.ops)) : json(nullptr);
   json sides = json::array();
   for (auto& s : r.placement.sides)
     sides.push_back({{"role", s.role}, {"index", s.index}, {"pinned", s.pinned}, {"observed", s.observed}});
@@ -312,8 +319,12 @@ Record record_from_json(const nlohmann::json& j) {
           if (v.is_number_integer()) s.cpus.push_back(v.get<int>());
       s.capacity_s = std::max(0.0, r.wall_s) * double(s.cpus.size());
       s.resolution_s = double(s.cpus.size()) * tick_s();
+      s.irq_s = c.value("irq_s", 0.0);
+      s.softirq_s = c.value("softirq_s", 0.0);
       r.steal = s;
     }
+    if (c.contains("run_queue_wait_s") && c["run_queue_wait_s"].is_number())
+      r.run_queue_wait_s = c["run_queue_wait_s"].get<double>();
   }
   auto& in = j.at("integrity");
   r.integrity.sent = in.value("sent", uint64_t(0));

@@ -81,6 +81,10 @@ struct Record {
   // The steal of the measured windows (core/measure/session.cpp; a peer's: core/peers/peer.hpp):
   // none where /proc/stat has no steal figure.
   std::optional<Steal> steal;
+  // What the workers' threads waited on a run queue over the measured windows — runnable, not
+  // running: another task or interrupt on their CPU had it (schedstat; core/base/cpu.hpp). Peers,
+  // servers and daemons are not in it. None where the kernel keeps no schedstat.
+  std::optional<double> run_queue_wait_s;
   Placement placement;
   Integrity integrity;
   nlohmann::json extra = nlohmann::json::object();

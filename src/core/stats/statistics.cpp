@@ -125,16 +125,25 @@ Record aggregate_median(const std::vector<Record>& reps) {
       std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.faults) / r.ops : 0; }) * a.ops));
   // Steal: the medians per op of the steal and of the windows' capacity (wall x CPUs), over the
   // repetitions that measured it; steal_share is their ratio.
-  std::vector<double> steal, capacity, resolution;
-  for (auto* r : ok)
+  // The interrupts' time and the run-queue wait likewise: medians per op.
+  std::vector<double> steal, capacity, resolution, irq, softirq, wait;
+  for (auto* r : ok) {
     if (r->steal && r->ops) {
       steal.push_back(r->steal->steal_s / double(r->ops));
       capacity.push_back(r->steal->capacity_s / double(r->ops));
       resolution.push_back(r->steal->resolution_s / double(r->ops));
+      irq.push_back(r->steal->irq_s / double(r->ops));
+      softirq.push_back(r->steal->softirq_s / double(r->ops));
     }
+    if (r->run_queue_wait_s && r->ops) wait.push_back(*r->run_queue_wait_s / double(r->ops));
+  }
+  a.run_queue_wait_s.reset();
+  if (!wait.empty()) a.run_queue_wait_s = median_of(wait) * double(a.ops);
   if (!steal.empty()) {
     Steal s;
     s.steal_s = median_of(steal) * double(a.ops);
+    s.irq_s = median_of(irq) * double(a.ops);
+    s.softirq_s = median_of(softirq) * double(a.ops);
     s.capacity_s = median_of(capacity) * double(a.ops);
     s.resolution_s = median_of(resolution) * double(a.ops);
     for (auto* r : ok)
