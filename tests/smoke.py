@@ -13,7 +13,8 @@ RECORD_KEYS = {"name", "suite", "mechanism", "params", "run_type", "repetition",
                "ops", "bytes", "wall_s", "time_per_op_ns", "rates", "latency_ns", "cpu",
                "placement", "integrity", "extra"}
 CPU_KEYS = {"user_s", "sys_s", "per_op_ns", "ctx_vol", "ctx_invol", "ctx_per_op",
-            "steal_s", "steal_per_op_ns", "steal_share", "steal_cpus"}
+            "steal_s", "steal_per_op_ns", "steal_share", "steal_cpus", "irq_s", "softirq_s", "run_queue_wait_s",
+            "run_queue_wait_per_op_ns"}
 INTEGRITY_KEYS = {"sent", "received", "lost", "duplicated", "corrupt"}
 LAT_KEYS = {"kind", "count", "mean", "min", "p50", "p90", "p99", "p999", "max", "histogram"}
 
