@@ -14,10 +14,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <string>
 #include <thread>
 
 #include "../ownership_support.hpp"
+#include "core/base/error.hpp"
 #include "core/base/fs.hpp"
 #include "core/measure/quota.hpp"
 #include "core/ownership/cleanup.hpp"
@@ -101,6 +103,27 @@ TEST(QuotaPlace, NoCpuAnywhereSaysSo) {
   EXPECT_NE(unmounted.why.find("mounted nowhere"), std::string::npos) << unmounted.why;
 }
 
+TEST(QuotaPlace, OnV2TheCgroupGoesUnderTheNearestThatEnablesCpuForItsChildren) {
+  const std::map<std::string, std::string> files = {
+      {"/sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n"},
+      {"/sys/fs/cgroup/user.slice/cgroup.subtree_control", "cpu memory pids\n"},
+      {"/sys/fs/cgroup/user.slice/user-1000.slice/cgroup.subtree_control", "memory pids\n"},
+      {"/sys/fs/cgroup/user.slice/user-1000.slice/s.scope/cgroup.subtree_control", ""},
+  };
+  auto read = [&](const std::string& path) {
+    auto it = files.find(path);
+    return it == files.end() ? std::string() : it->second;
+  };
+  EXPECT_EQ(v2_parent("/sys/fs/cgroup/user.slice/user-1000.slice/s.scope", "/sys/fs/cgroup", read),
+            "/sys/fs/cgroup/user.slice");
+  EXPECT_EQ(v2_parent("/sys/fs/cgroup/system.slice/x.service", "/sys/fs/cgroup", read), "/sys/fs/cgroup");
+  // cpu enabled nowhere at or above it (a "cpuset" is not "cpu").
+  auto none = [](const std::string& path) {
+    return path == "/sys/fs/cgroup/cgroup.subtree_control" ? "cpuset io" : "";
+  };
+  EXPECT_EQ(v2_parent("/sys/fs/cgroup/a/b", "/sys/fs/cgroup", none), "");
+}
+
 TEST(QuotaStat, V1GivesNanosecondsAndV2Microseconds) {
   const CpuStat v1 = parse_cpu_stat("nr_periods 40\nnr_throttled 12\nthrottled_time 345678901\n");
   EXPECT_TRUE(v1.ok);
@@ -127,6 +150,8 @@ TEST(QuotaLevel, FromOnePercentToEveryCpuThisProcessMayUse) {
     const std::string why = QuotaSpec::level_problem(bad, 2);
     EXPECT_NE(why.find("from 1 to 200 (2 CPUs here)"), std::string::npos) << why;
   }
+  // A LEVEL past the range never reaches the kernel (whose EINVAL would name another cause).
+  EXPECT_THROW({ Quota q(QuotaSpec{0.2}, {}); }, UsageError);
   EXPECT_EQ((QuotaSpec{50}).quota_us(), 50'000u);
   EXPECT_EQ((QuotaSpec{2.5}).quota_us(), 2'500u);
   EXPECT_EQ((QuotaSpec{250}).quota_us(), 250'000u);

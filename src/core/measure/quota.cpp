@@ -11,11 +11,13 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "core/base/affinity.hpp"
 #include "core/base/error.hpp"
 #include "core/base/fs.hpp"
 #include "core/ownership/journal.hpp"
@@ -148,14 +150,7 @@ Place locate() {
     }
     p.parent = cg.own;
   } else {
-    // The nearest cgroup at or above this process's whose children get the cpu controller.
-    for (std::string dir = cg.own;; dir = folder_of(dir)) {
-      if (lists(slurp(dir + "/cgroup.subtree_control"), "cpu")) {
-        p.parent = dir;
-        break;
-      }
-      if (dir.size() <= cg.mount.size()) break;
-    }
+    p.parent = v2_parent(cg.own, cg.mount, slurp);
     if (p.parent.empty()) {
       p.why =
           lists(slurp(cg.mount + "/cgroup.controllers"), "cpu")
@@ -178,6 +173,14 @@ Place locate() {
 }
 
 }  // namespace
+
+std::string v2_parent(const std::string& own, const std::string& mount,
+                      const std::function<std::string(const std::string&)>& read) {
+  for (std::string dir = own;; dir = folder_of(dir)) {
+    if (lists(read(dir + "/cgroup.subtree_control"), "cpu")) return dir;
+    if (dir.size() <= mount.size() || dir == "/") return "";
+  }
+}
 
 uint64_t QuotaSpec::quota_us() const { return uint64_t(std::llround(percent * double(kPeriodUs) / 100.0)); }
 
@@ -263,6 +266,11 @@ CpuStat parse_cpu_stat(std::string_view text) {
 std::string Quota::problem() { return locate().why; }
 
 Quota::Quota(const QuotaSpec& spec, const Sides& sides) : spec_(spec), sides_(sides) {
+  // The caller checks LEVEL with the rest of the input; this is the backstop (the kernel's EINVAL
+  // for a quota under 1 ms would read as another fault).
+  if (const std::string why = QuotaSpec::level_problem(spec.percent, int(allowed_cpus().size()));
+      !why.empty())
+    throw UsageError(why);
   const Place p = locate();
   if (!p.why.empty()) throw Skip(p.why);
   version_ = p.cg.version;

@@ -35,6 +35,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,12 @@ CpuCgroup find_cpu_cgroup(std::string_view proc_cgroup, std::string_view mountin
 /// "" when it names none there, or one outside what the mount shows.
 std::string cgroup_folder(const CpuCgroup& where, std::string_view proc_cgroup);
 
+/// On v2, the cgroup the quota's cgroup is made in: the nearest at or above `own` (up to the
+/// hierarchy's top, `mount`) whose cgroup.subtree_control enables cpu for its children; "" when
+/// none does. `read(path)` gives a file's text ("" when it cannot be read).
+std::string v2_parent(const std::string& own, const std::string& mount,
+                      const std::function<std::string(const std::string&)>& read);
+
 /// Throttling counts from a cgroup's cpu.stat: v1 gives throttled_time in ns, v2 throttled_usec.
 struct CpuStat {
   bool ok = false;  // the file had nr_periods, nr_throttled and a throttled time
@@ -94,6 +101,7 @@ class Quota {
   /// Makes the cgroup (ipclab-<run id>-<n>), sets `spec`'s quota and moves `sides` in: from now on
   /// they are throttled. Skip with the reason (problem(), or the write the kernel refused) when it
   /// cannot; then nothing is left behind and no side has moved. Reads cpu.stat as the first mark.
+  /// UsageError when `spec` fails QuotaSpec::level_problem (the caller checks it up front).
   Quota(const QuotaSpec& spec, const Sides& sides);
   /// stop(), its errors swallowed (said on stderr): the path of a failed point.
   ~Quota();
