@@ -218,6 +218,31 @@ TEST(QuotaCgroup, ASideRunsThrottledInItsOwnCgroupAndGoesBackWhenItEnds) {
     EXPECT_TRUE(rec["sides"]["whole_process"].get<bool>());
 }
 
+TEST(QuotaCgroup, AUserWhoCannotWriteTheCgroupIsToldWhatWouldAllowIt) {
+  NEED_A_QUOTA();
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become another user";
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  Process child = Process::fork(-1, [&] {
+    close(out[0]);
+    std::string why = setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0
+                          ? Quota::problem()
+                          : std::string("setresuid failed");
+    why += "\n";
+    (void)!write(out[1], why.data(), why.size());
+    return 0;
+  });
+  close(out[1]);
+  std::string why;
+  char buf[1024];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) why.append(buf, size_t(n));
+  close(out[0]);
+  ASSERT_TRUE(child.wait(30));
+  EXPECT_NE(why.find("not writable by uid 65534"), std::string::npos) << why;
+  EXPECT_NE(why.find("run as root"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), why.size() - 1) << why;  // one line
+}
+
 // A child that starts a quota on itself (its own run, as a forked child has), says the cgroup's
 // path, and holds until killed.
 Process child_under_quota(std::string& path, bool signal_cleanup) {
