@@ -1,10 +1,12 @@
 #include "core/ownership/cleanup.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <mqueue.h>
 #include <signal.h>
 #include <sys/msg.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -32,7 +34,79 @@ bool owned_entry(int dirfd, const char* name, bool regular_only) {
   return !regular_only || S_ISREG(st.st_mode);
 }
 
+// `a` + "/" + `b` into `out` (`cap` bytes); false when it does not fit. Async-signal-safe.
+bool join_path(char* out, size_t cap, const char* a, const char* b) {
+  const size_t la = std::strlen(a), lb = std::strlen(b);
+  if (la + 1 + lb + 1 > cap) return false;
+  std::memcpy(out, a, la);
+  out[la] = '/';
+  std::memcpy(out + la + 1, b, lb + 1);
+  return true;
+}
+
+// Writes task id `id` in decimal to the cgroup file `file` (which moves it there). Async-signal-safe.
+bool write_task(const char* file, long id) {
+  char digits[24];
+  int n = 0;
+  do digits[sizeof digits - 1 - n++] = char('0' + id % 10);
+  while ((id /= 10) > 0 && n < int(sizeof digits));
+  const int fd = open(file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, digits + sizeof digits - n, size_t(n)) == n;
+  const int e = errno;
+  close(fd);
+  errno = e;
+  return ok;
+}
+
+// Moves task `id` out of the cgroup at `path` (through `list`: "tasks" on v1, "cgroup.procs" on v2)
+// to the nearest ancestor that takes it: its parent, unless that is a v2 cgroup whose children
+// have controllers (it may hold no process), and so on up to the hierarchy's root, which takes
+// any. Async-signal-safe.
+void move_up(const char* path, const char* list, long id) {
+  char dir[kNameMax];
+  if (std::strlen(path) >= sizeof dir) return;
+  std::strcpy(dir, path);
+  for (;;) {
+    char* slash = std::strrchr(dir, '/');
+    if (!slash || slash == dir) return;
+    *slash = 0;
+    char file[kNameMax + 32];
+    if (!join_path(file, sizeof file, dir, list)) return;
+    if (write_task(file, id) || errno == ESRCH) return;  // moved, or it has exited
+  }
+}
+
+// Moves every task of the cgroup at `path` out (move_up). Async-signal-safe.
+void empty_cgroup(const char* path) {
+  char file[kNameMax + 32];
+  const char* list = "tasks";  // v1: thread ids; v2 has none, and takes whole processes
+  int fd = join_path(file, sizeof file, path, list) ? open(file, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0) {
+    list = "cgroup.procs";
+    fd = join_path(file, sizeof file, path, list) ? open(file, O_RDONLY | O_CLOEXEC) : -1;
+  }
+  if (fd < 0) return;
+  char buf[512];
+  long id = -1;
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    for (ssize_t i = 0; i < n; ++i)
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        id = (id < 0 ? 0 : id * 10) + (buf[i] - '0');
+      } else if (id >= 0) {
+        move_up(path, list, id);
+        id = -1;
+      }
+  if (id >= 0) move_up(path, list, id);
+  close(fd);
+}
+
 }  // namespace
+
+bool cgroup_exists(const char* path) {
+  struct stat st {};
+  return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 // Removes the object if it exists and belongs to this user; never follows a symlink.
 // `dir_fd` is the folder of Path objects (the run folder they were journaled in). A Lock's `key`
@@ -78,6 +152,23 @@ bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd) 
                       (S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) && unlinkat(d, slash + 1, 0) == 0;
       if (d >= 0) close(d);
       return ok;
+    }
+    case Kind::Cgroup: {  // a folder "ipclab-…" of this user's in a cgroup file system
+      const char* slash = std::strrchr(name, '/');
+      struct stat st {};
+      struct statfs fs {};
+      if (name[0] != '/' || !slash ||
+          std::strncmp(slash + 1, kCgroupPrefix, std::strlen(kCgroupPrefix)) != 0 || lstat(name, &st) != 0 ||
+          !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || statfs(name, &fs) != 0 ||
+          (fs.f_type != CGROUP_SUPER_MAGIC && fs.f_type != CGROUP2_SUPER_MAGIC))
+        return false;
+      // A task moving in as the others move out (a thread just made) is taken on the next pass.
+      for (int pass = 0; pass < 8; ++pass) {
+        if (rmdir(name) == 0) return true;
+        if (errno != EBUSY || key != 1) return false;
+        empty_cgroup(name);
+      }
+      return false;
     }
     case Kind::Lock: {
       struct stat held {
@@ -139,8 +230,23 @@ std::vector<std::string> clean_run(int base_fd, const std::string& folder, int d
   const bool shared_ok = !locks.empty() && busy.empty();
   const int shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   bool kept = false;
+  std::string full;  // the cgroups still holding a task
+  // This process's own run moves its cgroups' tasks out (they are its sides); a dead run's cgroup is
+  // removed only when empty: what is in it now is no longer the run's to move.
+  const bool mine = g_run.pid.load() == getpid() && id == g_run.id;
   for (auto& [kind, name] : entries) {
     if (kind == Kind::Lock) continue;
+    if (kind == Kind::Cgroup) {
+      const std::string given = std::string(kCgroupPrefix) + id + "-";
+      const size_t slash = name.rfind('/');
+      if (slash == std::string::npos || name.compare(slash + 1, given.size(), given) != 0)
+        continue;  // not a name this run gave
+      if (remove_owned(kind, name.c_str(), mine ? 1 : 0, -1, -1))
+        removed.push_back(fmt::format("cgroup {}", name));
+      else if (cgroup_exists(name.c_str()))
+        full += (full.empty() ? "" : ", ") + name;
+      continue;
+    }
     // Only names this run gave: "/ipclab.<id>.…", its own files, or bare names in its folder; a
     // fixed name only under the machine-wide locks it held.
     const bool own = kind == Kind::SysvMsg || kind == Kind::Path ? true
@@ -160,10 +266,14 @@ std::vector<std::string> clean_run(int base_fd, const std::string& folder, int d
       removed.push_back("lock " + path);
     if (fd >= 0) close(fd);
   }
-  if (kept) {  // a later sweep, once the locks are free, removes the rest
+  if (kept)  // a later sweep, once the locks are free, removes the rest
     removed.push_back(fmt::format("kept its machine-wide names while {} is held by a live run", busy));
-    return removed;
-  }
+  if (!full.empty())  // likewise once they are empty
+    removed.push_back(
+        fmt::format("kept the cgroup {} while it holds a task (ipclab moves out none of a "
+                    "dead run's: move them, and a later run removes it)",
+                    full));
+  if (kept || !full.empty()) return removed;
   unlinkat(dir_fd, kJournal, 0);
   if (unlinkat(base_fd, folder.c_str(), AT_REMOVEDIR) == 0) removed.push_back("folder " + folder);
   return removed;
@@ -186,10 +296,25 @@ extern "C" void on_terminate(int sig) {
 void remove_all_now() noexcept {
   if (g_run.pid.load() != getpid()) return;
   // The names a machine-wide lock guards go first, the lock last: it is held until they are gone.
+  bool kept = false;  // a cgroup that could not be emptied: its journal stays for the next run's sweep
   for (const bool locks : {false, true})
     for (auto& e : g_entries)
-      if (e.used.load() == 1 && (e.kind == Kind::Lock) == locks)
-        remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd);
+      if (e.used.load() == 1 && (e.kind == Kind::Lock) == locks &&
+          !remove_owned(e.kind, e.name, e.key, g_run.shm_fd, g_run.dir_fd) && e.kind == Kind::Cgroup &&
+          cgroup_exists(e.name))
+        kept = true;
+  if (kept) {  // the journal says what is gone, and the sweep removes the cgroup once it is empty
+    for (auto& e : g_entries)
+      if (e.used.load() == 1 && !(e.kind == Kind::Cgroup && cgroup_exists(e.name))) {
+        char line[kNameMax + 16] = "-";
+        std::strcat(line, kind_word(e.kind));
+        std::strcat(line, " ");
+        std::strcat(line, e.name);
+        std::strcat(line, "\n");
+        if (write(g_run.journal_fd, line, std::strlen(line)) < 0) break;
+      }
+    return;
+  }
   if (g_run.dir_fd >= 0) unlinkat(g_run.dir_fd, kJournal, 0);
   if (g_run.base_fd >= 0) unlinkat(g_run.base_fd, g_run.folder, AT_REMOVEDIR);
 }

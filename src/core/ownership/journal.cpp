@@ -57,13 +57,15 @@ const char* kind_word(Kind k) {
       return "file";
     case Kind::Lock:
       return "lock";
+    case Kind::Cgroup:
+      return "cgroup";
   }
   return "?";
 }
 
 bool kind_of(const std::string& w, Kind& k) {
-  for (Kind c :
-       {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File, Kind::Lock})
+  for (Kind c : {Kind::PosixShm, Kind::PosixMq, Kind::PosixSem, Kind::Path, Kind::SysvMsg, Kind::File,
+                 Kind::Lock, Kind::Cgroup})
     if (w == kind_word(c)) {
       k = c;
       return true;
@@ -458,6 +460,17 @@ bool commit_file(const std::string& path, const std::string& target, bool replac
   return true;
 }
 
+std::string create_cgroup(const std::string& parent) {
+  ensure_run();
+  if (parent.empty() || parent[0] != '/')
+    throw std::logic_error("create_cgroup: not an absolute path: " + parent);
+  const std::string path =
+      fmt::format("{}/{}{}-{}", parent, kCgroupPrefix, g_run.id, g_run.counter.fetch_add(1));
+  // Key 1: on a signal or at the run's end its tasks are moved out before it is removed.
+  create_journaled(Kind::Cgroup, path, 1, "mkdir", [&] { return mkdir(path.c_str(), 0755) == 0; });
+  return path;
+}
+
 void track_path(const std::string& path) {
   const std::string base = base_in_run_dir(path);
   journal('+', Kind::Path, base);
@@ -489,7 +502,15 @@ void remove(Kind kind, const std::string& name) {
   if (g_run.pid.load() != getpid()) return;  // not this process's run
   const std::string n =
       kind == Kind::Path && name.find('/') != std::string::npos ? base_in_run_dir(name) : name;
-  remove_owned(kind, n.c_str(), kind == Kind::SysvMsg ? sysv_key_of(n) : 0, g_run.shm_fd, g_run.dir_fd);
+  // A cgroup: what its user did not move out (a child a side made in it) goes to the nearest ancestor.
+  remove_owned(kind, n.c_str(),
+               kind == Kind::SysvMsg  ? sysv_key_of(n)
+               : kind == Kind::Cgroup ? 1
+                                      : 0,
+               g_run.shm_fd, g_run.dir_fd);
+  const int e = errno;
+  if (kind == Kind::Cgroup && cgroup_exists(n.c_str()))  // still journaled: the run's end tries again
+    throw std::runtime_error(fmt::format("cannot remove the cgroup {}: {}", n, strerror(e)));
   forget(kind, n);
   journal('-', kind, n);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Everything a run creates outside its own memory — kernel IPC objects, FIFOs, temporary files —
+// Everything a run creates outside its own memory — kernel IPC objects, FIFOs, temporary files,
+// cgroups —
 // and the one way it is created and removed (docs/reliability.md).
 //
 // A run owns a private folder $TMPDIR/ipclab-<uid>/run.<pid>.<random> (0700) holding its
@@ -62,6 +63,16 @@ int create_file(const std::string& dir, const std::string& stem, mode_t mode, st
 /// the run's, when `replace` is off and `target` exists.
 bool commit_file(const std::string& path, const std::string& target, bool replace);
 
+/// A cgroup of this run: the folder "<parent>/ipclab-<run_id>-<n>" in a cgroup file system, made
+/// with mkdir (exclusive: an existing folder of that name is not the run's and is left alone),
+/// journaled first. Returns its path. Its user moves its tasks out again, then removes it with
+/// remove(Kind::Cgroup, path), which throws std::runtime_error (and keeps it journaled) when it is
+/// still there. On SIGINT/SIGTERM/SIGHUP and at the run's end its tasks are moved to the nearest
+/// ancestor that takes them (its parent, where it was made under the sides' own cgroup), then it is
+/// removed; a later run's sweep removes a dead run's cgroup only when it is empty, moving nothing,
+/// and keeps the dead run's journal while it is not (core/measure/quota.hpp).
+std::string create_cgroup(const std::string& parent);
+
 /// Journals a path in run_dir() that another program will create (e.g. fio's output file).
 void track_path(const std::string& path);
 /// Journals a file or socket at an absolute path outside run_dir() that another program will
@@ -97,7 +108,8 @@ std::string shared_lock_path(const std::string& name);
 /// the last registered first: for a daemon that lives as long as the run, to be stopped while
 /// its folder still exists.
 void at_end(std::function<void()> f);
-/// Removes an object this run created (if still its own) and journals that it is gone.
+/// Removes an object this run created (if still its own) and journals that it is gone. A cgroup
+/// that is still there after it (it holds a task) stays journaled: std::runtime_error.
 void remove(Kind kind, const std::string& name);
 
 /// The most bytes a Unix socket's path takes (sockaddr_un's sun_path, less its terminating zero).

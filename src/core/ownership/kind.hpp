@@ -3,6 +3,6 @@
 // removal code (core/ownership/run_table.hpp) needs no more of the journal than these.
 namespace ipclab::ipc {
 
-enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File, Lock };
+enum class Kind { PosixShm, PosixMq, PosixSem, Path, SysvMsg, File, Lock, Cgroup };
 
 }  // namespace ipclab::ipc

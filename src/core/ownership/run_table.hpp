@@ -49,9 +49,18 @@ bool kind_of(const std::string& w, Kind& k);
 /// The SysV key a journal line names (hexadecimal).
 inline int sysv_key_of(const std::string& name) { return int(std::strtol(name.c_str(), nullptr, 16)); }
 
+/// The name of every cgroup a run makes: "ipclab-<run id>-<n>" (create_cgroup).
+inline constexpr const char* kCgroupPrefix = "ipclab-";
+
 /// Removes the object if it exists and belongs to this user; never follows a symlink.
-/// Async-signal-safe. `dir_fd` is the folder of Path objects; a Lock's `key` is its descriptor.
+/// Async-signal-safe. `dir_fd` is the folder of Path objects; a Lock's `key` is its descriptor; a
+/// Cgroup's `key` is 1 when its tasks are to be moved out first (to the nearest ancestor that
+/// takes them: the run's own cgroup, on a signal or at its end), 0 when it is removed only if empty
+/// (a dead run's, in a sweep).
 bool remove_owned(Kind kind, const char* name, int key, int shm_fd, int dir_fd);
+
+/// Whether the cgroup folder `path` (a Cgroup's journal name) still exists. Async-signal-safe.
+bool cgroup_exists(const char* path);
 
 /// Removes what a run's journal lists as open (checked against the run's id), then the journal
 /// and the run folder (core/ownership/cleanup.cpp says the rule). Returns what was removed.
