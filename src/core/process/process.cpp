@@ -26,6 +26,7 @@
 
 #include "core/base/affinity.hpp"
 #include "core/base/clock.hpp"
+#include "core/ownership/cleanup.hpp"
 
 namespace ipclab {
 
@@ -99,6 +100,7 @@ Process Process::fork(const Spawn& how, const std::function<int(int)>& body) {
   if (how.own_group) {
     setpgid(pid, pid);  // before any signal to its group: the child may not have run yet
     proc.group_ = true;
+    ipc::track_group(pid);  // a signal's clean-up stops its group before it removes the run's folder
   }
   if (p[1] >= 0) ::close(p[1]);
   proc.ready_fd_ = p[0];
@@ -189,6 +191,7 @@ void Process::reap(int options) {
   } else if (r < 0 && errno == ECHILD) {
     reaped_ = true;  // not our child any more (reaped elsewhere): nothing left to wait for
   }
+  if (reaped_ && group_) ipc::untrack_group(pid_);
 }
 
 bool Process::exited_unreaped() {
