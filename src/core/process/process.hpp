@@ -49,8 +49,10 @@ struct Spawn {
   /// workers: stress-ng). Its group is stopped with it: stop()'s SIGTERM goes to the child alone
   /// (it stops its own workers, and may report), the SIGKILL after the grace to the whole group;
   /// and a child found dead has its group killed before it is reaped (the dead leader keeps the
-  /// group's id from being reused until then). The harness's own death reaches the child alone
-  /// (PR_SET_PDEATHSIG): its workers must die with it by themselves, as stress-ng's do.
+  /// group's id from being reused until then). On SIGINT/SIGTERM/SIGHUP of the harness its group
+  /// is stopped the same way before the run's folder is removed (core/ownership/cleanup.hpp:
+  /// track_group). The harness's SIGKILL reaches the child alone (PR_SET_PDEATHSIG): its workers
+  /// must die with it by themselves, as stress-ng's do.
   bool own_group = false;
 };
 
