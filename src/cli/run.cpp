@@ -538,13 +538,11 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     nlohmann::json list = nlohmann::json::array();
     for (auto& spec : opts.antagonists) list.push_back(spec.text());
     context["antagonists"] = list;
-    std::string names;
-    for (auto& t : list) names += (names.empty() ? "" : ", ") + t.get<std::string>();
     fmt::print(
         stderr, "{}",
         stderr_line("", fmt::format("antagonists {} run through every measured window: every figure of this "
                                     "run is under that noise (each record's extra.antagonists says what ran)",
-                                    names)));
+                                    output::antagonists_text(context))));
   }
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
   if (link) {

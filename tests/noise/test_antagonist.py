@@ -56,7 +56,8 @@ def record(sandbox, *args, env=None):
 @needs_stress_ng
 @needs_two_cpus
 def test_a_cpu_antagonist_on_the_other_cpus_is_recorded_with_what_ran(sandbox):
-    rec, p = record(sandbox, "--antagonist", "cpu@others")
+    md = sandbox[0] / "r.md"
+    rec, p = record(sandbox, "--antagonist", "cpu@others", "--markdown", md)
     assert p.returncode == 0, p.stderr
     assert rec["status"] == "ok", rec.get("error")
     [a] = rec["extra"]["antagonists"]
@@ -71,8 +72,11 @@ def test_a_cpu_antagonist_on_the_other_cpus_is_recorded_with_what_ran(sandbox):
     assert a["version"].startswith("stress-ng, version ")
     assert a["bogo_ops"] > 0 and a["bogo_ops_per_s"] > 0 and a["run_s"] > 0
     assert a["window_cpu_s"] > 0 and a["windows"] == 1
-    # The run says on its console that its figures are under noise, and the context names it.
+    # The run says that its figures are under noise: on stderr as it starts, under its table, in
+    # its Markdown file; and the context names it.
     assert "antagonists cpu@others:100 run through every measured window" in p.stderr
+    assert "Every figure above was measured under antagonists cpu@others:100" in " ".join(p.stdout.split())
+    assert "Under antagonists: cpu@others:100 — every figure below" in md.read_text()
     assert json.loads((sandbox[0] / "r.json").read_text())["context"]["antagonists"] == ["cpu@others:100"]
     # Nothing of it is left in the run's folder, nor anywhere under TMPDIR.
     assert not [f for f in (sandbox[0] / "tmp").rglob("*") if "stress-ng" in f.name]
