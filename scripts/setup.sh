@@ -10,7 +10,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # Debian packages: build tools (clang-format pinned by version: `make format-check`), the C++ libraries we build on, and the reference tools
-# (perf bench, fio, sockperf) that benchmarks are checked against; QEMU, a kernel image and busybox
+# (perf bench, fio, sockperf) that benchmarks are checked against; stress-ng, the antagonists of
+# `run --antagonist` (docs/noise.md); QEMU, a kernel image and busybox
 # for the emulated machines of `make test-guests` (tests/guest); PostgreSQL's server, which the store's
 # tests start privately (tests/store/postgres.py), never as the machine's service.
 DEB_PACKAGES=(
@@ -20,7 +21,7 @@ DEB_PACKAGES=(
   libzmq3-dev libnng-dev libiceoryx-posh-dev iceoryx
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsystemd-dev dbus-daemon python3-fusepy libsqlite3-dev libpq-dev postgresql
-  linux-perf fio sockperf procps iproute2 openssh-client openssh-server
+  linux-perf fio sockperf stress-ng procps iproute2 openssh-client openssh-server
   golang-go
   chromium
   qemu-system-x86 linux-image-amd64 busybox-static

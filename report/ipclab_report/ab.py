@@ -128,6 +128,9 @@ def parser():
     p.add_argument("--kernel-counters", action="store_true",
                    help="count system calls, context switches, migrations and page faults per op on both "
                         "sides (`ipclab run --kernel-counters`; slows blocking benchmarks: both sides alike)")
+    p.add_argument("--antagonist", action="append", default=[], metavar="KIND[@WHERE][:LEVEL]",
+                   help="interference through every slice's measured window on both sides, as for `ipclab run "
+                        "--antagonist` (repeatable; docs/noise.md)")
     p.add_argument("--pairs", type=_int_range("--pairs", 2, 1000, 10), default=DEFAULT_PAIRS, metavar="N",
                    help=f"slices per side and benchmark (default {DEFAULT_PAIRS})")
     p.add_argument("--threshold", type=_float_range("--threshold", 0, 1000, 5), default=5.0, metavar="PCT",
@@ -383,6 +386,8 @@ def run_slice(side: Side, bench: dict, args, slices: Slices, k: int, metric: str
         argv += ["--cpus", args.cpus]
     if args.kernel_counters:
         argv.append("--kernel-counters")
+    for antagonist in args.antagonist:
+        argv += ["--antagonist", antagonist]
     # The harness has its own stall watchdog and timeout; this one only keeps ab from hanging on a
     # binary that has none.
     limit = 60 + 4 * (float(args.duration) + float(args.warmup))
@@ -528,6 +533,8 @@ def cmd_ab(argv) -> int:
     common = (["--preset", args.preset] if args.preset else []) + (["--cpus", args.cpus] if args.cpus else [])
     # --duration and --warmup go to the plan too, so that the binary checks their ranges now.
     check = ["--duration", args.duration, "--warmup", args.warmup]
+    for antagonist in args.antagonist:  # checked by each binary's plan, as the options above
+        check += ["--antagonist", antagonist]
     sides = []
     for label, binary in (("A", base), ("B", new)):
         s = label.lower()
@@ -640,7 +647,8 @@ def cmd_ab(argv) -> int:
                       "b": {"binary": b.binary, "filters": b.filters, "params": b.params, "env": b.env_set},
                       "pairs": args.pairs, "order": "ABBA", "duration_s": float(args.duration),
                       "warmup_s": float(args.warmup), "threshold_pct": args.threshold, "alpha": args.alpha,
-                      "metric": args.metric, "seed": args.seed, "kernel_counters": args.kernel_counters, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+                      "metric": args.metric, "seed": args.seed, "kernel_counters": args.kernel_counters,
+                      "antagonists": args.antagonist, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
                       "load_avg": list(load_avg), "elapsed_s": time.monotonic() - started},
                "context": context, "benchmarks": rows, "regressions": regressions, "failed": failed}
         write_atomic(args.json, json.dumps(doc, indent=1) + "\n")

@@ -107,6 +107,15 @@ int main(int argc, char** argv) {
          "count system calls, context switches, CPU migrations and page faults per op (perf_event_open; "
          "slows blocking round trips: docs/methodology.md)")
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  run->add_option(
+         "--antagonist", ra.antagonists,
+         "run interference through every measured window (repeatable; docs/noise.md): KIND none (an idle "
+         "stand-in), cpu, cache, membw, irq, fork or io (stress-ng's stressors); WHERE relative to the "
+         "sides' "
+         "CPUs: same, smt, llc, cross_numa or others (default: every CPU the sides do not use); LEVEL the "
+         "kind's intensity where it has one (cpu: load %, irq: timer Hz, fork: children per round)")
+      ->type_name("KIND[@WHERE][:LEVEL]")
+      ->allow_extra_args(false);
   run->add_flag("--verbose", ra.verbose,
                 "print each repetition's row on the console, not only each point's median (the result "
                 "files hold every repetition either way)")
@@ -174,6 +183,7 @@ int main(int argc, char** argv) {
       "  ipclab run messaging/pipe -p size=64,4K -p pattern=roundtrip\n"
       "  ipclab run messaging --budget 90s --dry-run\n"
       "  ipclab run 'messaging/shm_*' --repetitions auto --json r.json\n"
+      "  ipclab run messaging/pipe -p placement=same --antagonist cpu@others\n"
       "Parameters and their values: `ipclab list SUITE`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
 
   AdviseArgs aa;

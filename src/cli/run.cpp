@@ -22,6 +22,7 @@
 #include "core/base/fs.hpp"
 #include "core/machine/env.hpp"
 #include "core/machine/placement.hpp"
+#include "core/measure/antagonist.hpp"
 #include "core/output/reporter.hpp"
 #include "core/ownership/cleanup.hpp"
 #include "core/ownership/crash.hpp"
@@ -285,6 +286,7 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   }
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
   opts.kernel_counters = a.kernel_counters;
+  for (auto& text : a.antagonists) opts.antagonists.push_back(parse_antagonist(text));
   if (a.seed && !a.interleave)
     throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
   if (a.seed) {
@@ -478,6 +480,10 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // host, the plan's own order.
   if (preset->preset == Preset::Default && overrides.empty() && !a.cpu_matrix && !a.remote && !seed)
     benchmarks = first_answers_first(std::move(benchmarks), selected, opts.cpus);
+  if (a.remote && !opts.antagonists.empty())
+    throw UsageError(
+        "--antagonist runs its interference on this host, and with --remote one side runs on the "
+        "other; drop --antagonist (or --remote)");
   if (a.remote && a.cpu_matrix)
     throw UsageError(
         "--cpu-matrix places both sides of each point on this host's CPUs, and with --remote one side runs "
@@ -530,6 +536,16 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   context["budget"] = fit.to_json();
   context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   context["kernel_counters"] = opts.kernel_counters;
+  if (!opts.antagonists.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (auto& spec : opts.antagonists) list.push_back(spec.text());
+    context["antagonists"] = list;
+    fmt::print(
+        stderr, "{}",
+        stderr_line("", fmt::format("antagonists {} run through every measured window: every figure of this "
+                                    "run is under that noise (each record's extra.antagonists says what ran)",
+                                    output::antagonists_text(context))));
+  }
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
   if (link) {
     context["remote"] = link->context();
@@ -562,14 +578,17 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
 
     // export: what moved since the last comparable run in the store (read before the result files
     // are written, so that they say it too), the result files, then this run into the store.
-    if (results_store)
+    // A run under antagonists is no point of a quiet run's series: compared with nothing, and
+    // stored as a run of kind noise.
+    const bool noisy = !opts.antagonists.empty();
+    if (results_store && !noisy)
       if (const auto note = results_store->compare(records, context); !note.empty())
         fmt::print(stderr, "{}", stderr_line("warning: ", note));
     for (auto& r : reporters) r->end(records);
     if (results_store) {
       std::vector<nlohmann::json> stored;
       for (auto& r : records) stored.push_back(to_json(r));
-      if (const auto note = results_store->append("run", context, stored); !note.empty())
+      if (const auto note = results_store->append(noisy ? "noise" : "run", context, stored); !note.empty())
         fmt::print(stderr, "{}", stderr_line("warning: ", note));
       else
         fmt::print(stderr, "stored in {} (`ipclab history` shows each benchmark's runs there)\n",

@@ -103,6 +103,21 @@ def test_kernel_counters_give_system_calls_per_op_on_both_sides(tmp_path):
     assert "→" in proc.stdout.split("\n")[-2]  # the table's sys/op A→B column
 
 
+def test_antagonists_go_to_both_sides_and_are_checked_before_any_slice(tmp_path):
+    # The idle stand-in (no stress-ng needed): each side's every slice records it.
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two allowed CPUs (the stand-in runs beside the sides)")
+    first = str(min(os.sched_getaffinity(0)))
+    proc, doc = ab(tmp_path, *PIPE, "--cpus", first, "--pairs", "2", "--antagonist", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["ab"]["antagonists"] == ["none"]
+    # Bad input is refused by the binary's own plan: one line, exit 2, no slice run.
+    (tmp_path / "bad").mkdir()
+    proc, doc = ab(tmp_path / "bad", *PIPE, "--pairs", "2", "--antagonist", "cpu@nowhere")
+    assert proc.returncode == 2 and doc is None
+    assert len(proc.stderr.strip().splitlines()) == 1 and "unknown WHERE 'nowhere'" in proc.stderr
+
+
 def test_a_side_parameter_pairs_two_configurations(tmp_path):
     proc, doc = ab(tmp_path, "messaging/pipe", "-p", "pattern=roundtrip", "-p", "placement=same",
                    "--a-param", "size=64", "--b-param", "size=4096", "--pairs", "2")

@@ -346,6 +346,15 @@ BAD = [
     case("fileio-dir-is-a-file", "run", "fileio/psync", "-p", "dir=/etc/hostname", expect="not an existing folder"),
     case("fileio-file-size-not-64k", "run", "fileio/psync", "-p", "file_size=100K", expect="multiple of 64 KiB"),
     case("fileio-direct-on-tmpfs", "run", "fileio/libaio", "-p", "dir=/dev/shm", expect="tmpfs"),
+    # --antagonist (docs/noise.md; its parser's every error: tests/harness/antagonist_test.cpp).
+    case("antagonist-unknown-kind", "run", "harness/null", *QUICK, "--antagonist", "disk", expect="unknown KIND 'disk'"),
+    case("antagonist-unknown-where", "run", "harness/null", *QUICK, "--antagonist", "cpu@far",
+         expect="unknown WHERE 'far'"),
+    case("antagonist-level-over", "run", "harness/null", *QUICK, "--antagonist", "cpu:200", expect="from 1 to 100"),
+    case("antagonist-level-of-a-kind-without", "run", "harness/null", *QUICK, "--antagonist", "membw:2",
+         expect="membw takes no LEVEL"),
+    case("antagonist-with-remote", "run", "messaging/tcp", "--remote", "h", "--antagonist", "cpu",
+         expect="drop --antagonist"),
     # --remote and its companions (docs/remote.md): refused before ssh is started.
     case("remote-ssh-option-alone", "run", "messaging/tcp", "--ssh-option", "-p 2222", expect="add --remote"),
     case("remote-ipclab-alone", "run", "messaging/tcp", "--remote-ipclab", "/opt/ipclab", expect="--remote-ipclab applies"),

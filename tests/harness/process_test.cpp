@@ -266,3 +266,57 @@ TEST(Process, CommandOutputKillsACommandPastItsTimeoutAndKeepsWhatItWrote) {
   EXPECT_EQ(command_output({"sh", "-c", "echo early; exec sleep 30"}, 0.5), "early");
   EXPECT_LT(double(now_ns() - t0) * 1e-9, 20.0);
 }
+
+namespace {
+
+// A group leader (Spawn::own_group) whose child ignores SIGTERM and has no parent-death signal:
+// only a signal to the whole group ends it. The grandchild's pid comes back through a pipe.
+Process leader_with_stubborn_child(pid_t& grandchild, bool leader_exits) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  Process leader = Process::fork(Spawn{.own_group = true}, [p, leader_exits](int) {
+    const pid_t c = ::fork();
+    if (c == 0) {
+      signal(SIGTERM, SIG_IGN);
+      for (;;) pause();
+    }
+    (void)!write(p[1], &c, sizeof c);
+    if (leader_exits) return 0;
+    for (;;) pause();
+  });
+  ::close(p[1]);
+  grandchild = -1;
+  EXPECT_EQ(read(p[0], &grandchild, sizeof grandchild), ssize_t(sizeof grandchild));
+  ::close(p[0]);
+  EXPECT_EQ(getpgid(grandchild), leader.pid());
+  return leader;
+}
+
+// True once `pid` is gone or a zombie (at most 5 s): the grandchild is not ours to reap.
+bool ends(pid_t pid) {
+  const uint64_t until = now_ns() + 5'000'000'000ull;
+  while (now_ns() < until) {
+    const char st = task_state(pid, -1);
+    if (st == 0 || st == 'Z') return true;
+    sleep_ns(1'000'000);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(Process, StopEndsTheWholeGroupOfAGroupLeader) {
+  pid_t grandchild = -1;
+  Process leader = leader_with_stubborn_child(grandchild, false);
+  leader.stop(0.1);  // the SIGTERM ends the leader (its default action); the group's SIGKILL the rest
+  EXPECT_TRUE(gone(leader.pid()));
+  EXPECT_TRUE(ends(grandchild));
+}
+
+TEST(Process, AGroupLeaderFoundDeadHasItsGroupKilled) {
+  pid_t grandchild = -1;
+  Process leader = leader_with_stubborn_child(grandchild, true);
+  EXPECT_TRUE(leader.wait(5));
+  EXPECT_TRUE(leader.clean());  // its own exit stands
+  EXPECT_TRUE(ends(grandchild));
+}

@@ -20,9 +20,11 @@
 #include "core/machine/numa.hpp"
 #include "core/machine/placement.hpp"
 #include "core/machine/topology.hpp"
+#include "core/measure/antagonist.hpp"
 #include "core/measure/kcounters.hpp"
 #include "core/measure/watchdog.hpp"
 #include "core/ownership/deadline.hpp"
+#include "core/ownership/journal.hpp"
 #include "core/process/process.hpp"
 #include "core/stats/series.hpp"
 
@@ -178,6 +180,7 @@ void Session::run_workload(const std::function<void()>& body) {
   guard_setup();
   try {
     resolve_placement();
+    resolve_antagonists();
     body();
   } catch (const UsageError&) {
     throw;
@@ -249,9 +252,29 @@ void Session::resolve_placement() {
   rec_.placement.basis = p.basis;
 }
 
-// One run_workers run, in the order its steps take: start the workers, wait until they are
-// ready, warm up, the measured window (cut into slices), close it, stop and join the workers,
-// take the coordinator's own polling out of a whole-process CPU window, fold the slots into the
+void Session::resolve_antagonists() {
+  noise_plans_.clear();
+  for (const AntagonistSpec& spec : opts_.antagonists) {
+    check_antagonist_runnable(spec);
+    Noise::Plan p{spec, {}};
+    p.target.cpus = resolve_antagonist_cpus(spec.where, cpu_for(0), cpu_for(1), allowed_cpus(), topo::here());
+    // stress-ng's own --timeout, a net under the harness's stop: past every deadline of the session.
+    p.target.life_s = 3 * opts_.timeout_s() + 60;
+    p.target.scratch = ipc::run_dir();
+    noise_plans_.push_back(std::move(p));
+  }
+}
+
+namespace {
+// How long an antagonist may take to start its workers.
+constexpr double kNoiseStartS = 10;
+// The one wording of a point whose window was not under the noise asked for.
+std::string not_under_noise(const std::string& why) { return "not measured under noise: " + why; }
+}  // namespace
+
+// One run_workers run, in the order its steps take: start the antagonists and wait until they run, start the
+// workers, wait until they are ready, warm up, the measured window (cut into slices), close it, stop and join
+// the workers, take the coordinator's own polling out of a whole-process CPU window, fold the slots into the
 // record. The coordinator's thread runs every step; between them it watches the children (a
 // death), the heartbeats (a stall) and, with a process_cpu worker, its own CPU.
 class Session::Run {
@@ -261,6 +284,7 @@ class Session::Run {
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
+  void start_noise();
   void start_workers();
   void await_ready();
   void warm_up();
@@ -312,6 +336,9 @@ class Session::Run {
   bool whole_ = false;                         // the window is the whole_ops workers' own
   bool stopped_ = false;
   bool timed_out_ = false;  // the workers outlived the timeout after the stop
+  // The antagonists (--antagonist), from before the workers start to the window's close; stopped
+  // with the run on every path.
+  std::unique_ptr<Noise> noise_;
 };
 
 Session::Run::Run(Session& s, Control& ctl, std::vector<WorkerSpec> workers, int process_cpu)
@@ -394,6 +421,24 @@ bool Session::Run::workers_exited() const {
   return true;
 }
 
+// Before the workers and their warm-up, so that the noise runs through all of it and its start-up
+// is over before the window opens: each antagonist started, and waited for until its workers run.
+void Session::Run::start_noise() {
+  if (s_.noise_plans_.empty()) return;
+  try {
+    noise_ = std::make_unique<Noise>(s_.noise_plans_);
+  } catch (...) {  // Skip or an error: the run ends before any worker began (none is waited for)
+    for (int i = 0; i < n_; ++i) ctl_.slot(i).finished.store(1, std::memory_order_release);
+    stopped_ = true;
+    set_abort_flag(nullptr);
+    throw;
+  }
+  if (auto why = noise_->await_running(kNoiseStartS); !why.empty()) {
+    rec_.fail(not_under_noise(why));
+    abort();
+  }
+}
+
 // Forked workers first, then threads: a process forked while this process's worker threads run
 // can inherit a lock one of them held (the allocator's: under ASan a forked pingpong guest
 // deadlocked on its first allocation), and its copy is never released. Then the watchdog over
@@ -444,6 +489,11 @@ void Session::Run::start_workers() {
 // A forked worker that exits before finishing its work is a dead peer, and so is a peer process
 // that ends (unless it may end once every worker is done, and they are).
 void Session::Run::check_children() {
+  if (noise_ && !aborted())
+    if (auto why = noise_->lost(); !why.empty()) {
+      rec_.fail(not_under_noise(why));
+      abort();
+    }
   for (int i = 0; i < n_; ++i) {
     Process& p = procs_[size_t(i)];
     if (!p.running() || p.alive()) continue;
@@ -583,6 +633,7 @@ void Session::Run::measure_window() {
   for (size_t k = 0; k < peers_.size(); ++k) peer_cpu0_[k] = peer_usage(k);
   steal_cpus_ = placed_cpus();
   if (s_.kernel_) kernel0_ = s_.kernel_->read();
+  if (noise_) noise_->window_open();
   t_begin_ = now_ns();
   set_phase(kMeasure);
   // Once the window is open, not between the warm-up and it (a worker would begin another warm-up
@@ -627,6 +678,16 @@ void Session::Run::close_window() {
   set_phase(kStop);
   // After the stop, not between the window's end and it, likewise.
   if (t_begin_) steal1_ = read_steal();
+  // The antagonists lived and progressed through the window, or the point was not measured under
+  // noise; stopped now, what they did goes into the record.
+  if (noise_) {
+    const std::string why = t_begin_ ? noise_->window_close(double(t_end_ - t_begin_) * 1e-9) : "";
+    if (!why.empty() && !aborted()) {
+      rec_.fail(not_under_noise(why));
+      abort();
+    }
+    noise_->stop_into(rec_.extra);
+  }
 }
 
 // Once the run aborts or the timeout passes: the workers are woken with a signal (their blocking
@@ -839,6 +900,7 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   set_abort_flag(&ctl_->abort);  // abort_requested() reads this run's flag (core/base/cancel.hpp)
   const size_t n = workers.size();
   Run run(*this, *ctl_, std::move(workers), process_cpu);
+  run.start_noise();
   run.start_workers();
   run.await_ready();
   run.warm_up();
@@ -862,6 +924,14 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
         "within {:.1f} s",
         rec_.name, rec_.repetition, mech_.full_name(), phase_s + limit);
   };
+  // The antagonists, as run_workers has them: running before the warm-up, checked and stopped
+  // once the window closes.
+  std::unique_ptr<Noise> noise;
+  if (!noise_plans_.empty()) {
+    noise = std::make_unique<Noise>(noise_plans_);
+    if (auto why = noise->await_running(kNoiseStartS); !why.empty())
+      throw std::runtime_error(not_under_noise(why));
+  }
   if (opts_.warmup_s > 0) {
     Deadline warm(opts_.warmup_s + limit, stalled(opts_.warmup_s));
     const uint64_t until = now_ns() + uint64_t(opts_.warmup_s * 1e9);
@@ -883,6 +953,7 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
   // passes run until the window holds --duration, so that no figure comes from a window shorter
   // than the one asked for, however small the count.
   uint64_t passes = 0;
+  if (noise) noise->window_open();
   const uint64_t t0 = now_ns(), until = t0 + uint64_t(opts_.duration_s * 1e9);
   uint64_t t1 = t0;
   do {
@@ -892,6 +963,11 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
   } while (t1 < until);
   if (kernel_) kernel1 = kernel_->read(false);
   timed.reset();
+  if (noise) {
+    const std::string why = noise->window_close(double(t1 - t0) * 1e-9);
+    noise->stop_into(rec_.extra);
+    if (!why.empty()) throw std::runtime_error(not_under_noise(why));
+  }
   if (kernel_)
     kernel_->add_window(rec_.kernel, kernel0, kernel1, false,
                         "window: the coordinator's thread, which runs the benchmark's body, and every thread "

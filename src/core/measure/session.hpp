@@ -17,6 +17,7 @@
 #include "core/base/clock.hpp"
 #include "core/base/cpu.hpp"
 #include "core/load/rate_trace.hpp"
+#include "core/measure/antagonist.hpp"
 #include "core/measure/watchdog.hpp"
 #include "core/model/mechanism.hpp"
 #include "core/ownership/deadline.hpp"
@@ -42,6 +43,8 @@ struct RunOptions {
   // --kernel-counters: count system calls, switches, migrations and page faults (core/measure/kcounters).
   // Off by default: the kernel's counting slows blocking round trips (docs/methodology.md).
   bool kernel_counters = false;
+  // --antagonist: interference run through every measured window (core/measure/antagonist.hpp).
+  std::vector<AntagonistSpec> antagonists;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
 
@@ -362,6 +365,11 @@ class Session {
   /// sides run — side 0 writes, side 1 reads (core/machine/numa.hpp: numa::resolve): what the
   /// memory the sides share is placed by.
   numa::Policy memory_policy() const;
+  /// The CPUs of each --antagonist (RunOptions::antagonists) from the sides' (cpu_for) and the
+  /// topology; Skip when its class is missing here, when it has no CPU left, or when stress-ng is
+  /// not installed. run_workload calls it after resolve_placement, before the workload's set-up;
+  /// run_workers and measure then start them before each warm-up and stop them after the window.
+  void resolve_antagonists();
   /// Resolves a two-sided pinned placement to its pair and records it with its measured round trip
   /// (core/machine/placement.hpp: resolve_pair); Skip when its class is missing here. The runner calls it
   /// before the workload, on the coordinator, so forked workers place themselves on the same pair.
@@ -409,6 +417,7 @@ class Session {
   double until_done_s_ = 0;  // > 0: the next run is bounded by its work (until_done)
   uint64_t window_begin_ = 0, window_end_ = 0;
   const KernelCounters* kernel_ = nullptr;
+  std::vector<Noise::Plan> noise_plans_;  // resolve_antagonists'
 
  public:
   ~Session();

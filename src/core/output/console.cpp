@@ -120,6 +120,7 @@ void ConsoleReporter::begin(const nlohmann::json& context, const std::vector<Pla
   // "auto" (--repetitions auto) runs five or more.
   const auto reps = context.value("repetitions", nlohmann::json(1));
   medians_ = reps.is_string() || (reps.is_number() && reps.get<int>() > 1);
+  antagonists_ = antagonists_text(context);
   shown_.clear();
   for (auto& c : columns())
     if (c.needs.empty() || context.value(c.needs, false)) shown_.push_back(&c);
@@ -230,6 +231,11 @@ void ConsoleReporter::end(const std::vector<Record>& records) {
         "Each row is the median of its repetitions, every column its own median; ± is the 95% "
         "interval of time/op; --verbose prints each repetition.",
         0);
+  if (!antagonists_.empty())
+    print_wrapped(fmt::format("Every figure above was measured under antagonists {} (docs/noise.md; each "
+                              "record's extra.antagonists says what ran).",
+                              antagonists_),
+                  0);
   if (!flags_.empty()) fmt::print(out_, "What the flags in the status mean, and what to do:\n");
   for (auto& f : flag_table())
     if (flags_.count(f.flag)) print_wrapped(fmt::format("{}: {}: {}", f.word, f.meaning, f.remedy));

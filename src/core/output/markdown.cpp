@@ -79,6 +79,14 @@ std::string md_prose(const std::string& s) {
 
 }  // namespace
 
+std::string antagonists_text(const nlohmann::json& context) {
+  std::string out;
+  if (context.contains("antagonists") && context["antagonists"].is_array())
+    for (auto& a : context["antagonists"])
+      if (a.is_string()) out += (out.empty() ? "" : ", ") + a.get<std::string>();
+  return out;
+}
+
 std::string markdown(const nlohmann::json& context, const TableNames& names,
                      const std::vector<Record>& records) {
   std::string md = "# ipclab results\n\n";
@@ -92,6 +100,11 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
                     md_text(context.contains("git_sha") && context["git_sha"].is_string()
                                 ? context["git_sha"].get<std::string>()
                                 : "?"));
+  if (const std::string noise = antagonists_text(context); !noise.empty())
+    md += fmt::format(
+        "Under antagonists: {} — every figure below was measured under that noise "
+        "(docs/noise.md; each record's `extra.antagonists` says what ran).\n\n",
+        md_text(noise));
   // The run's warnings, then each repetition's own (flag_steal).
   std::string warned;
   auto warn = [&](const std::string& who, const nlohmann::json& w) {

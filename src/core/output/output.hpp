@@ -105,6 +105,9 @@ std::string figure_cell(const Column& c, const nlohmann::json& record);
 /// non-empty: those suites and their mechanisms only.
 nlohmann::json registry_json(const std::set<std::string>& suites = {});
 
+/// The run's antagonists as its context names them (`context.antagonists`, docs/noise.md),
+/// comma-separated: "cpu@others:100, none@same"; "" for a run without --antagonist.
+std::string antagonists_text(const nlohmann::json& context);
 /// The Markdown result: machine line, warnings, one row per benchmark (its median when there are
 /// repetitions) under its table name, then each mechanism's constant parameters.
 std::string markdown(const nlohmann::json& context, const TableNames& names,

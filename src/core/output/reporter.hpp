@@ -64,6 +64,7 @@ class ConsoleReporter : public Reporter {
   std::set<std::string> first_;           // the names of the first answer's points (PlannedBenchmark::first)
   bool rest_begun_ = false;               // the table after the first answer has begun
   std::set<std::string> kinds_;           // the latency kinds the rows showed
+  std::string antagonists_;               // the run's --antagonist, as the context names them ("": none)
   std::set<Flag> flags_;                  // the flags the rows showed
 };
 

@@ -7,11 +7,14 @@
 #include <sys/msg.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -293,8 +296,68 @@ extern "C" void on_terminate(int sig) {
 
 }  // namespace
 
+namespace {
+
+// The process groups to stop before the run's objects go (track_group): leaders' pids, 0 free.
+constexpr int kMaxGroups = 64;
+std::atomic<pid_t> g_groups[kMaxGroups];
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+// Whether leader `p` has ended (its zombie kept: its group's id stays its own until reaped).
+bool leader_ended(pid_t p) {
+  siginfo_t info{};
+  if (waitid(P_PID, id_t(p), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;  // not ours any more
+  return info.si_pid == p;
+}
+
+// System calls only: SIGTERM to every leader, then SIGKILL to each group once its leader ended or
+// the grace is over.
+void stop_groups_now() noexcept {
+  bool any = false;
+  for (auto& g : g_groups)
+    if (const pid_t p = g.load(); p > 0) {
+      kill(p, SIGTERM);
+      kill(-p, SIGCONT);  // a stopped leader sees its SIGTERM only once continued
+      any = true;
+    }
+  if (!any) return;
+  const uint64_t until = monotonic_ns() + uint64_t(kGroupGraceS * 1e9);
+  for (;;) {
+    bool waiting = false;
+    for (auto& g : g_groups)
+      if (const pid_t p = g.load(); p > 0 && !leader_ended(p)) waiting = true;
+    if (!waiting || monotonic_ns() >= until) break;
+    const timespec ms{0, 1'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  for (auto& g : g_groups)
+    if (const pid_t p = g.load(); p > 0) kill(-p, SIGKILL);
+}
+
+}  // namespace
+
+void track_group(pid_t leader) noexcept {
+  for (auto& g : g_groups) {
+    pid_t free = 0;
+    if (g.compare_exchange_strong(free, leader)) return;
+  }
+}
+
+void untrack_group(pid_t leader) noexcept {
+  for (auto& g : g_groups) {
+    pid_t p = leader;
+    if (g.compare_exchange_strong(p, 0)) return;
+  }
+}
+
 void remove_all_now() noexcept {
   if (g_run.pid.load() != getpid()) return;
+  stop_groups_now();  // their workers remove their own files from the run's folder first
   // The names a machine-wide lock guards go first, the lock last: it is held until they are gone.
   bool kept = false;  // a cgroup that could not be emptied: its journal stays for the next run's sweep
   for (const bool locks : {false, true})

@@ -25,6 +25,7 @@
 
 #include "core/base/affinity.hpp"
 #include "core/base/clock.hpp"
+#include "core/ownership/cleanup.hpp"
 
 namespace ipclab {
 
@@ -38,22 +39,25 @@ namespace {
 
 // The child's first steps after fork, before its body or exec: system calls only, no allocation
 // (another thread of the harness may have held the allocator's lock at the fork).
-void child_setup(pid_t parent, int cpu, int death_signal) {
+void child_setup(pid_t parent, int cpu, int death_signal, bool own_group) {
   // The child dies with the harness, so a killed harness never leaves an orphan behind; a parent
   // already gone before the prctl took effect would never send that signal, so check.
   prctl(PR_SET_PDEATHSIG, death_signal);
   if (getppid() != parent) _exit(127);
+  if (own_group) setpgid(0, 0);  // the parent sets it too: whichever runs first
   if (cpu >= 0 && !set_affinity(cpu)) _exit(126);
 }
 
 // The fields of a /proc/.../stat file that follow "pid (comm) ": the command may hold spaces
-// and parentheses, so they start after the last ')'. [0] is the state (field 3 of proc(5)).
-std::vector<std::string> stat_fields(const std::string& path) {
+// and parentheses, so they start after the last ')'. [0] is the state (field 3 of proc(5));
+// `comm`, when given, receives the command.
+std::vector<std::string> stat_fields(const std::string& path, std::string* comm = nullptr) {
   std::ifstream f(path);
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t rp = s.rfind(')');
+  const size_t lp = s.find('('), rp = s.rfind(')');
   std::vector<std::string> fields;
-  if (rp == std::string::npos) return fields;
+  if (rp == std::string::npos || lp == std::string::npos || rp < lp) return fields;
+  if (comm) *comm = s.substr(lp + 1, rp - lp - 1);
   std::istringstream in(s.substr(rp + 1));
   for (std::string field; in >> field;) fields.push_back(field);
   return fields;
@@ -81,7 +85,7 @@ Process Process::fork(const Spawn& how, const std::function<int(int)>& body) {
     throw std::system_error(e, std::generic_category(), "fork");
   }
   if (pid == 0) {
-    child_setup(parent, how.cpu, how.death_signal);
+    child_setup(parent, how.cpu, how.death_signal, how.own_group);
     if (p[0] >= 0) ::close(p[0]);
     int rc = 127;
     try {
@@ -92,6 +96,11 @@ Process Process::fork(const Spawn& how, const std::function<int(int)>& body) {
   }
   Process proc;
   proc.pid_ = pid;
+  if (how.own_group) {
+    setpgid(pid, pid);  // before any signal to its group: the child may not have run yet
+    proc.group_ = true;
+    ipc::track_group(pid);  // a signal's clean-up stops its group before it removes the run's folder
+  }
   if (p[1] >= 0) ::close(p[1]);
   proc.ready_fd_ = p[0];
   return proc;
@@ -125,6 +134,7 @@ Process::Process(Process&& o) noexcept
       ready_fd_(std::exchange(o.ready_fd_, -1)),
       reaped_(o.reaped_),
       stopped_(o.stopped_),
+      group_(o.group_),
       status_(o.status_),
       usage_(o.usage_) {}
 
@@ -135,6 +145,7 @@ Process& Process::operator=(Process&& o) noexcept {
     ready_fd_ = std::exchange(o.ready_fd_, -1);
     reaped_ = o.reaped_;
     stopped_ = o.stopped_;
+    group_ = o.group_;
     status_ = o.status_;
     usage_ = o.usage_;
   }
@@ -179,10 +190,24 @@ void Process::reap(int options) {
   } else if (r < 0 && errno == ECHILD) {
     reaped_ = true;  // not our child any more (reaped elsewhere): nothing left to wait for
   }
+  if (reaped_ && group_) ipc::untrack_group(pid_);
+}
+
+bool Process::exited_unreaped() {
+  siginfo_t info{};
+  int r;
+  while ((r = waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT)) < 0 && errno == EINTR) {
+  }
+  return r < 0 ? errno == ECHILD : info.si_pid == pid_;
 }
 
 bool Process::alive() {
   if (!running()) return false;
+  if (group_) {
+    // The leader's zombie keeps its group's id: the group is killed before the leader is reaped.
+    if (!exited_unreaped()) return true;
+    kill(-pid_, SIGKILL);
+  }
   reap(WNOHANG);
   return !reaped_;
 }
@@ -190,6 +215,12 @@ bool Process::alive() {
 bool Process::wait(double timeout_s) {
   if (!running()) return pid_ > 0;
   if (timeout_s < 0) {
+    if (group_) {  // its group is killed while the leader's zombie still holds the group's id
+      siginfo_t info{};
+      while (waitid(P_PID, id_t(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+      }
+      kill(-pid_, SIGKILL);
+    }
     reap(0);
     return true;
   }
@@ -205,15 +236,19 @@ void Process::signal(int sig) {
   if (running()) kill(pid_, sig);
 }
 
+void Process::signal_group(int sig) {
+  if (running()) kill(group_ ? -pid_ : pid_, sig);
+}
+
 void Process::stop(double grace_s) {
   if (!alive()) return;  // never started, already reaped, or ended by itself: its status stands
   stopped_ = true;
   if (grace_s > 0) {
     kill(pid_, SIGTERM);
-    kill(pid_, SIGCONT);  // a stopped child sees its SIGTERM only once continued
+    signal_group(SIGCONT);  // a stopped child sees its SIGTERM only once continued
     if (wait(grace_s)) return;
   }
-  kill(pid_, SIGKILL);  // ends a stopped child too
+  signal_group(SIGKILL);  // ends a stopped child too
   reap(0);
 }
 
@@ -221,14 +256,27 @@ bool Process::clean() const { return reaped_ && WIFEXITED(status_) && WEXITSTATU
 
 std::string Process::death() const { return reaped_ && !stopped_ ? describe_exit(status_) : std::string(); }
 
-double Process::cpu_seconds() const {
-  if (!running()) return usage_.total_s();
+double Process::cpu_seconds() const { return running() ? cpu_seconds_of(pid_) : usage_.total_s(); }
+
+double cpu_seconds_of(pid_t pid) {
   // Nanoseconds on CPU of every thread (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
-  if (const auto s = process_schedstat(pid_)) return double(s->on_cpu_ns) * 1e-9;
+  if (const auto s = process_schedstat(pid)) return double(s->on_cpu_ns) * 1e-9;
   // Fields after the command: state(3) ... utime(14) stime(15).
-  const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid_));
+  const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid));
   if (fields.size() < 13) return 0;
   return double(std::stoull(fields[11]) + std::stoull(fields[12])) / double(sysconf(_SC_CLK_TCK));
+}
+
+ProcStat proc_stat(pid_t pid) {
+  ProcStat st;
+  std::string comm;
+  const auto fields = stat_fields(fmt::format("/proc/{}/stat", pid), &comm);
+  if (fields.size() < 3 || fields[0].empty()) return st;
+  st.state = fields[0][0];
+  st.ppid = pid_t(std::atol(fields[1].c_str()));
+  st.pgrp = pid_t(std::atol(fields[2].c_str()));
+  st.comm = comm;
+  return st;
 }
 
 char task_state(pid_t pid, pid_t tid) {

@@ -45,11 +45,32 @@ struct Spawn {
   /// What the child gets when the harness dies (PR_SET_PDEATHSIG). SIGKILL: a child that could
   /// catch it might outlive the harness (core/peers/daemon.hpp); what it leaves is journaled and swept.
   int death_signal = SIGKILL;
+  /// The child leads a process group of its own, which its children join (a program that starts
+  /// workers: stress-ng). Its group is stopped with it: stop()'s SIGTERM goes to the child alone
+  /// (it stops its own workers, and may report), the SIGKILL after the grace to the whole group;
+  /// and a child found dead has its group killed before it is reaped (the dead leader keeps the
+  /// group's id from being reused until then). On SIGINT/SIGTERM/SIGHUP of the harness its group
+  /// is stopped the same way before the run's folder is removed (core/ownership/cleanup.hpp:
+  /// track_group). The harness's SIGKILL reaches the child alone (PR_SET_PDEATHSIG): its workers
+  /// must die with it by themselves, as stress-ng's do.
+  bool own_group = false;
 };
 
 /// The scheduler state letter of a process (pid > 0) or of a thread of this process (tid > 0):
 /// R, S, D, T, t, Z, ...; 0 when it cannot be read.
 char task_state(pid_t pid, pid_t tid);
+
+/// What /proc/<pid>/stat says of a process now: its scheduler state letter, its parent, its process
+/// group and its command (comm); state 0 when it is gone.
+struct ProcStat {
+  char state = 0;
+  pid_t ppid = 0, pgrp = 0;
+  std::string comm;
+};
+ProcStat proc_stat(pid_t pid);
+/// Seconds on CPU of process `pid` so far: every live thread's /proc/<pid>/task/*/schedstat (ns),
+/// or the 10 ms ticks of /proc/<pid>/stat where schedstat is missing; 0 once it is gone.
+double cpu_seconds_of(pid_t pid);
 
 /// The path of program `name` (one with a '/' as it is), the first executable of that name on
 /// $PATH (/usr/bin:/bin without one), then in /usr/sbin and /sbin; "" when there is none.
@@ -96,6 +117,9 @@ class Process {
   bool wait(double timeout_s = -1);
   /// Sends `sig` to a running child (a wake-up, say); no effect once it is reaped.
   void signal(int sig);
+  /// Sends `sig` to the child's whole process group (Spawn::own_group; the child alone otherwise);
+  /// no effect once it is reaped.
+  void signal_group(int sig);
   /// Ends a running child: SIGTERM (and SIGCONT, for a stopped one), SIGKILL when it is still
   /// there `grace_s` later (grace 0: SIGKILL at once), then reaps it. A child that had already
   /// ended by itself keeps its own status: death() reports it.
@@ -118,10 +142,12 @@ class Process {
 
  private:
   void reap(int options);  // wait4 with `options`; records status and usage when it returns the child
+  bool exited_unreaped();  // own_group: the leader has ended (waitid WNOWAIT), its zombie kept
   void release();          // stops and reaps what this object holds (destructor, move-assignment)
   pid_t pid_ = -1;
   int ready_fd_ = -1;
   bool reaped_ = false, stopped_ = false;
+  bool group_ = false;  // Spawn::own_group
   int status_ = 0;
   CpuUsage usage_;
 };
