@@ -158,7 +158,8 @@ def test_a_quota_run_records_its_throttling_and_leaves_no_cgroup(lab, cgroup_hom
     assert ours(cgroup_home) == before
     recs = [r for r in json.loads(out.read_text())["benchmarks"] if r.get("status") == "ok"]
     assert recs, p.stdout
-    q = recs[0]["extra"]["quota"]
+    [q] = [a for a in recs[0]["extra"]["antagonists"] if a["kind"] == "quota"]
+    assert q["text"] == "quota:20" and q["windows"] == 1, q
     assert q["quota_us"] == 20000 and q["period_us"] == 100000
     assert q["nr_periods"] >= 1 and q["nr_periods"] >= q["nr_throttled"]
     assert Path(q["path"]).name.startswith("ipclab-")

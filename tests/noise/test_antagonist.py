@@ -103,7 +103,8 @@ def test_the_idle_stand_in_uses_no_cpu(sandbox):
     ("cache:2", "cache takes no LEVEL"),
     ("none:1", "none takes no LEVEL"),
     ("", "unknown KIND ''"),
-    ("quota", "is not built in this binary yet"),
+    ("quota@same:20", "quota acts on the sides themselves and takes no WHERE"),
+    ("quota:0", "a number from 1 to"),
 ])
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(sandbox, given, says):
     out = sandbox[0] / "never.json"

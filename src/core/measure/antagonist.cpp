@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/base/affinity.hpp"
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
 #include "core/base/params.hpp"
@@ -398,10 +399,11 @@ std::vector<AntagonistKind> builtin_kinds() {
                  return std::vector<std::string>{"--hdd", n(i), "--hdd-bytes", "64M", "--temp-path", scratch};
                },
                start_stress_ng});
-  // Known by name, built beside this file by its own runner, which registers it
-  // (register_antagonist_kind): until then a usage error saying so.
-  k.push_back(
-      {"quota", "the sides under a CPU quota (cgroup cpu.max)", "", 0, 0, 0, false, nullptr, nullptr});
+  // The sides themselves under a CPU quota (core/measure/quota.cpp): LEVEL percent of one CPU per
+  // 100 ms period, up to every CPU this process may use (beyond it the quota cannot throttle).
+  k.push_back({"quota", "the sides under a CPU quota in a cgroup (cpu.cfs_quota_us or cpu.max)",
+               "percent of one CPU per 100 ms period", 1, 100.0 * double(allowed_cpus().size()), 50, false,
+               nullptr, start_quota, true});
   return k;
 }
 
@@ -432,7 +434,13 @@ std::string where_names() {
 }  // namespace
 
 std::string AntagonistSpec::text() const {
-  return kind + "@" + where + (takes_level(kind) ? ":" + level_text(level) : "");
+  const AntagonistKind* k = find_kind(kind);
+  return kind + (k && k->on_sides ? "" : "@" + where) + (takes_level(kind) ? ":" + level_text(level) : "");
+}
+
+bool antagonist_on_sides(const AntagonistSpec& spec) {
+  const AntagonistKind* k = find_kind(spec.kind);
+  return k && k->on_sides;
 }
 
 void check_antagonist_runnable(const AntagonistSpec& spec) {
@@ -484,6 +492,11 @@ AntagonistSpec parse_antagonist(const std::string& text) {
   if (!k->start)
     throw UsageError(fmt::format("--antagonist '{}': {} ({}) is not built in this binary yet; use one of {}",
                                  brief(text), k->name, k->what, kind_names()));
+  if (k->on_sides && text.find('@') != std::string::npos)
+    throw UsageError(
+        fmt::format("--antagonist '{}': {} acts on the sides themselves and takes no WHERE; e.g. "
+                    "--antagonist {}:{}",
+                    brief(text), k->name, k->name, level_text(k->level_default)));
   if (!level.empty()) {
     if (k->level_is.empty())
       throw UsageError(fmt::format("--antagonist '{}': {} takes no LEVEL; drop ':{}'", brief(text), k->name,
@@ -587,6 +600,10 @@ std::string Noise::await_running(double timeout_s) {
     if (auto why = a->await_running(left); !why.empty()) return why;
   }
   return "";
+}
+
+void Noise::attach(const SideTasks& sides) {
+  for (auto& a : running_) a->attach(sides);
 }
 
 void Noise::window_open() {

@@ -7,6 +7,8 @@
 // closes, and records what ran (extra.antagonists). Every antagonist is a child of the harness in
 // a process group of its own (core/process: Spawn::own_group), stopped on every path: the normal
 // end, a failed point, a signal, the harness's death (stress-ng's workers die with their parent).
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,14 @@ class Antagonist;
 /// shorter one a light antagonist (1% load) may not have been scheduled at all.
 constexpr double kJudgedWindowS = 0.05;
 
+/// The tasks of a point's sides once its workers exist: threads of this process (gettid()) and whole
+/// processes (forked workers, peers). What an antagonist acting on the sides themselves (`quota`)
+/// is given (Antagonist::attach).
+struct SideTasks {
+  std::vector<pid_t> threads;
+  std::vector<pid_t> processes;
+};
+
 /// Where one antagonist runs and for how long at most: what its kind's start gets.
 struct AntagonistTarget {
   std::vector<int> cpus;  // the CPUs it is pinned to (resolve_antagonist_cpus)
@@ -62,16 +72,26 @@ struct AntagonistKind {
   std::function<std::vector<std::string>(int instances, double level, const std::string& scratch)> options;
   /// Starts one (empty: the kind is not built in this binary). Throws Skip when the machine cannot run it.
   std::function<std::unique_ptr<Antagonist>(const AntagonistSpec&, const AntagonistTarget&)> start;
+  /// It acts on the sides themselves (quota), not beside them: no WHERE, no CPUs of its own; it is
+  /// given the sides' tasks once they exist (Antagonist::attach).
+  bool on_sides = false;
 };
 /// Adds (or, by name, replaces) a kind.
 void register_antagonist_kind(AntagonistKind kind);
 /// The registered kinds, in registration order.
 const std::vector<AntagonistKind>& antagonist_kinds();
 
+/// The `quota` kind's start (core/measure/quota.cpp): the sides under a CPU quota in a cgroup of
+/// the run's, from attach to stop.
+std::unique_ptr<Antagonist> start_quota(const AntagonistSpec& spec, const AntagonistTarget& target);
+
 /// Parses "KIND[@WHERE][:LEVEL]": UsageError (one line naming the fix) for an unknown kind or
 /// WHERE, a LEVEL that is no number or out of the kind's range, a LEVEL for a kind that takes
 /// none, and a kind that is not built in this binary.
 AntagonistSpec parse_antagonist(const std::string& text);
+
+/// Whether `spec`'s kind acts on the sides themselves (AntagonistKind::on_sides).
+bool antagonist_on_sides(const AntagonistSpec& spec);
 
 /// Skip, with the install hint, when `spec`'s kind needs stress-ng and there is none on PATH.
 void check_antagonist_runnable(const AntagonistSpec& spec);
@@ -91,6 +111,9 @@ class Antagonist {
   virtual ~Antagonist() = default;
   /// "" once it runs (its workers exist and have run), or why it did not within `timeout_s`.
   virtual std::string await_running(double timeout_s) = 0;
+  /// The sides' tasks, once the workers exist and before their warm-up (after await_running): for a
+  /// kind that acts on them (AntagonistKind::on_sides). Skip when it cannot act on them here.
+  virtual void attach(const SideTasks&) {}
   /// The measured window opens: what its progress over the window is measured from.
   virtual void window_open() = 0;
   /// Cheap, polled while it should run: "" or why it is gone (its process died).
@@ -120,6 +143,8 @@ class Noise {
   bool empty() const { return running_.empty(); }
   /// "" once every antagonist runs, or why one did not (at most `timeout_s` in all).
   std::string await_running(double timeout_s);
+  /// The sides' tasks to each antagonist (Antagonist::attach).
+  void attach(const SideTasks& sides);
   void window_open();
   /// "" or why one is gone (cheap: for the coordinator's polls).
   std::string lost();

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -388,6 +390,55 @@ nlohmann::json Quota::stop() {
         {"processes", sides_.processes},
         {"whole_process", whole_process_}}},
   };
+}
+
+namespace {
+
+// The `quota` antagonist: no process of its own; the sides go under the quota as they exist
+// (attach, before their warm-up) and come out at stop. Where no quota can be set, the point is
+// skipped before any worker starts.
+class QuotaAntagonist final : public Antagonist {
+ public:
+  explicit QuotaAntagonist(const AntagonistSpec& spec) : spec_(spec) {
+    if (auto why = Quota::problem(); !why.empty()) throw Skip("quota: " + why);
+  }
+  ~QuotaAntagonist() override { stop(); }
+  std::string await_running(double) override { return ""; }
+  void attach(const SideTasks& sides) override { quota_.emplace(QuotaSpec{spec_.level}, sides); }
+  void window_open() override {
+    if (quota_) quota_->open_window();
+  }
+  std::string lost() override { return ""; }
+  std::string window_close(double) override {
+    if (!quota_) return "the sides were never put under the quota";
+    quota_->close_window();
+    return "";
+  }
+  void stop() override {
+    if (!quota_) return;
+    try {
+      figures_ = quota_->stop();
+    } catch (const std::exception& e) {  // the cgroup stays journaled for the run's end
+      figures_ = {{"error", e.what()}};
+    }
+    quota_.reset();
+  }
+  nlohmann::json record() const override {
+    nlohmann::json j{{"kind", spec_.kind}, {"text", spec_.text()}, {"level", spec_.level}, {"windows", 1}};
+    for (auto& [k, v] : figures_.items()) j[k] = v;
+    return j;
+  }
+
+ private:
+  AntagonistSpec spec_;
+  std::optional<Quota> quota_;
+  nlohmann::json figures_ = nlohmann::json::object();
+};
+
+}  // namespace
+
+std::unique_ptr<Antagonist> start_quota(const AntagonistSpec& spec, const AntagonistTarget&) {
+  return std::make_unique<QuotaAntagonist>(spec);
 }
 
 }  // namespace ipclab

@@ -22,9 +22,9 @@
 //      process's whose cgroup.subtree_control enables cpu, its quota in cpu.max. v2 moves threads
 //      only within a threaded subtree, which ipclab does not make of a cgroup not its own: a side
 //      that is a thread of ipclab puts the whole ipclab process in — its coordinator included (the
-//      record says so: extra.quota.sides.whole_process).
-// What is throttled is exactly the tasks moved in (extra.quota.sides), and whatever they start
-// meanwhile; a process or thread of ipclab not among them is not.
+//      record says so: the quota entry of extra.antagonists, sides.whole_process).
+// What is throttled is exactly the tasks moved in (its entry in extra.antagonists: sides), and whatever they
+// start meanwhile; a process or thread of ipclab not among them is not.
 //
 // Lifetime: the cgroup is an object of the run's (core/ownership/journal.hpp: create_cgroup), made
 // by start, removed by stop — every task moved back to the cgroup it came from, then rmdir — and
@@ -41,6 +41,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/measure/antagonist.hpp"
 
 namespace ipclab {
 
@@ -87,11 +89,8 @@ CpuStat parse_cpu_stat(std::string_view text);
 class Quota {
  public:
   /// The tasks that run under the quota: threads of this process (their ids, gettid()) and whole
-  /// processes (their pids: every thread of each).
-  struct Sides {
-    std::vector<pid_t> threads;
-    std::vector<pid_t> processes;
-  };
+  /// processes (their pids: every thread of each) — the sides' tasks (core/measure/antagonist.hpp).
+  using Sides = SideTasks;
 
   /// "" when a quota can be set here, else why not and what would allow it (one line): no
   /// cgroup hierarchy with the cpu controller, cpu not enabled for children on v2, a read-only
@@ -113,9 +112,9 @@ class Quota {
   void open_window();
   void close_window();
 
-  /// Moves every side back to the cgroup it came from and removes the cgroup. Returns extra.quota:
-  /// {cgroup_version, path, percent, quota_us, period_us, cpus_equiv, nr_periods, nr_throttled,
-  /// throttled_us, sides: {threads, processes, whole_process}} (docs/json-schema.md). Throws
+  /// Moves every side back to the cgroup it came from and removes the cgroup. Returns what the quota entry of
+  /// extra.antagonists holds: {cgroup_version, path, percent, quota_us, period_us, cpus_equiv, nr_periods,
+  /// nr_throttled, throttled_us, sides: {threads, processes, whole_process}} (docs/json-schema.md). Throws
   /// std::runtime_error when the cgroup cannot be removed (it stays journaled for the run's end).
   nlohmann::json stop();
 

@@ -257,7 +257,9 @@ void Session::resolve_antagonists() {
   for (const AntagonistSpec& spec : opts_.antagonists) {
     check_antagonist_runnable(spec);
     Noise::Plan p{spec, {}};
-    p.target.cpus = resolve_antagonist_cpus(spec.where, cpu_for(0), cpu_for(1), allowed_cpus(), topo::here());
+    if (!antagonist_on_sides(spec))  // quota acts on the sides themselves: no CPUs of its own
+      p.target.cpus =
+          resolve_antagonist_cpus(spec.where, cpu_for(0), cpu_for(1), allowed_cpus(), topo::here());
     // stress-ng's own --timeout, a net under the harness's stop: past every deadline of the session.
     p.target.life_s = 3 * opts_.timeout_s() + 60;
     p.target.scratch = ipc::run_dir();
@@ -285,6 +287,7 @@ class Session::Run {
   Run& operator=(const Run&) = delete;
 
   void start_noise();
+  void attach_noise();
   void start_workers();
   void await_ready();
   void warm_up();
@@ -435,6 +438,26 @@ void Session::Run::start_noise() {
   }
   if (auto why = noise_->await_running(kNoiseStartS); !why.empty()) {
     rec_.fail(not_under_noise(why));
+    abort();
+  }
+}
+
+// Once every worker exists and before their warm-up: the sides' tasks to the antagonists that act
+// on them (quota): each thread worker's thread, each forked worker's and peer's process. One that
+// cannot take them fails the point (it would not be measured under noise).
+void Session::Run::attach_noise() {
+  if (!noise_ || aborted()) return;
+  SideTasks sides;
+  for (int i = 0; i < n_; ++i)
+    if (workers_[size_t(i)].process)
+      sides.processes.push_back(procs_[size_t(i)].pid());
+    else
+      sides.threads.push_back(ctl_.slot(i).tid.load());
+  for (auto& p : peers_) sides.processes.push_back(p.process->pid());
+  try {
+    noise_->attach(sides);
+  } catch (const std::exception& e) {
+    rec_.fail(not_under_noise(e.what()));
     abort();
   }
 }
@@ -903,6 +926,7 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   run.start_noise();
   run.start_workers();
   run.await_ready();
+  run.attach_noise();
   run.warm_up();
   run.measure_window();
   run.close_window();
@@ -931,6 +955,7 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
     noise = std::make_unique<Noise>(noise_plans_);
     if (auto why = noise->await_running(kNoiseStartS); !why.empty())
       throw std::runtime_error(not_under_noise(why));
+    noise->attach({{}, {getpid()}});  // its threads are the benchmark's, made before or in the window
   }
   if (opts_.warmup_s > 0) {
     Deadline warm(opts_.warmup_s + limit, stalled(opts_.warmup_s));
