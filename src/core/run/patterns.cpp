@@ -174,11 +174,14 @@ void roundtrip_server(Worker& w, Endpoint& ep, FaultPoint& fault, const Transpor
   w.ready();
   for (;;) {
     std::byte* got = fault.after_recv(ep.recv_in_place(buf.data(), t.size), buf.data(), t.size);
-    w.running();  // follows the phase for its CPU window
     if (is_stop_marker(got, t)) break;
     fault.before_send();
     ep.send(got, t.size);
+    // The harness's step (the phase for its CPU window, the slice, the heartbeat) after the echo is
+    // on its way, not between the request and it: off the round trip the client times.
+    w.running();
   }
+  w.running();
 }
 
 // The last producer to finish tells every consumer to stop; FIFO order puts the markers behind
