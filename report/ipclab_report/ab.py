@@ -388,6 +388,8 @@ def run_slice(side: Side, bench: dict, args, slices: Slices, k: int, metric: str
         argv.append("--kernel-counters")
     for antagonist in args.antagonist:
         argv += ["--antagonist", antagonist]
+    if args.antagonist:  # ab pairs the two builds under the same noise: no quiet repetitions beside
+        argv.append("--unpaired")
     # The harness has its own stall watchdog and timeout; this one only keeps ab from hanging on a
     # binary that has none.
     limit = 60 + 4 * (float(args.duration) + float(args.warmup))

@@ -23,6 +23,7 @@ struct RunArgs {
   bool dry_run = false;               // --dry-run: the plan for a person, run nothing
   bool kernel_counters = false;
   std::vector<std::string> antagonists;  // --antagonist KIND[@WHERE][:LEVEL], repeatable
+  bool unpaired = false;                 // --unpaired: no quiet repetition beside each noisy one
   bool verbose = false;  // --verbose: the console shows each repetition, not only each point's median
   // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
   std::optional<std::string> remote, remote_ipclab, remote_address, remote_role;

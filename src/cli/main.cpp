@@ -110,12 +110,20 @@ int main(int argc, char** argv) {
   run->add_option(
          "--antagonist", ra.antagonists,
          "run interference through every measured window (repeatable; docs/noise.md): KIND none (an idle "
-         "stand-in), cpu, cache, membw, irq, fork or io (stress-ng's stressors); WHERE relative to the "
-         "sides' "
-         "CPUs: same, smt, llc, cross_numa or others (default: every CPU the sides do not use); LEVEL the "
-         "kind's intensity where it has one (cpu: load %, irq: timer Hz, fork: children per round)")
+         "stand-in), cpu, cache, membw, irq, fork or io (stress-ng's stressors), or quota (the sides under a "
+         "CPU quota); WHERE relative to the sides' CPUs: same, smt, llc, cross_numa or others (default: "
+         "every "
+         "CPU the sides do not use); LEVEL the kind's intensity where it has one (cpu: load %, irq: timer "
+         "Hz, "
+         "fork: children per round, quota: % of one CPU). Each repetition is paired with a quiet one (ABBA), "
+         "and the median says how much the noise inflated each figure (extra.inflation)")
       ->type_name("KIND[@WHERE][:LEVEL]")
       ->allow_extra_args(false);
+  run->add_flag(
+         "--unpaired", ra.unpaired,
+         "under --antagonist, run no quiet repetitions beside the noisy ones (no extra.inflation; what "
+         "`ipclab ab` asks, which pairs two builds under the same noise)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   run->add_flag("--verbose", ra.verbose,
                 "print each repetition's row on the console, not only each point's median (the result "
                 "files hold every repetition either way)")

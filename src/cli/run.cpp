@@ -287,6 +287,9 @@ RunOptions parse_options(const RunArgs& a, const PresetSpec& preset, std::option
   opts.cpus = a.cpus ? parse_cpu_list(*a.cpus) : allowed_cpus();
   opts.kernel_counters = a.kernel_counters;
   for (auto& text : a.antagonists) opts.antagonists.push_back(parse_antagonist(text));
+  if (a.unpaired && opts.antagonists.empty())
+    throw UsageError("--unpaired pairs nothing without --antagonist; drop it, or add --antagonist KIND");
+  opts.quiet_pairs = !a.unpaired;
   if (a.seed && !a.interleave)
     throw UsageError("--seed sets the order of --interleave; add --interleave or drop --seed");
   if (a.seed) {
@@ -540,11 +543,16 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
     nlohmann::json list = nlohmann::json::array();
     for (auto& spec : opts.antagonists) list.push_back(spec.text());
     context["antagonists"] = list;
+    context["quiet_pairs"] = opts.quiet_pairs;
     fmt::print(
         stderr, "{}",
-        stderr_line("", fmt::format("antagonists {} run through every measured window: every figure of this "
-                                    "run is under that noise (each record's extra.antagonists says what ran)",
-                                    output::antagonists_text(context))));
+        stderr_line("",
+                    fmt::format("antagonists {} run through every measured window: every figure of this "
+                                "run is under that noise (each record's extra.antagonists says what ran){}",
+                                output::antagonists_text(context),
+                                opts.quiet_pairs ? "; each repetition is paired with a quiet one (ABBA), and "
+                                                   "each median's extra.inflation says how much it grew"
+                                                 : "")));
   }
   if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
   if (link) {

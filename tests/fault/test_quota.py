@@ -171,7 +171,8 @@ def test_a_quota_run_records_its_throttling_and_leaves_no_cgroup(lab, cgroup_hom
 def test_a_run_killed_inside_its_quota_window_leaves_nothing_once_the_next_has_swept(lab, cgroup_home, sig):
     quota_option_or_skip(lab)
     before = set(ours(cgroup_home))
-    p = lab.start(*QUOTA_RUN, "-p", "mode=processes", "--duration", "5", "--warmup", "0", "--repetitions", "1")
+    p = lab.start(*QUOTA_RUN, "-p", "mode=processes", "--duration", "5", "--warmup", "0", "--repetitions", "1",
+                  "--unpaired")
     deadline = time.monotonic() + 30
     while not set(ours(cgroup_home)) - before and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.02)

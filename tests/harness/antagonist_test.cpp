@@ -106,10 +106,13 @@ TEST(Antagonist, RefusesBadInputNamingTheFix) {
   EXPECT_NE(refusal("cache:3").find("cache takes no LEVEL; drop ':3'"), std::string::npos);
   EXPECT_NE(refusal("none:1").find("none takes no LEVEL"), std::string::npos);
   EXPECT_NE(refusal("irq:0").find("timer frequency"), std::string::npos);
-  // Known by name, its runner not built in this binary: said so, not "unknown".
-  EXPECT_NE(refusal("quota").find("quota (the sides under a CPU quota (cgroup cpu.max)) is not built in this "
-                                  "binary yet"),
+  // quota acts on the sides themselves: no WHERE; its LEVEL from 1 % of one CPU.
+  EXPECT_NE(refusal("quota@same:20").find("quota acts on the sides themselves and takes no WHERE"),
             std::string::npos);
+  EXPECT_NE(
+      refusal("quota:0").find("LEVEL of quota is percent of one CPU per 100 ms period, a number from 1 to"),
+      std::string::npos);
+  EXPECT_EQ(parse_antagonist("quota").text(), "quota:50") << "its default, and no WHERE in its name";
   // One line each.
   for (const char* bad : {"bogus", "cpu@nowhere", "cpu:0", "cache:3", "quota", "cpu\n@same"})
     EXPECT_EQ(refusal(bad).find('\n'), std::string::npos) << bad;

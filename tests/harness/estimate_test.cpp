@@ -354,3 +354,14 @@ TEST(Estimate, CostModelFileIsWrittenPrivatelyAndReadBack) {
     unsetenv("XDG_STATE_HOME");
   std::filesystem::remove_all(root);
 }
+
+TEST(Estimate, APairedRepetitionUnderAntagonistsCostsTwoRunsAndIsLearnedAsOne) {
+  const auto p = pipes(1);
+  const CostModel model = CostModel::load("");
+  RunOptions o = options(1.0, 0.2, 3);
+  const double alone = estimate_repetition(p[0], o, model);
+  o.antagonists.push_back(parse_antagonist("none"));
+  EXPECT_DOUBLE_EQ(estimate_repetition(p[0], o, model), 2 * alone) << "a noisy run and its quiet pair";
+  o.quiet_pairs = false;
+  EXPECT_DOUBLE_EQ(estimate_repetition(p[0], o, model), alone) << "--unpaired";
+}

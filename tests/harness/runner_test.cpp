@@ -239,3 +239,36 @@ TEST(Runner, InterleavedPlansRunEveryRepetitionOnceInTheSeedsOrder) {
     EXPECT_EQ(records[b * 5 + 4].run_type, "aggregate");
   }
 }
+
+TEST(Runner, InflationIsTheMedianOfThePairsRatiosWithItsInterval) {
+  auto rep = [](double noisy_ns, double quiet_ns) {
+    Record r;
+    r.name = "harness/x";
+    r.ops = 1000;
+    r.wall_s = noisy_ns * 1e-6;
+    r.extra["noise_pair"] = {
+        {"order", "quiet, noisy"},
+        {"quiet", {{"status", "ok"}, {"time_per_op_ns", quiet_ns}, {"ops_per_s", 1e9 / quiet_ns}}}};
+    return r;
+  };
+  std::vector<Record> reps{rep(200, 100), rep(330, 110), rep(360, 120), rep(130, 100)};
+  Record agg = aggregate_median(reps);
+  add_inflation(agg, reps);
+  const auto& inf = agg.extra["inflation"];
+  EXPECT_EQ(inf["pairs"], 4);
+  EXPECT_DOUBLE_EQ(inf["time_per_op"]["ratio"].get<double>(), 2.5) << "ratios 2, 3, 3, 1.3: median 2.5";
+  EXPECT_LE(inf["time_per_op"]["ci"][0].get<double>(), 2.5);
+  EXPECT_GE(inf["time_per_op"]["ci"][1].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(inf["throughput"]["ratio"].get<double>(), (1.0 / 3 + 0.5) / 2)
+      << "rates 0.5, 1/3, 1/3, 0.77";
+  EXPECT_TRUE(inf["p99"].is_null()) << "no latency was timed in the pairs";
+  // A repetition whose quiet pair failed, or one without a pair, is left out; none paired: nothing.
+  reps[0].extra["noise_pair"]["quiet"]["status"] = "failed";
+  Record agg2 = aggregate_median(reps);
+  add_inflation(agg2, reps);
+  EXPECT_EQ(agg2.extra["inflation"]["pairs"], 3);
+  for (auto& r : reps) r.extra.erase("noise_pair");
+  Record agg3 = aggregate_median(reps);
+  add_inflation(agg3, reps);
+  EXPECT_FALSE(agg3.extra.contains("inflation"));
+}

@@ -164,3 +164,39 @@ def test_without_stress_ng_the_point_is_skipped_with_the_install_hint(sandbox, t
     assert p.returncode == 0, p.stderr
     assert rec["status"] == "skipped"
     assert "stress-ng is not installed (apt-get install stress-ng" in rec["error"]
+
+
+def test_each_repetition_is_paired_with_a_quiet_one_in_abba_order_and_the_median_says_the_inflation(sandbox):
+    # The idle stand-in: the A/A check's shape (its figures are this machine's noise, not asserted).
+    out = sandbox[0] / "r.json"
+    args = [a if a != "1" else "4" for a in POINT]  # four repetitions: four pairs
+    p = run(sandbox, *args, "--antagonist", "none", "--json", out)
+    assert p.returncode == 0, p.stderr
+    assert "each repetition is paired with a quiet one (ABBA)" in p.stderr, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["context"]["quiet_pairs"] is True
+    its = [r for r in doc["benchmarks"] if r.get("run_type") != "aggregate"]
+    (agg,) = [r for r in doc["benchmarks"] if r.get("run_type") == "aggregate"]
+    assert [r["extra"]["noise_pair"]["order"] for r in its] == ["quiet, noisy", "noisy, quiet"] * 2
+    for r in its:
+        q = r["extra"]["noise_pair"]["quiet"]
+        assert q["status"] == "ok" and q["time_per_op_ns"] > 0 and q["ops_per_s"] > 0, q
+        assert q["latency_ns"]["p50"] <= q["latency_ns"]["p99"] <= q["latency_ns"]["p999"], q
+        assert [a["kind"] for a in r["extra"]["antagonists"]] == ["none"], "the noisy one ran under it"
+    inf = agg["extra"]["inflation"]
+    assert inf["pairs"] == 4, inf
+    for k in ("time_per_op", "p50", "p99", "p999", "throughput"):
+        lo, hi = inf[k]["ci"]
+        assert 0 < lo <= inf[k]["ratio"] <= hi, (k, inf[k])
+    # The time per op's ratio is the median of the pairs' own.
+    ratios = sorted(r["time_per_op_ns"] / r["extra"]["noise_pair"]["quiet"]["time_per_op_ns"] for r in its)
+    assert inf["time_per_op"]["ratio"] == pytest.approx((ratios[1] + ratios[2]) / 2)
+
+
+def test_unpaired_runs_no_quiet_repetition_and_needs_an_antagonist(sandbox):
+    rec, p = record(sandbox, "--antagonist", "none", "--unpaired")
+    assert p.returncode == 0, p.stderr
+    assert "noise_pair" not in rec["extra"] and "paired with a quiet one" not in p.stderr
+    p = run(sandbox, *POINT, "--unpaired", "--json", sandbox[0] / "never.json")
+    assert p.returncode == 2 and p.stderr.strip().startswith("ipclab: --unpaired pairs nothing without"), p.stderr
+    assert not (sandbox[0] / "never.json").exists()

@@ -45,6 +45,9 @@ struct RunOptions {
   bool kernel_counters = false;
   // --antagonist: interference run through every measured window (core/measure/antagonist.hpp).
   std::vector<AntagonistSpec> antagonists;
+  // Under antagonists, each repetition paired with a quiet one, in ABBA order (core/plan/runner.hpp:
+  // run_plan); off (--unpaired) for runs that pair otherwise (`ipclab ab`'s slices).
+  bool quiet_pairs = true;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
 

@@ -239,6 +239,11 @@ void ConsoleReporter::end(const std::vector<Record>& records) {
   if (!flags_.empty()) fmt::print(out_, "What the flags in the status mean, and what to do:\n");
   for (auto& f : flag_table())
     if (flags_.count(f.flag)) print_wrapped(fmt::format("{}: {}: {}", f.word, f.meaning, f.remedy));
+  if (const SinceText noise = inflation_text(records, names_); !noise.lines.empty()) {
+    fmt::print(out_, "\n");
+    print_wrapped(noise.heading, 0);
+    for (auto& line : noise.lines) print_wrapped(line);
+  }
   if (const SinceText since = since_text(records, names_); !since.lines.empty()) {
     fmt::print(out_, "\n");
     print_wrapped(since.heading, 0);

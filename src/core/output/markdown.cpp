@@ -159,6 +159,10 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
         md += fmt::format("- **{}** ({}): {} — {}\n", md_text(f.word), md_code(f.id), md_prose(f.meaning),
                           md_prose(f.remedy));
   }
+  if (const SinceText noise = inflation_text(records, names); !noise.lines.empty()) {
+    md += "\n" + md_prose(noise.heading) + "\n";
+    for (auto& line : noise.lines) md += "- " + md_text(line) + "\n";
+  }
   if (const SinceText since = since_text(records, names); !since.lines.empty()) {
     md += "\n" + md_prose(since.heading) + "\n";
     for (auto& line : since.lines) md += "- " + md_text(line) + "\n";

@@ -121,6 +121,10 @@ struct SinceText {
   std::vector<std::string> lines;
 };
 SinceText since_text(const std::vector<Record>& records, const TableNames& names);
+/// What the antagonists did to each median of a paired run (extra.inflation): a heading and a line
+/// per point, its p50, p99, p99.9 and time/op as factors and its throughput as a change, each with
+/// its interval; empty when no median was paired (output/noise.cpp).
+SinceText inflation_text(const std::vector<Record>& records, const TableNames& names);
 
 /// A warning ({message, remedy}: the context's, a record's) as one line of text: `message — remedy`.
 std::string warning_text(const nlohmann::json& w);

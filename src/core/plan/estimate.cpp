@@ -226,6 +226,7 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model) {
     uint64_t started = 0, saved = 0;
     std::string point;
     double planned_s = 0;  // the warm-up and window of the repetition under way
+    double runs = 1;       // the runs it makes (2: paired with a quiet one)
     bool dirty = false, warned = false;
     void save() {
       dirty = false;
@@ -251,14 +252,15 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model) {
     if (inner) inner(b, o, done, total);
     st->point = b.name;
     st->planned_s = o.warmup_s + o.duration_s;
+    st->runs = paired(o) ? 2 : 1;  // a noisy repetition and its quiet pair: each learned as one
     st->started = now_ns();
   };
   out.finished = [st, inner = hooks.finished](const Record& r) {
     const uint64_t ended = now_ns();
     if (inner) inner(r);
     if (r.run_type == "aggregate" || r.status != Status::Ok || !st->started) return;
-    st->model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9, st->planned_s,
-                     st->point);
+    st->model->learn(r.suite + "/" + r.mechanism, double(ended - st->started) * 1e-9 / st->runs,
+                     st->planned_s, st->point);
     st->dirty = true;
     if (double(ended - st->saved) * 1e-9 >= kModelSaveEveryS) st->save();
   };
@@ -266,8 +268,9 @@ PlanHooks learning_hooks(PlanHooks hooks, std::shared_ptr<CostModel> model) {
 }
 
 double estimate_repetition(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
-  if (auto fixed = model.fixed_s(b.mech->full_name(), b.name)) return *fixed;
-  return opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name(), b.name);
+  const double runs = paired(opts) ? 2 : 1;  // a noisy repetition and its quiet pair
+  if (auto fixed = model.fixed_s(b.mech->full_name(), b.name)) return runs * *fixed;
+  return runs * (opts.warmup_s + opts.duration_s + model.overhead_s(b.mech->full_name(), b.name));
 }
 
 double estimate_point(const PlannedBenchmark& b, const RunOptions& opts, const CostModel& model) {
@@ -343,7 +346,7 @@ double round_cost(std::span<const PlannedBenchmark> points, const RunOptions& as
     const auto fixed = model.fixed_s(b.mech->full_name(), b.name);
     t += fixed ? *fixed : d + w + model.overhead_s(b.mech->full_name(), b.name);
   }
-  return t;
+  return paired(asked) ? 2 * t : t;  // each noisy repetition with its quiet pair
 }
 
 }  // namespace

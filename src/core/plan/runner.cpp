@@ -282,6 +282,87 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
   return rec;
 }
 
+bool paired(const RunOptions& o) { return !o.antagonists.empty() && o.quiet_pairs; }
+
+namespace {
+
+// The figures of a quiet repetition its noisy pair keeps (extra.noise_pair.quiet), and what
+// add_inflation reads of both: time per op, the rate, the latency percentiles.
+nlohmann::json pair_figures(const Record& r) {
+  nlohmann::json j{{"status", status_name(r.status)},
+                   {"time_per_op_ns", r.time_per_op_ns()},
+                   {"ops_per_s", r.wall_s > 0 ? double(r.ops) / r.wall_s : 0.0}};
+  if (r.latency)
+    j["latency_ns"] = {{"p50", r.latency->p50}, {"p99", r.latency->p99}, {"p999", r.latency->p999}};
+  return j;
+}
+
+}  // namespace
+
+Record run_noise_pair(const PlannedBenchmark& b, const RunOptions& noisy, int repetition) {
+  RunOptions quiet = noisy;
+  quiet.antagonists.clear();
+  // ABBA over the repetitions: quiet first in the even ones, noisy first in the odd ones, so that a
+  // drift of the machine falls on both alike.
+  const bool quiet_first = repetition % 2 == 0;
+  std::optional<Record> q;
+  if (quiet_first) q = run_one(b, quiet, repetition);
+  Record n = run_one(b, noisy, repetition);
+  if (!quiet_first) q = run_one(b, quiet, repetition);
+  n.extra["noise_pair"] = {{"order", quiet_first ? "quiet, noisy" : "noisy, quiet"},
+                           {"quiet", pair_figures(*q)}};
+  if (q->status == Status::Failed && n.status == Status::Ok)
+    n.fail("its quiet pair failed: " + q->error);  // no inflation without what it inflates
+  return n;
+}
+
+void add_inflation(Record& agg, const std::vector<Record>& reps) {
+  // Per pair: noisy over quiet of each figure; the median of those ratios with its bootstrap 95%
+  // interval, seeded from the point's name (as the aggregate's own intervals).
+  std::vector<std::vector<double>> cols(5);
+  static const char* kKeys[] = {"time_per_op", "p50", "p99", "p999", "throughput"};
+  size_t pairs = 0;
+  for (const Record& n : reps) {
+    if (n.status != Status::Ok || !n.extra.contains("noise_pair")) continue;
+    const auto& q = n.extra["noise_pair"]["quiet"];
+    if (q.value("status", "") != "ok") continue;
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : std::nan(""); };
+    const auto& ql = q.contains("latency_ns") ? q["latency_ns"] : nlohmann::json::object();
+    const double qt = q.value("time_per_op_ns", 0.0), qr = q.value("ops_per_s", 0.0);
+    const double nr = n.wall_s > 0 ? double(n.ops) / n.wall_s : 0.0;
+    const double v[5] = {ratio(n.time_per_op_ns(), qt),
+                         n.latency ? ratio(double(n.latency->p50), ql.value("p50", 0.0)) : std::nan(""),
+                         n.latency ? ratio(double(n.latency->p99), ql.value("p99", 0.0)) : std::nan(""),
+                         n.latency ? ratio(double(n.latency->p999), ql.value("p999", 0.0)) : std::nan(""),
+                         ratio(nr, qr)};
+    for (int k = 0; k < 5; ++k) cols[size_t(k)].push_back(v[k]);
+    ++pairs;
+  }
+  if (!pairs) return;
+  nlohmann::json inf{{"pairs", pairs},
+                     {"means",
+                      "noisy over quiet, per ABBA pair of repetitions: the median of the pairs' ratios "
+                      "and its bootstrap 95% interval; throughput is the noisy rate over the quiet one"}};
+  for (int k = 0; k < 5; ++k) {
+    std::vector<double> col;
+    for (double x : cols[size_t(k)])
+      if (std::isfinite(x)) col.push_back(x);
+    if (col.size() != pairs) {
+      inf[kKeys[k]] = nullptr;  // a figure one of the pairs lacks (no latency timed)
+      continue;
+    }
+    nlohmann::json f{{"ratio", median_of(col)}};
+    if (pairs >= 3) {
+      const auto ci = bootstrap_median_ci({col}, seed_of(agg.name + "/inflation/" + kKeys[k]));
+      f["ci"] = {ci[0][0], ci[0][1]};
+    } else {
+      f["ci"] = nullptr;  // fewer than 3 pairs give no interval
+    }
+    inf[kKeys[k]] = f;
+  }
+  agg.extra["inflation"] = inf;
+}
+
 namespace {
 
 // The 95% CI half-width of an aggregate's median time per op, in % of that median (none without
@@ -321,7 +402,10 @@ std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, co
     if (runs[b].empty() && hooks.options && !interleave_seed) point_opts[b] = hooks.options(b, opts);
     const RunOptions& o = point_opts[b];
     if (hooks.starting) hooks.starting(benchmarks[b], o, done, total());
-    runs[b].push_back(run_one(benchmarks[b], o, int(runs[b].size())));
+    if (paired(o))
+      runs[b].push_back(run_noise_pair(benchmarks[b], o, int(runs[b].size())));
+    else
+      runs[b].push_back(run_one(benchmarks[b], o, int(runs[b].size())));
     if (o.duration_s != opts.duration_s || o.warmup_s != opts.warmup_s)
       runs[b].back().extra["window"] = {{"duration_s", o.duration_s}, {"warmup_s", o.warmup_s}};
     ++done;
@@ -330,6 +414,7 @@ std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, co
   auto aggregate = [&](size_t b) {
     if (runs[b].size() < 2) return;
     if (!aggregates[b]) aggregates[b] = aggregate_median(runs[b]);
+    add_inflation(*aggregates[b], runs[b]);
     if (hooks.finished) hooks.finished(*aggregates[b]);
   };
   // --repetitions auto: whether benchmark b is done — its interval narrow enough, the cap

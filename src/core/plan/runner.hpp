@@ -63,6 +63,18 @@ const PresetSpec* find_preset(const std::string& name);
 /// record), only for UsageError.
 Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition);
 
+/// Whether `o` pairs each noisy repetition with a quiet one (antagonists given, --unpaired not).
+bool paired(const RunOptions& o);
+/// One repetition under `noisy`'s antagonists paired with one of the same point without them, in
+/// ABBA order over the repetitions (quiet first in the even ones): the noisy record, its quiet pair's
+/// time per op, rate and latency percentiles in extra.noise_pair (docs/noise.md). A failed quiet
+/// pair fails the record: there is no inflation without what it inflates.
+Record run_noise_pair(const PlannedBenchmark& b, const RunOptions& noisy, int repetition);
+/// The aggregate's extra.inflation from its repetitions' pairs: per figure (time per op, p50, p99,
+/// p99.9, throughput) the median of the pairs' noisy-over-quiet ratios and, from 3 pairs, its
+/// bootstrap 95% interval. Nothing when no repetition was paired.
+void add_inflation(Record& agg, const std::vector<Record>& reps);
+
 /// What run_plan tells its caller and asks of it as it goes (any may be empty): `starting` before
 /// each repetition (the options it runs with; `done` of `total` repetitions run so far),
 /// `finished` as each record completes — repetitions, and aggregates. `options`, asked before a
