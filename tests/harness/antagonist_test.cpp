@@ -113,6 +113,9 @@ TEST(Antagonist, RefusesBadInputNamingTheFix) {
       refusal("quota:0").find("LEVEL of quota is percent of one CPU per 100 ms period, a number from 1 to"),
       std::string::npos);
   EXPECT_EQ(parse_antagonist("quota").text(), "quota:50") << "its default, and no WHERE in its name";
+  // A whole LEVEL in full, as stress-ng takes it (it refused "1e+06", irq's default).
+  EXPECT_EQ(parse_antagonist("irq").text(), "irq@others:1000000");
+  EXPECT_EQ(parse_antagonist("cpu:12.5").text(), "cpu@others:12.5");
   // One line each.
   for (const char* bad : {"bogus", "cpu@nowhere", "cpu:0", "cache:3", "quota", "cpu\n@same"})
     EXPECT_EQ(refusal(bad).find('\n'), std::string::npos) << bad;

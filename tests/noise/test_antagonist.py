@@ -200,3 +200,15 @@ def test_unpaired_runs_no_quiet_repetition_and_needs_an_antagonist(sandbox):
     p = run(sandbox, *POINT, "--unpaired", "--json", sandbox[0] / "never.json")
     assert p.returncode == 2 and p.stderr.strip().startswith("ipclab: --unpaired pairs nothing without"), p.stderr
     assert not (sandbox[0] / "never.json").exists()
+
+
+@needs_stress_ng
+@needs_two_cpus
+@pytest.mark.parametrize("kind", ["cpu", "cache", "membw", "irq", "fork", "io"])
+def test_every_stress_ng_kind_runs_at_its_default_level_and_makes_progress(sandbox, kind):
+    # Its default LEVEL as stress-ng takes it (irq's million Hz once went out as "1e+06", refused).
+    rec, p = record(sandbox, "--antagonist", kind, "--unpaired")
+    assert p.returncode == 0 and rec["status"] == "ok", (p.stderr, rec.get("error"))
+    (a,) = rec["extra"]["antagonists"]
+    assert a["kind"] == kind and a["bogo_ops_per_s"] > 0, a
+    assert all("e+" not in arg for arg in a["argv"]), a["argv"]

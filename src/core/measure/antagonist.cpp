@@ -41,7 +41,11 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
   return out;
 }
 
-std::string level_text(double v) { return fmt::format("{:g}", v); }
+// A LEVEL as stress-ng's options and the record's text take it: whole numbers in full (stress-ng
+// refuses "1e+06", which {:g} makes of a million), others with their decimals.
+std::string level_text(double v) {
+  return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+}
 
 // --- the processes of a group, from /proc ------------------------------------------------------
 

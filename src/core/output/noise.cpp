@@ -14,7 +14,8 @@ namespace {
 std::string factor(const nlohmann::json& f) {
   if (!f.is_object() || !f["ratio"].is_number()) return "";
   std::string s = fmt::format("×{:.3g}", f["ratio"].get<double>());
-  if (f["ci"].is_array()) s += fmt::format(" [{:.3g}, {:.3g}]", f["ci"][0].get<double>(), f["ci"][1].get<double>());
+  if (f["ci"].is_array())
+    s += fmt::format(" [{:.3g}, {:.3g}]", f["ci"][0].get<double>(), f["ci"][1].get<double>());
   return s;
 }
 
@@ -26,7 +27,8 @@ SinceText inflation_text(const std::vector<Record>& records, const TableNames& n
     if (r.run_type != "aggregate" || !r.extra.contains("inflation")) continue;
     const auto& inf = r.extra["inflation"];
     std::string what;
-    for (auto [key, label] : {std::pair{"p50", "p50"}, {"p99", "p99"}, {"p999", "p99.9"}, {"time_per_op", "time/op"}})
+    for (auto [key, label] :
+         {std::pair{"p50", "p50"}, {"p99", "p99"}, {"p999", "p99.9"}, {"time_per_op", "time/op"}})
       if (const std::string f = factor(inf[key]); !f.empty())
         what += fmt::format("{}{} {}", what.empty() ? "" : ", ", label, f);
     if (const auto& t = inf["throughput"]; t.is_object() && t["ratio"].is_number()) {
@@ -40,7 +42,8 @@ SinceText inflation_text(const std::vector<Record>& records, const TableNames& n
   }
   if (!out.lines.empty())
     out.heading =
-        "What the noise did, each figure under the antagonists over the same quiet (the median of the ABBA pairs' "
+        "What the noise did, each figure under the antagonists over the same quiet (the median of the ABBA "
+        "pairs' "
         "ratios, its 95% interval from 3 pairs):";
   return out;
 }
