@@ -58,7 +58,7 @@ def render(files, saved_topologies=()) -> str:
         plot_rows=plot_rows,
         warning_count=len(all_warnings(files)) + sum(1 for t in report.topologies if t.warning),
         topologies=report.topologies, answers=report.answers, cost_note=COST_NOTE, flags=report.flags,
-        since=report.since,
+        since=report.since, noise=report.noise,
         generated=generated())
 
 

@@ -12,7 +12,7 @@ from .answers import answers
 from .load import summaries
 from .plots import series_flags
 from .suites import suite_plots
-from .util import fmt_si, fmt_time_ns
+from .util import fmt_si, fmt_time_ns, is_number
 from .tables import capacity_columns, capacity_rows, columns, suite_rows
 from .util import fmt_bytes_param, fmt_memory
 
@@ -289,6 +289,52 @@ def since_of(recs):
 
 
 @dataclass
+class NoiseView:
+    """What antagonists did (docs/noise.md): a heatmap of the p99's inflation, mechanism × antagonist,
+    per placement, from every median that carries `extra.inflation`."""
+    plots: list
+    points: int
+    note: str
+
+
+NOISE_NOTE = ("Each cell: the p99 under the antagonist over the same p99 quiet — the median of the ABBA "
+              "pairs' ratios (extra.inflation.p99), with its 95% interval beneath when there were 3 pairs or "
+              "more. Red: the tail grew; blue: it shrank; white: within a few percent. The `none` column is "
+              "the A/A check: the band a real antagonist's must clear.")
+
+
+def _antagonist_label(r) -> str:
+    ants = r.get("extra", "antagonists") or []
+    return " + ".join(str(a.get("text") or a.get("kind")) for a in ants if isinstance(a, dict)) or "?"
+
+
+def noise_view(recs, with_plots=True):
+    """The noise view of the summary records `recs`; None when none was paired under an antagonist."""
+    cells = {}  # placement -> {(mechanism label, antagonist): (ratio, ci)}
+    for r in recs:
+        f = r.get("extra", "inflation", "p99")
+        if not isinstance(f, dict) or not is_number(f.get("ratio")):
+            continue
+        label = f"{r.suite}/{r.mechanism}"  # the rows of one placement differ by mechanism and wait
+        if r.params.get("wait"):
+            label += f" wait={r.params['wait']}"
+        if r.params.get("size") is not None:
+            label += f" {r.params['size']} B"
+        cells.setdefault(str(r.params.get("placement") or "-"), {})[(label, _antagonist_label(r))] = (
+            f["ratio"], f.get("ci") if isinstance(f.get("ci"), list) else None)
+    if not cells:
+        return None
+    plots = []
+    if with_plots:
+        from .plots import inflation_heatmap
+
+        for placement, c in sorted(cells.items()):
+            plots.append(inflation_heatmap(c, title=f"p99 under each antagonist over p99 quiet — placement {placement}",
+                                           note=NOISE_NOTE))
+    return NoiseView(plots=[p for p in plots if p], points=sum(len(c) for c in cells.values()), note=NOISE_NOTE)
+
+
+@dataclass
 class Report:
     files: list
     suites: list
@@ -297,6 +343,7 @@ class Report:
     answers: list = field(default_factory=list)      # answers.Answer: the first screen
     flags: list = field(default_factory=list)        # FlagNote: each flag that occurs
     since: Since | None = None                       # what moved since the last comparable run
+    noise: NoiseView | None = None                   # what antagonists did to the tails
     registry: reg.Registry = field(default_factory=reg.Registry)
 
     @property
@@ -322,5 +369,5 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),
-                  answers=answers(recs, multi), flags=flag_notes(files, recs),
+                  answers=answers(recs, multi), flags=flag_notes(files, recs), noise=noise_view(recs, with_plots),
                   since=None if multi else since_of(recs))

@@ -697,6 +697,49 @@ def cpu_heatmap(cpus, panels, *, title, bounds=(), note="", used=()):
     return Plot(title=title, uri=_svg_uri(fig), note=note, used=set(used))
 
 
+def inflation_heatmap(cells, *, title, note=""):
+    """Mechanisms (rows) × antagonists (columns), each cell a ratio `{(row, column): (ratio, ci)}` on a
+    diverging colour scale centred on 1 (logarithmic: ×2 and ×½ equally far), written out with its
+    interval; a cell not measured stays blank. None without a cell."""
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+
+    if not cells:
+        return None
+    rows = sorted({k[0] for k in cells})
+    cols = sorted({k[1] for k in cells}, key=lambda c: (not c.startswith("none"), c))  # the A/A column first
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for (r, c), (ratio, _) in cells.items():
+        if ratio > 0:
+            grid[rows.index(r), cols.index(c)] = math.log2(ratio)
+    # ×1.1 at the least, so that noise is pale; ×4 at the most, so that one collapse (×1000) does not
+    # wash every other cell out: beyond it a cell takes the scale's end, and its figure says how far.
+    reach = min(2.0, max(0.15, float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0))
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-reach, vmax=reach)
+    fig, ax = plt.subplots(figsize=(2.2 + 1.45 * len(cols), 1.2 + 0.5 * len(rows)), layout="constrained")
+    cmap = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#ffffff")
+    im = ax.imshow(np.ma.masked_invalid(np.clip(grid, -reach, reach)), cmap=cmap, norm=norm, aspect="auto",
+                   interpolation="nearest")
+    bar = fig.colorbar(im, ax=ax, shrink=0.85)
+    bar.set_label("p99 noisy ÷ p99 quiet")
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{2 ** v:.3g}"))
+    ax.set_xticks(range(len(cols)), cols, fontsize=8, rotation=20, ha="right")
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for (r, c), (ratio, ci) in cells.items():
+        i, j = rows.index(r), cols.index(c)
+        def fig3(v):  # three figures, never an exponent: ×1721, ×1.28
+            return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+        text = f"×{fig3(ratio)}" + (f"\n[{fig3(ci[0])}, {fig3(ci[1])}]" if ci else "")
+        dark = abs(grid[i, j]) > 0.6 * reach if np.isfinite(grid[i, j]) else False
+        ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    ax.set_xlabel("antagonist")
+    ax.set_title(title, fontsize=10, fontweight="bold")
+    return Plot(title=title, uri=_svg_uri(fig), note=note, used=set())
+
+
 # --- open-loop load (pattern=rate) ---------------------------------------------------------------
 
 def achieved(r):
