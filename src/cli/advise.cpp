@@ -18,10 +18,12 @@
 #include "core/base/error.hpp"
 #include "core/machine/env.hpp"
 #include "core/machine/placement.hpp"
+#include "core/measure/antagonist.hpp"
 #include "core/model/std_params.hpp"
 #include "core/output/output.hpp"
 #include "core/plan/estimate.hpp"
 #include "core/plan/runner.hpp"
+#include "core/stats/statistics.hpp"
 #include "core/store/store.hpp"
 
 namespace ipclab::cli {
@@ -33,7 +35,8 @@ struct Question {
   std::string mode = "processes", placement;
   double p99_us = 0, cpu_us = 0;  // 0: no bound
   double budget_s = 60;
-  std::vector<std::string> only;  // mechanism filters within messaging
+  std::vector<std::string> only;      // mechanism filters within messaging
+  std::vector<AntagonistSpec> noisy;  // --noisy: the interference the ranking is under
 };
 
 // Each candidate's window: what the budget leaves after every repetition's warm-up and start-up
@@ -43,6 +46,7 @@ constexpr int kRepetitions = 3;
 
 Question parse_question(const AdviseArgs& a) {
   Question q;
+  for (auto& text : a.noisy) q.noisy.push_back(parse_antagonist(text));
   if (a.size) {
     auto v = parse_integer(*a.size, true);
     if (!v || *v < 1 || *v > (64 << 20))
@@ -145,6 +149,8 @@ struct Verdict {
   double p50_us = 0, p99_us = 0, cpu_us = 0;
   double p99_lo_us = 0, p99_hi_us = 0;  // the repetitions' p99, lowest and highest
   double cpus_busy = 0;  // CPU seconds per second of wall time, both sides: a spinning side is 1
+  // --noisy: the median p99 of the quiet pairs, and the p99's inflation (extra.inflation); 0: none.
+  double quiet_p99_us = 0, p99_inflation = 0;
   bool ok = false, meets = false;
   std::string why;  // what it misses, or why it has no figure
 };
@@ -208,6 +214,17 @@ Verdict judge(const Question& q, const Candidate& c, const std::vector<Record>& 
     if (rep.wall_s > 0) busy.push_back(rep.cpu.total_s() / rep.wall_s);
   }
   if (busy.empty() && r.wall_s > 0) busy.push_back(r.cpu.total_s() / r.wall_s);
+  // Under --noisy: what the same candidate did quiet, a moment apart (core/plan/runner.hpp: the pairs).
+  std::vector<double> quiet;
+  for (auto& rep : records)
+    if (rep.name == c.bench.name && rep.run_type != "aggregate" && rep.status == Status::Ok &&
+        rep.extra.contains("noise_pair")) {
+      const auto& q99 = rep.extra["noise_pair"]["quiet"];
+      if (q99.contains("latency_ns")) quiet.push_back(q99["latency_ns"].value("p99", 0.0) / 1e3);
+    }
+  if (!quiet.empty()) v.quiet_p99_us = median_of(quiet);
+  if (r.extra.contains("inflation") && r.extra["inflation"]["p99"].is_object())
+    v.p99_inflation = r.extra["inflation"]["p99"].value("ratio", 0.0);
   if (!busy.empty()) {
     std::sort(busy.begin(), busy.end());
     v.cpus_busy = busy[busy.size() / 2];
@@ -235,6 +252,12 @@ std::string trade(const Verdict& answer, const Verdict& v) {
   return s;
 }
 
+nlohmann::json noisy_texts(const Question& q) {
+  nlohmann::json j = nlohmann::json::array();
+  for (auto& a : q.noisy) j.push_back(a.text());
+  return j;
+}
+
 std::string question_text(const Question& q) {
   std::string s = fmt::format("{} B messages, ", q.size);
   s += q.rate ? fmt::format("{}/s offered (open loop: one-way latency from each intended send time)",
@@ -243,6 +266,14 @@ std::string question_text(const Question& q) {
   s += fmt::format(", {} on {}", q.mode, q.placement == "same" ? "one CPU" : "two CPUs");
   if (q.p99_us > 0) s += fmt::format(", p99 <= {}", us(q.p99_us));
   if (q.cpu_us > 0) s += fmt::format(", CPU <= {} per {}", us(q.cpu_us), q.rate ? "message" : "round trip");
+  if (!q.noisy.empty()) {
+    std::string ants;
+    for (auto& a : q.noisy) ants += (ants.empty() ? "" : " + ") + a.text();
+    s += fmt::format(
+        ", under {} (every figure below is under it; quiet p99 beside it, from repetitions "
+        "paired with quiet ones)",
+        ants);
+  }
   return s;
 }
 
@@ -271,11 +302,13 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
   opts.repetitions = kRepetitions;
   opts.warmup_s = 0.1;
   opts.cpus = allowed_cpus();
+  opts.antagonists = q.noisy;  // each repetition then paired with a quiet one (run_noise_pair)
   // The estimator of `ipclab run --budget`: the part of the plan a window does not scale (warm-up
   // and each mechanism's start-up), then the window that fills the rest.
   const auto model = std::make_shared<CostModel>(CostModel::load(CostModel::default_path()));
   opts.duration_s = 0;
-  const double fixed_s = estimate_plan(benches, opts, *model), slots = double(benches.size() * kRepetitions);
+  const double fixed_s = estimate_plan(benches, opts, *model),
+               slots = double(benches.size() * kRepetitions) * (paired(opts) ? 2 : 1);
   const double per_point = (q.budget_s - fixed_s) / slots;
   if (per_point < kFloors.duration_s)
     throw UsageError(fmt::format(
@@ -407,6 +440,7 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                      {"measured_again", again_labels},
                      {"duration_s", opts.duration_s},
                      {"repetitions", kRepetitions},
+                     {"noisy", noisy_texts(q)},
                      {"interleave_seed", seed},
                      {"load_avg", context.value("load_avg", nlohmann::json(nullptr))}};
     nlohmann::json list = nlohmann::json::array();
@@ -419,6 +453,8 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                   {"p99_range_us", {v.p99_lo_us, v.p99_hi_us}},
                   {"cpu_us", v.cpu_us},
                   {"cpus_busy", v.cpus_busy}});
+      if (v.quiet_p99_us > 0)
+        e.update({{"quiet_p99_us", v.quiet_p99_us}, {"p99_inflation", v.p99_inflation}});
       if (!v.why.empty()) e["why"] = v.why;
       if (answer && v.ok && &v != answer) e["trade"] = trade(*answer, v);
       list.push_back(std::move(e));
@@ -474,6 +510,31 @@ int cmd_advise(const AdviseArgs& a, const std::string& cmdline) {
                                  "Closed loop: round trips back to back, each side always busy, so CPU per "
                                  "round trip is at full load; for the CPU at your load, ask with --rate "
                                  "(e.g. --rate 10k)."));
+  if (!q.noisy.empty()) {
+    // Each under the noise beside itself quiet, a moment apart; and who would lead quiet.
+    std::string quiet;
+    const Verdict* quiet_best = nullptr;
+    for (auto& v : vs)
+      if (v.ok && v.quiet_p99_us > 0) {
+        quiet += fmt::format("{}{} {} (x{} under the noise)", quiet.empty() ? "" : ", ", v.c->label,
+                             us(v.quiet_p99_us),
+                             v.p99_inflation >= 100 ? fmt::format("{:.0f}", v.p99_inflation)
+                                                    : fmt::format("{:.3g}", v.p99_inflation));
+        if (!quiet_best || v.quiet_p99_us < quiet_best->quiet_p99_us) quiet_best = &v;
+      }
+    if (!quiet.empty()) fmt::print("{}\n", wrap_text("", "Quiet p99, a moment apart: " + quiet + "."));
+    if (answer && quiet_best && quiet_best != answer)
+      fmt::print(
+          "{}\n",
+          wrap_text("", fmt::format("What the answer gives up quiet: quiet, {} would lead (p99 {}); "
+                                    "{}'s quiet p99 is {}, and under the noise {} reaches {}.",
+                                    quiet_best->c->label, us(quiet_best->quiet_p99_us), answer->c->label,
+                                    us(answer->quiet_p99_us), quiet_best->c->label, us(quiet_best->p99_us))));
+    else if (answer && quiet_best == answer)
+      fmt::print("{}\n", wrap_text("", fmt::format("{} leads quiet too (p99 {}): under this noise it gives "
+                                                   "up nothing to the others.",
+                                                   answer->c->label, us(answer->quiet_p99_us))));
+  }
   fmt::print("\n");
   if (!answer) {
     fmt::print("Answer: none of the candidates meets every bound here; the closest is {} (p99 {}, CPU {}).\n",

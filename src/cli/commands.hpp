@@ -38,6 +38,7 @@ struct AdviseArgs {
   std::optional<std::string> size, rate, mode, placement, p99_us, cpu_us, budget;
   std::optional<std::string> store;  // --store: the results store its measurements go into
   std::vector<std::string> only;
+  std::vector<std::string> noisy;  // --noisy KIND[@WHERE][:LEVEL]: rank under these antagonists
   bool json = false;
 };
 

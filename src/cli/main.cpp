@@ -218,6 +218,12 @@ int main(int argc, char** argv) {
       ->type_name("TIME");
   advise->add_option("--only", aa.only,
                      "only these messaging transports (repeatable), e.g. --only pipe --only 'shm_*'");
+  advise
+      ->add_option("--noisy", aa.noisy,
+                   "rank by p99 under this interference (repeatable; as run --antagonist, docs/noise.md): "
+                   "each repetition paired with a quiet one, so that the answer says what it gives up quiet")
+      ->type_name("KIND[@WHERE][:LEVEL]")
+      ->allow_extra_args(false);
   text_option(advise, "--store", aa.store,
               "add the measurements to this results store (docs/store.md): an SQLite file or postgresql://…")
       ->type_name("PATH");
@@ -228,6 +234,7 @@ int main(int argc, char** argv) {
       "  ipclab advise --size 64 --p99-us 50 --sides processes\n"
       "  ipclab advise --size 4K --rate 50k --cpu-us 5 --budget 2m\n"
       "  ipclab advise --only pipe --only 'shm_*' --placement same --budget 30\n"
+      "  ipclab advise --placement same --noisy cpu@same --budget 2m\n"
       "Exit: 0 an answer, 1 no candidate meets the bounds, 2 usage error.");
 
   // Hidden: what `ipclab run --remote` starts on the remote host through ssh.

@@ -41,6 +41,8 @@ def advise(tmp_path):
     ["--only", "no_such_transport"],
     ["--only", "harness/null"],                 # not a messaging transport
     ["--only", "mutex_cv", "--sides", "processes"],  # threads only: nothing can run
+    ["--noisy", "bogus"],
+    ["--noisy", "cpu@nowhere"],
 ])
 def test_bad_questions_exit_2_with_one_line_and_create_nothing(advise, args):
     rc, out, err, tmp = advise(*args)
@@ -159,3 +161,20 @@ def test_text_states_cpus_busy_spinning_the_rate_pointer_and_whole_reasons(advis
             assert said or f"{label} spins while it waits" in text, (label, busy, out)
     assert re.search(r"Answer: .+ — p50 .+ CPU .+ per round trip, \d+\.\d\d CPUs busy\.", text), out
     assert ("Tie: " in out) != ("Confidence: no other candidate's p99 range overlaps" in out), out
+
+
+def test_noisy_ranks_under_the_interference_with_each_candidates_quiet_p99_beside(advise):
+    # The idle stand-in: the shape of the answer (its figures are this machine's noise).
+    rc, out, err, _ = advise("--only", "pipe", "--only", "eventfd", "--sides", "threads", "--placement", "same",
+                             "--noisy", "none", "--budget", "10", "--json")
+    assert rc in (0, 1), err
+    j = json.loads(out)
+    assert j["noisy"] == ["none@others"], j["noisy"]
+    ranked = [c for c in j["candidates"] if c["ok"]]
+    assert {c["candidate"] for c in ranked} == {"pipe", "eventfd"}, ranked
+    for c in ranked:
+        assert c["quiet_p99_us"] > 0 and c["p99_inflation"] > 0, c
+    rc, out, err, _ = advise("--only", "pipe", "--only", "eventfd", "--sides", "threads", "--placement", "same",
+                             "--noisy", "none", "--budget", "10")
+    assert "under none@others (every figure below is under it" in out, out
+    assert "Quiet p99, a moment apart: " in out, out
