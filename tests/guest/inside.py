@@ -128,6 +128,12 @@ if SHAPE in ("A", "B"):
             "-p", "wait=spin", "-p", "round_trips=2000")
     step("matrix", ["run", "messaging/shm_spsc", "-p", "pattern=roundtrip", "-p", "size=64", "-p", "wait=spin",
                     "--cpu-matrix", "class", *SHORT], json_to=f"{OUT}/matrix.json")
+    # Where an antagonist lands, class by class, beside sides on the first CPU: the idle stand-in, so
+    # that only the placement is at stake (stress-ng's start under TCG is not).
+    for where in ("smt", "llc", "cross_numa", "others"):
+        step("antagonist_" + where, ["run", "messaging/pipe", "-p", "pattern=roundtrip", "-p", "placement=same",
+                                     "--cpus", str(min(os.sched_getaffinity(0))), "--antagonist", "none@" + where,
+                                     "--unpaired", *SHORT], json_to=f"{OUT}/antagonist_{where}.json")
     plans()
     grids()
     # Results on tmpfs as on the 9p folder: the same run, whole in both.

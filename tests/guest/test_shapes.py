@@ -170,6 +170,28 @@ def test_every_placement_class_resolves_to_a_pair_of_that_relation_or_is_skipped
 
 
 @pytest.mark.parametrize("shape", ["A", "B"])
+def test_an_antagonist_lands_on_the_cpus_its_class_names_or_the_point_is_skipped_with_why(booted, shape):
+    g = booted(shape)
+    side = min(g.cpus)
+    for where in ("smt", "llc", "cross_numa", "others"):
+        (r,) = g.records("antagonist_" + where)
+        others = [c for c in g.cpus if c != side]
+        fits = others if where == "others" else [c for c in others if g.relation(side, c) == where]
+        if not fits:
+            assert r["status"] == "skipped" and f"antagonist @{where}" in r["error"], (where, r["error"])
+            continue
+        assert r["status"] == "ok", (where, r["error"])
+        (a,) = r["extra"]["antagonists"]
+        assert a["kind"] == "none" and a["cpus"], a
+        assert set(a["cpus"]) <= set(fits), (where, a["cpus"], fits)
+        if where == "others":
+            assert sorted(a["cpus"]) == sorted(fits), a["cpus"]
+    # A has SMT pairs, an LLC per node and two nodes; B one node of two LLCs without SMT.
+    ran = {w for w in ("smt", "llc", "cross_numa") if g.records("antagonist_" + w)[0]["status"] == "ok"}
+    assert ran == ({"smt", "llc", "cross_numa"} if shape == "A" else {"llc"}), ran
+
+
+@pytest.mark.parametrize("shape", ["A", "B"])
 def test_cpu_matrix_class_gives_one_pair_per_class(booted, shape):
     g = booted(shape)
     records = g.records("matrix")
