@@ -325,6 +325,10 @@ class Session::Run {
   std::vector<std::thread> threads_;
   std::vector<Process> procs_;  // forked workers: one not reaped is killed and reaped on every path
   std::vector<std::string> peer_death_;
+  // When each peer that may exit by itself was first seen gone cleanly while a worker had not yet
+  // finished (0: not seen so): a host that left DONE is still returning when its guest, which saw
+  // it, is already gone — a race, not a death, unless the worker never finishes.
+  std::vector<uint64_t> clean_exit_ns_;
   Watchdog wd_;
   // A process_cpu worker's window charges this thread's polling too: this thread's CPU between
   // the moments it sees that window open and close (each within one poll) is taken out again.
@@ -528,15 +532,28 @@ void Session::Run::check_children() {
   for (size_t k = 0; k < peers_.size(); ++k) {
     const PeerSpec& peer = peers_[k];
     Process& p = *peer.process;
-    if (!peer_death_[k].empty() || !p.running()) continue;
-    if (p.alive()) {
-      if (const std::string why = peer.lost ? peer.lost() : ""; !why.empty()) {
-        peer_death_[k] = fmt::format("{} {}: {}", peer.role, peer.index, why);
-        abort();
+    if (!peer_death_[k].empty()) continue;
+    if (clean_exit_ns_.size() < peers_.size()) clean_exit_ns_.resize(peers_.size(), 0);
+    if (!clean_exit_ns_[k]) {  // not already seen gone (reaped then), waiting for its workers
+      if (!p.running()) continue;
+      if (p.alive()) {
+        if (const std::string why = peer.lost ? peer.lost() : ""; !why.empty()) {
+          peer_death_[k] = fmt::format("{} {}: {}", peer.role, peer.index, why);
+          abort();
+        }
+        continue;
       }
-      continue;
     }
-    if (peer.may_exit && p.clean() && workers_finished()) continue;
+    if (peer.may_exit && p.clean()) {
+      if (workers_finished()) {
+        clean_exit_ns_[k] = 0;
+        continue;
+      }
+      // Its workers get the stall limit to finish, as a worker that stands still does.
+      const uint64_t now = now_ns();
+      if (!clean_exit_ns_[k]) clean_exit_ns_[k] = now;
+      if (double(now - clean_exit_ns_[k]) * 1e-9 < stall_limit_s(s_.opts_.duration_s)) continue;
+    }
     peer_death_[k] = peer.process_is.empty()
                          ? fmt::format("{} {} {}", peer.role, peer.index, p.death())
                          : fmt::format("{} {}: {} {}", peer.role, peer.index, peer.process_is, p.death());
