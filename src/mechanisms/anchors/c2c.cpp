@@ -1,8 +1,15 @@
 // anchors/c2c: one cache line bounced between two CPUs. The client writes an odd value, the
 // server answers with the next even one; a round trip is two cache-line transfers, the floor
 // under any shared-memory transport's round trip.
+//
+// layout=split is the floor under a transport with a channel per direction (a request ring and a
+// reply ring): each direction a ring of slots of `lines` cache lines, the first line's word the
+// slot's sequence (stored last, waited on), every further line a word that must equal it (read
+// after the sequence, checked). Nothing else: no copy, no message, no index.
 #include <immintrin.h>
+#include <array>
 #include <atomic>
+#include <memory>
 
 #include "core/base/clock.hpp"
 #include "core/measure/session.hpp"
@@ -70,12 +77,115 @@ void c2c(Session& s) {
   if (s.stuck()) line.release();  // an abandoned thread may still touch it
 }
 
+// One direction of layout=split: kSlots slots of `lines` lines each, used in turn.
+constexpr uint64_t kSlots = 64;
+struct SplitRing {
+  explicit SplitRing(uint64_t lines_per_slot)
+      : lines(lines_per_slot), line(new Line[kSlots * lines_per_slot]) {}
+  uint64_t lines;
+  std::unique_ptr<Line[]> line;
+  Line* slot(uint64_t k) { return &line[(k % kSlots) * lines]; }
+  /// Message k: the further lines first, then the sequence (release: they are visible before it).
+  void put(uint64_t k) {
+    Line* s = slot(k);
+    for (uint64_t j = 1; j < lines; ++j) s[j].value.store(k + 1, std::memory_order_relaxed);
+    s[0].value.store(k + 1, std::memory_order_release);
+  }
+  /// Message k's further lines, once its sequence was seen: false when one does not hold it.
+  bool check(uint64_t k) {
+    Line* s = slot(k);
+    bool ok = true;
+    for (uint64_t j = 1; j < lines; ++j) ok &= s[j].value.load(std::memory_order_relaxed) == k + 1;
+    return ok;
+  }
+};
+
+void c2c_split(Session& s) {
+  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
+  const uint64_t lines = uint64_t(s.params().i64("lines"));
+  auto rings = std::make_unique<std::array<SplitRing, 2>>(
+      std::array<SplitRing, 2>{SplitRing(lines), SplitRing(lines)});
+  SplitRing* request = &(*rings)[0];
+  SplitRing* reply = &(*rings)[1];
+  std::vector<WorkerSpec> workers;
+  workers.push_back({"client", 0, s.cpu_for(0), [request, reply, sample](Worker& w) {
+                       auto& out = w.out();
+                       uint64_t k = 0, spins = 0;
+                       Stamping stamping(sample, out);
+                       w.ready();
+                       while (w.running()) {
+                         const bool measuring = w.measuring();
+                         const bool timed = stamping.timed(measuring, k);
+                         uint64_t t0 = timed ? now_ns() : 0;
+                         request->put(k);
+                         while (reply->slot(k)->value.load(std::memory_order_acquire) != k + 1) {
+                           _mm_pause();
+                           if ((++spins & 4095) == 0 && w.abort_requested()) throw Aborted();
+                         }
+                         if (!reply->check(k)) out.integrity.corrupt++;
+                         if (timed) out.record_latency(now_ns() - t0);
+                         if (measuring) out.ops++;
+                         ++k;
+                       }
+                       request->slot(k)->value.store(kDone, std::memory_order_release);
+                       out.integrity.sent = out.integrity.received = k;
+                     }});
+  workers.push_back({"server", 0, s.cpu_for(1), [request, reply](Worker& w) {
+                       uint64_t k = 0, spins = 0;
+                       w.ready();
+                       for (;;) {
+                         const uint64_t v = request->slot(k)->value.load(std::memory_order_acquire);
+                         if (v == k + 1) {
+                           if (!request->check(k)) w.out().integrity.corrupt++;
+                           reply->put(k);
+                           ++k;
+                           continue;
+                         }
+                         if (v == kDone) break;
+                         _mm_pause();
+                         if ((++spins & 255) == 0) {
+                           w.running();
+                           if (w.abort_requested()) throw Aborted();
+                         }
+                       }
+                     }});
+  s.run_workers(std::move(workers), false, "rtt");
+  if (s.stuck()) rings.release();  // an abandoned thread may still touch them
+}
+
+void c2c_any(Session& s) {
+  if (s.params().str("layout") == "split")
+    c2c_split(s);
+  else
+    c2c(s);
+}
+
 IPCLAB_REGISTER(Mechanism{
     .suite = "anchors",
     .name = "c2c",
     .help = "cache-line round trip between two CPUs (two spinning threads)",
-    .params = {std_params::placement({"cross", "unpinned"}, {"cross"}), std_params::latency_sample()},
-    .workload = c2c,
+    .params = {std_params::placement({"cross", "unpinned"}, {"cross"}),
+               std_params::latency_sample(),
+               {.name = "layout",
+                .type = ParamType::String,
+                .def = "shared",
+                .choices = {"shared", "split"},
+                .help = "shared: one line both ways; split: a ring of slots per direction, the "
+                        "floor under a transport with a request and a reply channel (each slot "
+                        "`lines` lines: the sequence's, then lines read after it)",
+                .quick = {"shared"},
+                .full = {"shared", "split"}},
+               {.name = "lines",
+                .type = ParamType::Int,
+                .def = "1",
+                .help = "cache lines a message spans in each direction (a 64-byte message and "
+                        "its sequence word: 2)",
+                .quick = {"1"},
+                .full = {"1", "2"},
+                .min = 1,
+                .max = 16,
+                .only_with = {"layout", {"split"}}}},
+    .workload = c2c_any,
 });
 
 }  // namespace
