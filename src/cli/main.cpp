@@ -1,9 +1,9 @@
 // ipclab: one entry point, and the table of contents of its commands. Each command declares its
-// options in its own file and registers itself (cli/commands.hpp): list (cli/list.cpp), run —
-// parse → plan → run → report, on core/plan/runner — (cli/run.cpp), advise, remote-side, version
-// (cli/commands.cpp), env, topo, store, and report, compare, ab, history and agree, which live in
-// the Python package report/ (cli/python.cpp). main lists them in their order, parses the command
-// line and runs the one asked for.
+// options in its own file and registers itself (cli/commands.hpp): list (cli/list.cpp); run — parse
+// → plan → run → report, on core/plan/runner — (cli/run.cpp); advise (cli/advise.cpp); remote-side
+// (cli/remote_side.cpp); version (cli/commands.cpp); env (cli/env.cpp); topo (cli/topo.cpp); store
+// (cli/store.cpp); report, compare, ab, history and agree, which live in the Python package report/
+// (cli/python.cpp). main lists them in help order, parses the command line and runs the one asked for.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
