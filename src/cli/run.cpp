@@ -4,16 +4,15 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "cli/commands.hpp"
@@ -37,6 +36,31 @@
 namespace ipclab::cli {
 
 namespace {
+
+// `ipclab run`'s arguments as given (an empty text included), parsed by cmd_run; an option left
+// out is nothing.
+struct RunArgs {
+  std::vector<std::string> filters;
+  std::vector<std::string> params;
+  // As given (an empty text included), parsed in cmd_run; nothing when the option is left out.
+  std::optional<std::string> preset, repetitions, duration, warmup, cpus, out_dir, json, csv, markdown, seed;
+  std::optional<std::string> ci_target, max_repetitions;  // with --repetitions auto
+  std::optional<std::string> cpu_matrix;                  // every | class
+  bool interleave = false;
+  std::optional<std::string> budget;  // --budget: 5m, 90s, 1h, none
+  bool plan_only = false;             // --plan: print the plan, run nothing
+  bool dry_run = false;               // --dry-run: the plan for a person, run nothing
+  bool kernel_counters = false;
+  std::vector<std::string> antagonists;  // --antagonist KIND[@WHERE][:LEVEL], repeatable
+  bool unpaired = false;                 // --unpaired: no quiet repetition beside each noisy one
+  bool verbose = false;  // --verbose: the console shows each repetition, not only each point's median
+  // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
+  std::optional<std::string> remote, remote_ipclab, remote_address, remote_role;
+  std::vector<std::string> ssh_options;
+  // The results store (core/store/store.hpp): --store PATH, --no-store, --store-wait TIME.
+  std::optional<std::string> store, store_wait;
+  bool no_store = false;
+};
 
 // The result files to write, as (option, path): --json/--csv/--markdown, and --out's three.
 std::vector<std::pair<std::string, std::string>> output_targets(const RunArgs& a) {
@@ -128,90 +152,53 @@ std::vector<std::unique_ptr<output::Reporter>> make_reporters(
 // it: on a terminal, a line naming the benchmark (as the tables do: a full name may be wider than the line it
 // must clear) rewritten in place; otherwise a "progress: " line per suite as it starts and as it ends,
 // and one every kProgressEveryS seconds between (as a point starts), so that a log shows the run alive.
-// A line for stderr: on a terminal, wrapped to its width with the later lines indented; into a
-// file or a pipe, one line, as logs and the tools that read them by prefix want it.
-std::string stderr_line(const std::string& lead, const std::string& text) {
-  return output::wrap_text(lead, text, output::terminal_columns(stderr), 4) + "\n";
-}
-
 constexpr double kProgressEveryS = 5;
-PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
-                        const std::vector<std::unique_ptr<output::Reporter>>& reporters,
-                        std::shared_ptr<CostModel> model, std::shared_ptr<BudgetPacer> pacer) {
-  const bool terminal = isatty(2);
-  const bool autorep = opts.ci_target_pct > 0;
-  struct State {
-    uint64_t started = now_ns();
-    std::map<std::string, size_t> index;                      // benchmark name → its place in the plan
-    std::vector<int> reps;                                    // repetitions finished per benchmark
-    std::vector<bool> done;                                   // every repetition of the benchmark finished
-    std::map<std::string, std::pair<size_t, size_t>> suites;  // points done, points
-    std::set<std::string> begun;
-    uint64_t last_line = 0;  // when the last progress line was printed (not on a terminal)
-  };
-  auto st = std::make_shared<State>();
-  st->reps.assign(benchmarks.size(), 0);
-  st->done.assign(benchmarks.size(), false);
-  for (size_t i = 0; i < benchmarks.size(); ++i) {
-    st->index[benchmarks[i].name] = i;
-    ++st->suites[benchmarks[i].mech->suite].second;
-  }
-  auto names = std::make_shared<output::TableNames>(output::table_names(benchmarks));
-  // The seconds still to run: the repetitions left of each benchmark (auto: to its fewest, or one
-  // more) at the model's estimate, which learns as the run goes, with the windows the pacer gave it
-  // or would give it next.
-  auto left = [&benchmarks, opts, autorep, st, model, pacer] {
-    double s = 0;
+
+// What the console's hooks know of the run as it goes.
+class Progress {
+ public:
+  Progress(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+           std::shared_ptr<CostModel> model, std::shared_ptr<BudgetPacer> pacer)
+      : benchmarks_(benchmarks),
+        opts_(opts),
+        model_(std::move(model)),
+        pacer_(std::move(pacer)),
+        names_(output::table_names(benchmarks)) {
+    reps_.assign(benchmarks.size(), 0);
+    done_.assign(benchmarks.size(), false);
     for (size_t i = 0; i < benchmarks.size(); ++i) {
-      if (st->done[i]) continue;
-      const int more =
-          autorep ? std::max(1, kAutoMinRepetitions - st->reps[i]) : opts.repetitions - st->reps[i];
-      s += double(std::max(0, more)) * estimate_repetition(benchmarks[i], pacer->options_of(i), *model);
+      index_[benchmarks[i].name] = i;
+      ++suites_[benchmarks[i].mech->suite].second;
     }
-    return s;
-  };
-  auto progress_line = [st, left](const std::string& suite) {
-    const auto [done, points] = st->suites[suite];
-    size_t all_done = 0;
-    for (bool d : st->done) all_done += d;
-    st->last_line = now_ns();
-    fmt::print(stderr, "progress: {} {}/{} points ({}/{} in all), {} elapsed, ~{} left\n", suite, done,
-               points, all_done, st->done.size(), duration_text(double(now_ns() - st->started) * 1e-9),
-               duration_text(left()));
-  };
-  // The suite's point `i` has every repetition it will get.
-  auto point_done = [st, terminal, progress_line, &benchmarks](size_t i) {
-    if (st->done[i]) return;
-    st->done[i] = true;
-    const std::string& suite = benchmarks[i].mech->suite;
-    auto& [done, points] = st->suites[suite];
-    if (++done == points && !terminal) progress_line(suite);
-  };
-  PlanHooks hooks;
-  hooks.options = pacer->hook();
-  hooks.starting = [=](const PlannedBenchmark& b, const RunOptions&, size_t done, size_t total) {
+  }
+
+  // A repetition of `b` starts: the crash handler is told what it would leave unfinished, and the
+  // progress shown.
+  void starting(const PlannedBenchmark& b, size_t done, size_t total) {
     Record r;  // what run_one will fill in
     r.name = b.name;
     r.suite = b.mech->suite;
     r.mechanism = b.mech->name;
     r.params = b.params;
-    r.repetition = st->reps[st->index[b.name]];
+    r.repetition = reps_[index_[b.name]];
     crash::arm(r);
-    if (terminal) {
-      fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names->of(b.name),
+    if (terminal_) {
+      fmt::print(stderr, "\r\033[K[{}/{}] {} (~{} left)", done + 1, total, names_.of(b.name),
                  duration_text(left()));
-    } else if (st->begun.insert(b.mech->suite).second ||
-               double(now_ns() - st->last_line) * 1e-9 >= kProgressEveryS) {
+    } else if (begun_.insert(b.mech->suite).second ||
+               double(now_ns() - last_line_) * 1e-9 >= kProgressEveryS) {
       progress_line(b.mech->suite);
     }
-  };
-  hooks.finished = [=, &reporters](const Record& r) {
+  }
+
+  // A record completed: to the reporters, its failure and warnings to stderr, and counted.
+  void finished(const Record& r, const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
     crash::disarm();
-    if (terminal) fmt::print(stderr, "\r\033[K");
+    if (terminal_) fmt::print(stderr, "\r\033[K");
     for (auto& rep : reporters) rep->record(r);
     // On a terminal the point as the tables name it (the full name is wider than most lines); in a
     // log, its full name.
-    const std::string name = terminal ? names->of(r.name) : r.name;
+    const std::string name = terminal_ ? names_.of(r.name) : r.name;
     if (r.status == Status::Failed && r.run_type != "aggregate")
       fmt::print(stderr, "{}",
                  stderr_line(fmt::format("FAILED {} (repetition {}): ", name, r.repetition), r.error));
@@ -219,15 +206,76 @@ PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const R
       fmt::print(stderr, "{}",
                  stderr_line(fmt::format("warning: {} (repetition {}): ", name, r.repetition),
                              output::warning_text(w)));
-    const auto it = st->index.find(r.name);
-    if (it == st->index.end()) return;
+    const auto it = index_.find(r.name);
+    if (it == index_.end()) return;
     const size_t i = it->second;
     if (r.run_type == "aggregate") return point_done(i);
-    ++st->reps[i];
+    ++reps_[i];
     // Without auto, the last repetition ends the point (its aggregate, if any, follows); with
     // auto, its aggregate does.
-    if (!autorep && st->reps[i] >= opts.repetitions) point_done(i);
+    if (!autorep() && reps_[i] >= opts_.repetitions) point_done(i);
+  }
+
+ private:
+  bool autorep() const { return opts_.ci_target_pct > 0; }
+
+  // The seconds still to run: the repetitions left of each benchmark (auto: to its fewest, or one
+  // more) at the model's estimate, which learns as the run goes, with the windows the pacer gave it
+  // or would give it next.
+  double left() const {
+    double s = 0;
+    for (size_t i = 0; i < benchmarks_.size(); ++i) {
+      if (done_[i]) continue;
+      const int more = autorep() ? std::max(1, kAutoMinRepetitions - reps_[i]) : opts_.repetitions - reps_[i];
+      s += double(std::max(0, more)) * estimate_repetition(benchmarks_[i], pacer_->options_of(i), *model_);
+    }
+    return s;
+  }
+
+  void progress_line(const std::string& suite) {
+    const auto [done, points] = suites_[suite];
+    size_t all_done = 0;
+    for (bool d : done_) all_done += d;
+    last_line_ = now_ns();
+    fmt::print(stderr, "progress: {} {}/{} points ({}/{} in all), {} elapsed, ~{} left\n", suite, done,
+               points, all_done, done_.size(), duration_text(double(now_ns() - started_) * 1e-9),
+               duration_text(left()));
+  }
+
+  // The suite's point `i` has every repetition it will get.
+  void point_done(size_t i) {
+    if (done_[i]) return;
+    done_[i] = true;
+    const std::string& suite = benchmarks_[i].mech->suite;
+    auto& [done, points] = suites_[suite];
+    if (++done == points && !terminal_) progress_line(suite);
+  }
+
+  const std::vector<PlannedBenchmark>& benchmarks_;
+  const RunOptions opts_;
+  const std::shared_ptr<CostModel> model_;
+  const std::shared_ptr<BudgetPacer> pacer_;
+  const output::TableNames names_;
+  const bool terminal_ = isatty(2);
+  const uint64_t started_ = now_ns();
+  std::map<std::string, size_t> index_;                      // benchmark name → its place in the plan
+  std::vector<int> reps_;                                    // repetitions finished per benchmark
+  std::vector<bool> done_;                                   // every repetition of the benchmark finished
+  std::map<std::string, std::pair<size_t, size_t>> suites_;  // points done, points
+  std::set<std::string> begun_;
+  uint64_t last_line_ = 0;  // when the last progress line was printed (not on a terminal)
+};
+
+PlanHooks console_hooks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                        const std::vector<std::unique_ptr<output::Reporter>>& reporters,
+                        std::shared_ptr<CostModel> model, std::shared_ptr<BudgetPacer> pacer) {
+  auto progress = std::make_shared<Progress>(benchmarks, opts, model, pacer);
+  PlanHooks hooks;
+  hooks.options = pacer->hook();
+  hooks.starting = [progress](const PlannedBenchmark& b, const RunOptions&, size_t done, size_t total) {
+    progress->starting(b, done, total);
   };
+  hooks.finished = [progress, &reporters](const Record& r) { progress->finished(r, reporters); };
   return learning_hooks(std::move(hooks), model);
 }
 
@@ -444,44 +492,15 @@ std::string kept_note(const std::vector<std::unique_ptr<output::Reporter>>& repo
   return "";
 }
 
-}  // namespace
-
-int cmd_remote_side() {
-  // Its run folder, swept at its end like a local one (and by a later run if it dies); what its
-  // sweep removes goes to the local side in its hello, not on its stderr, which is ssh's.
-  ipc::begin_run();
-  ipc::install_signal_cleanup();
-  crash::install();
-  return remote::serve(ipc::sweep_leftovers());
-}
-
-void start_owned_run() {
-  ipc::begin_run();
-  ipc::install_signal_cleanup();
-  crash::install();
-  for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
-}
-
-int cmd_run(const RunArgs& a, const std::string& cmdline) {
-  check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
-  // parse: every option and parameter is checked here and in plan, before anything is created.
-  const PresetSpec* preset = find_preset(a.preset.value_or(""));
-  if (!preset || (a.preset && a.preset->empty()))
-    throw UsageError(
-        fmt::format("--preset '{}': use quick or full, or leave --preset out", brief(a.preset.value_or(""))));
-  std::optional<uint64_t> seed;  // --interleave: the order's seed
-  RunOptions opts = parse_options(a, *preset, seed);
-  const auto [budget_s, budget_source] = budget_of(a, *preset);
-  Overrides overrides;
-  for (auto& p : a.params) parse_override(p, overrides);
-
-  // plan
-  const remote::Options remote_opts = parse_remote(a);
+// The benchmarks the filters select over the preset's grid with -p's values, in the order they run:
+// the default preset answers first (Suite::first) when nothing narrower was asked (no -p, one
+// host, the plan's own order); each checked against --remote, and spread over --cpu-matrix.
+std::vector<PlannedBenchmark> plan_run(const RunArgs& a, const PresetSpec& preset, const Overrides& overrides,
+                                       const RunOptions& opts, const std::optional<uint64_t>& seed,
+                                       const remote::Options& remote_opts) {
   const auto selected = select_mechanisms(a.filters);
-  auto benchmarks = plan(selected, preset->preset, overrides, opts.cpus);
-  // The default preset answers first (Suite::first) when nothing narrower was asked: no -p, one
-  // host, the plan's own order.
-  if (preset->preset == Preset::Default && overrides.empty() && !a.cpu_matrix && !a.remote && !seed)
+  auto benchmarks = plan(selected, preset.preset, overrides, opts.cpus);
+  if (preset.preset == Preset::Default && overrides.empty() && !a.cpu_matrix && !a.remote && !seed)
     benchmarks = first_answers_first(std::move(benchmarks), selected, opts.cpus);
   if (a.remote && !opts.antagonists.empty())
     throw UsageError(
@@ -498,6 +517,129 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
         throw UsageError(why);
   if (a.cpu_matrix)
     benchmarks = cpu_matrix(benchmarks, *a.cpu_matrix, opts.cpus, overrides.count("placement"));
+  return benchmarks;
+}
+
+// --antagonist: in the context, and said on stderr before anything runs.
+void add_antagonists(nlohmann::json& context, const RunOptions& opts) {
+  if (opts.antagonists.empty()) return;
+  nlohmann::json list = nlohmann::json::array();
+  for (auto& spec : opts.antagonists) list.push_back(spec.text());
+  context["antagonists"] = list;
+  context["quiet_pairs"] = opts.quiet_pairs;
+  fmt::print(stderr, "{}",
+             stderr_line("", fmt::format("antagonists {} run through every measured window: every figure of "
+                                         "this run is under that noise (each record's extra.antagonists says "
+                                         "what ran){}",
+                                         output::antagonists_text(context),
+                                         opts.quiet_pairs
+                                             ? "; each repetition is paired with a quiet one (ABBA), and "
+                                               "each median's extra.inflation says how much it grew"
+                                             : "")));
+}
+
+// The run's context, which every result file and the store keep: the environment, the options as
+// fitted, the far host's, the registry of the run's suites; its warnings said on stderr.
+nlohmann::json run_context(const RunArgs& a, const RunOptions& opts, const BudgetFit& fit,
+                           const std::optional<uint64_t>& seed,
+                           const std::vector<PlannedBenchmark>& benchmarks, const remote::Link* link,
+                           const std::string& cmdline) {
+  nlohmann::json context = collect_environment(cmdline);
+  context["preset"] = a.preset.value_or("default");
+  if (opts.ci_target_pct > 0) {
+    context["repetitions"] = "auto";
+    context["ci_target_pct"] = opts.ci_target_pct;
+    context["max_repetitions"] = opts.max_repetitions;
+  } else {
+    context["repetitions"] = opts.repetitions;
+  }
+  context["duration_s"] = opts.duration_s;
+  context["warmup_s"] = opts.warmup_s;
+  context["budget"] = fit.to_json();
+  context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
+  context["kernel_counters"] = opts.kernel_counters;
+  add_antagonists(context, opts);
+  if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
+  if (link) {
+    context["remote"] = link->context();
+    for (auto& line : context["remote"]["swept"])
+      fmt::print(stderr, "on {}: {}\n", link->host(), line.get<std::string>());
+  }
+  // The registry of the run's suites, so that a report of this file, by any later ipclab, builds
+  // their pages and tables as this binary describes them.
+  std::set<std::string> suites;
+  for (auto& b : benchmarks) suites.insert(b.mech->suite);
+  context["registry"] = output::registry_json(suites);
+  // A run that places sides by class or over a CPU matrix records the round trips it chose by.
+  const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
+                          return is_class_layout(b.params.str_or("placement", ""));
+                        });
+  if (by_class) add_measured_topology(context, opts.cpus);
+  for (auto& w : context["warnings"])
+    fmt::print(stderr, "{}", stderr_line("warning: ", output::warning_text(w)));
+  return context;
+}
+
+// run: the plan through the runner, each record to the reporters as it completes. A run with a
+// budget is paced as it goes (BudgetPacer); an interleaved one keeps the fitted windows (the runner
+// asks it no options).
+std::vector<Record> run_benchmarks(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                                   const BudgetFit& fit, const std::optional<uint64_t>& seed,
+                                   const std::shared_ptr<CostModel>& model, const nlohmann::json& context,
+                                   const std::vector<std::unique_ptr<output::Reporter>>& reporters) {
+  for (auto& r : reporters) r->begin(context, benchmarks);
+  auto pacer = std::make_shared<BudgetPacer>(benchmarks, fit, model);
+  auto records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model, pacer), seed);
+  if (const std::string paced = pacer->text(); !paced.empty())
+    fmt::print(stderr, "{}", stderr_line("", paced));
+  return records;
+}
+
+// export: what moved since the last comparable run in the store (read before the result files are
+// written, so that they say it too), the result files, then this run into the store. A run under
+// antagonists is no point of a quiet run's series: compared with nothing, and stored as a run of
+// kind noise.
+void export_results(std::vector<Record>& records, const nlohmann::json& context, const RunOptions& opts,
+                    const std::vector<std::unique_ptr<output::Reporter>>& reporters,
+                    store::Store* results_store) {
+  const bool noisy = !opts.antagonists.empty();
+  if (results_store && !noisy)
+    if (const auto note = results_store->compare(records, context); !note.empty())
+      fmt::print(stderr, "{}", stderr_line("warning: ", note));
+  for (auto& r : reporters) r->end(records);
+  if (!results_store) return;
+  std::vector<nlohmann::json> stored;
+  for (auto& r : records) stored.push_back(to_json(r));
+  if (const auto note = results_store->append(noisy ? "noise" : "run", context, stored); !note.empty())
+    fmt::print(stderr, "{}", stderr_line("warning: ", note));
+  else
+    fmt::print(stderr, "stored in {} (`ipclab history` shows each benchmark's runs there)\n",
+               results_store->where());
+}
+
+// The preset --preset names (the default one when left out).
+const PresetSpec& preset_of(const RunArgs& a) {
+  const PresetSpec* preset = find_preset(a.preset.value_or(""));
+  if (!preset || (a.preset && a.preset->empty()))
+    throw UsageError(
+        fmt::format("--preset '{}': use quick or full, or leave --preset out", brief(a.preset.value_or(""))));
+  return *preset;
+}
+
+// parse → plan → run → report. Exit code: 0 ok, 1 a benchmark failed.
+int cmd_run(const RunArgs& a, const std::string& cmdline) {
+  check_fault_env();  // a malformed IPCLAB_FAULT is a usage error before anything runs
+  // parse: every option and parameter is checked here and in plan, before anything is created.
+  const PresetSpec& preset = preset_of(a);
+  std::optional<uint64_t> seed;  // --interleave: the order's seed
+  RunOptions opts = parse_options(a, preset, seed);
+  const auto [budget_s, budget_source] = budget_of(a, preset);
+  Overrides overrides;
+  for (auto& p : a.params) parse_override(p, overrides);
+
+  // plan
+  const remote::Options remote_opts = parse_remote(a);
+  const auto benchmarks = plan_run(a, preset, overrides, opts, seed, remote_opts);
   if (a.plan_only && a.dry_run) throw UsageError("--plan and --dry-run both print the plan; choose one");
   // The estimates, and the budget fitted to them: read from the cost model, which nothing here
   // creates (the run saves it as it learns).
@@ -524,84 +666,12 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   if (a.out_dir) make_out_dir(*a.out_dir);
   for (auto& r : reporters) r->open();  // the result files' temporaries
 
-  // run
-  nlohmann::json context = collect_environment(cmdline);
-  context["preset"] = a.preset.value_or("default");
-  if (opts.ci_target_pct > 0) {
-    context["repetitions"] = "auto";
-    context["ci_target_pct"] = opts.ci_target_pct;
-    context["max_repetitions"] = opts.max_repetitions;
-  } else {
-    context["repetitions"] = opts.repetitions;
-  }
-  context["duration_s"] = opts.duration_s;
-  context["warmup_s"] = opts.warmup_s;
-  context["budget"] = fit.to_json();
-  context["interleave_seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
-  context["kernel_counters"] = opts.kernel_counters;
-  if (!opts.antagonists.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (auto& spec : opts.antagonists) list.push_back(spec.text());
-    context["antagonists"] = list;
-    context["quiet_pairs"] = opts.quiet_pairs;
-    fmt::print(
-        stderr, "{}",
-        stderr_line("",
-                    fmt::format("antagonists {} run through every measured window: every figure of this "
-                                "run is under that noise (each record's extra.antagonists says what ran){}",
-                                output::antagonists_text(context),
-                                opts.quiet_pairs ? "; each repetition is paired with a quiet one (ABBA), and "
-                                                   "each median's extra.inflation says how much it grew"
-                                                 : "")));
-  }
-  if (a.cpu_matrix) context["cpu_matrix"] = *a.cpu_matrix;
-  if (link) {
-    context["remote"] = link->context();
-    for (auto& line : context["remote"]["swept"])
-      fmt::print(stderr, "on {}: {}\n", link->host(), line.get<std::string>());
-  }
-  {
-    // The registry of the run's suites, so that a report of this file, by any later ipclab, builds
-    // their pages and tables as this binary describes them.
-    std::set<std::string> suites;
-    for (auto& b : benchmarks) suites.insert(b.mech->suite);
-    context["registry"] = output::registry_json(suites);
-  }
-  // A run that places sides by class or over a CPU matrix records the round trips it chose by.
-  const bool by_class = a.cpu_matrix || std::any_of(benchmarks.begin(), benchmarks.end(), [](auto& b) {
-                          return is_class_layout(b.params.str_or("placement", ""));
-                        });
-  if (by_class) add_measured_topology(context, opts.cpus);
-  for (auto& w : context["warnings"])
-    fmt::print(stderr, "{}", stderr_line("warning: ", output::warning_text(w)));
+  // run, then export
+  const nlohmann::json context = run_context(a, opts, fit, seed, benchmarks, link.get(), cmdline);
   std::vector<Record> records;
   try {
-    for (auto& r : reporters) r->begin(context, benchmarks);
-    // A run with a budget is paced as it goes (BudgetPacer); an interleaved one keeps the fitted
-    // windows (the runner asks it no options).
-    auto pacer = std::make_shared<BudgetPacer>(benchmarks, fit, model);
-    records = run_plan(benchmarks, opts, console_hooks(benchmarks, opts, reporters, model, pacer), seed);
-    if (const std::string paced = pacer->text(); !paced.empty())
-      fmt::print(stderr, "{}", stderr_line("", paced));
-
-    // export: what moved since the last comparable run in the store (read before the result files
-    // are written, so that they say it too), the result files, then this run into the store.
-    // A run under antagonists is no point of a quiet run's series: compared with nothing, and
-    // stored as a run of kind noise.
-    const bool noisy = !opts.antagonists.empty();
-    if (results_store && !noisy)
-      if (const auto note = results_store->compare(records, context); !note.empty())
-        fmt::print(stderr, "{}", stderr_line("warning: ", note));
-    for (auto& r : reporters) r->end(records);
-    if (results_store) {
-      std::vector<nlohmann::json> stored;
-      for (auto& r : records) stored.push_back(to_json(r));
-      if (const auto note = results_store->append(noisy ? "noise" : "run", context, stored); !note.empty())
-        fmt::print(stderr, "{}", stderr_line("warning: ", note));
-      else
-        fmt::print(stderr, "stored in {} (`ipclab history` shows each benchmark's runs there)\n",
-                   results_store->where());
-    }
+    records = run_benchmarks(benchmarks, opts, fit, seed, model, context, reporters);
+    export_results(records, context, opts, reporters, results_store.get());
   } catch (const RunError& e) {
     throw RunError(e.what() + kept_note(reporters));
   } catch (const UsageError& e) {
@@ -612,108 +682,152 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   return failed ? 1 : 0;
 }
 
-int cmd_store_import(const std::vector<std::string>& files, const std::optional<std::string>& where,
-                     const std::string& kind, bool compare) {
-  if (kind != "import" && kind != "ab")
-    throw UsageError(fmt::format("store import --kind '{}': use import or ab", brief(kind)));
-  if (std::count(files.begin(), files.end(), "-") > 1)
-    throw UsageError("store import: standard input (-) can be read once; give it once");
-  // Every file read and checked before the store is touched: a file that is no result file is a
-  // usage error of its own line, and nothing is stored.
-  struct Input {
-    std::string path;
-    nlohmann::json context;
-    std::vector<nlohmann::json> records;
-  };
-  std::vector<Input> inputs;
-  for (auto& path : files) {
-    Input in{path, nullptr, {}};
-    std::string body;
-    try {
-      if (path == "-") {
-        std::ostringstream in_stdin;
-        in_stdin << std::cin.rdbuf();
-        body = in_stdin.str();
-      } else {
-        body = read_regular_file(path);
-      }
-    } catch (const std::exception& e) {
-      throw UsageError(fmt::format("store import {}: {}; give a results.json, a reduced file or a journal",
-                                   brief(path), e.what()));
-    }
-    try {
-      if (body.rfind("{\"ipclab_journal\"", 0) == 0) {  // a journal: a header line, then a record a line
-        std::istringstream lines(body);
-        std::string line;
-        for (bool first = true; std::getline(lines, line); first = false) {
-          if (line.empty()) continue;
-          auto j = nlohmann::json::parse(line);
-          if (first)
-            in.context = j.at("context");
-          else
-            in.records.push_back(std::move(j));
-        }
-      } else {
-        auto j = nlohmann::json::parse(body);
-        in.context = j.at("context");
-        for (auto& r : j.at("benchmarks")) in.records.push_back(r);
-      }
-    } catch (const std::exception&) {
-      throw UsageError(
-          fmt::format("store import {}: not a result file of ipclab (results.json, a reduced file "
-                      "or a journal)",
-                      brief(path)));
-    }
-    if (!in.context.is_object() || in.records.empty())
-      throw UsageError(fmt::format("store import {}: holds no records; nothing to import", brief(path)));
-    inputs.push_back(std::move(in));
-  }
-  const std::string spec = where.value_or("results/ipclab.sqlite");
-  std::string note;
-  auto s = store::Store::open(spec, false, store::kDefaultWaitS, &note);
-  if (!s) {
-    fmt::print(stderr, "ipclab: {}\n", note);
-    return 1;
-  }
-  int rc = 0;
-  for (auto& in : inputs) {
-    char abs[PATH_MAX];
-    const std::string source = in.path == "-"                   ? "(standard input)"
-                               : realpath(in.path.c_str(), abs) ? abs
-                                                                : in.path;
-    bool held = false;
-    try {
-      held = s->holds(in.context);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "ipclab: {}: {}\n", in.path, e.what());
-      rc = 1;
-      continue;
-    }
-    if (held) {
-      fmt::print("{}: already in {} (the same run: date, host, command line, commit); not added again\n",
-                 in.path, s->where());
-      continue;
-    }
-    if (compare) {
-      std::vector<Record> records;
-      for (auto& r : in.records) records.push_back(record_from_json(r));
-      if (const auto note = s->compare(records, in.context); !note.empty())
-        fmt::print(stderr, "{}", stderr_line("warning: ", note));
-      if (const auto since = output::since_text(records, output::TableNames{}); !since.lines.empty()) {
-        fmt::print("{}: {}\n", in.path, since.heading);
-        for (auto& line : since.lines) fmt::print("  {}\n", line);
-      } else {
-        fmt::print("{}: no earlier comparable run in {}\n", in.path, s->where());
-      }
-    }
-    if (const auto why = s->append(kind, in.context, in.records, source); !why.empty()) {
-      fmt::print(stderr, "ipclab: {}: {}\n", in.path, why);
-      rc = 1;
-    } else {
-      fmt::print("{}: {} records stored in {}\n", in.path, in.records.size(), s->where());
-    }
-  }
-  return rc;
+// What runs and for how long: the filters, the preset and -p's values; the repetitions and windows.
+void declare_run_what(CLI::App& sub, RunArgs& a) {
+  sub.add_option("filter", a.filters, "suite, suite/mechanism, a mechanism name or a glob; none = all");
+  text_option(sub, "--preset", a.preset, "quick (a few points, short runs) or full (the complete grids)")
+      ->type_name("quick|full");
+  sub.add_option("-p,--param", a.params,
+                 "name=v1,v2: values of a parameter (repeatable; see `ipclab list SUITE`)");
+  text_option(sub, "--repetitions", a.repetitions,
+              "repetitions of each benchmark, 1..1000 (default 3; full 5), or auto: until the 95% CI of "
+              "the median time/op is narrow enough (--ci-target, --max-repetitions)")
+      ->type_name("N|auto");
+  text_option(sub, "--ci-target", a.ci_target,
+              "with --repetitions auto: the CI half-width to reach, in % of the median, >0..100 (default 2)")
+      ->type_name("PCT");
+  text_option(sub, "--max-repetitions", a.max_repetitions,
+              "with --repetitions auto: the most repetitions of a benchmark, 5..1000 (default 30)")
+      ->type_name("N");
+  text_option(sub, "--duration", a.duration,
+              "measured time per repetition, 1ms..1h: seconds (0.5) or with a unit (500ms, 2s, 1m) "
+              "(default 1; quick 0.25; full 2)")
+      ->type_name("TIME");
+  text_option(sub, "--warmup", a.warmup,
+              "discarded warm-up before each measurement, 0..10m: seconds or with a unit, as --duration "
+              "(default 0.2)")
+      ->type_name("TIME");
 }
+
+// How it runs: the CPUs, the order, the counters and the noise; what it prints of its plan, and the
+// time it is fitted to.
+void declare_run_how(CLI::App& sub, RunArgs& a) {
+  text_option(sub, "--cpus", a.cpus,
+              "CPUs to place sides on, each once, e.g. 0,1 or 0-3 (default: all allowed)")
+      ->type_name("LIST");
+  text_option(sub, "--cpu-matrix", a.cpu_matrix,
+              "run each two-sided round-trip benchmark on every pair of --cpus (every) or on one pair per "
+              "placement class (class), at placement cross on that pair; the report draws the matrix")
+      ->type_name("every|class");
+  flag_once(
+      sub, "--interleave", a.interleave,
+      "run the repetitions of all selected benchmarks in one seeded random order (seed in the results)");
+  flag_once(sub, "--kernel-counters", a.kernel_counters,
+            "count system calls, context switches, CPU migrations and page faults per op (perf_event_open; "
+            "slows blocking round trips: docs/methodology.md)");
+  sub.add_option(
+         "--antagonist", a.antagonists,
+         "run interference through every measured window (repeatable; docs/noise.md): KIND none (an idle "
+         "stand-in), cpu, cache, membw, irq, fork or io (stress-ng's stressors), or quota (the sides under a "
+         "CPU quota); WHERE relative to the sides' CPUs: same, smt, llc, cross_numa or others (default: "
+         "every "
+         "CPU the sides do not use); LEVEL the kind's intensity where it has one (cpu: load %, irq: timer "
+         "Hz, "
+         "fork: children per round, quota: % of one CPU). Each repetition is paired with a quiet one (ABBA), "
+         "and the median says how much the noise inflated each figure (extra.inflation)")
+      ->type_name("KIND[@WHERE][:LEVEL]")
+      ->allow_extra_args(false);
+  flag_once(sub, "--unpaired", a.unpaired,
+            "under --antagonist, run no quiet repetitions beside the noisy ones (no extra.inflation; what "
+            "`ipclab ab` asks, which pairs two builds under the same noise)");
+  flag_once(sub, "--verbose", a.verbose,
+            "print each repetition's row on the console, not only each point's median (the result "
+            "files hold every repetition either way)");
+  text_option(sub, "--seed", a.seed, "the seed of --interleave's order (default: drawn, and recorded)")
+      ->type_name("N");
+  flag_once(sub, "--plan", a.plan_only,
+            "print the planned benchmarks as JSON lines (name, suite, mechanism, params) and run nothing");
+  flag_once(sub, "--dry-run", a.dry_run,
+            "print the plan for a person (points and estimated time per suite and in all) and run nothing");
+  text_option(
+      sub, "--budget", a.budget,
+      "fit the run to this time by shortening windows and repetitions down to their floors (0.2 s, "
+      "0.05 s warm-up, 1 repetition), never dropping points: seconds (90) or with a unit (90s, 5m, 1h), "
+      "or none (default: quick 5m, default preset 4m, full none)")
+      ->type_name("TIME");
+}
+
+// Where: the far host (--remote), the results store and the result files.
+void declare_run_where(CLI::App& sub, RunArgs& a) {
+  text_option(
+      sub, "--remote", a.remote,
+      "run the other side of the benchmark on HOST, as the same ipclab started through ssh "
+      "(docs/remote.md): messaging/tcp and udp (round trips, throughput, open loop), libs/zmq, nng and grpc "
+      "over endpoint=tcp, bulk/zerocopy over socket=tcp, echo/epoll and uring, servers/epoll_et "
+      "and uring")
+      ->type_name("[USER@]HOST");
+  sub.add_option(
+         "--ssh-option", a.ssh_options,
+         "with --remote: an option for ssh, as typed after it (repeatable), e.g. --ssh-option '-p 2222' "
+         "--ssh-option '-i KEY' --ssh-option '-o ProxyJump=gw'")
+      ->type_name("OPT")
+      ->allow_extra_args(false);
+  text_option(sub, "--store", a.store,
+              "the results store this run is added to, and compared with (docs/store.md): an SQLite file "
+              "(default: ipclab.sqlite beside --out's folder; none without --out)")
+      ->type_name("PATH");
+  flag_once(sub, "--no-store", a.no_store,
+            "add this run to no store, and compare it with nothing (also: "
+            "IPCLAB_NO_STORE=1)");
+  text_option(sub, "--store-wait", a.store_wait,
+              "how long to wait for a store another run is writing before going on without it: seconds or "
+              "with a unit (default 10s)")
+      ->type_name("TIME");
+  text_option(sub, "--remote-ipclab", a.remote_ipclab,
+              "with --remote: the path of ipclab on HOST (default: ipclab on its PATH)")
+      ->type_name("PATH");
+  text_option(
+      sub, "--remote-address", a.remote_address,
+      "with --remote: the IPv4 address on HOST that the data path goes to (default: the one ssh reached; "
+      "needed when ssh goes through a jump host)")
+      ->type_name("ADDR");
+  text_option(sub, "--remote-role", a.remote_role,
+              "with --remote: what runs on HOST — server (default: echo's and servers' server there, their "
+              "clients here) or client (their clients there, the server here)")
+      ->type_name("server|client");
+  sub.add_option("--out", a.out_dir, "directory for results.json, results.csv, results.md");
+  sub.add_option("--json", a.json, "write the result JSON here (atomically)");
+  sub.add_option("--csv", a.csv, "append CSV rows here (header written when new)");
+  sub.add_option("--markdown", a.markdown, "write a Markdown table here");
+  sub.footer(
+      "Examples:\n"
+      "  ipclab run\n"
+      "  ipclab run --preset quick --out results/quick\n"
+      "  ipclab run messaging/pipe -p size=64,4K -p pattern=roundtrip\n"
+      "  ipclab run messaging --budget 90s --dry-run\n"
+      "  ipclab run 'messaging/shm_*' --repetitions auto --json r.json\n"
+      "  ipclab run messaging/pipe -p placement=same --antagonist cpu@others\n"
+      "Parameters and their values: `ipclab list SUITE`. Exit: 0 ok, 1 a benchmark failed, 2 usage error.");
+}
+
+Runner declare_run(CLI::App& sub) {
+  auto a = std::make_shared<RunArgs>();
+  declare_run_what(sub, *a);
+  declare_run_how(sub, *a);
+  declare_run_where(sub, *a);
+  return [a](const std::string& cmdline) { return cmd_run(*a, cmdline); };
+}
+
+}  // namespace
+
+void start_owned_run() {
+  ipc::begin_run();
+  ipc::install_signal_cleanup();
+  crash::install();
+  for (auto& line : ipc::sweep_leftovers()) fmt::print(stderr, "{}\n", line);
+}
+
+IPCLAB_COMMAND(Command{"run", "Run the benchmarks matching FILTER (suite, suite/mechanism or glob)",
+                       declare_run});
 
 }  // namespace ipclab::cli

@@ -133,3 +133,20 @@ def test_list_suite_says_each_line_once(lab):
             assert re.search(rf"^{suite['name']}/{m['name']}  \[", out, re.M), m["name"]
             for p in m["params"]:
                 assert f"-p {p['name']}={p['default']}" in text, (m["name"], p["name"])
+
+
+@pytest.mark.parametrize("verb", ["report", "compare", "ab", "history", "agree"])
+def test_the_python_commands_get_every_argument_as_typed(lab, tmp_path, monkeypatch, verb):
+    """report, compare, ab, history and agree live in the Python package report/: ipclab lists each
+    in its help and execs `python -m ipclab_report VERB` with every argument as typed (--help and
+    options ipclab does not know included), naming itself in IPCLAB_BIN; the exit code is Python's."""
+    assert re.search(rf"^  {verb}\s+\S", lab("--help", columns=200).stdout, re.M), verb
+    fake = tmp_path / "fake-python"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@" "IPCLAB_BIN=$IPCLAB_BIN"\nexit 3\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("IPCLAB_PYTHON", str(fake))
+    r = lab(verb, "--help", "--no-such-option", "a b")
+    assert r.returncode == 3 and not r.stderr, r.stderr
+    binary = os.path.realpath(os.environ["IPCLAB_BIN"])
+    assert r.stdout.splitlines() == ["-m", "ipclab_report", verb, "--help", "--no-such-option", "a b",
+                                     f"IPCLAB_BIN={binary}"], r.stdout
