@@ -97,22 +97,23 @@ def _config(a) -> Config:
 
 
 def _selection(a, cfg):
-    """[(tool, its points)], the points filtered by --point; UsageError on an unknown tool or a
+    """[(tool, its points)], the points filtered by --point, and the tools left without a point
+    (skipped, with that reason); UsageError on an unknown tool or a
     --point no point of the selected tools holds."""
     names = a.tools or ["all"]
     unknown = [n for n in names if n not in TOOLS and n != "all"]
     if unknown:
         raise UsageError(f"unknown tool {unknown[0]!r}: name among {', '.join(TOOLS)}, or all")
     chosen = list(TOOLS) if "all" in names else list(dict.fromkeys(names))
-    picked = []
+    picked, unmatched = [], []
     for name in chosen:
         pts = [p for p in TOOLS[name].points(cfg) if not a.point or any(t in p.label for t in a.point)]
-        if pts:
-            picked.append((TOOLS[name], pts))
+        (picked if pts else unmatched).append((TOOLS[name], pts))
     if not picked:
         raise UsageError(f"--point {a.point[0]!r} names no point of {', '.join(chosen)}; see the point column "
                          "of `ipclab agree` for their names")
-    return picked
+    return picked, [{"tool": t.name, "reason": "none of its points holds --point " + ", ".join(a.point)}
+                    for t, _ in unmatched]
 
 
 def _measure(tool, points, cfg, doc):
@@ -139,10 +140,10 @@ def _measure(tool, points, cfg, doc):
 def cmd_agree(argv) -> int:
     a = parser().parse_args(argv)
     cfg = _config(a)
-    picked = _selection(a, cfg)
+    picked, unmatched = _selection(a, cfg)
     doc = {"command": "ipclab agree " + shlex.join(argv), "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
            "ipclab": cfg.ipclab, "rounds": cfg.rounds, "seconds": cfg.seconds, "cpus": cfg.cpus,
-           "load": [os.getloadavg()[0], None], "tools": [], "skipped": []}
+           "load": [os.getloadavg()[0], None], "tools": [], "skipped": unmatched}
     with tempfile.TemporaryDirectory(prefix="ipclab-agree.") as work:
         cfg.work = work
         for tool, points in picked:

@@ -213,8 +213,10 @@ class LibTool(Tool):
                 for size in SIZES:
                     if placement == "cross" and len(cfg.cpus) < 2 or self.not_run(pattern, size, placement):
                         continue
-                    what = ("µs per round trip (mean)" if pattern == "roundtrip" else "messages/s received")
-                    tool_is = what + (" ('average latency' x 2)" if pattern == "roundtrip" else "")
+                    if pattern == "roundtrip":
+                        what, tool_is = "time per round trip", "'average latency' x 2"
+                    else:
+                        what = tool_is = "received"
                     out.append(Point(f"{pattern} {size} {placement}", UNIT[pattern], what, tool_is, BAND,
                                      {"pattern": pattern, "size": size, "placement": placement}))
         return out

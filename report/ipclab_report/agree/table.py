@@ -13,8 +13,8 @@ HEAD = ["point", "tool's figure", "ipclab's figure", "ipclab / tool [95% CI]", "
 def fmt_figure(v, unit: str) -> str:
     if v is None:
         return "—"
-    if unit == "IOPS":
-        return f"{v / 1000:.1f}k IOPS"
+    if unit in ("IOPS", "msg/s"):
+        return f"{v / 1000:.1f}k {unit}"
     return f"{v:.2f} {unit}"
 
 
