@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -61,6 +62,8 @@ def parser():
     p.add_argument("--src", metavar="DIR", help="zmq, nng, iceoryx: a folder holding libzmq/, nng/ and iceoryx/ "
                                                 "at the installed versions' tags (default: git clone them)")
     p.add_argument("--file-size", default="1G", metavar="SIZE", help="fio: the test file's size (1G)")
+    p.add_argument("--engine-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="fio: an engine parameter for ipclab's side only, e.g. batch=0 (repeatable)")
     p.add_argument("--json", metavar="FILE", help="write every round's figures and the table here")
     p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown here")
     return p
@@ -88,12 +91,15 @@ def _config(a) -> Config:
         cpus = allowed[:2]
     if a.src and not os.path.isdir(a.src):
         raise UsageError(f"--src {a.src}: no such folder; give one holding libzmq/, nng/ and iceoryx/ checkouts")
+    for assignment in a.engine_param:
+        if not re.fullmatch(r"[a-z_]+=[^,]+", assignment):
+            raise UsageError(f"--engine-param {assignment!r} is not NAME=VALUE with one value, e.g. --engine-param batch=0")
     for option in ("json", "markdown"):
         if getattr(a, option):
             check_target(f"--{option}", getattr(a, option))
     check_distinct([(f"--{o}", getattr(a, o)) for o in ("json", "markdown") if getattr(a, o)])
     return Config(ipclab=os.path.abspath(binary), rounds=a.rounds, seconds=seconds, cpus=cpus, src=a.src,
-                  file_size=a.file_size)
+                  file_size=a.file_size, engine_params=a.engine_param)
 
 
 def _selection(a, cfg):
@@ -142,7 +148,7 @@ def cmd_agree(argv) -> int:
     cfg = _config(a)
     picked, unmatched = _selection(a, cfg)
     doc = {"command": "ipclab agree " + shlex.join(argv), "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-           "ipclab": cfg.ipclab, "rounds": cfg.rounds, "seconds": cfg.seconds, "cpus": cfg.cpus,
+           "ipclab": cfg.ipclab, "engine_params": cfg.engine_params, "rounds": cfg.rounds, "seconds": cfg.seconds, "cpus": cfg.cpus,
            "load": [os.getloadavg()[0], None], "tools": [], "skipped": unmatched}
     with tempfile.TemporaryDirectory(prefix="ipclab-agree.") as work:
         cfg.work = work

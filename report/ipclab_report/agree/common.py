@@ -43,6 +43,7 @@ class Config:
     cpus: list
     src: str | None = None
     file_size: str = "1G"
+    engine_params: list = field(default_factory=list)
     work: str = ""
 
 

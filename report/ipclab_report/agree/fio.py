@@ -7,6 +7,8 @@ fio runs through ipclab's fileio/fio_io_uring and fileio/fio_libaio, which start
 ipclab's test file and fold fio's own JSON figures into the record (src/mechanisms/fileio/fio.cpp):
 the tool's figure is fio's "iops", the engine's ipclab's reads per second, both at the point's
 queue depth. The engines verify every block they read; fio reads without checking.
+--engine-param NAME=VALUE sets an engine parameter for the engines' runs only (batch=0,
+hugepages=0, verify=sample: docs/fileio.md's variants).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .common import Point, Tool, ipclab_records
 
 PAIRS = (("ipcrt", "fio_io_uring", "1"), ("liburing", "fio_io_uring", "0"), ("libaio", "fio_libaio", None))
 PATTERNS = ("rand", "seq")
-DEPTHS = ("1", "32")
+DEPTHS = ("1", "32", "128")
 BAND = 0.15
 
 
@@ -57,9 +59,9 @@ class Fio(Tool):
         return rec["rates"]["iops"]
 
     def run_ipclab(self, point, cfg):
-        extra = ["-p", "batch=1"]
-        if point.spec["engine"] == "ipcrt":
-            extra += ["-p", "variant=fixed_direct"]
+        params = {"batch": "1", **({"variant": "fixed_direct"} if point.spec["engine"] == "ipcrt" else {})}
+        params.update(a.split("=", 1) for a in cfg.engine_params)
+        extra = [x for name, value in params.items() for x in ("-p", f"{name}={value}")]
         return self._iops(point.spec["engine"], point, cfg, extra), ""
 
     def run_tool(self, point, cfg, ipclab_figure):

@@ -31,7 +31,8 @@ def heading(t: dict, doc: dict) -> str:
     return (f"{t['tool']} ({t['version'] or 'version unknown'}): {t['method']}. Medians of {doc['rounds']} "
             f"paired rounds (ipclab, then the tool) of about {doc['seconds']:g} s each; CPUs "
             f"{','.join(map(str, doc['cpus']))}; ratio: the median of the rounds' ipclab / tool, its 95% "
-            "interval by the bootstrap")
+            "interval by the bootstrap" + (f"; engines with {' '.join(doc['engine_params'])}"
+                                           if t["tool"] == "fio" and doc.get("engine_params") else ""))
 
 
 def console(doc: dict) -> str:
