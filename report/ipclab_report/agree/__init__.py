@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -150,6 +151,11 @@ def cmd_agree(argv) -> int:
     doc = {"command": "ipclab agree " + shlex.join(argv), "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
            "ipclab": cfg.ipclab, "engine_params": cfg.engine_params, "rounds": cfg.rounds, "seconds": cfg.seconds, "cpus": cfg.cpus,
            "load": [os.getloadavg()[0], None], "tools": [], "skipped": unmatched}
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)  # through the with below: the tools' processes killed, the folder removed
+
+    for s in (signal.SIGTERM, signal.SIGHUP):  # Ctrl-C: KeyboardInterrupt, the same way out
+        signal.signal(s, on_signal)
     with tempfile.TemporaryDirectory(prefix="ipclab-agree.") as work:
         cfg.work = work
         for tool, points in picked:

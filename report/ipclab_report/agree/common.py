@@ -87,6 +87,8 @@ def run_checked(argv, what: str, timeout: float = 600, **kw) -> str:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{what} ran past {timeout:.0f} s") from None
+    except OSError as e:  # not there, not executable, or being rebuilt
+        raise RuntimeError(f"{what}: cannot start {argv[0]}: {e.strerror}") from None
     if r.returncode != 0:
         raise RuntimeError(f"{what} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-400:]}")
     return r.stdout

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from .common import Point, Tool, ipclab_records
+from .common import Point, Tool, ipclab_records, run_checked
 
 PAIRS = (("ipcrt", "fio_io_uring", "1"), ("liburing", "fio_io_uring", "0"), ("libaio", "fio_libaio", None))
 PATTERNS = ("rand", "seq")
@@ -38,7 +38,6 @@ class Fio(Tool):
         return "fio is not on PATH: apt install fio (scripts/setup.sh), or set IPCLAB_FIO to a fio binary"
 
     def version(self):
-        from .common import run_checked
         return run_checked([os.environ.get("IPCLAB_FIO") or "fio", "--version"], "fio --version").strip()
 
     def points(self, cfg):

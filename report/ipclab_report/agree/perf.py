@@ -79,19 +79,22 @@ class Perf(Tool):
     def _pipe(loops, cpus, cross):
         proc = subprocess.Popen(["taskset", "-c", str(cpus[0]), "perf", "bench", "sched", "pipe", "-l", str(loops)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if cross:
-            for _ in range(200):
-                kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-                if kids:
-                    subprocess.run(["taskset", "-pc", str(cpus[1]), kids[0]], capture_output=True)
-                    break
-                time.sleep(0.001)
         try:
+            if cross:
+                for _ in range(200):
+                    kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                          text=True).stdout.split()
+                    if kids:
+                        subprocess.run(["taskset", "-pc", str(cpus[1]), kids[0]], capture_output=True)
+                        break
+                    time.sleep(0.001)
             out, _ = proc.communicate(timeout=300)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
             raise RuntimeError("perf bench sched pipe ran past 300 s") from None
+        finally:  # on every way out (a signal's SystemExit included): no perf left behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
         m = re.search(r"([\d.]+)\s+usecs/op", out)
         if not m:
             raise RuntimeError(f"perf bench sched pipe printed no usecs/op: {out[-300:]!r}")
