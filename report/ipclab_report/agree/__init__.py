@@ -125,7 +125,8 @@ def _selection(a, cfg):
 
 def _measure(tool, points, cfg, doc):
     """Every round of every point of one tool, into doc["tools"]."""
-    entry = {"tool": tool.name, "version": tool.version(), "method": tool.method, "points": []}
+    entry = {"tool": tool.name, "version": tool.version(), "method": tool.method,
+             "tool_seconds": tool.tool_seconds(cfg), "points": []}
     doc["tools"].append(entry)
     for point in points:
         rec = {"point": point.label, "unit": point.unit, "ipclab_is": point.ipclab_is, "tool_is": point.tool_is,

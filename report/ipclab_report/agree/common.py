@@ -67,6 +67,11 @@ class Tool:
     def version(self) -> str:
         return ""
 
+    def tool_seconds(self, cfg: Config) -> float:
+        """About how long the tool's run of a round measures (it follows ipclab's unless a tool
+        cannot)."""
+        return cfg.seconds
+
     def run_ipclab(self, point: Point, cfg: Config) -> tuple:
         """One ipclab run of `point`: (its figure, a note for the table or "")."""
         raise NotImplementedError

@@ -59,6 +59,9 @@ class Sockperf(Tool):
         out = subprocess.run(["sockperf", "--version"], capture_output=True, text=True).stdout
         return out.split("\n")[0].strip()
 
+    def tool_seconds(self, cfg):
+        return max(1, round(cfg.seconds))  # sockperf's -t counts whole seconds
+
     def points(self, cfg):
         pts = [Point(f"{p} {r}/s under load", "µs", "p50 one way, raw", "p50 of half RTT", BAND,
                      {"proto": p, "rate": r}) for p in PROTOS for r in RATES]
@@ -94,7 +97,7 @@ class Sockperf(Tool):
         """A sockperf server and one client run, both on the first CPU; the client's output."""
         port, cpu = free_port(), str(cfg.cpus[0])
         tcp = ["--tcp"] if proto == "tcp" else []
-        seconds = max(1, round(cfg.seconds))  # sockperf's -t counts whole seconds
+        seconds = self.tool_seconds(cfg)
         server = subprocess.Popen(["taskset", "-c", cpu, "sockperf", "server", "-i", "127.0.0.1", "-p", str(port),
                                    *tcp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   process_group=0)  # killpg's group, in this session: see above

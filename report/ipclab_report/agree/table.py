@@ -29,7 +29,7 @@ def row(p: dict) -> list:
 
 def heading(t: dict, doc: dict) -> str:
     return (f"{t['tool']} ({t['version'] or 'version unknown'}): {t['method']}. Medians of {doc['rounds']} "
-            f"paired rounds (ipclab, then the tool) of about {doc['seconds']:g} s each; CPUs "
+            f"paired rounds (ipclab for about {doc['seconds']:g} s, then the tool for about {t['tool_seconds']:g} s); CPUs "
             f"{','.join(map(str, doc['cpus']))}; ratio: the median of the rounds' ipclab / tool, its 95% "
             "interval by the bootstrap" + (f"; engines with {' '.join(doc['engine_params'])}"
                                            if t["tool"] == "fio" and doc.get("engine_params") else ""))
