@@ -1,4 +1,4 @@
-"""Command line: `report`, `compare`, `ab`, `history`, `screenshot`. Usage errors are one line and exit 2."""
+"""Command line: `report`, `compare`, `ab`, `agree`, `history`, `screenshot`. Usage errors are one line and exit 2."""
 
 from __future__ import annotations
 
@@ -372,6 +372,11 @@ def _run(argv=None) -> int:
 
             args = argparse.Namespace(command="ab")
             return cmd_ab(argv[1:])
+        if argv[:1] == ["agree"]:  # its own parser and the reference tools: agree/__init__.py
+            from .agree import cmd_agree
+
+            args = argparse.Namespace(command="agree")
+            return cmd_agree(argv[1:])
         args = parser().parse_args(argv)
         if args.command is None:
             raise UsageError("name a command: report, compare, history or screenshot; see `ipclab --help`")

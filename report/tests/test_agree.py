@@ -1,0 +1,103 @@
+"""`ipclab agree`, run for real against the reference tools scripts/setup.sh installs (fio,
+sockperf, perf): both figures per point, the ratio their paired quotient, the JSON and Markdown
+the console's table, a missing tool skipped with its reason, bad input refused before anything runs."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPORT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ["IPCLAB_BIN"]
+
+# One tiny point or two per tool: a few seconds each (sockperf counts whole seconds, at least 1).
+CASES = {
+    "perf": ["--point", "pipe same", "--point", "memcpy 64K"],
+    "sockperf": ["--point", "udp ping-pong"],
+    "fio": ["--point", "liburing rand qd=1", "--file-size", "16M"],
+}
+
+
+def agree(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "ipclab_report", "agree", *args], cwd=REPORT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def cells(line):
+    """The cells of a Markdown table row."""
+    return [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
+
+
+@pytest.mark.parametrize("tool", sorted(CASES))
+def test_agree_runs_the_tool_beside_ipclab(tool, tmp_path):
+    js, md = tmp_path / "a.json", tmp_path / "a.md"
+    r = agree(tool, "--rounds", "2", "--seconds", "0.1", "--cpus", str(min(os.sched_getaffinity(0))),
+              *CASES[tool], "--json", str(js), "--markdown", str(md))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    assert not doc["skipped"], f"{tool} is missing here; scripts/setup.sh installs it: {doc['skipped']}"
+    [entry] = doc["tools"]
+    assert entry["tool"] == tool and entry["version"]
+    md_rows = {cells(line)[0]: cells(line) for line in md.read_text().splitlines() if line.startswith("| ")}
+    for p in entry["points"]:
+        assert "error" not in p, p
+        assert len(p["ipclab"]) == len(p["tool"]) == 2
+        assert all(v > 0 for v in p["ipclab"] + p["tool"]), p
+        # The ratio is the median of the rounds' ipclab / tool (two rounds: their geometric mean).
+        logs = [math.log(i / t) for i, t in zip(p["ipclab"], p["tool"])]
+        assert p["ratio"] == pytest.approx(math.exp(sum(logs) / 2), rel=1e-9)
+        assert p["ci"][0] <= p["ratio"] <= p["ci"][1]
+        assert p["within"] == (abs(p["ratio"] - 1) <= p["band"])
+        # Console and Markdown carry the same row: both figures with what each is, the ratio, the verdict.
+        [line] = [ln for ln in r.stdout.splitlines() if ln.startswith(p["point"] + "  ")]
+        row = md_rows[p["point"]]
+        for cell in row[1:6]:
+            assert cell in line, (cell, line)
+        assert p["tool_is"] in row[1] and p["ipclab_is"] in row[2]
+        assert row[3].startswith(f"{p['ratio']:.2f} [")
+        assert row[5] == ("within" if p["within"] else "OUTSIDE")
+
+
+def test_a_missing_tool_is_skipped_with_its_reason(tmp_path):
+    js = tmp_path / "a.json"
+    r = agree("fio", "sockperf", "perf", "--json", str(js), env={"PATH": str(tmp_path), "IPCLAB_FIO": ""})
+    assert r.returncode == 0, r.stderr
+    skipped = {s["tool"]: s["reason"] for s in json.loads(js.read_text())["skipped"]}
+    assert set(skipped) == {"fio", "sockperf", "perf"}
+    assert "apt install fio" in skipped["fio"] and "IPCLAB_FIO" in skipped["fio"]
+    assert "apt install sockperf" in skipped["sockperf"]
+    assert "apt install linux-perf" in skipped["perf"]
+    for tool, why in skipped.items():
+        assert f"# {tool}: skipped: {why}" in r.stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["nosuchtool"], "unknown tool 'nosuchtool'"),
+    (["perf", "--rounds", "0"], "--rounds 0: give 1 to 100"),
+    (["perf", "--seconds", "fast"], "--seconds 'fast'"),
+    (["perf", "--cpus", "0,0"], "--cpus 0,0: give one or two different CPUs"),
+    (["perf", "--point", "no such point"], "names no point of perf"),
+    (["perf", "--json", "/nonexistent/a.json"], "folder /nonexistent does not exist"),
+    (["perf", "--ipclab", "/nonexistent/ipclab"], "no ipclab binary there"),
+    (["perf", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_anything_runs(args, says, tmp_path):
+    r = agree(*args, env={"TMPDIR": str(tmp_path)})
+    assert r.returncode == 2
+    assert r.stdout == ""
+    [line] = r.stderr.splitlines()
+    assert line.startswith("ipclab agree: ") and says in line, line
+    assert not os.listdir(tmp_path)  # no work folder was made
+
+
+def test_the_ipclab_spelling():
+    """`ipclab agree` hands over to this module once the CLI knows the verb (src/cli)."""
+    help_text = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+    if " agree" not in help_text:
+        pytest.skip(f"{BIN} has no `agree` subcommand yet (its CLI part of issue 56)")
+    r = subprocess.run([BIN, "agree", "nosuchtool"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith("ipclab agree: unknown tool 'nosuchtool'")
