@@ -4,42 +4,27 @@
 namespace ipclab {
 namespace {
 
+// A bench's table of the page: the mechanisms named `bench`_<runtime>, under their runtime.
+Suite::Table bench_table(const std::string& bench, const std::string& title) {
+  return {.id = bench,
+          .title = title,
+          .where = "prefix=" + bench,
+          .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
+          .label = "runtime"};
+}
+
 IPCLAB_REGISTER(Suite{
     .name = "runtime",
     .help = "coroutine runtime primitives, ipcrt against Asio side by side: spawn+join, switch "
             "(yield/post), channel messages (1 pair and P pairs), timer arm+fire; ns per operation",
     .plots = {"time_per_operation_panels"},
     .scaling = {"pairs"},
-    .tables = {{.id = "switch",
-                .title = "Switch: a task yields and is resumed",
-                .where = "prefix=switch",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"},
-               {.id = "switch_many",
-                .title = "Switch with many tasks: tasks yield round-robin",
-                .where = "prefix=switch_many",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"},
-               {.id = "spawn",
-                .title = "Spawn and join a task",
-                .where = "prefix=spawn",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"},
-               {.id = "channel",
-                .title = "Channel: a message from one task to another",
-                .where = "prefix=channel",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"},
-               {.id = "channel_pairs",
-                .title = "Channel pairs: many producer/consumer pairs on one thread",
-                .where = "prefix=channel_pairs",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"},
-               {.id = "timer",
-                .title = "Timer: arm and fire",
-                .where = "prefix=timer",
-                .figures = {{"time/op", "time"}, {"CPU/op", "cpu"}, {"ctx/op", "ctx"}},
-                .label = "runtime"}},
+    .tables = {bench_table("switch", "Switch: a task yields and is resumed"),
+               bench_table("switch_many", "Switch with many tasks: tasks yield round-robin"),
+               bench_table("spawn", "Spawn and join a task"),
+               bench_table("channel", "Channel: a message from one task to another"),
+               bench_table("channel_pairs", "Channel pairs: many producer/consumer pairs on one thread"),
+               bench_table("timer", "Timer: arm and fire")},
     .answers = {"task_switch"},
 });
 
