@@ -112,3 +112,13 @@ def test_a_declaration_the_report_cannot_read_is_one_line_before_any_write(tmp_p
     assert rc == 2 and len(err.splitlines()) == 1
     assert next(iter(bad.values())) in err and "run the report of the same ipclab" in err
     assert not os.path.exists(pages / f"{NEW}.md")
+
+
+def test_every_table_and_answer_the_built_ipclab_declares_is_one_the_report_can_build():
+    from ipclab_report import answers, figures
+    doc = registry.from_binary()
+    declared = [s for s in doc["suites"] if s.get("tables")]
+    assert declared, "the built ipclab declares no page table: rebuild it (`make build`)"
+    for s in declared:
+        assert [t.id for t in figures.tables_of(s["tables"])] == [t["id"] for t in s["tables"]], s["name"]
+        assert set(s.get("answers") or []) <= set(answers.ANSWERS), s["name"]
