@@ -519,7 +519,8 @@ def format_table(rows, head) -> str:
 
 # --- the command --------------------------------------------------------------------------------
 
-def cmd_ab(argv) -> int:
+def _checked_args(argv):
+    """The options, the two binaries and what can be checked of them before anything runs."""
     args = parser().parse_intermixed_args(argv)  # filters may come after options, as for `run`
     base, new = check_binary(args.base), check_binary(args.new)
     for option in ("duration", "warmup"):  # the binary checks their ranges in its plan
@@ -532,6 +533,11 @@ def cmd_ab(argv) -> int:
         check_target("--json", args.json)
     for label, binary in (("A", base), ("B", new)) if base != new else (("A", base),):
         check_ipclab(label, binary)
+    return args, base, new
+
+
+def _planned_sides(args, base, new) -> list:
+    """Sides A and B, each with its plan (its binary's `run --plan`), checked to pair one to one."""
     common = (["--preset", args.preset] if args.preset else []) + (["--cpus", args.cpus] if args.cpus else [])
     # --duration and --warmup go to the plan too, so that the binary checks their ranges now.
     check = ["--duration", args.duration, "--warmup", args.warmup]
@@ -565,15 +571,19 @@ def cmd_ab(argv) -> int:
     if len(a.plan) != len(b.plan):
         raise UsageError(f"side A plans {len(a.plan)} benchmarks and side B {len(b.plan)}: the sides must pair "
                          "one to one; make their filters and parameters select as many points")
+    return sides
 
-    benches = list(range(len(a.plan)))
+
+def _run_pairs(args, sides, started):
+    """Every benchmark's slices, A and B alternately in ABBA order, pair by pair, with progress on a
+    terminal: (per benchmark A's and B's slices, benchmark -> (status, why) of one that stopped)."""
+    benches = range(len(sides[0].plan))
     slices = {i: ([], []) for i in benches}  # per benchmark: A's and B's slices, pair by pair
     dead = {}  # benchmark -> why it stopped (a failed or skipped slice)
     total = args.pairs * len(benches) * 2
     progress = sys.stderr.isatty()
     width = shutil.get_terminal_size((100, 24)).columns
-    short_progress = short_names([a.plan, b.plan])
-    started = time.monotonic()
+    short_progress = short_names([s.plan for s in sides])
     done = 0
     slices_run = Slices(RunFolder())  # every check passed: the first thing ab creates
     try:
@@ -585,14 +595,13 @@ def cmd_ab(argv) -> int:
                     if i in dead:
                         continue
                     side = sides[side_index]
-                    bench = side.plan[i]
                     if progress:
                         eta = (time.monotonic() - started) / max(done - 1, 1) * (total - done + 1)
                         text = (f"[{done}/{total}] pair {pair + 1} {side.label} "
                                 f"{short_progress[side_index][i]} (ETA {eta:.0f}s)")
                         # One line that fits the terminal: a wrapped line would not be cleared.
                         print(f"\r\033[K{text[:max(width - 1, 20)]}", end="", file=sys.stderr, flush=True)
-                    sl = run_slice(side, bench, args, slices_run, done, args.metric)
+                    sl = run_slice(side, side.plan[i], args, slices_run, done, args.metric)
                     if sl.error or sl.skipped:
                         dead[i] = ("failed", sl.error) if sl.error else ("skipped", sl.skipped)
                         continue
@@ -601,10 +610,15 @@ def cmd_ab(argv) -> int:
             print("\r\033[K", end="", file=sys.stderr)
     finally:
         slices_run.close()
+    return slices, dead
 
+
+def _judged_rows(args, a, b, slices, dead) -> list:
+    """A row per benchmark: both sides' medians, the paired ratios and the verdict on them, or why
+    it has none."""
     rows = []
     short_a, short_b = short_names([a.plan, b.plan])
-    for i in benches:
+    for i in range(len(a.plan)):
         name, name_b = a.plan[i]["name"], b.plan[i]["name"]
         row = {"name": name, "short": short_a[i], "short_b": short_b[i]}
         if name_b != name:
@@ -627,37 +641,53 @@ def cmd_ab(argv) -> int:
             seed = (args.seed ^ zlib.crc32(name.encode())) & (2**63 - 1)
             row.update(judge([math.log(r) for r in row["ratios"]], higher, args.threshold, args.alpha, seed))
         rows.append(row)
+    return rows
 
-    def env_text(side):
-        return "".join(f" {k}={v}" for k, v in side.env_set.items())
 
+def _env_text(side):
+    return "".join(f" {k}={v}" for k, v in side.env_set.items())
+
+
+def _write_json(args, a, b, rows, slices, load_avg, started):
+    """The comparison as JSON (--json): both sides, the method, the context of A's first slice that
+    has one, the rows, and the names of the regressions and failures."""
+    context = next((s.context for i in range(len(a.plan)) for s in slices[i][0] if s.context), None)
+    doc = {"ab": {"a": {"binary": a.binary, "filters": a.filters, "params": a.params, "env": a.env_set},
+                  "b": {"binary": b.binary, "filters": b.filters, "params": b.params, "env": b.env_set},
+                  "pairs": args.pairs, "order": "ABBA", "duration_s": float(args.duration),
+                  "warmup_s": float(args.warmup), "threshold_pct": args.threshold, "alpha": args.alpha,
+                  "metric": args.metric, "seed": args.seed, "kernel_counters": args.kernel_counters,
+                  "antagonists": args.antagonist, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+                  "load_avg": list(load_avg), "elapsed_s": time.monotonic() - started},
+           "context": context, "benchmarks": rows,
+           "regressions": [r["name"] for r in rows if r["verdict"] == "slower"],
+           "failed": [r["name"] for r in rows if r["verdict"] == "failed"]}
+    write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {args.json}", file=sys.stderr)
+
+
+def cmd_ab(argv) -> int:
+    args, base, new = _checked_args(argv)
+    sides = _planned_sides(args, base, new)
+    a, b = sides
+    started = time.monotonic()
+    slices, dead = _run_pairs(args, sides, started)
+    rows = _judged_rows(args, a, b, slices, dead)
     load_avg = os.getloadavg()
-    head = (f"ab: A = {a.binary}{env_text(a)}\n    B = {b.binary}{env_text(b)}\n"
+    head = (f"ab: A = {a.binary}{_env_text(a)}\n    B = {b.binary}{_env_text(b)}\n"
             f"    {args.pairs} pairs in ABBA order, slices of {args.duration} s after {args.warmup} s warm-up; "
             f"threshold {args.threshold:g}%, alpha {args.alpha:g}; load {' '.join(f'{x:.2f}' for x in load_avg)}")
     print(format_table(rows, head))
     for r in rows:
         if r.get("error"):
             print(f"{r['verdict'].upper()} {r['name']}: {r['error']}", file=sys.stderr)
-    regressions = [r["name"] for r in rows if r["verdict"] == "slower"]
-    failed = [r["name"] for r in rows if r["verdict"] == "failed"]
     for r in rows:
         del r["short"], r["short_b"]
     if args.json:
-        context = next((s.context for i in benches for s in slices[i][0] if s.context), None)
-        doc = {"ab": {"a": {"binary": a.binary, "filters": a.filters, "params": a.params, "env": a.env_set},
-                      "b": {"binary": b.binary, "filters": b.filters, "params": b.params, "env": b.env_set},
-                      "pairs": args.pairs, "order": "ABBA", "duration_s": float(args.duration),
-                      "warmup_s": float(args.warmup), "threshold_pct": args.threshold, "alpha": args.alpha,
-                      "metric": args.metric, "seed": args.seed, "kernel_counters": args.kernel_counters,
-                      "antagonists": args.antagonist, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
-                      "load_avg": list(load_avg), "elapsed_s": time.monotonic() - started},
-               "context": context, "benchmarks": rows, "regressions": regressions, "failed": failed}
-        write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+        _write_json(args, a, b, rows, slices, load_avg, started)
     if args.store:
-        store_sides(args.store, new, sides, [[slices[i][k] for i in benches] for k in (0, 1)])
-    return 1 if regressions or failed else 0
+        store_sides(args.store, new, sides, [[slices[i][k] for i in range(len(a.plan))] for k in (0, 1)])
+    return 1 if any(r["verdict"] in ("slower", "failed") for r in rows) else 0
 
 
 def store_sides(store, binary, sides, per_side):

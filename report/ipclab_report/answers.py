@@ -184,74 +184,100 @@ def _rate(v):
     return f"{v:.3g}/s"
 
 
-def answers(records, multi=False) -> list:
-    out = []
-    ok = [r for r in records if _ok(r)]
-    msg = [r for r in ok if r.suite == "messaging" and (_size(r) or 0) <= SMALL and _size(r)]
-    msg_all = [r for r in records if r.suite == "messaging" and not r.is_rate]   # what the questions could rank
-    small_all = [r for r in msg_all if _size(r) and _size(r) <= SMALL]
+def _where(placement) -> str:
+    return {"same": "both sides on one CPU", "cross": "on two CPUs"}.get(placement, f"placement {placement}")
 
-    # Latency: round trips of small messages, one question per placement the run holds.
-    rtt = [r for r in msg if r.params.get("pattern") in ("roundtrip", "pingpong")
+
+def _placement(r) -> str:
+    return str(r.params.get("placement", ""))
+
+
+def _small_message_latency(records, multi) -> list:
+    """Round trips of small messages, one question per placement the run holds."""
+    ok = [r for r in records if _ok(r) and (_size(r) or 0) <= SMALL and _size(r)]
+    universe = [r for r in records if not r.is_rate]   # what the questions could rank
+    small_all = [r for r in universe if _size(r) and _size(r) <= SMALL]
+    rtt = [r for r in ok if r.params.get("pattern") in ("roundtrip", "pingpong")
            and r.get("latency_ns", "kind") == "rtt"]
-    for placement in sorted({str(r.params.get("placement", "")) for r in rtt}):
-        rs = [r for r in rtt if str(r.params.get("placement", "")) == placement]
-        where = {"same": "both sides on one CPU", "cross": "on two CPUs"}.get(placement, f"placement {placement}")
-        a = _table(rs, lambda r: r.num("latency_ns", "p50"), False,
-                   lambda r: {"RTT p50": fmt_time_ns(r.num("latency_ns", "p50")),
-                              "RTT p99": fmt_time_ns(r.num("latency_ns", "p99")),
-                              "CPU/round trip": fmt_time_ns(r.num("cpu", "per_op_ns"))},
-                   f"Which transport for small messages at low latency, {where}?",
-                   "round-trip p50 (lowest first)", ["RTT p50", "RTT p99", "CPU/round trip"], multi,
-                   kind="time", ci_key="p50_ns", universe=msg_all,
-                   within=f"as a round trip at ≤ {SMALL} B, placement={placement}",
-                   pool=[r for r in small_all if r.params.get("pattern") in ("roundtrip", "pingpong")
-                         and str(r.params.get("placement", "")) == placement])
-        if a:
-            out.append(a)
+    out = []
+    for placement in sorted({_placement(r) for r in rtt}):
+        rs = [r for r in rtt if _placement(r) == placement]
+        out.append(_table(rs, lambda r: r.num("latency_ns", "p50"), False,
+                          lambda r: {"RTT p50": fmt_time_ns(r.num("latency_ns", "p50")),
+                                     "RTT p99": fmt_time_ns(r.num("latency_ns", "p99")),
+                                     "CPU/round trip": fmt_time_ns(r.num("cpu", "per_op_ns"))},
+                          f"Which transport for small messages at low latency, {_where(placement)}?",
+                          "round-trip p50 (lowest first)", ["RTT p50", "RTT p99", "CPU/round trip"], multi,
+                          kind="time", ci_key="p50_ns", universe=universe,
+                          within=f"as a round trip at ≤ {SMALL} B, placement={placement}",
+                          pool=[r for r in small_all if r.params.get("pattern") in ("roundtrip", "pingpong")
+                                and _placement(r) == placement]))
+    return out
 
-    # Throughput: small messages per second, the throughput pattern.
-    thr = [r for r in msg if r.params.get("pattern") == "throughput"]
-    for placement in sorted({str(r.params.get("placement", "")) for r in thr}):
-        rs = [r for r in thr if str(r.params.get("placement", "")) == placement]
-        where = {"same": "both sides on one CPU", "cross": "on two CPUs"}.get(placement, f"placement {placement}")
-        a = _table(rs, lambda r: r.num("rates", "ops_per_s"), True,
-                   lambda r: {"messages/s": _rate(r.num("rates", "ops_per_s")),
-                              "CPU/message": fmt_time_ns(r.num("cpu", "per_op_ns"))},
-                   f"Which moves the most small messages per second, {where}?",
-                   "messages per second (highest first; the throughput pattern queues them, so its "
-                   "latency is no round trip)", ["messages/s", "CPU/message"], multi,
-                   kind="rate", universe=msg_all,
-                   within=f"with pattern=throughput at ≤ {SMALL} B, placement={placement}",
-                   pool=[r for r in small_all if r.params.get("pattern") == "throughput"
-                         and str(r.params.get("placement", "")) == placement])
-        if a:
-            out.append(a)
 
-    # Bulk: the largest size the run moved, in bytes per second.
-    bulk = [r for r in ok if r.suite == "bulk" and _size(r)]
-    if bulk:
-        top = max(_size(r) for r in bulk)
-        rs = [r for r in bulk if _size(r) == top]
-        a = _table(rs, lambda r: (r.num("bytes") or 0) / r.num("wall_s") if r.num("wall_s") else None, True,
+def _small_message_rate(records, multi) -> list:
+    """Small messages per second, the throughput pattern, one question per placement."""
+    ok = [r for r in records if _ok(r) and (_size(r) or 0) <= SMALL and _size(r)]
+    universe = [r for r in records if not r.is_rate]
+    small_all = [r for r in universe if _size(r) and _size(r) <= SMALL]
+    thr = [r for r in ok if r.params.get("pattern") == "throughput"]
+    out = []
+    for placement in sorted({_placement(r) for r in thr}):
+        rs = [r for r in thr if _placement(r) == placement]
+        out.append(_table(rs, lambda r: r.num("rates", "ops_per_s"), True,
+                          lambda r: {"messages/s": _rate(r.num("rates", "ops_per_s")),
+                                     "CPU/message": fmt_time_ns(r.num("cpu", "per_op_ns"))},
+                          f"Which moves the most small messages per second, {_where(placement)}?",
+                          "messages per second (highest first; the throughput pattern queues them, so its "
+                          "latency is no round trip)", ["messages/s", "CPU/message"], multi,
+                          kind="rate", universe=universe,
+                          within=f"with pattern=throughput at ≤ {SMALL} B, placement={placement}",
+                          pool=[r for r in small_all if r.params.get("pattern") == "throughput"
+                                and _placement(r) == placement]))
+    return out
+
+
+def _largest_size_bandwidth(records, multi) -> list:
+    """The largest size the run moved, in bytes per second."""
+    sized = [r for r in records if _ok(r) and _size(r)]
+    if not sized:
+        return []
+    top = max(_size(r) for r in sized)
+    rs = [r for r in sized if _size(r) == top]
+    return [_table(rs, lambda r: (r.num("bytes") or 0) / r.num("wall_s") if r.num("wall_s") else None, True,
                    lambda r: {"GiB/s": f"{(r.num('bytes') or 0) / r.num('wall_s') / 2**30:.2f}",
                               "CPU/op": fmt_time_ns(r.num("cpu", "per_op_ns"))},
                    f"Which moves {top // 1024 if top < 2**20 else top // 2**20} "
                    f"{'KiB' if top < 2**20 else 'MiB'} messages fastest?",
                    "bytes per second (highest first)", ["GiB/s", "CPU/op"], multi,
-                   kind="rate", universe=[r for r in records if r.suite == "bulk"], within=f"at {top} B",
-                   pool=[r for r in records if r.suite == "bulk" and _size(r) == top])
-        if a:
-            out.append(a)
+                   kind="rate", universe=records, within=f"at {top} B",
+                   pool=[r for r in records if _size(r) == top])]
 
-    # Runtimes: one task yielding, the cost of a switch.
-    sw_all = [r for r in records if r.suite == "runtime" and r.mechanism.startswith("switch_")
-              and not r.mechanism.startswith("switch_many")]
-    sw = [r for r in sw_all if _ok(r)]
-    a = _table(sw, lambda r: r.num("time_per_op_ns"), False,
-               lambda r: {"ns/switch": fmt_time_ns(r.num("time_per_op_ns"))},
-               "Which runtime switches tasks fastest?", "time per yield (lowest first)", ["ns/switch"], multi,
-               kind="time", universe=sw_all, pool=sw_all)
-    if a:
-        out.append(a)
+
+def _task_switch(records, multi) -> list:
+    """One task yielding, the cost of a switch."""
+    sw_all = [r for r in records if r.mechanism.startswith("switch_") and not r.mechanism.startswith("switch_many")]
+    return [_table([r for r in sw_all if _ok(r)], lambda r: r.num("time_per_op_ns"), False,
+                   lambda r: {"ns/switch": fmt_time_ns(r.num("time_per_op_ns"))},
+                   "Which runtime switches tasks fastest?", "time per yield (lowest first)", ["ns/switch"], multi,
+                   kind="time", universe=sw_all, pool=sw_all)]
+
+
+# The questions, in the order the first screen asks them, by the names suites declare in their
+# registry entry (mechanism.hpp `Suite::answers`): each builder is given those suites' records.
+ANSWERS = {
+    "small_message_latency": _small_message_latency,
+    "small_message_rate": _small_message_rate,
+    "largest_size_bandwidth": _largest_size_bandwidth,
+    "task_switch": _task_switch,
+}
+
+
+def answers(records, registry, multi=False) -> list:
+    out = []
+    for name, build in ANSWERS.items():
+        suites = set(registry.answers(name))
+        mine = [r for r in records if r.suite in suites]
+        if mine:
+            out += [a for a in build(mine, multi) if a]
     return out

@@ -29,7 +29,8 @@ The band of a benchmark is the widest of (all as |ln ratio|):
   * the noise floor: the runs' own spread (spread_floor: the larger of the two sides' spread, each
     the farthest repetition from its median or the half-width of its median's 95% CI, whichever
     is wider), or a fixed percentage given with --noise;
-  * anchor drift: the largest |r| among the other anchors (suite "anchors") of the same placement
+  * anchor drift: the largest |r| among the other anchors (a suite whose registry entry declares its
+    benchmarks the machine's floors: anchors) of the same placement
     class, the machine's own calibration measured in the same two runs, plus the threshold;
   * class spread: K x the 75th percentile of |r - median r| over the benchmarks of the same
     placement class that belong to other mechanisms (needs MIN_SPREAD of them). It assumes that
@@ -271,6 +272,8 @@ def saturation_change(name, base_rec, new_rec) -> Comparison | None:
 
 def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=DEFAULT_NOISE_PCT) -> CompareResult:
     base_file, new_file = load_all([base_path, new_path])
+    reg = registry.of([base_file, new_file])
+    floors = set(reg.with_flag("floors"))   # the suites whose benchmarks are the machine's anchors
     base, new = samples(base_file), samples(new_file)
     info = {s.name: s for s in summaries(base_file)}
     info_new = {s.name: s for s in summaries(new_file)}
@@ -296,7 +299,7 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
         if mb and mn and mb > 0 and mn > 0 and compared(info[name]) is TIME_PER_OP:
             rec = info[name]
             points[name] = Point(name=name, placement=placement_class(rec), mechanism=f"{rec.suite}/{rec.mechanism}",
-                                 anchor=rec.suite == "anchors", log_ratio=math.log(mn / mb))
+                                 anchor=rec.suite in floors, log_ratio=math.log(mn / mb))
     model = NoiseModel(points.values())
     rows = []
     for name, bv, nv in matched:
@@ -324,7 +327,7 @@ def compare_files(base_path, new_path, threshold_pct=5.0, alpha=0.05, noise_pct=
     only_new = [n for n in new if n not in base]
     return CompareResult(rows=rows, failed=failed, only_base=only_base, only_new=only_new,
                          short=short_names(list(info.values()) + [r for n, r in info_new.items() if n not in info],
-                                           registry.of([base_file, new_file])))
+                                           reg))
 
 
 def _figure(metric: str, v) -> str:

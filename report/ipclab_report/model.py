@@ -369,5 +369,5 @@ def build(files, with_plots=True, saved_topologies=()) -> Report:
         suites.append(s)
     return Report(files=files, suites=suites, multi=multi, registry=registry,
                   topologies=topology_views(files, saved_topologies, with_plots),
-                  answers=answers(recs, multi), flags=flag_notes(files, recs), noise=noise_view(recs, with_plots),
+                  answers=answers(recs, registry, multi), flags=flag_notes(files, recs), noise=noise_view(recs, with_plots),
                   since=None if multi else since_of(recs))

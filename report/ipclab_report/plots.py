@@ -207,6 +207,103 @@ def _legend(fig, axes, n):
 
 # --- sweeps --------------------------------------------------------------------------------------
 
+@dataclass
+class _Lines:
+    """How sweep splits its records: the panel dimension (`facet`), the dimensions beyond `series`
+    that split lines (`others`), those held at their mode (`fixed`), and the lines themselves."""
+    recs: list
+    series: str
+    facet: str | None
+    others: list
+    fixed: dict
+    lines: dict      # key -> the line's records
+
+    def key(self, r, multi):
+        return (r.source.label if multi else "", hashable(r.dim(self.series))) + tuple(
+            hashable(r.dim(d)) for d in self.others)
+
+
+def _sweep_lines(recs, x, series, multi, one_panel) -> _Lines:
+    """A string dimension with 2-4 values becomes the panels (with one panel's metric); the other
+    varying dimensions split lines, unless they only change with the panel or follow x; with more
+    than MAX_SERIES lines per panel, all but x, series and the panel are fixed at their mode."""
+    others = varying(recs, exclude=(x, series))
+    facet = next((d for d in sorted(others, key=lambda d: d != "placement")
+                  if all(isinstance(r.dim(d), str) for r in recs)
+                  and 2 <= len({r.dim(d) for r in recs}) <= 4), None) if one_panel else None
+    # A dimension that only changes together with the panel (bs with pattern) splits no line.
+    others = [d for d in others if d != facet and any(
+        len({hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
+        for fv in ({r.dim(facet) for r in recs} if facet else {None}))]
+    # Nor does one that follows x (consumers with producers): it is kept wherever x is.
+    follows = [d for d in others if len({(r.dim(x), hashable(r.dim(d))) for r in recs}) == len({r.dim(x) for r in recs})]
+    out = _Lines(recs, series, facet, [d for d in others if d not in follows], {}, {})
+    per_facet = Counter((hashable(r.dim(facet)) if facet else None, out.key(r, multi)) for r in recs)
+    if len(per_facet) / max(1, len({k[0] for k in per_facet})) > MAX_SERIES:
+        out.recs, out.fixed = slice_records(recs, keep=(x, series, facet, *follows))
+        out.others = []
+    for r in out.recs:   # each line's records, grouped in one pass
+        out.lines.setdefault(out.key(r, multi), []).append(r)
+    return out
+
+
+def _error_bars(ax, line, x, xs, ys, get, err, color) -> bool:
+    """Error bars over the repetitions where a point of the line is one record with a spread
+    (`err`: "time" or "rate", as `interval`); whether any was drawn."""
+    at = {}
+    for r in line:
+        at.setdefault(r.dim(x), []).append(r)
+    ivs = [(v, y, interval(at[v][0], get, err)) for v, y in zip(xs, ys) if len(at.get(v, ())) == 1]
+    ivs = [(v, y, iv) for v, y, iv in ivs if iv]
+    if ivs:
+        ax.errorbar([v for v, _, _ in ivs], [y for _, y, _ in ivs],
+                    yerr=[[max(0, y - iv[0]) for _, y, iv in ivs], [max(0, iv[1] - y) for _, y, iv in ivs]],
+                    fmt="none", ecolor=color, elinewidth=1, capsize=0, alpha=0.8)
+    return bool(ivs)
+
+
+def _sweep_x_axis(ax, xs_all, x_log2, x_bytes, marks):
+    """A log2 axis at the powers of two (x_log2), or at the points where x is a size or spans 8x;
+    the dotted marks that fall within the points."""
+    tick = (lambda v: fmt_memory(v).replace(" ", "\u2009")) if x_bytes else _tick_label
+    if x_log2 and xs_all[0] > 0:
+        ax.set_xscale("log", base=2)
+        lo, hi = math.floor(math.log2(xs_all[0])), math.ceil(math.log2(xs_all[-1]))
+        ticks = [2 ** e for e in range(lo, hi + 1)]
+        ax.set_xticks(ticks, [tick(v) for v in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    elif (x_bytes and xs_all[0] > 0) or _spans(xs_all, 8):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs_all, [tick(v) for v in xs_all])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    for mx, mlabel in marks:
+        if xs_all[0] <= mx <= xs_all[-1]:
+            ax.axvline(mx, color="#555", linestyle=":", linewidth=1.3)
+            ax.text(mx, 0.98, mlabel, transform=ax.get_xaxis_transform(), fontsize=8, color="#555",
+                    va="top", ha="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+
+
+def _sweep_y_axes(axes, columns, ys_of, panels, y_min_zero, y_fixed):
+    """Each panel's y scale (shared when they show one metric): log where the values span 50x,
+    else from zero or `y_fixed`; time or SI ticks; the labels."""
+    if len(panels) == 1:  # one metric: the panels share the y axis and its scale
+        ys_of = {ax: [y for ys in ys_of.values() for y in ys] for ax in axes}
+    for ax, (_, (_, _, plabel, ptime)) in zip(axes, columns):
+        ys = ys_of[ax]
+        log_y = bool(ys) and _spans(ys, 50) and not y_min_zero
+        if log_y:
+            _log_y(ax, ys)
+        elif y_fixed:
+            ax.set_ylim(*y_fixed)
+        else:
+            ax.set_ylim(bottom=0)
+        (_time_axis if ptime else _si_axis)(ax.yaxis)
+        if len(panels) > 1:
+            ax.set_ylabel(plabel)
+    if len(panels) == 1:
+        axes[0].set_ylabel(panels[0][2])
+
+
 def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanism", multi=False,
           y_time=False, y_min_zero=False, y_fixed=None, panels=None, x_log2=False, x_bytes=False, marks=(),
           err=None):
@@ -228,31 +325,9 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     used = {id(r) for r in recs}
     if series != "mechanism" and all(r.dim(series) is None for r in recs):
         series = "mechanism"
-    others = varying(recs, exclude=(x, series))
-    facet = next((d for d in sorted(others, key=lambda d: d != "placement")
-                  if all(isinstance(r.dim(d), str) for r in recs)
-                  and 2 <= len({r.dim(d) for r in recs}) <= 4), None) if len(panels) == 1 else None
-    # A dimension that only changes together with the panel (bs with pattern) splits no line.
-    others = [d for d in others if d != facet and any(
-        len({hashable(r.dim(d)) for r in recs if r.dim(facet) == fv}) > 1
-        for fv in ({r.dim(facet) for r in recs} if facet else {None}))]
-    # Nor does one that follows x (consumers with producers): it is kept wherever x is.
-    follows = [d for d in others if len({(r.dim(x), hashable(r.dim(d))) for r in recs}) == len({r.dim(x) for r in recs})]
-    others = [d for d in others if d not in follows]
-    fixed = {}
-
-    def keyf(r):
-        return (r.source.label if multi else "", hashable(r.dim(series))) + tuple(
-            hashable(r.dim(d)) for d in others)
-
-    per_facet = Counter((hashable(r.dim(facet)) if facet else None, keyf(r)) for r in recs)
-    if len(per_facet) / max(1, len({k[0] for k in per_facet})) > MAX_SERIES:
-        recs, fixed = slice_records(recs, keep=(x, series, facet, *follows))
-        others = []
-    facets = list(dict.fromkeys(r.dim(facet) for r in recs)) if facet else [None]
-    lines = {}   # each line's records, grouped in one pass
-    for r in recs:
-        lines.setdefault(keyf(r), []).append(r)
+    split = _sweep_lines(recs, x, series, multi, len(panels) == 1)
+    facet, lines = split.facet, split.lines
+    facets = list(dict.fromkeys(r.dim(facet) for r in split.recs)) if facet else [None]
     keys = list(lines)
     # One colour per line of the grid; with several files the file is the dash pattern.
     bases = list(dict.fromkeys(k[1:] for k in keys))
@@ -262,75 +337,35 @@ def sweep(records, x, metric=None, *, title, xlabel, ylabel="", series="mechanis
     fig, axes = plt.subplots(1, len(columns), figsize=(9.2 if len(keys) > 4 or len(panels) > 1 else 8.2, 3.5),
                              sharey=len(panels) == 1, squeeze=False, layout="constrained")
     axes = list(axes[0])
-    xs_all = sorted({r.dim(x) for r in recs})
-    tick = (lambda v: fmt_memory(v).replace(" ", "\u2009")) if x_bytes else _tick_label
+    xs_all = sorted({r.dim(x) for r in split.recs})
     ys_of = {}
     drew_err = False
     for ax, (fv, (ptitle, get, _, _)) in zip(axes, columns):
         ys_of[ax] = []
         for k in keys:
+            mine = [r for r in lines[k] if facet is None or r.dim(facet) == fv]
             pts = {}
-            for r in lines[k]:
-                if (facet is None or r.dim(facet) == fv) and is_number(get(r)):
+            for r in mine:
+                if is_number(get(r)):
                     pts.setdefault(r.dim(x), []).append(get(r))
             if not pts:
                 continue
             xs = sorted(pts)
             ys = [median(pts[v]) for v in xs]
             ys_of[ax] += ys
-            label = series_label(lines[k][0], [series] + others, multi)
             color, marker, dash = looks[k]
-            ax.plot(xs, ys, marker=marker, color=color, linestyle=dash, label=label, linewidth=1.6,
-                    markersize=4.5)
+            ax.plot(xs, ys, marker=marker, color=color, linestyle=dash,
+                    label=series_label(lines[k][0], [series] + split.others, multi), linewidth=1.6, markersize=4.5)
             if err:
-                at = {}
-                for r in lines[k]:
-                    if facet is None or r.dim(facet) == fv:
-                        at.setdefault(r.dim(x), []).append(r)
-                ivs = [(v, y, interval(at[v][0], get, err)) for v, y in zip(xs, ys) if len(at.get(v, ())) == 1]
-                ivs = [(v, y, iv) for v, y, iv in ivs if iv]
-                if ivs:
-                    drew_err = True
-                    ax.errorbar([v for v, _, _ in ivs], [y for _, y, _ in ivs],
-                                yerr=[[max(0, y - iv[0]) for _, y, iv in ivs], [max(0, iv[1] - y) for _, y, iv in ivs]],
-                                fmt="none", ecolor=color, elinewidth=1, capsize=0, alpha=0.8)
+                drew_err |= _error_bars(ax, mine, x, xs, ys, get, err, color)
         if facet or ptitle:
             ax.set_title(f"{facet} = {fv}" if facet else ptitle, fontsize=9.5, fontweight="normal")
-        if x_log2 and xs_all[0] > 0:
-            ax.set_xscale("log", base=2)
-            lo, hi = math.floor(math.log2(xs_all[0])), math.ceil(math.log2(xs_all[-1]))
-            ticks = [2 ** e for e in range(lo, hi + 1)]
-            ax.set_xticks(ticks, [tick(v) for v in ticks])
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        elif (x_bytes and xs_all[0] > 0) or _spans(xs_all, 8):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(xs_all, [tick(v) for v in xs_all])
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        for mx, mlabel in marks:
-            if xs_all[0] <= mx <= xs_all[-1]:
-                ax.axvline(mx, color="#555", linestyle=":", linewidth=1.3)
-                ax.text(mx, 0.98, mlabel, transform=ax.get_xaxis_transform(), fontsize=8, color="#555",
-                        va="top", ha="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+        _sweep_x_axis(ax, xs_all, x_log2, x_bytes, marks)
         ax.set_xlabel(xlabel)
-    if len(panels) == 1:  # one metric: the panels share the y axis and its scale
-        ys_of = {ax: [y for ys in ys_of.values() for y in ys] for ax in axes}
-    for ax, (_, (_, _, plabel, ptime)) in zip(axes, columns):
-        ys = ys_of[ax]
-        log_y = bool(ys) and _spans(ys, 50) and not y_min_zero
-        if log_y:
-            _log_y(ax, ys)
-        elif y_fixed:
-            ax.set_ylim(*y_fixed)
-        else:
-            ax.set_ylim(bottom=0)
-        (_time_axis if ptime else _si_axis)(ax.yaxis)
-        if len(panels) > 1:
-            ax.set_ylabel(plabel)
-    if len(panels) == 1:
-        axes[0].set_ylabel(panels[0][2])
+    _sweep_y_axes(axes, columns, ys_of, panels, y_min_zero, y_fixed)
     fig.suptitle(title, fontweight="bold", fontsize=11.5)
     _legend(fig, axes, len(keys))
-    note = " ".join(x for x in (fixed_note(fixed), ERROR_NOTE if drew_err else "") if x)
+    note = " ".join(x for x in (fixed_note(split.fixed), ERROR_NOTE if drew_err else "") if x)
     return Plot(title=title, uri=_svg_uri(fig), note=note, used=used)
 
 

@@ -14,6 +14,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
+from . import figures
 from .util import UsageError, fmt_si, fmt_time_ns
 
 _from_binary = {}
@@ -52,6 +53,7 @@ class Registry:
     common: list = field(default_factory=list)         # every table's columns: those of a suite no registry names
     plots_of: dict = field(default_factory=dict)       # suite -> [plot name], where a registry names them
     scaling_of: dict = field(default_factory=dict)     # suite -> [parameter it scales over]
+    declared: dict = field(default_factory=dict)       # suite -> its entry, where it declares its page
 
     def add(self, doc: dict):
         self.common = self.common or list(doc.get("columns") or [])
@@ -64,6 +66,8 @@ class Registry:
             if isinstance(s.get("plots"), list) and s["name"] not in self.plots_of:
                 self.plots_of[s["name"]] = list(s["plots"])
                 self.scaling_of[s["name"]] = list(s.get("scaling") or [])
+            if isinstance(s.get("tables"), list) and s["name"] not in self.declared:
+                self.declared[s["name"]] = s
         for m in doc.get("mechanisms") or []:
             for p in m.get("params") or [] if isinstance(m, dict) else []:
                 self.param_types.setdefault((m.get("suite"), m.get("name"), p.get("name")), p.get("type"))
@@ -87,10 +91,32 @@ class Registry:
         """The parameters the suite scales over."""
         return self.scaling_of.get(suite, [])
 
+    def tables(self, suite) -> tuple:
+        """The tables of the suite's page (figures.Table), as its entry declares them; none: only
+        the generic table."""
+        try:
+            return figures.tables_of(self.declared.get(suite, {}).get("tables") or [])
+        except figures.DeclarationError as e:
+            raise UsageError(f"suite {suite}: its registry's table names {e}, which this report does not know; "
+                             "run the report of the same ipclab (`ipclab report`)") from None
+
+    def answers(self, name) -> list:
+        """The suites that declare the answer `name` (answers.ANSWERS), in the registry's order."""
+        return [s for s in self.order if name in (self.declared.get(s, {}).get("answers") or [])]
+
+    def beside(self, suite) -> str:
+        """The suite whose records the suite's own are set beside; "" for none."""
+        return self.declared.get(suite, {}).get("beside") or ""
+
+    def with_flag(self, flag) -> list:
+        """The suites whose entry sets `flag` (headline: the README's table; floors: the machine's floors)."""
+        return [s for s in self.order if self.declared.get(s, {}).get(flag) is True]
+
     def add_plots_of_binary(self):
-        """The plots and scaling of each suite whose registry predates them (a result written before
-        suites named their plots), from the ipclab that runs the report, when there is one."""
-        if all(s in self.plots_of for s in self.order):
+        """The plots, scaling and page declarations of each suite whose registry predates them (a
+        result written before suites named them), from the ipclab that runs the report, when there
+        is one."""
+        if all(s in self.plots_of and s in self.declared for s in self.order):
             return
         try:
             doc = from_binary()

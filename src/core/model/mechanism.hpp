@@ -171,6 +171,32 @@ struct Suite {
   /// The parameters it scales over: the report plots the rate and CPU per operation against each
   /// one that takes two values or more.
   std::vector<std::string> scaling;
+  /// A table of its page (`ipclab report --pages`): the suite's records `where` accepts, one row
+  /// each, a column per figure. `where` and the figures are names from the report's catalogs
+  /// (report/ipclab_report/figures.py `WHERE`, `FIGURES`): "pattern=roundtrip" (a parameter's
+  /// value), "pairs>1", "closed_loop", "open_loop", "capacity", "prefix=switch" (mechanisms named
+  /// switch_*, under their rest), "" every record; a figure "latency:p50", "rate", "cpu", ...
+  struct Table {
+    std::string id;  // the notes' section that goes under it
+    std::string title;
+    std::string where;
+    std::vector<std::pair<std::string, std::string>> figures;  // column header, figure
+    std::string label = "mechanism";                           // the first column's header
+    std::string across;             // a parameter whose values become column groups
+    std::vector<std::string> hide;  // parameters a figure column shows already
+  };
+  /// Its page's tables, in order (records no table takes go under "Other benchmarks").
+  std::vector<Table> tables;
+  /// The questions its records answer on the report's first screen, by name (the report's
+  /// builders are keyed by these: report/ipclab_report/answers.py `ANSWERS`).
+  std::vector<std::string> answers;
+  /// The suite whose records this one's are set beside (a library beside the transport it rides
+  /// on: the figures "beside..." of its tables).
+  std::string beside;
+  /// The README's headline table (`ipclab report --readme`) is drawn from this suite's records.
+  bool headline = false;
+  /// Its benchmarks are the machine's floors: `ipclab compare` reads their drift as the run's noise.
+  bool floors = false;
   std::vector<std::string> csv_columns;
   std::function<std::vector<std::string>(const Record&)> csv_row;
   /// The default preset's first answer: these of its mechanisms over this grid (the other
@@ -188,6 +214,12 @@ struct Suite {
   /// and fraction of memcpy), added to the record's `extra`.
   std::function<void(Session&)> finish;
 };
+
+/// An open-loop suite's two tables (a point at a requested rate; a capacity search) after its
+/// `closed` ones: latency from each `op`'s intended send time, rows under `label`.
+std::vector<Suite::Table> with_open_loop_tables(std::vector<Suite::Table> closed, const std::string& op,
+                                                const std::string& what,
+                                                const std::string& label = "mechanism");
 
 class Registry {
  public:

@@ -36,6 +36,40 @@ std::vector<std::string> Registry::suite_names() const {
   return out;
 }
 
+std::vector<Suite::Table> with_open_loop_tables(std::vector<Suite::Table> closed, const std::string& op,
+                                                const std::string& what, const std::string& label) {
+  closed.push_back(
+      {.id = "rate",
+       .title = "Open-loop load: " + what + "; latency from each " + op + "'s intended send time",
+       .where = "open_loop",
+       .figures = {{"requested", "paced_rate:requested_per_s"},
+                   {"achieved", "paced_rate:achieved_per_s"},
+                   {"p50", "paced_latency:p50"},
+                   {"p99", "paced_latency:p99"},
+                   {"p99.9", "paced_latency:p999"},
+                   {"raw p99", "paced_latency:p99:raw"},
+                   {"sched error p99", "paced_latency:p99:sched"},
+                   {"pacing floor p99", "paced_latency:p99:floor"},
+                   {"CPU/" + op, "cpu"},
+                   {"CPU/" + op + " by role", "cpu_by_role"},
+                   {"saturated", "saturated"}},
+       .label = label,
+       .hide = {"rate"}});
+  closed.push_back(
+      {.id = "capacity",
+       .title = "Capacity: the highest rate whose p99 (from the intended send time) meets the bound",
+       .where = "capacity",
+       .figures = {{"p99 bound", "slo_bound"},
+                   {"bound basis", "slo_basis"},
+                   {"capacity", "capacity"},
+                   {"confirmed", "confirmed"},
+                   {"p99 at capacity", "paced_latency:p99"},
+                   {"trials", "trials"}},
+       .label = label,
+       .hide = {"rate", "slo_p99_us"}});
+  return closed;
+}
+
 const Suite* Registry::suite(const std::string& name) const {
   for (auto& s : suites_)
     if (s.name == name) return &s;

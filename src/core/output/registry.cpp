@@ -29,6 +29,27 @@ nlohmann::json column_json(const Column& c) {
   return j;
 }
 
+nlohmann::json table_json(const Suite::Table& t) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (auto& [header, figure] : t.figures) figures.push_back({{"key", header}, {"figure", figure}});
+  return {{"id", t.id},       {"title", t.title},   {"where", t.where}, {"figures", figures},
+          {"label", t.label}, {"across", t.across}, {"hide", t.hide}};
+}
+
+// What the report reads of a suite beyond its name, help and mechanisms: its plots, scaling,
+// page tables, answers and roles (mechanism.hpp Suite), empty where it declares none.
+void add_report_fields(nlohmann::json& j, const Suite* s) {
+  j["plots"] = s ? s->plots : std::vector<std::string>{};
+  j["scaling"] = s ? s->scaling : std::vector<std::string>{};
+  j["tables"] = nlohmann::json::array();
+  if (s)
+    for (auto& t : s->tables) j["tables"].push_back(table_json(t));
+  j["answers"] = s ? s->answers : std::vector<std::string>{};
+  j["beside"] = s ? s->beside : "";
+  j["headline"] = s && s->headline;
+  j["floors"] = s && s->floors;
+}
+
 }  // namespace
 
 nlohmann::json registry_json(const std::set<std::string>& only) {
@@ -42,12 +63,9 @@ nlohmann::json registry_json(const std::set<std::string>& only) {
     nlohmann::json names = nlohmann::json::array();
     for (auto& m : reg.mechanisms())
       if (m.suite == name) names.push_back(m.name);
-    suites.push_back({{"name", name},
-                      {"help", s ? s->help : ""},
-                      {"mechanisms", names},
-                      {"columns", cols},
-                      {"plots", s ? s->plots : std::vector<std::string>{}},
-                      {"scaling", s ? s->scaling : std::vector<std::string>{}}});
+    nlohmann::json j = {{"name", name}, {"help", s ? s->help : ""}, {"mechanisms", names}, {"columns", cols}};
+    add_report_fields(j, s);
+    suites.push_back(j);
   }
   for (auto& m : reg.mechanisms()) {
     if (!only.empty() && !only.count(m.suite)) continue;

@@ -12,6 +12,9 @@ IPCLAB_REGISTER(Suite{
             "The reference's Folly and Seastar variants are left out: neither library is packaged "
             "on Debian bookworm (sharded is our Seastar-style shared-nothing variant)",
     .plots = {"wall_and_cpu_per_iteration"},
+    .tables = {{.id = "iteration",
+                .title = "An iteration: 1000 tasks of calc, delay, calc",
+                .figures = {{"wall/iteration", "time"}, {"CPU/iteration", "cpu"}}}},
 });
 
 }  // namespace

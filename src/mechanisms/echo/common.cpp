@@ -26,6 +26,17 @@ IPCLAB_REGISTER(Suite{
     .plots = {"echo_rate_vs_connections", "cpu_per_echo_vs_connections",
               "server_cpu_per_echo_vs_connections"},
     .scaling = {"reactors"},
+    .tables = with_open_loop_tables({{.id = "servers",
+                                      .title = "Echo servers: one message in flight per connection",
+                                      .where = "closed_loop",
+                                      .figures = {{"echoes/s", "rate"},
+                                                  {"RTT p50", "latency:p50"},
+                                                  {"RTT p99", "latency:p99"},
+                                                  {"server CPU/echo", "extra_time:server_cpu_per_echo_ns"},
+                                                  {"client CPU/echo", "extra_time:client_cpu_per_echo_ns"}},
+                                      .label = "server"}},
+                                    "echo", "the client sends at an aggregate rate across its connections",
+                                    "server"),
 });
 
 // The most reactors: each brings a client thread, and a Session runs kMaxWorkers workers at most.

@@ -35,6 +35,23 @@ IPCLAB_REGISTER(Suite{
         "protocol (reference 001)",
     .plots = {"session_outcomes", "session_latency_percentiles", "server_cpu_per_session"},
     .scaling = {"threads", "reactors"},
+    .tables = with_open_loop_tables(
+        {{.id = "sessions",
+          .title = "Sessions: every client connects at once, makes its requests and closes",
+          .where = "closed_loop",
+          .figures = {{"processed", "extra_number:processed"},
+                      {"rejected", "extra_number:rejected"},
+                      {"lost", "extra_number:lost"},
+                      {"sessions/s", "rate:sessions_per_s"},
+                      {"session p50", "latency:p50"},
+                      {"session p99", "latency:p99"},
+                      {"request p50", "extra_time:request_ns.p50"},
+                      {"request p99", "extra_time:request_ns.p99"},
+                      {"connect p50", "extra_time:connect_ns.p50"},
+                      {"connect p99", "extra_time:connect_ns.p99"},
+                      {"server CPU/session", "extra_time:server_cpu_per_session_ns"}},
+          .label = "server"}},
+        "session", "sessions arrive at a rate", "server"),
 });
 
 // The most sessions open at once: the wave's `concurrency`, and the open loop's bound besides the
