@@ -557,21 +557,21 @@ std::string far_role(const Session& s, const Link& link) {
 class RemoteTransport final : public Transport {
  public:
   // A socket mechanism's channels (`type`). `credit_window`: UDP throughput's, the remote
-  // receiver's (0: none), its credits returned on the socket (messaging::Credits).
+  // receiver's (0: none), its credits returned on the socket (transport::Credits).
   RemoteTransport(const Params& p, Link& link, int type, const std::string& address,
                   const std::vector<int>& ports, uint64_t credit_window)
       : link_(link), address_(address), ports_(ports) {
     size_t next = 0;
     auto make = [&]() {
-      const int fd = messaging::connected_ipv4(type, address, ports.at(type == SOCK_STREAM ? 0 : next++),
+      const int fd = transport::connected_ipv4(type, address, ports.at(type == SOCK_STREAM ? 0 : next++),
                                                "the remote side");
       if (path_.is_null()) path_ = network_path(fd);
-      return messaging::FdChannel{.prod_r = fd, .prod_w = fd};
+      return transport::FdChannel{.prod_r = fd, .prod_w = fd};
     };
-    inner_ = std::make_unique<messaging::FdTransport>(
+    inner_ = std::make_unique<transport::FdTransport>(
         p,
-        messaging::FdTransport::Options{
-            .framing = type == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message,
+        transport::FdTransport::Options{
+            .framing = type == SOCK_STREAM ? transport::Framing::Stream : transport::Framing::Message,
             .nonblocking = p.flag("nonblocking"),
             .credit_window = credit_window,
             .credits_on_socket = true},
@@ -1110,7 +1110,7 @@ namespace {
 // This host's address on the route to `remote` (a connected UDP socket's own address: the connect
 // sends nothing): where clients on that host reach a server here.
 std::string address_toward(const std::string& remote) {
-  const int fd = messaging::connected_ipv4(SOCK_DGRAM, remote, 9, "the remote host");
+  const int fd = transport::connected_ipv4(SOCK_DGRAM, remote, 9, "the remote host");
   sockaddr_in me{};
   socklen_t len = sizeof me;
   const int rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);

@@ -97,7 +97,7 @@ class Bench {
   int type_, n_;
   bool throughput_, rate_;  // rate_: throughput's open loop (pattern=rate)
   int producers_;           // throughput: the senders there, whose slots come first (a local run's order)
-  std::unique_ptr<messaging::Credits> credits_;  // UDP throughput: returned on the socket
+  std::unique_ptr<transport::Credits> credits_;  // UDP throughput: returned on the socket
   std::string address_;
   int listener_ = -1;
   std::vector<int> fds_;             // one per channel (udp: bound; tcp: accepted as they come)
@@ -126,21 +126,21 @@ Bench::Bench(const Mechanism& mech, int type, std::string address, int channels,
     if (type_ == kHalves) {
       half_ = mech.half(p, Half{.role = Role::Consumer, .address = address_});
     } else if (type_ == SOCK_STREAM) {
-      listener_ = messaging::bound_ipv4(SOCK_STREAM, address_);
-      messaging::check_rc(::listen(listener_, channels), "listen");
+      listener_ = transport::bound_ipv4(SOCK_STREAM, address_);
+      transport::check_rc(::listen(listener_, channels), "listen");
     } else {
-      for (int& fd : fds_) fd = messaging::bound_ipv4(SOCK_DGRAM, address_);
+      for (int& fd : fds_) fd = transport::bound_ipv4(SOCK_DGRAM, address_);
     }
     if (throughput_ && type_ == SOCK_DGRAM) {
       // UDP drops what its receive buffer cannot hold: the senders there keep the messages in
       // flight within what fits here, on credits this end returns on the socket.
-      int buf = messaging::kUdpRcvBuf, rcvbuf = 0;
+      int buf = transport::kUdpRcvBuf, rcvbuf = 0;
       socklen_t len = sizeof rcvbuf;
       ::setsockopt(fds_[0], SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
       ::getsockopt(fds_[0], SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
-      credits_ = std::make_unique<messaging::Credits>();
+      credits_ = std::make_unique<transport::Credits>();
       credits_->window =
-          messaging::credit_window(uint64_t(p.i64_or("queue_depth", 256)), uint64_t(p.i64("size")), rcvbuf);
+          transport::credit_window(uint64_t(p.i64_or("queue_depth", 256)), uint64_t(p.i64("size")), rcvbuf);
       credits_->ack_every = std::max<uint64_t>(1, credits_->window / 4);
       credits_->fd = fds_[0];
     }
@@ -332,8 +332,8 @@ void Bench::server_body(const Mechanism& mech, const Params& p, int i, int64_t c
         throw std::system_error(errno, std::generic_category(), "udp peer");
     }
     if (!ep)
-      ep = std::make_unique<messaging::FdEndpoint>(
-          fd, fd, type_ == SOCK_STREAM ? messaging::Framing::Stream : messaging::Framing::Message, true,
+      ep = std::make_unique<transport::FdEndpoint>(
+          fd, fd, type_ == SOCK_STREAM ? transport::Framing::Stream : transport::Framing::Message, true,
           p.flag("nonblocking"), credits_.get());
     if (throughput_)
       serve_throughput(w, *ep, mech, p, i, clock_offset_ns, window_ns);

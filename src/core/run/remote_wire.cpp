@@ -442,7 +442,7 @@ namespace detail {
 nlohmann::json network_path_to(const std::string& address, int port) {
   nlohmann::json path = nlohmann::json::object();
   try {
-    const int fd = messaging::connected_ipv4(SOCK_DGRAM, address, port, "the remote side");
+    const int fd = transport::connected_ipv4(SOCK_DGRAM, address, port, "the remote side");
     path = network_path(fd);
     ::close(fd);
   } catch (const std::exception&) {
@@ -453,7 +453,7 @@ nlohmann::json network_path_to(const std::string& address, int port) {
 nlohmann::json network_path_at(const std::string& address) {
   nlohmann::json path = nlohmann::json::object();
   try {
-    const int fd = messaging::bound_ipv4(SOCK_DGRAM, address);
+    const int fd = transport::bound_ipv4(SOCK_DGRAM, address);
     path = network_path(fd);
     ::close(fd);
   } catch (const std::exception&) {

@@ -34,7 +34,7 @@
 #include "core/model/std_params.hpp"
 #include "core/ownership/journal.hpp"
 
-namespace ipclab::messaging {
+namespace ipclab::transport {
 
 /// Throws std::system_error naming `what` when `rc` < 0.
 inline int check_rc(int rc, const char* what) {
@@ -332,4 +332,4 @@ class FdTransport final : public Transport {
   Credits* credits_ = nullptr;
 };
 
-}  // namespace ipclab::messaging
+}  // namespace ipclab::transport

@@ -17,8 +17,8 @@
 
 namespace ipclab::bulk {
 
-using messaging::check_rc;
 using messaging::retry_errno;
+using transport::check_rc;
 
 std::vector<ParamSpec> suite_params(std::vector<ParamSpec> extra) {
   auto pattern = std_params::throughput_or_roundtrip();

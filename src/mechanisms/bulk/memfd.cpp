@@ -33,7 +33,7 @@
 namespace ipclab::bulk {
 namespace {
 
-using messaging::check_rc;
+using transport::check_rc;
 
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
 constexpr uint32_t kMemfdSlots = 2;

@@ -16,10 +16,10 @@ IPCLAB_REGISTER(Mechanism{
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool roundtrip = std_params::is_roundtrip(p);
       const size_t size = size_t(p.i64("size"));
-      return std::make_unique<messaging::FdTransport>(
-          p, messaging::FdTransport::Options{.framing = messaging::Framing::Stream, .socket = false},
+      return std::make_unique<transport::FdTransport>(
+          p, transport::FdTransport::Options{.framing = transport::Framing::Stream, .socket = false},
           [roundtrip, size] {
-            messaging::FdChannel c = messaging::pipe_channel(roundtrip, false);
+            transport::FdChannel c = transport::pipe_channel(roundtrip, false);
             grow_pipe(c.prod_w, size);
             if (roundtrip) grow_pipe(c.cons_w, size);
             return c;

@@ -12,9 +12,9 @@ IPCLAB_REGISTER(Mechanism{
     .help = "send() and recv() over a Unix stream socketpair (two copies)",
     .params = suite_params(),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
-      return std::make_unique<messaging::FdTransport>(
-          p, messaging::FdTransport::Options{.framing = messaging::Framing::Stream},
-          messaging::stream_socketpair_channel);
+      return std::make_unique<transport::FdTransport>(
+          p, transport::FdTransport::Options{.framing = transport::Framing::Stream},
+          transport::stream_socketpair_channel);
     },
     .check = [](const Params& p) { return check(Caps{}, p); },
 });

@@ -25,8 +25,8 @@
 namespace ipclab::bulk {
 namespace {
 
-using messaging::check_rc;
 using messaging::retry_errno;
+using transport::check_rc;
 
 class VmspliceEndpoint final : public InPlaceEndpoint {
  public:
@@ -115,7 +115,7 @@ class VmspliceTransport final : public Transport {
         gift_(p.flag("gift")),
         splice_(p.str("drain") == "splice"),
         roundtrip_(std_params::is_roundtrip(p)) {
-    c_ = messaging::pipe_channel(roundtrip_, false);
+    c_ = transport::pipe_channel(roundtrip_, false);
     pipe_size_ = grow_pipe(c_.prod_w, size_);
     if (roundtrip_) grow_pipe(c_.cons_w, size_);
   }
@@ -133,7 +133,7 @@ class VmspliceTransport final : public Transport {
  private:
   size_t size_, pipe_size_ = 0;
   bool gift_, splice_, roundtrip_;
-  messaging::FdChannel c_;
+  transport::FdChannel c_;
 };
 
 IPCLAB_REGISTER(Mechanism{

@@ -35,9 +35,9 @@
 namespace ipclab::bulk {
 namespace {
 
-using messaging::check_rc;
 using messaging::poll_abort;
 using messaging::retry_errno;
+using transport::check_rc;
 
 constexpr size_t kBuffers = 4;
 
@@ -258,11 +258,11 @@ class ZerocopyTransport final : public Transport {
     probe(socket);
     try {
       if (!half) {
-        c_ = socket == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+        c_ = socket == "tcp" ? transport::tcp_loopback_channel() : transport::stream_socketpair_channel();
         for (int fd : {c_.prod_w, c_.cons_w}) zerocopy_on(fd, socket);
       } else if (half->role == Role::Producer) {
         c_.prod_r = c_.prod_w =
-            messaging::connected_ipv4(SOCK_STREAM, half->address, half->port, "the receiving side");
+            transport::connected_ipv4(SOCK_STREAM, half->address, half->port, "the receiving side");
         zerocopy_on(c_.prod_w, socket);
       } else {
         listener_ = listen_tcp(0, 1, false, false, half->address);
@@ -288,8 +288,8 @@ class ZerocopyTransport final : public Transport {
   void probe(const std::string& socket) {
     if (api_ != Api::UringSendZc) return;
     // One byte sent zero-copy and read back tells whether this kernel and socket do it.
-    messaging::FdChannel c =
-        socket == "tcp" ? messaging::tcp_loopback_channel() : messaging::stream_socketpair_channel();
+    transport::FdChannel c =
+        socket == "tcp" ? transport::tcp_loopback_channel() : transport::stream_socketpair_channel();
     io_uring ring;
     const int init = io_uring_queue_init(4, &ring, 0);
     int res = init;
@@ -342,7 +342,7 @@ class ZerocopyTransport final : public Transport {
   Api api_;
   size_t size_;
   bool roundtrip_;
-  messaging::FdChannel c_;
+  transport::FdChannel c_;
   int listener_ = -1;  // the receivers' half across hosts
 };
 

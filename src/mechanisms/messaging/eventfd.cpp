@@ -77,8 +77,8 @@ class EventfdTransport final : public Transport {
     try {
       for (auto& c : channels_) {
         const int flags = EFD_CLOEXEC | (nb_ ? EFD_NONBLOCK : 0);
-        c.filled = check_rc(eventfd(0, flags), "eventfd");
-        c.freed = check_rc(eventfd(0, flags), "eventfd");
+        c.filled = transport::check_rc(eventfd(0, flags), "eventfd");
+        c.freed = transport::check_rc(eventfd(0, flags), "eventfd");
       }
     } catch (...) {
       close_all();

@@ -20,13 +20,13 @@ std::pair<int, int> make_fifo(const std::string& path, bool nonblocking) {
   int r = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (r < 0) {
     ipc::remove(ipc::Kind::Path, path);
-    check_rc(r, "open fifo for reading");
+    transport::check_rc(r, "open fifo for reading");
   }
   int w = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
   if (w < 0) {
     ::close(r);
     ipc::remove(ipc::Kind::Path, path);
-    check_rc(w, "open fifo for writing");
+    transport::check_rc(w, "open fifo for writing");
   }
   if (!nonblocking) ::fcntl(r, F_SETFL, ::fcntl(r, F_GETFL) & ~O_NONBLOCK);
   return {r, w};
@@ -43,11 +43,13 @@ IPCLAB_REGISTER(Mechanism{
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool nb = p.flag("nonblocking");
       const bool roundtrip = std_params::is_roundtrip(p);
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
+      return std::make_unique<transport::FdTransport>(
+          p,
+          transport::FdTransport::Options{
+              .framing = transport::Framing::Stream, .socket = false, .nonblocking = nb},
           [nb, roundtrip] {
             const std::string dir = ipc::run_dir();
-            FdChannel c;
+            transport::FdChannel c;
             const std::string first = dir + ipc::unique_name("fifo");
             std::tie(c.cons_r, c.prod_w) = make_fifo(first, nb);
             c.paths.push_back(first);

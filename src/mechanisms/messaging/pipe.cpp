@@ -17,9 +17,11 @@ IPCLAB_REGISTER(Mechanism{
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
       const bool nb = p.flag("nonblocking"), roundtrip = std_params::is_roundtrip(p);
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .socket = false, .nonblocking = nb},
-          [nb, roundtrip] { return pipe_channel(roundtrip, nb); });
+      return std::make_unique<transport::FdTransport>(
+          p,
+          transport::FdTransport::Options{
+              .framing = transport::Framing::Stream, .socket = false, .nonblocking = nb},
+          [nb, roundtrip] { return transport::pipe_channel(roundtrip, nb); });
     },
     .check = [](const Params& p) { return check(kPipeCaps, p); },
 });

@@ -15,9 +15,11 @@ IPCLAB_REGISTER(Mechanism{
     .help = "TCP over loopback, TCP_NODELAY",
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
-          tcp_loopback_channel);
+      return std::make_unique<transport::FdTransport>(
+          p,
+          transport::FdTransport::Options{.framing = transport::Framing::Stream,
+                                          .nonblocking = p.flag("nonblocking")},
+          transport::tcp_loopback_channel);
     },
     .check = [](const Params& p) { return check(kTcpCaps, p); },
 });

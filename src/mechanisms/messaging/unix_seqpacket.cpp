@@ -16,11 +16,14 @@ IPCLAB_REGISTER(Mechanism{
             "shares one connection among every producer and consumer",
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Message, .nonblocking = p.flag("nonblocking")}, [] {
+      return std::make_unique<transport::FdTransport>(
+          p,
+          transport::FdTransport::Options{.framing = transport::Framing::Message,
+                                          .nonblocking = p.flag("nonblocking")},
+          [] {
             int sv[2];
-            check_rc(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
-            return FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
+            transport::check_rc(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
+            return transport::FdChannel{.prod_r = sv[0], .prod_w = sv[0], .cons_r = sv[1], .cons_w = sv[1]};
           });
     },
     .check = [](const Params& p) { return check(kUnixSeqpacketCaps, p); },

@@ -14,9 +14,11 @@ IPCLAB_REGISTER(Mechanism{
     .help = "Unix-domain stream socketpair",
     .params = suite_params({nonblocking()}),
     .transport = [](const Params& p) -> std::unique_ptr<Transport> {
-      return std::make_unique<FdTransport>(
-          p, FdTransport::Options{.framing = Framing::Stream, .nonblocking = p.flag("nonblocking")},
-          stream_socketpair_channel);
+      return std::make_unique<transport::FdTransport>(
+          p,
+          transport::FdTransport::Options{.framing = transport::Framing::Stream,
+                                          .nonblocking = p.flag("nonblocking")},
+          transport::stream_socketpair_channel);
     },
     .check = [](const Params& p) { return check(kUnixStreamCaps, p); },
 });
