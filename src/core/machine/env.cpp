@@ -234,38 +234,49 @@ std::string& recorded_build_commit() {
 
 void set_build_commit(const std::string& sha) { recorded_build_commit() = sha; }
 
-nlohmann::json collect_environment(const std::string& command_line) {
-  using nlohmann::json;
-  json c;
-  json warnings = json::array();
-  auto warn = [&](std::string message, std::string remedy) {
-    warnings.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
-  };
-  // A condition of the machine that holds from run to run and that a run there cannot change
-  // (a VM, SMT, a kernel limit set outside it): stated once, in the record and by `ipclab env`,
-  // not warned on every run.
-  json conditions = json::array();
-  auto note = [&](std::string message, std::string remedy) {
-    conditions.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
-  };
+namespace {
 
-  c["ipclab_version"] = IPCLAB_VERSION;
-  // A build tree asks git about its source tree; a bundle says which commit it was made from
-  // (scripts/bundle.sh wrote share/git-sha).
-  const bool bundle = started_from_bundle();
+// What env tells a person besides the figures, each naming its remedy: a warning for what a run
+// may change, and a condition of the machine that holds from run to run and that a run there
+// cannot change (a VM, SMT, a kernel limit set outside it): stated once, in the record and by
+// `ipclab env`, not warned on every run.
+struct Notes {
+  nlohmann::json warnings = nlohmann::json::array();
+  nlohmann::json conditions = nlohmann::json::array();
+  void warn(std::string message, std::string remedy) {
+    warnings.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
+  }
+  void note(std::string message, std::string remedy) {
+    conditions.push_back({{"message", std::move(message)}, {"remedy", std::move(remedy)}});
+  }
+};
+
+// The commands env asks the machine, side by side; each one's output at its index.
+enum Asked { kGitHead, kGitStatus, kDetectVirt, kGlibc, kDetectVm };
+
+std::vector<std::string> ask_machine(bool bundle) {
   const std::string src = IPCLAB_SOURCE_DIR;
-  const std::vector<std::string> asked =
-      command_outputs({bundle ? std::vector<std::string>{}
-                              : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
-                       bundle ? std::vector<std::string>{}
-                              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status",
-                                                         "--porcelain", "--untracked-files=no"},
-                       {"systemd-detect-virt"},
-                       {"getconf", "GNU_LIBC_VERSION"},
-                       {"systemd-detect-virt", "--vm"}},
-                      kCommandTimeoutS);
-  std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[0];
-  if (!bundle && !sha.empty() && !asked[1].empty()) sha += "-dirty";
+  return command_outputs(
+      {bundle ? std::vector<std::string>{}
+              : std::vector<std::string>{"git", "-C", src, "rev-parse", "--short=12", "HEAD"},
+       bundle ? std::vector<std::string>{}
+              : std::vector<std::string>{"git", "--no-optional-locks", "-C", src, "status", "--porcelain",
+                                         "--untracked-files=no"},
+       {"systemd-detect-virt"},
+       {"getconf", "GNU_LIBC_VERSION"},
+       {"systemd-detect-virt", "--vm"}},
+      kCommandTimeoutS);
+}
+
+// Which ipclab ran, from which commit, how it was asked, when and where. A build tree asks git
+// about its source tree; a bundle says which commit it was made from (scripts/bundle.sh wrote
+// share/git-sha).
+void describe_run(nlohmann::json& c, const std::string& command_line, bool bundle,
+                  const std::vector<std::string>& asked) {
+  using nlohmann::json;
+  c["ipclab_version"] = IPCLAB_VERSION;
+  std::string sha = bundle ? read_first_line(source_file("git-sha")) : asked[kGitHead];
+  if (!bundle && !sha.empty() && !asked[kGitStatus].empty()) sha += "-dirty";
   if (const std::string& built = recorded_build_commit(); !built.empty() && built != "unknown") sha = built;
   c["git_sha"] = sha.empty() ? json(nullptr) : json(sha);
   c["started_from"] = started_from();
@@ -277,34 +288,45 @@ nlohmann::json collect_environment(const std::string& command_line) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   c["hostname"] = host;
+}
 
-  // CPU
-  json cpu;
+// The context's `cpu` block, and what the notes and the vCPUs' verdict read of it.
+struct Cpus {
+  nlohmann::json block;
+  std::string model;
+  long logical = 0;
+  bool smt_on = false;
+  std::vector<int> allowed;
+};
+
+Cpus read_cpus() {
+  Cpus out;
+  nlohmann::json& cpu = out.block;
   std::ifstream ci("/proc/cpuinfo");
-  std::string line, model;
+  std::string line;
   std::set<std::string> cores;
-  std::string phys, core_id;
+  std::string phys;
   while (std::getline(ci, line)) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
     std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "model name" && model.empty()) model = val;
+    if (key == "model name" && out.model.empty()) out.model = val;
     if (key == "physical id") phys = val;
     if (key == "core id") cores.insert(phys + ":" + val);
   }
-  long logical = sysconf(_SC_NPROCESSORS_ONLN);
-  cpu["model"] = model;
+  const long logical = out.logical = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu["model"] = out.model;
   cpu["logical_cpus"] = logical;
   cpu["physical_cores"] = cores.empty() ? logical : long(cores.size());
   std::string smt = read_first_line("/sys/devices/system/cpu/smt/active");
-  bool smt_on = smt == "1" || (!cores.empty() && long(cores.size()) < logical);
-  cpu["smt"] = smt_on;
+  out.smt_on = smt == "1" || (!cores.empty() && long(cores.size()) < logical);
+  cpu["smt"] = out.smt_on;
   cpu["online"] = read_first_line("/sys/devices/system/cpu/online");
   // Packages, NUMA nodes, last-level caches, cores and SMT siblings of the allowed CPUs, as sysfs
   // says (`ipclab topo` measures what it hides).
   cpu["topology"] = topo::to_json(topo::read("/sys", allowed_cpus()));
-  json caches = json::object();
+  nlohmann::json caches = nlohmann::json::object();
   for (int i = 0; i < 8; ++i) {
     std::string base = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
     std::string size = read_first_line(base + "size");
@@ -313,53 +335,44 @@ nlohmann::json collect_environment(const std::string& command_line) {
     caches[fmt::format("L{}{}", level, type == "Data" ? "d" : type == "Instruction" ? "i" : "")] = size;
   }
   cpu["caches"] = caches;
-  auto allowed = allowed_cpus();
-  cpu["allowed"] = allowed;
-  c["cpu"] = cpu;
-  c["memory_bytes"] = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  out.allowed = allowed_cpus();
+  cpu["allowed"] = out.allowed;
+  return out;
+}
 
-  utsname u{};
-  uname(&u);
-  c["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  std::string virt = asked[2];
+// The virtualisation the machine runs under: "none", a hypervisor's name, or a VM's and a
+// container's ("kvm, docker container").
+std::string virtualization(const std::vector<std::string>& asked) {
+  std::string virt = asked[kDetectVirt];
   // systemd-detect-virt names a container before the VM it runs in; both matter here (a VM's
   // vCPUs are shared, a container's CPUs need not be): "kvm, docker container".
-  if (const std::string& vm = asked[4];
+  if (const std::string& vm = asked[kDetectVm];
       !virt.empty() && virt != "none" && !vm.empty() && vm != "none" && vm != virt)
     virt = fmt::format("{}, {} container", vm, virt);
-  if (virt.empty() || virt == "none") {
-    // No systemd-detect-virt, or it saw none: the CPU's hypervisor flag, and lscpu's vendor.
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    bool flag = false;
-    for (std::string line; !flag && std::getline(cpuinfo, line);)
-      if (line.rfind("flags", 0) == 0) flag = (line + " ").find(" hypervisor ") != std::string::npos;
-    virt = flag ? "unknown-hypervisor" : "none";
-    std::istringstream lscpu(command_output({"lscpu"}, kCommandTimeoutS));
-    constexpr std::string_view kVendor = "Hypervisor vendor:";
-    for (std::string line; std::getline(lscpu, line);)
-      if (line.rfind(kVendor, 0) == 0) {
-        const size_t at = line.find_first_not_of(' ', kVendor.size());
-        if (at != std::string::npos) virt = line.substr(at);
-      }
-  }
-  c["virtualization"] = virt;
-  // What runs the vCPUs (KVM, QEMU's translator) and how much of their time a hypervisor took.
-  VcpuSigns signs;
-  read_cpuid_hypervisor(signs);
-  signs.model = model;
-  signs.detect_vm = asked[4];
-  signs.since_boot = read_steal();
-  const VcpuVerdict vcpus = judge_vcpus(signs);
-  c["vcpus"] = vcpus.block;
-  std::string gov = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
-  c["governor"] = gov.empty() ? json(nullptr) : json(gov);
+  if (!virt.empty() && virt != "none") return virt;
+  // No systemd-detect-virt, or it saw none: the CPU's hypervisor flag, and lscpu's vendor.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  bool flag = false;
+  for (std::string line; !flag && std::getline(cpuinfo, line);)
+    if (line.rfind("flags", 0) == 0) flag = (line + " ").find(" hypervisor ") != std::string::npos;
+  virt = flag ? "unknown-hypervisor" : "none";
+  std::istringstream lscpu(command_output({"lscpu"}, kCommandTimeoutS));
+  constexpr std::string_view kVendor = "Hypervisor vendor:";
+  for (std::string line; std::getline(lscpu, line);)
+    if (line.rfind(kVendor, 0) == 0) {
+      const size_t at = line.find_first_not_of(' ', kVendor.size());
+      if (at != std::string::npos) virt = line.substr(at);
+    }
+  return virt;
+}
 
+// The load that competes with the run: runnable tasks of other processes, sampled now (the load
+// average also counts ipclab's own children and threads, and decays for minutes after a build
+// that has finished). Sets `load_avg` and `other_load`; returns the samples' mean.
+double sample_load(nlohmann::json& c, long logical) {
   double load[3] = {0, 0, 0};
   getloadavg(load, 3);
   c["load_avg"] = {load[0], load[1], load[2]};
-  // The load that competes with the run: runnable tasks of other processes, sampled now (the load
-  // average also counts ipclab's own children and threads, and decays for minutes after a build
-  // that has finished).
   constexpr int kLoadSamples = 5;
   int runnable = 0;
   for (int i = 0; i < kLoadSamples; ++i) {
@@ -371,8 +384,11 @@ nlohmann::json collect_environment(const std::string& command_line) {
                      {"samples", kLoadSamples},
                      {"threshold", other_load_threshold(logical)},
                      {"means", "runnable tasks of processes other than ipclab's, mean of the samples"}};
+  return others;
+}
 
-  json mitig = json::object();
+nlohmann::json mitigations() {
+  nlohmann::json mitig = nlohmann::json::object();
   if (DIR* d = opendir("/sys/devices/system/cpu/vulnerabilities")) {
     while (dirent* e = readdir(d))
       if (e->d_name[0] != '.')
@@ -380,55 +396,61 @@ nlohmann::json collect_environment(const std::string& command_line) {
             read_first_line(std::string("/sys/devices/system/cpu/vulnerabilities/") + e->d_name);
     closedir(d);
   }
-  c["mitigations"] = mitig;
+  return mitig;
+}
 
-  json lim;
-  long long msg_max = as_number(read_first_line("/proc/sys/fs/mqueue/msg_max"));
-  long long msgsize_max = as_number(read_first_line("/proc/sys/fs/mqueue/msgsize_max"));
-  lim["mq_msg_max"] = msg_max;
-  lim["mq_msgsize_max"] = msgsize_max;
+// The kernel's limits on the mechanisms' objects (-1: unreadable).
+nlohmann::json kernel_limits() {
+  nlohmann::json lim;
+  lim["mq_msg_max"] = as_number(read_first_line("/proc/sys/fs/mqueue/msg_max"));
+  lim["mq_msgsize_max"] = as_number(read_first_line("/proc/sys/fs/mqueue/msgsize_max"));
   lim["mq_queues_max"] = as_number(read_first_line("/proc/sys/fs/mqueue/queues_max"));
   lim["rlimit_msgqueue"] = limit(RLIMIT_MSGQUEUE);
   lim["rlimit_nofile"] = limit(RLIMIT_NOFILE);
   lim["rlimit_memlock"] = limit(RLIMIT_MEMLOCK);
-  long long somaxconn = as_number(read_first_line("/proc/sys/net/core/somaxconn"));
-  lim["somaxconn"] = somaxconn;
+  lim["somaxconn"] = as_number(read_first_line("/proc/sys/net/core/somaxconn"));
   lim["sysv_msgmnb"] = as_number(read_first_line("/proc/sys/kernel/msgmnb"));
   lim["sysv_msgmax"] = as_number(read_first_line("/proc/sys/kernel/msgmax"));
-  c["limits"] = lim;
+  return lim;
+}
 
-  json uring;
+// Whether io_uring is there and which of its setup flags this kernel takes; a warning where it
+// is not.
+nlohmann::json probe_io_uring(Notes& notes) {
+  nlohmann::json uring;
   io_uring ring;
   int rc = io_uring_queue_init(8, &ring, 0);
   uring["available"] = rc == 0;
-  if (rc == 0) {
-    uring["features"] = ring.features;
-    io_uring_queue_exit(&ring);
-    for (auto [name, flag] :
-         {std::pair{"sqpoll", unsigned(IORING_SETUP_SQPOLL)},
-          {"single_issuer", unsigned(IORING_SETUP_SINGLE_ISSUER)},
-          {"defer_taskrun", unsigned(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)},
-          {"coop_taskrun", unsigned(IORING_SETUP_COOP_TASKRUN)}}) {
-      io_uring r;
-      io_uring_params p{};
-      p.flags = flag;
-      // SQPOLL's kernel thread polls for sq_thread_idle ms (1 s by default) after its last work and
-      // goes on until the ring's asynchronous teardown: a third of a short run's CPU. 1 ms is enough
-      // for a probe that submits nothing.
-      p.sq_thread_idle = 1;
-      bool ok = io_uring_queue_init_params(8, &r, &p) == 0;
-      if (ok) io_uring_queue_exit(&r);
-      uring[name] = ok;
-    }
-  } else {
+  if (rc != 0) {
     uring["error"] = fmt::format("io_uring_queue_init: {}", strerror(-rc));
-    warn("io_uring is unavailable here; the io_uring benchmarks will be skipped",
-         "enable it with `sysctl kernel.io_uring_disabled=0` (kernel 6.6+) or run on a kernel with io_uring");
+    notes.warn(
+        "io_uring is unavailable here; the io_uring benchmarks will be skipped",
+        "enable it with `sysctl kernel.io_uring_disabled=0` (kernel 6.6+) or run on a kernel with io_uring");
+    return uring;
   }
-  c["io_uring"] = uring;
+  uring["features"] = ring.features;
+  io_uring_queue_exit(&ring);
+  for (auto [name, flag] :
+       {std::pair{"sqpoll", unsigned(IORING_SETUP_SQPOLL)},
+        {"single_issuer", unsigned(IORING_SETUP_SINGLE_ISSUER)},
+        {"defer_taskrun", unsigned(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)},
+        {"coop_taskrun", unsigned(IORING_SETUP_COOP_TASKRUN)}}) {
+    io_uring r;
+    io_uring_params p{};
+    p.flags = flag;
+    // SQPOLL's kernel thread polls for sq_thread_idle ms (1 s by default) after its last work and
+    // goes on until the ring's asynchronous teardown: a third of a short run's CPU. 1 ms is enough
+    // for a probe that submits nothing.
+    p.sq_thread_idle = 1;
+    bool ok = io_uring_queue_init_params(8, &r, &p) == 0;
+    if (ok) io_uring_queue_exit(&r);
+    uring[name] = ok;
+  }
+  return uring;
+}
 
-  // The shortest window a figure may come from here (core/machine/window.hpp).
-  c["window_floor"] = to_json(window_floor());
+// How this binary was built, and the libraries it links with their versions.
+void describe_build(nlohmann::json& c, const std::string& glibc) {
   c["compiler"] = fmt::format("gcc {}", __VERSION__);
   c["build_type"] = IPCLAB_BUILD_TYPE;
   c["build_flags"] = IPCLAB_BUILD_FLAGS;
@@ -437,46 +459,93 @@ nlohmann::json collect_environment(const std::string& command_line) {
       {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
       {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                     NLOHMANN_JSON_VERSION_PATCH)},
-      {"glibc", asked[3]}};
+      {"glibc", glibc}};
   for (const auto& [name, version] : library_versions()) c["libraries"][name] = version();
+}
 
-  // Warnings, each naming its remedy.
+// The warnings and conditions read from what was collected into `c`, each naming its remedy.
+void judge_machine(Notes& notes, const nlohmann::json& c, const Cpus& cpus, double others,
+                   const VcpuVerdict& vcpus) {
+  const long logical = cpus.logical;
   if (others > other_load_threshold(logical))
-    warn(fmt::format("{:.1f} tasks of other processes were runnable on {} CPUs (ipclab warns above {:.1f}): "
-                     "other work competes with the benchmarks",
-                     others, logical, other_load_threshold(logical)),
-         "stop other work (see `top`) and re-run; compare only runs made at similar load");
-  if (!gov.empty() && gov != "performance")
-    warn(fmt::format("CPU frequency governor is '{}': clock speed varies during runs", gov),
-         "`cpupower frequency-set -g performance` (as root)");
-  if (virt != "none")
-    note(fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
-                     virt),
-         "compare only runs from the same machine; pin sides with --cpus and record placement");
-  for (auto& w : vcpus.warnings) warnings.push_back(w);
-  if (smt_on)
-    note("SMT is on: two logical CPUs may be one core",
-         "pick --cpus on distinct physical cores, or disable SMT");
-  if (allowed.size() < 2)
-    warn("only one CPU is available: cross placement cannot run",
-         "give the process two CPUs (taskset) or use placement=same");
-  if (msg_max >= 0 && msg_max < 64)
-    note(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
-         "`sysctl fs.mqueue.msg_max=256` (as root) for deeper queues");
+    notes.warn(
+        fmt::format("{:.1f} tasks of other processes were runnable on {} CPUs (ipclab warns above {:.1f}): "
+                    "other work competes with the benchmarks",
+                    others, logical, other_load_threshold(logical)),
+        "stop other work (see `top`) and re-run; compare only runs made at similar load");
+  if (const auto& gov = c["governor"]; !gov.is_null() && gov != "performance")
+    notes.warn(
+        fmt::format("CPU frequency governor is '{}': clock speed varies during runs", gov.get<std::string>()),
+        "`cpupower frequency-set -g performance` (as root)");
+  if (const std::string virt = c["virtualization"]; virt != "none")
+    notes.note(
+        fmt::format("running under virtualisation ({}): vCPUs may share physical cores and be descheduled",
+                    virt),
+        "compare only runs from the same machine; pin sides with --cpus and record placement");
+  for (auto& w : vcpus.warnings) notes.warnings.push_back(w);
+  if (cpus.smt_on)
+    notes.note("SMT is on: two logical CPUs may be one core",
+               "pick --cpus on distinct physical cores, or disable SMT");
+  if (cpus.allowed.size() < 2)
+    notes.warn("only one CPU is available: cross placement cannot run",
+               "give the process two CPUs (taskset) or use placement=same");
+  if (const long long msg_max = c["limits"]["mq_msg_max"]; msg_max >= 0 && msg_max < 64)
+    notes.note(fmt::format("fs.mqueue.msg_max is {}: POSIX mq queue depth is capped there", msg_max),
+               "`sysctl fs.mqueue.msg_max=256` (as root) for deeper queues");
   rlimit nofile{};
   getrlimit(RLIMIT_NOFILE, &nofile);
   if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < 20000)
-    note(fmt::format("open files hard limit is {}: the servers suite needs 10,000+ sockets", nofile.rlim_max),
-         "raise it with `ulimit -Hn 65536` (as root) or in /etc/security/limits.conf");
-  if (somaxconn >= 0 && somaxconn < 4096)
-    note(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
-         "`sysctl net.core.somaxconn=65535` (as root)");
-  if (auto [why, remedy] = tracer_condition(); !why.empty()) note(why, remedy);
+    notes.note(
+        fmt::format("open files hard limit is {}: the servers suite needs 10,000+ sockets", nofile.rlim_max),
+        "raise it with `ulimit -Hn 65536` (as root) or in /etc/security/limits.conf");
+  if (const long long somaxconn = c["limits"]["somaxconn"]; somaxconn >= 0 && somaxconn < 4096)
+    notes.note(fmt::format("net.core.somaxconn is {}: listen backlogs are capped there", somaxconn),
+               "`sysctl net.core.somaxconn=65535` (as root)");
+  if (auto [why, remedy] = tracer_condition(); !why.empty()) notes.note(why, remedy);
   if (std::string(IPCLAB_BUILD_TYPE) != "Release")
-    warn(fmt::format("this is a {} build: timings are not representative", IPCLAB_BUILD_TYPE),
-         "build with `cmake --preset release` (what `make bench` uses)");
-  c["warnings"] = warnings;
-  c["conditions"] = conditions;
+    notes.warn(fmt::format("this is a {} build: timings are not representative", IPCLAB_BUILD_TYPE),
+               "build with `cmake --preset release` (what `make bench` uses)");
+}
+
+}  // namespace
+
+nlohmann::json collect_environment(const std::string& command_line) {
+  using nlohmann::json;
+  json c;
+  Notes notes;
+  const bool bundle = started_from_bundle();
+  const std::vector<std::string> asked = ask_machine(bundle);
+  describe_run(c, command_line, bundle, asked);
+
+  const Cpus cpus = read_cpus();
+  c["cpu"] = cpus.block;
+  c["memory_bytes"] = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  utsname u{};
+  uname(&u);
+  c["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  c["virtualization"] = virtualization(asked);
+  // What runs the vCPUs (KVM, QEMU's translator) and how much of their time a hypervisor took.
+  VcpuSigns signs;
+  read_cpuid_hypervisor(signs);
+  signs.model = cpus.model;
+  signs.detect_vm = asked[kDetectVm];
+  signs.since_boot = read_steal();
+  const VcpuVerdict vcpus = judge_vcpus(signs);
+  c["vcpus"] = vcpus.block;
+  std::string gov = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  c["governor"] = gov.empty() ? json(nullptr) : json(gov);
+
+  const double others = sample_load(c, cpus.logical);
+  c["mitigations"] = mitigations();
+  c["limits"] = kernel_limits();
+  c["io_uring"] = probe_io_uring(notes);
+  // The shortest window a figure may come from here (core/machine/window.hpp).
+  c["window_floor"] = to_json(window_floor());
+  describe_build(c, asked[kGlibc]);
+
+  judge_machine(notes, c, cpus, others, vcpus);
+  c["warnings"] = notes.warnings;
+  c["conditions"] = notes.conditions;
   return c;
 }
 
