@@ -255,6 +255,86 @@ nlohmann::json to_json(const Record& r) {
   return j;
 }
 
+namespace {
+
+// A record's latency_ns: from its histogram, where it has one, and the writer's exact figures.
+Latency latency_from_json(const nlohmann::json& l) {
+  Histogram h;
+  if (l.contains("histogram"))
+    h.add_sparse(l["histogram"].value("values", std::vector<uint64_t>{}),
+                 l["histogram"].value("counts", std::vector<uint64_t>{}));
+  Latency lat = h.count() ? Latency::from(l.value("kind", "op"), h) : Latency{};
+  lat.kind = l.value("kind", "op");
+  // Exact figures from the writer win over the histogram's bucket estimates.
+  for (auto [key, field] : {std::pair{"count", &lat.count},
+                            {"min", &lat.min},
+                            {"max", &lat.max},
+                            {"p50", &lat.p50},
+                            {"p90", &lat.p90},
+                            {"p95", &lat.p95},
+                            {"p99", &lat.p99},
+                            {"p999", &lat.p999}})
+    if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
+  if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
+  // A quantile the histogram estimates (a bucket's midpoint) stays within the writer's exact min
+  // and max, as Histogram::quantile keeps it within its own.
+  if (lat.count && lat.min <= lat.max)
+    for (uint64_t* q : {&lat.p50, &lat.p90, &lat.p95, &lat.p99, &lat.p999})
+      *q = std::clamp(*q, lat.min, lat.max);
+  return lat;
+}
+
+// A record's cpu block into `r` (whose wall_s is read).
+void cpu_from_json(Record& r, const nlohmann::json& c) {
+  r.cpu.user_s = c.value("user_s", 0.0);
+  r.cpu.sys_s = c.value("sys_s", 0.0);
+  r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
+  r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
+  r.cpu.faults = c.value("faults", int64_t(0));
+  // One window (a remote side's record): its capacity is its wall time x the CPUs read.
+  if (c.contains("steal_s") && c["steal_s"].is_number()) {
+    Steal s;
+    s.steal_s = c["steal_s"].get<double>();
+    if (c.contains("steal_cpus") && c["steal_cpus"].is_array())
+      for (auto& v : c["steal_cpus"])
+        if (v.is_number_integer()) s.cpus.push_back(v.get<int>());
+    s.capacity_s = std::max(0.0, r.wall_s) * double(s.cpus.size());
+    s.resolution_s = double(s.cpus.size()) * tick_s();
+    s.irq_s = c.value("irq_s", 0.0);
+    s.softirq_s = c.value("softirq_s", 0.0);
+    r.steal = s;
+  }
+  if (c.contains("run_queue_wait_s") && c["run_queue_wait_s"].is_number())
+    r.run_queue_wait_s = c["run_queue_wait_s"].get<double>();
+}
+
+Integrity integrity_from_json(const nlohmann::json& in) {
+  Integrity i;
+  i.sent = in.value("sent", uint64_t(0));
+  i.received = in.value("received", uint64_t(0));
+  i.lost = in.value("lost", uint64_t(0));
+  i.duplicated = in.value("duplicated", uint64_t(0));
+  i.reordered = in.value("reordered", uint64_t(0));  // absent from older files and peers
+  i.corrupt = in.value("corrupt", uint64_t(0));
+  return i;
+}
+
+// A record's placement block into `pl` (whose layout stays where the block has none).
+void placement_from_json(Placement& pl, const nlohmann::json& p) {
+  pl.layout = p.value("layout", pl.layout);
+  pl.cpus = p.value("cpus", std::vector<int>{});
+  for (auto& s : p.value("sides", nlohmann::json::array()))
+    pl.sides.push_back({.role = s.value("role", ""),
+                        .index = s.value("index", 0),
+                        .pinned = s.value("pinned", std::vector<int>{}),
+                        .observed = s.value("observed", std::vector<int>{})});
+  pl.pair = p.value("pair", std::vector<int>{});
+  if (p.contains("c2c_ns") && p["c2c_ns"].is_number()) pl.c2c_ns = p["c2c_ns"].get<double>();
+  pl.basis = p.value("basis", "");
+}
+
+}  // namespace
+
 Record record_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::runtime_error("record is not a JSON object");
   for (const char* k : {"name", "ops", "wall_s", "integrity"})
@@ -277,62 +357,9 @@ Record record_from_json(const nlohmann::json& j) {
   r.bytes = j.value("bytes", uint64_t(0));
   r.wall_s = j.at("wall_s").get<double>();
   if (j.contains("rates") && j["rates"].is_object()) r.rates = j["rates"];
-  if (j.contains("latency_ns") && j["latency_ns"].is_object()) {
-    auto& l = j["latency_ns"];
-    Histogram h;
-    if (l.contains("histogram"))
-      h.add_sparse(l["histogram"].value("values", std::vector<uint64_t>{}),
-                   l["histogram"].value("counts", std::vector<uint64_t>{}));
-    Latency lat = h.count() ? Latency::from(l.value("kind", "op"), h) : Latency{};
-    lat.kind = l.value("kind", "op");
-    // Exact figures from the writer win over the histogram's bucket estimates.
-    for (auto [key, field] : {std::pair{"count", &lat.count},
-                              {"min", &lat.min},
-                              {"max", &lat.max},
-                              {"p50", &lat.p50},
-                              {"p90", &lat.p90},
-                              {"p95", &lat.p95},
-                              {"p99", &lat.p99},
-                              {"p999", &lat.p999}})
-      if (l.contains(key) && l[key].is_number()) *field = l[key].get<uint64_t>();
-    if (l.contains("mean") && l["mean"].is_number()) lat.mean = l["mean"].get<double>();
-    // A quantile the histogram estimates (a bucket's midpoint) stays within the writer's exact min
-    // and max, as Histogram::quantile keeps it within its own.
-    if (lat.count && lat.min <= lat.max)
-      for (uint64_t* q : {&lat.p50, &lat.p90, &lat.p95, &lat.p99, &lat.p999})
-        *q = std::clamp(*q, lat.min, lat.max);
-    r.latency = lat;
-  }
-  if (j.contains("cpu") && j["cpu"].is_object()) {
-    auto& c = j["cpu"];
-    r.cpu.user_s = c.value("user_s", 0.0);
-    r.cpu.sys_s = c.value("sys_s", 0.0);
-    r.cpu.ctx_vol = c.value("ctx_vol", int64_t(0));
-    r.cpu.ctx_invol = c.value("ctx_invol", int64_t(0));
-    r.cpu.faults = c.value("faults", int64_t(0));
-    // One window (a remote side's record): its capacity is its wall time x the CPUs read.
-    if (c.contains("steal_s") && c["steal_s"].is_number()) {
-      Steal s;
-      s.steal_s = c["steal_s"].get<double>();
-      if (c.contains("steal_cpus") && c["steal_cpus"].is_array())
-        for (auto& v : c["steal_cpus"])
-          if (v.is_number_integer()) s.cpus.push_back(v.get<int>());
-      s.capacity_s = std::max(0.0, r.wall_s) * double(s.cpus.size());
-      s.resolution_s = double(s.cpus.size()) * tick_s();
-      s.irq_s = c.value("irq_s", 0.0);
-      s.softirq_s = c.value("softirq_s", 0.0);
-      r.steal = s;
-    }
-    if (c.contains("run_queue_wait_s") && c["run_queue_wait_s"].is_number())
-      r.run_queue_wait_s = c["run_queue_wait_s"].get<double>();
-  }
-  auto& in = j.at("integrity");
-  r.integrity.sent = in.value("sent", uint64_t(0));
-  r.integrity.received = in.value("received", uint64_t(0));
-  r.integrity.lost = in.value("lost", uint64_t(0));
-  r.integrity.duplicated = in.value("duplicated", uint64_t(0));
-  r.integrity.reordered = in.value("reordered", uint64_t(0));  // absent from older files and peers
-  r.integrity.corrupt = in.value("corrupt", uint64_t(0));
+  if (j.contains("latency_ns") && j["latency_ns"].is_object()) r.latency = latency_from_json(j["latency_ns"]);
+  if (j.contains("cpu") && j["cpu"].is_object()) cpu_from_json(r, j["cpu"]);
+  r.integrity = integrity_from_json(j.at("integrity"));
   if (j.contains("extra") && j["extra"].is_object()) r.extra = j["extra"];
   for (auto [key, field] : {std::pair{"series", &r.series},
                             {"ci", &r.ci},
@@ -341,19 +368,7 @@ Record record_from_json(const nlohmann::json& j) {
     if (j.contains(key)) *field = j[key];
   if (j.contains("kernel") && j["kernel"].is_object()) r.kernel = j["kernel"];
   if (j.contains("warnings") && j["warnings"].is_array()) r.warnings = j["warnings"];
-  if (j.contains("placement") && j["placement"].is_object()) {
-    auto& p = j["placement"];
-    r.placement.layout = p.value("layout", r.placement.layout);
-    r.placement.cpus = p.value("cpus", std::vector<int>{});
-    for (auto& s : p.value("sides", nlohmann::json::array()))
-      r.placement.sides.push_back({.role = s.value("role", ""),
-                                   .index = s.value("index", 0),
-                                   .pinned = s.value("pinned", std::vector<int>{}),
-                                   .observed = s.value("observed", std::vector<int>{})});
-    r.placement.pair = p.value("pair", std::vector<int>{});
-    if (p.contains("c2c_ns") && p["c2c_ns"].is_number()) r.placement.c2c_ns = p["c2c_ns"].get<double>();
-    r.placement.basis = p.value("basis", "");
-  }
+  if (j.contains("placement") && j["placement"].is_object()) placement_from_json(r.placement, j["placement"]);
   return r;
 }
 

@@ -76,9 +76,11 @@ nlohmann::json aggregate_kernel(const std::vector<Record>& reps) {
   return k;
 }
 
-}  // namespace
-
-Record aggregate_median(const std::vector<Record>& reps) {
+// The aggregate before its figures: the first repetition's identity, none of one repetition's own
+// (series, ci, flags, warnings, steal), the integrity counts of all, the kernel counters' medians
+// (aggregate_kernel), and the status and error of the worst repetition that did not end ok.
+// `ok`: the repetitions that did.
+Record aggregate_frame(const std::vector<Record>& reps, std::vector<const Record*>& ok) {
   Record a = reps.front();
   a.run_type = "aggregate";
   a.aggregate_name = "median";
@@ -93,7 +95,6 @@ Record aggregate_median(const std::vector<Record>& reps) {
   a.steal.reset();
   // Kernel counters per op: medians of their own (aggregate_kernel).
   a.kernel = aggregate_kernel(reps);
-  std::vector<const Record*> ok;
   for (auto& r : reps) {
     a.integrity += r.integrity;
     if (r.status == Status::Ok)
@@ -103,29 +104,39 @@ Record aggregate_median(const std::vector<Record>& reps) {
       a.error = r.error;
     }
   }
-  if (ok.empty()) return a;
-  auto med = [&](auto f) {
-    std::vector<double> v;
-    for (auto* r : ok) v.push_back(double(f(*r)));
-    return median_of(v);
-  };
-  std::vector<double> tpo;
-  for (auto* r : ok) tpo.push_back(r->time_per_op_ns());
-  // Median time per op, expressed through wall and ops so every derived figure stays consistent.
-  a.ops = uint64_t(med([](const Record& r) { return r.ops; }));
-  a.bytes = uint64_t(med([](const Record& r) { return r.bytes; }));
+  return a;
+}
+
+// The median over the ok repetitions of `f` of each.
+template <class F>
+double median_over(const std::vector<const Record*>& ok, F f) {
+  std::vector<double> v;
+  for (auto* r : ok) v.push_back(double(f(*r)));
+  return median_of(v);
+}
+
+// Median time per op (`tpo`: each ok repetition's), expressed through wall and ops so every
+// derived figure stays consistent; the CPU's figures as medians per op.
+void median_counts(Record& a, const std::vector<const Record*>& ok, const std::vector<double>& tpo) {
+  a.ops = uint64_t(median_over(ok, [](const Record& r) { return r.ops; }));
+  a.bytes = uint64_t(median_over(ok, [](const Record& r) { return r.bytes; }));
   a.wall_s = median_of(tpo) * double(a.ops) * 1e-9;
-  a.cpu.user_s = med([](const Record& r) { return r.ops ? r.cpu.user_s / r.ops : 0; }) * a.ops;
-  a.cpu.sys_s = med([](const Record& r) { return r.ops ? r.cpu.sys_s / r.ops : 0; }) * a.ops;
-  a.cpu.ctx_vol = int64_t(
-      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_vol) / r.ops : 0; }) * a.ops));
-  a.cpu.ctx_invol = int64_t(
-      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.ctx_invol) / r.ops : 0; }) * a.ops));
-  a.cpu.faults = int64_t(
-      std::llround(med([](const Record& r) { return r.ops ? double(r.cpu.faults) / r.ops : 0; }) * a.ops));
-  // Steal: the medians per op of the steal and of the windows' capacity (wall x CPUs), over the
-  // repetitions that measured it; steal_share is their ratio.
-  // The interrupts' time and the run-queue wait likewise: medians per op.
+  auto per_op = [&](auto f) {
+    return median_over(ok, [&](const Record& r) { return r.ops ? f(r) / r.ops : 0; });
+  };
+  a.cpu.user_s = per_op([](const Record& r) { return r.cpu.user_s; }) * a.ops;
+  a.cpu.sys_s = per_op([](const Record& r) { return r.cpu.sys_s; }) * a.ops;
+  a.cpu.ctx_vol =
+      int64_t(std::llround(per_op([](const Record& r) { return double(r.cpu.ctx_vol); }) * a.ops));
+  a.cpu.ctx_invol =
+      int64_t(std::llround(per_op([](const Record& r) { return double(r.cpu.ctx_invol); }) * a.ops));
+  a.cpu.faults = int64_t(std::llround(per_op([](const Record& r) { return double(r.cpu.faults); }) * a.ops));
+}
+
+// Steal: the medians per op of the steal and of the windows' capacity (wall x CPUs), over the
+// repetitions that measured it; steal_share is their ratio.
+// The interrupts' time and the run-queue wait likewise: medians per op.
+void median_interference(Record& a, const std::vector<const Record*>& ok) {
   std::vector<double> steal, capacity, resolution, irq, softirq, wait;
   for (auto* r : ok) {
     if (r->steal && r->ops) {
@@ -150,12 +161,12 @@ Record aggregate_median(const std::vector<Record>& reps) {
       if (r->steal) s.cpus = r->steal->cpus;
     a.steal = s;
   }
-  a.rates = nlohmann::json::object();
-  for (auto& [k, v] : ok.front()->rates.items())
-    if (v.is_number()) a.rates[k] = med([&](const Record& r) { return r.rates.value(k, 0.0); });
-  // Placement, extra and the latency histogram of the repetition whose time per op is the median
-  // one; every latency figure, as every other column, the median of the repetitions' (those that
-  // measured it), so that no row sets one repetition's p50 beside the medians of the rest.
+}
+
+// Placement, extra and the latency histogram of the repetition whose time per op is the median
+// one; every latency figure, as every other column, the median of the repetitions' (those that
+// measured it), so that no row sets one repetition's p50 beside the medians of the rest.
+void median_latency(Record& a, const std::vector<const Record*>& ok, const std::vector<double>& tpo) {
   const Record* mid = ok.front();
   double target = median_of(tpo);
   for (auto* r : ok)
@@ -181,44 +192,54 @@ Record aggregate_median(const std::vector<Record>& reps) {
   }
   a.placement = mid->placement;
   a.extra = mid->extra;
+}
+
+// The spread of the repetitions' times per op.
+nlohmann::json time_per_op_spread(const std::vector<double>& tpo) {
   double mean = 0, sq = 0;
   for (double v : tpo) mean += v;
   mean /= double(tpo.size());
   for (double v : tpo) sq += (v - mean) * (v - mean);
   double sd = tpo.size() > 1 ? std::sqrt(sq / double(tpo.size() - 1)) : 0.0;
-  a.spread = {{"metric", "time_per_op_ns"},
-              {"min", *std::min_element(tpo.begin(), tpo.end())},
-              {"max", *std::max_element(tpo.begin(), tpo.end())},
-              {"stddev", sd},
-              {"cv", mean > 0 ? sd / mean : 0.0},
-              {"values", tpo}};
-  // Confidence intervals of the medians over the repetitions; the latency quantiles' only when
-  // every ok repetition measured latency.
-  if (ok.size() >= 3) {
-    std::vector<std::vector<double>> cols{tpo, {}, {}};
-    for (auto* r : ok)
-      if (r->latency && r->latency->count) {
-        cols[1].push_back(double(r->latency->p50));
-        cols[2].push_back(double(r->latency->p99));
-      }
-    const bool lat = cols[1].size() == ok.size();
-    if (!lat) cols.resize(1);
-    constexpr int kResamples = 2000;
-    const auto ci = bootstrap_median_ci(cols, seed_of(a.name), kResamples, 0.95);
-    a.ci = {{"level", 0.95},
-            {"method", "bootstrap-percentile"},
-            {"resamples", kResamples},
-            {"time_per_op_ns", ci[0]},
-            {"p50_ns", lat ? nlohmann::json(ci[1]) : nlohmann::json(nullptr)},
-            {"p99_ns", lat ? nlohmann::json(ci[2]) : nlohmann::json(nullptr)}};
-  }
-  // Flags: the record's own of every repetition (steal, short_window: facts of a window, which
-  // the median may be); the slice tests' (non_steady, bimodal) only where most ok repetitions
-  // carry them. Each test holds a false-alarm rate per window (p < 0.01 and the size rules), and
-  // a point's repetitions are three or more windows: their union flagged 9 of 146 medians on each
-  // of two runs of the default preset on one VM, only one of them on both, where a majority
-  // flags 1 and 2 — a drift or a second level seen in most windows is the point's, one seen once
-  // is that window's (the repetition keeps its flag: --verbose, results.json).
+  return {{"metric", "time_per_op_ns"},
+          {"min", *std::min_element(tpo.begin(), tpo.end())},
+          {"max", *std::max_element(tpo.begin(), tpo.end())},
+          {"stddev", sd},
+          {"cv", mean > 0 ? sd / mean : 0.0},
+          {"values", tpo}};
+}
+
+// Confidence intervals of the medians over 3 or more ok repetitions (null below); the latency
+// quantiles' only when every ok repetition measured latency.
+nlohmann::json median_ci(const std::vector<const Record*>& ok, const std::vector<double>& tpo,
+                         const std::string& name) {
+  if (ok.size() < 3) return nullptr;
+  std::vector<std::vector<double>> cols{tpo, {}, {}};
+  for (auto* r : ok)
+    if (r->latency && r->latency->count) {
+      cols[1].push_back(double(r->latency->p50));
+      cols[2].push_back(double(r->latency->p99));
+    }
+  const bool lat = cols[1].size() == ok.size();
+  if (!lat) cols.resize(1);
+  constexpr int kResamples = 2000;
+  const auto ci = bootstrap_median_ci(cols, seed_of(name), kResamples, 0.95);
+  return {{"level", 0.95},
+          {"method", "bootstrap-percentile"},
+          {"resamples", kResamples},
+          {"time_per_op_ns", ci[0]},
+          {"p50_ns", lat ? nlohmann::json(ci[1]) : nlohmann::json(nullptr)},
+          {"p99_ns", lat ? nlohmann::json(ci[2]) : nlohmann::json(nullptr)}};
+}
+
+// Flags: the record's own of every repetition (steal, short_window: facts of a window, which
+// the median may be); the slice tests' (non_steady, bimodal) only where most ok repetitions
+// carry them. Each test holds a false-alarm rate per window (p < 0.01 and the size rules), and
+// a point's repetitions are three or more windows: their union flagged 9 of 146 medians on each
+// of two runs of the default preset on one VM, only one of them on both, where a majority
+// flags 1 and 2 — a drift or a second level seen in most windows is the point's, one seen once
+// is that window's (the repetition keeps its flag: --verbose, results.json).
+nlohmann::json aggregate_flags(const std::vector<const Record*>& ok, const std::vector<double>& tpo) {
   std::set<std::string> flags;
   std::map<std::string, size_t> slice_flags;
   for (auto* r : ok) {
@@ -234,7 +255,28 @@ Record aggregate_median(const std::vector<Record>& reps) {
   for (double v : tpo)
     if (v > 0) log_tpo.push_back(std::log(v));
   if (log_tpo.size() >= 6 && is_bimodal(best_split(log_tpo))) flags.insert(flag_id(Flag::BimodalRepetitions));
-  for (auto& f : flags) a.flags.push_back(f);
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& f : flags) out.push_back(f);
+  return out;
+}
+
+}  // namespace
+
+Record aggregate_median(const std::vector<Record>& reps) {
+  std::vector<const Record*> ok;
+  Record a = aggregate_frame(reps, ok);
+  if (ok.empty()) return a;
+  std::vector<double> tpo;
+  for (auto* r : ok) tpo.push_back(r->time_per_op_ns());
+  median_counts(a, ok, tpo);
+  median_interference(a, ok);
+  a.rates = nlohmann::json::object();
+  for (auto& [k, v] : ok.front()->rates.items())
+    if (v.is_number()) a.rates[k] = median_over(ok, [&](const Record& r) { return r.rates.value(k, 0.0); });
+  median_latency(a, ok, tpo);
+  a.spread = time_per_op_spread(tpo);
+  a.ci = median_ci(ok, tpo, a.name);
+  a.flags = aggregate_flags(ok, tpo);
   return a;
 }
 
