@@ -242,6 +242,126 @@ std::unique_ptr<Db> Store::connect(bool write) {
   return open_sqlite(spec_, write, wait_s_);
 }
 
+namespace {
+
+// A benchmark of this run: its summary (its median, or its one repetition) and its repetitions'
+// figures; found in the store, its series, oldest first, and how far its median moved since the last.
+struct NowPoint {
+  Record* summary = nullptr;
+  std::vector<double> values;
+  std::string metric;
+  bool higher_better = false;
+  std::vector<RunValues> runs;
+  double log_ratio = 0;
+};
+
+std::map<std::string, NowPoint> points_of(std::vector<Record>& records) {
+  std::map<std::string, NowPoint> points;
+  for (auto& r : records) {
+    NowPoint& p = points[r.name];
+    if (r.run_type == "aggregate" || !p.summary) p.summary = &r;
+    if (r.run_type != "iteration") continue;
+    const Figure f = figure_of(to_json(r));
+    p.metric = f.metric, p.higher_better = f.higher_better;
+    if (f.value) p.values.push_back(*f.value);
+  }
+  return points;
+}
+
+// Every earlier run of benchmark `name` in its series (this machine, build type and flags),
+// oldest first. A reduced file keeps no repetitions, but its median's spread holds their times
+// per op: the last run's are read from it.
+std::vector<RunValues> earlier_runs(Db& db, const std::string& name, const std::string& metric,
+                                    const Machine& m, const std::string& type, const std::string& flags) {
+  const auto rows = db.query(
+      "SELECT r.id, r.date, r.git_sha, r.kernel, r.version, x.run_type, x.value FROM results x "
+      "JOIN runs r ON r.id = x.run_id WHERE x.name = ? AND x.metric = ? AND x.status = 'ok' AND x.value "
+      "IS NOT NULL AND r.machine_id = ? AND r.build_type = ? AND r.build_flags = ? AND r.kind IN ('run', "
+      "'import') ORDER BY r.date, r.stored, x.seq",
+      {name, metric, m.id, type, flags});
+  std::vector<RunValues> runs;
+  for (auto& row : rows) {
+    if (runs.empty() || runs.back().run_id != *row[0])
+      runs.push_back({*row[0],
+                      row[1].value_or(""),
+                      row[2].value_or(""),
+                      row[3].value_or(""),
+                      row[4].value_or(""),
+                      {},
+                      std::nullopt});
+    const auto v = as_double(row[6]);
+    if (!v) continue;
+    if (row[5] == Value("aggregate"))
+      runs.back().aggregate = v;
+    else
+      runs.back().values.push_back(*v);
+  }
+  if (runs.empty()) return runs;
+  RunValues& base = runs.back();
+  if (base.values.empty() && metric == "time/op") {
+    const auto recs = db.query(
+        "SELECT record FROM results WHERE run_id = ? AND name = ? AND run_type = 'aggregate' LIMIT 1",
+        {base.run_id, name});
+    if (!recs.empty() && recs[0][0]) {
+      const auto rec = nlohmann::json::parse(*recs[0][0], nullptr, false);
+      const auto p = "/spread/values"_json_pointer;
+      if (rec.contains(p) && rec.at(p).is_array())
+        for (auto& x : rec.at(p))
+          if (x.is_number() && x.get<double>() > 0) base.spread.push_back(x.get<double>());
+    }
+  }
+  return runs;
+}
+
+std::string placement_class(const Record& r) {
+  const std::string p = r.params.str_or("placement", "");
+  return p.empty() ? std::string("unpinned") : p;
+}
+
+// How far the machine moved between the runs, for benchmark `name` in its placement class: its
+// anchors' moves and its other mechanisms' (compare.py's noise model), so that a host that moved
+// the vCPUs is not taken for a change of every cross-CPU benchmark.
+MachineMove machine_move_around(const std::map<std::string, NowPoint>& points, const std::string& name) {
+  const Record* rec = points.at(name).summary;
+  const std::string cls = placement_class(*rec), mech = rec->suite + "/" + rec->mechanism;
+  std::vector<std::pair<std::string, double>> anchors;
+  std::vector<double> others;
+  for (auto& [other_name, q] : points) {
+    if (q.runs.empty() || other_name == name || placement_class(*q.summary) != cls) continue;
+    if (q.summary->suite == "anchors")
+      anchors.emplace_back(q.summary->suite + "/" + q.summary->mechanism, q.log_ratio);
+    if (q.summary->suite + "/" + q.summary->mechanism != mech) others.push_back(q.log_ratio);
+  }
+  return machine_move(anchors, others, cls);
+}
+
+// A summary record's extra.since: the verdict on its move since the last comparable run.
+nlohmann::json since_block(const Change& c, const NowPoint& point) {
+  const RunValues& base = point.runs.back();
+  return {{"verdict", c.verdict},
+          {"why", c.why},
+          {"metric", point.metric},
+          {"higher_better", point.higher_better},
+          {"ratio", c.ratio},
+          {"ci", c.ci},
+          {"p", c.p},
+          {"band", c.band},
+          {"band_source", c.band_source},
+          {"median", median_of(point.values)},
+          {"n", point.values.size()},
+          {"base",
+           {{"run_id", base.run_id},
+            {"date", base.date},
+            {"git_sha", base.git_sha},
+            {"kernel", base.kernel},
+            {"version", base.version},
+            {"median", base.median()},
+            {"n", base.sample().size()}}},
+          {"history_runs", point.runs.size()}};
+}
+
+}  // namespace
+
 std::string Store::compare(std::vector<Record>& records, const nlohmann::json& context) {
   struct stat st {};
   if (url_.empty() && lstat(spec_.c_str(), &st) != 0)
@@ -252,119 +372,23 @@ std::string Store::compare(std::vector<Record>& records, const nlohmann::json& c
     const Machine m = machine_of(*db, context, false);
     if (m.id.empty()) return "";
     const std::string flags = text(context, "build_flags"), type = text(context, "build_type");
-    // Each benchmark's summary (its median, or its one repetition) and its repetitions' figures.
-    struct Now {
-      Record* summary = nullptr;
-      std::vector<double> values;
-      std::string metric;
-      bool higher_better = false;
-      // Found in the store: its series, oldest first, and how far its median moved since the last.
-      std::vector<RunValues> runs;
-      double log_ratio = 0;
-    };
-    std::map<std::string, Now> points;
-    for (auto& r : records) {
-      Now& p = points[r.name];
-      if (r.run_type == "aggregate" || !p.summary) p.summary = &r;
-      if (r.run_type != "iteration") continue;
-      const Figure f = figure_of(to_json(r));
-      p.metric = f.metric, p.higher_better = f.higher_better;
-      if (f.value) p.values.push_back(*f.value);
-    }
+    std::map<std::string, NowPoint> points = points_of(records);
     for (auto& [name, point] : points) {
-      const std::vector<double>& now = point.values;
-      const std::string& metric = point.metric;
-      if (now.empty()) continue;
-      // Every earlier run of this benchmark in its series, oldest first.
-      const auto rows = db->query(
-          "SELECT r.id, r.date, r.git_sha, r.kernel, r.version, x.run_type, x.value FROM results x "
-          "JOIN runs r ON r.id = x.run_id WHERE x.name = ? AND x.metric = ? AND x.status = 'ok' AND x.value "
-          "IS NOT NULL AND r.machine_id = ? AND r.build_type = ? AND r.build_flags = ? AND r.kind IN ('run', "
-          "'import') ORDER BY r.date, r.stored, x.seq",
-          {name, metric, m.id, type, flags});
-      std::vector<RunValues> runs;
-      for (auto& row : rows) {
-        if (runs.empty() || runs.back().run_id != *row[0])
-          runs.push_back({*row[0],
-                          row[1].value_or(""),
-                          row[2].value_or(""),
-                          row[3].value_or(""),
-                          row[4].value_or(""),
-                          {},
-                          std::nullopt});
-        const auto v = as_double(row[6]);
-        if (!v) continue;
-        if (row[5] == Value("aggregate"))
-          runs.back().aggregate = v;
-        else
-          runs.back().values.push_back(*v);
-      }
+      if (point.values.empty()) continue;
+      std::vector<RunValues> runs = earlier_runs(*db, name, point.metric, m, type, flags);
       if (runs.empty()) continue;
-      RunValues& base = runs.back();
-      // A reduced file keeps no repetitions, but its median's spread holds their times per op.
-      if (base.values.empty() && metric == "time/op") {
-        const auto recs = db->query(
-            "SELECT record FROM results WHERE run_id = ? AND name = ? AND run_type = 'aggregate' LIMIT 1",
-            {base.run_id, name});
-        if (!recs.empty() && recs[0][0]) {
-          const auto rec = nlohmann::json::parse(*recs[0][0], nullptr, false);
-          const auto p = "/spread/values"_json_pointer;
-          if (rec.contains(p) && rec.at(p).is_array())
-            for (auto& x : rec.at(p))
-              if (x.is_number() && x.get<double>() > 0) base.spread.push_back(x.get<double>());
-        }
-      }
-      if (base.median() > 0 && median_of(now) > 0) point.log_ratio = std::log(median_of(now) / base.median());
+      const double now = median_of(point.values), base = runs.back().median();
+      if (base > 0 && now > 0) point.log_ratio = std::log(now / base);
       point.runs = std::move(runs);
     }
-    // How far the machine moved between the runs, per placement class: its anchors' moves and its
-    // other mechanisms' (compare.py's noise model), so that a host that moved the vCPUs is not
-    // taken for a change of every cross-CPU benchmark.
-    auto placement_of = [](const Record& r) {
-      const std::string p = r.params.str_or("placement", "");
-      return p.empty() ? std::string("unpinned") : p;
-    };
     for (auto& [name, point] : points) {
       if (point.runs.empty()) continue;
-      Record* rec = point.summary;
-      const std::string cls = placement_of(*rec), mech = rec->suite + "/" + rec->mechanism;
-      std::vector<std::pair<std::string, double>> anchors;
-      std::vector<double> others;
-      for (auto& [other_name, q] : points) {
-        if (q.runs.empty() || other_name == name || placement_of(*q.summary) != cls) continue;
-        if (q.summary->suite == "anchors")
-          anchors.emplace_back(q.summary->suite + "/" + q.summary->mechanism, q.log_ratio);
-        if (q.summary->suite + "/" + q.summary->mechanism != mech) others.push_back(q.log_ratio);
-      }
-      const MachineMove moved = machine_move(anchors, others, cls);
-      const std::vector<RunValues>& runs = point.runs;
-      const RunValues& base = runs.back();
-      const std::vector<double>& now = point.values;
+      const MachineMove moved = machine_move_around(points, name);
       std::vector<double> history;
-      for (auto& r : runs) history.push_back(r.median());
-      const Change c = judge_change(base.sample(), now, point.higher_better, history, seed_of(name), moved);
-      const std::string& metric = point.metric;
-      const bool higher_better = point.higher_better;
-      rec->extra["since"] = {{"verdict", c.verdict},
-                             {"why", c.why},
-                             {"metric", metric},
-                             {"higher_better", higher_better},
-                             {"ratio", c.ratio},
-                             {"ci", c.ci},
-                             {"p", c.p},
-                             {"band", c.band},
-                             {"band_source", c.band_source},
-                             {"median", median_of(now)},
-                             {"n", now.size()},
-                             {"base",
-                              {{"run_id", base.run_id},
-                               {"date", base.date},
-                               {"git_sha", base.git_sha},
-                               {"kernel", base.kernel},
-                               {"version", base.version},
-                               {"median", base.median()},
-                               {"n", base.sample().size()}}},
-                             {"history_runs", runs.size()}};
+      for (auto& r : point.runs) history.push_back(r.median());
+      const Change c = judge_change(point.runs.back().sample(), point.values, point.higher_better, history,
+                                    seed_of(name), moved);
+      point.summary->extra["since"] = since_block(c, point);
     }
   } catch (const Unavailable& e) {
     return fmt::format("store: no comparison with earlier runs: {}", e.what());
