@@ -87,8 +87,10 @@ std::string antagonists_text(const nlohmann::json& context) {
   return out;
 }
 
-std::string markdown(const nlohmann::json& context, const TableNames& names,
-                     const std::vector<Record>& records) {
+namespace {
+
+// The page's heading: the machine line, and the antagonists the run was measured under.
+std::string md_machine(const nlohmann::json& context) {
   std::string md = "# ipclab results\n\n";
   auto cpu = context.value("cpu", nlohmann::json::object());
   auto load = context.value("load_avg", nlohmann::json::array());
@@ -105,7 +107,12 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
         "Under antagonists: {} — every figure below was measured under that noise "
         "(docs/noise.md; each record's `extra.antagonists` says what ran).\n\n",
         md_text(noise));
-  // The run's warnings, then each repetition's own (flag_steal).
+  return md;
+}
+
+// The run's warnings, then each repetition's own (flag_steal); "" when there are none.
+std::string md_warnings(const nlohmann::json& context, const TableNames& names,
+                        const std::vector<Record>& records) {
   std::string warned;
   auto warn = [&](const std::string& who, const nlohmann::json& w) {
     warned +=
@@ -115,14 +122,13 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
   for (auto& r : records)
     for (auto& w : r.warnings)
       warn(fmt::format("{} (repetition {}): ", md_code(names.of(r.name)), r.repetition), w);
-  if (!warned.empty()) md += "Warnings:\n" + warned + "\n";
-  bool any_agg = false;
-  for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
-  std::vector<const Record*> rows;
-  for (auto& r : records)
-    if (!any_agg || r.run_type == "aggregate") rows.push_back(&r);
-  // The columns: a column only some runs have figures for (Column::needs, e.g. sys/op) only where a
-  // row has one.
+  return warned.empty() ? "" : "Warnings:\n" + warned + "\n";
+}
+
+// The table: a row per benchmark (its median where the run has medians, else every record), in the
+// columns every result table has; a column only some runs have figures for (Column::needs, e.g.
+// sys/op) only where a row has one.
+std::string md_table(const std::vector<const Record*>& rows, const TableNames& names) {
   std::vector<const Column*> shown;
   for (auto& c : columns()) {
     bool any = c.needs.empty();
@@ -134,7 +140,7 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
     header += " " + c->key + " |";
     rule += c->width > 0 ? "---:|" : "---|";
   }
-  md += header + "\n" + rule + "\n";
+  std::string md = header + "\n" + rule + "\n";
   for (auto* rp : rows) {
     const Record& r = *rp;
     const nlohmann::json j = to_json(r);
@@ -148,25 +154,45 @@ std::string markdown(const nlohmann::json& context, const TableNames& names,
     }
     md += row + "\n";
   }
-  // What each flag the rows show means, and what to do about it (flag_table()).
+  return md;
+}
+
+// What each flag the rows show means, and what to do about it (flag_table()).
+std::string md_flag_legend(const std::vector<const Record*>& rows) {
   std::set<Flag> flags;
   for (auto* rp : rows)
     for (Flag f : record_flags(*rp)) flags.insert(f);
-  if (!flags.empty()) {
-    md += "\nWhat the flags mean, and what to do:\n";
-    for (auto& f : flag_table())
-      if (flags.count(f.flag))
-        md += fmt::format("- **{}** ({}): {} — {}\n", md_text(f.word), md_code(f.id), md_prose(f.meaning),
-                          md_prose(f.remedy));
-  }
-  if (const SinceText noise = inflation_text(records, names); !noise.lines.empty()) {
-    md += "\n" + md_prose(noise.heading) + "\n";
-    for (auto& line : noise.lines) md += "- " + md_text(line) + "\n";
-  }
-  if (const SinceText since = since_text(records, names); !since.lines.empty()) {
-    md += "\n" + md_prose(since.heading) + "\n";
-    for (auto& line : since.lines) md += "- " + md_text(line) + "\n";
-  }
+  if (flags.empty()) return "";
+  std::string md = "\nWhat the flags mean, and what to do:\n";
+  for (auto& f : flag_table())
+    if (flags.count(f.flag))
+      md += fmt::format("- **{}** ({}): {} — {}\n", md_text(f.word), md_code(f.id), md_prose(f.meaning),
+                        md_prose(f.remedy));
+  return md;
+}
+
+// A section of lines under its heading (the inflation's, the moves since the last run); "" without lines.
+std::string md_section(const SinceText& section) {
+  if (section.lines.empty()) return "";
+  std::string md = "\n" + md_prose(section.heading) + "\n";
+  for (auto& line : section.lines) md += "- " + md_text(line) + "\n";
+  return md;
+}
+
+}  // namespace
+
+std::string markdown(const nlohmann::json& context, const TableNames& names,
+                     const std::vector<Record>& records) {
+  std::string md = md_machine(context) + md_warnings(context, names, records);
+  bool any_agg = false;
+  for (auto& r : records) any_agg = any_agg || r.run_type == "aggregate";
+  std::vector<const Record*> rows;
+  for (auto& r : records)
+    if (!any_agg || r.run_type == "aggregate") rows.push_back(&r);
+  md += md_table(rows, names);
+  md += md_flag_legend(rows);
+  md += md_section(inflation_text(records, names));
+  md += md_section(since_text(records, names));
   if (!names.fixed.empty()) {
     md += "\nThe same in every row of a mechanism:\n";
     for (auto& [mechanism, fixed] : names.fixed)
