@@ -130,6 +130,61 @@ std::function<std::string(const Params&)> suite_check(const std::string& name, b
 
 namespace {
 
+// How the client threads drive their connections: the uring or the epoll loop, closed; or (`spec`
+// given) the epoll loop open at `rate`, each thread at its share, its window `window_ns`.
+struct Drive {
+  bool uring = false;
+  const RateSpec* spec = nullptr;
+  RateSpec rate_spec;  // copied into the workers' bodies
+  int64_t rate = 0;
+  uint64_t window_ns = 0;
+};
+
+// A worker per client thread (`cls`, on `at.clients`), each opening its share of the `nconn`
+// connections to the server (the first nconn % k one more) and driving them.
+std::vector<WorkerSpec> client_workers(const std::vector<Client*>& cls, const Layout& at, int port,
+                                       const std::string& address, int64_t nconn, const Drive& d) {
+  const size_t k = cls.size();
+  std::vector<WorkerSpec> workers;
+  for (size_t j = 0; j < k; ++j) {
+    const size_t n = size_t(nconn) / k + (j < size_t(nconn) % k ? 1 : 0);
+    workers.push_back({"client", int(j), at.clients[j], [cl = cls[j], port, address, n, d, j, k](Worker& w) {
+                         cl->connect(port, n, address);
+                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
+                         cl->worker = &w;
+                         w.ready();
+                         if (d.spec)
+                           drive_epoll_rate(*cl, d.rate_spec, d.rate, d.window_ns, int(j), int(k));
+                         else
+                           d.uring ? drive_uring(*cl) : drive_epoll(*cl);
+                         if (!cl->error.empty()) throw std::runtime_error(cl->error);
+                       }});
+  }
+  return workers;
+}
+
+// The run's figures beside the Session's: echoes and MiB per second, the server's CPU in the
+// window (`srv`) and over its life, the clients' (`cli`) per echo, which client and server ran
+// and where the server was measured.
+void record_echoes(Record& rec, const RunOptions& o, size_t k, bool uring, const ServerLaunch& launch,
+                   const std::string& measured_on, const CpuUsage& srv, const CpuUsage& whole,
+                   const CpuUsage& cli) {
+  const double server_cpu_s = srv.total_s();
+  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
+  rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
+  auto& x = rec.extra;
+  x["client"] = uring ? "io_uring" : "epoll";
+  x["server_cpu_s"] = server_cpu_s;
+  x["server_cpu_per_echo_ns"] = rec.ops ? server_cpu_s * 1e9 / double(rec.ops) : 0.0;
+  x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
+  x["server_cpu_whole_life_s"] = whole.total_s();
+  x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
+  if (!measured_on.empty()) x["server_measured_on"] = measured_on;
+  if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
+    x["reactor_note"] = fmt::format(
+        "{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k, o.cpus.size());
+}
+
 // One run: start the mechanism's server, run the client through the Session's warm-up and
 // measured window, verify, stop. Closed loop, or (spec given) open loop at `rate`, whose figures
 // it returns.
@@ -143,10 +198,13 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   ensure_nofile(uint64_t(nconn) + 64, fmt::format("connections {}", nconn));
   const auto k = size_t(p.i64("reactors"));
   const Layout at = layout_for(o, k);
+  Drive drive{.uring = uring, .spec = spec, .rate = rate, .window_ns = uint64_t(o.duration_s * 1e9)};
   // Open loop: the pacing floor of one client thread at its share of the rate, on the first client
   // thread's CPU, before the server starts.
-  RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the worker's body
-  if (spec) rate_spec.measure_floor(rate, int(k), at.clients[0]);
+  if (spec) {
+    drive.rate_spec = *spec;
+    drive.rate_spec.measure_floor(rate, int(k), at.clients[0]);
+  }
 
   ServerLaunch launch = s.mechanism().server(s);
   // Open loop: several requests in flight per connection, so no Nagle on the server's sockets (an
@@ -158,39 +216,19 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // Here, or with --remote on the other host (core/run/remote.hpp), its CPU measured there.
   remote::BenchServer server(s, launch, process_cpu);
   // A client per client thread, on the heap, for a worker thread to find even if it could not be
-  // stopped; each opens its share of the connections (the first connections % k one more).
+  // stopped.
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<Client*> cls;
   for (size_t j = 0; j < k; ++j)
     cls.push_back(clients.emplace_back(std::make_unique<Client>(size_t(p.i64("size")))).get());
   // The server shows progress only through the echoes the clients complete.
-  auto echoes = [cls] {
+  server.watch(s, [cls] {
     uint64_t n = 0;
     for (const Client* cl : cls) n += cl->echoes.load(std::memory_order_relaxed);
     return n;
-  };
-  server.watch(s, echoes);
-  const int port = server.port();
-  const std::string address = server.address();
-  const auto window_ns = uint64_t(o.duration_s * 1e9);
-  std::vector<WorkerSpec> workers;
-  for (size_t j = 0; j < k; ++j) {
-    const size_t n = size_t(nconn) / k + (j < size_t(nconn) % k ? 1 : 0);
-    workers.push_back(
-        {"client", int(j), at.clients[j],
-         [cl = cls[j], port, address, n, uring, spec, rate_spec, rate, window_ns, j, k](Worker& w) {
-           cl->connect(port, n, address);
-           if (!cl->error.empty()) throw std::runtime_error(cl->error);
-           cl->worker = &w;
-           w.ready();
-           if (spec)
-             drive_epoll_rate(*cl, rate_spec, rate, window_ns, int(j), int(k));
-           else
-             uring ? drive_uring(*cl) : drive_epoll(*cl);
-           if (!cl->error.empty()) throw std::runtime_error(cl->error);
-         }});
-  }
-  const WorkerResults slots = s.run_workers(std::move(workers), false, "rtt");
+  });
+  const WorkerResults slots =
+      s.run_workers(client_workers(cls, at, server.port(), server.address(), nconn, drive), false, "rtt");
   // The connections stay open until the run is over: the server's death is a failure, what it
   // does once its clients have gone is not. The clients go first, then the server.
   if (s.stuck())  // a stuck worker may still use them
@@ -201,25 +239,12 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   auto& rec = s.record();
   CpuUsage cli;
   for (size_t j = 0; j < k; ++j) cli += slots[j].cpu;
-  const double server_cpu_s = srv.total_s();
   rec.placement.layout = layout_of(o);  // the suite's fixed layout (it has no placement parameter)
   // Each reactor thread is a side of its own, where it was pinned.
   server.add_reactor_sides(rec.placement, launch);  // none with one reactor
-  rec.rates["echoes_per_s"] = rec.wall_s > 0 ? double(rec.ops) / rec.wall_s : 0.0;
-  rec.rates["MiB_per_s"] = rec.wall_s > 0 ? double(rec.bytes) / rec.wall_s / (1 << 20) : 0.0;
-  auto& x = rec.extra;
-  x["client"] = uring ? "io_uring" : "epoll";
-  x["server_cpu_s"] = server_cpu_s;
-  x["server_cpu_per_echo_ns"] = rec.ops ? server_cpu_s * 1e9 / double(rec.ops) : 0.0;
-  x["client_cpu_per_echo_ns"] = rec.ops ? cli.total_s() * 1e9 / double(rec.ops) : 0.0;
-  x["server_cpu_whole_life_s"] = whole.total_s();
-  x["server"] = launch.argv.empty() ? "forked" : launch.argv[0];
-  if (const std::string on = server.measured_on(); !on.empty()) x["server_measured_on"] = on;
-  if (k > 1 && !o.cpus.empty() && o.cpus.size() < 2 * k)
-    x["reactor_note"] = fmt::format(
-        "{} reactors and {} client threads over {} CPUs of --cpus: they share CPUs", k, k, o.cpus.size());
+  record_echoes(rec, o, k, uring, launch, server.measured_on(), srv, whole, cli);
   if (!spec) return std::nullopt;
-  return fold_rate(rec, rate_spec, rate, slots, int(k));
+  return fold_rate(rec, drive.rate_spec, rate, slots, int(k));
 }
 
 }  // namespace

@@ -70,14 +70,11 @@ Latency latency_from(const nlohmann::json& lat) {
   return l;
 }
 
-void run_fio(Session& s, const std::string& ioengine) {
-  const std::string fio = find_fio();
-  const bool direct = s.params().flag("direct");
-  const Setup su = prepare(s, direct);
+// fio's command line for the reference line's work: the file, block size, pattern, queue depth and
+// direct flag of `su`, through `ioengine`, its JSON report written to `out`.
+std::vector<std::string> fio_argv(const std::string& fio, const Session& s, const Setup& su,
+                                  const std::string& ioengine, bool direct, const std::string& out) {
   const auto& opts = s.options();
-  // fio's report goes to the run's private folder, under a name journaled before fio makes it.
-  const std::string out = ipc::run_dir() + ipc::unique_name("fio.json");
-  ipc::track_path(out);
   const bool rand = su.plan.random();
   // randrepeat+randseed fix fio's order run to run; its random map (norandommap off, the
   // default) makes each pass read every block exactly once — in fio's own order, not ours.
@@ -102,8 +99,11 @@ void run_fio(Session& s, const std::string& ioengine) {
     argv.push_back("--registerfiles=1");
     argv.push_back("--fixedbufs=1");
   }
-  const DeviceReads device(su.path);
-  PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10, opts.duration_s);
+  return argv;
+}
+
+// fio's JSON report from `out` (then removed): its document, or why fio gave none.
+nlohmann::json read_fio_report(const std::string& out, const PeerRun& run) {
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ipc::remove(ipc::Kind::Path, out);
@@ -111,14 +111,19 @@ void run_fio(Session& s, const std::string& ioengine) {
   const auto brace = text.find('{');  // fio may print notes before the JSON
   if (brace == std::string::npos)
     throw std::runtime_error("fio wrote no JSON" + (run.stderr_tail.empty() ? "" : ": " + run.stderr_tail));
-  const auto doc = nlohmann::json::parse(text.substr(brace));
+  auto doc = nlohmann::json::parse(text.substr(brace));
   const auto& job = doc.at("jobs").at(0);
-  const auto& rd = job.at("read");
+  (void)job.at("read");  // a report without reads is malformed: it throws here, before the job's error
   if (job.value("error", 0) != 0)
     throw std::runtime_error(fmt::format("fio job error {}: {}", job.value("error", 0), run.stderr_tail));
+  return doc;
+}
 
-  Record& rec = s.record();
-  device.record(rec);
+// fio's figures into the record: its reads over its measured window, its latency, and its own CPU
+// over that window (beside wait4's of its whole run).
+void fold_fio(Record& rec, const nlohmann::json& doc, const PeerRun& run, const Setup& su) {
+  const auto& job = doc.at("jobs").at(0);
+  const auto& rd = job.at("read");
   rec.bytes = rd.value("io_bytes", uint64_t(0));
   rec.ops = rec.bytes / su.plan.len();
   rec.wall_s = rd.value("runtime", 0.0) / 1000.0;  // ms of the measured (post-ramp) window
@@ -135,21 +140,40 @@ void run_fio(Session& s, const std::string& ioengine) {
                                       {"sys_s", run.cpu.sys_s},
                                       {"ctx_vol", run.cpu.ctx_vol},
                                       {"ctx_invol", run.cpu.ctx_invol}};
-  rec.extra["engine"] = "fio " + ioengine;
   rec.extra["fio_version"] = doc.value("fio version", "");
   rec.extra["fio_iops"] = rd.value("iops", 0.0);
   rec.extra["fio_bw_bytes"] = rd.value("bw_bytes", 0.0);
-  rec.extra["direct"] = direct;
-  rec.extra["verified"] = false;
-  rec.extra["order"] =
-      rand ? "fio's own random order with its random map: every block once per pass" : "sequential";
-  std::string cmd;
-  for (auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-  rec.extra["command"] = cmd;
   if (rec.wall_s > 0) {
     rec.rates["iops"] = double(rec.ops) / rec.wall_s;
     rec.rates["MB_per_s"] = double(rec.bytes) / rec.wall_s / 1e6;
   }
+}
+
+void run_fio(Session& s, const std::string& ioengine) {
+  const std::string fio = find_fio();
+  const bool direct = s.params().flag("direct");
+  const Setup su = prepare(s, direct);
+  const auto& opts = s.options();
+  // fio's report goes to the run's private folder, under a name journaled before fio makes it.
+  const std::string out = ipc::run_dir() + ipc::unique_name("fio.json");
+  ipc::track_path(out);
+  const std::vector<std::string> argv = fio_argv(fio, s, su, ioengine, direct, out);
+  const DeviceReads device(su.path);
+  PeerRun run = run_peer(argv, -1, opts.timeout_s() + 10, opts.duration_s);
+  const nlohmann::json doc = read_fio_report(out, run);
+
+  Record& rec = s.record();
+  device.record(rec);
+  fold_fio(rec, doc, run, su);
+  rec.extra["engine"] = "fio " + ioengine;
+  rec.extra["direct"] = direct;
+  rec.extra["verified"] = false;
+  rec.extra["order"] = su.plan.random()
+                           ? "fio's own random order with its random map: every block once per pass"
+                           : "sequential";
+  std::string cmd;
+  for (auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  rec.extra["command"] = cmd;
   rec.placement.layout = "unpinned";
   rec.placement.cpus = opts.cpus;
   rec.placement.sides.push_back(Side{"fio", 0, {}, {}});

@@ -404,6 +404,45 @@ std::string check(const Params& p, GuestKind kind) {
                      kMaxWorkers, (kMaxWorkers - others) / per_pair);
 }
 
+namespace {
+
+// The guests' workers, then the hosts' (the last `pairs`). The session forks the process guest
+// before it starts any thread.
+std::vector<WorkerSpec> pair_workers(GuestKind kind, int pairs, int host_cpu, int guest_cpu, Region& r,
+                                     Objects& o, const Strategy& st, const HostSpec& hs) {
+  std::vector<WorkerSpec> workers;
+  if (kind == GuestKind::Thread)
+    for (int i = 0; i < pairs; ++i)
+      workers.push_back(
+          {"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
+  if (kind == GuestKind::Process)
+    workers.push_back({.role = "guest",
+                       .index = 0,
+                       .cpu = guest_cpu,
+                       .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); },
+                       .process = true});
+  for (int i = 0; i < pairs; ++i)
+    workers.push_back({"host", i, host_cpu, [i, &hs](Worker& w) { host(w, i, hs); }});
+  return workers;
+}
+
+// What the guests were: the object they answered through, whose CPU the record holds, and (one
+// guest process answering every slot) each pair's guest as one of its threads, on its CPU.
+void record_guests(Record& rec, GuestKind kind, const Objects& o, int pairs, int guest_cpu) {
+  rec.extra["object"] = o.base;
+  rec.extra["guest_cpu_source"] = kind == GuestKind::Thread
+                                      ? "RUSAGE_THREAD per guest thread"
+                                      : "RUSAGE_SELF of the guest process over the measured window";
+  if (kind != GuestKind::Thread)
+    for (int i = 1; i < pairs; ++i) {
+      Side side{"guest", i, {}, {}};
+      if (guest_cpu >= 0) side.pinned = {guest_cpu};
+      rec.placement.sides.push_back(side);
+    }
+}
+
+}  // namespace
+
 void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const Params& p = s.params();
   const Wait wait = wait_of(p.str("wait"));
@@ -424,22 +463,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   const Strategy st(wait, spin_limit, kind == GuestKind::Thread, budget.same_cpu ? budget.yield_ns : 0);
   const HostSpec hs{r, o, st, round_trips, uint64_t(p.i64("latency_sample"))};
 
-  // The guests' workers, then the hosts' (first_host on). The session forks the process guest
-  // before it starts any thread.
-  std::vector<WorkerSpec> workers;
-  if (kind == GuestKind::Thread)
-    for (int i = 0; i < pairs; ++i)
-      workers.push_back(
-          {"guest", i, guest_cpu, [i, &r, &o, &st](Worker& w) { thread_guest(w, i, r, o, st); }});
-  if (kind == GuestKind::Process)
-    workers.push_back({.role = "guest",
-                       .index = 0,
-                       .cpu = guest_cpu,
-                       .body = [&r, &o, &st](Worker& w) { process_guest(w, r, o, st); },
-                       .process = true});
-  const int first_host = int(workers.size());
-  for (int i = 0; i < pairs; ++i)
-    workers.push_back({"host", i, host_cpu, [i, &hs](Worker& w) { host(w, i, hs); }});
+  std::vector<WorkerSpec> workers = pair_workers(kind, pairs, host_cpu, guest_cpu, r, o, st, hs);
+  const int first_host = int(workers.size()) - pairs;
   // A guest process shows progress through its hosts' round trips: its answers complete them.
   auto trips = [&s, first_host, pairs] {
     uint64_t n = 0;
@@ -472,19 +497,8 @@ void run(Session& s, GuestKind kind, const std::string& go_guest) {
   memory.describe(rec);
   if (kind == GuestKind::Go) finish_go_guest(guest, r.header, rec);
   if (rec.status == Status::Failed) return;
-
   record_figures(s, slots, first_host, pairs, round_trips);
-  rec.extra["object"] = o.base;
-  rec.extra["guest_cpu_source"] = kind == GuestKind::Thread
-                                      ? "RUSAGE_THREAD per guest thread"
-                                      : "RUSAGE_SELF of the guest process over the measured window";
-  // One guest process answers every slot: each pair's guest is one of its threads, on its CPU.
-  if (kind != GuestKind::Thread)
-    for (int i = 1; i < pairs; ++i) {
-      Side side{"guest", i, {}, {}};
-      if (guest_cpu >= 0) side.pinned = {guest_cpu};
-      rec.placement.sides.push_back(side);
-    }
+  record_guests(rec, kind, o, pairs, guest_cpu);
 }
 
 }  // namespace ipclab::pingpong

@@ -173,6 +173,114 @@ size_t open_cap(const ServerModel& m) {
   return size_t(cap);
 }
 
+// What the measured sessions come to, into the worker's slot. A blocking model's lost sessions are
+// its documented weakness, not a fault (nor an external server's, which may be anything): they
+// count as lost only for an event-driven one.
+void report_sessions(Worker& w, const LoadResult& r, uint64_t sent, bool event_driven) {
+  auto& out = w.out();
+  out.ops = r.processed;
+  out.hist.merge(r.session);
+  out.integrity.sent = sent;
+  out.integrity.received = r.processed;
+  out.integrity.corrupt = r.corrupt;
+  if (event_driven) out.integrity.lost = r.lost;
+}
+
+// The load generator at `o.rate`, time-bounded: sessions arrive through --warmup and --duration;
+// those started inside the window are measured, and are served to their end after it.
+std::function<void(Worker&)> open_loop_body(const LoadConfig& cfg, const OpenLoop& o, Waves* wv,
+                                            bool event_driven) {
+  return [cfg, o, wv, event_driven](Worker& w) {
+    run_open_loop(cfg, o, w, wv->progress, wv->warmup, wv->measured);
+    report_sessions(w, wv->measured, wv->measured.started, event_driven);
+    // A corrupt reply is the server's fault whenever it comes: one in the warm-up fails the run too.
+    w.out().integrity.corrupt += wv->warmup.corrupt;
+  };
+}
+
+// The load generator in waves of `clients` sessions one after another, each served to its end,
+// until the window holds --duration (or `waves` of them); --warmup > 0: unmeasured waves first
+// (one when `waves` is fixed), as the measured ones.
+std::function<void(Worker&)> waves_body(const Session& s, const LoadConfig& cfg, Waves* wv, int clients,
+                                        bool event_driven) {
+  const auto fixed = uint64_t(s.params().i64("waves"));
+  const auto warm_ns = uint64_t(s.options().warmup_s * 1e9),
+             window_ns = uint64_t(s.options().duration_s * 1e9);
+  // Waves into `out` while the run goes on: at least one, then `fixed` of them or until `span_ns`
+  // has passed. Returns how many ran.
+  auto waves_for = [cfg, wv](Worker& w, LoadResult& out, uint64_t count, uint64_t span_ns) {
+    const uint64_t t0 = now_ns();
+    uint64_t n = 0;
+    do {
+      run_load(cfg, w, wv->progress, out);
+      ++n;
+    } while (w.running() && (count ? n < count : now_ns() - t0 < span_ns));
+    return n;
+  };
+  return [wv, event_driven, waves_for, fixed, warm_ns, window_ns, clients,
+          warm = s.options().warmup_s > 0](Worker& w) {
+    if (warm) w.hold_warmup();
+    w.ready();
+    if (warm) {
+      waves_for(w, wv->warmup, fixed ? 1 : 0, warm_ns);
+      w.warmed();
+    }
+    while (w.running() && !w.measuring()) sleep_ns(20'000);
+    if (!w.measuring()) return;
+    wv->waves = waves_for(w, wv->measured, fixed, window_ns);
+    report_sessions(w, wv->measured, wv->waves * uint64_t(clients), event_driven);
+  };
+}
+
+// The sessions' outcomes into `x` (the record's extra): the open loop's or the waves', how many
+// were processed, rejected and lost and why, and the connects' and requests' latencies.
+void record_sessions(nlohmann::json& x, const LoadResult& res, const OpenLoop* ol, int clients,
+                     uint64_t waves) {
+  if (ol) {
+    x["max_open"] = ol->max_open;
+    x["peak_open"] = res.peak_open;
+    x["started"] = res.started;
+    x["over_cap"] = res.over_cap;
+  } else {
+    x["concurrency"] = clients;
+    x["waves"] = waves;
+  }
+  x["processed"] = res.processed;
+  x["rejected"] = res.rejected;
+  x["lost"] = res.lost;
+  x["rejected_by"] = {{"refused", res.rejected_refused},
+                      {"reset", res.rejected_reset},
+                      {"timeout", res.rejected_timeout},
+                      {"other", res.rejected_other}};
+  x["lost_by"] = {{"timeout", res.lost_timeout}, {"closed", res.lost_closed}};
+  if (res.connect.count()) {
+    Latency c = Latency::from("connect", res.connect);
+    x["connect_ns"] = {{"p50", c.p50}, {"p90", c.p90}, {"p99", c.p99}, {"max", c.max}};
+  }
+  if (res.request.count()) {  // each request line's round trip (loadgen.hpp), beside the session's
+    Latency q = Latency::from("request", res.request);
+    x["request_ns"] = {{"p50", q.p50},   {"p90", q.p90}, {"p99", q.p99},
+                       {"p999", q.p999}, {"max", q.max}, {"count", q.count}};
+  }
+}
+
+// Where the server and the load generator ran: the server's command, its process's CPU or its
+// reactors' (each a side of its own, where it was pinned), the load generator's CPU.
+void record_sides(Record& rec, const ServerModel& m, const Session& s, const std::vector<int>& reactors,
+                  int client_cpu, int server_cpu) {
+  auto& x = rec.extra;
+  if (m.argv) x["server"] = m.argv(s.params());
+  x["server_pid_cpu"] = reactors.empty()
+                            ? std::to_string(server_cpu)
+                            : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
+  x["client_cpu"] = client_cpu;
+  add_reactor_sides(rec.placement, reactors);
+  if (s.placement() == "cross" && std::find(reactors.begin(), reactors.end(), client_cpu) != reactors.end())
+    x["reactor_note"] =
+        fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
+                    reactors.size(), s.options().cpus.size(), client_cpu);
+}
+
 // One run against a fresh server: the closed wave (`ol` null), or the open loop at `ol->rate`,
 // whose figures it returns.
 std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenLoop* ol) {
@@ -203,66 +311,17 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   auto waves = std::make_unique<Waves>();
   Waves* wv = waves.get();
   // The server shows progress only through the sessions the load generator sees advance.
-  auto progress = [wv] { return wv->progress.load(std::memory_order_relaxed); };
-  server.watch(s, progress);
-  const bool event_driven = m.event_driven;
-  // What the measured sessions come to, into the worker's slot.
-  auto report = [event_driven](Worker& w, const LoadResult& r, uint64_t sent) {
-    auto& out = w.out();
-    out.ops = r.processed;
-    out.hist.merge(r.session);
-    out.integrity.sent = sent;
-    out.integrity.received = r.processed;
-    out.integrity.corrupt = r.corrupt;
-    // A blocking model's lost sessions are its documented weakness, not a fault (nor an external
-    // server's, which may be anything).
-    if (event_driven) out.integrity.lost = r.lost;
-  };
+  server.watch(s, [wv] { return wv->progress.load(std::memory_order_relaxed); });
   std::function<void(Worker&)> body;
   if (ol) {
-    // Time-bounded: sessions arrive through --warmup and --duration; those started inside the
-    // window are measured, and are served to their end after it.
-    body = [cfg, o = *ol, wv, report](Worker& w) {
-      run_open_loop(cfg, o, w, wv->progress, wv->warmup, wv->measured);
-      report(w, wv->measured, wv->measured.started);
-      // A corrupt reply is the server's fault whenever it comes: one in the warm-up fails the run too.
-      w.out().integrity.corrupt += wv->warmup.corrupt;
-    };
+    body = open_loop_body(cfg, *ol, wv, m.event_driven);
   } else {
-    // Waves of `concurrency` sessions one after another, each served to its end, until the window
-    // holds --duration (or `waves` of them): the run is bounded by its work, after the run's own
-    // time-out, the last wave's connects and sessions besides.
+    // Waves are bounded by their work: after the run's own time-out, the last wave's connects and
+    // sessions besides.
     s.until_done(s.options().timeout_s() + cfg.connect_timeout_s + cfg.session_timeout_s);
-    const auto fixed = uint64_t(p.i64("waves"));
-    const auto warm_ns = uint64_t(s.options().warmup_s * 1e9),
-               window_ns = uint64_t(s.options().duration_s * 1e9);
-    // Waves into `out` while the run goes on: at least one, then `fixed` of them or until `span_ns`
-    // has passed. Returns how many ran.
-    auto waves_for = [cfg, wv](Worker& w, LoadResult& out, uint64_t count, uint64_t span_ns) {
-      const uint64_t t0 = now_ns();
-      uint64_t n = 0;
-      do {
-        run_load(cfg, w, wv->progress, out);
-        ++n;
-      } while (w.running() && (count ? n < count : now_ns() - t0 < span_ns));
-      return n;
-    };
-    // --warmup > 0: unmeasured waves first (one when `waves` is fixed), as the measured ones.
-    body = [wv, report, waves_for, fixed, warm_ns, window_ns, clients,
-            warm = s.options().warmup_s > 0](Worker& w) {
-      if (warm) w.hold_warmup();
-      w.ready();
-      if (warm) {
-        waves_for(w, wv->warmup, fixed ? 1 : 0, warm_ns);
-        w.warmed();
-      }
-      while (w.running() && !w.measuring()) sleep_ns(20'000);
-      if (!w.measuring()) return;
-      wv->waves = waves_for(w, wv->measured, fixed, window_ns);
-      report(w, wv->measured, wv->waves * uint64_t(clients));
-    };
+    body = waves_body(s, cfg, wv, clients, m.event_driven);
   }
-  // No series: the load generator's sessions are reported once, at the end (`report`).
+  // No series: the load generator's sessions are reported once, at the end (report_sessions).
   const WorkerResults slots = s.run_workers(
       {{.role = "client", .index = 0, .cpu = client_cpu, .body = std::move(body), .series = false}}, false,
       "session");
@@ -278,47 +337,12 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   const double client_cpu_s = slots[0].cpu.total_s();
   rec.rates["sessions_per_s"] = rec.wall_s > 0 ? double(res.processed) / rec.wall_s : 0.0;
   auto& x = rec.extra;
-  if (ol) {
-    x["max_open"] = ol->max_open;
-    x["peak_open"] = res.peak_open;
-    x["started"] = res.started;
-    x["over_cap"] = res.over_cap;
-  } else {
-    x["concurrency"] = clients;
-    x["waves"] = wv->waves;
-  }
-  x["processed"] = res.processed;
-  x["rejected"] = res.rejected;
-  x["lost"] = res.lost;
-  x["rejected_by"] = {{"refused", res.rejected_refused},
-                      {"reset", res.rejected_reset},
-                      {"timeout", res.rejected_timeout},
-                      {"other", res.rejected_other}};
-  x["lost_by"] = {{"timeout", res.lost_timeout}, {"closed", res.lost_closed}};
-  if (res.connect.count()) {
-    Latency c = Latency::from("connect", res.connect);
-    x["connect_ns"] = {{"p50", c.p50}, {"p90", c.p90}, {"p99", c.p99}, {"max", c.max}};
-  }
-  if (res.request.count()) {  // each request line's round trip (loadgen.hpp), beside the session's
-    Latency q = Latency::from("request", res.request);
-    x["request_ns"] = {{"p50", q.p50},   {"p90", q.p90}, {"p99", q.p99},
-                       {"p999", q.p999}, {"max", q.max}, {"count", q.count}};
-  }
+  record_sessions(x, res, ol, clients, wv->waves);
   x["server_cpu_s"] = server_cpu_s;
   x["server_cpu_per_session_ns"] = res.processed ? server_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["client_cpu_per_session_ns"] = res.processed ? client_cpu_s * 1e9 / double(res.processed) : 0.0;
   x["server_cpu_whole_life_s"] = whole.total_s();
-  if (m.argv) x["server"] = m.argv(p);
-  x["server_pid_cpu"] = reactors.empty()
-                            ? std::to_string(server_cpu)
-                            : "unpinned; each reactor thread pinned (placement.sides, role reactor)";
-  x["client_cpu"] = client_cpu;
-  // Each reactor thread is a side of its own, where it was pinned.
-  add_reactor_sides(rec.placement, reactors);
-  if (s.placement() == "cross" && std::find(reactors.begin(), reactors.end(), client_cpu) != reactors.end())
-    x["reactor_note"] =
-        fmt::format("{} reactors over {} CPUs of --cpus: a reactor shares the load generator's CPU {}",
-                    reactors.size(), s.options().cpus.size(), client_cpu);
+  record_sides(rec, m, s, reactors, client_cpu, server_cpu);
   if (m.event_driven && (res.rejected || res.lost))
     rec.fail(fmt::format("an event-driven server must serve every client: {} rejected, {} lost", res.rejected,
                          res.lost));
