@@ -25,7 +25,7 @@ struct RunArgs {
   std::vector<std::string> antagonists;  // --antagonist KIND[@WHERE][:LEVEL], repeatable
   bool unpaired = false;                 // --unpaired: no quiet repetition beside each noisy one
   bool verbose = false;  // --verbose: the console shows each repetition, not only each point's median
-  // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
+  // --remote [USER@]HOST and its companions (core/remote/remote.hpp): the other side runs there.
   std::optional<std::string> remote, remote_ipclab, remote_address, remote_role;
   std::vector<std::string> ssh_options;
   // The results store (core/store/store.hpp): --store PATH, --no-store, --store-wait TIME.
@@ -72,7 +72,8 @@ int cmd_store_import(const std::vector<std::string>& files, const std::optional<
 /// What every command that runs benchmarks does before its first: the run's ownership of what it
 /// creates (its folder and journal, the sweep of runs that died, clean-up on a signal or a crash).
 void start_owned_run();
-/// `ipclab remote-side`: the remote end of `ipclab run --remote`, started there by ssh (core/run/remote.hpp).
+/// `ipclab remote-side`: the remote end of `ipclab run --remote`, started there by ssh
+/// (core/remote/remote.hpp).
 int cmd_remote_side();
 /// `ipclab --version` / `ipclab version`: the version, the commit it was built from, the build type,
 /// compiler and flags (-march among them), as CMake configured them.

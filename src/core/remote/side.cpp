@@ -1,4 +1,4 @@
-#include "core/run/remote.hpp"
+#include "core/remote/remote.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -28,8 +28,8 @@
 #include "core/model/std_params.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/listener.hpp"
+#include "core/remote/wire.hpp"
 #include "core/run/patterns.hpp"
-#include "core/run/remote_wire.hpp"
 #include "core/transport/fd_transport.hpp"
 
 namespace ipclab::remote {
@@ -505,14 +505,13 @@ void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlo
   rec.params = r.params;
   {
     const std::unique_ptr<Link> back = Link::back(at, at, channel);
-    use(back.get());
+    opts.remote = back.get();  // the run's link, as a local run's is --remote's
     try {
       Session s(*r.mech, r.params, opts, rec);
       s.run_workload([&] { r.mech->workload(s); });
     } catch (const std::exception& e) {  // bad input, which the local side checked already
       rec.fail(e.what());
     }
-    use(nullptr);
   }
   reply({{"record", to_json(rec)}});
 }
