@@ -478,9 +478,10 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
 }
 
 // --remote-role client: a server benchmark's clients here, its server on the local side's host. The
-// benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), with a
-// link back to the local side in use (Link::back): its server is asked of the local side, the
-// phases and the end go there. Its record goes back as the answer.
+// benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), its
+// options carrying a link back to the local side (Link::back) as a local run's carry --remote's: its
+// server is asked of the local side, the phases and the end go there. Its record goes back as the
+// answer.
 void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
                    Channel& channel) {
   const Request r = request_of(cmd, true);
