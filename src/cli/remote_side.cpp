@@ -1,5 +1,5 @@
 // `ipclab remote-side`, hidden: the remote end of `ipclab run --remote`, started there by ssh
-// (core/run/remote.hpp).
+// (core/remote/remote.hpp).
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
@@ -7,7 +7,7 @@
 #include "core/ownership/crash.hpp"
 #include "core/ownership/journal.hpp"
 #include "core/ownership/sweep.hpp"
-#include "core/run/remote.hpp"
+#include "core/remote/remote.hpp"
 
 namespace ipclab::cli {
 namespace {

@@ -29,8 +29,8 @@
 #include "core/ownership/sweep.hpp"
 #include "core/plan/estimate.hpp"
 #include "core/plan/runner.hpp"
+#include "core/remote/remote.hpp"
 #include "core/run/fault.hpp"
-#include "core/run/remote.hpp"
 #include "core/store/store.hpp"
 
 namespace ipclab::cli {
@@ -54,7 +54,7 @@ struct RunArgs {
   std::vector<std::string> antagonists;  // --antagonist KIND[@WHERE][:LEVEL], repeatable
   bool unpaired = false;                 // --unpaired: no quiet repetition beside each noisy one
   bool verbose = false;  // --verbose: the console shows each repetition, not only each point's median
-  // --remote [USER@]HOST and its companions (core/run/remote.hpp): the other side runs there.
+  // --remote [USER@]HOST and its companions (core/remote/remote.hpp): the other side runs there.
   std::optional<std::string> remote, remote_ipclab, remote_address, remote_role;
   std::vector<std::string> ssh_options;
   // The results store (core/store/store.hpp): --store PATH, --no-store, --store-wait TIME.
@@ -654,11 +654,8 @@ int cmd_run(const RunArgs& a, const std::string& cmdline) {
   // --remote: the other host is reached, and its ipclab checked, before this run creates anything;
   // every failure there is a usage error of one line.
   std::unique_ptr<remote::Link> link;
-  if (a.remote) link = remote::Link::open(remote_opts);
-  struct InUse {  // the run's link for its benchmarks (core/run/remote.hpp), withdrawn on every path
-    explicit InUse(remote::Link* l) { remote::use(l); }
-    ~InUse() { remote::use(nullptr); }
-  } in_use(link.get());
+  if (a.remote) link = remote::Link::connect(remote_opts);
+  opts.remote = link.get();  // the run's link, for its benchmarks (core/remote/remote.hpp)
 
   // Everything the run creates from here on is its own (docs/reliability.md): its folder and
   // journal, the sweep of runs that died, the clean-up on a signal.

@@ -19,7 +19,7 @@ using namespace ipclab;
 namespace {
 
 const Mechanism kMech{.suite = "test", .name = "session"};
-const Params kParams;  // none: a Session keeps a reference to its parameters
+const Params kParams;  // none
 
 RunOptions options(double duration_s, double warmup_s) {
   RunOptions o;

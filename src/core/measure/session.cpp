@@ -365,9 +365,9 @@ Session::Run::Run(Session& s, Control& ctl, std::vector<WorkerSpec> workers, int
       peer_cpu0_(peers_.size()) {
   s.peer_cpu_.assign(peers_.size(), CpuUsage{});
   for (auto& w : workers_)
-    if (w.role == "producer" || w.role == "client")
+    if (w.transport_role == Role::Producer)
       ctl_.producers_left.fetch_add(1);
-    else if (w.role == "consumer" || w.role == "server")
+    else if (w.transport_role == Role::Consumer)
       ctl_.consumers_left.fetch_add(1);
 }
 
@@ -952,6 +952,53 @@ WorkerResults Session::run_workers(std::vector<WorkerSpec> workers, bool process
   run.fold(latency_kind);
   return {ctl_->slots(), n};
 }
+namespace {
+
+// What Session::measure reads as its window opens and closes, for the record.
+struct MeasuredWindow {
+  std::vector<int> steal_cpus;  // every CPU the body's threads may use
+  StealReading steal0;
+  std::optional<SchedStat> wait0;  // its threads' run-queue wait (threads it ends are not in it)
+  CpuUsage self0, children0;
+  int cpu_before = -1, cpu_after = -1;
+  uint64_t t0 = 0, t1 = 0, passes = 0;
+};
+
+// The antagonists of a measure() run, as run_workers has them: running before the warm-up, its
+// threads (made before or in the window) the benchmark's; none without plans.
+std::unique_ptr<Noise> noise_for_measure(const std::vector<Noise::Plan>& plans) {
+  if (plans.empty()) return nullptr;
+  auto noise = std::make_unique<Noise>(plans);
+  if (auto why = noise->await_running(kNoiseStartS); !why.empty())
+    throw std::runtime_error(not_under_noise(why));
+  noise->attach({{}, {getpid()}});
+  return noise;
+}
+
+// The window's figures into `rec`: passes, wall time, CPU of the process and its reaped children,
+// run-queue wait, steal, and the placement — a workload that did not describe its sides ran on the
+// calling thread: where.
+void fold_measured_window(Record& rec, const MeasuredWindow& w, const std::string& layout,
+                          const std::vector<int>& cpus) {
+  rec.extra["passes"] = w.passes;
+  rec.wall_s = double(w.t1 - w.t0) * 1e-9;
+  rec.cpu += (cpu_usage(RUSAGE_SELF) - w.self0) + (cpu_usage(RUSAGE_CHILDREN) - w.children0);
+  if (const auto wait1 = process_schedstat(); w.wait0 && wait1)
+    rec.run_queue_wait_s = double(std::max(wait1->wait_ns, w.wait0->wait_ns) - w.wait0->wait_ns) * 1e-9;
+  add_window_steal(rec, w.steal0, read_steal(), w.steal_cpus);
+  rec.placement.layout = layout;
+  rec.placement.cpus = cpus;
+  if (rec.placement.sides.empty()) {
+    Side side{"main", 0, {}, {w.cpu_before}};
+    if (w.cpu_after != w.cpu_before) side.observed.push_back(w.cpu_after);
+    auto allowed = allowed_cpus();
+    if (allowed.size() == 1) side.pinned = allowed;
+    rec.placement.sides.push_back(side);
+  }
+}
+
+}  // namespace
+
 uint64_t Session::measure(const std::function<void()>& body, double deadline_s) {
   // The body shows no progress the harness could watch, and runs on this thread: a deadline per
   // run of it is the watchdog's only hold on it.
@@ -965,15 +1012,8 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
         "within {:.1f} s",
         rec_.name, rec_.repetition, mech_.full_name(), phase_s + limit);
   };
-  // The antagonists, as run_workers has them: running before the warm-up, checked and stopped
-  // once the window closes.
-  std::unique_ptr<Noise> noise;
-  if (!noise_plans_.empty()) {
-    noise = std::make_unique<Noise>(noise_plans_);
-    if (auto why = noise->await_running(kNoiseStartS); !why.empty())
-      throw std::runtime_error(not_under_noise(why));
-    noise->attach({{}, {getpid()}});  // its threads are the benchmark's, made before or in the window
-  }
+  // The antagonists: checked and stopped once the window closes.
+  const std::unique_ptr<Noise> noise = noise_for_measure(noise_plans_);
   if (opts_.warmup_s > 0) {
     Deadline warm(opts_.warmup_s + limit, stalled(opts_.warmup_s));
     const uint64_t until = now_ns() + uint64_t(opts_.warmup_s * 1e9);
@@ -982,31 +1022,29 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
   }
   // Its threads are its own, placed where it places them: the steal of every CPU it may use, read
   // outside the CPU time and the kernel's counts (this thread's are the benchmark's here).
-  const std::vector<int> steal_cpus = allowed_cpus();
-  const StealReading steal0 = read_steal();
-  const auto wait0 = process_schedstat();  // its threads' run-queue wait (threads it ends are not in it)
+  MeasuredWindow w{.steal_cpus = allowed_cpus(), .steal0 = read_steal(), .wait0 = process_schedstat()};
   auto timed = std::make_unique<Deadline>(opts_.duration_s + limit, stalled(opts_.duration_s));
-  CpuUsage s0 = cpu_usage(RUSAGE_SELF), c0 = cpu_usage(RUSAGE_CHILDREN);
-  const int cpu_before = current_cpu();
+  w.self0 = cpu_usage(RUSAGE_SELF), w.children0 = cpu_usage(RUSAGE_CHILDREN);
+  w.cpu_before = current_cpu();
   // The body runs on this thread: the coordinator's own counts are the benchmark's here.
   KernelCounters::Reading kernel0, kernel1;
   if (kernel_) kernel0 = kernel_->read(false);
   // As google/benchmark grows its iterations to a minimum time: the body's count is one pass, and
   // passes run until the window holds --duration, so that no figure comes from a window shorter
   // than the one asked for, however small the count.
-  uint64_t passes = 0;
   if (noise) noise->window_open();
-  const uint64_t t0 = now_ns(), until = t0 + uint64_t(opts_.duration_s * 1e9);
-  uint64_t t1 = t0;
+  w.t0 = now_ns();
+  const uint64_t until = w.t0 + uint64_t(opts_.duration_s * 1e9);
+  w.t1 = w.t0;
   do {
     body();
-    ++passes;
-    t1 = now_ns();
-  } while (t1 < until);
+    ++w.passes;
+    w.t1 = now_ns();
+  } while (w.t1 < until);
   if (kernel_) kernel1 = kernel_->read(false);
   timed.reset();
   if (noise) {
-    const std::string why = noise->window_close(double(t1 - t0) * 1e-9);
+    const std::string why = noise->window_close(double(w.t1 - w.t0) * 1e-9);
     noise->stop_into(rec_.extra);
     if (!why.empty()) throw std::runtime_error(not_under_noise(why));
   }
@@ -1014,24 +1052,9 @@ uint64_t Session::measure(const std::function<void()>& body, double deadline_s) 
     kernel_->add_window(rec_.kernel, kernel0, kernel1, false,
                         "window: the coordinator's thread, which runs the benchmark's body, and every thread "
                         "and child process the benchmark created");
-  rec_.extra["passes"] = passes;
-  const int cpu_after = current_cpu();
-  rec_.wall_s = double(t1 - t0) * 1e-9;
-  rec_.cpu += (cpu_usage(RUSAGE_SELF) - s0) + (cpu_usage(RUSAGE_CHILDREN) - c0);
-  if (const auto wait1 = process_schedstat(); wait0 && wait1)
-    rec_.run_queue_wait_s = double(std::max(wait1->wait_ns, wait0->wait_ns) - wait0->wait_ns) * 1e-9;
-  add_window_steal(rec_, steal0, read_steal(), steal_cpus);
-  rec_.placement.layout = placement();
-  rec_.placement.cpus = opts_.cpus;
-  // A workload that did not describe its sides ran on the calling thread: say where.
-  if (rec_.placement.sides.empty()) {
-    Side side{"main", 0, {}, {cpu_before}};
-    if (cpu_after != cpu_before) side.observed.push_back(cpu_after);
-    auto allowed = allowed_cpus();
-    if (allowed.size() == 1) side.pinned = allowed;
-    rec_.placement.sides.push_back(side);
-  }
-  return passes;
+  w.cpu_after = current_cpu();
+  fold_measured_window(rec_, w, placement(), opts_.cpus);
+  return w.passes;
 }
 
 }  // namespace ipclab

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/cancel.hpp"
@@ -28,6 +30,9 @@ namespace ipclab {
 
 namespace numa {
 struct Policy;
+}
+namespace remote {
+class Link;  // core/remote/remote.hpp, a room above: carried here, never used
 }
 
 struct RunOptions {
@@ -48,6 +53,10 @@ struct RunOptions {
   // Under antagonists, each repetition paired with a quiet one, in ABBA order (core/plan/runner.hpp:
   // run_plan); off (--unpaired) for runs that pair otherwise (`ipclab ab`'s slices).
   bool quiet_pairs = true;
+  // --remote: the link to the other host (core/remote/remote.hpp), borrowed for the run from whoever
+  // opened it (cmd_run; on the remote host, its link back for --remote-role client), which outlives
+  // every session of the run. nullptr: both sides run here.
+  remote::Link* remote = nullptr;
   double timeout_s() const { return 10.0 + 3.0 * (duration_s + warmup_s); }
 };
 
@@ -268,6 +277,9 @@ struct WorkerSpec {
   /// folds the tally in at the end (fileio's, the servers' load generator): the run then has no
   /// series.
   bool series = true;
+  /// A transport pattern's sender (Role::Producer) or receiver (Role::Consumer), counted for
+  /// Worker::last_producer_left and last_consumer_left; none for the workers of other patterns.
+  std::optional<Role> transport_role;
 };
 
 class Process;
@@ -305,8 +317,11 @@ struct PeerSpec {
 
 class Session {
  public:
-  Session(const Mechanism& mech, const Params& params, const RunOptions& opts, Record& rec)
-      : mech_(mech), params_(params), opts_(opts), rec_(rec) {}
+  /// The session keeps its own copies of `params` and `opts` (the caller's may go first); it
+  /// borrows `mech`, the registry's, which lives as long as the process, and `rec`, the caller's
+  /// record it fills, which must outlive it.
+  Session(const Mechanism& mech, Params params, RunOptions opts, Record& rec)
+      : mech_(mech), params_(std::move(params)), opts_(std::move(opts)), rec_(rec) {}
 
   const Mechanism& mechanism() const { return mech_; }
   const Params& params() const { return params_; }
@@ -406,10 +421,10 @@ class Session {
   };
   std::unique_ptr<Deadline> guard_;
   bool guarded_ = false;
-  const Mechanism& mech_;
-  const Params& params_;
-  const RunOptions& opts_;
-  Record& rec_;
+  const Mechanism& mech_;  // borrowed: the registry's, for the process's life
+  const Params params_;    // owned
+  const RunOptions opts_;  // owned (its `remote` link borrowed, as RunOptions says)
+  Record& rec_;            // borrowed: the caller's record, which outlives the session
   // The control block, unmapped with the session — unless a worker thread is stuck, which may
   // still write into it.
   ControlBlock ctl_;

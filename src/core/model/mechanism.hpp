@@ -25,6 +25,12 @@ struct Record;
 
 /// Producer/consumer in the throughput pattern; client (producer) and server (consumer) in roundtrip.
 enum class Role { Producer, Consumer };
+/// The name a side of `role` goes by in records and in IPCLAB_FAULT: a round trip's client and
+/// server, throughput's producer and consumer.
+inline const char* role_name(Role role, bool roundtrip) {
+  if (role == Role::Producer) return roundtrip ? "client" : "producer";
+  return roundtrip ? "server" : "consumer";
+}
 
 /// One side's handle on a transport, opened inside the worker (thread or child process).
 class Endpoint {
@@ -93,7 +99,7 @@ class Transport {
   virtual int listening_port() const { return 0; }
 };
 
-/// One host's half of a transport whose two sides run on two hosts (--remote, core/run/remote.hpp):
+/// One host's half of a transport whose two sides run on two hosts (--remote, core/remote/remote.hpp):
 /// Consumer, the receivers' half (consumers, round-trip servers), listening on a TCP port the kernel
 /// picks on `address`, an IPv4 address of its host (Transport::listening_port); Producer, the
 /// senders' half, reaching the receivers at `address`:`port` on the other host. Each half opens

@@ -16,8 +16,8 @@
 #include "core/machine/window.hpp"
 #include "core/measure/kcounters.hpp"
 #include "core/model/std_params.hpp"
+#include "core/remote/remote.hpp"
 #include "core/run/patterns.hpp"
-#include "core/run/remote.hpp"
 #include "core/stats/statistics.hpp"
 
 namespace ipclab {
@@ -231,14 +231,36 @@ std::vector<PlannedBenchmark> cpu_matrix(const std::vector<PlannedBenchmark>& be
   return out;
 }
 
-Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetition) {
-  // A point of a CPU matrix runs on its own pair (kept for the Session, which holds a reference).
-  RunOptions local;
-  if (!b.cpus.empty()) {
-    local = given;
-    local.cpus = b.cpus;
+namespace {
+
+// The options point `b` runs with: the run's, on the point's own pair of CPUs when it has one (a
+// point of a CPU matrix).
+RunOptions options_for(const PlannedBenchmark& b, RunOptions run) {
+  if (!b.cpus.empty()) run.cpus = b.cpus;
+  return run;
+}
+
+// The workload of one repetition, by what the mechanism is: a transport's pattern (its receivers on
+// the other host across the run's link, --remote), a loop, a server benchmark's clients on the
+// other host (--remote-role client), or the mechanism's own.
+void run_workload_of(Session& s, const Mechanism& m) {
+  remote::Link* const link = s.options().remote;
+  if (m.transport) {
+    std::optional<remote::LinkReceivers> far;
+    if (link) far.emplace(*link);
+    run_transport(s, far ? &*far : nullptr);
+  } else if (m.loop) {
+    run_loop(s);
+  } else if (link && link->options().far_clients) {
+    remote::run_far_clients(s, *link);
+  } else {
+    m.workload(s);
   }
-  const RunOptions& opts = b.cpus.empty() ? given : local;
+}
+
+}  // namespace
+
+Record run_one(const PlannedBenchmark& b, const RunOptions& opts, int repetition) {
   Record rec;
   rec.name = b.name;
   rec.suite = b.mech->suite;
@@ -249,23 +271,14 @@ Record run_one(const PlannedBenchmark& b, const RunOptions& given, int repetitio
   // from here on inherits them (core/measure/kcounters.hpp).
   std::optional<KernelCounters> kernel;
   if (opts.kernel_counters) kernel.emplace();
-  Session s(*b.mech, b.params, opts, rec);
+  Session s(*b.mech, b.params, options_for(b, opts), rec);
   if (kernel) s.count_kernel(&*kernel);
   if (!b.cpu_matrix.empty()) {
     rec.extra["cpu_matrix"] = b.cpu_matrix;
     if (!b.cpu_class.empty()) rec.extra["cpu_class"] = b.cpu_class;
   }
   // Every phase under a watchdog: the set-up and clean-up too.
-  s.run_workload([&] {
-    if (b.mech->transport)
-      run_transport(s);
-    else if (b.mech->loop)
-      run_loop(s);
-    else if (remote::far_clients())  // --remote-role client: the workload runs there
-      remote::run_far_clients(s, *remote::in_use());
-    else
-      b.mech->workload(s);
-  });
+  s.run_workload([&] { run_workload_of(s, *b.mech); });
   if (rec.status == Status::Ok && !rec.integrity.clean()) rec.fail("integrity: " + rec.integrity.text());
   if (rec.status == Status::Ok && rec.ops == 0) rec.fail("no operation completed in the measured window");
   if (const Suite* suite = Registry::get().suite(rec.suite);
@@ -376,109 +389,159 @@ std::optional<double> halfwidth_pct(const Record& agg) {
 
 }  // namespace
 
-std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
-                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed) {
-  const size_t n = benchmarks.size();
-  const bool autorep = opts.ci_target_pct > 0;
-  const size_t reps = size_t(opts.repetitions), cap = size_t(opts.max_repetitions);
-  const size_t min_auto = size_t(kAutoMinRepetitions);
-  std::vector<std::vector<Record>> runs(n);
-  std::vector<std::optional<Record>> aggregates(n);
-  std::vector<bool> closed(n, false);  // auto: the benchmark has what it needs
-  size_t done = 0;
-  // The repetitions still to run as far as known (auto: up to the minimum, or one more), for the
-  // progress line.
-  auto total = [&] {
-    if (!autorep) return n * reps;
-    size_t t = done;
-    for (size_t b = 0; b < n; ++b)
-      if (!closed[b]) t += std::max<size_t>(1, min_auto - std::min(min_auto, runs[b].size()));
-    return t;
-  };
-  // Each benchmark's options: the run's, or what hooks.options gives it as it starts (a paced
-  // budget); a benchmark run with its own windows says so in each record (extra.window).
-  std::vector<RunOptions> point_opts(n, opts);
-  auto run = [&](size_t b) {
-    if (runs[b].empty() && hooks.options && !interleave_seed) point_opts[b] = hooks.options(b, opts);
-    const RunOptions& o = point_opts[b];
-    if (hooks.starting) hooks.starting(benchmarks[b], o, done, total());
-    if (paired(o))
-      runs[b].push_back(run_noise_pair(benchmarks[b], o, int(runs[b].size())));
-    else
-      runs[b].push_back(run_one(benchmarks[b], o, int(runs[b].size())));
-    if (o.duration_s != opts.duration_s || o.warmup_s != opts.warmup_s)
-      runs[b].back().extra["window"] = {{"duration_s", o.duration_s}, {"warmup_s", o.warmup_s}};
-    ++done;
-    if (hooks.finished) hooks.finished(runs[b].back());
-  };
-  auto aggregate = [&](size_t b) {
-    if (runs[b].size() < 2) return;
-    if (!aggregates[b]) aggregates[b] = aggregate_median(runs[b]);
-    add_inflation(*aggregates[b], runs[b]);
-    if (hooks.finished) hooks.finished(*aggregates[b]);
-  };
-  // --repetitions auto: whether benchmark b is done — its interval narrow enough, the cap
-  // reached, or a repetition failed (a failing benchmark's interval is not worth chasing) — and
-  // then its aggregate, with the outcome.
-  auto enough = [&](size_t b) {
-    if (runs[b].size() < min_auto) return false;
-    Record agg = aggregate_median(runs[b]);
-    const auto hw = halfwidth_pct(agg);
-    const bool met = hw && *hw <= opts.ci_target_pct;
-    const bool failed =
-        std::any_of(runs[b].begin(), runs[b].end(), [](const Record& r) { return r.status != Status::Ok; });
-    if (!met && !failed && runs[b].size() < cap) return false;
-    agg.repetitions_auto = {{"target_pct", opts.ci_target_pct},
-                            {"cap", cap},
-                            {"met", met},
-                            {"halfwidth_pct", hw ? nlohmann::json(*hw) : nlohmann::json(nullptr)},
-                            {"repetitions", runs[b].size()}};
-    aggregates[b] = std::move(agg);
-    closed[b] = true;
-    return true;
-  };
+namespace {
 
-  if (autorep && !interleave_seed) {
-    for (size_t b = 0; b < n; ++b) {
+// One run_plan in its named steps: a repetition of a benchmark, its aggregate, --repetitions auto's
+// stopping rule, and the three orders the repetitions run in.
+class PlanRun {
+ public:
+  PlanRun(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts, const PlanHooks& hooks,
+          std::optional<uint64_t> seed)
+      : benchmarks_(benchmarks),
+        opts_(opts),
+        hooks_(hooks),
+        seed_(seed),
+        n_(benchmarks.size()),
+        runs_(n_),
+        aggregates_(n_),
+        closed_(n_, false),
+        point_opts_(n_, opts) {}
+
+  // --repetitions auto, back to back: each benchmark until it has what it needs, its aggregate
+  // right after.
+  void auto_back_to_back() {
+    for (size_t b = 0; b < n_; ++b) {
       while (!enough(b)) run(b);
       aggregate(b);
     }
-  } else if (autorep) {
-    // Rounds of one repetition of every benchmark not done yet, each round in its own random
-    // order from the seed, so that a drift of the machine falls on every benchmark alike.
-    std::mt19937_64 rng(*interleave_seed);
+  }
+  // --repetitions auto, interleaved: rounds of one repetition of every benchmark not done yet, each
+  // round in its own random order from the seed, so that a drift of the machine falls on every
+  // benchmark alike.
+  void auto_interleaved() {
+    std::mt19937_64 rng(*seed_);
     for (;;) {
       std::vector<size_t> round;
-      for (size_t b = 0; b < n; ++b)
-        if (!closed[b]) round.push_back(b);
+      for (size_t b = 0; b < n_; ++b)
+        if (!closed_[b]) round.push_back(b);
       if (round.empty()) break;
       for (size_t i = round.size(); i > 1; --i) std::swap(round[i - 1], round[rng() % i]);
       for (size_t b : round) run(b);
       for (size_t b : round) enough(b);
     }
-    for (size_t b = 0; b < n; ++b) aggregate(b);
-  } else {
+    for (size_t b = 0; b < n_; ++b) aggregate(b);
+  }
+  // A fixed count of repetitions: back to back, each aggregate after its benchmark's; or in one
+  // random order from the seed, the aggregates at the end.
+  void fixed_count() {
+    const size_t reps = size_t(opts_.repetitions);
     std::vector<size_t> order;  // the benchmark of each repetition, in the order they run
-    for (size_t b = 0; b < n; ++b) order.insert(order.end(), reps, b);
-    if (interleave_seed) {
+    for (size_t b = 0; b < n_; ++b) order.insert(order.end(), reps, b);
+    if (seed_) {
       // Fisher-Yates over mt19937_64 with a plain modulo: std::shuffle's use of the generator
       // differs between standard libraries, and one seed must give one order everywhere.
-      std::mt19937_64 rng(*interleave_seed);
+      std::mt19937_64 rng(*seed_);
       for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
     }
     for (size_t b : order) {
       run(b);
-      if (!interleave_seed && runs[b].size() == reps) aggregate(b);
+      if (!seed_ && runs_[b].size() == reps) aggregate(b);
     }
-    if (interleave_seed)
-      for (size_t b = 0; b < n; ++b) aggregate(b);
+    if (seed_)
+      for (size_t b = 0; b < n_; ++b) aggregate(b);
   }
-  std::vector<Record> records;
-  for (size_t b = 0; b < n; ++b) {
-    records.insert(records.end(), runs[b].begin(), runs[b].end());
-    if (aggregates[b]) records.push_back(*aggregates[b]);
+  // The records grouped per benchmark in plan order: its repetitions, then its aggregate.
+  std::vector<Record> records() const {
+    std::vector<Record> records;
+    for (size_t b = 0; b < n_; ++b) {
+      records.insert(records.end(), runs_[b].begin(), runs_[b].end());
+      if (aggregates_[b]) records.push_back(*aggregates_[b]);
+    }
+    return records;
   }
-  return records;
+
+ private:
+  // The repetitions still to run as far as known (auto: up to the minimum, or one more), for the
+  // progress line.
+  size_t total() const {
+    if (opts_.ci_target_pct <= 0) return n_ * size_t(opts_.repetitions);
+    const size_t min_auto = size_t(kAutoMinRepetitions);
+    size_t t = done_;
+    for (size_t b = 0; b < n_; ++b)
+      if (!closed_[b]) t += std::max<size_t>(1, min_auto - std::min(min_auto, runs_[b].size()));
+    return t;
+  }
+  // One repetition of benchmark b, with its options: the run's, or what hooks.options gives it as
+  // it starts (a paced budget's windows; the run's link stays the run's); a benchmark run with its
+  // own windows says so in each record (extra.window).
+  void run(size_t b) {
+    if (runs_[b].empty() && hooks_.options && !seed_) {
+      point_opts_[b] = hooks_.options(b, opts_);
+      point_opts_[b].remote = opts_.remote;
+    }
+    const RunOptions& o = point_opts_[b];
+    if (hooks_.starting) hooks_.starting(benchmarks_[b], o, done_, total());
+    if (paired(o))
+      runs_[b].push_back(run_noise_pair(benchmarks_[b], o, int(runs_[b].size())));
+    else
+      runs_[b].push_back(run_one(benchmarks_[b], o, int(runs_[b].size())));
+    if (o.duration_s != opts_.duration_s || o.warmup_s != opts_.warmup_s)
+      runs_[b].back().extra["window"] = {{"duration_s", o.duration_s}, {"warmup_s", o.warmup_s}};
+    ++done_;
+    if (hooks_.finished) hooks_.finished(runs_[b].back());
+  }
+  void aggregate(size_t b) {
+    if (runs_[b].size() < 2) return;
+    if (!aggregates_[b]) aggregates_[b] = aggregate_median(runs_[b]);
+    add_inflation(*aggregates_[b], runs_[b]);
+    if (hooks_.finished) hooks_.finished(*aggregates_[b]);
+  }
+  // --repetitions auto: whether benchmark b is done — its interval narrow enough, the cap
+  // reached, or a repetition failed (a failing benchmark's interval is not worth chasing) — and
+  // then its aggregate, with the outcome.
+  bool enough(size_t b) {
+    const size_t cap = size_t(opts_.max_repetitions);
+    if (runs_[b].size() < size_t(kAutoMinRepetitions)) return false;
+    Record agg = aggregate_median(runs_[b]);
+    const auto hw = halfwidth_pct(agg);
+    const bool met = hw && *hw <= opts_.ci_target_pct;
+    const bool failed =
+        std::any_of(runs_[b].begin(), runs_[b].end(), [](const Record& r) { return r.status != Status::Ok; });
+    if (!met && !failed && runs_[b].size() < cap) return false;
+    agg.repetitions_auto = {{"target_pct", opts_.ci_target_pct},
+                            {"cap", cap},
+                            {"met", met},
+                            {"halfwidth_pct", hw ? nlohmann::json(*hw) : nlohmann::json(nullptr)},
+                            {"repetitions", runs_[b].size()}};
+    aggregates_[b] = std::move(agg);
+    closed_[b] = true;
+    return true;
+  }
+
+  const std::vector<PlannedBenchmark>& benchmarks_;
+  const RunOptions& opts_;
+  const PlanHooks& hooks_;
+  const std::optional<uint64_t> seed_;
+  const size_t n_;
+  std::vector<std::vector<Record>> runs_;
+  std::vector<std::optional<Record>> aggregates_;
+  std::vector<bool> closed_;  // auto: the benchmark has what it needs
+  std::vector<RunOptions> point_opts_;
+  size_t done_ = 0;
+};
+
+}  // namespace
+
+std::vector<Record> run_plan(const std::vector<PlannedBenchmark>& benchmarks, const RunOptions& opts,
+                             const PlanHooks& hooks, std::optional<uint64_t> interleave_seed) {
+  PlanRun plan_run(benchmarks, opts, hooks, interleave_seed);
+  if (opts.ci_target_pct > 0 && !interleave_seed)
+    plan_run.auto_back_to_back();
+  else if (opts.ci_target_pct > 0)
+    plan_run.auto_interleaved();
+  else
+    plan_run.fixed_count();
+  return plan_run.records();
 }
 
 const PresetSpec* find_preset(const std::string& name) {

@@ -10,7 +10,7 @@ namespace ipclab {
 /// A TCP listener on 127.0.0.1:`port` (0: the kernel picks), close-on-exec, non-blocking when
 /// asked, SO_REUSEPORT when asked (more listeners on the same port). Throws std::system_error.
 /// `address`: another IPv4 address of this host instead — only the remote side of `--remote`
-/// (core/run/remote.hpp) listens off loopback, on the address its local side reaches it at.
+/// (core/remote/remote.hpp) listens off loopback, on the address its local side reaches it at.
 int listen_tcp(int port, int backlog, bool nonblocking, bool reuseport, const std::string& address = "");
 /// The local port of a bound socket.
 int local_port(int fd);

@@ -133,17 +133,17 @@ FaultPoint::~FaultPoint() {
                queue_taken_, double(queue_late_ns_) / double(queue_taken_));
 }
 
-FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w)
+FaultPoint::FaultPoint(const Mechanism& mech, double duration_s, Role role, bool roundtrip, const Worker& w)
     : w_(w), window_ns_(uint64_t(duration_s * 1e9)), half_window_ns_(uint64_t(duration_s * 0.5e9)) {
   const Fault f = parse();
   const bool this_mech = f.mech == mech.name || f.mech == mech.full_name();
-  const bool receiver = role == "consumer" || role == "server";
+  const bool receiver = role == Role::Consumer;
   // Only what applies to this side: corrupt, slow and ramp act on receivers, stall on its own role.
   if (receiver) corrupt_every_ = f.corrupt_every;
   if (receiver && this_mech) slow_ns_ = f.slow_ns;
   if (receiver && this_mech) ramp_ns_ = f.ramp_ns;
   if (receiver && this_mech) queue_ns_ = f.queue_ns;
-  if (this_mech && f.stall_role == role) {
+  if (this_mech && f.stall_role == role_name(role, roundtrip)) {
     stall_ns_ = f.stall_ms * 1'000'000;
     period_ns_ = f.stall_every_ms * 1'000'000;
     crash_ = f.crash;

@@ -31,9 +31,10 @@
 #include <cstring>
 #include <string>
 
+#include "core/model/mechanism.hpp"
+
 namespace ipclab {
 
-struct Mechanism;
 class Worker;
 
 /// The valid forms, for error messages.
@@ -47,10 +48,11 @@ void check_fault_env();
 /// One side's fault hooks. Made inside the worker, once; `w` tells them where the measured window is.
 class FaultPoint {
  public:
-  /// The hooks IPCLAB_FAULT asks for on the `role` side (producer, consumer, client or server) of
-  /// mechanism `mech` in a run of `duration_s`: corrupt, slow and ramp act on receivers, stall on its
-  /// own role. (Nothing of the Session: a worker that cannot be stopped may outlive it.)
-  FaultPoint(const Mechanism& mech, double duration_s, const std::string& role, const Worker& w);
+  /// The hooks IPCLAB_FAULT asks for on the `role` side of mechanism `mech` in a run of
+  /// `duration_s`, `roundtrip` or not (which names the side: role_name): corrupt, slow and ramp act
+  /// on receivers (Role::Consumer), stall on its own role. (Nothing of the Session: a worker that
+  /// cannot be stopped may outlive it.)
+  FaultPoint(const Mechanism& mech, double duration_s, Role role, bool roundtrip, const Worker& w);
   /// With the queue hook: says on stderr how late, on average, this side got the window's messages
   /// done beyond their virtual completion and their send ("fault queue: N messages of the window,
   /// done X ns late on average").

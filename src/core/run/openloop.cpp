@@ -197,143 +197,179 @@ RatePoint fold_rate(Record& rec, const RateSpec& spec, int64_t rate, WorkerResul
   return pt;
 }
 
+namespace {
+
+// pattern=rate with rate=auto, in its named steps: short trials, each a session of its own with a
+// record of its own; the bound (given, or from the unloaded trial); the bracket, doubling or
+// halving from kSearchStart; the bisection; the confirming run on the session's own record.
+class CapacitySearch {
+ public:
+  CapacitySearch(Session& s, const RatePointFn& point, const RateSpec& spec)
+      : s_(s), point_(point), trial_opts_(s.options()), slo_us_(spec.slo_p99_us) {
+    trial_opts_.duration_s = std::min(trial_opts_.duration_s, kTrialDuration_s);
+    trial_opts_.warmup_s = std::min(trial_opts_.warmup_s, kTrialWarmup_s);
+  }
+
+  void run() {
+    if (!(slo_us_ > 0) && !unloaded_bound()) return;
+    const auto [lo, hi] = bracket();
+    const int64_t capacity = bisect(lo, hi);
+    if (failed_) return;
+    confirm(capacity);
+  }
+
+ private:
+  bool meets(const RatePoint& p) const { return !p.saturated && p.p99_us <= slo_us_; }
+  // A trial (or the confirming run) in extra.capacity.trials.
+  void entry(const RatePoint& p, double duration_s) {
+    auto us = [&](double v) { return p.saturated ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    trials_.push_back({{"requested_per_s", p.requested},
+                       {"achieved_per_s", p.achieved},
+                       {"p50_us", us(p.p50_us)},
+                       {"p99_us", us(p.p99_us)},
+                       {"p999_us", us(p.p999_us)},
+                       {"saturated", p.saturated},
+                       {"meets_slo", meets(p)},
+                       {"duration_s", duration_s}});
+  }
+  // One trial at `rate`, in a session of its own. Each rate is tried once: the unloaded trial is
+  // also the search's first. A failed trial fails the record; nothing then.
+  std::optional<RatePoint> run_trial(int64_t rate) {
+    if (auto it = tried_.find(rate); it != tried_.end()) return it->second;
+    Record rec;
+    rec.name = s_.record().name;
+    rec.suite = s_.record().suite;
+    rec.mechanism = s_.record().mechanism;
+    rec.params = s_.record().params;
+    RatePoint p;
+    {
+      Session t(s_.mechanism(), s_.params(), trial_opts_, rec);
+      p = point_(t, rate);
+    }
+    if (rec.status == Status::Failed) {
+      s_.record().fail(fmt::format("capacity search, trial at {}/s: {}", rate, rec.error));
+      failed_ = true;
+      return std::nullopt;
+    }
+    return tried_[rate] = p;
+  }
+  // A trial of the search: recorded; whether it met the bound.
+  bool trial(int64_t rate) {
+    const auto p = run_trial(rate);
+    if (!p) return false;
+    entry(*p, trial_opts_.duration_s);
+    return meets(*p);
+  }
+  // The transport's own p99 when nothing queues: the first trial, at the search's start or the
+  // first rate below it that is not saturated. The bound is kSloFactor times it: a capacity is
+  // then the load at which queueing has tripled the tail, whatever the transport's (and the
+  // machine's) unloaded tail is. False when the search ends here: a trial failed, or every rate is
+  // saturated (the record is then the full-length run at the lowest rate).
+  bool unloaded_bound() {
+    for (int64_t r = kSearchStart; !failed_ && r >= kSearchFloor; r /= 2) {
+      const auto p = run_trial(r);
+      if (p && !p->saturated && p->p99_us > 0) {
+        slo_us_ = kSloFactor * p->p99_us;
+        slo_basis_ = fmt::format("{:g} x unloaded p99 ({:.2f} us at {}/s)", kSloFactor, p->p99_us, r);
+        unloaded_ = {{"rate_per_s", r}, {"p50_us", p->p50_us}, {"p99_us", p->p99_us}};
+        break;
+      }
+    }
+    if (failed_) return false;
+    if (slo_us_ > 0) return true;
+    for (auto it = tried_.rbegin(); it != tried_.rend(); ++it) entry(it->second, trial_opts_.duration_s);
+    s_.record().extra["capacity"] = {
+        {"slo_p99_us", nullptr},
+        {"slo_basis",
+         fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart, kSearchFloor)},
+        {"unloaded", nullptr},
+        {"capacity_per_s", 0.0},
+        {"confirmed", false},
+        {"trials", trials_}};
+    // The record itself: the full-length run at the lowest rate, saturated as its trial was.
+    point_(s_, kSearchFloor);
+    return false;
+  }
+  // The bracket [lo, hi): lo met the bound (0: none yet), hi did not (0: none yet) — doubling from
+  // kSearchStart while it meets it, else halving until it does.
+  std::pair<int64_t, int64_t> bracket() {
+    int64_t lo = 0, hi = 0;
+    if (trial(kSearchStart)) {
+      lo = kSearchStart;
+      while (!failed_ && ++walked_ < kMaxTrials && lo * 2 <= kSearchCeiling) {
+        if (trial(lo * 2)) {
+          lo *= 2;
+        } else {
+          hi = lo * 2;
+          break;
+        }
+      }
+    } else {
+      hi = kSearchStart;
+      while (!failed_ && ++walked_ < kMaxTrials && hi / 2 >= kSearchFloor) {
+        if (trial(hi / 2)) {
+          lo = hi / 2;
+          break;
+        }
+        hi /= 2;
+      }
+    }
+    return {lo, hi};
+  }
+  // Bisection of the bracket, geometric, to within kSearchPrecision: the highest rate met (0: none).
+  int64_t bisect(int64_t lo, int64_t hi) {
+    while (!failed_ && lo > 0 && hi > 0 && double(hi) > double(lo) * kSearchPrecision &&
+           ++walked_ < kMaxTrials) {
+      const auto mid = int64_t(std::llround(std::sqrt(double(lo) * double(hi))));
+      if (trial(mid))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  // The confirming run: full length on the session's own record; when it misses, step down
+  // (each attempt on a fresh copy of the record, so that nothing of a missed one remains).
+  void confirm(int64_t lo) {
+    const Record pristine = s_.record();
+    bool confirmed = false;
+    int64_t rate = lo > 0 ? lo : kSearchFloor;
+    for (int attempt = 0; attempt < kConfirmAttempts; ++attempt) {
+      if (attempt > 0) s_.record() = pristine;
+      const RatePoint p = point_(s_, rate);
+      entry(p, s_.options().duration_s);
+      if (s_.record().status == Status::Failed) break;
+      confirmed = lo > 0 && meets(p);
+      if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
+      rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
+    }
+    s_.record().extra["capacity"] = {
+        {"slo_p99_us", slo_us_},  {"slo_basis", slo_basis_},
+        {"unloaded", unloaded_},  {"capacity_per_s", confirmed ? double(rate) : double(lo)},
+        {"confirmed", confirmed}, {"trials", trials_}};
+  }
+
+  Session& s_;
+  const RatePointFn& point_;
+  RunOptions trial_opts_;
+  double slo_us_;  // the bound: given, or derived from the first trial (unloaded_bound)
+  std::string slo_basis_ = "given";
+  nlohmann::json unloaded_ = nullptr;
+  nlohmann::json trials_ = nlohmann::json::array();
+  std::map<int64_t, RatePoint> tried_;
+  bool failed_ = false;
+  int walked_ = 0;
+};
+
+}  // namespace
+
 void run_rate(Session& s, const RatePointFn& point) {
   const RateSpec spec = RateSpec::of(s.params());
   if (!spec.search) {
     point(s, spec.rate);
     return;
   }
-  // Trials: short runs, each a session of its own with a record of its own.
-  RunOptions trial_opts = s.options();
-  trial_opts.duration_s = std::min(trial_opts.duration_s, kTrialDuration_s);
-  trial_opts.warmup_s = std::min(trial_opts.warmup_s, kTrialWarmup_s);
-  nlohmann::json trials = nlohmann::json::array();
-  // The bound: given, or derived from the first trial (below).
-  double slo_us = spec.slo_p99_us;
-  std::string slo_basis = "given";
-  auto meets = [&](const RatePoint& p) { return !p.saturated && p.p99_us <= slo_us; };
-  auto entry = [&](const RatePoint& p, double duration_s) {
-    auto us = [&](double v) { return p.saturated ? nlohmann::json(nullptr) : nlohmann::json(v); };
-    trials.push_back({{"requested_per_s", p.requested},
-                      {"achieved_per_s", p.achieved},
-                      {"p50_us", us(p.p50_us)},
-                      {"p99_us", us(p.p99_us)},
-                      {"p999_us", us(p.p999_us)},
-                      {"saturated", p.saturated},
-                      {"meets_slo", meets(p)},
-                      {"duration_s", duration_s}});
-  };
-  bool failed = false;
-  // Each rate is tried once: the unloaded trial is also the search's first.
-  std::map<int64_t, RatePoint> tried;
-  auto run_trial = [&](int64_t rate) -> std::optional<RatePoint> {
-    if (auto it = tried.find(rate); it != tried.end()) return it->second;
-    Record rec;
-    rec.name = s.record().name;
-    rec.suite = s.record().suite;
-    rec.mechanism = s.record().mechanism;
-    rec.params = s.record().params;
-    RatePoint p;
-    {
-      Session t(s.mechanism(), s.params(), trial_opts, rec);
-      p = point(t, rate);
-    }
-    if (rec.status == Status::Failed) {
-      s.record().fail(fmt::format("capacity search, trial at {}/s: {}", rate, rec.error));
-      failed = true;
-      return std::nullopt;
-    }
-    return tried[rate] = p;
-  };
-  auto trial = [&](int64_t rate) {
-    const auto p = run_trial(rate);
-    if (!p) return false;
-    entry(*p, trial_opts.duration_s);
-    return meets(*p);
-  };
-
-  nlohmann::json unloaded = nullptr;
-  if (!(slo_us > 0)) {
-    // The transport's own p99 when nothing queues: the first trial, at the search's start or the
-    // first rate below it that is not saturated. The bound is kSloFactor times it: a capacity is
-    // then the load at which queueing has tripled the tail, whatever the transport's (and the
-    // machine's) unloaded tail is.
-    for (int64_t r = kSearchStart; !failed && r >= kSearchFloor; r /= 2) {
-      const auto p = run_trial(r);
-      if (p && !p->saturated && p->p99_us > 0) {
-        slo_us = kSloFactor * p->p99_us;
-        slo_basis = fmt::format("{:g} x unloaded p99 ({:.2f} us at {}/s)", kSloFactor, p->p99_us, r);
-        unloaded = {{"rate_per_s", r}, {"p50_us", p->p50_us}, {"p99_us", p->p99_us}};
-        break;
-      }
-    }
-    if (failed) return;
-    if (!(slo_us > 0)) {
-      for (auto it = tried.rbegin(); it != tried.rend(); ++it) entry(it->second, trial_opts.duration_s);
-      s.record().extra["capacity"] = {
-          {"slo_p99_us", nullptr},
-          {"slo_basis",
-           fmt::format("none: saturated at every rate from {}/s down to {}/s", kSearchStart, kSearchFloor)},
-          {"unloaded", nullptr},
-          {"capacity_per_s", 0.0},
-          {"confirmed", false},
-          {"trials", trials}};
-      // The record itself: the full-length run at the lowest rate, saturated as its trial was.
-      point(s, kSearchFloor);
-      return;
-    }
-  }
-
-  // Bracket [lo, hi): lo met the bound (0: none yet), hi did not (0: none yet).
-  int64_t lo = 0, hi = 0;
-  int walked = 0;
-  if (trial(kSearchStart)) {
-    lo = kSearchStart;
-    while (!failed && ++walked < kMaxTrials && lo * 2 <= kSearchCeiling) {
-      if (trial(lo * 2)) {
-        lo *= 2;
-      } else {
-        hi = lo * 2;
-        break;
-      }
-    }
-  } else {
-    hi = kSearchStart;
-    while (!failed && ++walked < kMaxTrials && hi / 2 >= kSearchFloor) {
-      if (trial(hi / 2)) {
-        lo = hi / 2;
-        break;
-      }
-      hi /= 2;
-    }
-  }
-  while (!failed && lo > 0 && hi > 0 && double(hi) > double(lo) * kSearchPrecision && ++walked < kMaxTrials) {
-    const auto mid = int64_t(std::llround(std::sqrt(double(lo) * double(hi))));
-    if (trial(mid))
-      lo = mid;
-    else
-      hi = mid;
-  }
-  if (failed) return;
-
-  // The confirming run: full length on the session's own record; when it misses, step down
-  // (each attempt on a fresh copy of the record, so that nothing of a missed one remains).
-  const Record pristine = s.record();
-  bool confirmed = false;
-  int64_t rate = lo > 0 ? lo : kSearchFloor;
-  for (int attempt = 0; attempt < kConfirmAttempts; ++attempt) {
-    if (attempt > 0) s.record() = pristine;
-    const RatePoint p = point(s, rate);
-    entry(p, s.options().duration_s);
-    if (s.record().status == Status::Failed) break;
-    confirmed = lo > 0 && meets(p);
-    if (confirmed || lo == 0 || attempt + 1 == kConfirmAttempts) break;
-    rate = std::max<int64_t>(kSearchFloor, int64_t(double(rate) * 0.9));
-  }
-  s.record().extra["capacity"] = {
-      {"slo_p99_us", slo_us},   {"slo_basis", slo_basis},
-      {"unloaded", unloaded},   {"capacity_per_s", confirmed ? double(rate) : double(lo)},
-      {"confirmed", confirmed}, {"trials", trials}};
+  CapacitySearch(s, point, spec).run();
 }
 
 }  // namespace ipclab

@@ -21,8 +21,6 @@ namespace ipclab {
 
 namespace {
 
-FarReceivers* g_far = nullptr;  // set_far_receivers
-
 // Seeds of the latency reservoirs (consumer i: + i) and of their merge.
 constexpr uint64_t kReservoirSeed = 0x5eed'0002'7e5e'7701ull;
 
@@ -329,50 +327,62 @@ void throughput_consumer(Worker& w, Endpoint& ep, FaultPoint& fault, const Trans
   }
 }
 
-// One run of a transport: throughput, round trips, or (spec given) open loop at `rate`, whose
-// figures it returns.
-std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate) {
-  t.window_ns = uint64_t(s.options().duration_s * 1e9);
-  // The consumers' latency reservoirs, one block each, in memory forked consumers share.
-  const size_t res_words = t.reservoir ? Reservoir::block_words(t.reservoir) : 0;
-  const size_t res_bytes = res_words * size_t(t.consumers) * sizeof(uint64_t);
-  uint64_t* res_mem = nullptr;
-  if (res_bytes) {
-    void* m = mmap(nullptr, res_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+// The consumers' latency reservoirs (latency_reservoir > 0), one block each, in memory forked
+// consumers share; none without. Unmapped at its end unless kept (a stuck thread may still use it).
+class ReservoirBlocks {
+ public:
+  explicit ReservoirBlocks(const TransportShape& t)
+      : words_(t.reservoir ? Reservoir::block_words(t.reservoir) : 0),
+        bytes_(words_ * size_t(t.consumers) * sizeof(uint64_t)) {
+    if (!bytes_) return;
+    void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap latency reservoir");
-    res_mem = static_cast<uint64_t*>(m);
+    mem_ = static_cast<uint64_t*>(m);
   }
-  auto unmap = [res_bytes](uint64_t* m) { munmap(m, res_bytes); };
-  std::unique_ptr<uint64_t, decltype(unmap)> res_owner(res_mem, unmap);
+  ~ReservoirBlocks() {
+    if (mem_) munmap(mem_, bytes_);
+  }
+  ReservoirBlocks(const ReservoirBlocks&) = delete;
+  ReservoirBlocks& operator=(const ReservoirBlocks&) = delete;
+  uint64_t* mem() const { return mem_; }
+  size_t words() const { return words_; }
+  void keep() { mem_ = nullptr; }
 
-  // --remote: the receivers run on the other host (core/run/remote.hpp); only the senders run here.
-  FarReceivers* const far = g_far;
+ private:
+  size_t words_, bytes_;
+  uint64_t* mem_ = nullptr;
+};
+
+// The run's transport — the mechanism's, or with its receivers far (--remote) the senders' ends
+// here — described in the record and attached to the session.
+std::unique_ptr<Transport> open_run_transport(Session& s, FarReceivers* far) {
   std::unique_ptr<Transport> transport = far ? far->open_transport(s) : s.mechanism().transport(s.params());
-  Transport* tp = transport.get();
-  s.record().extra["object"] = tp->object_name();
-  tp->describe(s.record().extra);
-  tp->attach(s);
+  s.record().extra["object"] = transport->object_name();
+  transport->describe(s.record().extra);
+  transport->attach(s);
   s.record().extra["duration_s"] = s.options().duration_s;
+  return transport;
+}
 
-  // Each side opens its endpoint and its fault hooks inside its worker (thread or child process).
-  // The bodies hold nothing of this frame or of the session by reference (the mechanism is the
-  // registry's): a stuck thread may outlive both.
+// The workers of one run: a sender per producer on side 0's CPU (a round trip's client, a
+// throughput or open-loop producer) and, unless they are far, a receiver per consumer on side 1's.
+// Each opens its endpoint and its fault hooks inside its worker (thread or child process). The
+// bodies hold nothing of the caller's frame or of the session by reference (the mechanism is the
+// registry's): a stuck thread may outlive both.
+std::vector<WorkerSpec> transport_workers(Session& s, Transport* tp, const TransportShape& t,
+                                          const RateSpec* spec, const RateSpec& rate_spec, int64_t rate,
+                                          bool far, const ReservoirBlocks& reservoirs) {
   const Mechanism& mech = s.mechanism();
   const double dur = s.options().duration_s;
-  RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the workers' bodies
-  // The producers share side 0's CPU: the floor of one of them there, before any worker starts.
-  if (spec) rate_spec.measure_floor(rate, t.producers, s.cpu_for(0));
-  const std::string sender = t.roundtrip ? "client" : "producer",
-                    receiver = t.roundtrip ? "server" : "consumer";
   std::vector<WorkerSpec> workers;
   for (int i = 0; i < t.producers; ++i)
-    workers.push_back({.role = sender,
+    workers.push_back({.role = role_name(Role::Producer, t.roundtrip),
                        .index = i,
                        .cpu = s.cpu_for(0),
                        .body =
-                           [tp, t, i, &mech, dur, sender, spec, rate_spec, rate](Worker& w) {
+                           [tp, t, i, &mech, dur, spec, rate_spec, rate](Worker& w) {
                              auto ep = tp->open(Role::Producer, i);
-                             FaultPoint fault(mech, dur, sender, w);
+                             FaultPoint fault(mech, dur, Role::Producer, t.roundtrip, w);
                              if (t.roundtrip)
                                roundtrip_client(w, *ep, fault, t, i);
                              else if (spec)
@@ -382,28 +392,41 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
                            },
                        // Throughput's ops and latencies are the consumers' to count: far ones count them
                        // there, over no slices of this host's window.
-                       .series = t.roundtrip || !far});
+                       .series = t.roundtrip || !far,
+                       .transport_role = Role::Producer});
+  uint64_t* const res_mem = reservoirs.mem();
+  const size_t res_words = reservoirs.words();
   for (int i = 0; i < (far ? 0 : t.consumers); ++i)
-    workers.push_back(
-        {receiver, i, s.cpu_for(1), [tp, t, i, &mech, dur, receiver, res_mem, res_words](Worker& w) {
-           auto ep = tp->open(Role::Consumer, i);
-           FaultPoint fault(mech, dur, receiver, w);
-           // Seeded per consumer from fixed constants: the same stream keeps the same sample.
-           std::optional<Reservoir> res;
-           if (res_mem)
-             res.emplace(res_mem + size_t(i) * res_words, t.reservoir, kReservoirSeed + uint64_t(i));
-           if (t.roundtrip)
-             roundtrip_server(w, *ep, fault, t);
-           else
-             throughput_consumer(w, *ep, fault, t, i, res ? &*res : nullptr);
-         }});
+    workers.push_back({.role = role_name(Role::Consumer, t.roundtrip),
+                       .index = i,
+                       .cpu = s.cpu_for(1),
+                       .body =
+                           [tp, t, i, &mech, dur, res_mem, res_words](Worker& w) {
+                             auto ep = tp->open(Role::Consumer, i);
+                             FaultPoint fault(mech, dur, Role::Consumer, t.roundtrip, w);
+                             // Seeded per consumer from fixed constants: the same stream keeps the same
+                             // sample.
+                             std::optional<Reservoir> res;
+                             if (res_mem)
+                               res.emplace(res_mem + size_t(i) * res_words, t.reservoir,
+                                           kReservoirSeed + uint64_t(i));
+                             if (t.roundtrip)
+                               roundtrip_server(w, *ep, fault, t);
+                             else
+                               throughput_consumer(w, *ep, fault, t, i, res ? &*res : nullptr);
+                           },
+                       .transport_role = Role::Consumer});
+  return workers;
+}
 
-  const size_t workers_n = workers.size();
-  const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
-  Record& rec = s.record();
-  tp->ended(rec);
-  const FarSeen far_seen = far ? far->fold(s) : FarSeen{};
-  // What the consumers saw of producer p's messages: here, their slots; far, what they reported.
+// Throughput: every message each producer sent must have reached exactly one consumer, intact —
+// by what the consumers saw of producer p's messages: here, their slots; far, what they reported
+// (`far_seen`). A corrupt message is counted by the consumer that got it and is missing from the
+// seen counts (its producer field cannot be trusted), so the missing ones are lost only beyond the
+// corrupt: lost = sent - received - corrupt. Also after a failure (a stall, a dead worker):
+// messages the run never delivered count as lost, in flight or not.
+void check_delivery(Record& rec, const TransportShape& t, const WorkerResults& slots, bool far,
+                    const FarSeen& far_seen) {
   auto seen = [&](int p) {
     if (far) {
       const size_t i = size_t(p);
@@ -417,72 +440,88 @@ std::optional<RatePoint> transport_point(Session& s, TransportShape t, const Rat
     }
     return std::pair{count, seqsum};
   };
+  uint64_t missing = 0;
+  for (int p = 0; p < t.producers; ++p) {
+    const uint64_t sent = slots[p].integrity.sent;
+    const auto [count, seqsum] = seen(p);
+    if (count < sent) missing += sent - count;
+    // A repeat that reached another consumer than the first copy: counted received twice.
+    if (count > sent) {
+      rec.integrity.duplicated += count - sent;
+      rec.integrity.received -= count - sent;
+    }
+    // Sequences 0..sent-1 sum to sent*(sent-1)/2; anything else was altered in flight.
+    if (count == sent && seqsum != sent * (sent - 1) / 2) rec.integrity.corrupt++;
+  }
+  rec.integrity.lost += missing - std::min(missing, rec.integrity.corrupt);
+}
 
-  if (!t.roundtrip) {
-    // Every message each producer sent must have reached exactly one consumer, intact. A corrupt
-    // message is counted by the consumer that got it and is missing from the seen counts (its
-    // producer field cannot be trusted), so the missing ones are lost only beyond the corrupt:
-    // lost = sent - received - corrupt. Also after a failure (a stall, a dead worker): messages
-    // the run never delivered count as lost, in flight or not.
-    uint64_t missing = 0;
-    for (int p = 0; p < t.producers; ++p) {
-      const uint64_t sent = slots[p].integrity.sent;
-      const auto [count, seqsum] = seen(p);
-      if (count < sent) missing += sent - count;
-      // A repeat that reached another consumer than the first copy: counted received twice.
-      if (count > sent) {
-        rec.integrity.duplicated += count - sent;
-        rec.integrity.received -= count - sent;
-      }
-      // Sequences 0..sent-1 sum to sent*(sent-1)/2; anything else was altered in flight.
-      if (count == sent && seqsum != sent * (sent - 1) / 2) rec.integrity.corrupt++;
-    }
-    rec.integrity.lost += missing - std::min(missing, rec.integrity.corrupt);
+// The consumers' reservoirs merged into the record's extra.reservoir: its size, the latencies
+// seen and kept, and the kept ones' percentiles.
+void fold_reservoirs(Record& rec, const TransportShape& t, const ReservoirBlocks& reservoirs) {
+  std::vector<const uint64_t*> blocks;
+  uint64_t seen = 0;
+  for (int c = 0; c < t.consumers; ++c) {
+    blocks.push_back(reservoirs.mem() + size_t(c) * reservoirs.words());
+    seen += Reservoir::seen(blocks.back());
   }
-  if (res_mem) {
-    std::vector<const uint64_t*> blocks;
-    uint64_t seen = 0;
-    for (int c = 0; c < t.consumers; ++c) {
-      blocks.push_back(res_mem + size_t(c) * res_words);
-      seen += Reservoir::seen(blocks.back());
-    }
-    auto kept = Reservoir::merge(blocks, t.reservoir, kReservoirSeed);
-    nlohmann::json r = {{"size", t.reservoir}, {"seen", seen}, {"kept", kept.size()}};
-    if (!kept.empty())
-      for (auto [key, q] : {std::pair{"p50_us", 0.5},
-                            {"p90_us", 0.9},
-                            {"p95_us", 0.95},
-                            {"p99_us", 0.99},
-                            {"p999_us", 0.999}})
-        r[key] = Reservoir::quantile(kept, q) / 1000.0;
-    rec.extra["reservoir"] = r;
-  }
-  if (!rec.integrity.clean()) {
-    // After a stall or a death the verdict joins the first reason: the run failed on both counts.
-    std::string why = "integrity: " + rec.integrity.text();
-    if (t.roundtrip)
-      for (int c = 0; c < t.producers; ++c)
-        if (const Integrity& i = slots[c].integrity; i.lost)
-          why += fmt::format(" (request {} of client {} unanswered)", i.sent - 1, c);
-    if (rec.status == Status::Failed)
-      rec.error += "; " + why;
-    else
-      rec.fail(why);
-  }
+  auto kept = Reservoir::merge(blocks, t.reservoir, kReservoirSeed);
+  nlohmann::json r = {{"size", t.reservoir}, {"seen", seen}, {"kept", kept.size()}};
+  if (!kept.empty())
+    for (auto [key, q] :
+         {std::pair{"p50_us", 0.5}, {"p90_us", 0.9}, {"p95_us", 0.95}, {"p99_us", 0.99}, {"p999_us", 0.999}})
+      r[key] = Reservoir::quantile(kept, q) / 1000.0;
+  rec.extra["reservoir"] = r;
+}
+
+// A run whose integrity is not clean fails on it; after a stall or a death the verdict joins the
+// first reason: the run failed on both counts.
+void fail_on_integrity(Record& rec, const TransportShape& t, const WorkerResults& slots) {
+  if (rec.integrity.clean()) return;
+  std::string why = "integrity: " + rec.integrity.text();
+  if (t.roundtrip)
+    for (int c = 0; c < t.producers; ++c)
+      if (const Integrity& i = slots[c].integrity; i.lost)
+        why += fmt::format(" (request {} of client {} unanswered)", i.sent - 1, c);
+  if (rec.status == Status::Failed)
+    rec.error += "; " + why;
+  else
+    rec.fail(why);
+}
+
+// One run of a transport: throughput, round trips, or (spec given) open loop at `rate`, whose
+// figures it returns. `far`: its receivers on the other host (--remote), nullptr: here.
+std::optional<RatePoint> transport_point(Session& s, TransportShape t, const RateSpec* spec, int64_t rate,
+                                         FarReceivers* far) {
+  t.window_ns = uint64_t(s.options().duration_s * 1e9);
+  ReservoirBlocks reservoirs(t);
+  // --remote: the receivers run on the other host (core/remote/remote.hpp); only the senders run here.
+  std::unique_ptr<Transport> transport = open_run_transport(s, far);
+  RateSpec rate_spec = spec ? *spec : RateSpec{};  // copied into the workers' bodies
+  // The producers share side 0's CPU: the floor of one of them there, before any worker starts.
+  if (spec) rate_spec.measure_floor(rate, t.producers, s.cpu_for(0));
+  std::vector<WorkerSpec> workers =
+      transport_workers(s, transport.get(), t, spec, rate_spec, rate, far != nullptr, reservoirs);
+  const size_t workers_n = workers.size();
+  const WorkerResults slots = s.run_workers(std::move(workers), t.processes, t.roundtrip ? "rtt" : "one_way");
+  Record& rec = s.record();
+  transport->ended(rec);
+  const FarSeen far_seen = far ? far->fold_far_side(s) : FarSeen{};
+  if (!t.roundtrip) check_delivery(rec, t, slots, far != nullptr, far_seen);
+  if (reservoirs.mem()) fold_reservoirs(rec, t, reservoirs);
+  fail_on_integrity(rec, t, slots);
   std::optional<RatePoint> point;
   if (spec) point = fold_rate(rec, rate_spec, rate, slots, int(workers_n), {}, far_seen.rate.get());
   if (s.stuck()) {  // a stuck thread may still use them
     transport.release();
-    res_owner.release();
+    reservoirs.keep();
   }
   return point;
 }
 
 }  // namespace
 
-void set_far_receivers(FarReceivers* far) { g_far = far; }
-
-void run_transport(Session& s) {
+void run_transport(Session& s, FarReceivers* far) {
   const auto t = shape_of(s.params());
   if (!t.roundtrip && t.size < msg::kHeaderSize)
     throw UsageError(
@@ -498,23 +537,23 @@ void run_transport(Session& s) {
     throw UsageError(fmt::format("pattern=rate needs messages of at least {} bytes; use -p size={}",
                                  msg::kIntendedHeaderSize, msg::kIntendedHeaderSize));
   if (t.rate) {
-    run_rate(s, [t](Session& ss, int64_t rate) {
+    run_rate(s, [t, far](Session& ss, int64_t rate) {
       const RateSpec spec = RateSpec::of(ss.params());
-      return *transport_point(ss, t, &spec, rate);
+      return *transport_point(ss, t, &spec, rate, far);
     });
     return;
   }
-  transport_point(s, t, nullptr, 0);
+  transport_point(s, t, nullptr, 0, far);
 }
 
 void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p) {
-  FaultPoint fault(mech, 0, "server", w);
+  FaultPoint fault(mech, 0, Role::Consumer, true, w);
   roundtrip_server(w, ep, fault, shape_of(p));
 }
 
 void serve_throughput(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p, int index,
                       int64_t clock_offset_ns, uint64_t window_ns) {
-  FaultPoint fault(mech, 0, "consumer", w);
+  FaultPoint fault(mech, 0, Role::Consumer, false, w);
   TransportShape t = shape_of(p);
   t.clock_offset_ns = clock_offset_ns;
   t.window_ns = window_ns;

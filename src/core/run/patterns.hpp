@@ -8,9 +8,7 @@
 
 namespace ipclab {
 
-/// Drives a transport mechanism: the `pattern` parameter picks throughput or round trips.
-void run_transport(Session& s);
-/// The server of one round-trip channel, on its own (the remote side of --remote, core/run/remote.hpp):
+/// The server of one round-trip channel, on its own (the remote side of --remote, core/remote/remote.hpp):
 /// echoes each request on `ep` until the client's stop marker, as the roundtrip pattern's server.
 void serve_roundtrip(Worker& w, Endpoint& ep, const Mechanism& mech, const Params& p);
 /// Consumer `index` of a throughput channel, on its own (the remote side of --remote): receives,
@@ -29,18 +27,21 @@ struct FarSeen {
   /// the backlog slices), summed over them; null otherwise.
   std::unique_ptr<RateTrace> rate;
 };
-/// Where a transport's receivers run when they are not on this host: `--remote` (core/run/remote.cpp)
-/// sets them for its run; the transport pattern then opens only the senders' ends here, through
-/// them, and folds into the record what the far side measured (its integrity, ops, bytes, latency
-/// and CPU), keeping the check of what was sent against what was seen for itself.
+/// Where a transport's receivers run when they are not on this host: across the link of
+/// `--remote` (core/remote/remote.hpp: LinkReceivers), handed to run_transport for its run. The
+/// transport pattern then opens only the senders' ends here, through them, and folds into the
+/// record what the far side measured (its integrity, ops, bytes, latency and CPU), keeping the
+/// check of what was sent against what was seen for itself.
 class FarReceivers {
  public:
   virtual ~FarReceivers() = default;
   virtual std::unique_ptr<Transport> open_transport(Session& s) = 0;
-  virtual FarSeen fold(Session& s) = 0;
+  /// After the run: what the far side measured, into the record; what it saw of each producer.
+  virtual FarSeen fold_far_side(Session& s) = 0;
 };
-/// Sets the far receivers of the runs from now on (nullptr: the receivers run here).
-void set_far_receivers(FarReceivers* far);
+/// Drives a transport mechanism: the `pattern` parameter picks throughput or round trips. `far`:
+/// where its receivers run when not here (--remote); nullptr: here.
+void run_transport(Session& s, FarReceivers* far = nullptr);
 /// Repeats a loop mechanism's op for the duration, timing it in batches.
 void run_loop(Session& s);
 

@@ -4,7 +4,7 @@
 // inherit them. Throughput uses one channel shared by every producer and consumer (datagram and
 // seqpacket sockets keep message boundaries, so several readers and writers can share one);
 // roundtrip uses one channel per pair. The messaging and bulk suites build their pipe and socket
-// mechanisms on it, and the remote side's channels (core/run/remote.cpp) are its sockets too.
+// mechanisms on it, and the remote side's channels (core/remote/local.cpp) are its sockets too.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -56,7 +56,7 @@ enum class Framing { Stream, Message };
 /// before it sends and a consumer returns it after it received, so at most `window` messages
 /// are in flight and the receive buffer never overflows. Lives in MAP_SHARED memory.
 ///
-/// Across hosts (--remote, core/run/remote.cpp) the two ends share no memory: each has Credits of
+/// Across hosts (--remote, core/remote/local.cpp) the two ends share no memory: each has Credits of
 /// its own with `fd` the channel's socket. The receiver's end then sends its count of returned
 /// credits back on it (a datagram of 8 bytes, the running total) every `ack_every` messages, and the
 /// sender's end, its window full, reads those totals from the socket: a lost one is made good by

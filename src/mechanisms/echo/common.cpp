@@ -13,7 +13,7 @@
 #include "core/model/std_params.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/listener.hpp"
-#include "core/run/remote.hpp"
+#include "core/remote/remote.hpp"
 #include "mechanisms/echo/client.hpp"
 
 namespace ipclab::echo {
@@ -213,7 +213,7 @@ std::optional<RatePoint> echo_point(Session& s, const RateSpec* spec, int64_t ra
   // Several reactors pin their own threads: the process itself is then unpinned.
   if (k > 1) launch.reactor_cpus = at.reactors;
   const int process_cpu = k > 1 ? -1 : at.reactors[0];
-  // Here, or with --remote on the other host (core/run/remote.hpp), its CPU measured there.
+  // Here, or with --remote on the other host (core/remote/remote.hpp), its CPU measured there.
   remote::BenchServer server(s, launch, process_cpu);
   // A client per client thread, on the heap, for a worker thread to find even if it could not be
   // stopped.

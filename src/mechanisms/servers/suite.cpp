@@ -20,8 +20,8 @@
 #include "core/model/std_params.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/listener.hpp"
+#include "core/remote/remote.hpp"
 #include "core/run/openloop.hpp"
-#include "core/run/remote.hpp"
 #include "mechanisms/servers/loadgen.hpp"
 
 namespace ipclab::servers {
@@ -300,7 +300,7 @@ std::optional<RatePoint> run_point(const ServerModel& m, Session& s, const OpenL
   // Several reactors pin their own threads: the process itself is then unpinned.
   const std::vector<int> reactors = reactor_cpus(m, s);
   const int process_cpu = reactors.empty() ? server_cpu : -1;
-  // Here, or with --remote on the other host (core/run/remote.hpp), its CPU measured there.
+  // Here, or with --remote on the other host (core/remote/remote.hpp), its CPU measured there.
   remote::BenchServer server(s, s.mechanism().server(s), process_cpu);
 
   const LoadConfig cfg{.port = server.port(),

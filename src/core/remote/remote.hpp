@@ -49,7 +49,8 @@ namespace remote {
 
 namespace detail {
 class Channel;
-}
+struct Heartbeat;
+}  // namespace detail
 
 /// What --remote and its companions asked for.
 struct Options {
@@ -87,7 +88,7 @@ class Link {
   /// channel. Every failure (host unreachable, key refused or unknown, ipclab missing or different
   /// there, a login shell that prints too much, a malformed answer) is a UsageError of one line:
   /// nothing has run yet.
-  static std::unique_ptr<Link> open(const Options& o);
+  static std::unique_ptr<Link> connect(const Options& o);
   /// The other way round, on the remote host (--remote-role client): the remote side's channel
   /// back to the local one (`channel`, its stdin and stdout), for a server benchmark whose server
   /// is on the local host, at `server_address` (whose name is `host` in the record). It quits
@@ -126,11 +127,19 @@ class Link {
   explicit Link(Options o);
   std::string ssh_said() const;  // ssh's last stderr line, for messages
   void read_some(int ms);        // one poll over ssh's stderr
+  // Link::connect's steps, in order (connect says what each checks).
+  void start_ssh(const std::vector<std::string>& argv);
+  nlohmann::json await_hello(double hello_s, const std::string& where);
+  [[noreturn]] void explain_no_hello(double hello_s, const std::string& where);
+  void check_hello(const nlohmann::json& hello, const std::string& where);
+  void start_heartbeat(const detail::Heartbeat& beat, const std::string& source);
+  void take_data_address(const std::string& where);
+  void estimate_context_clocks(const std::string& where);
   Options o_;
   Process ssh_;
   int in_ = -1, out_ = -1, err_ = -1;
   std::string err_buf_;
-  std::unique_ptr<detail::Channel> own_;  // Link::open's channel over ssh
+  std::unique_ptr<detail::Channel> own_;  // Link::connect's channel over ssh
   detail::Channel* channel_ = nullptr;    // own_, or the remote side's own (Link::back)
   std::string address_;
   int remote_cpus_ = 1;
@@ -140,22 +149,28 @@ class Link {
   bool back_ = false;          // Link::back: the remote side's own channel, no ssh of its own
 };
 
-/// The run's link while `ipclab run --remote` runs (nullptr: both sides run here). One per process,
-/// as the run's folder and journal are (core/ownership/journal.hpp): set by cmd_run once the link is open,
-/// and cleared before it closes.
-Link* in_use();
-void use(Link* link);
-
 /// The local end of a benchmark whose other side is remote (transport_point): asks the remote side
 /// to open its end, connects to it (a transport in halves: builds its senders' half, to the port
 /// the receivers' half there listens on), and makes the remote side a peer of the session — its
 /// death (ssh ended) fails the run, and the phases go to it as they change.
-std::unique_ptr<Transport> open_transport(Session& s, Link& link);
+std::unique_ptr<Transport> open_crossing_transport(Session& s, Link& link);
 /// After the run: the remote side's results (its CPU and context switches over the window, as a
 /// role of its own; its errors; its end of the network path) into the record; of throughput, also
 /// its consumers' integrity, ops, bytes and one-way latencies (extra.one_way: the clock offset they
 /// are corrected by, and its uncertainty), and what they saw of each producer's messages.
-FarSeen fold(Session& s, Link& link);
+FarSeen fold_far_side(Session& s, Link& link);
+
+/// The transport pattern's receivers on the link's host (run_transport's `far`): open_crossing_transport
+/// and fold_far_side over `link`, which must outlive it.
+class LinkReceivers final : public FarReceivers {
+ public:
+  explicit LinkReceivers(Link& link) : link_(link) {}
+  std::unique_ptr<Transport> open_transport(Session& s) override { return open_crossing_transport(s, link_); }
+  FarSeen fold_far_side(Session& s) override { return remote::fold_far_side(s, link_); }
+
+ private:
+  Link& link_;
+};
 
 /// Where a server on the remote host listens.
 struct ServerAddress {
@@ -168,20 +183,20 @@ struct ServerAddress {
 /// run would (Mechanism::server, core/peers/server), listening on the data path's address, with what
 /// `launch` asks beyond the mechanism's own (TCP_NODELAY; as many reactors, pinned round-robin
 /// over that host's CPUs).
-ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch);
+ServerAddress start_far_server(Session& s, Link& link, const ServerLaunch& launch);
 /// Makes the remote server a peer of the session (its death — ssh's end — fails the run; its
 /// heartbeat is `progress`, its clients' echoes) and sends it the phases as they change.
 /// `role`: the remote side's role in the record (server@HOST, or consumer@HOST for throughput).
-void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role);
+void watch_far_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role);
 /// Stops the remote server `at`: its CPU over the measured window and over its whole life, measured
 /// there (schedstat, as a local server's: charged as system time); a failed record on its errors,
 /// or on a figure that fails its check (named).
-std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link, const ServerAddress& at);
+std::pair<CpuUsage, CpuUsage> stop_far_server(Session& s, Link& link, const ServerAddress& at);
 
 /// The server of a server benchmark (echo, servers), wherever it runs: here, a ServerProcess the
-/// session watches as its peer; with a link in use (--remote), on the other host, started, watched
-/// and stopped through the link (start_server, watch_server, stop_server). The one way both suites
-/// start, watch and stop their server.
+/// session watches as its peer; with the run's link (--remote: the session's RunOptions::remote), on
+/// the other host, started, watched and stopped through the link (start_far_server,
+/// watch_far_server, stop_far_server). The one way both suites start, watch and stop their server.
 class BenchServer {
  public:
   /// Starts it: here, `launch` pinned to `cpu`; there, as the remote side launches it.
@@ -207,8 +222,6 @@ class BenchServer {
   ServerAddress far_;
 };
 
-/// True when the run's server benchmarks run their clients on the other host (--remote-role client).
-bool far_clients();
 /// --remote-role client: runs `s`'s benchmark with its server here and its clients there. The
 /// remote side runs the benchmark as a local run would, its server being this host's: it asks for
 /// it (this side starts it as the remote side starts one, ServerSide), sends the phases, and at the

@@ -1,4 +1,4 @@
-#include "core/run/remote_wire.hpp"
+#include "core/remote/wire.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

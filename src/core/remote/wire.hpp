@@ -1,5 +1,5 @@
 #pragma once
-// What the two ends of --remote share (core/run/remote.cpp here, core/run/remote_side.cpp on the
+// What the two ends of --remote share (core/remote/local.cpp here, core/remote/side.cpp on the
 // other host): the mechanisms that cross, the JSON lines of their control channel, each host's
 // identity and clock. For those two files only.
 #include <sys/socket.h>

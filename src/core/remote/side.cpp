@@ -1,4 +1,4 @@
-#include "core/run/remote.hpp"
+#include "core/remote/remote.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -28,8 +28,8 @@
 #include "core/model/std_params.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/listener.hpp"
+#include "core/remote/wire.hpp"
 #include "core/run/patterns.hpp"
-#include "core/run/remote_wire.hpp"
 #include "core/transport/fd_transport.hpp"
 
 namespace ipclab::remote {
@@ -478,9 +478,10 @@ bool serve_server(const nlohmann::json& cmd, const std::function<void(const nloh
 }
 
 // --remote-role client: a server benchmark's clients here, its server on the local side's host. The
-// benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), with a
-// link back to the local side in use (Link::back): its server is asked of the local side, the
-// phases and the end go there. Its record goes back as the answer.
+// benchmark runs here as a local run runs it (Mechanism::workload, in a Session of its own), its
+// options carrying a link back to the local side (Link::back) as a local run's carry --remote's: its
+// server is asked of the local side, the phases and the end go there. Its record goes back as the
+// answer.
 void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlohmann::json&)>& reply,
                    Channel& channel) {
   const Request r = request_of(cmd, true);
@@ -505,14 +506,13 @@ void serve_clients(const nlohmann::json& cmd, const std::function<void(const nlo
   rec.params = r.params;
   {
     const std::unique_ptr<Link> back = Link::back(at, at, channel);
-    use(back.get());
+    opts.remote = back.get();  // the run's link, as a local run's is --remote's
     try {
       Session s(*r.mech, r.params, opts, rec);
       s.run_workload([&] { r.mech->workload(s); });
     } catch (const std::exception& e) {  // bad input, which the local side checked already
       rec.fail(e.what());
     }
-    use(nullptr);
   }
   reply({{"record", to_json(rec)}});
 }

@@ -1,4 +1,4 @@
-#include "core/run/remote.hpp"
+#include "core/remote/remote.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -31,8 +31,8 @@
 #include "core/model/std_params.hpp"
 #include "core/peers/server.hpp"
 #include "core/process/listener.hpp"
+#include "core/remote/wire.hpp"
 #include "core/run/patterns.hpp"
-#include "core/run/remote_wire.hpp"
 #include "core/transport/fd_transport.hpp"
 
 namespace ipclab::remote {
@@ -203,12 +203,11 @@ std::string address_problem(const std::string& address, const std::string& host)
 
 Link::Link(Options o) : o_(std::move(o)) {}
 
-std::unique_ptr<Link> Link::open(const Options& o) {
-  const std::string ssh = find_program("ssh");
-  if (ssh.empty()) throw UsageError("--remote needs OpenSSH's client (ssh) on PATH; install openssh-client");
-  std::string beat_source;
-  const Heartbeat beat = heartbeat_from_env(beat_source);
-  std::unique_ptr<Link> link(new Link(o));
+namespace {
+
+// ssh's command line for `o` (ssh -o BatchMode=yes [--ssh-option...] HOST -- IPCLAB remote-side),
+// and how long ssh may take to reach the host (its ConnectTimeout: the user's, or ours).
+std::vector<std::string> ssh_argv(const std::string& ssh, const Options& o, double& connect_s) {
   std::vector<std::string> argv{ssh};
   for (auto& opt : o.ssh_options)
     for (auto& w : words(opt)) argv.push_back(w);
@@ -219,37 +218,64 @@ std::unique_ptr<Link> Link::open(const Options& o) {
     argv.push_back(d);
   }
   argv.insert(argv.end(), {"-T", "--", o.host, shell_quote(o.ipclab) + " remote-side"});
-  // ssh's own ConnectTimeout (the user's, or ours) bounds reaching the host; the remote ipclab then
-  // has as long again, and 10 s more, to start and collect its environment block.
-  double connect_s = 10;
+  connect_s = 10;
   for (size_t i = 0; i + 1 < argv.size(); ++i)
     if (argv[i] == "-o" && argv[i + 1].rfind("ConnectTimeout=", 0) == 0) {
       connect_s = std::max(1.0, std::atof(argv[i + 1].c_str() + 15));
       break;
     }
+  return argv;
+}
+
+}  // namespace
+
+std::unique_ptr<Link> Link::connect(const Options& o) {
+  const std::string ssh = find_program("ssh");
+  if (ssh.empty()) throw UsageError("--remote needs OpenSSH's client (ssh) on PATH; install openssh-client");
+  std::string beat_source;
+  const Heartbeat beat = heartbeat_from_env(beat_source);
+  std::unique_ptr<Link> link(new Link(o));
+  double connect_s = 10;
+  const std::vector<std::string> argv = ssh_argv(ssh, o, connect_s);
+  // ssh's own ConnectTimeout bounds reaching the host; the remote ipclab then has as long again,
+  // and 10 s more, to start and collect its environment block.
   const double hello_s = 2 * connect_s + 10;
+  const std::string where = fmt::format("--remote {}", brief(o.host));
+  link->start_ssh(argv);
+  link->check_hello(link->await_hello(hello_s, where), where);
+  link->start_heartbeat(beat, beat_source);
+  link->take_data_address(where);
+  link->estimate_context_clocks(where);
+  return link;
+}
+
+// ssh started with its stdin, stdout and stderr on pipes to this side, the control channel over
+// the first two.
+void Link::start_ssh(const std::vector<std::string>& argv) {
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
       pipe2(err, O_CLOEXEC) != 0)
     throw std::system_error(errno, std::generic_category(), "pipe");
-  link->ssh_ = Process::exec(Spawn{.stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
+  ssh_ = Process::exec(Spawn{.stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]}, argv);
   close(in[0]);
   close(out[1]);
   close(err[1]);
-  link->in_ = in[1];
-  link->out_ = out[0];
-  link->err_ = err[0];
-  link->own_ = std::make_unique<Channel>(link->out_, link->in_);
-  link->channel_ = link->own_.get();
-  Channel& channel = *link->channel_;
+  in_ = in[1];
+  out_ = out[0];
+  err_ = err[0];
+  own_ = std::make_unique<Channel>(out_, in_);
+  channel_ = own_.get();
+}
 
-  // The hello. A login shell may print before it (a banner, a motd): a little of that is let by.
-  const std::string where = fmt::format("--remote {}", brief(o.host));
+// The hello, within `hello_s`. A login shell may print before it (a banner, a motd): a little of
+// that is let by. UsageError saying why when none came (explain_no_hello).
+nlohmann::json Link::await_hello(double hello_s, const std::string& where) {
+  Channel& channel = *channel_;
   nlohmann::json hello;
   std::string line;
   const uint64_t deadline = now_ns() + uint64_t(hello_s * 1e9);
   for (;;) {
-    link->read_some(0);
+    read_some(0);
     if (channel.next(line, std::min(deadline, now_ns() + 100'000'000))) {
       try {
         hello = nlohmann::json::parse(line);
@@ -263,65 +289,75 @@ std::unique_ptr<Link> Link::open(const Options& o) {
     if (channel.end() != Channel::End::Open || now_ns() >= deadline || channel.bytes_in() > kShellNoise)
       break;
   }
+  if (hello.is_null()) explain_no_hello(hello_s, where);
+  return hello;
+}
+
+// Why no hello came, as a UsageError naming the fix: a login shell that printed too much, no answer
+// in time, or ssh's end (the host key unknown, ssh failing, no ipclab there, one that ended).
+void Link::explain_no_hello(double hello_s, const std::string& where) {
+  Channel& channel = *channel_;
   const uint64_t noise = channel.bytes_in();
-  if (hello.is_null() && (noise > kShellNoise || channel.end() == Channel::End::Overlong)) {
-    link->ssh_.stop(0);
+  if (noise > kShellNoise || channel.end() == Channel::End::Overlong) {
+    ssh_.stop(0);
     throw UsageError(fmt::format(
         "{}: the remote login shell printed {} bytes before the remote ipclab's answer (ipclab reads at "
         "most {} KiB of a banner); make the shell quiet for non-interactive sessions (print nothing from "
         "~/.bashrc, ~/.profile and the like unless the shell is interactive)",
         where, noise, kShellNoise >> 10));
   }
-  if (hello.is_null()) {
-    if (channel.end() == Channel::End::Open) {
-      link->ssh_.stop(0);
-      throw UsageError(
-          fmt::format("{}: no answer from the remote ipclab within {:.0f} s{}; check the host and that "
-                      "`ssh {} {} remote-side` starts",
-                      where, hello_s,
-                      noise ? fmt::format(" (only {} bytes of something else: a login banner?)", noise) : "",
-                      brief(o.host), brief(o.ipclab)));
-    }
-    link->ssh_.wait(5.0);
-    link->read_some(0);
-    const int status = link->ssh_.reaped() ? link->ssh_.status() : -1;
-    const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    const std::string said = link->ssh_said();
-    if (code == 255 && link->err_buf_.find("Host key verification failed") != std::string::npos) {
-      const std::string port = ssh_port(o.ssh_options), name = bare_host(o.host);
-      throw UsageError(fmt::format(
-          "{}: ssh does not know the host's key ({}); check its fingerprint and add it to known_hosts: "
-          "connect once with `ssh {}{}` and accept it, or `ssh-keyscan {}{} >> ~/.ssh/known_hosts`",
-          where, said, port.empty() ? "" : "-p " + port + " ", brief(o.host),
-          port.empty() ? "" : "-p " + port + " ", brief(name)));
-    }
-    if (code == 255)
-      throw UsageError(
-          fmt::format("{}: ssh failed: {}; check the host, its port and the key "
-                      "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
-                      where, said.empty() ? "no reason given" : said));
-    if (code == 127 || code == 126)
-      throw UsageError(
-          fmt::format("{}: no ipclab at '{}' there ({}); install the same ipclab there, or "
-                      "give its path with --remote-ipclab PATH",
-                      where, brief(o.ipclab), said.empty() ? "not found" : said));
+  if (channel.end() == Channel::End::Open) {
+    ssh_.stop(0);
     throw UsageError(
-        fmt::format("{}: the remote ipclab '{}' ended before it said hello ({}{}); give the path "
-                    "of the same ipclab with --remote-ipclab PATH",
-                    where, brief(o.ipclab), status >= 0 ? describe_exit(status) : "no status",
-                    said.empty() ? "" : ": " + said));
+        fmt::format("{}: no answer from the remote ipclab within {:.0f} s{}; check the host and that "
+                    "`ssh {} {} remote-side` starts",
+                    where, hello_s,
+                    noise ? fmt::format(" (only {} bytes of something else: a login banner?)", noise) : "",
+                    brief(o_.host), brief(o_.ipclab)));
   }
+  ssh_.wait(5.0);
+  read_some(0);
+  const int status = ssh_.reaped() ? ssh_.status() : -1;
+  const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const std::string said = ssh_said();
+  if (code == 255 && err_buf_.find("Host key verification failed") != std::string::npos) {
+    const std::string port = ssh_port(o_.ssh_options), name = bare_host(o_.host);
+    throw UsageError(fmt::format(
+        "{}: ssh does not know the host's key ({}); check its fingerprint and add it to known_hosts: "
+        "connect once with `ssh {}{}` and accept it, or `ssh-keyscan {}{} >> ~/.ssh/known_hosts`",
+        where, said, port.empty() ? "" : "-p " + port + " ", brief(o_.host),
+        port.empty() ? "" : "-p " + port + " ", brief(name)));
+  }
+  if (code == 255)
+    throw UsageError(
+        fmt::format("{}: ssh failed: {}; check the host, its port and the key "
+                    "(--ssh-option '-p PORT', --ssh-option '-i KEY')",
+                    where, said.empty() ? "no reason given" : said));
+  if (code == 127 || code == 126)
+    throw UsageError(
+        fmt::format("{}: no ipclab at '{}' there ({}); install the same ipclab there, or "
+                    "give its path with --remote-ipclab PATH",
+                    where, brief(o_.ipclab), said.empty() ? "not found" : said));
+  throw UsageError(
+      fmt::format("{}: the remote ipclab '{}' ended before it said hello ({}{}); give the path "
+                  "of the same ipclab with --remote-ipclab PATH",
+                  where, brief(o_.ipclab), status >= 0 ? describe_exit(status) : "no status",
+                  said.empty() ? "" : ": " + said));
+}
+
+// Both ends the same version and build, and the hello well formed: its CPUs, its sweep's lines.
+void Link::check_hello(const nlohmann::json& hello, const std::string& where) {
   const nlohmann::json mine = identity();
   for (const char* k : {"version", "build_type", "build_flags"})
     if (!hello.contains(k) || hello[k] != mine[k])
       throw UsageError(
           fmt::format("{}: the remote ipclab '{}' is {}, this one is {}; run the same build on "
                       "both hosts (--remote-ipclab PATH names it there)",
-                      where, brief(o.ipclab), identity_text(hello), identity_text(mine)));
+                      where, brief(o_.ipclab), identity_text(hello), identity_text(mine)));
   try {
     const nlohmann::json& env = object(hello, "environment", "hello");
-    link->remote_cpus_ = int(whole(object(env, "cpu", "hello.environment"), "logical_cpus", 1, 1 << 20,
-                                   std::nullopt, "hello.environment.cpu"));
+    remote_cpus_ = int(whole(object(env, "cpu", "hello.environment"), "logical_cpus", 1, 1 << 20,
+                             std::nullopt, "hello.environment.cpu"));
     const nlohmann::json& swept = hello.value("swept", nlohmann::json::array());
     if (!swept.is_array() || swept.size() > 1000 ||
         !std::all_of(swept.begin(), swept.end(), [](auto& l) { return l.is_string(); }))
@@ -332,34 +368,40 @@ std::unique_ptr<Link> Link::open(const Options& o) {
                     "or something on that host alters its answers",
                     where, e.what()));
   }
-  link->hello_ = hello;
+  hello_ = hello;
+}
 
-  // The heartbeat, both ways, from now on.
-  channel.send({{"op", "heartbeat"}, {"interval_s", beat.interval_s}});
-  channel.beat(beat);
-  link->heartbeat_ = beat.to_json();
-  link->heartbeat_["source"] = beat_source;
+// The heartbeat, both ways, from now on.
+void Link::start_heartbeat(const Heartbeat& beat, const std::string& source) {
+  channel_->send({{"op", "heartbeat"}, {"interval_s", beat.interval_s}});
+  channel_->beat(beat);
+  heartbeat_ = beat.to_json();
+  heartbeat_["source"] = source;
+}
 
-  // The data path's address: --remote-address (checked as it was parsed), or where ssh's own
-  // connection reached the host — never one the remote side names.
-  if (!o.address.empty()) {
-    link->address_ = o.address;
-  } else {
-    std::string why;
-    link->address_ = ssh_reached(link->ssh_.pid(), why);
-    if (link->address_.empty())
-      throw UsageError(fmt::format(
-          "{}: {}; give the host's address for the data path with --remote-address ADDR", where, why));
-    if (const std::string problem = address_problem(link->address_, o.host); !problem.empty())
-      throw UsageError(fmt::format(
-          "{}: ssh reached it at {} (a tunnel or a forwarded port?), where the data path cannot follow; "
-          "give the host's own address with --remote-address ADDR",
-          where, link->address_));
+// The data path's address: --remote-address (checked as it was parsed), or where ssh's own
+// connection reached the host — never one the remote side names.
+void Link::take_data_address(const std::string& where) {
+  if (!o_.address.empty()) {
+    address_ = o_.address;
+    return;
   }
+  std::string why;
+  address_ = ssh_reached(ssh_.pid(), why);
+  if (address_.empty())
+    throw UsageError(fmt::format(
+        "{}: {}; give the host's address for the data path with --remote-address ADDR", where, why));
+  if (const std::string problem = address_problem(address_, o_.host); !problem.empty())
+    throw UsageError(fmt::format(
+        "{}: ssh reached it at {} (a tunnel or a forwarded port?), where the data path cannot follow; "
+        "give the host's own address with --remote-address ADDR",
+        where, address_));
+}
 
-  // The clocks, as the run starts: the context's.
+// The clocks, as the run starts: the context's.
+void Link::estimate_context_clocks(const std::string& where) {
   try {
-    const auto [realtime, monotonic] = link->estimate_clocks();
+    const auto [realtime, monotonic] = estimate_clocks();
     auto json_of = [](const ClockOffset& c, const char* clock) {
       return nlohmann::json{
           {"offset_ns", c.offset_ns},
@@ -370,12 +412,11 @@ std::unique_ptr<Link> Link::open(const Options& o) {
           {"clock", clock},
           {"meaning", "remote clock minus local clock; the true offset lies within ± uncertainty"}};
     };
-    link->clock_ = json_of(realtime, "CLOCK_REALTIME");
-    link->monotonic_ = monotonic.known() ? json_of(monotonic, "CLOCK_MONOTONIC") : nlohmann::json(nullptr);
+    clock_ = json_of(realtime, "CLOCK_REALTIME");
+    monotonic_ = monotonic.known() ? json_of(monotonic, "CLOCK_MONOTONIC") : nlohmann::json(nullptr);
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("{}: {}", where, e.what()));
   }
-  return link;
 }
 
 // NTP's estimate over the channel — the remote's reading against the midpoint of the local send
@@ -544,11 +585,9 @@ nlohmann::json Link::receive(double timeout_s, const std::string& waiting_for) {
 
 namespace {
 
-Link* g_link = nullptr;
-
 // The remote side's role in the record: the round trips' server, or throughput's consumers.
 std::string far_role(const Session& s, const Link& link) {
-  return (std_params::is_roundtrip(s.params()) ? "server@" : "consumer@") + link.host();
+  return std::string(role_name(Role::Consumer, std_params::is_roundtrip(s.params()))) + "@" + link.host();
 }
 
 // The producers' (clients') ends of the channels, the remote side's ends being on its host: of a
@@ -599,7 +638,7 @@ class RemoteTransport final : public Transport {
     Session* sp = &s;
     // Its progress is its senders' (each of their round trips is one of its echoes; their
     // messages stop once its consumers stop taking them).
-    watch_server(
+    watch_far_server(
         s, link_,
         [sp, senders] {
           uint64_t n = 0;
@@ -619,7 +658,7 @@ class RemoteTransport final : public Transport {
 
 }  // namespace
 
-void watch_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role) {
+void watch_far_server(Session& s, Link& link, std::function<uint64_t()> progress, const std::string& role) {
   // The remote side, watched as a peer: ssh's end is its death (the connection lost, the remote
   // ipclab gone), and so is its silence past the heartbeat's deadline while ssh still runs (the
   // link down, the remote side frozen). Over a link back (Link::back) there is no ssh here: the
@@ -698,7 +737,7 @@ std::vector<std::string> errors_of(const nlohmann::json& r, const std::string& w
 }
 
 // Asks the far end for `op` ("server", "bench") of the session's benchmark, as its request_of
-// (remote_side.cpp) reads it: the mechanism, its parameters and where to listen (the data path's
+// (side.cpp) reads it: the mechanism, its parameters and where to listen (the data path's
 // address, always), and `extra`. Returns its reply; throws what the far end said when it could not.
 nlohmann::json ask(Session& s, Link& link, const char* op, const nlohmann::json& extra,
                    const std::string& waiting_for) {
@@ -739,7 +778,7 @@ void call_off(Link& link) {
 
 }  // namespace
 
-ServerAddress start_server(Session& s, Link& link, const ServerLaunch& launch) {
+ServerAddress start_far_server(Session& s, Link& link, const ServerLaunch& launch) {
   const Mechanism& m = s.mechanism();
   const uint64_t asked_ns = now_ns();
   const size_t reactors = launch.reactor_cpus.size();
@@ -793,7 +832,7 @@ double cpu_bound(double wall_s, int cpus) { return (std::max(wall_s, 0.0) * 1.1 
 
 }  // namespace
 
-std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link, const ServerAddress& at) {
+std::pair<CpuUsage, CpuUsage> stop_far_server(Session& s, Link& link, const ServerAddress& at) {
   Record& rec = s.record();
   const bool failed = rec.status == Status::Failed;
   const nlohmann::json r = end_benchmark(s, link);
@@ -825,15 +864,16 @@ std::pair<CpuUsage, CpuUsage> stop_server(Session& s, Link& link, const ServerAd
   return {window, life};
 }
 
-BenchServer::BenchServer(Session& s, const ServerLaunch& launch, int cpu) : link_(in_use()), cpu_(cpu) {
+BenchServer::BenchServer(Session& s, const ServerLaunch& launch, int cpu)
+    : link_(s.options().remote), cpu_(cpu) {
   if (link_)
-    far_ = start_server(s, *link_, launch);
+    far_ = start_far_server(s, *link_, launch);
   else
     local_.emplace(ServerProcess::start(launch, cpu));
 }
 
 void BenchServer::watch(Session& s, std::function<uint64_t()> progress) {
-  if (link_) return watch_server(s, *link_, std::move(progress), "server@" + link_->host());
+  if (link_) return watch_far_server(s, *link_, std::move(progress), "server@" + link_->host());
   s.add_peer({.role = "server",
               .index = 0,
               .process = &local_->process(),
@@ -851,26 +891,9 @@ void BenchServer::add_reactor_sides(Placement& placement, const ServerLaunch& la
 }
 
 std::pair<CpuUsage, CpuUsage> BenchServer::stop(Session& s) {
-  if (link_) return stop_server(s, *link_, far_);
+  if (link_) return stop_far_server(s, *link_, far_);
   const CpuUsage window = s.peer_cpu().at(0);
   return {window, local_->stop()};
-}
-
-namespace {
-// The transport pattern's receivers, on the host of the link in use.
-struct LinkReceivers final : FarReceivers {
-  std::unique_ptr<Transport> open_transport(Session& s) override {
-    return remote::open_transport(s, *g_link);
-  }
-  FarSeen fold(Session& s) override { return remote::fold(s, *g_link); }
-} g_receivers;
-}  // namespace
-
-Link* in_use() { return g_link; }
-bool far_clients() { return g_link && g_link->options().far_clients; }
-void use(Link* link) {
-  g_link = link;
-  set_far_receivers(link ? &g_receivers : nullptr);
 }
 
 namespace {
@@ -890,11 +913,11 @@ nlohmann::json one_way_json(const ClockOffset& c) {
 
 }  // namespace
 
-std::unique_ptr<Transport> open_transport(Session& s, Link& link) {
+std::unique_ptr<Transport> open_crossing_transport(Session& s, Link& link) {
   const Mechanism& m = s.mechanism();
   const auto it = crossing().find(m.full_name());
   if (it == crossing().end() && !m.half)
-    throw std::logic_error("open_transport: " + m.full_name() + " does not cross");
+    throw std::logic_error("open_crossing_transport: " + m.full_name() + " does not cross");
   const bool roundtrip = std_params::is_roundtrip(s.params());
   nlohmann::json extra = {{"channels", roundtrip ? s.params().i64_or("producers", 1) : 1},
                           {"consumers", s.params().i64_or("consumers", 1)},
@@ -1034,7 +1057,7 @@ FarResult check_far_result(const nlohmann::json& r, Session& s, const Link& link
 
 }  // namespace
 
-FarSeen fold(Session& s, Link& link) {
+FarSeen fold_far_side(Session& s, Link& link) {
   Record& rec = s.record();
   const bool failed = rec.status == Status::Failed;
   const nlohmann::json r = end_benchmark(s, link);
@@ -1220,6 +1243,84 @@ void check_far_record(const nlohmann::json& j, double elapsed_s, int cpus) {
 
 }  // namespace
 
+namespace {
+
+// The remote side's record of its clients' run (--remote-role client), checked, as `s`'s record;
+// `t0`: when the run was asked for. Throws what fails its check.
+void take_far_record(Session& s, Link& link, const nlohmann::json& j, uint64_t t0,
+                     const std::string& refusal) {
+  Record far;
+  try {
+    check_far_record(j["record"], double(now_ns() - t0) * 1e-9,
+                     link.remote_cpus() + int(std::max(1u, std::thread::hardware_concurrency())));
+    far = record_from_json(j["record"]);
+  } catch (const BadReply& e) {
+    throw std::runtime_error(refused(link, e));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(refused(link, BadReply(fmt::format("record: {}", e.what()))));
+  }
+  adopt(s.record(), far, link.host());
+  if (!refusal.empty()) fail_too(s.record(), refusal);
+}
+
+// The remote clients' request `j` for their server, checked: its launch (nodelay, reactors), on
+// the address the clients were given (`toward`). BadReply names what fails.
+nlohmann::json far_server_launch(const nlohmann::json& j, const std::string& toward) {
+  const std::string at = text(j, "address", 64, std::nullopt, "server request");
+  if (at != toward)
+    throw BadReply(
+        fmt::format("server request.address is {}: the server here listens only on {}, the "
+                    "address its clients were given",
+                    brief(nlohmann::json(at).dump(), 60), toward));
+  const nlohmann::json& l = object(j, "launch", "server request");
+  if (l.contains("nodelay") && !l["nodelay"].is_boolean())
+    throw BadReply(fmt::format("server request.launch.nodelay is {}: want true or false",
+                               brief(l["nodelay"].dump(), 60)));
+  return {{"nodelay", l.value("nodelay", false)},
+          {"reactors", whole(l, "reactors", 0, kMaxWorkers, 1, "server request.launch")}};
+}
+
+// One server for the remote clients, here, as the remote side starts one for a local run's clients:
+// on the address the clients were given (`toward`), with at most as many reactors as a run has
+// workers; it follows their phases (each line within `quiet_s` of the one before) and answers its
+// result. `refusal`: the first request that failed its check, which fails the record once it comes.
+void serve_far_clients_server(Session& s, Link& link, const nlohmann::json& j, const std::string& toward,
+                              double quiet_s, std::string& refusal) {
+  const Mechanism& m = s.mechanism();
+  nlohmann::json launch;
+  try {
+    launch = far_server_launch(j, toward);
+  } catch (const BadReply& e) {
+    if (refusal.empty()) refusal = refused(link, e);
+    link.send({{"error", fmt::format("refused here: {}", e.what())}});
+    return;
+  }
+  std::optional<ServerSide> side;
+  try {
+    side.emplace(m, s.params(), toward, launch);
+  } catch (const std::exception& e) {
+    link.send({{"error", fmt::format("{} server on {}: {}", m.full_name(), toward, e.what())}});
+    return;
+  }
+  link.send({{"address", toward}, {"port", side->port()}, {"reactor_cpus", side->reactor_cpus()}});
+  uint64_t quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
+  side->follow([&](double, bool& eof) {
+    eof = false;
+    nlohmann::json c = link.try_receive(0.05, "the phases of its clients' run");
+    if (!c.is_null())
+      quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
+    else if (now_ns() >= quiet_until)
+      throw std::runtime_error(fmt::format(
+          "the remote side on {} sent nothing for {:.0f} s while its clients ran: it is frozen or the "
+          "connection hangs",
+          link.host(), quiet_s));
+    return c;
+  });
+  link.send({{"result", side->finish(toward)}});
+}
+
+}  // namespace
+
 void run_far_clients(Session& s, Link& link) {
   const Mechanism& m = s.mechanism();
   const RunOptions& o = s.options();
@@ -1250,65 +1351,9 @@ void run_far_clients(Session& s, Link& link) {
       }
       throw std::runtime_error(fmt::format("the remote side on {}: {}", link.host(), why));
     }
-    if (j.contains("record")) {
-      Record far;
-      try {
-        check_far_record(j["record"], double(now_ns() - t0) * 1e-9,
-                         link.remote_cpus() + int(std::max(1u, std::thread::hardware_concurrency())));
-        far = record_from_json(j["record"]);
-      } catch (const BadReply& e) {
-        throw std::runtime_error(refused(link, e));
-      } catch (const std::exception& e) {
-        throw std::runtime_error(refused(link, BadReply(fmt::format("record: {}", e.what()))));
-      }
-      adopt(s.record(), far, link.host());
-      if (!refusal.empty()) fail_too(s.record(), refusal);
-      return;
-    }
-    if (!j.contains("op") || j["op"] != "server") continue;
-    // Its server, here, as the remote side starts one for a local run's clients: on the address
-    // the clients were given, with at most as many reactors as a run has workers.
-    nlohmann::json launch;
-    try {
-      const std::string at = text(j, "address", 64, std::nullopt, "server request");
-      if (at != toward)
-        throw BadReply(
-            fmt::format("server request.address is {}: the server here listens only on {}, the "
-                        "address its clients were given",
-                        brief(nlohmann::json(at).dump(), 60), toward));
-      const nlohmann::json& l = object(j, "launch", "server request");
-      if (l.contains("nodelay") && !l["nodelay"].is_boolean())
-        throw BadReply(fmt::format("server request.launch.nodelay is {}: want true or false",
-                                   brief(l["nodelay"].dump(), 60)));
-      launch = {{"nodelay", l.value("nodelay", false)},
-                {"reactors", whole(l, "reactors", 0, kMaxWorkers, 1, "server request.launch")}};
-    } catch (const BadReply& e) {
-      if (refusal.empty()) refusal = refused(link, e);
-      link.send({{"error", fmt::format("refused here: {}", e.what())}});
-      continue;
-    }
-    std::optional<ServerSide> side;
-    try {
-      side.emplace(m, s.params(), toward, launch);
-    } catch (const std::exception& e) {
-      link.send({{"error", fmt::format("{} server on {}: {}", m.full_name(), toward, e.what())}});
-      continue;
-    }
-    link.send({{"address", toward}, {"port", side->port()}, {"reactor_cpus", side->reactor_cpus()}});
-    uint64_t quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
-    side->follow([&](double, bool& eof) {
-      eof = false;
-      nlohmann::json c = link.try_receive(0.05, "the phases of its clients' run");
-      if (!c.is_null())
-        quiet_until = now_ns() + uint64_t(quiet_s * 1e9);
-      else if (now_ns() >= quiet_until)
-        throw std::runtime_error(fmt::format(
-            "the remote side on {} sent nothing for {:.0f} s while its clients ran: it is frozen or the "
-            "connection hangs",
-            link.host(), quiet_s));
-      return c;
-    });
-    link.send({{"result", side->finish(toward)}});
+    if (j.contains("record")) return take_far_record(s, link, j, t0, refusal);
+    if (j.contains("op") && j["op"] == "server")
+      serve_far_clients_server(s, link, j, toward, quiet_s, refusal);
   }
 }
 
