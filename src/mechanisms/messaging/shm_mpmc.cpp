@@ -1,24 +1,33 @@
 // messaging/shm_mpmc: a bounded multi-producer multi-consumer ring (Vyukov) in shared memory
 // (shm_ring.hpp); throughput shares one ring among every producer and consumer.
+#include <optional>
+#include <utility>
+
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::messaging {
 namespace {
 
-class MpmcEndpoint final : public Endpoint {
+// Receives in place, as SpscInPlaceEndpoint (shm_spsc.cpp) does; here it matters twice over: a
+// round-trip server sends its echo before it frees the request's slot, not after, and freeing is a
+// store to a line the producer wrote — on x86 the echo's stores could not be seen before that
+// store's ownership request had crossed to the other CPU and back.
+class MpmcEndpoint final : public InPlaceEndpoint {
  public:
   MpmcEndpoint(MpmcRing& out, MpmcRing& in, Role, const WaitStrategy& w, size_t)
       : out_(out), in_(in), w_(w) {}
   void send(const std::byte* d, size_t len) override { out_.push(d, len, w_); }
-  size_t recv(std::byte* buf, size_t len) override {
-    in_.pop(buf, len, w_);
-    return len;
+  std::byte* recv_in_place(std::byte*, size_t) override {
+    if (held_) in_.release(*std::exchange(held_, std::nullopt), w_);
+    held_ = in_.claim(w_);
+    return in_.data(*held_);
   }
 
  private:
   MpmcRing& out_;
   MpmcRing& in_;
   WaitStrategy w_;
+  std::optional<uint64_t> held_;  // the slot of the last message received, until the next receive
 };
 
 IPCLAB_REGISTER(Mechanism{

@@ -265,22 +265,33 @@ struct MpmcRing {
     return true;
   }
 
-  bool try_pop(std::byte* buf, size_t len) {
-    uint64_t pos = dequeue_pos.load(std::memory_order_relaxed);
+  /// Claims the oldest full slot for this consumer: its ticket in `pos`, false when the ring is
+  /// empty. The message stays in the slot, to be read there, until free(pos).
+  bool try_claim(uint64_t& pos) {
+    pos = dequeue_pos.load(std::memory_order_relaxed);
     for (;;) {
       // acquire: pairs with the producer's release, so the payload is visible.
       const uint64_t s = seq(pos)->load(std::memory_order_acquire);
       const int64_t diff = int64_t(s - (pos + 1));
       if (diff == 0) {
-        if (dequeue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+        if (dequeue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) return true;
       } else if (diff < 0) {
         return false;  // empty
       } else {
         pos = dequeue_pos.load(std::memory_order_relaxed);
       }
     }
+  }
+  /// Gives a claimed slot back to the producers of the next lap.
+  void free(uint64_t pos) {
+    seq(pos)->store(pos + capacity, std::memory_order_release);
+  }  // reads done before "free"
+
+  bool try_pop(std::byte* buf, size_t len) {
+    uint64_t pos;
+    if (!try_claim(pos)) return false;
     std::memcpy(buf, data(pos), len);
-    seq(pos)->store(pos + capacity, std::memory_order_release);  // reads done before "free"
+    free(pos);
     return true;
   }
 
@@ -291,6 +302,17 @@ struct MpmcRing {
   }
   void pop(std::byte* buf, size_t len, const WaitStrategy& w) {
     if (!try_pop(buf, len)) not_empty.wait(w, [&] { return try_pop(buf, len); });
+    if (sleeps(w)) not_full.notify(true);
+  }
+  /// pop() in place: waits for a full slot, claims it and returns its ticket; the caller reads
+  /// data(pos) and then gives it back with release(pos).
+  uint64_t claim(const WaitStrategy& w) {
+    uint64_t pos;
+    if (!try_claim(pos)) not_empty.wait(w, [&] { return try_claim(pos); });
+    return pos;
+  }
+  void release(uint64_t pos, const WaitStrategy& w) {
+    free(pos);
     if (sleeps(w)) not_full.notify(true);
   }
 };
