@@ -1,14 +1,18 @@
 """fio: the fileio engines against fio on the same file, block size, pattern, queue depth and
 direct flag — ipcrt (fixed_direct: registered file and buffers) with fio io_uring
 `--registerfiles --fixedbufs` (fixed=1), liburing with fio io_uring (fixed=0), libaio with fio
-libaio; one read per submitting system call on both (batch=1, fio's iodepth_batch_submit=1).
+libaio; one read per submitting system call on both (batch=1, fio's iodepth_batch_submit=1); IO
+buffers on 4 KiB pages as the page allocator hands them out on both (hugepages=0, fio's
+--iomem=malloc): the engines' default of huge-page buffers makes each read one physical segment,
+which fio's buffers are not, and sequential 64 KiB reads went 1.3-2x fio's for that alone
+(docs/fileio.md, "Buffers").
 
 fio runs through ipclab's fileio/fio_io_uring and fileio/fio_libaio, which start fio itself on
 ipclab's test file and fold fio's own JSON figures into the record (src/mechanisms/fileio/fio.cpp):
 the tool's figure is fio's "iops", the engine's ipclab's reads per second, both at the point's
 queue depth. The engines verify every block they read; fio reads without checking.
 --engine-param NAME=VALUE sets an engine parameter for the engines' runs only (batch=0,
-hugepages=0, verify=sample: docs/fileio.md's variants).
+hugepages=1, verify=sample: docs/fileio.md's variants).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ BAND = 0.15
 class Fio(Tool):
     name = "fio"
     method = ("reads of one test file (rand: 4 KiB shuffled; seq: 64 KiB), O_DIRECT, at the point's queue "
-              "depth; IOPS on both sides, fio's own figure from its JSON")
+              "depth, into buffers on 4 KiB pages on both sides (the engines' hugepages=0, fio's --iomem=malloc); "
+              "IOPS on both sides, fio's own figure from its JSON")
 
     def missing(self, cfg):
         env = os.environ.get("IPCLAB_FIO")
@@ -58,7 +63,8 @@ class Fio(Tool):
         return rec["rates"]["iops"]
 
     def run_ipclab(self, point, cfg):
-        params = {"batch": "1", **({"variant": "fixed_direct"} if point.spec["engine"] == "ipcrt" else {})}
+        params = {"batch": "1", "hugepages": "0",
+                  **({"variant": "fixed_direct"} if point.spec["engine"] == "ipcrt" else {})}
         params.update(a.split("=", 1) for a in cfg.engine_params)
         extra = [x for name, value in params.items() for x in ("-p", f"{name}={value}")]
         return self._iops(point.spec["engine"], point, cfg, extra), ""
