@@ -163,6 +163,19 @@ TEST(Messaging, ImpossibleCombinationsAreRefused) {
   EXPECT_THROW(run_transport("udp", {{"size", {"65536"}}}), UsageError);
   EXPECT_THROW(run_transport("shm_spsc", {{"pattern", {"throughput"}}, {"producers", {"2"}}}), UsageError);
   EXPECT_THROW(run_transport("tcp", {{"pattern", {"roundtrip"}}, {"producers", {"2"}}}), UsageError);
+  // One slot: its freed sequence (pos + capacity) would equal its full one (pos + 1).
+  EXPECT_THROW(run_transport("shm_mpmc", {{"queue_depth", {"1"}}}), UsageError);
+}
+
+// The smallest rings: one slot for shm_spsc, two for shm_mpmc, each side holding its last message
+// in its slot until its next receive.
+TEST(Messaging, TheSmallestRingsPassEveryMessage) {
+  for (auto [m, depth] : {std::pair{"shm_spsc", "1"}, std::pair{"shm_mpmc", "2"}})
+    for (std::string pattern : {"throughput", "roundtrip"})
+      expect_clean(run_transport(m, {{"pattern", {pattern}},
+                                     {"wait", {"spin"}},
+                                     {"placement", {"unpinned"}},
+                                     {"queue_depth", {depth}}}));
 }
 
 // One byte over the kernel's cap on a queue's messages, as read here, is refused naming the cap.

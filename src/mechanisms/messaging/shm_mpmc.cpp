@@ -40,10 +40,16 @@ IPCLAB_REGISTER(Mechanism{
     // keep one consumer.
     .params =
         [] {
-          auto v =
-              suite_params({wait_strategy({"adaptive"}),
-                            queue_depth("256", "slots in the ring (rounded up to a power of two)", 1 << 16),
-                            std_params::memory()});
+          auto v = suite_params(
+              {wait_strategy({"adaptive"}),
+               queue_depth("256",
+                           "slots in the ring (rounded up to a power of two; at least 2: with one, "
+                           "a freed slot's sequence would read as full)",
+                           1 << 16),
+               std_params::memory()});
+          for (auto& s : v)
+            if (s.name == "queue_depth")
+              s.min = 2;  // Vyukov's ring: pos + 1 (full) and pos + capacity (free)
           for (auto& s : v)
             if (s.name == "consumers") {
               s.per_cpu = 2;
