@@ -222,35 +222,39 @@ echo "servers the other way round (--remote-role client: 10,000 clients from the
 remote_run "$WORK/servers_rev.json" servers/epoll_et servers/uring -p concurrency=10000 --remote-role client
 servers_table "$WORK/servers_rev.json"
 
+runs_table() {  # runs_table JSON: ops/s, MiB/s and one-way latency per benchmark, medians of the repetitions
+  python3 - "$1" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+path = sys.argv[1]
+recs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+by = defaultdict(list)
+for r in recs:
+    by[r["name"]].append(r)
+print(f'{"benchmark":<80} {"ops/s":>10} {"MiB/s":>9} {"p50 µs":>8} {"p99 µs":>8} {"± µs":>6} {"failed":>6}')
+for name, rs in by.items():
+    ok = [r for r in rs if r["status"] == "ok"]
+    med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
+    lat = lambda q: med(lambda r: (r["latency_ns"] or {}).get(q, float("nan")) / 1000)
+    unc = med(lambda r: r["extra"].get("one_way", {}).get("uncertainty_ns", float("nan")) / 1000)
+    short = "/".join(p for p in name.split("/") if not p.startswith((
+        "mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:", "verify:",
+        "arrivals:", "pace:", "seed:", "message:", "buffers:")))
+    print(f'{short[:80]:<80} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
+          f'{med(lambda r: r["rates"].get("MiB_per_s", 0)):>9.1f} {lat("p50"):>8.1f} {lat("p99"):>8.1f} '
+          f'{unc:>6.1f} {len(rs) - len(ok):>6}')
+print()
+PY
+}
+
 echo
 echo "the libraries over tcp across the pair, beside messaging/tcp (64 B; medians of $REPS repetitions):"
 remote_run "$WORK/libs.json" messaging/tcp libs/zmq libs/nng libs/grpc -p endpoint=tcp -p pattern=roundtrip,throughput \
   -p size=64
-echo
+runs_table "$WORK/libs.json"
 echo "bulk/zerocopy across the pair (socket=tcp, its default sizes):"
 remote_run "$WORK/bulk.json" bulk/zerocopy -p socket=tcp -p send=copy,msg_zerocopy,uring_send_zc -p pattern=throughput
-echo
+runs_table "$WORK/bulk.json"
 echo "the open loop across the pair (messaging/tcp and libs/zmq at 10,000/s; one-way latency from the intended send time):"
 remote_run "$WORK/rate.json" messaging/tcp libs/zmq -p endpoint=tcp -p pattern=rate -p rate=10k -p size=64
-python3 - "$WORK/libs.json" "$WORK/bulk.json" "$WORK/rate.json" <<'PY'
-import json, statistics, sys
-from collections import defaultdict
-for path in sys.argv[1:]:
-    recs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    by = defaultdict(list)
-    for r in recs:
-        by[r["name"]].append(r)
-    print(f'{"benchmark":<80} {"ops/s":>10} {"MiB/s":>9} {"p50 µs":>8} {"p99 µs":>8} {"± µs":>6} {"failed":>6}')
-    for name, rs in by.items():
-        ok = [r for r in rs if r["status"] == "ok"]
-        med = lambda f: statistics.median(f(r) for r in ok) if ok else float("nan")
-        lat = lambda q: med(lambda r: (r["latency_ns"] or {}).get(q, float("nan")) / 1000)
-        unc = med(lambda r: r["extra"].get("one_way", {}).get("uncertainty_ns", float("nan")) / 1000)
-        short = "/".join(p for p in name.split("/") if not p.startswith((
-            "mode:", "placement:", "latency_", "random:", "nonblocking:", "consumers:", "producers:", "verify:",
-            "arrivals:", "pace:", "seed:", "message:", "buffers:")))
-        print(f'{short[:80]:<80} {med(lambda r: r["rates"].get("ops_per_s", 0)):>10.0f} '
-              f'{med(lambda r: r["rates"].get("MiB_per_s", 0)):>9.1f} {lat("p50"):>8.1f} {lat("p99"):>8.1f} '
-              f'{unc:>6.1f} {len(rs) - len(ok):>6}')
-    print()
-PY
+runs_table "$WORK/rate.json"

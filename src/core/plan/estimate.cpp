@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <tuple>
 
 #include "core/base/clock.hpp"
 #include "core/base/error.hpp"
@@ -340,13 +341,11 @@ std::pair<double, double> shortened(const RunOptions& asked, double s) {
 // fixed length.
 double round_cost(std::span<const PlannedBenchmark> points, const RunOptions& asked, double s,
                   const CostModel& model) {
-  const auto [d, w] = shortened(asked, s);
+  RunOptions o = asked;
+  std::tie(o.duration_s, o.warmup_s) = shortened(asked, s);
   double t = 0;
-  for (auto& b : points) {
-    const auto fixed = model.fixed_s(b.mech->full_name(), b.name);
-    t += fixed ? *fixed : d + w + model.overhead_s(b.mech->full_name(), b.name);
-  }
-  return paired(asked) ? 2 * t : t;  // each noisy repetition with its quiet pair
+  for (auto& b : points) t += estimate_repetition(b, o, model);
+  return t;
 }
 
 }  // namespace
