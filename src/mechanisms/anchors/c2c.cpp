@@ -7,7 +7,6 @@
 // slot's sequence (stored last, waited on), every further line a word that must equal it (read
 // after the sequence, checked). Nothing else: no copy, no message, no index.
 #include <immintrin.h>
-#include <array>
 #include <atomic>
 #include <memory>
 
@@ -27,55 +26,19 @@ struct alignas(64) Line {
 // could leave just as the client published a round trip, and the client would wait forever.
 constexpr uint64_t kDone = UINT64_MAX;
 
-void c2c(Session& s) {
-  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));  // 0: Stamping's choice
-  auto line = std::make_unique<Line>();
-  Line* l = line.get();
-  std::vector<WorkerSpec> workers;
-  workers.push_back({"client", 0, s.cpu_for(0), [l, sample](Worker& w) {
-                       auto& out = w.out();
-                       uint64_t k = 0, spins = 0;
-                       Stamping stamping(sample, out);
-                       w.ready();
-                       while (w.running()) {
-                         const bool measuring = w.measuring();
-                         const bool timed = stamping.timed(measuring, k);
-                         uint64_t t0 = timed ? now_ns() : 0;
-                         // release/acquire: the value itself is the message, nothing else to publish.
-                         l->value.store(2 * k + 1, std::memory_order_release);
-                         while (l->value.load(std::memory_order_acquire) != 2 * k + 2) {
-                           _mm_pause();
-                           if ((++spins & 4095) == 0 && w.abort_requested()) throw Aborted();
-                         }
-                         if (timed) out.record_latency(now_ns() - t0);
-                         if (measuring) out.ops++;
-                         ++k;
-                       }
-                       l->value.store(kDone, std::memory_order_release);
-                       out.integrity.sent = out.integrity.received = k;
-                     }});
-  workers.push_back({"server", 0, s.cpu_for(1), [l](Worker& w) {
-                       uint64_t k = 0, spins = 0;
-                       w.ready();
-                       for (;;) {
-                         uint64_t v = l->value.load(std::memory_order_acquire);
-                         if (v == 2 * k + 1) {
-                           l->value.store(2 * k + 2, std::memory_order_release);
-                           ++k;
-                           continue;
-                         }
-                         if (v == kDone) break;
-                         _mm_pause();
-                         // Follow the phase for the CPU window; leave only on kDone or an abort.
-                         if ((++spins & 255) == 0) {
-                           w.running();
-                           if (w.abort_requested()) throw Aborted();
-                         }
-                       }
-                     }});
-  s.run_workers(std::move(workers), false, "rtt");
-  if (s.stuck()) line.release();  // an abandoned thread may still touch it
-}
+// layout=shared: the one line; message k is 2k+1 one way and 2k+2 back.
+struct SharedLine {
+  Line line;
+  // release/acquire: the value itself is the message, nothing else to publish.
+  void request(uint64_t k) { line.value.store(2 * k + 1, std::memory_order_release); }
+  bool replied(uint64_t k) { return line.value.load(std::memory_order_acquire) == 2 * k + 2; }
+  bool reply_whole(uint64_t) { return true; }
+  uint64_t poll(uint64_t) { return line.value.load(std::memory_order_acquire); }
+  static bool is_request(uint64_t v, uint64_t k) { return v == 2 * k + 1; }
+  bool request_whole(uint64_t) { return true; }
+  void reply(uint64_t k) { line.value.store(2 * k + 2, std::memory_order_release); }
+  void done(uint64_t) { line.value.store(kDone, std::memory_order_release); }
+};
 
 // One direction of layout=split: kSlots slots of `lines` lines each, used in turn.
 constexpr uint64_t kSlots = 64;
@@ -91,6 +54,7 @@ struct SplitRing {
     for (uint64_t j = 1; j < lines; ++j) s[j].value.store(k + 1, std::memory_order_relaxed);
     s[0].value.store(k + 1, std::memory_order_release);
   }
+  uint64_t sequence(uint64_t k) { return slot(k)->value.load(std::memory_order_acquire); }
   /// Message k's further lines, once its sequence was seen: false when one does not hold it.
   bool check(uint64_t k) {
     Line* s = slot(k);
@@ -100,15 +64,28 @@ struct SplitRing {
   }
 };
 
-void c2c_split(Session& s) {
-  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));
-  const uint64_t lines = uint64_t(s.params().i64("lines"));
-  auto rings = std::make_unique<std::array<SplitRing, 2>>(
-      std::array<SplitRing, 2>{SplitRing(lines), SplitRing(lines)});
-  SplitRing* request = &(*rings)[0];
-  SplitRing* reply = &(*rings)[1];
+// layout=split: a request ring and a reply ring.
+struct SplitRings {
+  explicit SplitRings(uint64_t lines) : to_server(lines), to_client(lines) {}
+  SplitRing to_server, to_client;
+  void request(uint64_t k) { to_server.put(k); }
+  bool replied(uint64_t k) { return to_client.sequence(k) == k + 1; }
+  bool reply_whole(uint64_t k) { return to_client.check(k); }
+  uint64_t poll(uint64_t k) { return to_server.sequence(k); }
+  static bool is_request(uint64_t v, uint64_t k) { return v == k + 1; }
+  bool request_whole(uint64_t k) { return to_server.check(k); }
+  void reply(uint64_t k) { to_client.put(k); }
+  void done(uint64_t k) { to_server.slot(k)->value.store(kDone, std::memory_order_release); }
+};
+
+// The client sends message k and spins until its reply; the server answers each request as it
+// comes. A message whose further lines disagree with its sequence is corrupt.
+template <class Layout>
+void bounce(Session& s, std::unique_ptr<Layout> layout) {
+  const uint64_t sample = uint64_t(s.params().i64("latency_sample"));  // 0: Stamping's choice
+  Layout* l = layout.get();
   std::vector<WorkerSpec> workers;
-  workers.push_back({"client", 0, s.cpu_for(0), [request, reply, sample](Worker& w) {
+  workers.push_back({"client", 0, s.cpu_for(0), [l, sample](Worker& w) {
                        auto& out = w.out();
                        uint64_t k = 0, spins = 0;
                        Stamping stamping(sample, out);
@@ -117,32 +94,33 @@ void c2c_split(Session& s) {
                          const bool measuring = w.measuring();
                          const bool timed = stamping.timed(measuring, k);
                          uint64_t t0 = timed ? now_ns() : 0;
-                         request->put(k);
-                         while (reply->slot(k)->value.load(std::memory_order_acquire) != k + 1) {
+                         l->request(k);
+                         while (!l->replied(k)) {
                            _mm_pause();
                            if ((++spins & 4095) == 0 && w.abort_requested()) throw Aborted();
                          }
-                         if (!reply->check(k)) out.integrity.corrupt++;
+                         if (!l->reply_whole(k)) out.integrity.corrupt++;
                          if (timed) out.record_latency(now_ns() - t0);
                          if (measuring) out.ops++;
                          ++k;
                        }
-                       request->slot(k)->value.store(kDone, std::memory_order_release);
+                       l->done(k);
                        out.integrity.sent = out.integrity.received = k;
                      }});
-  workers.push_back({"server", 0, s.cpu_for(1), [request, reply](Worker& w) {
+  workers.push_back({"server", 0, s.cpu_for(1), [l](Worker& w) {
                        uint64_t k = 0, spins = 0;
                        w.ready();
                        for (;;) {
-                         const uint64_t v = request->slot(k)->value.load(std::memory_order_acquire);
-                         if (v == k + 1) {
-                           if (!request->check(k)) w.out().integrity.corrupt++;
-                           reply->put(k);
+                         const uint64_t v = l->poll(k);
+                         if (Layout::is_request(v, k)) {
+                           if (!l->request_whole(k)) w.out().integrity.corrupt++;
+                           l->reply(k);
                            ++k;
                            continue;
                          }
                          if (v == kDone) break;
                          _mm_pause();
+                         // Follow the phase for the CPU window; leave only on kDone or an abort.
                          if ((++spins & 255) == 0) {
                            w.running();
                            if (w.abort_requested()) throw Aborted();
@@ -150,14 +128,14 @@ void c2c_split(Session& s) {
                        }
                      }});
   s.run_workers(std::move(workers), false, "rtt");
-  if (s.stuck()) rings.release();  // an abandoned thread may still touch them
+  if (s.stuck()) layout.release();  // an abandoned thread may still touch it
 }
 
-void c2c_any(Session& s) {
+void c2c(Session& s) {
   if (s.params().str("layout") == "split")
-    c2c_split(s);
+    bounce(s, std::make_unique<SplitRings>(uint64_t(s.params().i64("lines"))));
   else
-    c2c(s);
+    bounce(s, std::make_unique<SharedLine>());
 }
 
 IPCLAB_REGISTER(Mechanism{
@@ -185,7 +163,7 @@ IPCLAB_REGISTER(Mechanism{
                 .min = 1,
                 .max = 16,
                 .only_with = {"layout", {"split"}}}},
-    .workload = c2c_any,
+    .workload = c2c,
 });
 
 }  // namespace
