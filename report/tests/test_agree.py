@@ -1,14 +1,19 @@
 """`ipclab agree`, run for real against the reference tools scripts/setup.sh installs (fio,
-sockperf, perf): both figures per point, the ratio their paired quotient, the JSON and Markdown
-the console's table, a missing tool skipped with its reason, bad input refused before anything runs."""
+sockperf, perf; sockperf across two network namespaces with sshd for `remote`): both figures per
+point, the ratio their paired quotient, the JSON and Markdown the console's table, a missing tool
+skipped with its reason, bad input refused before anything runs, nothing left behind."""
 
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
+
+from ipclab_report import netpair
 
 REPORT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ["IPCLAB_BIN"]
@@ -18,7 +23,18 @@ CASES = {
     "perf": ["--point", "pipe same", "--point", "memcpy 64K"],
     "sockperf": ["--point", "udp ping-pong"],
     "fio": ["--point", "liburing rand qd=1", "--file-size", "16M"],
+    "remote": ["--point", "udp"],  # over the veth pair, and delayed (netem, or the delay wire)
 }
+
+
+def namespaces():
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+
+
+def remote_or_skip(tool):
+    if tool == "remote" and netpair.missing():
+        pytest.skip(f"agree remote cannot run here: {netpair.missing()}")
 
 
 def agree(*args, env=None):
@@ -33,7 +49,9 @@ def cells(line):
 
 @pytest.mark.parametrize("tool", sorted(CASES))
 def test_agree_runs_the_tool_beside_ipclab(tool, tmp_path):
+    remote_or_skip(tool)
     js, md = tmp_path / "a.json", tmp_path / "a.md"
+    before = namespaces() if tool == "remote" else set()
     r = agree(tool, "--rounds", "2", "--seconds", "0.1", "--cpus", str(min(os.sched_getaffinity(0))),
               *CASES[tool], "--json", str(js), "--markdown", str(md))
     assert r.returncode == 0, r.stderr
@@ -59,6 +77,37 @@ def test_agree_runs_the_tool_beside_ipclab(tool, tmp_path):
         assert p["tool_is"] in row[1] and p["ipclab_is"] in row[2]
         assert row[3].startswith(f"{p['ratio']:.2f} [")
         assert row[5] == ("within" if p["within"] else "OUTSIDE")
+    if tool == "remote":
+        # The undelayed round trip, then one with 200 µs each way: both sides show the delay (a
+        # delay only adds; the delay wire's path, where it stands in for netem, is not the veth
+        # pair's, so the undelayed figure is no lower bound), and the rig is gone afterwards.
+        veth, delayed = entry["points"]
+        assert veth["point"] == "udp veth" and delayed["point"].startswith("udp +200")
+        for side in ("ipclab_median", "tool_median"):
+            assert delayed[side] >= 400 > veth[side], (side, veth, delayed)
+        assert namespaces() <= before
+
+
+def test_agree_remote_leaves_nothing_behind_when_stopped(tmp_path):
+    """SIGTERM while the two namespaces, sshd and sockperf are up: all of it is taken down."""
+    remote_or_skip("remote")
+    before = namespaces()
+    p = subprocess.Popen([sys.executable, "-m", "ipclab_report", "agree", "remote", "--rounds", "3"], cwd=REPORT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    deadline = time.monotonic() + 60
+    while not namespaces() - before and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    made = namespaces() - before
+    assert made, p.communicate()
+    time.sleep(1.5)  # into the rounds: ipclab across the pair, or sockperf's two sides
+    p.terminate()
+    p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert not namespaces() & made
+    assert not os.listdir(tmp_path)  # agree's folder, the keys and sshd's files with it
+    ours = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    assert not ours, ours  # no sshd, sockperf or ipclab of the pair's still running
 
 
 def test_a_missing_tool_is_skipped_with_its_reason(tmp_path):

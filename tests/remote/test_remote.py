@@ -1,11 +1,11 @@
-"""Two hosts (`ipclab run --remote`, docs/remote.md), end to end: two network namespaces joined by a
-veth pair, Debian's OpenSSH server in the far one (its own port, a generated host key, a generated
-client key, a generated known_hosts: host keys are checked, not waived), and `tc netem` delay on
-the pair — or, in a kernel built without netem, on a second link between the namespaces,
-tests/remote/delay_wire.c (two TUN devices and a program that holds each packet for the delay). The "remote" ipclab is this very binary, reached through ssh. Where the kernel has time
-namespaces, sshd (and so the remote side) runs in one whose CLOCK_MONOTONIC is SKEW_S ahead, as
-another host's would be: the one-way latency's clock offset then has a true value to be checked
-against, which a missing or wrongly signed correction misses by SKEW_S.
+"""Two hosts (`ipclab run --remote`, docs/remote.md), end to end, on the rig of
+report/ipclab_report/netpair.py: two network namespaces joined by a veth pair, Debian's OpenSSH
+server in the far one (host keys checked, not waived), and a delay on the path — `tc netem` on the
+pair or, in a kernel built without netem, its delay wire. The "remote" ipclab is this very binary,
+reached through ssh. Where the kernel has time namespaces, sshd (and so the remote side) runs in one
+whose CLOCK_MONOTONIC is SKEW_S ahead, as another host's would be: the one-way latency's clock
+offset then has a true value to be checked against, which a missing or wrongly signed correction
+misses by SKEW_S.
 
 Everything the module creates has a name of its own run (namespaces, veth pair, temp folder) and is
 removed on every exit path; nothing it did not create is touched. Skips, naming the reason, when
@@ -26,165 +26,28 @@ import time
 from pathlib import Path
 
 import pytest
+from ipclab_report import netpair
+from ipclab_report.netpair import sh
 
 BINARY = os.environ.get("IPCLAB_BIN", "")
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 # netem on each end of the pair (or the wire each way): +2 × 1 ms per round trip. Long enough that
 # what a delay costs beyond itself is small beside it: a side that waits 1 ms has its CPU halted, and
 # a halted vCPU wakes tens of µs later than a busy one (KVM polls a halting vCPU for 200 µs at most;
 # CI's machine, at 200 µs each way, woke ~25 µs late each way, 11% of the round trip).
 DELAY_US = 1000
-WIRE_SRC = Path(__file__).with_name("delay_wire.c")
 SKEW_S = 1000  # the far namespace's CLOCK_MONOTONIC ahead of this one's (a time namespace)
 
 
-def sh(*args, check=True, **kw):
-    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=check, **kw)
-
-
-class Pair:
-    """The two namespaces, the veth pair, sshd in the far one, and the keys."""
-
-    def __init__(self, root: Path):
-        tag = f"{os.getpid() % 10000}{random.randrange(36**3):03x}"
-        self.root = root
-        self.near, self.far = f"ipclr{tag}n", f"ipclr{tag}f"
-        self.veth_near, self.veth_far = f"vr{tag}a", f"vr{tag}b"
-        a, b = random.randrange(16, 250), random.randrange(0, 250)
-        self.near_ip, self.far_ip = f"10.{a}.{b}.1", f"10.{a}.{b}.2"
-        self.port = random.randrange(20000, 60000)
-        # The delay wire, where netem is missing: its own /30 beside the veth pair's.
-        self.wire = None
-        self.wire_spin = False  # the wire polls without sleeping (its cost the same at every delay)
-        self.wire_near, self.wire_far = f"wr{tag}a", f"wr{tag}b"
-        self.wire_near_ip, self.wire_far_ip = f"10.{a}.{b}.5", f"10.{a}.{b}.6"
-        self.created = []  # ("netns", name) in the order created
-        self.sshd = None
-        self.run_sshd_dir_made = False
-
-    # -- set-up, each step undone by close() ---------------------------------------------------
-    def open(self):
-        for ns in (self.near, self.far):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "link", "add", self.veth_near, "netns", self.near, "type", "veth", "peer", "name",
-           self.veth_far, "netns", self.far)
-        for ns, dev, ip in ((self.near, self.veth_near, self.near_ip), (self.far, self.veth_far, self.far_ip)):
-            sh("ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", dev)
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        # Keys: the server's host key, the client's key, and one the server does not accept.
-        keys = self.root / "keys"
-        keys.mkdir(mode=0o700)
-        for name in ("host", "client", "stranger"):
-            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", keys / name)
-        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-        host_pub = (keys / "host.pub").read_text().split()
-        (keys / "known_hosts").write_text(f"[{self.far_ip}]:{self.port} {host_pub[0]} {host_pub[1]}\n")
-        self.remote_tmp = self.root / "remote-tmp"
-        self.remote_tmp.mkdir(mode=0o700)
-        self.local_tmp = self.root / "local-tmp"
-        self.local_tmp.mkdir(mode=0o700)
-        cfg = self.root / "sshd_config"
-        cfg.write_text(
-            f"Port {self.port}\nListenAddress {self.far_ip}\nHostKey {keys / 'host'}\n"
-            f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile {self.root / 'sshd.pid'}\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-            "PermitRootLogin prohibit-password\nStrictModes no\nPrintMotd no\n"
-            f"SetEnv TMPDIR={self.remote_tmp} XDG_STATE_HOME={self.root / 'remote-state'}\n")
-        # sshd's privilege separation needs /run/sshd: made here only when missing, removed then.
-        if not os.path.isdir("/run/sshd"):
-            os.mkdir("/run/sshd", 0o755)
-            self.run_sshd_dir_made = True
-        self.sshd_log = open(self.root / "sshd.log", "w")
-        sshd = ["ip", "netns", "exec", self.far, SSHD, "-D", "-e", "-f", cfg]
-        # Its monotonic clock SKEW_S ahead, where time namespaces can be had (util-linux's unshare).
-        skewed = ["unshare", "--time", "--monotonic", str(SKEW_S), "--fork", *sshd]
-        self.skew_ns = 0
-        if shutil.which("unshare") and sh(*skewed[:5], "true", check=False).returncode == 0:
-            sshd, self.skew_ns = skewed, SKEW_S * 10**9
-        self.sshd = subprocess.Popen(sshd, stdout=self.sshd_log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.sshd.poll() is not None:
-                raise RuntimeError(f"sshd ended: {(self.root / 'sshd.log').read_text()}")
-            if f":{self.port}" in sh("ip", "netns", "exec", self.far, "ss", "-Hltn").stdout:
-                return
-            time.sleep(0.05)
-        raise RuntimeError("sshd did not listen within 10 s")
-
-    def open_wire(self):
-        """The delay wire between the namespaces (netem's stand-in): built with cc, started, its
-        devices given their addresses. Its devices are its own: they go when it ends."""
-        exe = self.root / "delay_wire"
-        sh("cc", "-O2", "-o", exe, WIRE_SRC)
-        # On a CPU of its own where there are two or more: a round trip's sides run on the first.
-        cpus = sorted(os.sched_getaffinity(0))
-        pin = ["taskset", "-c", str(cpus[-1])] if len(cpus) > 1 and shutil.which("taskset") else []
-        self.wire = subprocess.Popen([*pin, exe, self.near, self.wire_near, self.far, self.wire_far, "0"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        ready = self.wire.stdout.readline()
-        if not ready.startswith("ready"):
-            raise RuntimeError(f"delay_wire: {ready.strip() or 'ended'}")
-        for ns, dev, ip in ((self.near, self.wire_near, self.wire_near_ip), (self.far, self.wire_far, self.wire_far_ip)):
-            sh("ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", dev)
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-
-    def close(self):
-        if self.wire and self.wire.poll() is None:
-            self.wire.terminate()
-            self.wire.wait()
-        if self.sshd and self.sshd.poll() is None:
-            # sshd itself: unshare, its parent when the clock is skewed, passes no signal on (and
-            # ends once sshd has); while it runs, its sshd runs, whose pid is the one in the file.
-            try:
-                os.kill(int((self.root / "sshd.pid").read_text()), signal.SIGTERM)
-            except (OSError, ValueError):
-                self.sshd.terminate()
-            try:
-                self.sshd.wait(5)
-            except subprocess.TimeoutExpired:
-                self.sshd.kill()
-                self.sshd.wait()
-        # The far namespace's processes are ours (sshd's sessions): none may outlive it.
-        for ns in reversed(self.created):
-            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except OSError:
-                    pass
-            sh("ip", "netns", "del", ns, check=False)  # takes its end of the veth pair with it
-        if self.run_sshd_dir_made:
-            os.rmdir("/run/sshd")
-
-    # -- use -------------------------------------------------------------------------------------
-    def delay(self, us):
-        if self.wire:
-            self.wire.stdin.write(f"{us} spin\n" if self.wire_spin else f"{us}\n")
-            self.wire.stdin.flush()
-            return
-        for ns, dev in ((self.near, self.veth_near), (self.far, self.veth_far)):
-            verb = "replace" if us else "del"
-            extra = ["netem", "delay", f"{us}us"] if us else []
-            sh("tc", "-n", ns, "qdisc", verb, "dev", dev, "root", *extra, check=bool(us))
-
-    def ssh_options(self, key="client", port=None):
-        keys = self.root / "keys"
-        return ["--ssh-option", f"-p {port or self.port}", "--ssh-option", f"-i {keys / key}",
-                "--ssh-option", "-F /dev/null", "--ssh-option", "-o IdentitiesOnly=yes",
-                "--ssh-option", f"-o UserKnownHostsFile={keys / 'known_hosts'}",
-                "--ssh-option", "-o StrictHostKeyChecking=yes"]
+class Pair(netpair.Pair):
+    """The shared rig (ipclab_report/netpair.py), with what the tests ask of it."""
 
     def run(self, *args, key="client", port=None, ipclab=None, timeout=60, background=False, reps=1, env=None):
         """`ipclab run ARGS --remote root@FAR` from the near namespace; (rc, stderr, records, context).
         `env`: variables for this side's ipclab beyond the test's own."""
         out = self.root / f"r{random.randrange(1 << 30)}.json"
-        cmd = ["ip", "netns", "exec", self.near, BINARY, "run", *args, "--repetitions", str(reps),
-               "--json", str(out), "--remote", f"root@{self.far_ip}", *self.ssh_options(key, port),
-               "--remote-ipclab", ipclab or BINARY]
-        env = dict(os.environ, TMPDIR=str(self.local_tmp), XDG_STATE_HOME=str(self.root / "local-state"),
-                   **(env or {}))
+        cmd = self.in_near(BINARY, "run", *args, "--repetitions", str(reps), "--json", str(out),
+                           *self.remote_args(ipclab or BINARY, key, port))
+        env = self.near_env(**(env or {}))
         if background:
             return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -210,41 +73,20 @@ def median_us(rec):
 def pair():
     if not BINARY or not os.access(BINARY, os.X_OK):
         pytest.skip("IPCLAB_BIN does not name the ipclab binary")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    for tool in ("ip", "tc", "ssh", "ssh-keygen"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} is missing (iproute2, openssh-client)")
-    if not os.access(SSHD, os.X_OK):
-        pytest.skip("sshd is missing: install openssh-server (scripts/setup.sh does)")
+    if netpair.missing():
+        pytest.skip(netpair.missing())
     root = Path(tempfile.mkdtemp(prefix="ipclab-remote-test."))
     os.chmod(root, 0o700)
-    p = Pair(root)
+    p = Pair(root, skew_s=SKEW_S)
     try:
         try:
             p.open()
-        except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
-            why = e.stderr.strip() if isinstance(e, subprocess.CalledProcessError) else str(e)
-            pytest.skip(f"cannot set up two namespaces with sshd and netem here: {why}")
-        # ssh itself must get in (an account locked without PAM, say, is this machine's matter).
-        r = sh("ip", "netns", "exec", p.near, "ssh", *[w for o in p.ssh_options()[1::2] for w in o.split()],
-               "-o", "BatchMode=yes", f"root@{p.far_ip}", "true", check=False, timeout=30)
-        if r.returncode != 0:
-            pytest.skip(f"ssh into the far namespace fails here: {r.stderr.strip()}")
+            p.check_ssh()
+        except RuntimeError as e:
+            pytest.skip(f"cannot set up two namespaces with sshd here: {e}")
         # netem is a module some kernels lack (a microVM's): only the delay test needs it, and
         # without it takes the delay wire.
-        try:
-            p.delay(DELAY_US)
-            p.delay(0)
-            p.netem = ""
-        except subprocess.CalledProcessError as e:
-            why = f"tc netem is not available in this kernel ({e.stderr.strip()})"
-            try:
-                p.open_wire()
-                p.netem = ""
-            except (subprocess.CalledProcessError, RuntimeError, OSError) as w:
-                wire_why = w.stderr.strip() if isinstance(w, subprocess.CalledProcessError) else str(w)
-                p.netem = f"{why}, and the delay wire cannot be had ({wire_why})"
+        p.ready_delay(DELAY_US)
         yield p
     finally:
         p.close()
@@ -964,3 +806,33 @@ def test_an_outage_ends_the_remote_side_within_the_bound(pair, args):
     assert recs and recs[0]["status"] == "failed" and f"root@{pair.far_ip}" in recs[0]["error"], recs
     assert ctx["remote"]["heartbeat"]["interval_s"] == beat and ctx["remote"]["heartbeat"]["deadline_s"] == 5 * beat
     assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
+
+
+def test_two_hosts_script_runs_ipclab_across_its_own_pair(tmp_path):
+    """scripts/two-hosts.py: its own pair (this module's rig), ipclab's output and exit status
+    passed through, a delay on request, and nothing of its pair left once it has ended."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    if netpair.missing():
+        pytest.skip(netpair.missing())
+    script = Path(__file__).resolve().parents[2] / "scripts" / "two-hosts.py"
+    before = sh("ip", "netns", "list").stdout
+    out = tmp_path / "r.json"
+    r = subprocess.run([script, "--ipclab", BINARY, "--delay", "300", "--", "messaging/udp", *RT, "--repetitions", "1", "--json", out],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    assert "300 µs each way" in r.stderr and "root@10." in r.stderr, r.stderr
+    [rec], _ = records_of(out)
+    assert rec["status"] == "ok" and rec["latency_ns"]["p50"] >= 600_000, rec.get("latency_ns")  # 2 × 300 µs
+    assert rec["extra"]["cpu_by_role"][next(k for k in rec["extra"]["cpu_by_role"] if k.startswith("server@"))]
+    assert sh("ip", "netns", "list").stdout == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # its folder, keys and sshd's files gone
+    # ipclab's own refusal comes back as is: one line, exit 2.
+    r = subprocess.run([script, "--ipclab", BINARY, "--", "messaging/udp", "-p", "pattern=nosuch"],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 2 and "pattern" in r.stderr.splitlines()[-1], r.stderr
+    # Bad input of its own: one line, exit 2, before anything is made.
+    r = subprocess.run([script, "--ipclab", "/nonexistent/ipclab", "--", "messaging/udp"], capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 2 and r.stderr.startswith("two-hosts: --ipclab") and len(r.stderr.splitlines()) == 1
+    assert sh("ip", "netns", "list").stdout == before

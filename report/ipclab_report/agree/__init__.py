@@ -1,7 +1,8 @@
 """`ipclab agree [TOOL...]`: ipclab beside the reference tools on the same work, in paired rounds
 (ipclab's run, then the tool's right after it), each figure as the tool defines it; per point both
 figures, the paired ratio with its 95% interval, and whether it lies within the point's band.
-One module per tool (agree/fio.py, sockperf.py, perf.py, libs.py), behind agree/common.py's Tool.
+One module per tool (agree/fio.py, sockperf.py, perf.py, libs.py, remote.py), behind
+agree/common.py's Tool.
 User guide: docs/agreement.md."""
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from .nng import Nng
 from .zmq import Zmq
 from .pairing import agreement
 from .perf import Perf
+from .remote import Remote
 from .sockperf import Sockperf
 
-TOOLS = {t.name: t for t in (Fio(), Sockperf(), Perf(), Zmq(), Nng(), Iceoryx())}
+TOOLS = {t.name: t for t in (Fio(), Sockperf(), Perf(), Zmq(), Nng(), Iceoryx(), Remote())}
 
 EPILOG = f"""\
 Tools: {', '.join(TOOLS)}; `all` or none: every one, those missing here skipped with the reason.
@@ -36,6 +38,7 @@ Examples:
   ipclab agree perf --point pipe --rounds 5
   ipclab agree fio --point 'rand qd=32' --file-size 256M --json fio.json
   ipclab agree zmq nng --src /tmp/libsrc      (libzmq/ and nng/ checkouts at the installed tags)
+  ipclab agree remote --seconds 2             (root: two network namespaces, sshd in the far one)
 Exit: 0 (points outside their band included: the table says which), 1 a run failed, 2 usage error.
 Methods, bands and how to provide a missing tool offline: docs/agreement.md."""
 
@@ -161,16 +164,19 @@ def cmd_agree(argv) -> int:
         cfg.work = work
         for tool, points in picked:
             why = tool.missing(cfg)
-            if why is None:
-                try:
-                    tool.prepare(cfg)
-                except RuntimeError as e:
-                    why = str(e).replace("\n", " ")
-            if why:
-                doc["skipped"].append({"tool": tool.name, "reason": why})
-                print(f"agree: {tool.name}: skipped: {why}", file=sys.stderr, flush=True)
-                continue
-            _measure(tool, points, cfg, doc)
+            try:
+                if why is None:
+                    try:
+                        tool.prepare(cfg)
+                    except RuntimeError as e:
+                        why = str(e).replace("\n", " ")
+                if why:
+                    doc["skipped"].append({"tool": tool.name, "reason": why})
+                    print(f"agree: {tool.name}: skipped: {why}", file=sys.stderr, flush=True)
+                    continue
+                _measure(tool, points, cfg, doc)
+            finally:
+                tool.finish(cfg)
     doc["load"][1] = os.getloadavg()[0]
     if a.json:
         import json

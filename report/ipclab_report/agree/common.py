@@ -80,6 +80,10 @@ class Tool:
         """One run of the tool on `point`, right after ipclab's (whose figure may size it)."""
         raise NotImplementedError
 
+    def finish(self, cfg: Config) -> None:
+        """Takes down what prepare() started (daemons, namespaces); called on every way out once
+        prepare() has been called."""
+
 
 def program_missing(program: str, remedy: str) -> str | None:
     """None when `program` is on PATH, else the line that says so and how to provide it."""
@@ -99,13 +103,14 @@ def run_checked(argv, what: str, timeout: float = 600, **kw) -> str:
     return r.stdout
 
 
-def ipclab_records(cfg: Config, argv: list, env: dict | None = None) -> list:
-    """The iteration records of one `ipclab run` (argv: its selection and -p options; one
-    repetition, cfg.seconds long after a short warm-up, JSON to a temporary file)."""
+def ipclab_records(cfg: Config, argv: list, env: dict | None = None, prefix: tuple = ()) -> list:
+    """The iteration records of one `ipclab run` (argv: its selection and options; one
+    repetition, cfg.seconds long after a short warm-up, JSON to a temporary file); `prefix` runs
+    it through another command (e.g. `ip netns exec NS`)."""
     with tempfile.TemporaryDirectory(dir=cfg.work or None) as d:
         out = os.path.join(d, "r.json")
         warmup = min(0.4, max(0.05, cfg.seconds / 4))
-        run_checked([cfg.ipclab, "run", *argv, "--duration", str(cfg.seconds), "--warmup", str(warmup),
+        run_checked([*prefix, cfg.ipclab, "run", *argv, "--duration", str(cfg.seconds), "--warmup", str(warmup),
                      "--repetitions", "1", "--json", out], "ipclab run " + " ".join(argv),
                     timeout=120 + 10 * cfg.seconds, env=env)
         with open(out) as f:

@@ -21,7 +21,11 @@ one-way figure ends before.
 sockperf's server and client run in this process's session, as ipclab's two sides stay in one: a
 session of their own would give the server a scheduler autogroup of its own
 (CONFIG_SCHED_AUTOGROUP), and on one CPU two autogroups take turns as groups (docs/libs.md,
-"Sessions and the scheduler"). Both tools' sides go on the first CPU of --cpus (placement=same).
+"Sessions and the scheduler"). Both tools' sides go on the first CPU of --cpus (placement=same),
+except the cross ping-pong points' servers, which go on the second (placement=cross): each round
+trip then holds two wake-ups across CPUs. Both tools' sides make the same two calls per message, a
+blocking recvfrom and a sendto (sockperf, with one socket, blocks in recvfrom rather than its
+default epoll: "using recvfrom() to block on socket(s)"; strace -c counts one of each per message).
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def _rate_value(text: str) -> int:
 
 class Sockperf(Tool):
     name = "sockperf"
-    method = ("64-byte messages over loopback, both sides on one CPU; under load: sockperf's p50 of half "
+    method = ("64-byte messages over loopback, both sides on one CPU (the cross ping-pong points: the "
+              "server on the second); under load: sockperf's p50 of half "
               "the round trip of every 100th message against ipclab's raw one-way p50 (both from the "
               "actual send); ping-pong: sockperf's p50 of half every round trip against ipclab's round "
               "trip p50 halved")
@@ -67,13 +72,22 @@ class Sockperf(Tool):
                      {"proto": p, "rate": r}) for p in PROTOS for r in RATES]
         pts += [Point(f"{p} ping-pong", "µs", "p50 of RTT / 2", "p50 of half RTT", BAND, {"proto": p, "rate": None})
                 for p in PROTOS]
+        if len(cfg.cpus) > 1:  # the same round trips with the server on the second CPU
+            pts += [Point(f"{p} ping-pong cross", "µs", "p50 of RTT / 2", "p50 of half RTT", BAND,
+                          {"proto": p, "rate": None, "cross": True}) for p in PROTOS]
         return pts
+
+    def _placement(self, point, cfg):
+        """ipclab's placement options, and the CPUs of sockperf's client and server."""
+        if point.spec.get("cross"):
+            return ["-p", "placement=cross", "--cpus", f"{cfg.cpus[0]},{cfg.cpus[1]}"], cfg.cpus[0], cfg.cpus[1]
+        return ["-p", "placement=same", "--cpus", str(cfg.cpus[0])], cfg.cpus[0], cfg.cpus[0]
 
     def run_ipclab(self, point, cfg):
         proto, rate = point.spec["proto"], point.spec["rate"]
         pattern = ["-p", "pattern=roundtrip"] if rate is None else ["-p", "pattern=rate", "-p", f"rate={rate}"]
-        [rec] = ipclab_records(cfg, [f"messaging/{proto}", *pattern, "-p", f"size={SIZE}", "-p", "placement=same",
-                                     "--cpus", str(cfg.cpus[0])])
+        [rec] = ipclab_records(cfg, [f"messaging/{proto}", *pattern, "-p", f"size={SIZE}",
+                                     *self._placement(point, cfg)[0]])
         if rate is None:
             return rec["latency_ns"]["p50"] / 2000, ""
         x = rec["extra"]["rate"]
@@ -87,26 +101,30 @@ class Sockperf(Tool):
     def run_tool(self, point, cfg, ipclab_figure):
         proto, rate = point.spec["proto"], point.spec["rate"]
         mode = ["ping-pong"] if rate is None else ["under-load", f"--mps={_rate_value(rate)}"]
-        out = self._client(proto, cfg, [*mode, "-m", str(SIZE)])
-        m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
-        if not m:
-            raise RuntimeError(f"sockperf {mode[0]} printed no median: {out[-300:]!r}")
-        return float(m.group(1))
+        _, client, server = self._placement(point, cfg)
+        return sockperf_p50(proto, "127.0.0.1", [*mode, "-m", str(SIZE)], self.tool_seconds(cfg),
+                            ["taskset", "-c", str(server)], ["taskset", "-c", str(client)])
 
-    def _client(self, proto, cfg, client):
-        """A sockperf server and one client run, both on the first CPU; the client's output."""
-        port, cpu = free_port(), str(cfg.cpus[0])
-        tcp = ["--tcp"] if proto == "tcp" else []
-        seconds = self.tool_seconds(cfg)
-        server = subprocess.Popen(["taskset", "-c", cpu, "sockperf", "server", "-i", "127.0.0.1", "-p", str(port),
-                                   *tcp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  process_group=0)  # killpg's group, in this session: see above
-        try:
-            time.sleep(0.3)
-            r = subprocess.run(["taskset", "-c", cpu, "sockperf", client[0], "-i", "127.0.0.1", "-p", str(port),
-                                *tcp, *client[1:], "-t", str(seconds)], capture_output=True, text=True,
-                               timeout=seconds + 30)
-            return r.stdout + r.stderr
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait()
+
+def sockperf_p50(proto, address, client, seconds, server_prefix, client_prefix) -> float:
+    """One sockperf run: its server (through `server_prefix`, e.g. taskset, ip netns exec) on a
+    free port of `address`, then its client (`client`: the mode and its options) for `seconds`;
+    the client's p50, as its mode prints it (µs). The server runs in this process's session: see
+    above."""
+    port = free_port()
+    tcp = ["--tcp"] if proto == "tcp" else []
+    server = subprocess.Popen([*server_prefix, "sockperf", "server", "-i", address, "-p", str(port), *tcp],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              process_group=0)  # killpg's group, in this session: see above
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([*client_prefix, "sockperf", client[0], "-i", address, "-p", str(port), *tcp,
+                            *client[1:], "-t", str(seconds)], capture_output=True, text=True, timeout=seconds + 30)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait()
+    out = r.stdout + r.stderr
+    m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
+    if not m:
+        raise RuntimeError(f"sockperf {client[0]} printed no median: {out[-300:]!r}")
+    return float(m.group(1))
