@@ -1,7 +1,5 @@
 // messaging/shm_spsc: a single-producer single-consumer ring of message slots in shared memory
 // (shm_ring.hpp), with a choice of how each side waits for the other.
-#include <optional>
-
 #include "mechanisms/messaging/shm_transport.hpp"
 
 namespace ipclab::messaging {
@@ -14,21 +12,17 @@ namespace {
 // SpscEndpoint.)
 class SpscInPlaceEndpoint final : public InPlaceEndpoint {
  public:
-  SpscInPlaceEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t) {
-    const bool same = &out == &in;
-    if (!same || role == Role::Producer) tx_.emplace(out, w);
-    if (!same || role == Role::Consumer) rx_.emplace(in, w);
-  }
-  void send(const std::byte* d, size_t len) override { tx_->push(d, len); }
+  SpscInPlaceEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t)
+      : ends_(out, in, role, w) {}
+  void send(const std::byte* d, size_t len) override { ends_.tx->push(d, len); }
   std::byte* recv_in_place(std::byte*, size_t) override {
-    if (held_) rx_->release();
+    if (held_) ends_.rx->release();
     held_ = true;
-    return rx_->peek();
+    return ends_.rx->peek();
   }
 
  private:
-  std::optional<SpscRing::Producer> tx_;
-  std::optional<SpscRing::Consumer> rx_;
+  SpscEnds ends_;
   bool held_ = false;  // the last message received is still in its slot, until the next receive
 };
 

@@ -90,25 +90,33 @@ class RingTransport final : public Transport {
   bool roundtrip_ = false;
 };
 
-/// An endpoint of SPSC rings (messaging/shm_spsc, bulk/shm_spsc). In roundtrip a side pushes to
-/// one ring and pops from another; in throughput it uses only its own end of the one ring. Ring
-/// ends are single-owner: each endpoint builds only those it uses.
+/// The ring ends of one endpoint of SPSC rings. In roundtrip a side pushes to one ring and pops
+/// from another; in throughput it uses only its own end of the one ring. Ring ends are
+/// single-owner: each endpoint builds only those it uses.
+struct SpscEnds {
+  SpscEnds(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w) {
+    const bool same = &out == &in;
+    if (!same || role == Role::Producer) tx.emplace(out, w);
+    if (!same || role == Role::Consumer) rx.emplace(in, w);
+  }
+  std::optional<SpscRing::Producer> tx;
+  std::optional<SpscRing::Consumer> rx;
+};
+
+/// An endpoint of SPSC rings that copies in and out (bulk/shm_spsc; messaging/shm_spsc receives in
+/// place: shm_spsc.cpp).
 class SpscEndpoint final : public Endpoint {
  public:
-  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t) {
-    const bool same = &out == &in;
-    if (!same || role == Role::Producer) tx_.emplace(out, w);
-    if (!same || role == Role::Consumer) rx_.emplace(in, w);
-  }
-  void send(const std::byte* d, size_t len) override { tx_->push(d, len); }
+  SpscEndpoint(SpscRing& out, SpscRing& in, Role role, const WaitStrategy& w, size_t)
+      : ends_(out, in, role, w) {}
+  void send(const std::byte* d, size_t len) override { ends_.tx->push(d, len); }
   size_t recv(std::byte* buf, size_t len) override {
-    rx_->pop(buf, len);
+    ends_.rx->pop(buf, len);
     return len;
   }
 
  private:
-  std::optional<SpscRing::Producer> tx_;
-  std::optional<SpscRing::Consumer> rx_;
+  SpscEnds ends_;
 };
 
 }  // namespace ipclab::messaging
