@@ -13,6 +13,7 @@ use; all of it is taken down on every way out. Needs root, iproute2 and openssh-
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,11 +68,25 @@ def run(pair, binary, delay, args) -> int:
     print(f"two-hosts: root@{pair.far_ip} over the veth pair {pair.veth_near}-{pair.veth_far}", file=sys.stderr,
           flush=True)
     cmd = pair.in_near(binary, "run", *args, *pair.remote_args(binary), *address)
-    return subprocess.run(cmd, env=pair.near_env()).returncode
+    global child
+    child = subprocess.Popen(cmd, env=pair.near_env())
+    rc = child.wait()
+    return 128 - rc if rc < 0 else rc
+
+
+child = None  # ipclab, while it runs
+
+
+def on_signal(signum, _frame):
+    """While ipclab runs, it gets the signal (and removes what it made); the pair comes down once
+    it has ended. Before, or after, the signal ends this script through the pair's clean-up."""
+    if child is not None and child.poll() is None:
+        child.send_signal(signum)
+    else:
+        raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    sys.exit(main())

@@ -150,3 +150,35 @@ def test_the_ipclab_spelling():
     r = subprocess.run([BIN, "agree", "nosuchtool"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().startswith("ipclab agree: unknown tool 'nosuchtool'")
+
+
+def test_a_stopped_agree_stops_its_ipclab_run_cleanly(tmp_path):
+    """SIGTERM while ipclab measures a point: agree passes SIGTERM on and waits, so that ipclab
+    removes what it made (its run folder) rather than leave it to the next run's sweep."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = subprocess.Popen([sys.executable, "-m", "ipclab_report", "agree", "perf", "--point", "pipe same",
+                          "--seconds", "20", "--rounds", "1", "--cpus", str(min(os.sched_getaffinity(0)))],
+                         cwd=REPORT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("ipclab-*/run.*")) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob("ipclab-*/run.*")), p.communicate()  # ipclab's run is under way
+    time.sleep(0.5)
+    p.terminate()
+    p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert list(tmp_path.glob("ipclab-*/run.*")) == []  # removed by ipclab itself, not swept later
+    assert not running_with(f"TMPDIR={tmp_path}")  # no ipclab or perf of the round still running
+
+
+def running_with(variable: str) -> list:
+    """The processes whose environment holds `variable` (NAME=VALUE)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if variable.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found

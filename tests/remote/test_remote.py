@@ -836,3 +836,27 @@ def test_two_hosts_script_runs_ipclab_across_its_own_pair(tmp_path):
                        text=True, timeout=60, env=dict(os.environ, TMPDIR=str(tmp_path)))
     assert r.returncode == 2 and r.stderr.startswith("two-hosts: --ipclab") and len(r.stderr.splitlines()) == 1
     assert sh("ip", "netns", "list").stdout == before
+
+
+def test_two_hosts_script_stopped_mid_run_leaves_nothing(tmp_path):
+    """SIGTERM while ipclab runs across the script's pair: ipclab gets it and removes what it made,
+    then the pair comes down; the script ends as a stopped run does."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
+    if netpair.missing():
+        pytest.skip(netpair.missing())
+    script = Path(__file__).resolve().parents[2] / "scripts" / "two-hosts.py"
+    before = sh("ip", "netns", "list").stdout
+    p = subprocess.Popen([script, "--ipclab", BINARY, "--", "messaging/tcp", "-p", "pattern=roundtrip",
+                          "--duration", "30", "--repetitions", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("*/pair/local-tmp/ipclab-*/run.*")) and time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.05)
+    time.sleep(1)  # into the measured window
+    p.terminate()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert sh("ip", "netns", "list").stdout == before
+    assert list(tmp_path.iterdir()) == []  # the pair's folder, with ipclab's run folder and sshd's files

@@ -91,16 +91,28 @@ def program_missing(program: str, remedy: str) -> str | None:
 
 
 def run_checked(argv, what: str, timeout: float = 600, **kw) -> str:
-    """stdout of `argv`; RuntimeError naming `what` and the end of its output when it fails."""
+    """stdout of `argv`; RuntimeError naming `what` and the end of its output when it fails. Stopped
+    by a signal or a timeout here, the program gets SIGTERM first, so that an ipclab removes what
+    it made (its signal clean-up), and SIGKILL only when it has not ended 10 s later."""
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{what} ran past {timeout:.0f} s") from None
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     except OSError as e:  # not there, not executable, or being rebuilt
         raise RuntimeError(f"{what}: cannot start {argv[0]}: {e.strerror}") from None
-    if r.returncode != 0:
-        raise RuntimeError(f"{what} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-400:]}")
-    return r.stdout
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException as e:
+        p.terminate()
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+        if isinstance(e, subprocess.TimeoutExpired):
+            raise RuntimeError(f"{what} ran past {timeout:g} s") from None
+        raise
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {p.returncode}): {(out + err).strip()[-400:]}")
+    return out
 
 
 def ipclab_records(cfg: Config, argv: list, env: dict | None = None, prefix: tuple = ()) -> list:
