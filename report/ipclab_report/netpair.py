@@ -8,8 +8,9 @@ for the delay; built with cc).
 One rig for everything that needs it: `ipclab agree remote` (agree/remote.py), the two-hosts tests
 (tests/remote) and scripts/two-hosts.py. Everything it creates has a name of its own run
 (namespaces, veth pair, devices, files under the folder it is given) and is removed by close() on
-every exit path; nothing it did not create is touched, except /run/sshd, which sshd needs and which
-it makes only when missing (and then removes).
+every exit path; nothing it did not create is touched. sshd needs /run/sshd (its privilege
+separation folder, fixed when OpenSSH is built): a name of the whole machine, which the rig makes
+only when it is missing and removes once no rig uses it, under a lock (PrivsepFolder).
 
 Optionally (`skew_s`) sshd, and so the remote side, runs in a time namespace whose CLOCK_MONOTONIC
 is that far ahead, as another host's would be (where util-linux's unshare can make one).
@@ -17,6 +18,8 @@ is that far ahead, as another host's would be (where util-linux's unshare can ma
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import random
 import shutil
@@ -44,6 +47,63 @@ def missing() -> str | None:
     if not os.access(SSHD, os.X_OK):
         return "sshd is missing: apt install openssh-server (scripts/setup.sh does)"
     return None
+
+
+class PrivsepFolder:
+    """/run/sshd for the rigs of every process on this machine. A rig holds a shared flock on the
+    folder while its sshd runs. The folder is made, with a mark inside it, only when missing, and
+    the rig that finds no other holder as it lets go removes it when the mark says a rig made it
+    (a rig killed before it could remove it leaves it to the next one). Each step runs under an
+    exclusive flock on /run itself, so that none interleaves with another rig's. A folder that was
+    there before any rig (the system's sshd's) has no mark and is never removed."""
+
+    MARK = ".made-by-ipclab-netpair"
+
+    def __init__(self, path="/run/sshd"):
+        self.path = path
+        self.fd = None
+
+    @contextlib.contextmanager
+    def _steps(self):
+        fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            deadline = time.monotonic() + 30  # a few file operations per holder: never long
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"another process has held a lock on {os.path.dirname(self.path)} "
+                                           "for 30 s; try again once it is done") from None
+                    time.sleep(0.01)
+            yield
+        finally:
+            os.close(fd)  # and its lock
+
+    def acquire(self):
+        with self._steps():
+            if not os.path.isdir(self.path):
+                os.mkdir(self.path, 0o755)
+                os.close(os.open(os.path.join(self.path, self.MARK), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+
+    def release(self):
+        if self.fd is None:
+            return
+        with self._steps():
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # granted only where no rig holds it
+                mark = os.path.join(self.path, self.MARK)
+                if os.path.exists(mark):
+                    os.unlink(mark)
+                    os.rmdir(self.path)
+            except BlockingIOError:
+                pass  # another rig's sshd uses it: the last one out removes it
+            finally:
+                os.close(self.fd)
+                self.fd = None
 
 
 def why(e: Exception) -> str:
@@ -76,7 +136,7 @@ class Pair:
         self.created = []  # namespaces, in the order created
         self.sshd = None
         self.sshd_log = None
-        self.run_sshd_dir_made = False
+        self.privsep = PrivsepFolder()
         self.remote_tmp = self.root / "remote-tmp"
         self.local_tmp = self.root / "local-tmp"
 
@@ -135,10 +195,7 @@ class Pair:
         return cfg
 
     def _start_sshd(self, cfg: Path):
-        # sshd's privilege separation needs /run/sshd: made here only when missing, removed then.
-        if not os.path.isdir("/run/sshd"):
-            os.mkdir("/run/sshd", 0o755)
-            self.run_sshd_dir_made = True
+        self.privsep.acquire()
         self.sshd_log = open(self.root / "sshd.log", "w")
         sshd = ["ip", "netns", "exec", self.far, SSHD, "-D", "-e", "-f", str(cfg)]
         skewed = ["unshare", "--time", "--monotonic", str(self.skew_s), "--fork", *sshd]
@@ -227,9 +284,7 @@ class Pair:
                     pass
             sh("ip", "netns", "del", ns, check=False)  # takes its end of the veth pair with it
         self.created = []
-        if self.run_sshd_dir_made:
-            os.rmdir("/run/sshd")
-            self.run_sshd_dir_made = False
+        self.privsep.release()  # after sshd and its sessions have ended
 
     # -- use -------------------------------------------------------------------------------------
     @property

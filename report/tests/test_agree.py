@@ -6,6 +6,7 @@ skipped with its reason, bad input refused before anything runs, nothing left be
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,9 +28,14 @@ CASES = {
 }
 
 
-def namespaces():
+def namespaces(pid):
+    """The network namespaces the rig of process `pid` names (ipclab_report/netpair.py: ipclr,
+    then the pid modulo 10000, three or four hex digits of its own, n or f): tests in other
+    workers make theirs at the same time."""
     r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+    names = {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+    own = re.compile(rf"ipclr{pid % 10000}[0-9a-f]{{3,4}}[nf]")
+    return {n for n in names if own.fullmatch(n)}
 
 
 def remote_or_skip(tool):
@@ -38,8 +44,13 @@ def remote_or_skip(tool):
 
 
 def agree(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "ipclab_report", "agree", *args], cwd=REPORT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **(env or {})})
+    """`ipclab agree ARGS`, run to its end: its CompletedProcess, with its pid."""
+    p = subprocess.Popen([sys.executable, "-m", "ipclab_report", "agree", *args], cwd=REPORT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    out, err = p.communicate(timeout=300)
+    r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    r.pid = p.pid
+    return r
 
 
 def cells(line):
@@ -51,7 +62,6 @@ def cells(line):
 def test_agree_runs_the_tool_beside_ipclab(tool, tmp_path):
     remote_or_skip(tool)
     js, md = tmp_path / "a.json", tmp_path / "a.md"
-    before = namespaces() if tool == "remote" else set()
     r = agree(tool, "--rounds", "2", "--seconds", "0.1", "--cpus", str(min(os.sched_getaffinity(0))),
               *CASES[tool], "--json", str(js), "--markdown", str(md))
     assert r.returncode == 0, r.stderr
@@ -85,26 +95,25 @@ def test_agree_runs_the_tool_beside_ipclab(tool, tmp_path):
         assert veth["point"] == "udp veth" and delayed["point"].startswith("udp +200")
         for side in ("ipclab_median", "tool_median"):
             assert delayed[side] >= 400 > veth[side], (side, veth, delayed)
-        assert namespaces() <= before
+        assert not namespaces(r.pid)
 
 
 def test_agree_remote_leaves_nothing_behind_when_stopped(tmp_path):
     """SIGTERM while the two namespaces, sshd and sockperf are up: all of it is taken down."""
     remote_or_skip("remote")
-    before = namespaces()
     p = subprocess.Popen([sys.executable, "-m", "ipclab_report", "agree", "remote", "--rounds", "3"], cwd=REPORT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "TMPDIR": str(tmp_path)})
     deadline = time.monotonic() + 60
-    while not namespaces() - before and p.poll() is None and time.monotonic() < deadline:
+    while not namespaces(p.pid) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    made = namespaces() - before
-    assert made, p.communicate()
+    made = namespaces(p.pid)
+    assert len(made) == 2, p.communicate()
     time.sleep(1.5)  # into the rounds: ipclab across the pair, or sockperf's two sides
     p.terminate()
     p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGTERM
-    assert not namespaces() & made
+    assert not namespaces(p.pid)
     assert not os.listdir(tmp_path)  # agree's folder, the keys and sshd's files with it
     ours = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
     assert not ours, ours  # no sshd, sockperf or ipclab of the pair's still running
