@@ -808,14 +808,20 @@ def test_an_outage_ends_the_remote_side_within_the_bound(pair, args):
     assert list(pair.local_tmp.glob("ipclab-*/run.*")) == []
 
 
-def test_two_hosts_script_runs_ipclab_across_its_own_pair(tmp_path):
-    """scripts/two-hosts.py: its own pair (this module's rig), ipclab's output and exit status
-    passed through, a delay on request, and nothing of its pair left once it has ended."""
+@pytest.fixture
+def two_hosts():
+    """scripts/two-hosts.py, where it can make its pair here."""
     if not BINARY or not os.access(BINARY, os.X_OK):
         pytest.skip("IPCLAB_BIN does not name the ipclab binary")
     if netpair.missing():
         pytest.skip(netpair.missing())
-    script = Path(__file__).resolve().parents[2] / "scripts" / "two-hosts.py"
+    return Path(__file__).resolve().parents[2] / "scripts" / "two-hosts.py"
+
+
+def test_two_hosts_script_runs_ipclab_across_its_own_pair(two_hosts, tmp_path):
+    """scripts/two-hosts.py: its own pair (this module's rig), ipclab's output and exit status
+    passed through, a delay on request, and nothing of its pair left once it has ended."""
+    script = two_hosts
     before = sh("ip", "netns", "list").stdout
     out = tmp_path / "r.json"
     r = subprocess.run([script, "--ipclab", BINARY, "--delay", "300", "--", "messaging/udp", *RT, "--repetitions", "1", "--json", out],
@@ -838,14 +844,10 @@ def test_two_hosts_script_runs_ipclab_across_its_own_pair(tmp_path):
     assert sh("ip", "netns", "list").stdout == before
 
 
-def test_two_hosts_script_stopped_mid_run_leaves_nothing(tmp_path):
+def test_two_hosts_script_stopped_mid_run_leaves_nothing(two_hosts, tmp_path):
     """SIGTERM while ipclab runs across the script's pair: ipclab gets it and removes what it made,
     then the pair comes down; the script ends as a stopped run does."""
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.skip("IPCLAB_BIN does not name the ipclab binary")
-    if netpair.missing():
-        pytest.skip(netpair.missing())
-    script = Path(__file__).resolve().parents[2] / "scripts" / "two-hosts.py"
+    script = two_hosts
     before = sh("ip", "netns", "list").stdout
     p = subprocess.Popen([script, "--ipclab", BINARY, "--", "messaging/tcp", "-p", "pattern=roundtrip",
                           "--duration", "30", "--repetitions", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

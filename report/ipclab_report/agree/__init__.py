@@ -126,6 +126,17 @@ def _selection(a, cfg):
                     for t, _ in unmatched]
 
 
+def _unready(tool, cfg) -> str | None:
+    """Why `tool` cannot run here (missing, or its preparation failed: one line); None once prepared."""
+    why = tool.missing(cfg)
+    if why is None:
+        try:
+            tool.prepare(cfg)
+        except RuntimeError as e:
+            why = str(e).replace("\n", " ")
+    return why
+
+
 def _measure(tool, points, cfg, doc):
     """Every round of every point of one tool, into doc["tools"]."""
     entry = {"tool": tool.name, "version": tool.version(), "method": tool.method,
@@ -163,13 +174,8 @@ def cmd_agree(argv) -> int:
     with tempfile.TemporaryDirectory(prefix="ipclab-agree.") as work:
         cfg.work = work
         for tool, points in picked:
-            why = tool.missing(cfg)
             try:
-                if why is None:
-                    try:
-                        tool.prepare(cfg)
-                    except RuntimeError as e:
-                        why = str(e).replace("\n", " ")
+                why = _unready(tool, cfg)
                 if why:
                     doc["skipped"].append({"tool": tool.name, "reason": why})
                     print(f"agree: {tool.name}: skipped: {why}", file=sys.stderr, flush=True)
